@@ -1,0 +1,207 @@
+//! Module registration and per-thread access-site counters.
+//!
+//! Address map of the counter array (one per thread, `MAP_NORESERVE`, never freed so that
+//! the exit dump can read the counts of threads that have ended):
+//!
+//! ```text
+//! slot 2*g     executions of global site g      g in [0, MAX_SITES)            registered sites
+//! slot 2*g+1   bytes accessed by site g         g in [LIMBO, LIMBO+MAX_MODULE_SITES)  accesses made
+//!                                                                               before their module registered
+//! ```
+//!
+//! Invariants (tested in `tests`): a module's sites get the global ids
+//! `[base, base + nsites)` with `base + nsites <= MAX_SITES`; an unregistered module's base
+//! reads `LIMBO`, so `LIMBO + local` stays inside the array because the pass never gives a
+//! module more than `MAX_MODULE_SITES` sites.
+
+use crate::mem::{self, SpinLock};
+use core::sync::atomic::{AtomicU32, Ordering};
+use profcc_schema::{AccessKind, AccessSite};
+
+pub const MAX_SITES: u32 = 1 << 22;
+pub const MAX_MODULE_SITES: u32 = 1 << 20;
+pub const LIMBO: u32 = MAX_SITES;
+pub const SLOTS: usize = 2 * (MAX_SITES + MAX_MODULE_SITES) as usize;
+pub const ABI_VERSION: u32 = 1;
+
+/// One access site, as the pass emits it (`passes/src/abi.rs` is the other side).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct SiteDesc {
+    pub file: u32,
+    pub line: u32,
+    pub col: u32,
+    pub func: u32,
+    /// Offset of "file:line" of the outermost inlined-at call, or u32::MAX.
+    pub inlined_at: u32,
+    pub size: u16,
+    pub kind: u8,
+    pub pad: u8,
+}
+
+#[repr(C)]
+pub struct ModuleDesc {
+    pub abi_version: u32,
+    pub nsites: u32,
+    pub sites: *const SiteDesc,
+    /// NUL-separated strings; offsets in `SiteDesc` point into it.
+    pub strings: *const u8,
+    pub site_base: *mut u32,
+}
+
+struct Registered {
+    desc: *const ModuleDesc,
+    base: u32,
+}
+unsafe impl Send for Registered {}
+
+static MODULES: SpinLock<Vec<Registered>> = SpinLock::new(Vec::new());
+static NEXT_BASE: AtomicU32 = AtomicU32::new(0);
+static DROPPED_SITES: AtomicU32 = AtomicU32::new(0);
+
+struct ThreadCounts {
+    tid: u32,
+    counts: *mut u64,
+}
+unsafe impl Send for ThreadCounts {}
+static THREAD_COUNTS: SpinLock<Vec<ThreadCounts>> = SpinLock::new(Vec::new());
+
+extern "C" {
+    fn profcc_counts_slot() -> *mut *mut u64;
+}
+
+/// Called by every instrumented module's constructor (priority 1).
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
+    crate::ensure_init();
+    if m.is_null() || (*m).abi_version != ABI_VERSION {
+        crate::writer::stderr_line(
+            "profcc: an object was instrumented by a different profcc version; its accesses are not counted (rebuild it)",
+        );
+        return;
+    }
+    let n = (*m).nsites.min(MAX_MODULE_SITES);
+    let base = NEXT_BASE.fetch_add(n, Ordering::Relaxed);
+    if base.checked_add(n).is_none_or(|end| end > MAX_SITES) {
+        DROPPED_SITES.fetch_add(n, Ordering::Relaxed);
+        return;
+    }
+    *(*m).site_base = base;
+    MODULES.lock().push(Registered { desc: m, base });
+}
+
+/// The cold door of the access hook: the calling thread has no counter array yet.
+#[no_mangle]
+#[cold]
+#[inline(never)]
+pub unsafe extern "C" fn __profcc_slow_access(_addr: usize, gsite: u32, size: u64) {
+    let c = thread_counts();
+    if c.is_null() || gsite as usize * 2 + 1 >= SLOTS {
+        return;
+    }
+    *c.add(2 * gsite as usize) += 1;
+    *c.add(2 * gsite as usize + 1) += size;
+}
+
+/// This thread's counter array, mapped on first use.
+pub fn thread_counts() -> *mut u64 {
+    unsafe {
+        let slot = profcc_counts_slot();
+        if !(*slot).is_null() {
+            return *slot;
+        }
+        crate::ensure_init();
+        let p = mem::map(SLOTS * 8, true) as *mut u64;
+        if p.is_null() {
+            return p;
+        }
+        *slot = p;
+        THREAD_COUNTS.lock().push(ThreadCounts { tid: crate::threads::current_id(), counts: p });
+        p
+    }
+}
+
+/// After `fork`, in the child: only the forking thread exists; its inherited counts stay.
+pub unsafe fn after_fork_child() {
+    MODULES.force_unlock();
+    THREAD_COUNTS.force_unlock();
+}
+
+fn kind_of(k: u8) -> AccessKind {
+    match k {
+        0 => AccessKind::Read,
+        1 => AccessKind::Write,
+        2 => AccessKind::Atomic,
+        3 => AccessKind::CopyRead,
+        _ => AccessKind::CopyWrite,
+    }
+}
+
+unsafe fn string_at(strings: *const u8, off: u32) -> String {
+    if off == u32::MAX {
+        return String::new();
+    }
+    let p = strings.add(off as usize) as *const libc::c_char;
+    core::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+}
+
+pub struct Snapshot {
+    pub sites: Vec<AccessSite>,
+    /// Accesses per dense thread id.
+    pub per_thread: Vec<(u32, u64)>,
+    pub unattributed: u64,
+    pub dropped_sites: u32,
+}
+
+/// Merge every thread's counters. Threads still running may add counts while this reads.
+pub fn snapshot() -> Snapshot {
+    let threads: Vec<(u32, *mut u64)> = THREAD_COUNTS.lock().iter().map(|t| (t.tid, t.counts)).collect();
+    let modules: Vec<(*const ModuleDesc, u32)> = MODULES.lock().iter().map(|m| (m.desc, m.base)).collect();
+    let mut per_thread: Vec<(u32, u64)> = threads.iter().map(|t| (t.0, 0)).collect();
+    let mut sites = Vec::new();
+    let mut max_local = 0u32;
+    for &(desc, base) in &modules {
+        let d = unsafe { &*desc };
+        max_local = max_local.max(d.nsites.min(MAX_MODULE_SITES));
+        for local in 0..d.nsites.min(MAX_MODULE_SITES) {
+            let g = (base + local) as usize;
+            let (mut count, mut bytes, mut nthreads) = (0u64, 0u64, 0u32);
+            for (i, &(_, c)) in threads.iter().enumerate() {
+                let n = unsafe { *c.add(2 * g) };
+                if n != 0 {
+                    count += n;
+                    bytes += unsafe { *c.add(2 * g + 1) };
+                    nthreads += 1;
+                    per_thread[i].1 += n;
+                }
+            }
+            if count == 0 {
+                continue;
+            }
+            let s = unsafe { *d.sites.add(local as usize) };
+            let inl = unsafe { string_at(d.strings, s.inlined_at) };
+            sites.push(AccessSite {
+                file: unsafe { string_at(d.strings, s.file) },
+                line: s.line,
+                col: s.col,
+                function: unsafe { string_at(d.strings, s.func) },
+                inlined_at: if inl.is_empty() { None } else { Some(inl) },
+                kind: kind_of(s.kind),
+                size: s.size as u32,
+                count,
+                bytes,
+                threads: nthreads,
+            });
+        }
+    }
+    let mut unattributed = 0;
+    for (i, &(_, c)) in threads.iter().enumerate() {
+        for local in 0..max_local.max(1) {
+            let g = (LIMBO + local) as usize;
+            let n = unsafe { *c.add(2 * g) };
+            unattributed += n;
+            per_thread[i].1 += n;
+        }
+    }
+    Snapshot { sites, per_thread, unattributed, dropped_sites: DROPPED_SITES.load(Ordering::Relaxed) }
+}

@@ -1,0 +1,331 @@
+//! Profile assembly and output: at exit (after C++ static destructors: the `atexit` is
+//! registered from the priority-1 constructor, before any static constructor registers its
+//! destructor) and on `SIGUSR2` (the handler only writes a byte to a pipe; a runtime thread
+//! does the dump, so nothing allocates or locks inside the signal handler).
+
+use crate::{counts, mem::SpinLock, options};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use profcc_schema as schema;
+use std::io::Write;
+
+static START_NS: AtomicU64 = AtomicU64::new(0);
+static PIPE_W: AtomicI32 = AtomicI32::new(-1);
+static DUMPING: SpinLock<()> = SpinLock::new(());
+static EXITED: AtomicBool = AtomicBool::new(false);
+
+/// Write one line to stderr with a single `write` call.
+pub fn stderr_line(s: &str) {
+    let mut buf = Vec::with_capacity(s.len() + 1);
+    buf.extend_from_slice(s.trim_end_matches('\n').as_bytes());
+    buf.push(b'\n');
+    unsafe {
+        libc::write(2, buf.as_ptr() as *const libc::c_void, buf.len());
+    }
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+extern "C" fn at_exit() {
+    EXITED.store(true, Ordering::Release);
+    dump("exit");
+}
+
+extern "C" fn on_sigusr2(_: libc::c_int) {
+    let fd = PIPE_W.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let b = 1u8;
+        unsafe { libc::write(fd, &b as *const u8 as *const libc::c_void, 1) };
+    }
+}
+
+extern "C" fn dumper(arg: *mut libc::c_void) -> *mut libc::c_void {
+    let fd = arg as usize as i32;
+    let mut b = 0u8;
+    loop {
+        let n = unsafe { libc::read(fd, &mut b as *mut u8 as *mut libc::c_void, 1) };
+        if n == 1 && !EXITED.load(Ordering::Acquire) {
+            dump("signal");
+        } else if n <= 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return core::ptr::null_mut();
+        }
+    }
+}
+
+extern "C" fn fork_child() {
+    unsafe {
+        crate::mem::after_fork_child();
+        counts::after_fork_child();
+        DUMPING.force_unlock();
+    }
+    // The dumper thread did not survive the fork; SIGUSR2 in the child is ignored quietly.
+    PIPE_W.store(-1, Ordering::Relaxed);
+}
+
+pub fn install() {
+    START_NS.store(now_ns(), Ordering::Relaxed);
+    unsafe {
+        libc::atexit(at_exit);
+        libc::pthread_atfork(None, None, Some(fork_child));
+        let mut fds = [0i32; 2];
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) == 0 {
+            if crate::threads::spawn_internal(dumper, fds[0] as usize as *mut libc::c_void) {
+                PIPE_W.store(fds[1], Ordering::Relaxed);
+                let mut sa: libc::sigaction = core::mem::zeroed();
+                sa.sa_sigaction = on_sigusr2 as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigaction(libc::SIGUSR2, &sa, core::ptr::null_mut());
+            } else {
+                libc::close(fds[0]);
+                libc::close(fds[1]);
+            }
+        }
+    }
+}
+
+fn exe_path() -> String {
+    std::fs::read_link("/proc/self/exe").map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn argv() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Expand `%p`, `%h`, `%e`, `%%` in the output pattern.
+pub fn expand(pattern: &str, pid: u32, host: &str, exe: &str) -> String {
+    let name = exe.rsplit('/').next().unwrap_or(exe);
+    let mut out = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&pid.to_string()),
+            Some('h') => out.push_str(host),
+            Some('e') => out.push_str(name),
+            Some('%') => out.push('%'),
+            Some(o) => {
+                out.push('%');
+                out.push(o);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+fn modules() -> Vec<schema::Module> {
+    unsafe extern "C" fn cb(info: *mut libc::dl_phdr_info, _: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+        let out = &mut *(data as *mut Vec<schema::Module>);
+        let info = &*info;
+        let name = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            core::ffi::CStr::from_ptr(info.dlpi_name).to_string_lossy().into_owned()
+        };
+        let (mut start, mut end) = (u64::MAX, 0u64);
+        for i in 0..info.dlpi_phnum as usize {
+            let ph = &*info.dlpi_phdr.add(i);
+            if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
+                start = start.min(info.dlpi_addr + ph.p_vaddr);
+                end = end.max(info.dlpi_addr + ph.p_vaddr + ph.p_memsz);
+            }
+        }
+        if start == u64::MAX {
+            return 0;
+        }
+        let path = if name.is_empty() && out.is_empty() { exe_path() } else { name };
+        if path.is_empty() || path.starts_with("linux-vdso") {
+            return 0;
+        }
+        out.push(schema::Module { path, base: info.dlpi_addr, start, end });
+        0
+    }
+    let mut out: Vec<schema::Module> = Vec::new();
+    unsafe { libc::dl_iterate_phdr(Some(cb), &mut out as *mut _ as *mut libc::c_void) };
+    out
+}
+
+pub fn build_profile(trigger: &str) -> schema::Profile {
+    let snap = counts::snapshot();
+    let (alloc_sites, at) = crate::alloc::snapshot();
+    let mut threads = crate::threads::snapshot();
+    for t in threads.iter_mut() {
+        t.accesses = snap.per_thread.iter().filter(|p| p.0 == t.id).map(|p| p.1).sum();
+    }
+    let mut totals = schema::Totals {
+        unattributed: snap.unattributed,
+        allocations: at.allocations,
+        frees: at.frees,
+        bytes_allocated: at.bytes_allocated,
+        live_bytes_peak: at.live_bytes_peak,
+        threads: threads.len().max(1) as u32,
+        ..Default::default()
+    };
+    for s in &snap.sites {
+        totals.accesses += s.count;
+        if s.kind.reads() {
+            totals.reads += s.count;
+            totals.bytes_read += s.bytes;
+        }
+        if s.kind.writes() {
+            totals.writes += s.count;
+            totals.bytes_written += s.bytes;
+        }
+    }
+    let mut notes = Vec::new();
+    if snap.dropped_sites > 0 {
+        notes.push(format!("{} access sites beyond the runtime's limit were not counted", snap.dropped_sites));
+    }
+    notes.push(
+        "allocations made inside glibc (its own mmap/brk) and accesses in uninstrumented libraries are not observed".into(),
+    );
+    let exe = exe_path();
+    schema::Profile {
+        format: schema::FORMAT.into(),
+        version: schema::VERSION,
+        pid: unsafe { libc::getpid() } as u32,
+        host: hostname(),
+        argv: argv(),
+        duration_ns: now_ns().saturating_sub(START_NS.load(Ordering::Relaxed)),
+        trigger: trigger.into(),
+        options: options::all().into_iter().collect(),
+        modules: modules(),
+        threads,
+        sites: snap.sites,
+        stacks: crate::stack::snapshot(),
+        alloc_sites,
+        totals,
+        notes,
+        exe,
+    }
+}
+
+/// Write the profile atomically: a temporary file in the target directory, then rename.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", unsafe { libc::getpid() }));
+    let r = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data().ok();
+        std::fs::rename(&tmp, path)
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+pub fn dump(trigger: &str) {
+    let _g = DUMPING.lock();
+    let p = build_profile(trigger);
+    let mut written: Option<String> = None;
+    if options::get_bool("write") {
+        let json = serde_json::to_vec(&p).unwrap_or_default();
+        let target = expand(&options::get_str("out"), p.pid, &p.host, &p.exe);
+        match write_atomically(std::path::Path::new(&target), &json) {
+            Ok(()) => written = Some(target),
+            Err(e) => {
+                let tmpdir = crate::env("TMPDIR").filter(|s| !s.is_empty()).unwrap_or_else(|| "/tmp".into());
+                let base = std::path::Path::new(&target).file_name().map(|n| n.to_string_lossy().into_owned());
+                let fallback = std::path::Path::new(&tmpdir).join(base.unwrap_or_else(|| format!("profcc.{}.json", p.pid)));
+                match write_atomically(&fallback, &json) {
+                    Ok(()) => {
+                        stderr_line(&format!(
+                            "profcc: cannot write {target} ({e}); profile written to {} instead (set PROFCC_OPTIONS=out=DIR/profcc.%e.%p.json)",
+                            fallback.display()
+                        ));
+                        written = Some(fallback.display().to_string());
+                    }
+                    Err(e2) => stderr_line(&format!(
+                        "profcc: cannot write the profile to {target} ({e}) nor to {} ({e2}); set PROFCC_OPTIONS=out=PATH to a writable place",
+                        fallback.display()
+                    )),
+                }
+            }
+        }
+    }
+    if options::get_bool("summary") {
+        for line in summary(&p, written.as_deref()) {
+            stderr_line(&line);
+        }
+    }
+}
+
+fn human(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=9_999_999 => format!("{:.1}K", n as f64 / 1e3),
+        10_000_000..=9_999_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{:.1}G", n as f64 / 1e9),
+    }
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0..=9_999 => format!("{n} B"),
+        10_000..=9_999_999 => format!("{:.1} KiB", n as f64 / 1024.0),
+        10_000_000..=9_999_999_999 => format!("{:.1} MiB", n as f64 / 1048576.0),
+        _ => format!("{:.1} GiB", n as f64 / 1073741824.0),
+    }
+}
+
+/// At most 10 lines.
+pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
+    let t = &p.totals;
+    let mut out = vec![format!(
+        "profcc: {} accesses ({} reads, {} writes) by {} thread{}; {} allocations, {} live at peak",
+        human(t.accesses),
+        human(t.reads),
+        human(t.writes),
+        t.threads,
+        if t.threads == 1 { "" } else { "s" },
+        human(t.allocations),
+        bytes(t.live_bytes_peak)
+    )];
+    let top = (options::get_uint("top") as usize).min(6);
+    // Aggregate by file:line (unrolling splits one line into many sites).
+    let mut by_line: Vec<(String, u64)> = Vec::new();
+    for s in &p.sites {
+        let key = format!("{}:{}", s.file, s.line);
+        match by_line.iter_mut().find(|e| e.0 == key) {
+            Some(e) => e.1 += s.count,
+            None => by_line.push((key, s.count)),
+        }
+    }
+    by_line.sort_by(|a, b| b.1.cmp(&a.1));
+    for (key, n) in by_line.iter().take(top) {
+        let pct = if t.accesses > 0 { 100.0 * *n as f64 / t.accesses as f64 } else { 0.0 };
+        out.push(format!("profcc:   {:>8} accesses ({pct:4.1}%) at {key}", human(*n)));
+    }
+    match written {
+        Some(path) => out.push(format!("profcc: profile {path}; full report: profcc report {path}")),
+        None => out.push("profcc: no profile written".into()),
+    }
+    out.truncate(10);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn expand_pattern() {
+        assert_eq!(super::expand("a.%e.%p.%h.%%.json", 42, "box", "/usr/bin/prog"), "a.prog.42.box.%.json");
+    }
+}

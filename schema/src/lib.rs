@@ -1,0 +1,249 @@
+//! The profile file format shared by the runtime (writer) and the driver (reader).
+//!
+//! A profile is one JSON document. `format` is always [`FORMAT`]; `version` is bumped whenever
+//! a field changes meaning or a required field is added. Readers reject other formats and
+//! newer versions with one clear error.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const FORMAT: &str = "profcc-profile";
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Profile {
+    pub format: String,
+    pub version: u32,
+    /// Path of the executable (`/proc/self/exe`).
+    pub exe: String,
+    pub pid: u32,
+    pub host: String,
+    pub argv: Vec<String>,
+    /// Wall-clock run time up to the dump, nanoseconds.
+    pub duration_ns: u64,
+    /// Why the profile was written: "exit" or "signal".
+    pub trigger: String,
+    /// Run-time options in force (every flag of the table, as text).
+    pub options: BTreeMap<String, String>,
+    /// ELF objects mapped in the process, for offline symbolisation of stack frames.
+    pub modules: Vec<Module>,
+    pub threads: Vec<Thread>,
+    /// Access sites that executed at least once.
+    pub sites: Vec<AccessSite>,
+    /// Deduplicated call stacks (absolute return addresses, innermost first).
+    pub stacks: Vec<Stack>,
+    pub alloc_sites: Vec<AllocSite>,
+    pub totals: Totals,
+    /// Things the runtime could not observe or had to drop, in words.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Module {
+    pub path: String,
+    /// Load bias: runtime address minus the address in the file.
+    pub base: u64,
+    /// Lowest and highest runtime addresses of its executable segments.
+    pub start: u64,
+    pub end: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Thread {
+    /// Dense id: 0 is the main thread, then in creation order.
+    pub id: u32,
+    pub parent: Option<u32>,
+    /// Stack id of the `pthread_create` call.
+    pub created_at: Option<u32>,
+    pub accesses: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    Read,
+    Write,
+    /// Atomic read-modify-write or compare-exchange: both reads and writes.
+    Atomic,
+    /// Source side of memcpy/memmove.
+    CopyRead,
+    /// Destination side of memcpy/memmove/memset.
+    CopyWrite,
+}
+
+impl AccessKind {
+    pub fn reads(self) -> bool {
+        matches!(self, AccessKind::Read | AccessKind::Atomic | AccessKind::CopyRead)
+    }
+    pub fn writes(self) -> bool {
+        matches!(self, AccessKind::Write | AccessKind::Atomic | AccessKind::CopyWrite)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+            AccessKind::Atomic => "atomic",
+            AccessKind::CopyRead => "copy-read",
+            AccessKind::CopyWrite => "copy-write",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AccessSite {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+    /// The (mangled) function the access was compiled into.
+    pub function: String,
+    /// `file:line` of the call the access was inlined through, outermost caller.
+    pub inlined_at: Option<String>,
+    pub kind: AccessKind,
+    /// Bytes per access; 0 for memory intrinsics with a run-time length.
+    pub size: u32,
+    pub count: u64,
+    pub bytes: u64,
+    /// Number of distinct threads that executed the site.
+    pub threads: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Stack {
+    pub id: u32,
+    pub frames: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct AllocSite {
+    /// Stack id of the allocation call (innermost frame first, starting in user code).
+    pub stack: u32,
+    /// malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc,
+    /// new, new[], mmap.
+    pub kind: String,
+    pub count: u64,
+    pub bytes: u64,
+    pub frees: u64,
+    pub max_size: u64,
+    pub live_bytes_peak: u64,
+    pub live_bytes_at_exit: u64,
+    pub live_objects_at_exit: u64,
+    /// Threads that allocated here.
+    pub threads: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Totals {
+    pub accesses: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Accesses that ran before their module registered (not attributable to a site).
+    pub unattributed: u64,
+    pub allocations: u64,
+    pub frees: u64,
+    pub bytes_allocated: u64,
+    pub live_bytes_peak: u64,
+    pub threads: u32,
+}
+
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    NotAProfile(String),
+    Truncated(String),
+    TooNew(u32),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "cannot read it: {e}"),
+            ReadError::NotAProfile(why) => write!(
+                f,
+                "not a profcc profile ({why}); pass a profcc.<exe>.<pid>.json written by a profcc-built program"
+            ),
+            ReadError::Truncated(why) => write!(
+                f,
+                "the profile is truncated or corrupt ({why}); run the program again to write a complete one"
+            ),
+            ReadError::TooNew(v) => write!(
+                f,
+                "profile version {v} is newer than this profcc understands ({VERSION}); use the profcc that built the program"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Parse a profile from text, checking the format marker and version.
+pub fn from_str(text: &str) -> Result<Profile, ReadError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        if e.is_eof() {
+            ReadError::Truncated(e.to_string())
+        } else if text.trim_start().starts_with('{') && text.contains(FORMAT) {
+            ReadError::Truncated(e.to_string())
+        } else {
+            ReadError::NotAProfile(e.to_string())
+        }
+    })?;
+    match value.get("format").and_then(|v| v.as_str()) {
+        Some(FORMAT) => {}
+        Some(other) => return Err(ReadError::NotAProfile(format!("format is {other:?}"))),
+        None => return Err(ReadError::NotAProfile("no \"format\" field".into())),
+    }
+    let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+    if version > VERSION {
+        return Err(ReadError::TooNew(version));
+    }
+    serde_json::from_value(value).map_err(|e| ReadError::Truncated(e.to_string()))
+}
+
+pub fn read(path: &std::path::Path) -> Result<Profile, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(ReadError::Io)?;
+    from_str(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Profile {
+        Profile {
+            format: FORMAT.into(),
+            version: VERSION,
+            exe: "/bin/x".into(),
+            pid: 7,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let p = sample();
+        let text = serde_json::to_string(&p).unwrap();
+        assert_eq!(from_str(&text).unwrap(), p);
+    }
+
+    #[test]
+    fn truncated_is_named() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        let cut = &text[..text.len() / 2];
+        assert!(matches!(from_str(cut), Err(ReadError::Truncated(_))));
+    }
+
+    #[test]
+    fn foreign_is_named() {
+        assert!(matches!(from_str("hello"), Err(ReadError::NotAProfile(_))));
+        assert!(matches!(from_str("{\"a\":1}"), Err(ReadError::NotAProfile(_))));
+    }
+
+    #[test]
+    fn newer_version_rejected() {
+        let mut p = sample();
+        p.version = VERSION + 1;
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(matches!(from_str(&text), Err(ReadError::TooNew(_))));
+    }
+}
