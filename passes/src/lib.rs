@@ -1,21 +1,121 @@
-//! Instrumentation of an LLVM module. No I/O beyond reading/writing the bitcode the driver names.
+//! Instrumentation of an LLVM module (optimised IR in, instrumented IR out).
+//!
+//! Structure, after LLVM's ThreadSanitizer.cpp:
+//! - `select`: walks the module and decides, per memory access, whether to instrument it
+//!   and why not; every decision has a counter in [`Stats`].
+//! - `rewrite`: inserts one call of the hook `__profcc_access(addr, global_site, size)`
+//!   before each selected access. The hook's body (hooks/fastpath.c, compiled to bitcode
+//!   at build time) is linked into the module and inlined by the `always-inline` pass, so
+//!   the fast path is inline even in `-O0` (`optnone`) functions.
+//! - `metadata`: the site table (file, line, column, function, inlined-at, kind, size) and a
+//!   string table travel inside the object as private constants; a priority-1 constructor
+//!   registers them with the runtime, which assigns the module's global site base.
+//!
+//! The crate does no I/O except [`instrument_file`]'s reading and writing of the bitcode the
+//! driver names, and never panics on valid IR.
 
+mod abi;
+mod llvm;
+mod metadata;
+mod rewrite;
+mod select;
+
+use llvm_sys::prelude::*;
 use std::path::Path;
 
-#[derive(Debug, Clone, Default)]
+pub use abi::{AccessKind, MAX_MODULE_SITES};
+
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Instrument memory accesses (loads, stores, atomics, memory intrinsics).
     pub accesses: bool,
 }
 
-/// What the pass did: one count per decision.
-#[derive(Debug, Clone, Default)]
+impl Default for Options {
+    fn default() -> Self {
+        Options { accesses: true }
+    }
+}
+
+/// What the pass did: one count per decision, in a fixed order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
     pub counts: Vec<(&'static str, u64)>,
 }
 
+impl Stats {
+    pub fn get(&self, name: &str) -> u64 {
+        self.counts
+            .iter()
+            .find(|c| c.0 == name)
+            .map(|c| c.1)
+            .unwrap_or(0)
+    }
+    fn bump(&mut self, name: &'static str, by: u64) {
+        match self.counts.iter_mut().find(|c| c.0 == name) {
+            Some(c) => c.1 += by,
+            None => self.counts.push((name, by)),
+        }
+    }
+}
+
 /// Read bitcode from `input`, instrument it, write bitcode to `output`.
 pub fn instrument_file(input: &Path, output: &Path, opts: &Options) -> Result<Stats, String> {
-    let _ = (input, output, opts);
-    Err("not implemented yet".into())
+    let ctx = llvm::Context::new();
+    let module = ctx.parse_bitcode_file(input)?;
+    let stats = instrument_module(&ctx, &module, opts)?;
+    module.write_bitcode(output)?;
+    Ok(stats)
 }
+
+/// Instrument textual IR and return textual IR (for golden tests and debugging).
+pub fn instrument_ir(ir: &str, opts: &Options) -> Result<(String, Stats), String> {
+    let ctx = llvm::Context::new();
+    let module = ctx.parse_ir(ir)?;
+    let stats = instrument_module(&ctx, &module, opts)?;
+    Ok((module.to_ir(), stats))
+}
+
+/// Instrument one module in place.
+pub fn instrument_module(
+    ctx: &llvm::Context,
+    module: &llvm::Module,
+    opts: &Options,
+) -> Result<Stats, String> {
+    let mut stats = Stats::default();
+    if module.has_function(abi::HOOK) || module.has_global(abi::SITE_BASE) {
+        stats.bump("skipped-module-already-instrumented", 1);
+        return Ok(stats);
+    }
+    if !opts.accesses {
+        return Ok(stats);
+    }
+    let selection = select::select(module.raw(), &mut stats);
+    if selection.accesses.is_empty() {
+        return Ok(stats);
+    }
+    let table = metadata::SiteTable::build(module.raw(), &selection);
+    unsafe {
+        let hook = ctx.link_fastpath(module)?;
+        let site_base = metadata::emit(ctx.raw(), module.raw(), &table)?;
+        rewrite::rewrite(
+            ctx.raw(),
+            module.raw(),
+            hook,
+            site_base,
+            &selection,
+            &mut stats,
+        );
+        module.run_passes("always-inline")?;
+        // The inliner deletes the hook once it is dead; delete it here if it is not.
+        llvm::delete_unused_function(module.raw(), abi::HOOK);
+    }
+    module
+        .verify()
+        .map_err(|e| format!("instrumented module does not verify: {e}"))?;
+    stats.bump("sites", table.len() as u64);
+    Ok(stats)
+}
+
+/// Helper for callers that hold raw handles.
+pub type RawModule = LLVMModuleRef;

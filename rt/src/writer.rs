@@ -24,7 +24,10 @@ pub fn stderr_line(s: &str) {
 }
 
 fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -75,7 +78,7 @@ pub fn install() {
             if crate::threads::spawn_internal(dumper, fds[0] as usize as *mut libc::c_void) {
                 PIPE_W.store(fds[1], Ordering::Relaxed);
                 let mut sa: libc::sigaction = core::mem::zeroed();
-                sa.sa_sigaction = on_sigusr2 as usize;
+                sa.sa_sigaction = on_sigusr2 as *const () as usize;
                 sa.sa_flags = libc::SA_RESTART;
                 libc::sigaction(libc::SIGUSR2, &sa, core::ptr::null_mut());
             } else {
@@ -87,7 +90,9 @@ pub fn install() {
 }
 
 fn exe_path() -> String {
-    std::fs::read_link("/proc/self/exe").map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+    std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn hostname() -> String {
@@ -99,7 +104,12 @@ fn hostname() -> String {
 
 fn argv() -> Vec<String> {
     std::fs::read("/proc/self/cmdline")
-        .map(|b| b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -129,13 +139,19 @@ pub fn expand(pattern: &str, pid: u32, host: &str, exe: &str) -> String {
 }
 
 fn modules() -> Vec<schema::Module> {
-    unsafe extern "C" fn cb(info: *mut libc::dl_phdr_info, _: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+    unsafe extern "C" fn cb(
+        info: *mut libc::dl_phdr_info,
+        _: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
         let out = &mut *(data as *mut Vec<schema::Module>);
         let info = &*info;
         let name = if info.dlpi_name.is_null() {
             String::new()
         } else {
-            core::ffi::CStr::from_ptr(info.dlpi_name).to_string_lossy().into_owned()
+            core::ffi::CStr::from_ptr(info.dlpi_name)
+                .to_string_lossy()
+                .into_owned()
         };
         let (mut start, mut end) = (u64::MAX, 0u64);
         for i in 0..info.dlpi_phnum as usize {
@@ -148,11 +164,20 @@ fn modules() -> Vec<schema::Module> {
         if start == u64::MAX {
             return 0;
         }
-        let path = if name.is_empty() && out.is_empty() { exe_path() } else { name };
+        let path = if name.is_empty() && out.is_empty() {
+            exe_path()
+        } else {
+            name
+        };
         if path.is_empty() || path.starts_with("linux-vdso") {
             return 0;
         }
-        out.push(schema::Module { path, base: info.dlpi_addr, start, end });
+        out.push(schema::Module {
+            path,
+            base: info.dlpi_addr,
+            start,
+            end,
+        });
         0
     }
     let mut out: Vec<schema::Module> = Vec::new();
@@ -165,7 +190,12 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
     let (alloc_sites, at) = crate::alloc::snapshot();
     let mut threads = crate::threads::snapshot();
     for t in threads.iter_mut() {
-        t.accesses = snap.per_thread.iter().filter(|p| p.0 == t.id).map(|p| p.1).sum();
+        t.accesses = snap
+            .per_thread
+            .iter()
+            .filter(|p| p.0 == t.id)
+            .map(|p| p.1)
+            .sum();
     }
     let mut totals = schema::Totals {
         unattributed: snap.unattributed,
@@ -189,7 +219,10 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
     }
     let mut notes = Vec::new();
     if snap.dropped_sites > 0 {
-        notes.push(format!("{} access sites beyond the runtime's limit were not counted", snap.dropped_sites));
+        notes.push(format!(
+            "{} access sites beyond the runtime's limit were not counted",
+            snap.dropped_sites
+        ));
     }
     notes.push(
         "allocations made inside glibc (its own mmap/brk) and accesses in uninstrumented libraries are not observed".into(),
@@ -217,11 +250,20 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
 
 /// Write the profile atomically: a temporary file in the target directory, then rename.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", unsafe { libc::getpid() }));
     let r = (|| {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_data().ok();
         std::fs::rename(&tmp, path)
@@ -242,9 +284,14 @@ pub fn dump(trigger: &str) {
         match write_atomically(std::path::Path::new(&target), &json) {
             Ok(()) => written = Some(target),
             Err(e) => {
-                let tmpdir = crate::env("TMPDIR").filter(|s| !s.is_empty()).unwrap_or_else(|| "/tmp".into());
-                let base = std::path::Path::new(&target).file_name().map(|n| n.to_string_lossy().into_owned());
-                let fallback = std::path::Path::new(&tmpdir).join(base.unwrap_or_else(|| format!("profcc.{}.json", p.pid)));
+                let tmpdir = crate::env("TMPDIR")
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "/tmp".into());
+                let base = std::path::Path::new(&target)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned());
+                let fallback = std::path::Path::new(&tmpdir)
+                    .join(base.unwrap_or_else(|| format!("profcc.{}.json", p.pid)));
                 match write_atomically(&fallback, &json) {
                     Ok(()) => {
                         stderr_line(&format!(
@@ -303,7 +350,15 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
     // Aggregate by file:line (unrolling splits one line into many sites).
     let mut by_line: Vec<(String, u64)> = Vec::new();
     for s in &p.sites {
-        let key = format!("{}:{}", s.file, s.line);
+        let key = if s.line == 0 {
+            format!(
+                "{} (in {}, no line)",
+                s.file.rsplit('/').next().unwrap_or(""),
+                s.function
+            )
+        } else {
+            format!("{}:{}", s.file, s.line)
+        };
         match by_line.iter_mut().find(|e| e.0 == key) {
             Some(e) => e.1 += s.count,
             None => by_line.push((key, s.count)),
@@ -311,11 +366,20 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
     }
     by_line.sort_by(|a, b| b.1.cmp(&a.1));
     for (key, n) in by_line.iter().take(top) {
-        let pct = if t.accesses > 0 { 100.0 * *n as f64 / t.accesses as f64 } else { 0.0 };
-        out.push(format!("profcc:   {:>8} accesses ({pct:4.1}%) at {key}", human(*n)));
+        let pct = if t.accesses > 0 {
+            100.0 * *n as f64 / t.accesses as f64
+        } else {
+            0.0
+        };
+        out.push(format!(
+            "profcc:   {:>8} accesses ({pct:4.1}%) at {key}",
+            human(*n)
+        ));
     }
     match written {
-        Some(path) => out.push(format!("profcc: profile {path}; full report: profcc report {path}")),
+        Some(path) => out.push(format!(
+            "profcc: profile {path}; full report: profcc report {path}"
+        )),
         None => out.push("profcc: no profile written".into()),
     }
     out.truncate(10);
@@ -326,6 +390,9 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
 mod tests {
     #[test]
     fn expand_pattern() {
-        assert_eq!(super::expand("a.%e.%p.%h.%%.json", 42, "box", "/usr/bin/prog"), "a.prog.42.box.%.json");
+        assert_eq!(
+            super::expand("a.%e.%p.%h.%%.json", 42, "box", "/usr/bin/prog"),
+            "a.prog.42.box.%.json"
+        );
     }
 }
