@@ -1,0 +1,104 @@
+//! Golden tests: each tests/golden/NAME.ll is instrumented and the result compared with
+//! NAME.expected (the decision counts, then the instrumented IR). `PROFCC_BLESS=1` rewrites
+//! the expected files; review the diff before committing. A few behaviours are also asserted
+//! directly, so a wrong blessing cannot hide them.
+
+use std::path::PathBuf;
+
+fn run(name: &str) -> (String, profcc_passes::Stats) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let input = std::fs::read_to_string(dir.join(format!("{name}.ll"))).unwrap();
+    let (ir, stats) = profcc_passes::instrument_ir(&input, &Default::default()).unwrap();
+    let mut text = String::new();
+    for (k, v) in &stats.counts {
+        text.push_str(&format!("; {k} = {v}\n"));
+    }
+    // The module identifier line differs between machines only in name; keep it stable.
+    text.push_str(&ir);
+    let expected_path = dir.join(format!("{name}.expected"));
+    if std::env::var_os("PROFCC_BLESS").is_some() {
+        std::fs::write(&expected_path, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_path)
+        .unwrap_or_else(|_| panic!("{} missing: run with PROFCC_BLESS=1 and review", expected_path.display()));
+    assert_eq!(text, expected, "{name}: instrumented IR differs from {}", expected_path.display());
+    (ir, stats)
+}
+
+#[test]
+fn load_store() {
+    let (ir, s) = run("load_store");
+    assert_eq!(s.get("instrumented-read"), 1);
+    assert_eq!(s.get("instrumented-write"), 1);
+    assert!(ir.contains("@__profcc_slow_access(i64 noundef %"), "slow path call present");
+    assert!(!ir.contains("call void @__profcc_access"), "fast path inlined");
+}
+
+#[test]
+fn atomics() {
+    let (_, s) = run("atomics");
+    assert_eq!(s.get("instrumented-atomic"), 2);
+}
+
+#[test]
+fn memintrinsics() {
+    let (ir, s) = run("memintrinsics");
+    assert_eq!(s.get("instrumented-memintrinsic"), 3);
+    // The run-time length reaches the hook as the size.
+    assert!(ir.contains("i64 noundef %n)"), "dynamic length passed as size");
+}
+
+#[test]
+fn skips() {
+    let (_, s) = run("skips");
+    assert_eq!(s.get("skipped-stack"), 2, "store to and load from the non-escaping slot");
+    assert_eq!(s.get("skipped-constant"), 1);
+    assert_eq!(s.get("skipped-thread-local"), 1);
+    assert_eq!(s.get("instrumented-write"), 1, "escaping slot");
+    assert_eq!(s.get("instrumented-read"), 1, "plain global");
+}
+
+#[test]
+fn optnone() {
+    let (ir, s) = run("optnone");
+    assert_eq!(s.get("instrumented-write"), 1);
+    assert!(!ir.contains("call void @__profcc_access"), "hook inlined into optnone function");
+}
+
+#[test]
+fn vector_masked() {
+    let (ir, s) = run("vector_masked");
+    assert_eq!(s.get("instrumented-read"), 1);
+    assert_eq!(s.get("skipped-masked-or-vp-intrinsic"), 1);
+    assert!(ir.contains("i64 noundef 32)"), "vector access is 32 bytes");
+}
+
+#[test]
+fn ctors() {
+    let (ir, _) = run("ctors");
+    assert!(ir.contains("{ i32 65535, ptr @init, ptr null }, { i32, ptr, ptr } { i32 1, ptr @profcc.module_ctor"));
+}
+
+#[test]
+fn debugloc() {
+    let (ir, s) = run("debugloc");
+    assert_eq!(s.get("sites"), 2);
+    // The string table holds the joined path, the function and the inlined-at call.
+    assert!(ir.contains("/home/u/proj/src/x.c\\00"), "{ir}");
+    assert!(ir.contains("/usr/include/h.h\\00"));
+    assert!(ir.contains("/home/u/proj/src/x.c:6\\00"), "inlined-at names the outer call line");
+    // Site 0: line 4 col 5; site 1: line 2 col 7.
+    assert!(ir.contains("i32 4, i32 5,"));
+    assert!(ir.contains("i32 2, i32 7,"));
+}
+
+#[test]
+fn not_instrumented_twice() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let input = std::fs::read_to_string(dir.join("load_store.ll")).unwrap();
+    let (once, _) = profcc_passes::instrument_ir(&input, &Default::default()).unwrap();
+    let (twice, s) = profcc_passes::instrument_ir(&once, &Default::default()).unwrap();
+    assert_eq!(s.get("skipped-module-already-instrumented"), 1);
+    let strip = |s: &str| s.lines().map(|l| l.split("; preds").next().unwrap().trim_end().to_string()).collect::<Vec<_>>();
+    assert_eq!(strip(&once), strip(&twice));
+}
