@@ -7,5 +7,9 @@ fn main() {
             build.file(path);
         }
     }
-    build.flag("-fno-omit-frame-pointer").flag("-fPIC").opt_level(2).compile("profcc_shim");
+    build
+        .flag("-fno-omit-frame-pointer")
+        .flag("-fPIC")
+        .opt_level(2)
+        .compile("profcc_shim");
 }

@@ -116,7 +116,10 @@ pub fn thread_counts() -> *mut u64 {
             return p;
         }
         *slot = p;
-        THREAD_COUNTS.lock().push(ThreadCounts { tid: crate::threads::current_id(), counts: p });
+        THREAD_COUNTS.lock().push(ThreadCounts {
+            tid: crate::threads::current_id(),
+            counts: p,
+        });
         p
     }
 }
@@ -155,8 +158,13 @@ pub struct Snapshot {
 
 /// Merge every thread's counters. Threads still running may add counts while this reads.
 pub fn snapshot() -> Snapshot {
-    let threads: Vec<(u32, *mut u64)> = THREAD_COUNTS.lock().iter().map(|t| (t.tid, t.counts)).collect();
-    let modules: Vec<(*const ModuleDesc, u32)> = MODULES.lock().iter().map(|m| (m.desc, m.base)).collect();
+    let threads: Vec<(u32, *mut u64)> = THREAD_COUNTS
+        .lock()
+        .iter()
+        .map(|t| (t.tid, t.counts))
+        .collect();
+    let modules: Vec<(*const ModuleDesc, u32)> =
+        MODULES.lock().iter().map(|m| (m.desc, m.base)).collect();
     let mut per_thread: Vec<(u32, u64)> = threads.iter().map(|t| (t.0, 0)).collect();
     let mut sites = Vec::new();
     let mut max_local = 0u32;
@@ -203,5 +211,10 @@ pub fn snapshot() -> Snapshot {
             per_thread[i].1 += n;
         }
     }
-    Snapshot { sites, per_thread, unattributed, dropped_sites: DROPPED_SITES.load(Ordering::Relaxed) }
+    Snapshot {
+        sites,
+        per_thread,
+        unattributed,
+        dropped_sites: DROPPED_SITES.load(Ordering::Relaxed),
+    }
 }

@@ -42,7 +42,10 @@ pub fn ensure_init() {
 
 #[cold]
 fn init_slow() {
-    if INIT.compare_exchange(UNINIT, RUNNING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+    if INIT
+        .compare_exchange(UNINIT, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
         return;
     }
     let spec = env("PROFCC_OPTIONS").unwrap_or_default();

@@ -21,7 +21,10 @@ pub struct SpinGuard<'a, T> {
 
 impl<T> SpinLock<T> {
     pub const fn new(value: T) -> Self {
-        SpinLock { locked: AtomicBool::new(false), value: core::cell::UnsafeCell::new(value) }
+        SpinLock {
+            locked: AtomicBool::new(false),
+            value: core::cell::UnsafeCell::new(value),
+        }
     }
     pub fn lock(&self) -> SpinGuard<'_, T> {
         let mut spins = 0u32;
@@ -65,9 +68,18 @@ impl<T> Drop for SpinGuard<'_, T> {
 
 /// Map `len` bytes of zeroed anonymous memory; null on failure.
 pub fn map(len: usize, noreserve: bool) -> *mut u8 {
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if noreserve { libc::MAP_NORESERVE } else { 0 };
+    let flags =
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if noreserve { libc::MAP_NORESERVE } else { 0 };
     let p = unsafe {
-        libc::syscall(libc::SYS_mmap, 0usize, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1i64, 0usize)
+        libc::syscall(
+            libc::SYS_mmap,
+            0usize,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1i64,
+            0usize,
+        )
     };
     if p < 0 && p > -4096 {
         core::ptr::null_mut()
@@ -92,8 +104,11 @@ struct Heap {
 }
 unsafe impl Send for Heap {}
 
-static HEAP: SpinLock<Heap> =
-    SpinLock::new(Heap { free: [core::ptr::null_mut(); CLASSES], bump: core::ptr::null_mut(), end: core::ptr::null_mut() });
+static HEAP: SpinLock<Heap> = SpinLock::new(Heap {
+    free: [core::ptr::null_mut(); CLASSES],
+    bump: core::ptr::null_mut(),
+    end: core::ptr::null_mut(),
+});
 
 fn class_of(size: usize) -> usize {
     let s = size.max(16).next_power_of_two();

@@ -18,17 +18,42 @@ pub struct Flag {
 
 /// The table of every run-time flag. Keep sorted by name.
 pub const FLAGS: &[Flag] = &[
-    Flag { name: "help", kind: Kind::Bool, default: "0", help: "print this table on stderr and run on" },
+    Flag {
+        name: "help",
+        kind: Kind::Bool,
+        default: "0",
+        help: "print this table on stderr and run on",
+    },
     Flag {
         name: "out",
         kind: Kind::Str,
         default: "profcc.%e.%p.json",
         help: "profile path; %p pid, %h host, %e executable name",
     },
-    Flag { name: "summary", kind: Kind::Bool, default: "1", help: "print a summary of at most 10 lines on stderr at exit" },
-    Flag { name: "top", kind: Kind::Uint, default: "5", help: "how many entries each summary section lists" },
-    Flag { name: "verbose", kind: Kind::Bool, default: "0", help: "say where the profile went and why" },
-    Flag { name: "write", kind: Kind::Bool, default: "1", help: "write the profile file at all" },
+    Flag {
+        name: "summary",
+        kind: Kind::Bool,
+        default: "1",
+        help: "print a summary of at most 10 lines on stderr at exit",
+    },
+    Flag {
+        name: "top",
+        kind: Kind::Uint,
+        default: "5",
+        help: "how many entries each summary section lists",
+    },
+    Flag {
+        name: "verbose",
+        kind: Kind::Bool,
+        default: "0",
+        help: "say where the profile went and why",
+    },
+    Flag {
+        name: "write",
+        kind: Kind::Bool,
+        default: "1",
+        help: "write the profile file at all",
+    },
 ];
 
 /// Values in force, one per flag, in table order.
@@ -44,7 +69,10 @@ pub struct Value {
 
 impl Value {
     const fn empty() -> Self {
-        Value { buf: [0; 256], len: 0 }
+        Value {
+            buf: [0; 256],
+            len: 0,
+        }
     }
     fn set(&mut self, s: &[u8]) -> bool {
         if s.len() > self.buf.len() {
@@ -59,10 +87,15 @@ impl Value {
     }
 }
 
-static OPTIONS: SpinLock<Options> = SpinLock::new(Options { values: [Value::empty(); FLAGS.len()] });
+static OPTIONS: SpinLock<Options> = SpinLock::new(Options {
+    values: [Value::empty(); FLAGS.len()],
+});
 
 fn index(name: &str) -> usize {
-    FLAGS.iter().position(|f| f.name == name).expect("flag in table")
+    FLAGS
+        .iter()
+        .position(|f| f.name == name)
+        .expect("flag in table")
 }
 
 pub fn get_str(name: &str) -> String {
@@ -74,13 +107,20 @@ pub fn get_bool(name: &str) -> bool {
 }
 
 pub fn get_uint(name: &str) -> u64 {
-    OPTIONS.lock().values[index(name)].as_str().parse().unwrap_or(0)
+    OPTIONS.lock().values[index(name)]
+        .as_str()
+        .parse()
+        .unwrap_or(0)
 }
 
 /// All flags as (name, value) text, for the profile.
 pub fn all() -> Vec<(String, String)> {
     let o = OPTIONS.lock();
-    FLAGS.iter().zip(o.values.iter()).map(|(f, v)| (f.name.to_string(), v.as_str().to_string())).collect()
+    FLAGS
+        .iter()
+        .zip(o.values.iter())
+        .map(|(f, v)| (f.name.to_string(), v.as_str().to_string()))
+        .collect()
 }
 
 fn valid(kind: Kind, v: &str) -> Option<&'static str> {
@@ -126,7 +166,10 @@ pub fn parse(spec: &str) -> Vec<String> {
             Some(canon) => {
                 let v = if canon.is_empty() { value } else { canon };
                 if !o.values[i].set(v.as_bytes()) {
-                    warnings.push(format!("profcc: option '{key}' value too long (max 256 bytes); using {}", f.default));
+                    warnings.push(format!(
+                        "profcc: option '{key}' value too long (max 256 bytes); using {}",
+                        f.default
+                    ));
                 }
             }
             None => {
@@ -153,7 +196,10 @@ pub fn help_text() -> String {
             Kind::Uint => "uint",
             Kind::Str => "string",
         };
-        s.push_str(&format!("  {:<10} {:<6} default {:<20} {}\n", f.name, kind, f.default, f.help));
+        s.push_str(&format!(
+            "  {:<10} {:<6} default {:<20} {}\n",
+            f.name, kind, f.default, f.help
+        ));
     }
     s
 }

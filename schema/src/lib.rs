@@ -73,10 +73,16 @@ pub enum AccessKind {
 
 impl AccessKind {
     pub fn reads(self) -> bool {
-        matches!(self, AccessKind::Read | AccessKind::Atomic | AccessKind::CopyRead)
+        matches!(
+            self,
+            AccessKind::Read | AccessKind::Atomic | AccessKind::CopyRead
+        )
     }
     pub fn writes(self) -> bool {
-        matches!(self, AccessKind::Write | AccessKind::Atomic | AccessKind::CopyWrite)
+        matches!(
+            self,
+            AccessKind::Write | AccessKind::Atomic | AccessKind::CopyWrite
+        )
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -236,7 +242,10 @@ mod tests {
     #[test]
     fn foreign_is_named() {
         assert!(matches!(from_str("hello"), Err(ReadError::NotAProfile(_))));
-        assert!(matches!(from_str("{\"a\":1}"), Err(ReadError::NotAProfile(_))));
+        assert!(matches!(
+            from_str("{\"a\":1}"),
+            Err(ReadError::NotAProfile(_))
+        ));
     }
 
     #[test]
