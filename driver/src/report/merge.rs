@@ -1,0 +1,257 @@
+//! Several profiles (one per MPI rank, per fork, per run) merged into one view.
+//!
+//! - access sites with the same file, line, column, function, inlined-at and kind are summed;
+//! - allocation sites are merged by their *symbolised* call stack and kind (addresses differ
+//!   between processes under ASLR, source places do not);
+//! - totals are summed (`live_bytes_peak` too: an upper bound when processes overlapped);
+//! - threads stay per input file.
+//!
+//! The merged view keeps the symboliser, so a section that needs more stacks symbolised
+//! (e.g. a future false-sharing section naming an allocation site) asks [`Merged::stack`].
+
+use super::symbolize::{Frame, FrameKey, Symbolizer};
+use profcc_schema::{AccessKind, AccessSite, Profile, Totals};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::time::SystemTime;
+
+/// One profile file as read.
+pub struct Input {
+    /// The path as given on the command line.
+    pub path: String,
+    pub profile: Profile,
+    /// When the profile file was written (for the "binary changed since" check).
+    pub mtime: Option<SystemTime>,
+    /// Stack id → frames (addresses).
+    stacks: HashMap<u32, Vec<u64>>,
+}
+
+impl Input {
+    pub fn new(path: impl Into<String>, profile: Profile, mtime: Option<SystemTime>) -> Input {
+        let stacks = profile.stacks.iter().map(|s| (s.id, s.frames.clone())).collect();
+        Input { path: path.into(), profile, mtime, stacks }
+    }
+}
+
+/// An access site after merging equal sites of all inputs.
+#[derive(Debug, Clone)]
+pub struct MergedSite {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+    /// Mangled, as recorded.
+    pub function: String,
+    pub inlined_at: Option<String>,
+    pub kind: AccessKind,
+    /// Bytes per access; 0 when run-time length or when inputs disagree.
+    pub size: u32,
+    pub count: u64,
+    pub bytes: u64,
+    /// Input index → threads that executed the site in that process.
+    pub threads_by_input: BTreeMap<usize, u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MergedAlloc {
+    pub kind: String,
+    /// Symbolised stack, innermost first (inlined frames expanded).
+    pub stack: Vec<Frame>,
+    pub count: u64,
+    pub bytes: u64,
+    pub frees: u64,
+    pub max_size: u64,
+    pub live_bytes_peak: u64,
+    pub live_bytes_at_exit: u64,
+    pub live_objects_at_exit: u64,
+    pub threads: u32,
+    /// How many recorded sites (over all inputs) were merged into this one.
+    pub merged_sites: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct MergedThread {
+    pub input: usize,
+    pub pid: u32,
+    pub id: u32,
+    pub parent: Option<u32>,
+    pub accesses: u64,
+    /// Symbolised `pthread_create` call stack; empty for the main thread.
+    pub created_at: Vec<Frame>,
+}
+
+pub struct Merged {
+    pub inputs: Vec<Input>,
+    pub sites: Vec<MergedSite>,
+    pub alloc_sites: Vec<MergedAlloc>,
+    pub threads: Vec<MergedThread>,
+    pub totals: Totals,
+    /// The runtime's notes, deduplicated, plus anything merging noticed.
+    pub notes: Vec<String>,
+    sym: RefCell<Symbolizer>,
+}
+
+impl Merged {
+    pub fn new(inputs: Vec<Input>) -> Merged {
+        let mut m = Merged {
+            inputs,
+            sites: Vec::new(),
+            alloc_sites: Vec::new(),
+            threads: Vec::new(),
+            totals: Totals::default(),
+            notes: Vec::new(),
+            sym: RefCell::new(Symbolizer::new()),
+        };
+        m.merge_sites();
+        m.merge_allocs();
+        m.merge_threads();
+        m.merge_totals_and_notes();
+        m
+    }
+
+    /// Symbolised frames of a stack id of one input. Unknown ids give an empty stack.
+    pub fn stack(&self, input: usize, id: u32) -> Vec<Frame> {
+        let inp = &self.inputs[input];
+        match inp.stacks.get(&id) {
+            Some(frames) => self.sym.borrow_mut().stack(&inp.profile.modules, frames, inp.mtime),
+            None => Vec::new(),
+        }
+    }
+
+    /// Symbolisation warnings so far (one per module that could not be used).
+    pub fn symbol_warnings(&self) -> Vec<String> {
+        self.sym.borrow().warnings().to_vec()
+    }
+
+    fn merge_sites(&mut self) {
+        type Key = (String, u32, u32, String, Option<String>, AccessKind);
+        let mut index: HashMap<Key, usize> = HashMap::new();
+        for (i, inp) in self.inputs.iter().enumerate() {
+            for s in &inp.profile.sites {
+                let AccessSite { file, line, col, function, inlined_at, kind, size, count, bytes, threads } = s;
+                let key = (file.clone(), *line, *col, function.clone(), inlined_at.clone(), *kind);
+                let at = *index.entry(key).or_insert_with(|| {
+                    self.sites.push(MergedSite {
+                        file: file.clone(),
+                        line: *line,
+                        col: *col,
+                        function: function.clone(),
+                        inlined_at: inlined_at.clone(),
+                        kind: *kind,
+                        size: *size,
+                        count: 0,
+                        bytes: 0,
+                        threads_by_input: BTreeMap::new(),
+                    });
+                    self.sites.len() - 1
+                });
+                let m = &mut self.sites[at];
+                if m.size != *size {
+                    m.size = 0;
+                }
+                m.count += count;
+                m.bytes += bytes;
+                let t = m.threads_by_input.entry(i).or_insert(0);
+                // The same key twice in one file (should not happen): the larger is a lower bound.
+                *t = (*t).max(*threads);
+            }
+        }
+    }
+
+    fn merge_allocs(&mut self) {
+        let mut index: HashMap<(String, Vec<FrameKey>), usize> = HashMap::new();
+        let mut missing = 0usize;
+        for i in 0..self.inputs.len() {
+            let sites = self.inputs[i].profile.alloc_sites.clone();
+            for a in &sites {
+                if !self.inputs[i].stacks.contains_key(&a.stack) {
+                    missing += 1;
+                }
+                let stack = self.stack(i, a.stack);
+                let key = (a.kind.clone(), stack.iter().map(Frame::key).collect::<Vec<_>>());
+                let at = *index.entry(key).or_insert_with(|| {
+                    self.alloc_sites.push(MergedAlloc {
+                        kind: a.kind.clone(),
+                        stack,
+                        count: 0,
+                        bytes: 0,
+                        frees: 0,
+                        max_size: 0,
+                        live_bytes_peak: 0,
+                        live_bytes_at_exit: 0,
+                        live_objects_at_exit: 0,
+                        threads: 0,
+                        merged_sites: 0,
+                    });
+                    self.alloc_sites.len() - 1
+                });
+                let m = &mut self.alloc_sites[at];
+                m.count += a.count;
+                m.bytes += a.bytes;
+                m.frees += a.frees;
+                m.max_size = m.max_size.max(a.max_size);
+                m.live_bytes_peak += a.live_bytes_peak;
+                m.live_bytes_at_exit += a.live_bytes_at_exit;
+                m.live_objects_at_exit += a.live_objects_at_exit;
+                m.threads += a.threads;
+                m.merged_sites += 1;
+            }
+        }
+        if missing > 0 {
+            self.notes.push(format!(
+                "{missing} allocation sites refer to call stacks missing from the profile; they are shown without a stack"
+            ));
+        }
+    }
+
+    fn merge_threads(&mut self) {
+        for i in 0..self.inputs.len() {
+            let threads = self.inputs[i].profile.threads.clone();
+            let pid = self.inputs[i].profile.pid;
+            for t in threads {
+                let created_at = t.created_at.map(|id| self.stack(i, id)).unwrap_or_default();
+                self.threads.push(MergedThread {
+                    input: i,
+                    pid,
+                    id: t.id,
+                    parent: t.parent,
+                    accesses: t.accesses,
+                    created_at,
+                });
+            }
+        }
+    }
+
+    fn merge_totals_and_notes(&mut self) {
+        let mut t = Totals::default();
+        let mut notes: Vec<String> = Vec::new();
+        for inp in &self.inputs {
+            let p = &inp.profile.totals;
+            t.accesses += p.accesses;
+            t.reads += p.reads;
+            t.writes += p.writes;
+            t.bytes_read += p.bytes_read;
+            t.bytes_written += p.bytes_written;
+            t.unattributed += p.unattributed;
+            t.allocations += p.allocations;
+            t.frees += p.frees;
+            t.bytes_allocated += p.bytes_allocated;
+            t.live_bytes_peak += p.live_bytes_peak;
+            t.threads += p.threads;
+            for n in &inp.profile.notes {
+                if !notes.contains(n) {
+                    notes.push(n.clone());
+                }
+            }
+        }
+        notes.append(&mut self.notes);
+        self.notes = notes;
+        self.totals = t;
+    }
+
+    /// Accesses that percentages are taken of: the recorded total, or the sum of the sites when
+    /// a (hand-made or older) profile left the total at zero.
+    pub fn access_total(&self) -> u64 {
+        let sum: u64 = self.sites.iter().map(|s| s.count).sum();
+        self.totals.accesses.max(sum)
+    }
+}
