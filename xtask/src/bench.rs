@@ -1,6 +1,193 @@
-//! `cargo xtask bench`: overhead ratios measured side by side in one run.
-use std::path::Path;
+//! `cargo xtask bench [--runs N] [--skip-build-time]`: overhead ratios measured side by side
+//! in one run (native and instrumented alternate), median of N runs (default 5).
+//!
+//! Prints a Markdown table and writes it to target/bench/results.md.
 
-pub fn run(_root: &Path, _args: &[String]) -> Result<(), String> {
-    Err("the benchmarks are not written yet (see the open issue)".into())
+use crate::bin_dir;
+use crate::run as sh;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// Directory of a crate's sources, from `cargo metadata` (the crates in `realsrc/`).
+pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    for p in v["packages"].as_array().into_iter().flatten() {
+        if p["name"] == name {
+            let manifest = PathBuf::from(p["manifest_path"].as_str().unwrap_or_default());
+            return Ok(manifest.parent().unwrap().to_path_buf());
+        }
+    }
+    Err(format!("crate {name} not found in cargo metadata"))
+}
+
+struct Sample {
+    secs: f64,
+    max_rss_kib: i64,
+}
+
+/// Run a command to completion, returning wall time and peak RSS (wait4).
+fn measure(cmd: &mut Command) -> Result<Sample, String> {
+    let start = Instant::now();
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let pid = child.id() as i32;
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    let secs = start.elapsed().as_secs_f64();
+    if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("{cmd:?} failed (status {status})"));
+    }
+    Ok(Sample { secs, max_rss_kib: ru.ru_maxrss })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+struct Row {
+    name: String,
+    base: f64,
+    inst: f64,
+    base_rss: i64,
+    inst_rss: i64,
+}
+
+/// Alternate base and instrumented runs `runs` times; medians.
+fn side_by_side(name: &str, runs: usize, base: &mut dyn FnMut() -> Command, inst: &mut dyn FnMut() -> Command) -> Result<Row, String> {
+    let (mut b, mut i, mut brss, mut irss) = (Vec::new(), Vec::new(), 0, 0);
+    for _ in 0..runs {
+        let s = measure(&mut base())?;
+        b.push(s.secs);
+        brss = brss.max(s.max_rss_kib);
+        let s = measure(&mut inst())?;
+        i.push(s.secs);
+        irss = irss.max(s.max_rss_kib);
+    }
+    let row = Row { name: name.into(), base: median(b), inst: median(i), base_rss: brss, inst_rss: irss };
+    eprintln!("bench: {name}: {:.3}s vs {:.3}s ({:.2}x)", row.base, row.inst, row.inst / row.base);
+    Ok(row)
+}
+
+pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
+    let mut runs = 5usize;
+    let mut build_time = true;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--runs" => runs = it.next().and_then(|v| v.parse().ok()).ok_or("--runs takes a number")?,
+            "--skip-build-time" => build_time = false,
+            other => return Err(format!("unknown bench option {other}; valid: --runs N, --skip-build-time")),
+        }
+    }
+    let work = root.join("target/bench");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let profcc = bin_dir().join("profcc");
+    let sqlite = crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
+    let mut out = String::new();
+    out.push_str(&format!("Command: `cargo xtask bench --runs {runs}`; medians of {runs} alternating runs, 2-core machine.\n\n"));
+
+    if build_time {
+        let src = sqlite.join("sqlite3.c");
+        let row = side_by_side(
+            "sqlite3.c -O2 -c",
+            runs,
+            &mut || {
+                let mut c = Command::new("clang-22");
+                c.args(["-O2", "-c"]).arg(&src).arg("-o").arg(work.join("sqlite3.native.o"));
+                c
+            },
+            &mut || {
+                let mut c = Command::new(&profcc);
+                c.args(["-O2", "-c"]).arg(&src).arg("-o").arg(work.join("sqlite3.profcc.o"));
+                c
+            },
+        )?;
+        out.push_str("| build | clang-22 s | profcc s | ratio | target |\n|---|---|---|---|---|\n");
+        out.push_str(&format!(
+            "| {} | {:.2} | {:.2} | {:.2}x | ≤ 1.6x |\n\n",
+            row.name,
+            row.base,
+            row.inst,
+            row.inst / row.base
+        ));
+    }
+
+    // Run-time kernels: build each natively and with profcc.
+    let kernels = root.join("bench/kernels");
+    let mut programs: Vec<(String, PathBuf, PathBuf, Vec<String>)> = Vec::new();
+    for k in ["stream_sum", "random_gather", "pointer_chase", "two_threads"] {
+        let src = kernels.join(format!("{k}.c"));
+        let native = work.join(format!("{k}.native"));
+        let inst = work.join(format!("{k}.profcc"));
+        sh(Command::new("clang-22").args(["-O2", "-pthread"]).arg(&src).arg("-o").arg(&native))?;
+        sh(Command::new(&profcc).args(["-O2", "-pthread"]).arg(&src).arg("-o").arg(&inst))?;
+        programs.push((k.into(), native, inst, vec![]));
+    }
+    {
+        let driver = root.join("tests/fixtures/real/sqlite_driver.c");
+        let native = work.join("sqlite_driver.native");
+        let inst = work.join("sqlite_driver.profcc");
+        let common = ["-O2", "-pthread", "-DSQLITE_OMIT_LOAD_EXTENSION", "-I"];
+        sh(Command::new("clang-22").args(common).arg(&sqlite).arg(&driver).arg(sqlite.join("sqlite3.c")).arg("-o").arg(&native))?;
+        sh(Command::new(&profcc).args(common).arg(&sqlite).arg(&driver).arg(sqlite.join("sqlite3.c")).arg("-o").arg(&inst))?;
+        programs.push(("sqlite_driver 4 20000".into(), native, inst, vec!["4".into(), "20000".into()]));
+    }
+    out.push_str("| kernel | native s | profcc s | ratio | native RSS MiB | profcc RSS MiB | RSS limit (1.5x + 64) |\n");
+    out.push_str("|---|---|---|---|---|---|---|\n");
+    let mut logsum = 0.0;
+    let opts = format!("out={}/bench.%e.%p.json:summary=0", work.display());
+    for (name, native, inst, args) in &programs {
+        let row = side_by_side(
+            name,
+            runs,
+            &mut || {
+                let mut c = Command::new(native);
+                c.args(args);
+                c
+            },
+            &mut || {
+                let mut c = Command::new(inst);
+                c.args(args).env("PROFCC_OPTIONS", &opts);
+                c
+            },
+        )?;
+        logsum += (row.inst / row.base).ln();
+        let limit = row.base_rss as f64 / 1024.0 * 1.5 + 64.0;
+        out.push_str(&format!(
+            "| {} | {:.3} | {:.3} | {:.2}x | {:.1} | {:.1} | {:.1} {} |\n",
+            row.name,
+            row.base,
+            row.inst,
+            row.inst / row.base,
+            row.base_rss as f64 / 1024.0,
+            row.inst_rss as f64 / 1024.0,
+            limit,
+            if (row.inst_rss as f64 / 1024.0) <= limit { "ok" } else { "OVER" }
+        ));
+    }
+    let geo = (logsum / programs.len() as f64).exp();
+    out.push_str(&format!("\nGeomean run-time ratio (counting mode): {geo:.2}x (target ≤ 2x)\n"));
+    for f in std::fs::read_dir(&work).map_err(|e| e.to_string())? {
+        let p = f.map_err(|e| e.to_string())?.path();
+        if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("bench.")) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    println!("{out}");
+    std::fs::write(work.join("results.md"), &out).map_err(|e| e.to_string())?;
+    Ok(())
 }
