@@ -1,19 +1,227 @@
-//! Thread registry: `pthread_create` interposition, dense thread ids. (stub: being written)
+//! Thread registry: `pthread_create` interposition (in `csrc/interpose.c`), dense thread ids,
+//! parent and creation stack, stack bounds for the frame-pointer walker.
+//!
+//! - Id 0 is the main thread; every other id is handed out by the creating thread, under the
+//!   registry lock, *before* the real `pthread_create`, so ids follow creation order and the
+//!   parent is known. A failed creation gives its id back when nothing was created after it
+//!   (otherwise the id stays a hole and is left out of `snapshot`).
+//! - OpenMP worker threads (libomp calls `pthread_create` through the PLT, which resolves to the
+//!   executable's definition) are registered the same way.
+//! - A thread started some other way gets an id lazily at its first call into the runtime
+//!   (`current_id`), with no parent and no creation stack.
+//! - Per-thread state lives in the C thread-local `tls` (initial-exec model, no destructor),
+//!   so it is usable inside pthread-key destructors, signal handlers and after `fork`.
+//! - Runtime threads (`spawn_internal`) carry the id [`INTERNAL`] and never record.
 
-pub fn init_main_thread() {}
+use crate::mem::SpinLock;
+
+/// Id of runtime-internal threads (never in the registry).
+pub const INTERNAL: u32 = u32::MAX - 1;
+
+#[repr(C)]
+pub struct Tls {
+    pub tid_plus1: u32,
+    pub in_rt: u32,
+    pub stack_lo: usize,
+    pub stack_hi: usize,
+}
+
+extern "C" {
+    fn profcc_tls() -> *mut Tls;
+    fn profcc_stack_bounds_self(is_main: i32, lo: *mut usize, hi: *mut usize);
+    fn profcc_spawn_internal(
+        f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+        arg: *mut libc::c_void,
+    ) -> i32;
+    fn pthread_atfork(
+        prepare: Option<unsafe extern "C" fn()>,
+        parent: Option<unsafe extern "C" fn()>,
+        child: Option<unsafe extern "C" fn()>,
+    ) -> i32;
+}
+
+/// The calling thread's runtime state.
+#[inline]
+pub fn tls() -> &'static mut Tls {
+    unsafe { &mut *profcc_tls() }
+}
+
+/// Sets the re-entrancy guard for its lifetime (restores the previous value): allocations
+/// made meanwhile by this thread (by the runtime or by libc on its behalf) are not recorded.
+pub struct RtGuard(u32);
+impl RtGuard {
+    pub fn enter() -> RtGuard {
+        let t = tls();
+        let old = t.in_rt;
+        t.in_rt = 1;
+        RtGuard(old)
+    }
+}
+impl Drop for RtGuard {
+    fn drop(&mut self) {
+        tls().in_rt = self.0;
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Rec {
+    id: u32,
+    parent: Option<u32>,
+    created_at: Option<u32>,
+    failed: bool,
+}
+
+struct Registry {
+    next: u32,
+    recs: Vec<Rec>,
+}
+
+static REG: SpinLock<Registry> = SpinLock::new(Registry { next: 1, recs: Vec::new() });
+
+fn is_main_thread() -> bool {
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 == libc::getpid() }
+}
+
+fn set_bounds(main: bool) {
+    let t = tls();
+    let (mut lo, mut hi) = (0usize, 0usize);
+    let _g = RtGuard::enter(); // pthread_getattr_np allocates
+    unsafe { profcc_stack_bounds_self(main as i32, &mut lo, &mut hi) };
+    t.stack_lo = lo;
+    t.stack_hi = hi;
+}
+
+/// Called once from `ensure_init`, on whichever thread initialises (normally the main thread
+/// before or during the first allocation). Registers the fork handlers of `threads`, `stack`
+/// and `alloc`.
+pub fn init_main_thread() {
+    let _g = RtGuard::enter();
+    current_id();
+    unsafe {
+        pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
+    }
+}
 
 /// Dense id of the calling thread: 0 for the main thread, then in creation order.
+/// Never allocates through the program's allocator; cheap after the first call of a thread.
+#[inline]
 pub fn current_id() -> u32 {
-    0
+    let t = tls();
+    if t.tid_plus1 != 0 {
+        return t.tid_plus1.wrapping_sub(1);
+    }
+    register_lazily()
 }
 
-/// Every thread seen so far (accesses left 0; `writer` fills them).
+#[cold]
+#[inline(never)]
+fn register_lazily() -> u32 {
+    let main = is_main_thread();
+    let id = if main {
+        0
+    } else {
+        let mut r = REG.lock();
+        let id = r.next;
+        r.next += 1;
+        r.recs.push(Rec { id, parent: None, created_at: None, failed: false });
+        id
+    };
+    tls().tid_plus1 = id + 1;
+    set_bounds(main);
+    id
+}
+
+/// Every thread seen so far (accesses left 0; `writer` fills them). Id 0 always appears.
 pub fn snapshot() -> Vec<profcc_schema::Thread> {
-    Vec::new()
+    let _g = RtGuard::enter();
+    let mut out = vec![profcc_schema::Thread { id: 0, parent: None, created_at: None, accesses: 0 }];
+    let recs: Vec<Rec> = REG.lock().recs.clone();
+    for r in recs.iter().filter(|r| !r.failed) {
+        out.push(profcc_schema::Thread { id: r.id, parent: r.parent, created_at: r.created_at, accesses: 0 });
+    }
+    out.sort_by_key(|t| t.id);
+    out
 }
 
-/// Start a runtime-internal thread (not registered, not profiled) with the real pthread_create.
+/// Start a runtime-internal thread (not registered, not profiled, all signals blocked,
+/// detached) with the real pthread_create.
 pub fn spawn_internal(f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void, arg: *mut libc::c_void) -> bool {
-    let _ = (f, arg);
-    false
+    unsafe { profcc_spawn_internal(f, arg) == 0 }
+}
+
+struct Start {
+    f: unsafe extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+    id: u32,
+}
+
+/// From the `pthread_create` interposer (guard set): give the child its id, record parent and
+/// creation stack, and return the start record the trampoline takes.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_thread_prepare(
+    f: unsafe extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+    fp: *mut libc::c_void,
+) -> *mut libc::c_void {
+    crate::ensure_init();
+    let parent = current_id();
+    let stack = crate::stack::capture_from(fp);
+    let id = {
+        let mut r = REG.lock();
+        let id = r.next;
+        r.next += 1;
+        r.recs.push(Rec {
+            id,
+            parent: if parent == INTERNAL { None } else { Some(parent) },
+            created_at: Some(stack),
+            failed: false,
+        });
+        id
+    };
+    Box::into_raw(Box::new(Start { f, arg, id })) as *mut libc::c_void
+}
+
+/// In the new thread, before the user's start routine (guard set).
+#[no_mangle]
+pub unsafe extern "C" fn profcc_thread_started(
+    rec: *mut libc::c_void,
+    f: *mut unsafe extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut *mut libc::c_void,
+) {
+    let s = Box::from_raw(rec as *mut Start);
+    tls().tid_plus1 = s.id + 1;
+    set_bounds(false);
+    *f = s.f;
+    *arg = s.arg;
+}
+
+/// The real `pthread_create` failed: give the id back if it is the newest one.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_thread_failed(rec: *mut libc::c_void) {
+    let s = Box::from_raw(rec as *mut Start);
+    let mut r = REG.lock();
+    if r.next == s.id + 1 {
+        r.next -= 1;
+        r.recs.retain(|x| x.id != s.id);
+    } else if let Some(x) = r.recs.iter_mut().find(|x| x.id == s.id) {
+        x.failed = true;
+    }
+}
+
+// ---- fork: hold every runtime lock across fork so the child sees consistent tables ----
+
+unsafe extern "C" fn fork_prepare() {
+    core::mem::forget(REG.lock());
+    crate::alloc::fork_prepare();
+}
+
+unsafe extern "C" fn fork_parent() {
+    crate::alloc::fork_release();
+    REG.force_unlock();
+}
+
+unsafe extern "C" fn fork_child() {
+    crate::alloc::fork_release();
+    REG.force_unlock();
+    crate::stack::after_fork_child();
 }
