@@ -13,7 +13,7 @@
 //!
 //! JSON output (`--format json`) is one object:
 //! `{"format": "profcc-report", "version": 1, "summary": …, "access_sites": …, "alloc_sites": …,
-//! "threads": […], "notes": …}`; docs/report-json.md describes every field.
+//! "threads": […], "notes": …}`; docs/report.md describes every field.
 //!
 //! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
 
@@ -38,7 +38,7 @@ Turn profcc profiles (profcc.<exe>.<pid>.json) into a ranked report. Several pro
 (one per MPI rank, per fork, ...) are merged into one report.
 
 options:
-  --format text|json   output format (default text); JSON is described in docs/report-json.md
+  --format text|json   output format (default text); JSON is described in docs/report.md
   --top N              rows per ranked table (default 10; 0 = all)
   --stack-depth N      call-stack frames per site in text output (default 8; 0 = all)
   -o, --output FILE    write the report to FILE instead of standard output
