@@ -1,4 +1,4 @@
-/* Pointer chase through a random cyclic permutation of 1M nodes, 16M steps. */
+/* Pointer chase through a random cyclic permutation of 1M nodes, 4M steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #define N (1u << 20)
@@ -15,7 +15,7 @@ int main(void) {
   }
   for (unsigned i = 0; i < N; i++) n[perm[i]].next = &n[perm[(i + 1) % N]];
   struct node *p = &n[perm[0]];
-  for (unsigned i = 0; i < 16 * N; i++) p = p->next;
+  for (unsigned i = 0; i < 4 * N; i++) p = p->next;
   printf("%ld\n", (long)(p - n));
   free(perm);
   free(n);

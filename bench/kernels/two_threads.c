@@ -1,4 +1,4 @@
-/* Two threads, each summing and scaling its own half of a 32 MiB array, 8 passes. */
+/* Two threads, each summing and scaling its own half of a 32 MiB array, 32 passes. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@ static void *work(void *arg) {
   long id = (long)arg;
   unsigned lo = id * (N / 2), hi = lo + N / 2;
   double s = 0;
-  for (int r = 0; r < 8; r++)
+  for (int r = 0; r < 32; r++)
     for (unsigned i = lo; i < hi; i++) { s += a[i]; a[i] = a[i] * 0.999 + 1.0; }
   sums[id * 8] = s;
   return NULL;

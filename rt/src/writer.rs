@@ -318,8 +318,8 @@ pub fn dump(trigger: &str) {
 fn human(n: u64) -> String {
     match n {
         0..=9_999 => n.to_string(),
-        10_000..=9_999_999 => format!("{:.1}K", n as f64 / 1e3),
-        10_000_000..=9_999_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        10_000..=999_999 => format!("{:.1}K", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
         _ => format!("{:.1}G", n as f64 / 1e9),
     }
 }
