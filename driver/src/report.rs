@@ -31,7 +31,8 @@ pub const REPORT_FORMAT: &str = "profcc-report";
 /// Bumped when a JSON field changes meaning or is removed; adding fields does not bump it.
 pub const REPORT_VERSION: u32 = 1;
 
-const USAGE: &str = "usage: profcc report [--format text|json] [--top N] [--stack-depth N] [-o FILE] PROFILE...";
+const USAGE: &str =
+    "usage: profcc report [--format text|json] [--top N] [--stack-depth N] [-o FILE] PROFILE...";
 
 const HELP: &str = "\
 Turn profcc profiles (profcc.<exe>.<pid>.json) into a ranked report. Several profiles
@@ -63,7 +64,8 @@ struct Args {
 }
 
 fn parse_number(opt: &str, v: &str) -> Result<usize, String> {
-    v.parse::<usize>().map_err(|_| format!("{opt} takes a whole number, not {v:?}"))
+    v.parse::<usize>()
+        .map_err(|_| format!("{opt} takes a whole number, not {v:?}"))
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -88,13 +90,18 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         // `--opt=value`, `--opt value`, `-oFILE`, `-o FILE`.
         let (name, inline): (&str, Option<&str>) = match arg.split_once('=') {
             Some((n, v)) if arg.starts_with("--") => (n, Some(v)),
-            _ if arg.starts_with("-o") && arg.len() > 2 && !arg.starts_with("--") => ("-o", Some(&arg[2..])),
+            _ if arg.starts_with("-o") && arg.len() > 2 && !arg.starts_with("--") => {
+                ("-o", Some(&arg[2..]))
+            }
             _ => (arg.as_str(), None),
         };
         let mut value = |name: &str| -> Result<String, String> {
             match inline {
                 Some(v) => Ok(v.to_string()),
-                None => it.next().cloned().ok_or_else(|| format!("{name} needs a value")),
+                None => it
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value")),
             }
         };
         match name {
@@ -186,7 +193,10 @@ fn load(path: &str) -> Result<merge::Input, profcc_schema::ReadError> {
 
 /// Build every section over the merged view and print them in the chosen format.
 pub fn render(merged: &merge::Merged, format: Format, opts: &sections::Options) -> String {
-    let built: Vec<Box<dyn sections::Section>> = sections::SECTIONS.iter().filter_map(|b| b(merged, opts)).collect();
+    let built: Vec<Box<dyn sections::Section>> = sections::SECTIONS
+        .iter()
+        .filter_map(|b| b(merged, opts))
+        .collect();
     let mut out = String::new();
     match format {
         Format::Text => {
@@ -195,7 +205,9 @@ pub fn render(merged: &merge::Merged, format: Format, opts: &sections::Options) 
             }
         }
         Format::Json => {
-            out.push_str(&format!("{{\n  \"format\": \"{REPORT_FORMAT}\",\n  \"version\": {REPORT_VERSION}"));
+            out.push_str(&format!(
+                "{{\n  \"format\": \"{REPORT_FORMAT}\",\n  \"version\": {REPORT_VERSION}"
+            ));
             for s in &built {
                 let body = s.json().replace('\n', "\n  ");
                 out.push_str(&format!(",\n  \"{}\": {}", s.key(), body));

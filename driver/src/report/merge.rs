@@ -28,8 +28,17 @@ pub struct Input {
 
 impl Input {
     pub fn new(path: impl Into<String>, profile: Profile, mtime: Option<SystemTime>) -> Input {
-        let stacks = profile.stacks.iter().map(|s| (s.id, s.frames.clone())).collect();
-        Input { path: path.into(), profile, mtime, stacks }
+        let stacks = profile
+            .stacks
+            .iter()
+            .map(|s| (s.id, s.frames.clone()))
+            .collect();
+        Input {
+            path: path.into(),
+            profile,
+            mtime,
+            stacks,
+        }
     }
 }
 
@@ -112,7 +121,10 @@ impl Merged {
     pub fn stack(&self, input: usize, id: u32) -> Vec<Frame> {
         let inp = &self.inputs[input];
         match inp.stacks.get(&id) {
-            Some(frames) => self.sym.borrow_mut().stack(&inp.profile.modules, frames, inp.mtime),
+            Some(frames) => self
+                .sym
+                .borrow_mut()
+                .stack(&inp.profile.modules, frames, inp.mtime),
             None => Vec::new(),
         }
     }
@@ -127,8 +139,26 @@ impl Merged {
         let mut index: HashMap<Key, usize> = HashMap::new();
         for (i, inp) in self.inputs.iter().enumerate() {
             for s in &inp.profile.sites {
-                let AccessSite { file, line, col, function, inlined_at, kind, size, count, bytes, threads } = s;
-                let key = (file.clone(), *line, *col, function.clone(), inlined_at.clone(), *kind);
+                let AccessSite {
+                    file,
+                    line,
+                    col,
+                    function,
+                    inlined_at,
+                    kind,
+                    size,
+                    count,
+                    bytes,
+                    threads,
+                } = s;
+                let key = (
+                    file.clone(),
+                    *line,
+                    *col,
+                    function.clone(),
+                    inlined_at.clone(),
+                    *kind,
+                );
                 let at = *index.entry(key).or_insert_with(|| {
                     self.sites.push(MergedSite {
                         file: file.clone(),
@@ -167,7 +197,10 @@ impl Merged {
                     missing += 1;
                 }
                 let stack = self.stack(i, a.stack);
-                let key = (a.kind.clone(), stack.iter().map(Frame::key).collect::<Vec<_>>());
+                let key = (
+                    a.kind.clone(),
+                    stack.iter().map(Frame::key).collect::<Vec<_>>(),
+                );
                 let at = *index.entry(key).or_insert_with(|| {
                     self.alloc_sites.push(MergedAlloc {
                         kind: a.kind.clone(),

@@ -22,13 +22,20 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { top: 10, stack_depth: 8 }
+        Options {
+            top: 10,
+            stack_depth: 8,
+        }
     }
 }
 
 impl Options {
     pub fn limit(&self, n: usize) -> usize {
-        if self.top == 0 { n } else { n.min(self.top) }
+        if self.top == 0 {
+            n
+        } else {
+            n.min(self.top)
+        }
     }
 }
 
@@ -45,7 +52,13 @@ pub type Builder = fn(&Merged, &Options) -> Option<Box<dyn Section>>;
 
 /// Sections in report order. `notes` stays last: it collects the symbolisation warnings that the
 /// sections before it produced.
-pub const SECTIONS: &[Builder] = &[summary::build, access::build, alloc::build, threads::build, notes::build];
+pub const SECTIONS: &[Builder] = &[
+    summary::build,
+    access::build,
+    alloc::build,
+    threads::build,
+    notes::build,
+];
 
 /// Implements [`Section`] for a `Serialize` type with a text method.
 macro_rules! section {

@@ -61,7 +61,9 @@ impl Frame {
     pub fn raw_place(&self) -> String {
         match (&self.module, self.offset) {
             (Some(m), Some(o)) => {
-                let name = Path::new(m).file_name().map(|n| n.to_string_lossy().into_owned());
+                let name = Path::new(m)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned());
                 format!("{}+{:#x}", name.unwrap_or_else(|| m.clone()), o)
             }
             _ => format!("{:#x}", self.address),
@@ -135,14 +137,24 @@ impl Symbolizer {
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) => {
-                return ModFile { loader: None, exec_range: None, unusable: Some(format!("missing ({e})")), mtime: None }
+                return ModFile {
+                    loader: None,
+                    exec_range: None,
+                    unusable: Some(format!("missing ({e})")),
+                    mtime: None,
+                }
             }
         };
         let mtime = meta.modified().ok();
         let exec_range = match std::fs::read(path) {
             Ok(data) => exec_range_of(&data),
             Err(e) => {
-                return ModFile { loader: None, exec_range: None, unusable: Some(format!("unreadable ({e})")), mtime }
+                return ModFile {
+                    loader: None,
+                    exec_range: None,
+                    unusable: Some(format!("unreadable ({e})")),
+                    mtime,
+                }
             }
         };
         let Some(range) = exec_range else {
@@ -154,7 +166,12 @@ impl Symbolizer {
             };
         };
         match addr2line::Loader::new(path) {
-            Ok(l) => ModFile { loader: Some(l), exec_range: Some(range), unusable: None, mtime },
+            Ok(l) => ModFile {
+                loader: Some(l),
+                exec_range: Some(range),
+                unusable: None,
+                mtime,
+            },
             Err(e) => ModFile {
                 loader: None,
                 exec_range: Some(range),
@@ -166,13 +183,26 @@ impl Symbolizer {
 
     /// Check a recorded module against its file once; warn once per path when it does not fit.
     fn usable(&mut self, m: &Module, profile_time: Option<SystemTime>) -> bool {
-        let key = (m.path.clone(), m.start.wrapping_sub(m.base), m.end.wrapping_sub(m.base));
+        let key = (
+            m.path.clone(),
+            m.start.wrapping_sub(m.base),
+            m.end.wrapping_sub(m.base),
+        );
         if let Some(&ok) = self.layout_ok.get(&key) {
             return ok;
         }
-        let f = self.files.entry(m.path.clone()).or_insert_with(|| Self::open(&m.path));
+        let f = self
+            .files
+            .entry(m.path.clone())
+            .or_insert_with(|| Self::open(&m.path));
         let (ok, msg) = if let Some(why) = &f.unusable {
-            (false, Some(format!("{}: {why}; its frames are shown as module+offset", m.path)))
+            (
+                false,
+                Some(format!(
+                    "{}: {why}; its frames are shown as module+offset",
+                    m.path
+                )),
+            )
         } else if f.exec_range != Some((key.1, key.2)) {
             (
                 false,
@@ -189,7 +219,10 @@ impl Symbolizer {
             (
                 true,
                 stale.then(|| {
-                    format!("{}: modified after the profile was written; its symbols may be wrong", m.path)
+                    format!(
+                        "{}: modified after the profile was written; its symbols may be wrong",
+                        m.path
+                    )
                 }),
             )
         };
@@ -202,9 +235,17 @@ impl Symbolizer {
 
     /// Symbolise one return address against a process's module map. Never fails: what cannot be
     /// resolved comes back as a raw frame.
-    pub fn frames(&mut self, modules: &[Module], address: u64, profile_time: Option<SystemTime>) -> Vec<Frame> {
+    pub fn frames(
+        &mut self,
+        modules: &[Module],
+        address: u64,
+        profile_time: Option<SystemTime>,
+    ) -> Vec<Frame> {
         let probe_abs = address.wrapping_sub(1);
-        let Some(m) = modules.iter().find(|m| m.start <= probe_abs && probe_abs < m.end) else {
+        let Some(m) = modules
+            .iter()
+            .find(|m| m.start <= probe_abs && probe_abs < m.end)
+        else {
             return vec![Frame::raw(address, None)];
         };
         if !self.usable(m, profile_time) {
@@ -213,20 +254,36 @@ impl Symbolizer {
         let offset = address.wrapping_sub(m.base);
         let ck = (m.path.clone(), offset);
         if let Some(cached) = self.cache.get(&ck) {
-            return cached.iter().cloned().map(|mut f| {
-                f.address = address;
-                f
-            }).collect();
+            return cached
+                .iter()
+                .cloned()
+                .map(|mut f| {
+                    f.address = address;
+                    f
+                })
+                .collect();
         }
-        let loader = self.files.get(&m.path).and_then(|f| f.loader.as_ref()).expect("usable module has a loader");
+        let loader = self
+            .files
+            .get(&m.path)
+            .and_then(|f| f.loader.as_ref())
+            .expect("usable module has a loader");
         let out = lookup(loader, address, m, offset - 1);
         self.cache.insert(ck, out.clone());
         out
     }
 
     /// Symbolise a whole stack (innermost first), flattening inlined frames.
-    pub fn stack(&mut self, modules: &[Module], addresses: &[u64], profile_time: Option<SystemTime>) -> Vec<Frame> {
-        addresses.iter().flat_map(|&a| self.frames(modules, a, profile_time)).collect()
+    pub fn stack(
+        &mut self,
+        modules: &[Module],
+        addresses: &[u64],
+        profile_time: Option<SystemTime>,
+    ) -> Vec<Frame> {
+        addresses
+            .iter()
+            .flat_map(|&a| self.frames(modules, a, profile_time))
+            .collect()
     }
 }
 
@@ -234,7 +291,11 @@ fn lookup(loader: &addr2line::Loader, address: u64, m: &Module, probe: u64) -> V
     let mut out: Vec<Frame> = Vec::new();
     if let Ok(mut iter) = loader.find_frames(probe) {
         while let Ok(Some(f)) = iter.next() {
-            let function = f.function.as_ref().and_then(|n| n.demangle().ok()).map(|s| s.into_owned());
+            let function = f
+                .function
+                .as_ref()
+                .and_then(|n| n.demangle().ok())
+                .map(|s| s.into_owned());
             let (file, line, column) = match &f.location {
                 Some(l) => (l.file.map(str::to_owned), l.line, l.column),
                 None => (None, None, None),

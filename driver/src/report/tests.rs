@@ -4,11 +4,23 @@
 use super::merge::{Input, Merged};
 use super::sections::Options;
 use super::*;
-use profcc_schema::{AccessKind, AccessSite, AllocSite, Module, Profile, Stack, Thread, Totals, FORMAT, VERSION};
+use profcc_schema::{
+    AccessKind, AccessSite, AllocSite, Module, Profile, Stack, Thread, Totals, FORMAT, VERSION,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn site(file: &str, line: u32, col: u32, func: &str, kind: AccessKind, size: u32, count: u64, threads: u32) -> AccessSite {
+#[allow(clippy::too_many_arguments)]
+fn site(
+    file: &str,
+    line: u32,
+    col: u32,
+    func: &str,
+    kind: AccessKind,
+    size: u32,
+    count: u64,
+    threads: u32,
+) -> AccessSite {
     AccessSite {
         file: file.into(),
         line,
@@ -24,7 +36,10 @@ fn site(file: &str, line: u32, col: u32, func: &str, kind: AccessKind, size: u32
 }
 
 fn totals_of(p: &mut Profile) {
-    let mut t = Totals { threads: p.threads.len().max(1) as u32, ..p.totals.clone() };
+    let mut t = Totals {
+        threads: p.threads.len().max(1) as u32,
+        ..p.totals.clone()
+    };
     (t.accesses, t.reads, t.writes, t.bytes_read, t.bytes_written) = (0, 0, 0, 0, 0);
     for s in &p.sites {
         t.accesses += s.count;
@@ -51,8 +66,18 @@ fn profile(pid: u32, sites: Vec<AccessSite>) -> Profile {
         duration_ns: 1_500_000_000,
         trigger: "exit".into(),
         threads: vec![
-            Thread { id: 0, parent: None, created_at: None, accesses: 10 },
-            Thread { id: 1, parent: Some(0), created_at: None, accesses: 20 },
+            Thread {
+                id: 0,
+                parent: None,
+                created_at: None,
+                accesses: 10,
+            },
+            Thread {
+                id: 1,
+                parent: Some(0),
+                created_at: None,
+                accesses: 20,
+            },
         ],
         sites,
         ..Default::default()
@@ -76,7 +101,11 @@ fn run_args(args: &[&str]) -> (i32, String, String) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = run_with(&args, &mut out, &mut err);
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
 }
 
 #[test]
@@ -100,7 +129,10 @@ fn aggregates_by_line() {
     let lines = a["lines"].as_array().unwrap();
     assert_eq!(lines.len(), 2);
     let l = &lines[0];
-    assert_eq!((l["rank"].as_u64(), l["file"].as_str(), l["line"].as_u64()), (Some(1), Some("k.c"), Some(12)));
+    assert_eq!(
+        (l["rank"].as_u64(), l["file"].as_str(), l["line"].as_u64()),
+        (Some(1), Some("k.c"), Some(12))
+    );
     assert_eq!(l["accesses"], 260);
     assert_eq!(l["reads"], 210); // two loads + the atomic
     assert_eq!(l["writes"], 60); // store + atomic
@@ -115,8 +147,21 @@ fn aggregates_by_line() {
 
     // --top 1 keeps the first line, and says how many there were.
     let j = json_of(
-        vec![Input::new("a.json", profile(1, vec![site("k.c", 1, 1, "f", Read, 1, 1, 1), site("k.c", 2, 1, "f", Read, 1, 5, 1)]), None)],
-        &Options { top: 1, ..Default::default() },
+        vec![Input::new(
+            "a.json",
+            profile(
+                1,
+                vec![
+                    site("k.c", 1, 1, "f", Read, 1, 1, 1),
+                    site("k.c", 2, 1, "f", Read, 1, 5, 1),
+                ],
+            ),
+            None,
+        )],
+        &Options {
+            top: 1,
+            ..Default::default()
+        },
     );
     assert_eq!(j["access_sites"]["lines"].as_array().unwrap().len(), 1);
     assert_eq!(j["access_sites"]["lines"][0]["line"], 2);
@@ -128,13 +173,27 @@ fn text_report_names_lines_functions_and_threads() {
     use AccessKind::*;
     let p = profile(
         77,
-        vec![site("src/k.c", 12, 5, "sum", Read, 8, 1000, 2), site("src/k.c", 12, 7, "sum", Read, 8, 500, 2)],
+        vec![
+            site("src/k.c", 12, 5, "sum", Read, 8, 1000, 2),
+            site("src/k.c", 12, 7, "sum", Read, 8, 500, 2),
+        ],
     );
     let t = text_of(vec![Input::new("a.json", p, None)], &Options::default());
-    assert!(t.starts_with("profcc report: /bin/kernel (pid 77 on h), 1.50 s, 2 threads, written at exit\n"), "{t}");
+    assert!(
+        t.starts_with(
+            "profcc report: /bin/kernel (pid 77 on h), 1.50 s, 2 threads, written at exit\n"
+        ),
+        "{t}"
+    );
     assert!(t.contains("accesses 1,500 (reads 1,500 = 11.7 KiB"), "{t}");
-    let row = t.lines().find(|l| l.contains("src/k.c:12")).expect("line row");
-    assert!(row.contains("1,500") && row.contains("100.0%") && row.ends_with("sum"), "{row}");
+    let row = t
+        .lines()
+        .find(|l| l.contains("src/k.c:12"))
+        .expect("line row");
+    assert!(
+        row.contains("1,500") && row.contains("100.0%") && row.ends_with("sum"),
+        "{row}"
+    );
     assert!(t.contains("Threads (2)"), "{t}");
     assert!(t.contains("(main thread)"), "{t}");
 }
@@ -142,15 +201,38 @@ fn text_report_names_lines_functions_and_threads() {
 #[test]
 fn merges_two_files() {
     use AccessKind::*;
-    let mut a = profile(100, vec![site("k.c", 12, 5, "sum", Read, 8, 100, 2), site("k.c", 20, 1, "g", Write, 4, 7, 1)]);
-    let mut b = profile(200, vec![site("k.c", 12, 5, "sum", Read, 8, 300, 4), site("k.c", 12, 6, "sum", Read, 8, 1, 1)]);
+    let mut a = profile(
+        100,
+        vec![
+            site("k.c", 12, 5, "sum", Read, 8, 100, 2),
+            site("k.c", 20, 1, "g", Write, 4, 7, 1),
+        ],
+    );
+    let mut b = profile(
+        200,
+        vec![
+            site("k.c", 12, 5, "sum", Read, 8, 300, 4),
+            site("k.c", 12, 6, "sum", Read, 8, 1, 1),
+        ],
+    );
     // The same allocation call in both processes: a binary that is not there, loaded at
     // different addresses (ASLR); the same offset in the module merges them.
-    let module = |base: u64| Module { path: "/nonexistent/kernel".into(), base, start: base + 0x1000, end: base + 0x9000 };
+    let module = |base: u64| Module {
+        path: "/nonexistent/kernel".into(),
+        base,
+        start: base + 0x1000,
+        end: base + 0x9000,
+    };
     a.modules = vec![module(0x5555_0000_0000)];
     b.modules = vec![module(0x6666_0000_0000)];
-    a.stacks = vec![Stack { id: 1, frames: vec![0x5555_0000_1234, 0x5555_0000_2000] }];
-    b.stacks = vec![Stack { id: 9, frames: vec![0x6666_0000_1234, 0x6666_0000_2000] }];
+    a.stacks = vec![Stack {
+        id: 1,
+        frames: vec![0x5555_0000_1234, 0x5555_0000_2000],
+    }];
+    b.stacks = vec![Stack {
+        id: 9,
+        frames: vec![0x6666_0000_1234, 0x6666_0000_2000],
+    }];
     let alloc = |stack, count| AllocSite {
         stack,
         kind: "malloc".into(),
@@ -170,13 +252,20 @@ fn merges_two_files() {
     a.notes = vec!["same note".into()];
     b.notes = vec!["same note".into()];
 
-    let j = json_of(vec![Input::new("a.json", a, None), Input::new("b.json", b, None)], &Options::default());
+    let j = json_of(
+        vec![Input::new("a.json", a, None), Input::new("b.json", b, None)],
+        &Options::default(),
+    );
     let lines = j["access_sites"]["lines"].as_array().unwrap();
     assert_eq!(lines[0]["line"], 12);
     assert_eq!(lines[0]["accesses"], 401);
     // Per file the largest site count (2, then 4), summed over the two processes.
     assert_eq!(lines[0]["threads"], 6);
-    assert_eq!(lines[0]["sites"].as_array().unwrap().len(), 2, "equal sites summed, distinct kept");
+    assert_eq!(
+        lines[0]["sites"].as_array().unwrap().len(),
+        2,
+        "equal sites summed, distinct kept"
+    );
     assert_eq!(lines[0]["sites"][0]["count"], 400);
     assert_eq!(lines[1]["line"], 20);
 
@@ -186,7 +275,10 @@ fn merges_two_files() {
     assert_eq!(t["threads"], 4);
     let inputs = j["summary"]["inputs"].as_array().unwrap();
     assert_eq!(inputs.len(), 2);
-    assert_eq!((inputs[0]["pid"].as_u64(), inputs[1]["pid"].as_u64()), (Some(100), Some(200)));
+    assert_eq!(
+        (inputs[0]["pid"].as_u64(), inputs[1]["pid"].as_u64()),
+        (Some(100), Some(200))
+    );
 
     let allocs = j["alloc_sites"]["sites"].as_array().unwrap();
     assert_eq!(allocs.len(), 1, "merged by symbolised stack: {allocs:?}");
@@ -201,34 +293,83 @@ fn merges_two_files() {
     // Threads listed per file.
     let threads = j["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 4);
-    assert_eq!((threads[2]["input"].as_u64(), threads[2]["pid"].as_u64()), (Some(1), Some(200)));
+    assert_eq!(
+        (threads[2]["input"].as_u64(), threads[2]["pid"].as_u64()),
+        (Some(1), Some(200))
+    );
 
     // The missing binary is said once, not per frame; the runtime's note once, not per file.
     let notes = &j["notes"];
     assert_eq!(notes["warnings"].as_array().unwrap().len(), 1, "{notes}");
-    assert!(notes["warnings"][0].as_str().unwrap().contains("/nonexistent/kernel: missing"));
+    assert!(notes["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/kernel: missing"));
     assert_eq!(notes["notes"], serde_json::json!(["same note"]));
 }
 
 #[test]
 fn json_shape_is_stable() {
-    let p = profile(5, vec![site("k.c", 1, 1, "f", AccessKind::CopyWrite, 0, 3, 1)]);
+    let p = profile(
+        5,
+        vec![site("k.c", 1, 1, "f", AccessKind::CopyWrite, 0, 3, 1)],
+    );
     let j = json_of(vec![Input::new("a.json", p, None)], &Options::default());
     assert_eq!(j["format"], REPORT_FORMAT);
     assert_eq!(j["version"], REPORT_VERSION);
     let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
-    for k in ["format", "version", "summary", "access_sites", "alloc_sites", "threads", "notes"] {
+    for k in [
+        "format",
+        "version",
+        "summary",
+        "access_sites",
+        "alloc_sites",
+        "threads",
+        "notes",
+    ] {
         assert!(keys.contains(&k), "missing {k} in {keys:?}");
     }
     let s = &j["summary"];
-    for k in ["path", "exe", "pid", "host", "argv", "duration_ns", "trigger", "threads", "accesses"] {
+    for k in [
+        "path",
+        "exe",
+        "pid",
+        "host",
+        "argv",
+        "duration_ns",
+        "trigger",
+        "threads",
+        "accesses",
+    ] {
         assert!(s["inputs"][0].get(k).is_some(), "summary.inputs[].{k}");
     }
-    for k in ["accesses", "reads", "writes", "bytes_read", "bytes_written", "unattributed", "allocations", "frees", "bytes_allocated", "live_bytes_peak", "threads"] {
+    for k in [
+        "accesses",
+        "reads",
+        "writes",
+        "bytes_read",
+        "bytes_written",
+        "unattributed",
+        "allocations",
+        "frees",
+        "bytes_allocated",
+        "live_bytes_peak",
+        "threads",
+    ] {
         assert!(s["totals"][k].is_u64(), "summary.totals.{k}");
     }
     let l = &j["access_sites"]["lines"][0];
-    for k in ["rank", "line", "accesses", "reads", "writes", "bytes", "bytes_read", "bytes_written", "threads"] {
+    for k in [
+        "rank",
+        "line",
+        "accesses",
+        "reads",
+        "writes",
+        "bytes",
+        "bytes_read",
+        "bytes_written",
+        "threads",
+    ] {
         assert!(l[k].is_u64(), "access_sites.lines[].{k}");
     }
     assert!(l["percent"].is_f64());
@@ -259,9 +400,23 @@ fn write_profile(dir: &Path, name: &str, p: &Profile) -> PathBuf {
 #[test]
 fn cli_reads_files_and_writes_output() {
     let dir = tempfile::tempdir().unwrap();
-    let a = write_profile(dir.path(), "profcc.k.1.json", &profile(1, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 9, 1)]));
-    let b = write_profile(dir.path(), "profcc.k.2.json", &profile(2, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 1, 1)]));
-    let (code, out, err) = run_args(&["--format", "json", "--top=5", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let a = write_profile(
+        dir.path(),
+        "profcc.k.1.json",
+        &profile(1, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 9, 1)]),
+    );
+    let b = write_profile(
+        dir.path(),
+        "profcc.k.2.json",
+        &profile(2, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 1, 1)]),
+    );
+    let (code, out, err) = run_args(&[
+        "--format",
+        "json",
+        "--top=5",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
     assert_eq!((code, err.as_str()), (0, ""));
     let j: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["access_sites"]["lines"][0]["accesses"], 10);
@@ -275,31 +430,50 @@ fn cli_reads_files_and_writes_output() {
 #[test]
 fn truncated_foreign_missing_files_fail_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let text = serde_json::to_string(&profile(1, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 9, 1)])).unwrap();
+    let text = serde_json::to_string(&profile(
+        1,
+        vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 9, 1)],
+    ))
+    .unwrap();
     let cut = dir.path().join("cut.json");
     std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
     let (code, out, err) = run_args(&[cut.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert_eq!(out, "");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with(&format!("profcc report: {}: the profile is truncated", cut.display())), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "profcc report: {}: the profile is truncated",
+            cut.display()
+        )),
+        "{err}"
+    );
 
     let foreign = dir.path().join("foreign.json");
     std::fs::write(&foreign, "{\"hello\": 1}").unwrap();
     let (code, _, err) = run_args(&[foreign.to_str().unwrap()]);
     assert_eq!(code, 1);
-    assert!(err.contains("not a profcc profile") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("not a profcc profile") && err.lines().count() == 1,
+        "{err}"
+    );
 
     let mut newer = profile(1, vec![]);
     newer.version = VERSION + 1;
     let newer = write_profile(dir.path(), "newer.json", &newer);
     let (code, _, err) = run_args(&[newer.to_str().unwrap()]);
     assert_eq!(code, 1);
-    assert!(err.contains("is newer than this profcc") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("is newer than this profcc") && err.lines().count() == 1,
+        "{err}"
+    );
 
     let (code, _, err) = run_args(&["/nonexistent/profcc.x.1.json"]);
     assert_eq!(code, 1);
-    assert!(err.starts_with("profcc report: /nonexistent/profcc.x.1.json: cannot read it:"), "{err}");
+    assert!(
+        err.starts_with("profcc report: /nonexistent/profcc.x.1.json: cannot read it:"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -309,7 +483,13 @@ fn usage_errors() {
     assert!(err.starts_with("usage: profcc report"), "{err}");
     let (code, _, err) = run_args(&["--format", "xml", "p.json"]);
     assert_eq!(code, 2);
-    assert!(err.lines().next().unwrap().contains("unknown format \"xml\"; valid formats: text, json"), "{err}");
+    assert!(
+        err.lines()
+            .next()
+            .unwrap()
+            .contains("unknown format \"xml\"; valid formats: text, json"),
+        "{err}"
+    );
     let (code, _, _) = run_args(&["--top", "many", "p.json"]);
     assert_eq!(code, 2);
     let (code, _, _) = run_args(&["--frobnicate", "p.json"]);
@@ -326,7 +506,10 @@ const CLANG: &str = "/usr/bin/clang-22";
 
 /// Compile `src` (C, or C++ with `cxx`) with `-g` into `dir`, return the executable's path.
 fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
-    assert!(Path::new(CLANG).exists(), "{CLANG} is needed for the symbolisation tests (cargo xtask setup)");
+    assert!(
+        Path::new(CLANG).exists(),
+        "{CLANG} is needed for the symbolisation tests (cargo xtask setup)"
+    );
     let file = dir.join(name);
     std::fs::write(&file, src).unwrap();
     let exe = dir.join(format!("{name}.out"));
@@ -347,8 +530,15 @@ fn symbol(exe: &Path, name: &str) -> (u64, u64, (u64, u64)) {
     use object::{Object, ObjectSymbol};
     let data = std::fs::read(exe).unwrap();
     let file = object::File::parse(&*data).unwrap();
-    let sym = file.symbols().find(|s| s.name() == Ok(name)).unwrap_or_else(|| panic!("no symbol {name}"));
-    (sym.address(), sym.size(), symbolize::exec_range_of(&data).unwrap())
+    let sym = file
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .unwrap_or_else(|| panic!("no symbol {name}"));
+    (
+        sym.address(),
+        sym.size(),
+        symbolize::exec_range_of(&data).unwrap(),
+    )
 }
 
 /// A profile whose module is `exe` loaded at `base`, with one allocation site whose stack is
@@ -356,9 +546,24 @@ fn symbol(exe: &Path, name: &str) -> (u64, u64, (u64, u64)) {
 fn profile_with_stack(exe: &Path, base: u64, range: (u64, u64), frames: &[u64]) -> Profile {
     let mut p = profile(3, vec![]);
     p.exe = exe.display().to_string();
-    p.modules = vec![Module { path: exe.display().to_string(), base, start: base + range.0, end: base + range.1 }];
-    p.stacks = vec![Stack { id: 4, frames: frames.iter().map(|f| f + base).collect() }];
-    p.alloc_sites = vec![AllocSite { stack: 4, kind: "malloc".into(), count: 1, bytes: 16, threads: 1, ..Default::default() }];
+    p.modules = vec![Module {
+        path: exe.display().to_string(),
+        base,
+        start: base + range.0,
+        end: base + range.1,
+    }];
+    p.stacks = vec![Stack {
+        id: 4,
+        frames: frames.iter().map(|f| f + base).collect(),
+    }];
+    p.alloc_sites = vec![AllocSite {
+        stack: 4,
+        kind: "malloc".into(),
+        count: 1,
+        bytes: 16,
+        threads: 1,
+        ..Default::default()
+    }];
     p.threads[1].created_at = Some(4);
     p
 }
@@ -378,20 +583,30 @@ fn symbolises_a_return_address_with_clang_debug_info() {
     // A return address two bytes into `leaf`: the "call" is one byte before it, still inside.
     let base = 0x5600_0000_0000;
     let p = profile_with_stack(&exe, base, range, &[addr + 2]);
-    let j = json_of(vec![Input::new("a.json", p.clone(), None)], &Options::default());
+    let j = json_of(
+        vec![Input::new("a.json", p.clone(), None)],
+        &Options::default(),
+    );
     let f = &j["alloc_sites"]["sites"][0]["stack"][0];
     assert_eq!(f["function"], "leaf", "{f}");
     assert!(f["file"].as_str().unwrap().ends_with("leaf.c"), "{f}");
     assert_eq!(f["line"], 3);
     assert_eq!(f["offset"], addr + 2);
     assert_eq!(f["inlined"], false);
-    assert!(j["notes"]["warnings"].as_array().unwrap().is_empty(), "{}", j["notes"]);
+    assert!(
+        j["notes"]["warnings"].as_array().unwrap().is_empty(),
+        "{}",
+        j["notes"]
+    );
 
     let t = text_of(vec![Input::new("a.json", p, None)], &Options::default());
     assert!(t.contains("leaf  ") && t.contains("leaf.c:3"), "{t}");
     // Thread 1 was created at the same stack.
     let threads = &t[t.find("Threads (").unwrap()..];
-    let row = threads.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
+    let row = threads
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap();
     assert!(row.contains("leaf.c:3"), "{row}");
 }
 
@@ -401,20 +616,31 @@ fn changed_or_missing_binary_gives_raw_frames_and_one_warning() {
     let exe = compile(dir.path(), "leaf.c", C_SRC, &["-O0"]);
     let (addr, _, range) = symbol(&exe, "leaf");
     // The recorded executable range no longer fits the file: the binary was rebuilt.
-    let p = profile_with_stack(&exe, 0x1000_0000, (range.0, range.1 + 0x1000), &[addr + 2, addr + 3]);
+    let p = profile_with_stack(
+        &exe,
+        0x1000_0000,
+        (range.0, range.1 + 0x1000),
+        &[addr + 2, addr + 3],
+    );
     let j = json_of(vec![Input::new("a.json", p, None)], &Options::default());
     let f = &j["alloc_sites"]["sites"][0]["stack"][0];
     assert!(f["function"].is_null(), "{f}");
     assert_eq!(f["offset"], addr + 2);
     let w = j["notes"]["warnings"].as_array().unwrap();
     assert_eq!(w.len(), 1, "{w:?}");
-    assert!(w[0].as_str().unwrap().contains("changed since the run"), "{w:?}");
+    assert!(
+        w[0].as_str().unwrap().contains("changed since the run"),
+        "{w:?}"
+    );
 
     // Missing: the text shows module+offset.
     std::fs::remove_file(&exe).unwrap();
     let p = profile_with_stack(&exe, 0x1000_0000, range, &[addr + 2]);
     let t = text_of(vec![Input::new("a.json", p, None)], &Options::default());
-    assert!(t.contains(&format!("??  leaf.c.out+{:#x}", addr + 2)), "{t}");
+    assert!(
+        t.contains(&format!("??  leaf.c.out+{:#x}", addr + 2)),
+        "{t}"
+    );
     assert_eq!(t.matches("missing (").count(), 1, "{t}");
 }
 
@@ -433,17 +659,34 @@ int main() { int a[2] = {1, 2}; return ns::outer(a) == 3; }
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "inl.cc", src, &["-x", "c++", "-O2"]);
     let (addr, size, range) = symbol(&exe, "_ZN2ns5outerEPKi");
-    let modules = vec![Module { path: exe.display().to_string(), base: 0, start: range.0, end: range.1 }];
+    let modules = vec![Module {
+        path: exe.display().to_string(),
+        base: 0,
+        start: range.0,
+        end: range.1,
+    }];
     let mut sym = symbolize::Symbolizer::new();
     // Some instruction of `outer` comes from the inlined `helper`.
     let frames = (addr + 1..addr + size + 1)
         .map(|ra| sym.frames(&modules, ra, None))
         .find(|f| f.len() == 2)
         .expect("an address inside the inlined helper");
-    assert_eq!(frames[0].function.as_deref(), Some("ns::helper(int const*)"), "{frames:?}");
+    assert_eq!(
+        frames[0].function.as_deref(),
+        Some("ns::helper(int const*)"),
+        "{frames:?}"
+    );
     assert!(frames[0].inlined);
     assert_eq!(frames[0].line, Some(3));
-    assert_eq!(frames[1].function.as_deref(), Some("ns::outer(int const*)"), "{frames:?}");
+    assert_eq!(
+        frames[1].function.as_deref(),
+        Some("ns::outer(int const*)"),
+        "{frames:?}"
+    );
     assert!(!frames[1].inlined);
-    assert_eq!(frames[1].line, Some(6), "the call site of the inlined helper");
+    assert_eq!(
+        frames[1].line,
+        Some(6),
+        "the call site of the inlined helper"
+    );
 }

@@ -115,7 +115,12 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
         .map(|((file, line), mut a)| {
             let mut functions: Vec<(String, u64)> = a.functions.into_iter().collect();
             functions.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
-            a.sites.sort_by(|x, y| y.count.cmp(&x.count).then(x.col.cmp(&y.col)).then(x.kind.cmp(&y.kind)));
+            a.sites.sort_by(|x, y| {
+                y.count
+                    .cmp(&x.count)
+                    .then(x.col.cmp(&y.col))
+                    .then(x.kind.cmp(&y.kind))
+            });
             Line {
                 rank: 0,
                 file: file.to_string(),
@@ -129,21 +134,33 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
                 bytes: a.bytes,
                 bytes_read: a.bytes_read,
                 bytes_written: a.bytes_written,
-                percent: if total == 0 { 0.0 } else { a.accesses as f64 * 100.0 / total as f64 },
+                percent: if total == 0 {
+                    0.0
+                } else {
+                    a.accesses as f64 * 100.0 / total as f64
+                },
                 threads: a.threads.values().sum(),
                 sites: a.sites,
             }
         })
         .collect();
     lines.sort_by(|x, y| {
-        y.accesses.cmp(&x.accesses).then(y.bytes.cmp(&x.bytes)).then_with(|| x.file.cmp(&y.file)).then(x.line.cmp(&y.line))
+        y.accesses
+            .cmp(&x.accesses)
+            .then(y.bytes.cmp(&x.bytes))
+            .then_with(|| x.file.cmp(&y.file))
+            .then(x.line.cmp(&y.line))
     });
     let lines_total = lines.len();
     lines.truncate(opts.limit(lines_total));
     for (n, l) in lines.iter_mut().enumerate() {
         l.rank = n + 1;
     }
-    Some(Box::new(AccessSites { total_accesses: total, lines_total, lines }))
+    Some(Box::new(AccessSites {
+        total_accesses: total,
+        lines_total,
+        lines,
+    }))
 }
 
 section!(AccessSites, "access_sites");
@@ -161,14 +178,27 @@ impl AccessSites {
             self.lines_total,
             fmt::count(self.total_accesses)
         ));
-        let places: Vec<String> = self.lines.iter().map(|l| fmt::tail(&format!("{}:{}", l.file, l.line), 48)).collect();
-        let pw = places.iter().map(|p| p.chars().count()).max().unwrap_or(5).max(5);
+        let places: Vec<String> = self
+            .lines
+            .iter()
+            .map(|l| fmt::tail(&format!("{}:{}", l.file, l.line), 48))
+            .collect();
+        let pw = places
+            .iter()
+            .map(|p| p.chars().count())
+            .max()
+            .unwrap_or(5)
+            .max(5);
         out.push_str(&format!(
             "  {:>3}  {:>13}  {:>6}  {:>13}  {:>13}  {:>10}  {:>4}  {:<pw$}  {}\n",
             "#", "accesses", "%", "reads", "writes", "bytes", "thr", "place", "function"
         ));
         for (l, place) in self.lines.iter().zip(&places) {
-            let more = if l.functions.len() > 1 { format!(" (+{} more)", l.functions.len() - 1) } else { String::new() };
+            let more = if l.functions.len() > 1 {
+                format!(" (+{} more)", l.functions.len() - 1)
+            } else {
+                String::new()
+            };
             let inl = match l.inlined_at.as_slice() {
                 [] => String::new(),
                 [one] => format!(" [inlined at {one}]"),

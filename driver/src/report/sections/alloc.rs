@@ -57,14 +57,23 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
             .cmp(&x.bytes)
             .then(y.count.cmp(&x.count))
             .then(y.live_bytes_peak.cmp(&x.live_bytes_peak))
-            .then_with(|| x.stack.first().map(Frame::key).cmp(&y.stack.first().map(Frame::key)))
+            .then_with(|| {
+                x.stack
+                    .first()
+                    .map(Frame::key)
+                    .cmp(&y.stack.first().map(Frame::key))
+            })
     });
     let sites_total = sites.len();
     sites.truncate(opts.limit(sites_total));
     for (n, s) in sites.iter_mut().enumerate() {
         s.rank = n + 1;
     }
-    Some(Box::new(AllocSites { sites_total, sites, stack_depth: opts.stack_depth }))
+    Some(Box::new(AllocSites {
+        sites_total,
+        sites,
+        stack_depth: opts.stack_depth,
+    }))
 }
 
 section!(AllocSites, "alloc_sites");
@@ -108,13 +117,20 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
         out.push_str("(no call stack recorded)\n");
         return;
     }
-    let shown = if depth == 0 { stack.len() } else { stack.len().min(depth) };
+    let shown = if depth == 0 {
+        stack.len()
+    } else {
+        stack.len().min(depth)
+    };
     for f in &stack[..shown] {
         out.push_str(indent);
         out.push_str(&f.describe());
         out.push('\n');
     }
     if shown < stack.len() {
-        out.push_str(&format!("{indent}... {} more frames (--stack-depth 0 shows all)\n", stack.len() - shown));
+        out.push_str(&format!(
+            "{indent}... {} more frames (--stack-depth 0 shows all)\n",
+            stack.len() - shown
+        ));
     }
 }

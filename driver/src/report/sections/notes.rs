@@ -13,7 +13,10 @@ pub struct Notes {
 }
 
 pub fn build(m: &Merged, _: &Options) -> Option<Box<dyn Section>> {
-    Some(Box::new(Notes { notes: m.notes.clone(), warnings: m.symbol_warnings() }))
+    Some(Box::new(Notes {
+        notes: m.notes.clone(),
+        warnings: m.symbol_warnings(),
+    }))
 }
 
 section!(Notes, "notes");

@@ -45,7 +45,10 @@ pub fn build(m: &Merged, _: &Options) -> Option<Box<dyn Section>> {
             }
         })
         .collect();
-    Some(Box::new(Summary { inputs, totals: m.totals.clone() }))
+    Some(Box::new(Summary {
+        inputs,
+        totals: m.totals.clone(),
+    }))
 }
 
 section!(Summary, "summary");
@@ -59,7 +62,11 @@ impl Summary {
                     "profcc report: {} (pid {}{}), {}, {} thread{}, {}\n",
                     one.exe,
                     one.pid,
-                    if one.host.is_empty() { String::new() } else { format!(" on {}", one.host) },
+                    if one.host.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" on {}", one.host)
+                    },
                     fmt::duration(one.duration_ns),
                     one.threads,
                     if one.threads == 1 { "" } else { "s" },
@@ -85,7 +92,11 @@ impl Summary {
                         "  [{n}] {}: pid {}{}, {}, {} threads, {} accesses, {}\n",
                         i.path,
                         i.pid,
-                        if i.host.is_empty() { String::new() } else { format!(" on {}", i.host) },
+                        if i.host.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" on {}", i.host)
+                        },
                         fmt::duration(i.duration_ns),
                         i.threads,
                         fmt::count(i.accesses),
@@ -101,7 +112,11 @@ impl Summary {
             fmt::bytes(t.bytes_read),
             fmt::count(t.writes),
             fmt::bytes(t.bytes_written),
-            if t.unattributed > 0 { format!(", {} unattributed", fmt::count(t.unattributed)) } else { String::new() },
+            if t.unattributed > 0 {
+                format!(", {} unattributed", fmt::count(t.unattributed))
+            } else {
+                String::new()
+            },
         ));
         out.push_str(&format!(
             "  allocations {} ({}), frees {}, peak live {}\n",

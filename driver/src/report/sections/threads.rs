@@ -40,7 +40,10 @@ pub fn build(m: &Merged, _: &Options) -> Option<Box<dyn Section>> {
             created_at: t.created_at.clone(),
         })
         .collect();
-    Some(Box::new(Threads { threads, several_inputs: m.inputs.len() > 1 }))
+    Some(Box::new(Threads {
+        threads,
+        several_inputs: m.inputs.len() > 1,
+    }))
 }
 
 section!(Threads, "threads");
@@ -53,11 +56,25 @@ impl Threads {
             return;
         }
         out.push_str(&format!("Threads ({})\n", self.threads.len()));
-        let pid_col = if self.several_inputs { format!("{:>8}  ", "pid") } else { String::new() };
-        out.push_str(&format!("  {pid_col}{:>5}  {:>6}  {:>14}  {}\n", "id", "parent", "accesses", "created at"));
+        let pid_col = if self.several_inputs {
+            format!("{:>8}  ", "pid")
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  {pid_col}{:>5}  {:>6}  {:>14}  {}\n",
+            "id", "parent", "accesses", "created at"
+        ));
         for t in &self.threads {
-            let pid = if self.several_inputs { format!("{:>8}  ", t.pid) } else { String::new() };
-            let parent = t.parent.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+            let pid = if self.several_inputs {
+                format!("{:>8}  ", t.pid)
+            } else {
+                String::new()
+            };
+            let parent = t
+                .parent
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "-".into());
             // The innermost frame is the pthread_create call in user code; skip frames without
             // any name if a better one follows.
             let created = t
@@ -66,7 +83,13 @@ impl Threads {
                 .find(|f| f.function.is_some() || f.file.is_some())
                 .or(t.created_at.first())
                 .map(Frame::describe)
-                .unwrap_or_else(|| if t.id == 0 { "(main thread)".into() } else { "-".into() });
+                .unwrap_or_else(|| {
+                    if t.id == 0 {
+                        "(main thread)".into()
+                    } else {
+                        "-".into()
+                    }
+                });
             out.push_str(&format!(
                 "  {pid}{:>5}  {:>6}  {:>14}  {}\n",
                 t.id,
