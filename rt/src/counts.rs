@@ -124,10 +124,15 @@ pub fn thread_counts() -> *mut u64 {
     }
 }
 
-/// After `fork`, in the child: only the forking thread exists; its inherited counts stay.
+/// After `fork`, in the child: the counts so far are the parent's history, which the
+/// parent's own profile reports; the child starts from zero (`MADV_DONTNEED` turns the
+/// private pages back into zero pages without touching the untouched ones).
 pub unsafe fn after_fork_child() {
     MODULES.force_unlock();
     THREAD_COUNTS.force_unlock();
+    for t in THREAD_COUNTS.lock().iter() {
+        libc::madvise(t.counts as *mut libc::c_void, SLOTS * 8, libc::MADV_DONTNEED);
+    }
 }
 
 fn kind_of(k: u8) -> AccessKind {

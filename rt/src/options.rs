@@ -19,6 +19,12 @@ pub struct Flag {
 /// The table of every run-time flag. Keep sorted by name.
 pub const FLAGS: &[Flag] = &[
     Flag {
+        name: "exit_dump",
+        kind: Kind::Bool,
+        default: "1",
+        help: "write the profile at exit (SIGUSR2 dumps happen either way)",
+    },
+    Flag {
         name: "help",
         kind: Kind::Bool,
         default: "0",

@@ -34,7 +34,9 @@ fn now_ns() -> u64 {
 
 extern "C" fn at_exit() {
     EXITED.store(true, Ordering::Release);
-    dump("exit");
+    if options::get_bool("exit_dump") {
+        dump("exit");
+    }
 }
 
 extern "C" fn on_sigusr2(_: libc::c_int) {
@@ -66,6 +68,7 @@ extern "C" fn fork_child() {
     }
     // The dumper thread did not survive the fork; SIGUSR2 in the child is ignored quietly.
     PIPE_W.store(-1, Ordering::Relaxed);
+    START_NS.store(now_ns(), Ordering::Relaxed);
 }
 
 pub fn install() {

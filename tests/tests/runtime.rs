@@ -1,0 +1,205 @@
+//! Runtime behaviour a user relies on: options, output paths, fallback, SIGUSR2 dumps,
+//! fork, C++ static destructors counted before the exit dump.
+
+use profcc_schema::AccessKind::*;
+use profcc_tests::*;
+use std::process::Command;
+
+const SIMPLE_C: &str = r#"
+#include <stdio.h>
+volatile int g[4];
+int main(void) {
+  for (int i = 0; i < 10; i++) g[i & 3] = i;   /* MARK_STORE */
+  printf("done\n");
+  return 0;
+}
+"#;
+
+fn simple(s: &Scratch) {
+    s.write("simple.c", SIMPLE_C);
+    s.compile(&profcc(), &["-O1", "simple.c", "-o", "simple"]);
+}
+
+#[test]
+fn bad_option_warns_once_and_runs_on() {
+    let s = Scratch::new();
+    simple(&s);
+    let (out, p) = s.run_profiled("simple", &[], "bogus=1:summary=maybe");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    let unknown: Vec<&str> = err.lines().filter(|l| l.contains("unknown option 'bogus'")).collect();
+    assert_eq!(unknown.len(), 1, "{err}");
+    assert!(unknown[0].contains("valid options:") && unknown[0].contains("summary"), "{err}");
+    assert!(err.lines().any(|l| l.contains("'summary=maybe' is not valid") && l.contains("0 or 1")), "{err}");
+    // The default (summary on) is used for the bad value.
+    assert!(err.contains("profcc: 1") || err.contains("accesses"), "{err}");
+    assert_eq!(count_at(&p, "simple.c", line_of(SIMPLE_C, "MARK_STORE"), Write), 10);
+}
+
+#[test]
+fn help_lists_every_flag() {
+    let s = Scratch::new();
+    simple(&s);
+    let out = Command::new(s.path("simple"))
+        .current_dir(s.dir.path())
+        .env("PROFCC_OPTIONS", "help=1:write=0:summary=0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    for flag in ["out", "summary", "top", "write", "help"] {
+        assert!(err.lines().any(|l| l.trim_start().starts_with(flag)), "{flag} missing from help:\n{err}");
+    }
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+}
+
+#[test]
+fn summary_is_at_most_ten_lines_and_default_name_has_exe_and_pid() {
+    let s = Scratch::new();
+    simple(&s);
+    let child = Command::new(s.path("simple")).current_dir(s.dir.path()).env_remove("PROFCC_OPTIONS").output().unwrap();
+    let err = String::from_utf8_lossy(&child.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(!lines.is_empty() && lines.len() <= 10, "{err}");
+    assert!(lines.iter().all(|l| l.starts_with("profcc:")), "{err}");
+    let names: Vec<String> = std::fs::read_dir(s.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("profcc.simple.") && n.ends_with(".json"))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let pid: u32 = names[0].trim_start_matches("profcc.simple.").trim_end_matches(".json").parse().unwrap();
+    let p = profcc_schema::read(&s.path(&names[0])).unwrap();
+    assert_eq!(p.pid, pid);
+    // No temporary files left next to it.
+    assert!(std::fs::read_dir(s.dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+}
+
+#[test]
+fn unwritable_directory_falls_back_to_tmpdir() {
+    let s = Scratch::new();
+    simple(&s);
+    let tmp = s.path("fallback");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = Command::new(s.path("simple"))
+        .current_dir(s.dir.path())
+        .env("PROFCC_OPTIONS", "out=/nonexistent/dir/p.%p.json")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write /nonexistent/dir/p.") && err.contains("instead"), "{err}");
+    let files: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let p = profcc_schema::read(&files[0]).unwrap();
+    assert_eq!(count_at(&p, "simple.c", line_of(SIMPLE_C, "MARK_STORE"), Write), 10);
+}
+
+#[test]
+fn sigusr2_dumps_while_running() {
+    let s = Scratch::new();
+    s.write(
+        "loop.c",
+        r#"
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+volatile long x;
+int main(void) {
+  for (int i = 0; i < 1000; i++) x = i;   /* before the signal */
+  raise(SIGUSR2);
+  usleep(300000);                          /* the dump happens on a runtime thread */
+  for (int i = 0; i < 500; i++) x = i;
+  printf("still running\n");
+  return 0;
+}
+"#,
+    );
+    s.compile(&profcc(), &["-O1", "loop.c", "-o", "loop"]);
+    let sig = s.path("sig.json");
+    let out = Command::new(s.path("loop"))
+        .current_dir(s.dir.path())
+        .env("PROFCC_OPTIONS", format!("out={}:summary=0", sig.display()))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "still running\n");
+    // The exit dump overwrote the signal dump: both were complete, the last has all counts.
+    let p = profcc_schema::read(&sig).unwrap();
+    assert_eq!(p.trigger, "exit");
+    assert_eq!(count_at(&p, "loop.c", 7, Write) + count_at(&p, "loop.c", 10, Write), 1500);
+
+    // With the exit dump off, the file on disk is the signal dump with the first 1000 stores.
+    let sig2 = s.path("sig2.json");
+    let _ = Command::new(s.path("loop"))
+        .current_dir(s.dir.path())
+        .env("PROFCC_OPTIONS", format!("out={}:summary=0:exit_dump=0", sig2.display()))
+        .output()
+        .unwrap();
+    let p = profcc_schema::read(&sig2).unwrap();
+    assert_eq!(p.trigger, "signal");
+    assert_eq!(count_at(&p, "loop.c", 7, Write), 1000);
+    assert_eq!(count_at(&p, "loop.c", 10, Write), 0);
+}
+
+#[test]
+fn cxx_static_destructors_are_counted() {
+    let s = Scratch::new();
+    s.write(
+        "dtor.cpp",
+        r#"
+#include <cstdio>
+volatile int sink[8];
+struct Guard {
+  ~Guard() { for (int i = 0; i < 77; i++) sink[i & 7] = i; }   // MARK_DTOR
+};
+static Guard guard;
+int main() { std::puts("main"); return 0; }
+"#,
+    );
+    s.compile(&profcxx(), &["-O1", "dtor.cpp", "-o", "dtor"]);
+    let (out, p) = s.run_profiled("dtor", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "main\n");
+    assert_eq!(count_at(&p, "dtor.cpp", 5, Write), 77, "the exit dump runs after static destructors");
+}
+
+#[test]
+fn fork_child_writes_its_own_profile() {
+    let s = Scratch::new();
+    s.write(
+        "fork.c",
+        r#"
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+volatile int v;
+int main(void) {
+  pid_t pid = fork();
+  if (pid == 0) { for (int i = 0; i < 30; i++) v = i; return 0; }   /* child */
+  int st; waitpid(pid, &st, 0);
+  for (int i = 0; i < 20; i++) v = i;                               /* parent */
+  printf("parent done\n");
+  return 0;
+}
+"#,
+    );
+    s.compile(&profcc(), &["-O1", "fork.c", "-o", "fork"]);
+    let out = Command::new(s.path("fork"))
+        .current_dir(s.dir.path())
+        .env("PROFCC_OPTIONS", "out=f.%p.json:summary=0")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "parent done\n");
+    let mut profiles: Vec<_> = std::fs::read_dir(s.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("f."))
+        .map(|p| profcc_schema::read(&p).unwrap())
+        .collect();
+    assert_eq!(profiles.len(), 2);
+    profiles.sort_by_key(|p| count_at(p, "fork.c", 9, Write));
+    assert_eq!(count_at(&profiles[0], "fork.c", 9, Write), 0, "parent did not run the child's loop");
+    assert_eq!(count_at(&profiles[0], "fork.c", 11, Write), 20);
+    assert_eq!(count_at(&profiles[1], "fork.c", 9, Write), 30);
+    assert_eq!(count_at(&profiles[1], "fork.c", 11, Write), 0);
+}
