@@ -690,3 +690,93 @@ int main() { int a[2] = {1, 2}; return ns::outer(a) == 3; }
         "the call site of the inlined helper"
     );
 }
+
+/// A real process: its module map as the runtime records it (dl_iterate_phdr, PIE under ASLR)
+/// and a real return address; the report must name the calling function and line.
+#[test]
+fn symbolises_a_real_return_address_from_a_running_process() {
+    let src = r#"#define _GNU_SOURCE
+#include <link.h>
+#include <stdio.h>
+static int cb(struct dl_phdr_info *info, size_t sz, void *data) {
+  unsigned long lo = ~0UL, hi = 0;
+  (void)sz; (void)data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      unsigned long s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+      if (s < lo) lo = s;
+      if (e > hi) hi = e;
+    }
+  }
+  if (lo != ~0UL) printf("module %s %lx %lx %lx\n", info->dlpi_name[0] ? info->dlpi_name : "-", (unsigned long)info->dlpi_addr, lo, hi);
+  return 0;
+}
+__attribute__((noinline)) void record(void) { printf("ra %lx\n", (unsigned long)__builtin_return_address(0)); }
+__attribute__((noinline)) void caller(void) {
+  record();
+  __asm__ volatile("");
+}
+int main(void) { dl_iterate_phdr(cb, 0); caller(); return 0; }
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(
+        dir.path(),
+        "real.c",
+        src,
+        &["-O0", "-fno-omit-frame-pointer"],
+    );
+    let out = std::process::Command::new(&exe)
+        .output()
+        .expect("run the test program");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+    let mut modules = Vec::new();
+    let mut ra = 0;
+    for line in text.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["module", name, base, start, end] => modules.push(Module {
+                path: if *name == "-" && modules.is_empty() {
+                    exe.display().to_string()
+                } else {
+                    name.to_string()
+                },
+                base: hex(base),
+                start: hex(start),
+                end: hex(end),
+            }),
+            ["ra", a] => ra = hex(a),
+            _ => {}
+        }
+    }
+    let modules: Vec<Module> = modules
+        .into_iter()
+        .filter(|m| m.path != "-" && !m.path.starts_with("linux-vdso"))
+        .collect();
+    assert!(ra != 0 && modules.len() >= 2, "{text}");
+    let mut p = profile(9, vec![]);
+    p.modules = modules;
+    p.stacks = vec![Stack {
+        id: 1,
+        frames: vec![ra],
+    }];
+    p.alloc_sites = vec![AllocSite {
+        stack: 1,
+        kind: "malloc".into(),
+        count: 1,
+        bytes: 8,
+        ..Default::default()
+    }];
+    let j = json_of(vec![Input::new("a.json", p, None)], &Options::default());
+    let f = &j["alloc_sites"]["sites"][0]["stack"][0];
+    assert_eq!(f["function"], "caller", "{f}");
+    assert!(f["file"].as_str().unwrap().ends_with("real.c"), "{f}");
+    assert_eq!(f["line"], 20, "{f}");
+    assert!(
+        j["notes"]["warnings"].as_array().unwrap().is_empty(),
+        "{}",
+        j["notes"]
+    );
+}
