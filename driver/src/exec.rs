@@ -1,0 +1,464 @@
+//! Running a plan: finding clang, pass-through by `exec`, compile jobs (frontend → instrument →
+//! codegen → rename into place), the link with profcc's runtime, temporaries in `$TMPDIR`.
+
+use crate::args::{quote_gnu, quote_sh};
+use crate::plan::{Build, Job, LinkArg, Reason};
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Set in the environment of every clang profcc runs; seeing it means profcc is nested.
+pub const NESTED_ENV: &str = "PROFCC_NESTED";
+
+/// The runtime's link arguments after the archive path.
+pub const RUNTIME_LINK_FLAGS: &[&str] = &[
+    "-Wl,-u,__profcc_force_link",
+    "-Wl,--export-dynamic-symbol=__profcc_*",
+    "-lpthread",
+    "-ldl",
+    "-lm",
+];
+
+pub fn env_on(name: &str) -> bool {
+    matches!(std::env::var(name), Ok(v) if !v.is_empty() && v != "0")
+}
+
+/// One line to `PROFCC_LOG` (`1` = stderr, anything else = a file to append to).
+pub fn log(msg: &str) {
+    let Ok(dest) = std::env::var("PROFCC_LOG") else { return };
+    if dest.is_empty() || dest == "0" {
+        return;
+    }
+    let line = format!("profcc[{}]: {msg}\n", std::process::id());
+    if dest == "1" {
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    } else if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&dest) {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
+/// The clang to run: a program and arguments that go before the user's.
+#[derive(Debug, Clone)]
+pub struct Clang {
+    pub path: PathBuf,
+    pub pre: Vec<String>,
+}
+
+impl Clang {
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.path);
+        c.args(&self.pre).env(NESTED_ENV, "1");
+        c
+    }
+    fn display(&self) -> String {
+        let mut s = quote_sh(&self.path.to_string_lossy());
+        for p in &self.pre {
+            s.push(' ');
+            s.push_str(&quote_sh(p));
+        }
+        s
+    }
+}
+
+/// Look a program up like `execvp` does.
+pub fn which(prog: &str) -> Option<PathBuf> {
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+pub fn self_exe() -> Option<PathBuf> {
+    std::env::current_exe().ok().and_then(|p| p.canonicalize().ok())
+}
+
+pub fn is_self(p: &Path) -> bool {
+    match (p.canonicalize(), self_exe()) {
+        (Ok(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Find the clang to run. `named` is the compiler of prefix mode, else `PROFCC_CLANG`, else
+/// `clang-22`/`clang++-22`. Errors are one line naming the fix.
+pub fn find_clang(named: Option<&str>, cxx: bool) -> Result<Clang, String> {
+    let default = if cxx { "clang++-22" } else { "clang-22" };
+    let fallback = PathBuf::from(format!("/usr/bin/{default}"));
+    let env = std::env::var("PROFCC_CLANG").ok().filter(|s| !s.is_empty());
+    let (wanted, origin) = match (named, &env) {
+        (Some(n), _) => (n.to_string(), "the compiler named on the command line"),
+        (None, Some(e)) => (e.clone(), "PROFCC_CLANG"),
+        (None, None) => (default.to_string(), "PATH"),
+    };
+    let Some(mut path) = which(&wanted) else {
+        return Err(if origin == "PROFCC_CLANG" {
+            format!("profcc: error: PROFCC_CLANG={wanted} is not an executable; point it at a clang-22 binary or unset it")
+        } else {
+            format!("profcc: error: {wanted} not found ({origin}); install it with `cargo xtask setup` (apt-get install clang-22) or set PROFCC_CLANG=/path/to/clang-22")
+        });
+    };
+    let mut pre = Vec::new();
+    if named.is_none() && env.is_some() && cxx {
+        // PROFCC_CLANG names the C driver; use its C++ sibling, or the C driver in g++ mode.
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let sib = path.with_file_name(name.replacen("clang", "clang++", 1));
+        if name.contains("clang") && !name.contains("clang++") && is_executable(&sib) {
+            path = sib;
+        } else if !name.contains("++") {
+            pre.push("--driver-mode=g++".to_string());
+        }
+    }
+    if is_self(&path) {
+        log(&format!("{} resolves to profcc itself; using {}", path.display(), fallback.display()));
+        if is_executable(&fallback) && !is_self(&fallback) {
+            return Ok(Clang { path: fallback, pre: Vec::new() });
+        }
+        return Err(format!(
+            "profcc: error: {} resolves to profcc itself (recursion); set PROFCC_CLANG=/path/to/real/clang-22",
+            path.display()
+        ));
+    }
+    Ok(Clang { path, pre })
+}
+
+/// Replace this process with clang and the original arguments.
+pub fn exec_clang(clang: &Clang, args: &[OsString], reason: Reason, detail: &str) -> i32 {
+    log(&format!("pass-through ({}{}{detail})", reason.describe(), if detail.is_empty() { "" } else { ": " }));
+    if env_on("PROFCC_DRY_RUN") {
+        let mut line = clang.display();
+        for a in args {
+            line.push(' ');
+            line.push_str(&quote_sh(&a.to_string_lossy()));
+        }
+        println!("profcc: pass-through ({}): {line}", reason.describe());
+        return 0;
+    }
+    let err = clang.command().args(args).exec();
+    eprintln!("profcc: error: cannot run {}: {err}", clang.path.display());
+    1
+}
+
+/// Instrumentation options from `PROFCC_INSTRUMENT` (comma list; default `accesses`).
+/// None = `none`: compile through the pipeline without instrumenting.
+pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
+    let spec = std::env::var("PROFCC_INSTRUMENT").unwrap_or_default();
+    let spec = if spec.trim().is_empty() { "accesses".to_string() } else { spec };
+    let mut opts = profcc_passes::Options::default();
+    let mut none = false;
+    for w in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match w {
+            "accesses" => opts.accesses = true,
+            "none" => none = true,
+            other => {
+                return Err(format!(
+                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses, none (comma-separated)"
+                ))
+            }
+        }
+    }
+    Ok(if none { None } else { Some(opts) })
+}
+
+/// The runtime archive beside the profcc executable.
+pub fn runtime_archive() -> Result<PathBuf, String> {
+    let exe = self_exe().ok_or("profcc: error: cannot locate the profcc executable")?;
+    let p = exe.with_file_name("libprofcc_rt.a");
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "profcc: error: runtime library {} is missing; build it with `cargo xtask build` (or `cargo build --release -p profcc-rt`)",
+            p.display()
+        ))
+    }
+}
+
+struct JobPaths {
+    bc: PathBuf,
+    inst: PathBuf,
+    obj: PathBuf,
+}
+
+fn job_paths(tmp: &Path, i: usize, job: &Job) -> JobPaths {
+    let stem: String = Path::new(&job.source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect())
+        .unwrap_or_else(|| "src".into());
+    let base = format!("{i}-{stem}");
+    JobPaths {
+        bc: tmp.join(format!("{base}.bc")),
+        inst: tmp.join(format!("{base}.inst.bc")),
+        obj: tmp.join(format!("{base}.{}", if job.asm { "s" } else { "o" })),
+    }
+}
+
+/// Where codegen writes: a temporary renamed into place afterwards, or straight to the user's
+/// output when that is stdout or not a regular file (`-o /dev/null`).
+fn writes_direct(out: &str) -> bool {
+    out == "-" || std::fs::metadata(out).map(|m| !m.is_file()).unwrap_or(false)
+}
+
+fn frontend_cmd(job: &Job, p: &JobPaths) -> Vec<String> {
+    let mut v = job.frontend.clone();
+    v.push("-c".into());
+    if job.instrument {
+        v.push("-emit-llvm".into());
+    }
+    if let Some(l) = &job.lang {
+        v.extend(["-x".to_string(), l.clone()]);
+    }
+    v.push(job.source.clone());
+    v.push("-o".into());
+    v.push(if job.instrument { p.bc.display().to_string() } else { p.obj.display().to_string() });
+    v
+}
+
+fn codegen_cmd(job: &Job, input: &Path, out: &str) -> Vec<String> {
+    let mut v = job.codegen.clone();
+    v.extend(
+        ["-Xclang", "-disable-llvm-passes", "-Wno-unused-command-line-argument", if job.asm { "-S" } else { "-c" }]
+            .map(String::from),
+    );
+    v.push(input.display().to_string());
+    v.push("-o".into());
+    v.push(out.to_string());
+    v
+}
+
+fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&Path>) -> Vec<String> {
+    let mut v: Vec<String> = link
+        .iter()
+        .map(|a| match a {
+            LinkArg::Arg(s) => s.clone(),
+            LinkArg::Object(i) => objs[*i].display().to_string(),
+        })
+        .collect();
+    if let Some(rt) = runtime {
+        v.push(rt.display().to_string());
+        v.extend(RUNTIME_LINK_FLAGS.iter().map(|s| s.to_string()));
+    }
+    v
+}
+
+fn show(clang: &Clang, args: &[String]) -> String {
+    let mut s = clang.display();
+    for a in args {
+        s.push(' ');
+        s.push_str(&quote_sh(a));
+    }
+    s
+}
+
+/// Run clang; returns its exit code (1 when it could not run or died of a signal).
+fn run(clang: &Clang, args: &[String], tmp: &Path) -> i32 {
+    let total: usize = args.iter().map(|a| a.len() + 1).sum();
+    let mut cmd = clang.command();
+    if total > 100_000 {
+        // Very long command lines go through a response file in the temp directory.
+        let rsp = tmp.join(format!("args-{}.rsp", rand_suffix()));
+        let text: Vec<String> = args.iter().map(|a| quote_gnu(a)).collect();
+        if std::fs::write(&rsp, text.join("\n")).is_ok() {
+            cmd.arg(format!("@{}", rsp.display()));
+        } else {
+            cmd.args(args);
+        }
+    } else {
+        cmd.args(args);
+    }
+    log(&format!("run: {}", show(clang, args)));
+    match cmd.status() {
+        Ok(s) => s.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!("profcc: error: cannot run {}: {e}", clang.path.display());
+            1
+        }
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+/// Move a finished temporary output into place atomically (rename, or copy into a hidden
+/// temporary beside the target and rename when `$TMPDIR` is another file system).
+fn install(from: &Path, to: &str) -> std::io::Result<()> {
+    match std::fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc_exdev()) => {
+            let dir = Path::new(to).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let tmp = tempfile::Builder::new().prefix(".profcc-").tempfile_in(dir)?;
+            std::fs::copy(from, tmp.path())?;
+            tmp.persist(to).map_err(|e| e.error)?;
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+const fn libc_exdev() -> i32 {
+    18 // EXDEV on Linux
+}
+
+fn remove_stale(out: &str) {
+    if std::fs::metadata(out).map(|m| m.is_file()).unwrap_or(false) {
+        let _ = std::fs::remove_file(out);
+    }
+}
+
+/// Run a build plan. `orig` are the user's arguments as given (for a link-only call).
+pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
+    let opts = match instrument_options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let runtime = if b.link.is_some() && b.runtime {
+        match runtime_archive() {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("{e}");
+                return 1;
+            }
+        }
+    } else {
+        None
+    };
+    let dry = env_on("PROFCC_DRY_RUN");
+    for n in &b.notices {
+        eprintln!("{n}");
+    }
+
+    let tmpdir = if dry {
+        None
+    } else {
+        match tempfile::Builder::new().prefix("profcc-").tempdir() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("profcc: error: cannot create a temporary directory in {}: {e}; set TMPDIR to a writable directory", std::env::temp_dir().display());
+                return 1;
+            }
+        }
+    };
+    let tmp: PathBuf = tmpdir.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_else(|| PathBuf::from("$TMPDIR/profcc-XXXXXX"));
+    let stats = env_on("PROFCC_STATS");
+
+    let mut objs = Vec::new();
+    let mut failed = 0;
+    for (i, job) in b.jobs.iter().enumerate() {
+        let p = job_paths(&tmp, i, job);
+        objs.push(p.obj.clone());
+        let direct = job.output.as_deref().filter(|o| writes_direct(o));
+        if dry {
+            println!("[job {}] {} -> {}{}", i + 1, job.source, job.output.as_deref().unwrap_or("(temporary object)"),
+                if job.instrument { "" } else { " (not instrumented)" });
+            println!("  {}", show(clang, &frontend_cmd(job, &p)));
+            if job.instrument {
+                let cg_in = match &opts {
+                    Some(o) => {
+                        println!("  instrument {} -> {} ({:?})", p.bc.display(), p.inst.display(), o);
+                        &p.inst
+                    }
+                    None => &p.bc,
+                };
+                let out = direct.map(String::from).unwrap_or_else(|| p.obj.display().to_string());
+                println!("  {}", show(clang, &codegen_cmd(job, cg_in, &out)));
+            }
+            if let (Some(o), None) = (&job.output, direct) {
+                println!("  rename {} -> {o}", p.obj.display());
+            }
+            continue;
+        }
+        let rc = run_job(clang, job, &p, opts.as_ref(), direct, stats, &tmp);
+        if rc != 0 {
+            if let Some(o) = &job.output {
+                remove_stale(o);
+            }
+            if failed == 0 {
+                failed = rc;
+            }
+        }
+    }
+    if failed != 0 {
+        keep_temps(tmpdir);
+        return failed;
+    }
+    let mut rc = 0;
+    if let Some(link) = &b.link {
+        let args = if b.jobs.is_empty() {
+            link_cmd(&orig.iter().cloned().map(LinkArg::Arg).collect::<Vec<_>>(), &objs, runtime.as_deref())
+        } else {
+            link_cmd(link, &objs, runtime.as_deref())
+        };
+        if dry {
+            println!("[link]\n  {}", show(clang, &args));
+        } else {
+            rc = run(clang, &args, &tmp);
+        }
+    }
+    keep_temps(tmpdir);
+    rc
+}
+
+fn keep_temps(t: Option<tempfile::TempDir>) {
+    if let Some(t) = t {
+        if env_on("PROFCC_KEEP_TEMPS") {
+            let p = t.keep();
+            eprintln!("profcc: temporaries kept in {}", p.display());
+        }
+    }
+}
+
+fn run_job(
+    clang: &Clang,
+    job: &Job,
+    p: &JobPaths,
+    opts: Option<&profcc_passes::Options>,
+    direct: Option<&str>,
+    stats: bool,
+    tmp: &Path,
+) -> i32 {
+    let rc = run(clang, &frontend_cmd(job, p), tmp);
+    if rc != 0 || !job.instrument {
+        return rc;
+    }
+    let mut cg_in = p.bc.clone();
+    if let Some(o) = opts {
+        match profcc_passes::instrument_file(&p.bc, &p.inst, o) {
+            Ok(s) => {
+                cg_in = p.inst.clone();
+                if stats {
+                    let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    eprintln!("profcc: stats: {}: {}", job.source, counts.join(" "));
+                }
+            }
+            Err(e) => {
+                eprintln!("profcc: warning: {}: instrumentation failed ({e}); compiled without it", job.source);
+            }
+        }
+    }
+    let out = direct.map(String::from).unwrap_or_else(|| p.obj.display().to_string());
+    let rc = run(clang, &codegen_cmd(job, &cg_in, &out), tmp);
+    if rc != 0 || direct.is_some() {
+        return rc;
+    }
+    if let Some(o) = &job.output {
+        if let Err(e) = install(&p.obj, o) {
+            eprintln!("profcc: error: cannot write {o}: {e}");
+            return 1;
+        }
+    }
+    0
+}
