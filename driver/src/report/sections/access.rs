@@ -181,7 +181,7 @@ impl AccessSites {
         let places: Vec<String> = self
             .lines
             .iter()
-            .map(|l| fmt::tail(&format!("{}:{}", l.file, l.line), 48))
+            .map(|l| fmt::tail(&place(&l.file, l.line), 48))
             .collect();
         let pw = places
             .iter()
@@ -219,5 +219,13 @@ impl AccessSites {
                 inl,
             ));
         }
+    }
+}
+
+fn place(file: &str, line: u32) -> String {
+    match (file, line) {
+        ("", _) => "(no debug location)".into(),
+        (f, 0) => f.into(),
+        (f, l) => format!("{f}:{l}"),
     }
 }

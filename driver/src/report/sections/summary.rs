@@ -78,8 +78,12 @@ impl Summary {
             }
             many => {
                 let pids: Vec<String> = many.iter().map(|i| i.pid.to_string()).collect();
-                let mut exes: Vec<&str> = many.iter().map(|i| i.exe.as_str()).collect();
-                exes.dedup();
+                let mut exes: Vec<&str> = Vec::new();
+                for i in many {
+                    if !exes.contains(&i.exe.as_str()) {
+                        exes.push(&i.exe);
+                    }
+                }
                 out.push_str(&format!(
                     "profcc report: {} profiles merged: {} (pids {}), {} threads in all\n",
                     many.len(),
