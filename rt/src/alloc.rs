@@ -1,7 +1,736 @@
-//! Allocation interposition and the object map. (stub: being written)
+//! Allocation interposition (the entry points are in `csrc/interpose.c`) and the object map.
+//!
+//! Data structures, all in runtime memory (`mem::map` or the runtime heap), never the
+//! program's malloc:
+//!
+//! - `PRIMARY`: object start -> [`Obj`] (size, site, allocating thread). 64 shards, each a
+//!   spin-locked open-addressing table (linear probing, backward-shift deletion, doubles at
+//!   half load). Every malloc-family object and every `operator new` object is here.
+//! - `BIG`: the containment index for objects larger than [`SMALL_MAX`]. An object of size
+//!   class `c` (size in `[2^(c-1), 2^c)`) gets the key `(c, start >> (c-1))`; since objects do
+//!   not overlap and each is at least one block long, no two objects share a key, and an
+//!   object covering address `a` starts in block `(a >> (c-1)) - k` for `k` in 0..3.
+//!   Objects up to `SMALL_MAX` bytes are found by probing `PRIMARY` backwards at 8-byte steps.
+//! - `MMAPS`: mmap'ed regions by start (a `BTreeMap` under one lock: mmap is a system call
+//!   anyway), page granular, split by partial `munmap`.
+//! - Sites: one [`Site`] per (stack id, kind), found through the direct array `SITE_OF`
+//!   indexed by `stack * 16 + kind` (lock-free; a lost race wastes one site slot, which
+//!   `snapshot` skips). Counters are relaxed atomics.
+//!
+//! The map is updated *before* memory goes back to the real allocator (see interpose.c), so
+//! an address reused by another thread cannot lose its fresh entry.
+
+use crate::mem::{self, SpinLock};
+use crate::stack;
+use crate::threads;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Objects up to this size are found by backward probing; larger ones also go to `BIG`.
+pub const SMALL_MAX: u64 = 256;
+const SHARDS: usize = 64;
+const MAX_SITES: usize = 1 << 20;
+const KINDS: usize = 16;
+const PAGE: u64 = 4096;
+
+pub const KIND_NAMES: [&str; 11] = [
+    "malloc",
+    "calloc",
+    "realloc",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "new",
+    "new[]",
+    "mmap",
+];
+pub const KIND_MMAP: u32 = 10;
+
+/// One live object (layout shared with `struct profcc_obj` in interpose.c).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Obj {
+    pub addr: u64,
+    pub size: u64,
+    pub site: u32,
+    pub tid: u32,
+}
+
+/// What the cold path learns about an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub start: u64,
+    pub size: u64,
+    /// Stack depot id of the allocation call.
+    pub stack: u32,
+    /// Dense id of the allocating thread.
+    pub tid: u32,
+    /// Index into [`KIND_NAMES`].
+    pub kind: u32,
+    /// Allocation-site index (stable for the run).
+    pub site: u32,
+}
+
+#[inline]
+fn mix(k: u64) -> u64 {
+    let h = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 29) ^ (h >> 47)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Open-addressing table keyed by `Obj::addr` (0 = empty).
+
+pub struct Table {
+    slots: *mut Obj,
+    cap: usize,
+    len: usize,
+}
+unsafe impl Send for Table {}
+
+impl Table {
+    pub const fn new() -> Table {
+        Table { slots: core::ptr::null_mut(), cap: 0, len: 0 }
+    }
+
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        (mix(key) as usize) & (self.cap - 1)
+    }
+
+    fn slot(&self, i: usize) -> &mut Obj {
+        unsafe { &mut *self.slots.add(i) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    fn find(&self, key: u64) -> Option<usize> {
+        if self.cap == 0 || key == 0 {
+            return None;
+        }
+        let mut i = self.home(key);
+        loop {
+            let a = self.slot(i).addr;
+            if a == key {
+                return Some(i);
+            }
+            if a == 0 {
+                return None;
+            }
+            i = (i + 1) & (self.cap - 1);
+        }
+    }
+
+    pub fn get(&self, key: u64) -> Option<Obj> {
+        self.find(key).map(|i| *self.slot(i))
+    }
+
+    /// Insert or replace; returns the replaced entry. False-y (no insert) only when out of memory.
+    pub fn insert(&mut self, o: Obj) -> Result<Option<Obj>, ()> {
+        if (self.len + 1) * 2 > self.cap && !self.grow() {
+            return Err(());
+        }
+        let mut i = self.home(o.addr);
+        loop {
+            let s = self.slot(i);
+            if s.addr == o.addr {
+                let old = *s;
+                *s = o;
+                return Ok(Some(old));
+            }
+            if s.addr == 0 {
+                *s = o;
+                self.len += 1;
+                return Ok(None);
+            }
+            i = (i + 1) & (self.cap - 1);
+        }
+    }
+
+    pub fn remove(&mut self, key: u64) -> Option<Obj> {
+        let i = self.find(key)?;
+        let old = *self.slot(i);
+        let mask = self.cap - 1;
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let e = *self.slot(j);
+            if e.addr == 0 {
+                break;
+            }
+            let home = self.home(e.addr);
+            // Move `e` into the hole unless its home lies cyclically in (hole, j].
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                *self.slot(hole) = e;
+                hole = j;
+            }
+        }
+        *self.slot(hole) = Obj::default();
+        self.len -= 1;
+        Some(old)
+    }
+
+    fn grow(&mut self) -> bool {
+        let ncap = if self.cap == 0 { 1024 } else { self.cap * 2 };
+        let p = mem::map(ncap * core::mem::size_of::<Obj>(), false) as *mut Obj;
+        if p.is_null() {
+            return false;
+        }
+        let (old, ocap) = (self.slots, self.cap);
+        self.slots = p;
+        self.cap = ncap;
+        self.len = 0;
+        for i in 0..ocap {
+            let e = unsafe { *old.add(i) };
+            if e.addr != 0 {
+                let _ = self.insert(e);
+            }
+        }
+        if !old.is_null() {
+            mem::unmap(old as *mut u8, ocap * core::mem::size_of::<Obj>());
+        }
+        true
+    }
+
+    pub fn for_each(&self, mut f: impl FnMut(&Obj)) {
+        for i in 0..self.cap {
+            let e = self.slot(i);
+            if e.addr != 0 {
+                f(e);
+            }
+        }
+    }
+}
+
+#[repr(align(64))]
+struct Shard(SpinLock<Table>);
+
+pub struct ShardedMap {
+    shards: [Shard; SHARDS],
+}
+
+impl ShardedMap {
+    pub const fn new() -> ShardedMap {
+        ShardedMap { shards: [const { Shard(SpinLock::new(Table::new())) }; SHARDS] }
+    }
+    #[inline]
+    fn shard(&self, key: u64) -> &SpinLock<Table> {
+        &self.shards[(mix(key ^ 0x5555) >> 58) as usize].0
+    }
+    pub fn insert(&self, o: Obj) -> Result<Option<Obj>, ()> {
+        self.shard(o.addr).lock().insert(o)
+    }
+    pub fn get(&self, key: u64) -> Option<Obj> {
+        self.shard(key).lock().get(key)
+    }
+    pub fn remove(&self, key: u64) -> Option<Obj> {
+        self.shard(key).lock().remove(key)
+    }
+    fn lock_all(&self) {
+        for s in &self.shards {
+            core::mem::forget(s.0.lock());
+        }
+    }
+    unsafe fn unlock_all(&self) {
+        for s in &self.shards {
+            s.0.force_unlock();
+        }
+    }
+    pub fn for_each(&self, mut f: impl FnMut(&Obj)) {
+        for s in &self.shards {
+            s.0.lock().for_each(&mut f);
+        }
+    }
+}
+
+/// Size class of a size: `c` with `size` in `[2^(c-1), 2^c)`.
+#[inline]
+fn class_of(size: u64) -> u32 {
+    64 - size.leading_zeros()
+}
+
+#[inline]
+fn big_key(class: u32, block: u64) -> u64 {
+    ((class as u64) << 56) | (block & ((1 << 56) - 1))
+}
+
+/// The object map: exact-start entries plus the containment index.
+pub struct ObjectMap {
+    primary: ShardedMap,
+    big: ShardedMap,
+    class_pop: [AtomicU64; 65],
+}
+
+impl ObjectMap {
+    pub const fn new() -> ObjectMap {
+        ObjectMap { primary: ShardedMap::new(), big: ShardedMap::new(), class_pop: [const { AtomicU64::new(0) }; 65] }
+    }
+
+    fn index_big(&self, o: &Obj) {
+        if o.size > SMALL_MAX {
+            let c = class_of(o.size);
+            let _ = self.big.insert(Obj { addr: big_key(c, o.addr >> (c - 1)), size: o.addr, site: 0, tid: 0 });
+            self.class_pop[c as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn unindex_big(&self, o: &Obj) {
+        if o.size > SMALL_MAX {
+            let c = class_of(o.size);
+            if self.big.remove(big_key(c, o.addr >> (c - 1))).is_some() {
+                self.class_pop[c as usize].fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Insert a new object; returns a stale entry at the same address (its free was not seen).
+    pub fn insert(&self, o: Obj) -> Option<Obj> {
+        let old = self.primary.insert(o).ok().flatten();
+        if let Some(old) = &old {
+            self.unindex_big(old);
+        }
+        self.index_big(&o);
+        old
+    }
+
+    pub fn remove(&self, addr: u64) -> Option<Obj> {
+        let o = self.primary.remove(addr)?;
+        self.unindex_big(&o);
+        Some(o)
+    }
+
+    pub fn get(&self, addr: u64) -> Option<Obj> {
+        self.primary.get(addr)
+    }
+
+    /// The object that contains `a` (an interior pointer is fine).
+    pub fn containing(&self, a: u64) -> Option<Obj> {
+        let contains = |o: &Obj| a >= o.addr && a < o.addr + o.size.max(1);
+        if a == 0 {
+            return None;
+        }
+        if let Some(o) = self.primary.get(a) {
+            return Some(o);
+        }
+        let mut cand = a & !7;
+        if cand == a {
+            cand = cand.wrapping_sub(8);
+        }
+        while cand != 0 && a - cand <= SMALL_MAX {
+            if let Some(o) = self.primary.get(cand) {
+                if contains(&o) {
+                    return Some(o);
+                }
+                break;
+            }
+            cand -= 8;
+        }
+        for c in (class_of(SMALL_MAX + 1)..=64).filter(|&c| self.class_pop[c as usize].load(Ordering::Relaxed) > 0) {
+            let block = a >> (c - 1);
+            for k in 0..3u64 {
+                let Some(b) = block.checked_sub(k) else { break };
+                if let Some(e) = self.big.get(big_key(c, b)) {
+                    if let Some(o) = self.primary.get(e.size) {
+                        if contains(&o) {
+                            return Some(o);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    pub fn len(&self) -> usize {
+        self.primary.shards.iter().map(|s| s.0.lock().len()).sum()
+    }
+
+    fn lock_all(&self) {
+        self.primary.lock_all();
+        self.big.lock_all();
+    }
+    unsafe fn unlock_all(&self) {
+        self.primary.unlock_all();
+        self.big.unlock_all();
+    }
+}
+
+static OBJECTS: ObjectMap = ObjectMap::new();
+static MMAPS: SpinLock<BTreeMap<u64, Obj>> = SpinLock::new(BTreeMap::new());
+
+// ---------------------------------------------------------------------------------------------
+// Sites and totals.
+
+#[repr(C, align(64))]
+struct Site {
+    /// 0 free, 1 in use, 2 lost a race (never used).
+    state: AtomicU32,
+    stack: AtomicU32,
+    kind: AtomicU32,
+    extra_threads: AtomicU32,
+    count: AtomicU64,
+    bytes: AtomicU64,
+    frees: AtomicU64,
+    max_size: AtomicU64,
+    live_bytes: AtomicU64,
+    live_peak: AtomicU64,
+    live_objects: AtomicU64,
+    /// Bit t: thread t allocated here (t < 256); higher ids go to `THREAD_SET`.
+    tbits: [AtomicU64; 4],
+}
+
+struct Sites {
+    site_of: *const AtomicU32,
+    sites: *const Site,
+    next: AtomicU32,
+}
+
+const SITE_OF_BYTES: usize = stack::MAX_STACKS * KINDS * 4;
+const SITES_BYTES: usize = MAX_SITES * core::mem::size_of::<Site>();
+
+static SITES: AtomicPtr<Sites> = AtomicPtr::new(core::ptr::null_mut());
+static THREAD_SET: SpinLock<BTreeSet<u64>> = SpinLock::new(BTreeSet::new());
+
+#[repr(align(64))]
+struct Totals {
+    allocations: AtomicU64,
+    frees: AtomicU64,
+    bytes: AtomicU64,
+    live: AtomicU64,
+    peak: AtomicU64,
+}
+static TOTALS: Totals = Totals {
+    allocations: AtomicU64::new(0),
+    frees: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+    live: AtomicU64::new(0),
+    peak: AtomicU64::new(0),
+};
+
+fn sites() -> Option<&'static Sites> {
+    let p = SITES.load(Ordering::Acquire);
+    if !p.is_null() {
+        return Some(unsafe { &*p });
+    }
+    let mem = mem::map(SITE_OF_BYTES + SITES_BYTES, true);
+    if mem.is_null() {
+        return None;
+    }
+    let hdr = mem::map(core::mem::size_of::<Sites>(), false) as *mut Sites;
+    if hdr.is_null() {
+        mem::unmap(mem, SITE_OF_BYTES + SITES_BYTES);
+        return None;
+    }
+    let s = Sites {
+        site_of: mem as *const AtomicU32,
+        sites: unsafe { mem.add(SITE_OF_BYTES) } as *const Site,
+        next: AtomicU32::new(KINDS as u32),
+    };
+    // Sites 0..KINDS: (stack 0, kind k), the fallback when the site array is full.
+    for k in 0..KINDS {
+        unsafe {
+            let site = &*s.sites.add(k);
+            site.kind.store(k as u32, Ordering::Relaxed);
+            site.state.store(1, Ordering::Relaxed);
+            (*s.site_of.add(k)).store(k as u32 + 1, Ordering::Relaxed);
+        }
+    }
+    unsafe { hdr.write(s) };
+    match SITES.compare_exchange(core::ptr::null_mut(), hdr, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(unsafe { &*hdr }),
+        Err(other) => {
+            mem::unmap(mem, SITE_OF_BYTES + SITES_BYTES);
+            mem::unmap(hdr as *mut u8, core::mem::size_of::<Sites>());
+            Some(unsafe { &*other })
+        }
+    }
+}
+
+impl Sites {
+    fn site(&self, i: u32) -> &Site {
+        unsafe { &*self.sites.add(i as usize) }
+    }
+
+    fn index(&self, stack: u32, kind: u32) -> u32 {
+        let stack = if (stack as usize) < stack::MAX_STACKS { stack } else { 0 };
+        let slot = unsafe { &*self.site_of.add(stack as usize * KINDS + kind as usize) };
+        let v = slot.load(Ordering::Acquire);
+        if v != 0 {
+            return v - 1;
+        }
+        let idx = self.next.fetch_add(1, Ordering::Relaxed);
+        if idx as usize >= MAX_SITES {
+            return kind; // the (stack 0, kind) site
+        }
+        let s = self.site(idx);
+        s.stack.store(stack, Ordering::Relaxed);
+        s.kind.store(kind, Ordering::Relaxed);
+        s.state.store(1, Ordering::Release);
+        match slot.compare_exchange(0, idx + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => idx,
+            Err(winner) => {
+                s.state.store(2, Ordering::Release);
+                winner - 1
+            }
+        }
+    }
+}
+
+#[inline]
+fn fetch_max(a: &AtomicU64, v: u64) {
+    if a.load(Ordering::Relaxed) < v {
+        a.fetch_max(v, Ordering::Relaxed);
+    }
+}
+
+fn note_thread(site_idx: u32, s: &Site, tid: u32) {
+    if tid < 256 {
+        let (w, b) = ((tid / 64) as usize, 1u64 << (tid % 64));
+        if s.tbits[w].load(Ordering::Relaxed) & b == 0 {
+            s.tbits[w].fetch_or(b, Ordering::Relaxed);
+        }
+    } else if tid != threads::INTERNAL && THREAD_SET.lock().insert(((site_idx as u64) << 32) | tid as u64) {
+        s.extra_threads.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn account_alloc(site_idx: u32, tid: u32, size: u64) {
+    let Some(ss) = sites() else { return };
+    let s = ss.site(site_idx);
+    s.count.fetch_add(1, Ordering::Relaxed);
+    s.bytes.fetch_add(size, Ordering::Relaxed);
+    fetch_max(&s.max_size, size);
+    let live = s.live_bytes.fetch_add(size, Ordering::Relaxed) + size;
+    fetch_max(&s.live_peak, live);
+    s.live_objects.fetch_add(1, Ordering::Relaxed);
+    note_thread(site_idx, s, tid);
+    TOTALS.allocations.fetch_add(1, Ordering::Relaxed);
+    TOTALS.bytes.fetch_add(size, Ordering::Relaxed);
+    let live = TOTALS.live.fetch_add(size, Ordering::Relaxed) + size;
+    fetch_max(&TOTALS.peak, live);
+}
+
+/// `size` bytes of an object of `site` went away; `whole`: the object itself is gone.
+fn account_release(site_idx: u32, size: u64, whole: bool) {
+    let Some(ss) = sites() else { return };
+    let s = ss.site(site_idx);
+    s.live_bytes.fetch_sub(size, Ordering::Relaxed);
+    TOTALS.live.fetch_sub(size, Ordering::Relaxed);
+    if whole {
+        s.frees.fetch_add(1, Ordering::Relaxed);
+        s.live_objects.fetch_sub(1, Ordering::Relaxed);
+        TOTALS.frees.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn site_for(kind: u32, fp: *mut libc::c_void) -> Option<u32> {
+    let stack = stack::capture_from(fp);
+    sites().map(|s| s.index(stack, kind))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points from interpose.c (the re-entrancy guard is set while they run).
+
+#[no_mangle]
+pub unsafe extern "C" fn profcc_on_alloc(p: *mut libc::c_void, n: usize, kind: u32, fp: *mut libc::c_void) {
+    #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
+    crate::ensure_init();
+    let tid = threads::current_id();
+    let Some(site) = site_for(kind, fp) else { return };
+    account_alloc(site, tid, n as u64);
+    if let Some(stale) = OBJECTS.insert(Obj { addr: p as u64, size: n as u64, site, tid }) {
+        account_release(stale.site, stale.size, true);
+    }
+}
+
+/// Remove `p` from the object map (before the real free); 1 when it was there.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32 {
+    match OBJECTS.remove(p as u64) {
+        Some(o) => {
+            *out = o;
+            1
+        }
+        None => 0,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
+    let o = &*o;
+    account_release(o.site, o.size, true);
+}
+
+/// A failed realloc: the old block is still the program's.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_put_back(o: *const Obj) {
+    OBJECTS.insert(*o);
+}
+
+fn round_page(n: u64) -> u64 {
+    (n + PAGE - 1) & !(PAGE - 1)
+}
+
+/// Remove `[a, a+len)` from the mmap registry, splitting regions it cuts; with `free`, pieces
+/// that disappear entirely count as frees. Returns the regions (or parts) removed.
+fn unmap_range(m: &mut BTreeMap<u64, Obj>, a: u64, len: u64, free: bool) -> Vec<Obj> {
+    let end = a.saturating_add(round_page(len));
+    let mut hit = Vec::new();
+    for (_, o) in m.range(..end).rev() {
+        if o.addr + o.size <= a {
+            break;
+        }
+        hit.push(*o);
+    }
+    let mut removed = Vec::new();
+    for o in hit {
+        m.remove(&o.addr);
+        let left = a.saturating_sub(o.addr).min(o.size);
+        let right = (o.addr + o.size).saturating_sub(end).min(o.size - left);
+        let gone = o.size - left - right;
+        let pieces = (left > 0) as u64 + (right > 0) as u64;
+        if left > 0 {
+            m.insert(o.addr, Obj { size: left, ..o });
+        }
+        if right > 0 {
+            m.insert(end, Obj { addr: end, size: right, ..o });
+        }
+        if free {
+            account_release(o.site, gone, pieces == 0);
+            if pieces == 2 {
+                if let Some(s) = sites() {
+                    s.site(o.site).live_objects.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        removed.push(Obj { addr: o.addr.max(a), size: gone, ..o });
+    }
+    removed
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut libc::c_void) {
+    #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
+    crate::ensure_init();
+    let tid = threads::current_id();
+    let Some(site) = site_for(KIND_MMAP, fp) else { return };
+    let size = round_page(n as u64);
+    let mut m = MMAPS.lock();
+    unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region replaces it
+    m.insert(p as u64, Obj { addr: p as u64, size, site, tid });
+    drop(m);
+    account_alloc(site, tid, size);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn profcc_on_munmap(p: *mut libc::c_void, n: usize) {
+    let mut m = MMAPS.lock();
+    if !m.is_empty() {
+        unmap_range(&mut m, p as u64, n as u64, true);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn profcc_on_mremap(old: *mut libc::c_void, old_n: usize, p: *mut libc::c_void, n: usize) {
+    let mut m = MMAPS.lock();
+    let gone = unmap_range(&mut m, old as u64, old_n as u64, false);
+    let Some(first) = gone.first().copied() else { return };
+    let removed: u64 = gone.iter().map(|o| o.size).sum();
+    let size = round_page(n as u64);
+    unmap_range(&mut m, p as u64, size, true);
+    m.insert(p as u64, Obj { addr: p as u64, size, site: first.site, tid: first.tid });
+    drop(m);
+    if let Some(ss) = sites() {
+        let s = ss.site(first.site);
+        if size >= removed {
+            let d = size - removed;
+            let live = s.live_bytes.fetch_add(d, Ordering::Relaxed) + d;
+            fetch_max(&s.live_peak, live);
+            let live = TOTALS.live.fetch_add(d, Ordering::Relaxed) + d;
+            fetch_max(&TOTALS.peak, live);
+        } else {
+            let d = removed - size;
+            s.live_bytes.fetch_sub(d, Ordering::Relaxed);
+            TOTALS.live.fetch_sub(d, Ordering::Relaxed);
+        }
+        fetch_max(&s.max_size, size);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries.
+
+fn info(o: &Obj) -> ObjectInfo {
+    let (stack, kind) = sites()
+        .map(|s| {
+            let site = s.site(o.site);
+            (site.stack.load(Ordering::Relaxed), site.kind.load(Ordering::Relaxed))
+        })
+        .unwrap_or((0, 0));
+    ObjectInfo { start: o.addr, size: o.size, stack, tid: o.tid, kind, site: o.site }
+}
+
+/// The live object containing `addr` (start or interior address), from any thread, on a cold
+/// path: a handful of shard locks for small objects, up to three probes per populated size
+/// class for larger ones, one lock for mmap regions.
+pub fn lookup(addr: u64) -> Option<ObjectInfo> {
+    let _g = threads::RtGuard::enter();
+    if let Some(o) = OBJECTS.containing(addr) {
+        return Some(info(&o));
+    }
+    let m = MMAPS.lock();
+    let (_, o) = m.range(..=addr).next_back()?;
+    (addr < o.addr + o.size).then(|| info(o))
+}
 
 pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
-    (Vec::new(), AllocTotals::default())
+    let _g = threads::RtGuard::enter();
+    let totals = AllocTotals {
+        allocations: TOTALS.allocations.load(Ordering::Relaxed),
+        frees: TOTALS.frees.load(Ordering::Relaxed),
+        bytes_allocated: TOTALS.bytes.load(Ordering::Relaxed),
+        live_bytes_peak: TOTALS.peak.load(Ordering::Relaxed),
+    };
+    let p = SITES.load(Ordering::Acquire);
+    if p.is_null() {
+        return (Vec::new(), totals);
+    }
+    let ss = unsafe { &*p };
+    let n = (ss.next.load(Ordering::Acquire) as usize).min(MAX_SITES) as u32;
+    let mut out = Vec::new();
+    for i in 0..n {
+        let s = ss.site(i);
+        let count = s.count.load(Ordering::Relaxed);
+        if s.state.load(Ordering::Acquire) != 1 || count == 0 {
+            continue;
+        }
+        let kind = s.kind.load(Ordering::Relaxed) as usize;
+        let threads = s.tbits.iter().map(|b| b.load(Ordering::Relaxed).count_ones()).sum::<u32>()
+            + s.extra_threads.load(Ordering::Relaxed);
+        out.push(profcc_schema::AllocSite {
+            stack: s.stack.load(Ordering::Relaxed),
+            kind: KIND_NAMES.get(kind).unwrap_or(&"malloc").to_string(),
+            count,
+            bytes: s.bytes.load(Ordering::Relaxed),
+            frees: s.frees.load(Ordering::Relaxed),
+            max_size: s.max_size.load(Ordering::Relaxed),
+            live_bytes_peak: s.live_peak.load(Ordering::Relaxed),
+            live_bytes_at_exit: s.live_bytes.load(Ordering::Relaxed),
+            live_objects_at_exit: s.live_objects.load(Ordering::Relaxed),
+            threads,
+        });
+    }
+    out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.stack.cmp(&b.stack)));
+    (out, totals)
+}
+
+/// Number of live objects in the object map (not counting mmap regions).
+pub fn live_objects() -> usize {
+    OBJECTS.len()
 }
 
 #[derive(Default, Debug, Clone)]
@@ -10,4 +739,102 @@ pub struct AllocTotals {
     pub frees: u64,
     pub bytes_allocated: u64,
     pub live_bytes_peak: u64,
+}
+
+/// fork: take every lock of the object map so the child inherits consistent tables.
+pub fn fork_prepare() {
+    OBJECTS.lock_all();
+    core::mem::forget(MMAPS.lock());
+    core::mem::forget(THREAD_SET.lock());
+}
+
+/// fork, in both parent and child: release what `fork_prepare` took.
+pub unsafe fn fork_release() {
+    THREAD_SET.force_unlock();
+    MMAPS.force_unlock();
+    OBJECTS.unlock_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o(addr: u64, size: u64) -> Obj {
+        Obj { addr, size, site: 3, tid: 1 }
+    }
+
+    #[test]
+    fn table_insert_remove_get() {
+        let mut t = Table::new();
+        for i in 1..5000u64 {
+            assert_eq!(t.insert(o(i * 16, i)).unwrap(), None);
+        }
+        assert_eq!(t.len(), 4999);
+        for i in (1..5000u64).step_by(3) {
+            assert_eq!(t.remove(i * 16).unwrap().size, i);
+        }
+        for i in 1..5000u64 {
+            let want = if (i - 1) % 3 == 0 { None } else { Some(i) };
+            assert_eq!(t.get(i * 16).map(|e| e.size), want, "key {i}");
+        }
+        assert_eq!(t.insert(o(32, 99)).unwrap(), Some(o(32, 2)));
+        assert_eq!(t.remove(16), None);
+    }
+
+    #[test]
+    fn map_containment() {
+        let m = ObjectMap::new();
+        m.insert(o(0x10000, 24));
+        m.insert(o(0x10020, 200));
+        m.insert(o(0x20000, 5000));
+        m.insert(o(0x40000, 1 << 20));
+        m.insert(o(0x200010, 0));
+        assert_eq!(m.containing(0x10000).unwrap().addr, 0x10000);
+        assert_eq!(m.containing(0x10017).unwrap().addr, 0x10000);
+        assert_eq!(m.containing(0x10018), None);
+        assert_eq!(m.containing(0x100e7).unwrap().addr, 0x10020);
+        assert_eq!(m.containing(0x100e8), None);
+        assert_eq!(m.containing(0x20000 + 4999).unwrap().addr, 0x20000);
+        assert_eq!(m.containing(0x20000 + 5000), None);
+        assert_eq!(m.containing(0x40000 + (1 << 20) - 1).unwrap().addr, 0x40000);
+        assert_eq!(m.containing(0x40000 + 12345).unwrap().size, 1 << 20);
+        assert_eq!(m.containing(0x200010).unwrap().addr, 0x200010);
+        assert_eq!(m.containing(0x200011), None);
+        assert_eq!(m.remove(0x40000).unwrap().size, 1 << 20);
+        assert_eq!(m.containing(0x40000 + 12345), None);
+        assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn big_index_every_offset() {
+        let m = ObjectMap::new();
+        // Adjacent objects of assorted sizes: every byte maps to its own object.
+        let sizes = [257u64, 300, 511, 512, 513, 1000, 4096, 4097, 70000];
+        let mut a = 0x1000_0000u64;
+        let mut objs = Vec::new();
+        for &s in &sizes {
+            m.insert(o(a, s));
+            objs.push((a, s));
+            a += s;
+        }
+        for &(start, s) in &objs {
+            for off in (0..s).step_by(7).chain([s - 1]) {
+                assert_eq!(m.containing(start + off).map(|x| x.addr), Some(start), "{start:#x}+{off}");
+            }
+        }
+        assert_eq!(m.containing(a), None);
+    }
+
+    #[test]
+    fn mmap_ranges_split() {
+        let mut m = BTreeMap::new();
+        m.insert(0x10000, o(0x10000, 0x4000));
+        let gone = unmap_range(&mut m, 0x11000, 0x1000, false);
+        assert_eq!(gone, vec![Obj { addr: 0x11000, size: 0x1000, site: 3, tid: 1 }]);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[&0x10000].size, 0x1000);
+        assert_eq!(m[&0x12000].size, 0x2000);
+        unmap_range(&mut m, 0, 0x100000, false);
+        assert!(m.is_empty());
+    }
 }

@@ -48,6 +48,8 @@ fn init_slow() {
     {
         return;
     }
+    // Whatever libc allocates for the runtime during initialisation is not the program's.
+    let _guard = threads::RtGuard::enter();
     let spec = env("PROFCC_OPTIONS").unwrap_or_default();
     let warnings = options::parse(&spec);
     for w in warnings {

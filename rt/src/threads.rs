@@ -163,6 +163,7 @@ pub unsafe extern "C" fn profcc_thread_prepare(
     arg: *mut libc::c_void,
     fp: *mut libc::c_void,
 ) -> *mut libc::c_void {
+    #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
     crate::ensure_init();
     let parent = current_id();
     let stack = crate::stack::capture_from(fp);
