@@ -1,0 +1,56 @@
+# CMake toolchain file: build C and C++ with profcc / profcc++ (clang-22 that instruments what it
+# compiles and links profcc's runtime into executables).
+#
+#   cmake -DCMAKE_TOOLCHAIN_FILE="$(profcc --print-cmake-toolchain)" -S . -B build
+#
+# How profcc is found (first match wins):
+#   1. the cache variable PROFCC_EXECUTABLE (-DPROFCC_EXECUTABLE=/path/to/profcc);
+#   2. the environment variable PROFCC_BIN (path of the profcc executable);
+#   3. the workspace's build output beside this file: ../target/release/profcc, then
+#      ../target/debug/profcc (a checkout after `cargo build --release` / `cargo xtask build`);
+#   4. `profcc` on PATH.
+# profcc++ is a symlink to profcc in the same directory; it is created here when missing.
+# CMake identifies the compilers as Clang 22 (profcc runs clang-22 and keeps its output).
+# Environment variables (PROFCC_DISABLE, PROFCC_INSTRUMENT, ...) work as with `make CC=profcc`.
+
+set(_profcc "")
+if(PROFCC_EXECUTABLE)
+  set(_profcc "${PROFCC_EXECUTABLE}")
+elseif(DEFINED ENV{PROFCC_BIN} AND NOT "$ENV{PROFCC_BIN}" STREQUAL "")
+  set(_profcc "$ENV{PROFCC_BIN}")
+else()
+  foreach(_cand "${CMAKE_CURRENT_LIST_DIR}/../target/release/profcc"
+                "${CMAKE_CURRENT_LIST_DIR}/../target/debug/profcc")
+    if(EXISTS "${_cand}")
+      get_filename_component(_profcc "${_cand}" REALPATH)
+      break()
+    endif()
+  endforeach()
+  if(NOT _profcc)
+    find_program(_profcc_on_path NAMES profcc)
+    if(_profcc_on_path)
+      set(_profcc "${_profcc_on_path}")
+    endif()
+  endif()
+endif()
+
+if(NOT _profcc OR NOT EXISTS "${_profcc}")
+  message(FATAL_ERROR "profcc.cmake: profcc not found (\"${_profcc}\"); build it with "
+    "`cargo build --release` (or `cargo xtask build`), or pass -DPROFCC_EXECUTABLE=/path/to/profcc")
+endif()
+
+# Remember the choice for try_compile projects, which re-read this file.
+set(PROFCC_EXECUTABLE "${_profcc}" CACHE FILEPATH "profcc executable used by profcc.cmake")
+list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES PROFCC_EXECUTABLE)
+
+get_filename_component(_profcc_dir "${_profcc}" DIRECTORY)
+if(NOT EXISTS "${_profcc_dir}/profcc++")
+  file(CREATE_LINK "profcc" "${_profcc_dir}/profcc++" RESULT _profcc_link SYMBOLIC)
+  if(NOT EXISTS "${_profcc_dir}/profcc++")
+    message(FATAL_ERROR "profcc.cmake: ${_profcc_dir}/profcc++ is missing and could not be "
+      "created (${_profcc_link}); run `ln -sf profcc ${_profcc_dir}/profcc++`")
+  endif()
+endif()
+
+set(CMAKE_C_COMPILER "${_profcc}")
+set(CMAKE_CXX_COMPILER "${_profcc_dir}/profcc++")
