@@ -9,7 +9,7 @@
 //! The merged view keeps the symboliser, so a section that needs more stacks symbolised
 //! (e.g. a future false-sharing section naming an allocation site) asks [`Merged::stack`].
 
-use super::symbolize::{Frame, FrameKey, Symbolizer};
+use super::symbolize::{normalize_path, Frame, FrameKey, Symbolizer};
 use profcc_schema::{AccessKind, AccessSite, Profile, Totals};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -151,6 +151,8 @@ impl Merged {
                     bytes,
                     threads,
                 } = s;
+                let file = &normalize_path(file);
+                let inlined_at = &inlined_at.as_deref().map(normalize_path);
                 let key = (
                     file.clone(),
                     *line,

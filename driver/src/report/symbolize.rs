@@ -100,11 +100,25 @@ pub enum FrameKey {
 /// What we know about one module file on disk.
 struct ModFile {
     loader: Option<addr2line::Loader>,
+    /// Function symbols with a size, sorted by address: (address, size, demangled name).
+    symbols: Vec<(u64, u64, String)>,
     /// Lowest and highest (exclusive) file address of its executable PT_LOAD segments.
     exec_range: Option<(u64, u64)>,
     /// Why the file cannot be used at all.
     unusable: Option<String>,
     mtime: Option<SystemTime>,
+}
+
+impl ModFile {
+    fn unusable(why: String, exec_range: Option<(u64, u64)>, mtime: Option<SystemTime>) -> ModFile {
+        ModFile {
+            loader: None,
+            symbols: Vec::new(),
+            exec_range,
+            unusable: Some(why),
+            mtime,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -136,48 +150,33 @@ impl Symbolizer {
     fn open(path: &str) -> ModFile {
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
-            Err(e) => {
-                return ModFile {
-                    loader: None,
-                    exec_range: None,
-                    unusable: Some(format!("missing ({e})")),
-                    mtime: None,
-                }
-            }
+            Err(e) => return ModFile::unusable(format!("missing ({e})"), None, None),
         };
         let mtime = meta.modified().ok();
-        let exec_range = match std::fs::read(path) {
-            Ok(data) => exec_range_of(&data),
-            Err(e) => {
-                return ModFile {
-                    loader: None,
-                    exec_range: None,
-                    unusable: Some(format!("unreadable ({e})")),
-                    mtime,
-                }
-            }
+        let data = match std::fs::read(path) {
+            Ok(d) => d,
+            Err(e) => return ModFile::unusable(format!("unreadable ({e})"), None, mtime),
         };
-        let Some(range) = exec_range else {
-            return ModFile {
-                loader: None,
-                exec_range: None,
-                unusable: Some("not an ELF object with executable segments".into()),
+        let Some(range) = exec_range_of(&data) else {
+            return ModFile::unusable(
+                "not an ELF object with executable segments".into(),
+                None,
                 mtime,
-            };
+            );
         };
         match addr2line::Loader::new(path) {
             Ok(l) => ModFile {
                 loader: Some(l),
+                symbols: function_symbols(&data),
                 exec_range: Some(range),
                 unusable: None,
                 mtime,
             },
-            Err(e) => ModFile {
-                loader: None,
-                exec_range: Some(range),
-                unusable: Some(format!("its debug information cannot be read ({e})")),
+            Err(e) => ModFile::unusable(
+                format!("its debug information cannot be read ({e})"),
+                Some(range),
                 mtime,
-            },
+            ),
         }
     }
 
@@ -263,12 +262,9 @@ impl Symbolizer {
                 })
                 .collect();
         }
-        let loader = self
-            .files
-            .get(&m.path)
-            .and_then(|f| f.loader.as_ref())
-            .expect("usable module has a loader");
-        let out = lookup(loader, address, m, offset - 1);
+        let f = self.files.get(&m.path).expect("usable module was opened");
+        let loader = f.loader.as_ref().expect("usable module has a loader");
+        let out = lookup(loader, &f.symbols, address, m, offset - 1);
         self.cache.insert(ck, out.clone());
         out
     }
@@ -287,7 +283,13 @@ impl Symbolizer {
     }
 }
 
-fn lookup(loader: &addr2line::Loader, address: u64, m: &Module, probe: u64) -> Vec<Frame> {
+fn lookup(
+    loader: &addr2line::Loader,
+    symbols: &[(u64, u64, String)],
+    address: u64,
+    m: &Module,
+    probe: u64,
+) -> Vec<Frame> {
     let mut out: Vec<Frame> = Vec::new();
     if let Ok(mut iter) = loader.find_frames(probe) {
         while let Ok(Some(f)) = iter.next() {
@@ -318,14 +320,75 @@ fn lookup(loader: &addr2line::Loader, address: u64, m: &Module, probe: u64) -> V
     if out.is_empty() {
         out.push(Frame::raw(address, Some(m)));
     }
-    // No DWARF function (e.g. a library without -g): the symbol table still names it.
+    // No DWARF function (e.g. a library without -g): the symbol table may still name it, but
+    // only a symbol whose extent holds the address (stripped libraries keep only exported
+    // symbols; the nearest one below an internal function is someone else).
     if out.last().is_some_and(|f| f.function.is_none()) {
-        if let Some(sym) = loader.find_symbol(probe) {
-            let name = addr2line::demangle_auto(sym.into(), None).into_owned();
-            out.last_mut().unwrap().function = Some(name);
+        let i = symbols.partition_point(|s| s.0 <= probe);
+        if let Some((addr, size, name)) = i.checked_sub(1).map(|i| &symbols[i]) {
+            if probe < addr + size {
+                out.last_mut().unwrap().function = Some(name.clone());
+            }
+        }
+    }
+    for f in &mut out {
+        if let Some(file) = &mut f.file {
+            *file = normalize_path(file);
         }
     }
     out
+}
+
+/// Function symbols with a size (the static table, else the dynamic one), sorted by address.
+fn function_symbols(data: &[u8]) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let Ok(file) = object::File::parse(data) else {
+        return Vec::new();
+    };
+    let collect = |syms: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| {
+        syms.filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.is_definition())
+            .filter_map(|s| Some((s.address(), s.size(), demangle(s.name().ok()?))))
+            .collect::<Vec<_>>()
+    };
+    let mut v = collect(&mut file.symbols());
+    if v.is_empty() {
+        v = collect(&mut file.dynamic_symbols());
+    }
+    v.sort_by_key(|s| s.0);
+    v.dedup_by_key(|s| s.0);
+    v
+}
+
+/// Resolve `.` and `..` lexically for display and aggregation:
+/// `/usr/lib/gcc/x/12/../../../../include/a.h` → `/usr/include/a.h`. Relative paths keep
+/// leading `..`.
+pub fn normalize_path(path: &str) -> String {
+    if !path.contains("/.") && !path.starts_with("./") {
+        return path.to_string();
+    }
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !absolute {
+                    parts.push("..");
+                }
+            }
+            c => parts.push(c),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else if joined.is_empty() {
+        ".".into()
+    } else {
+        joined
+    }
 }
 
 /// Lowest and highest (exclusive) file virtual address of the executable PT_LOAD segments, the

@@ -514,8 +514,8 @@ fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
     std::fs::write(&file, src).unwrap();
     let exe = dir.join(format!("{name}.out"));
     let st = std::process::Command::new(CLANG)
-        .args(extra)
         .arg("-g")
+        .args(extra)
         .arg(&file)
         .arg("-o")
         .arg(&exe)
@@ -779,4 +779,54 @@ int main(void) { dl_iterate_phdr(cb, 0); caller(); return 0; }
         "{}",
         j["notes"]
     );
+}
+
+#[test]
+fn paths_are_normalised() {
+    use symbolize::normalize_path as n;
+    assert_eq!(
+        n("/usr/lib/gcc/x86_64-linux-gnu/12/../../../../include/c++/12/bits/stl_vector.h"),
+        "/usr/include/c++/12/bits/stl_vector.h"
+    );
+    assert_eq!(n("/a/./b//c"), "/a/b/c");
+    assert_eq!(n("../x/../y.c"), "../y.c");
+    assert_eq!(n("./k.c"), "k.c");
+    assert_eq!(n("/.."), "/");
+    assert_eq!(n("src/k.c"), "src/k.c");
+    // Two spellings of one file are one line.
+    let p = profile(
+        1,
+        vec![
+            site("/s/a/../k.c", 3, 1, "f", AccessKind::Read, 4, 1, 1),
+            site("/s/k.c", 3, 2, "f", AccessKind::Read, 4, 1, 1),
+        ],
+    );
+    let j = json_of(vec![Input::new("a.json", p, None)], &Options::default());
+    assert_eq!(j["access_sites"]["lines_total"], 1);
+    assert_eq!(j["access_sites"]["lines"][0]["file"], "/s/k.c");
+}
+
+#[test]
+fn without_debug_info_the_sized_symbol_table_names_the_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "nodebug.c", C_SRC, &["-O0", "-g0"]);
+    let (addr, size, range) = symbol(&exe, "leaf");
+    let modules = vec![Module {
+        path: exe.display().to_string(),
+        base: 0x1000,
+        start: 0x1000 + range.0,
+        end: 0x1000 + range.1,
+    }];
+    let mut sym = symbolize::Symbolizer::new();
+    let f = &sym.frames(&modules, 0x1000 + addr + 2, None)[0];
+    assert_eq!(
+        (f.function.as_deref(), f.file.as_deref()),
+        (Some("leaf"), None),
+        "{f:?}"
+    );
+    // Past the end of the last function symbol: no name rather than a wrong one.
+    let (_, _, (_, hi)) = (addr, size, range);
+    let past = sym.frames(&modules, 0x1000 + hi, None);
+    assert!(past[0].function.as_deref() != Some("leaf"), "{past:?}");
+    assert!(sym.warnings().is_empty(), "{:?}", sym.warnings());
 }

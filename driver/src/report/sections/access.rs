@@ -201,8 +201,12 @@ impl AccessSites {
             };
             let inl = match l.inlined_at.as_slice() {
                 [] => String::new(),
-                [one] => format!(" [inlined at {one}]"),
-                many => format!(" [inlined at {} and {} more]", many[0], many.len() - 1),
+                [one] => format!(", via inlined call at {one}"),
+                many => format!(
+                    ", via inlined calls at {} and {} more",
+                    many[0],
+                    many.len() - 1
+                ),
             };
             out.push_str(&format!(
                 "  {:>3}  {:>13}  {:>6}  {:>13}  {:>13}  {:>10}  {:>4}  {:<pw$}  {}{}{}\n",

@@ -117,6 +117,12 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
         out.push_str("(no call stack recorded)\n");
         return;
     }
+    // Frames below `main` (libc's start-up code) say nothing; stop after it.
+    let through_main = stack
+        .iter()
+        .position(|f| !f.inlined && f.function.as_deref() == Some("main"))
+        .map_or(stack.len(), |i| i + 1);
+    let stack = &stack[..through_main];
     let shown = if depth == 0 {
         stack.len()
     } else {

@@ -75,13 +75,7 @@ impl Threads {
                 .parent
                 .map(|p| p.to_string())
                 .unwrap_or_else(|| "-".into());
-            // The innermost frame is the pthread_create call in user code; skip frames without
-            // any name if a better one follows.
-            let created = t
-                .created_at
-                .iter()
-                .find(|f| f.function.is_some() || f.file.is_some())
-                .or(t.created_at.first())
+            let created = creation_frame(&t.created_at)
                 .map(Frame::describe)
                 .unwrap_or_else(|| {
                     if t.id == 0 {
@@ -99,4 +93,17 @@ impl Threads {
             ));
         }
     }
+}
+
+/// The frame that best says where a thread was created: the innermost one in the program's own
+/// source (std::thread and libstdc++ frames come first for C++), else any with a source place,
+/// else any with a name, else the innermost.
+fn creation_frame(stack: &[Frame]) -> Option<&Frame> {
+    let system = |f: &Frame| f.file.as_deref().is_some_and(|p| p.starts_with("/usr/"));
+    stack
+        .iter()
+        .find(|f| f.file.is_some() && !system(f))
+        .or_else(|| stack.iter().find(|f| f.file.is_some()))
+        .or_else(|| stack.iter().find(|f| f.function.is_some()))
+        .or(stack.first())
 }
