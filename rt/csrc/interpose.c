@@ -432,7 +432,7 @@ __attribute__((noinline)) unsigned profcc_walk(void *start_fp, uint64_t *out, un
     while (n < max) {
         if (fp <= prev || (fp & 7) != 0 || fp + 16 > hi) break;
         uintptr_t ret = ((uintptr_t *)fp)[1];
-        if (ret < 4096) break;
+        if (ret < 4096 || ret >= (1ul << 47)) break; /* not a user-space code address */
         out[n++] = ret;
         prev = fp;
         fp = ((uintptr_t *)fp)[0];

@@ -360,7 +360,7 @@ impl ObjectMap {
 }
 
 static OBJECTS: ObjectMap = ObjectMap::new();
-static MMAPS: SpinLock<BTreeMap<u64, Obj>> = SpinLock::new(BTreeMap::new());
+static MMAPS: SpinLock<BTreeMap<u64, Region>> = SpinLock::new(BTreeMap::new());
 
 // ---------------------------------------------------------------------------------------------
 // Sites and totals.
@@ -575,37 +575,43 @@ fn round_page(n: u64) -> u64 {
     (n + PAGE - 1) & !(PAGE - 1)
 }
 
-/// Remove `[a, a+len)` from the mmap registry, splitting regions it cuts; with `free`, pieces
-/// that disappear entirely count as frees. Returns the regions (or parts) removed.
-fn unmap_range(m: &mut BTreeMap<u64, Obj>, a: u64, len: u64, free: bool) -> Vec<Obj> {
+/// A piece of an mmap'ed region. A region that a partial `munmap` cuts in two keeps one
+/// piece as the object; the other is a fragment: it holds bytes but is no object of its own
+/// (so every mapping counts one allocation and at most one free).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub obj: Obj,
+    pub fragment: bool,
+}
+
+/// Remove `[a, a+len)` from the mmap registry, splitting regions it cuts; with `free`, the
+/// bytes removed leave the live counts, and a non-fragment piece that disappears counts as a
+/// free. Returns the parts removed.
+fn unmap_range(m: &mut BTreeMap<u64, Region>, a: u64, len: u64, free: bool) -> Vec<Obj> {
     let end = a.saturating_add(round_page(len));
     let mut hit = Vec::new();
-    for (_, o) in m.range(..end).rev() {
-        if o.addr + o.size <= a {
+    for (_, r) in m.range(..end).rev() {
+        if r.obj.addr + r.obj.size <= a {
             break;
         }
-        hit.push(*o);
+        hit.push(*r);
     }
     let mut removed = Vec::new();
-    for o in hit {
+    for r in hit {
+        let o = r.obj;
         m.remove(&o.addr);
         let left = a.saturating_sub(o.addr).min(o.size);
         let right = (o.addr + o.size).saturating_sub(end).min(o.size - left);
         let gone = o.size - left - right;
-        let pieces = (left > 0) as u64 + (right > 0) as u64;
         if left > 0 {
-            m.insert(o.addr, Obj { size: left, ..o });
+            m.insert(o.addr, Region { obj: Obj { size: left, ..o }, fragment: r.fragment });
         }
         if right > 0 {
-            m.insert(end, Obj { addr: end, size: right, ..o });
+            // With a left piece kept, the right one is a fragment.
+            m.insert(end, Region { obj: Obj { addr: end, size: right, ..o }, fragment: r.fragment || left > 0 });
         }
         if free {
-            account_release(o.site, gone, pieces == 0);
-            if pieces == 2 {
-                if let Some(s) = sites() {
-                    s.site(o.site).live_objects.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+            account_release(o.site, gone, left == 0 && right == 0 && !r.fragment);
         }
         removed.push(Obj { addr: o.addr.max(a), size: gone, ..o });
     }
@@ -621,7 +627,7 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
     let size = round_page(n as u64);
     let mut m = MMAPS.lock();
     unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region replaces it
-    m.insert(p as u64, Obj { addr: p as u64, size, site, tid });
+    m.insert(p as u64, Region { obj: Obj { addr: p as u64, size, site, tid }, fragment: false });
     drop(m);
     account_alloc(site, tid, size);
 }
@@ -642,7 +648,7 @@ pub unsafe extern "C" fn profcc_on_mremap(old: *mut libc::c_void, old_n: usize, 
     let removed: u64 = gone.iter().map(|o| o.size).sum();
     let size = round_page(n as u64);
     unmap_range(&mut m, p as u64, size, true);
-    m.insert(p as u64, Obj { addr: p as u64, size, site: first.site, tid: first.tid });
+    m.insert(p as u64, Region { obj: Obj { addr: p as u64, size, site: first.site, tid: first.tid }, fragment: false });
     drop(m);
     if let Some(ss) = sites() {
         let s = ss.site(first.site);
@@ -683,8 +689,8 @@ pub fn lookup(addr: u64) -> Option<ObjectInfo> {
         return Some(info(&o));
     }
     let m = MMAPS.lock();
-    let (_, o) = m.range(..=addr).next_back()?;
-    (addr < o.addr + o.size).then(|| info(o))
+    let (_, r) = m.range(..=addr).next_back()?;
+    (addr < r.obj.addr + r.obj.size).then(|| info(&r.obj))
 }
 
 pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
@@ -828,12 +834,16 @@ mod tests {
     #[test]
     fn mmap_ranges_split() {
         let mut m = BTreeMap::new();
-        m.insert(0x10000, o(0x10000, 0x4000));
+        m.insert(0x10000, Region { obj: o(0x10000, 0x4000), fragment: false });
         let gone = unmap_range(&mut m, 0x11000, 0x1000, false);
         assert_eq!(gone, vec![Obj { addr: 0x11000, size: 0x1000, site: 3, tid: 1 }]);
         assert_eq!(m.len(), 2);
-        assert_eq!(m[&0x10000].size, 0x1000);
-        assert_eq!(m[&0x12000].size, 0x2000);
+        assert_eq!((m[&0x10000].obj.size, m[&0x10000].fragment), (0x1000, false));
+        assert_eq!((m[&0x12000].obj.size, m[&0x12000].fragment), (0x2000, true));
+        // The object piece going counts the free; the fragment stays, holding bytes only.
+        let gone = unmap_range(&mut m, 0x10000, 0x800, false);
+        assert_eq!(gone[0].size, 0x1000, "page granular");
+        assert_eq!(m.len(), 1);
         unmap_range(&mut m, 0, 0x100000, false);
         assert!(m.is_empty());
     }
