@@ -368,7 +368,7 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
             if job.instrument {
                 let cg_in = match &opts {
                     Some(o) => {
-                        println!("  instrument {} -> {} ({:?})", p.bc.display(), p.inst.display(), o);
+                        println!("  instrument {} -> {} (accesses: {})", p.bc.display(), p.inst.display(), o.accesses);
                         &p.inst
                     }
                     None => &p.bc,

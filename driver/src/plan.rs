@@ -255,6 +255,13 @@ pub fn classify(args: &[String]) -> Plan {
                             no_runtime = true;
                         }
                     }
+                    Role::Steps(_) if opt.name == "-Wp," => {
+                        // clang rewrites -Wp,-MD,FILE to -MD -MF FILE: the target still needs -MQ.
+                        if v.starts_with("-MD,") || v.starts_with("-MMD,") {
+                            md = true;
+                            mf = true;
+                        }
+                    }
                     Role::Steps(_) if opt.name == "-Xlinker" => {
                         if matches!(v, "-shared" | "--shared" | "-r" | "--relocatable") {
                             no_runtime = true;
@@ -588,6 +595,12 @@ mod tests {
         // -MQ only: no -MQ added, -MF computed
         let b = build("-MMD -MQ q -c a.c -o dir.x/a");
         assert!(b.jobs[0].frontend.ends_with(&sv("-MQ q -gline-tables-only -fno-omit-frame-pointer -MF dir.x/a.d")));
+    }
+
+    #[test]
+    fn wp_md_gets_the_real_target() {
+        let b = build("-Wp,-MMD,.a.o.d -c a.c -o a.o");
+        assert_eq!(b.jobs[0].frontend, sv("-Wp,-MMD,.a.o.d -gline-tables-only -fno-omit-frame-pointer -MQ a.o"));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use super::symbolize::{normalize_path, Frame, FrameKey, Symbolizer};
 use profcc_schema::{AccessKind, AccessSite, Profile, Totals};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 /// One profile file as read.
@@ -56,8 +56,8 @@ pub struct MergedSite {
     pub size: u32,
     pub count: u64,
     pub bytes: u64,
-    /// Input index → threads that executed the site in that process.
-    pub threads_by_input: BTreeMap<usize, u32>,
+    /// (input index, threads that executed the site in that process), by input index.
+    pub threads_by_input: Vec<(usize, u32)>,
 }
 
 #[derive(Debug, Clone)]
@@ -172,7 +172,7 @@ impl Merged {
                         size: *size,
                         count: 0,
                         bytes: 0,
-                        threads_by_input: BTreeMap::new(),
+                        threads_by_input: Vec::new(),
                     });
                     self.sites.len() - 1
                 });
@@ -182,9 +182,12 @@ impl Merged {
                 }
                 m.count += count;
                 m.bytes += bytes;
-                let t = m.threads_by_input.entry(i).or_insert(0);
-                // The same key twice in one file (should not happen): the larger is a lower bound.
-                *t = (*t).max(*threads);
+                // Inputs are merged in order, so this input's entry is the last one if any.
+                match m.threads_by_input.last_mut() {
+                    // The same key twice in one file (should not happen): the larger is a lower bound.
+                    Some((j, t)) if *j == i => *t = (*t).max(*threads),
+                    _ => m.threads_by_input.push((i, *threads)),
+                }
             }
         }
     }

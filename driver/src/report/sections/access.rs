@@ -76,6 +76,7 @@ struct Acc {
 
 pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
     let mut by_line: HashMap<(&str, u32), Acc> = HashMap::new();
+    let mut demangled: HashMap<&str, String> = HashMap::new();
     for s in &m.sites {
         let a = by_line.entry((s.file.as_str(), s.line)).or_default();
         a.accesses += s.count;
@@ -88,14 +89,17 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
             a.writes += s.count;
             a.bytes_written += s.bytes;
         }
-        let function = demangle(&s.function);
+        let function = demangled
+            .entry(s.function.as_str())
+            .or_insert_with(|| demangle(&s.function))
+            .clone();
         *a.functions.entry(function.clone()).or_default() += s.count;
         if let Some(at) = &s.inlined_at {
             if !a.inlined_at.contains(at) {
                 a.inlined_at.push(at.clone());
             }
         }
-        for (&i, &t) in &s.threads_by_input {
+        for &(i, t) in &s.threads_by_input {
             let e = a.threads.entry(i).or_default();
             *e = (*e).max(t);
         }
