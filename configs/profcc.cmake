@@ -12,6 +12,8 @@
 # profcc++ is a symlink to profcc in the same directory; it is created here when missing.
 # CMake identifies the compilers as Clang 22 (profcc runs clang-22 and keeps its output).
 # Environment variables (PROFCC_DISABLE, PROFCC_INSTRUMENT, ...) work as with `make CC=profcc`.
+# Without this file, launcher mode works too: -DCMAKE_C_COMPILER_LAUNCHER=profcc together with
+# -DCMAKE_C_LINKER_LAUNCHER=profcc (CMake >= 3.21; same for CXX), so links get the runtime.
 
 set(_profcc "")
 if(PROFCC_EXECUTABLE)

@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! profcc ARGS...                 clang-22 ARGS, instrumented (C++ mode when argv[0] ends in ++)
-//! profcc clang-22 ARGS...        prefix mode (CMAKE_<LANG>_COMPILER_LAUNCHER)
+//! profcc clang-22 ARGS...        prefix mode (CMAKE_<LANG>_COMPILER_LAUNCHER; also set
+//!                                CMAKE_<LANG>_LINKER_LAUNCHER, CMake >= 3.21, so the link
+//!                                gets the runtime)
 //! profcc report FILE...          the report of a profile
 //! profcc --profcc-version        profcc's own version
 //! profcc --print-cmake-toolchain path of configs/profcc.cmake
@@ -11,6 +13,13 @@
 //! Environment: PROFCC_DISABLE=1 (plain clang), PROFCC_CLANG=/path (another clang-22),
 //! PROFCC_INSTRUMENT=accesses|none, PROFCC_LOG=1|path, PROFCC_DRY_RUN=1, PROFCC_KEEP_TEMPS=1,
 //! PROFCC_STATS=1.
+//!
+//! Executables (not `-shared`, `-r`, `-nostdlib`, `-nodefaultlibs`, `-nolibc`) are linked with
+//! `<dir of profcc>/libprofcc_rt.a -Wl,-u,__profcc_force_link
+//! -Wl,--export-dynamic-symbol=__profcc_* -lpthread -ldl -lm` appended, so instrumented shared
+//! libraries (linked or dlopen'ed) resolve the hooks against the executable.
+//! Compile jobs add `-gline-tables-only` (when no `-g*` was given) and `-fno-omit-frame-pointer`
+//! (after the user's flags, so it wins over `-fomit-frame-pointer`).
 
 mod args;
 mod exec;
