@@ -166,23 +166,8 @@ int main() { std::puts("main"); return 0; }
 #[test]
 fn fork_child_writes_its_own_profile() {
     let s = Scratch::new();
-    s.write(
-        "fork.c",
-        r#"
-#include <stdio.h>
-#include <sys/wait.h>
-#include <unistd.h>
-volatile int v;
-int main(void) {
-  pid_t pid = fork();
-  if (pid == 0) { for (int i = 0; i < 30; i++) v = i; return 0; }   /* child */
-  int st; waitpid(pid, &st, 0);
-  for (int i = 0; i < 20; i++) v = i;                               /* parent */
-  printf("parent done\n");
-  return 0;
-}
-"#,
-    );
+    s.write("fork.c", FORK_C);
+    let (child_line, parent_line) = (line_of(FORK_C, "MARK_CHILD"), line_of(FORK_C, "MARK_PARENT"));
     s.compile(&profcc(), &["-O1", "fork.c", "-o", "fork"]);
     let out = Command::new(s.path("fork"))
         .current_dir(s.dir.path())
@@ -197,9 +182,24 @@ int main(void) {
         .map(|p| profcc_schema::read(&p).unwrap())
         .collect();
     assert_eq!(profiles.len(), 2);
-    profiles.sort_by_key(|p| count_at(p, "fork.c", 9, Write));
-    assert_eq!(count_at(&profiles[0], "fork.c", 9, Write), 0, "parent did not run the child's loop");
-    assert_eq!(count_at(&profiles[0], "fork.c", 11, Write), 20);
-    assert_eq!(count_at(&profiles[1], "fork.c", 9, Write), 30);
-    assert_eq!(count_at(&profiles[1], "fork.c", 11, Write), 0);
+    profiles.sort_by_key(|p| count_at(p, "fork.c", child_line, Write));
+    assert_eq!(count_at(&profiles[0], "fork.c", child_line, Write), 0, "parent did not run the child's loop");
+    assert_eq!(count_at(&profiles[0], "fork.c", parent_line, Write), 20);
+    assert_eq!(count_at(&profiles[1], "fork.c", child_line, Write), 30);
+    assert_eq!(count_at(&profiles[1], "fork.c", parent_line, Write), 0);
 }
+
+const FORK_C: &str = r#"
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+volatile int v;
+int main(void) {
+  pid_t pid = fork();
+  if (pid == 0) { for (int i = 0; i < 30; i++) v = i; return 0; }   /* MARK_CHILD */
+  int st; waitpid(pid, &st, 0);
+  for (int i = 0; i < 20; i++) v = i;                               /* MARK_PARENT */
+  printf("parent done\n");
+  return 0;
+}
+"#;
