@@ -693,6 +693,23 @@ pub fn lookup(addr: u64) -> Option<ObjectInfo> {
     (addr < r.obj.addr + r.obj.size).then(|| info(&r.obj))
 }
 
+/// C view of [`lookup`] for tests and debugging: fills `out` with start, size, stack id,
+/// thread id and kind (index into `KIND_NAMES`); returns 1 when `addr` is inside a live object.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_object_at(addr: *const libc::c_void, out: *mut u64) -> i32 {
+    match lookup(addr as u64) {
+        Some(i) => {
+            if !out.is_null() {
+                for (k, v) in [i.start, i.size, i.stack as u64, i.tid as u64, i.kind as u64].into_iter().enumerate() {
+                    *out.add(k) = v;
+                }
+            }
+            1
+        }
+        None => 0,
+    }
+}
+
 pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
     let _g = threads::RtGuard::enter();
     let totals = AllocTotals {

@@ -248,9 +248,11 @@ pub fn intern(frames: &[u64]) -> u32 {
 /// is the return address into the interposer's caller (the call site of malloc/new/...).
 pub fn capture_from(fp: *mut libc::c_void) -> u32 {
     crate::threads::current_id(); // makes sure this thread's stack bounds are known
-    let mut frames = [0u64; MAX_FRAMES];
-    let n = unsafe { profcc_walk(fp, frames.as_mut_ptr(), MAX_FRAMES as u32) } as usize;
-    intern(&frames[..n])
+    let mut frames = core::mem::MaybeUninit::<[u64; MAX_FRAMES]>::uninit();
+    let p = frames.as_mut_ptr() as *mut u64;
+    // The walker initialises exactly the first `n` entries.
+    let n = unsafe { profcc_walk(fp, p, MAX_FRAMES as u32) } as usize;
+    intern(unsafe { core::slice::from_raw_parts(p, n) })
 }
 
 /// Capture the caller's stack (skipping `skip` frames) and return its depot id.
