@@ -90,6 +90,17 @@ fn driver(argv: Vec<OsString>) -> i32 {
         break;
     }
 
+    if named.is_none() {
+        if let Some(first) = rest.first().and_then(|a| a.to_str()) {
+            let f = Path::new(first).file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let base = f.split('-').next().unwrap_or("");
+            if matches!(base, "gcc" | "g++" | "cc" | "c++") && !first.starts_with('-') && !Path::new(first).extension().is_some() {
+                eprintln!("profcc: error: prefix mode needs clang-22 as the compiler, not '{first}'; use CC=clang-22 CXX=clang++-22 with the launcher, or profcc/profcc++ as the compiler");
+                return 1;
+            }
+        }
+    }
+
     // Nested inside a clang that profcc started: behave as plain clang-22.
     let nested = exec::env_on(exec::NESTED_ENV);
     let clang = if nested {

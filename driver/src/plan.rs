@@ -63,6 +63,9 @@ pub enum Reason {
     NoSources,
     /// `-c`/`-S` with object files among the inputs (clang warns and ignores them).
     LinkerInputWithCompile,
+    /// A target other than x86-64 Linux (`-m32`, `-mx32`, `--target=aarch64-...`): the
+    /// runtime and the hooks exist for x86-64 only.
+    ForeignTarget,
 }
 
 impl Reason {
@@ -96,6 +99,7 @@ impl Reason {
             MultipleOutputs => "-o with several outputs",
             NoSources => "-c/-S without a source",
             LinkerInputWithCompile => "linker input with -c/-S",
+            ForeignTarget => "target other than x86-64",
         }
     }
 }
@@ -254,6 +258,13 @@ pub fn classify(args: &[String]) -> Plan {
                         }) {
                             no_runtime = true;
                         }
+                    }
+                    Role::Steps(_)
+                        if (opt.name == "-m" && matches!(v, "32" | "x32" | "16"))
+                            || (matches!(opt.name, "-target" | "--target=")
+                                && !(v.starts_with("x86_64") && v.contains("linux"))) =>
+                    {
+                        return Plan::PassThrough(Reason::ForeignTarget, tokens.join(" "))
                     }
                     Role::Steps(_) if opt.name == "-Wp," => {
                         // clang rewrites -Wp,-MD,FILE to -MD -MF FILE: the target still needs -MQ.
@@ -520,6 +531,9 @@ mod tests {
         pt_multi_o: "-c a.c b.c -o x.o" => MultipleOutputs;
         pt_c_no_sources: "-c a.o" => NoSources;
         pt_c_with_object: "-c a.c b.o" => LinkerInputWithCompile;
+        pt_m32: "-m32 -c a.c" => ForeignTarget;
+        pt_aarch64: "--target=aarch64-linux-gnu -c a.c" => ForeignTarget;
+        pt_target_sep: "-target armv7-none-eabi a.c" => ForeignTarget;
     }
 
     #[test]
