@@ -13,6 +13,10 @@
  *   function the runtime called runs) every interposer forwards without recording.
  * - An object is removed from the object map *before* the real free/munmap, so another thread
  *   that gets the same address back cannot have its fresh entry deleted by us.
+ * - Every interposer is a weak definition (`#pragma weak` below): a program that brings its own
+ *   malloc (a statically linked mimalloc/jemalloc with override) links without duplicate
+ *   symbols and keeps its allocator (unprofiled). operator new/delete call the `malloc`/`free`
+ *   symbols, like libstdc++'s, so they pair with whichever allocator won the link.
  */
 #define _GNU_SOURCE
 #pragma GCC diagnostic ignored "-Wunused-parameter" /* operator new/delete take tags they ignore */
@@ -37,6 +41,44 @@ extern void *__libc_memalign(size_t, size_t);
 extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 extern void *__libc_stack_end;
+
+#pragma weak malloc
+#pragma weak free
+#pragma weak cfree
+#pragma weak calloc
+#pragma weak realloc
+#pragma weak reallocarray
+#pragma weak posix_memalign
+#pragma weak aligned_alloc
+#pragma weak memalign
+#pragma weak valloc
+#pragma weak pvalloc
+#pragma weak malloc_usable_size
+#pragma weak _Znwm
+#pragma weak _Znam
+#pragma weak _ZnwmRKSt9nothrow_t
+#pragma weak _ZnamRKSt9nothrow_t
+#pragma weak _ZnwmSt11align_val_t
+#pragma weak _ZnamSt11align_val_t
+#pragma weak _ZnwmSt11align_val_tRKSt9nothrow_t
+#pragma weak _ZnamSt11align_val_tRKSt9nothrow_t
+#pragma weak _ZdlPv
+#pragma weak _ZdaPv
+#pragma weak _ZdlPvm
+#pragma weak _ZdaPvm
+#pragma weak _ZdlPvRKSt9nothrow_t
+#pragma weak _ZdaPvRKSt9nothrow_t
+#pragma weak _ZdlPvSt11align_val_t
+#pragma weak _ZdaPvSt11align_val_t
+#pragma weak _ZdlPvmSt11align_val_t
+#pragma weak _ZdaPvmSt11align_val_t
+#pragma weak _ZdlPvSt11align_val_tRKSt9nothrow_t
+#pragma weak _ZdaPvSt11align_val_tRKSt9nothrow_t
+#pragma weak mmap
+#pragma weak mmap64
+#pragma weak munmap
+#pragma weak mremap
+#pragma weak pthread_create
 
 /* ---- per-thread state (initial-exec TLS: no __tls_get_addr, no malloc) ---- */
 
@@ -212,10 +254,25 @@ typedef void (*new_handler_fn)(void);
 extern new_handler_fn _ZSt15get_new_handlerv(void) __attribute__((weak));
 extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
 
-/* The new_handler loop of [new.delete.single]; nothrow variants return null. */
+/* Through the malloc symbol (ours, forwarding without recording while the guard is set, or the
+ * program's own). The new_handler loop of [new.delete.single]; nothrow variants return null. */
+static inline void *raw_alloc(size_t n, size_t al) {
+    uint32_t saved = tls.in_rt;
+    tls.in_rt = 1;
+    void *p;
+    if (al) {
+        if (al < sizeof(void *)) al = sizeof(void *);
+        if (posix_memalign(&p, al, n) != 0) p = 0;
+    } else {
+        p = malloc(n);
+    }
+    tls.in_rt = saved;
+    return p;
+}
+
 __attribute__((noinline)) static void *new_slow(size_t n, size_t al, int nothrow) {
     for (;;) {
-        void *p = al ? __libc_memalign(al, n) : __libc_malloc(n);
+        void *p = raw_alloc(n, al);
         if (p) return p;
         new_handler_fn h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : 0;
         if (!h) {
@@ -228,7 +285,7 @@ __attribute__((noinline)) static void *new_slow(size_t n, size_t al, int nothrow
 }
 
 static inline void *new_impl(size_t n, size_t al, int nothrow) {
-    void *p = al ? __libc_memalign(al, n) : __libc_malloc(n);
+    void *p = raw_alloc(n, al);
     if (UNLIKELY(!p)) p = new_slow(n, al, nothrow);
     return p;
 }
@@ -251,10 +308,17 @@ NEW(_ZnamSt11align_val_t, (size_t n, size_t al), n, al, 0, K_NEW_ARRAY)
 NEW(_ZnwmSt11align_val_tRKSt9nothrow_t, (size_t n, size_t al, const nothrow_t *t), n, al, 1, K_NEW)
 NEW(_ZnamSt11align_val_tRKSt9nothrow_t, (size_t n, size_t al, const nothrow_t *t), n, al, 1, K_NEW_ARRAY)
 
+static inline void raw_free(void *p) {
+    uint32_t saved = tls.in_rt;
+    tls.in_rt = 1;
+    free(p);
+    tls.in_rt = saved;
+}
+
 #define DELETE(name, params)     \
     void name params {           \
         forget(p);               \
-        __libc_free(p);          \
+        raw_free(p);             \
     }
 
 DELETE(_ZdlPv, (void *p))
@@ -444,4 +508,15 @@ __attribute__((noinline)) unsigned profcc_walk(void *start_fp, uint64_t *out, un
  * pointers of its own: the walk then starts at the nearest C/C++ frame that has one). */
 __attribute__((noinline)) unsigned profcc_walk_here(uint64_t *out, unsigned max) {
     return profcc_walk(__builtin_frame_address(0), out, max);
+}
+
+/* ---- initialisation before main, even when no instrumented module and no interposed call
+ * triggers it (a program with its own malloc). Priority 101: before every default-priority
+ * static constructor, so the exit dump's atexit still runs after their destructors. ---- */
+void profcc_ctor_init(void);
+__attribute__((constructor(101))) static void profcc_ctor(void) {
+    uint32_t saved = tls.in_rt;
+    tls.in_rt = 1;
+    profcc_ctor_init();
+    tls.in_rt = saved;
 }

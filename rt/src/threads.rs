@@ -102,6 +102,13 @@ pub fn init_main_thread() {
     }
 }
 
+/// From the runtime's constructor (`csrc/interpose.c`, priority 101).
+#[no_mangle]
+pub extern "C" fn profcc_ctor_init() {
+    #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
+    crate::ensure_init();
+}
+
 /// Dense id of the calling thread: 0 for the main thread, then in creation order.
 /// Never allocates through the program's allocator; cheap after the first call of a thread.
 #[inline]
