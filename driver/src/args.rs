@@ -64,6 +64,7 @@ pub enum Role {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::upper_case_acronyms)]
 pub enum Dep {
     MD,
     MMD,

@@ -21,6 +21,38 @@ pub const RUNTIME_LINK_FLAGS: &[&str] = &[
     "-lm",
 ];
 
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// While a build runs, SIGINT/SIGTERM/SIGHUP only mark the build interrupted: the running clang
+/// gets the terminal's signal itself, profcc stops after it, removes its temporaries and then
+/// dies of the same signal (`finish_interrupted`).
+pub fn catch_signals() {
+    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installing a handler that only stores to an atomic.
+        unsafe { libc::signal(s, on_signal as *const () as libc::sighandler_t) };
+    }
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0
+}
+
+/// Die of the signal that interrupted the build, if any (after temporaries are gone).
+pub fn finish_interrupted() {
+    let s = INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
+    if s != 0 {
+        // SAFETY: restoring the default action and raising a signal.
+        unsafe {
+            libc::signal(s, libc::SIG_DFL);
+            libc::raise(s);
+        }
+    }
+}
+
 pub fn env_on(name: &str) -> bool {
     matches!(std::env::var(name), Ok(v) if !v.is_empty() && v != "0")
 }
@@ -381,7 +413,10 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
             }
             continue;
         }
-        let rc = run_job(clang, job, &p, opts.as_ref(), direct, stats, &tmp);
+        let mut rc = run_job(clang, job, &p, opts.as_ref(), direct, stats, &tmp);
+        if interrupted() {
+            rc = 1;
+        }
         if rc != 0 {
             if let Some(o) = &job.output {
                 remove_stale(o);
@@ -391,9 +426,9 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
             }
         }
     }
-    if failed != 0 {
+    if failed != 0 || interrupted() {
         keep_temps(tmpdir);
-        return failed;
+        return failed.max(1);
     }
     let mut rc = 0;
     if let Some(link) = &b.link {
@@ -431,7 +466,7 @@ fn run_job(
     tmp: &Path,
 ) -> i32 {
     let rc = run(clang, &frontend_cmd(job, p), tmp);
-    if rc != 0 || !job.instrument {
+    if rc != 0 || !job.instrument || interrupted() {
         return rc;
     }
     let mut cg_in = p.bc.clone();
@@ -449,9 +484,12 @@ fn run_job(
             }
         }
     }
+    if interrupted() {
+        return 1;
+    }
     let out = direct.map(String::from).unwrap_or_else(|| p.obj.display().to_string());
     let rc = run(clang, &codegen_cmd(job, &cg_in, &out), tmp);
-    if rc != 0 || direct.is_some() {
+    if rc != 0 || direct.is_some() || interrupted() {
         return rc;
     }
     if let Some(o) = &job.output {

@@ -94,7 +94,7 @@ fn driver(argv: Vec<OsString>) -> i32 {
         if let Some(first) = rest.first().and_then(|a| a.to_str()) {
             let f = Path::new(first).file_name().and_then(|n| n.to_str()).unwrap_or("");
             let base = f.split('-').next().unwrap_or("");
-            if matches!(base, "gcc" | "g++" | "cc" | "c++") && !first.starts_with('-') && !Path::new(first).extension().is_some() {
+            if matches!(base, "gcc" | "g++" | "cc" | "c++") && !first.starts_with('-') && Path::new(first).extension().is_none() {
                 eprintln!("profcc: error: prefix mode needs clang-22 as the compiler, not '{first}'; use CC=clang-22 CXX=clang++-22 with the launcher, or profcc/profcc++ as the compiler");
                 return 1;
             }
@@ -136,7 +136,10 @@ fn driver(argv: Vec<OsString>) -> i32 {
         plan::Plan::PassThrough(r, detail) => exec::exec_clang(&clang, &rest, r, &detail),
         plan::Plan::Build(b) => {
             exec::log(&format!("build: {} compile job(s){}", b.jobs.len(), if b.link.is_some() { ", link" } else { "" }));
-            exec::run_build(&clang, &b, &strs)
+            exec::catch_signals();
+            let rc = exec::run_build(&clang, &b, &strs);
+            exec::finish_interrupted();
+            rc
         }
     }
 }

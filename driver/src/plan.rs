@@ -252,12 +252,12 @@ pub fn classify(args: &[String]) -> Plan {
                     Role::Dep(Dep::MD | Dep::MMD) => md = true,
                     Role::Dep(Dep::MF) => mf = true,
                     Role::Dep(Dep::MT | Dep::MQ) => mt = true,
-                    Role::LinkerFlags => {
+                    Role::LinkerFlags
                         if v.split(',').any(|w| {
                             matches!(w, "-shared" | "--shared" | "-Bshareable" | "-r" | "-i" | "--relocatable")
-                        }) {
-                            no_runtime = true;
-                        }
+                        }) =>
+                    {
+                        no_runtime = true;
                     }
                     Role::Steps(_)
                         if (opt.name == "-m" && matches!(v, "32" | "x32" | "16"))
@@ -266,12 +266,12 @@ pub fn classify(args: &[String]) -> Plan {
                     {
                         return Plan::PassThrough(Reason::ForeignTarget, tokens.join(" "))
                     }
-                    Role::Steps(_) if opt.name == "-Wp," => {
-                        // clang rewrites -Wp,-MD,FILE to -MD -MF FILE: the target still needs -MQ.
-                        if v.starts_with("-MD,") || v.starts_with("-MMD,") {
-                            md = true;
-                            mf = true;
-                        }
+                    // clang rewrites -Wp,-MD,FILE to -MD -MF FILE: the target still needs -MQ.
+                    Role::Steps(_)
+                        if opt.name == "-Wp," && (v.starts_with("-MD,") || v.starts_with("-MMD,")) =>
+                    {
+                        md = true;
+                        mf = true;
                     }
                     Role::Steps(_) if opt.name == "-Xlinker" => {
                         if matches!(v, "-shared" | "--shared" | "-r" | "--relocatable") {
