@@ -89,6 +89,12 @@ pub struct Table {
 }
 unsafe impl Send for Table {}
 
+impl Default for Table {
+    fn default() -> Table {
+        Table::new()
+    }
+}
+
 impl Table {
     pub const fn new() -> Table {
         Table { slots: core::ptr::null_mut(), cap: 0, len: 0 }
@@ -99,12 +105,20 @@ impl Table {
         (mix(key) as usize) & (self.cap - 1)
     }
 
-    fn slot(&self, i: usize) -> &mut Obj {
+    fn slot(&self, i: usize) -> &Obj {
+        unsafe { &*self.slots.add(i) }
+    }
+
+    fn slot_mut(&mut self, i: usize) -> &mut Obj {
         unsafe { &mut *self.slots.add(i) }
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     fn find(&self, key: u64) -> Option<usize> {
@@ -128,14 +142,15 @@ impl Table {
         self.find(key).map(|i| *self.slot(i))
     }
 
-    /// Insert or replace; returns the replaced entry. False-y (no insert) only when out of memory.
+    /// Insert or replace; returns the replaced entry. `Err` only when out of memory.
+    #[allow(clippy::result_unit_err)]
     pub fn insert(&mut self, o: Obj) -> Result<Option<Obj>, ()> {
         if (self.len + 1) * 2 > self.cap && !self.grow() {
             return Err(());
         }
         let mut i = self.home(o.addr);
         loop {
-            let s = self.slot(i);
+            let s = self.slot_mut(i);
             if s.addr == o.addr {
                 let old = *s;
                 *s = o;
@@ -165,11 +180,11 @@ impl Table {
             let home = self.home(e.addr);
             // Move `e` into the hole unless its home lies cyclically in (hole, j].
             if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
-                *self.slot(hole) = e;
+                *self.slot_mut(hole) = e;
                 hole = j;
             }
         }
-        *self.slot(hole) = Obj::default();
+        *self.slot_mut(hole) = Obj::default();
         self.len -= 1;
         Some(old)
     }
@@ -213,6 +228,12 @@ pub struct ShardedMap {
     shards: [Shard; SHARDS],
 }
 
+impl Default for ShardedMap {
+    fn default() -> ShardedMap {
+        ShardedMap::new()
+    }
+}
+
 impl ShardedMap {
     pub const fn new() -> ShardedMap {
         ShardedMap { shards: [const { Shard(SpinLock::new(Table::new())) }; SHARDS] }
@@ -221,6 +242,7 @@ impl ShardedMap {
     fn shard(&self, key: u64) -> &SpinLock<Table> {
         &self.shards[(mix(key ^ 0x5555) >> 58) as usize].0
     }
+    #[allow(clippy::result_unit_err)]
     pub fn insert(&self, o: Obj) -> Result<Option<Obj>, ()> {
         self.shard(o.addr).lock().insert(o)
     }
@@ -263,6 +285,12 @@ pub struct ObjectMap {
     primary: ShardedMap,
     big: ShardedMap,
     class_pop: [AtomicU64; 65],
+}
+
+impl Default for ObjectMap {
+    fn default() -> ObjectMap {
+        ObjectMap::new()
+    }
 }
 
 impl ObjectMap {
@@ -347,6 +375,10 @@ impl ObjectMap {
 
     pub fn len(&self) -> usize {
         self.primary.shards.iter().map(|s| s.0.lock().len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn lock_all(&self) {

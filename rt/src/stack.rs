@@ -145,7 +145,7 @@ impl Depot {
                     self.dropped.fetch_add(1, Ordering::Relaxed);
                     return 0;
                 }
-                if waits % 64 == 0 {
+                if waits.is_multiple_of(64) {
                     unsafe { libc::sched_yield() };
                 } else {
                     core::hint::spin_loop();
@@ -190,6 +190,11 @@ impl Depot {
 
     pub fn len(&self) -> u32 {
         (self.next_id.load(Ordering::Acquire) as usize).min(self.max_stacks) as u32
+    }
+
+    /// Never empty: id 0 (the empty stack) always exists.
+    pub fn is_empty(&self) -> bool {
+        false
     }
 
     /// In the child after fork: slots other threads were filling will never be filled.
@@ -246,6 +251,8 @@ pub fn intern(frames: &[u64]) -> u32 {
 
 /// Capture the stack above `fp`, a frame pointer of one of the C interposers: the first frame
 /// is the return address into the interposer's caller (the call site of malloc/new/...).
+/// `fp` must be a live frame of the calling thread's stack (the walker validates the rest).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn capture_from(fp: *mut libc::c_void) -> u32 {
     crate::threads::current_id(); // makes sure this thread's stack bounds are known
     let mut frames = core::mem::MaybeUninit::<[u64; MAX_FRAMES]>::uninit();

@@ -151,7 +151,8 @@ pub fn snapshot() -> Vec<profcc_schema::Thread> {
 }
 
 /// Start a runtime-internal thread (not registered, not profiled, all signals blocked,
-/// detached) with the real pthread_create.
+/// detached) with the real pthread_create. `arg` is only handed to `f`.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn spawn_internal(f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void, arg: *mut libc::c_void) -> bool {
     unsafe { profcc_spawn_internal(f, arg) == 0 }
 }
