@@ -9,6 +9,9 @@ fn main() {
     }
     build
         .flag("-fno-omit-frame-pointer")
+        // The interposers call malloc/free with the re-entrancy guard set; as builtins the
+        // compiler may assume malloc cannot see the guard and drop the store.
+        .flag("-fno-builtin")
         .flag("-fPIC")
         .opt_level(2)
         .compile("profcc_shim");
