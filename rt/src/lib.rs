@@ -58,6 +58,7 @@ fn init_slow() {
     if options::get_bool("help") {
         writer::stderr_line(&options::help_text());
     }
+    mem::install_fork_handlers();
     threads::init_main_thread();
     writer::install();
     INIT.store(DONE, Ordering::Release);

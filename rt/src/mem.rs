@@ -163,7 +163,16 @@ fn round_page(n: usize) -> usize {
     (n + 4095) & !4095
 }
 
-/// After fork in the child: no other thread can hold the lock any more.
-pub unsafe fn after_fork_child() {
-    HEAP.force_unlock();
+/// `pthread_atfork` handlers: hold the heap lock across `fork` so the child never inherits a
+/// free list that another thread was halfway through changing. Registered before every
+/// other runtime handler, so its prepare step runs last (handlers that allocate run first).
+extern "C" fn fork_prepare() {
+    core::mem::forget(HEAP.lock());
+}
+extern "C" fn fork_release() {
+    unsafe { HEAP.force_unlock() };
+}
+
+pub fn install_fork_handlers() {
+    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_release), Some(fork_release)) };
 }

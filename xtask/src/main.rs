@@ -140,7 +140,7 @@ fn demo() -> Result<(), String> {
 
 fn test(rest: &[String]) -> Result<(), String> {
     let mut c = Command::new(env!("CARGO"));
-    c.current_dir(root()).args(["test", "--release", "--workspace", "--exclude", "profcc-rt", "--exclude", "profcc-realsrc"]);
+    c.current_dir(root()).args(["test", "--release", "--workspace", "--exclude", "profcc-realsrc", "--no-fail-fast"]);
     c.args(rest);
     run(&mut c)
 }
