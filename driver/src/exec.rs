@@ -12,13 +12,15 @@ use std::process::Command;
 /// Set in the environment of every clang profcc runs; seeing it means profcc is nested.
 pub const NESTED_ENV: &str = "PROFCC_NESTED";
 
-/// The runtime's link arguments after the archive path.
+/// The runtime's link arguments after the archive path. Only libraries the runtime needs:
+/// anything more also resolves the program's own symbols, so a link that fails with clang-22
+/// (e.g. `log` without `-lm`) would succeed, and autoconf's `AC_SEARCH_LIBS` would find
+/// "none required" where clang-22 needs the library (configure results would differ).
 pub const RUNTIME_LINK_FLAGS: &[&str] = &[
     "-Wl,-u,__profcc_force_link",
     "-Wl,--export-dynamic-symbol=__profcc_*",
     "-lpthread",
     "-ldl",
-    "-lm",
 ];
 
 static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);

@@ -16,7 +16,7 @@
 //!
 //! Executables (not `-shared`, `-r`, `-nostdlib`, `-nodefaultlibs`, `-nolibc`) are linked with
 //! `<dir of profcc>/libprofcc_rt.a -Wl,-u,__profcc_force_link
-//! -Wl,--export-dynamic-symbol=__profcc_* -lpthread -ldl -lm` appended, so instrumented shared
+//! -Wl,--export-dynamic-symbol=__profcc_* -lpthread -ldl` appended, so instrumented shared
 //! libraries (linked or dlopen'ed) resolve the hooks against the executable.
 //! Compile jobs add `-gline-tables-only` (when no `-g*` was given) and `-fno-omit-frame-pointer`
 //! (after the user's flags, so it wins over `-fomit-frame-pointer`).
