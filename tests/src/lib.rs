@@ -107,3 +107,120 @@ pub fn count_at(p: &Profile, file_suffix: &str, line: u32, kind: profcc_schema::
 pub fn line_of(text: &str, marker: &str) -> u32 {
     text.lines().position(|l| l.contains(marker)).unwrap_or_else(|| panic!("marker {marker} not found")) as u32 + 1
 }
+
+// ---------------------------------------------------------------------------------------------
+// Real builds (tests/tests/real_builds.rs): sources of real C projects, shell-style commands,
+// parallel compiles, the symbolised report.
+
+/// Directory of a crate that `realsrc/` depends on (its sources are real C projects), found
+/// with `cargo metadata` as `xtask/src/bench.rs` does. Cached for the test process.
+pub fn crate_dir(name: &str) -> PathBuf {
+    static META: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let meta = META.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .current_dir(root())
+            .args(["metadata", "--format-version", "1"])
+            .output()
+            .expect("cannot run cargo metadata");
+        assert!(out.status.success(), "cargo metadata failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("cargo metadata output is not JSON")
+    });
+    for p in meta["packages"].as_array().into_iter().flatten() {
+        if p["name"] == name {
+            let manifest = PathBuf::from(p["manifest_path"].as_str().unwrap_or_default());
+            return manifest.parent().unwrap().to_path_buf();
+        }
+    }
+    panic!("crate {name} not found in cargo metadata (is it a dependency of realsrc/?)")
+}
+
+/// Run a command to completion; panic with its command line, stdout and stderr on failure.
+pub fn sh(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        tail(&String::from_utf8_lossy(&out.stdout), 60),
+        tail(&String::from_utf8_lossy(&out.stderr), 60)
+    );
+    out
+}
+
+/// The last `n` lines of `text`.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Copy a directory tree (`cp -r`, keeps modes so `./autogen.sh` stays executable).
+pub fn copy_tree(from: &Path, to: &Path) {
+    sh(Command::new("cp").arg("-r").arg(from).arg(to));
+}
+
+/// Compile each source to `<out_dir>/<stem>.o` with `compiler flags -c`, `jobs` at a time.
+/// Returns the objects in the order of `sources`.
+pub fn compile_many(compiler: &Path, flags: &[&str], sources: &[PathBuf], out_dir: &Path, jobs: usize) -> Vec<PathBuf> {
+    std::fs::create_dir_all(out_dir).unwrap();
+    let objects: Vec<PathBuf> = sources
+        .iter()
+        .map(|s| out_dir.join(format!("{}.o", s.file_stem().unwrap().to_string_lossy())))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= sources.len() {
+                    break;
+                }
+                sh(Command::new(compiler).args(flags).arg("-c").arg(&sources[i]).arg("-o").arg(&objects[i]));
+            });
+        }
+    });
+    objects
+}
+
+/// `profcc report --format json FILE`: the profile with its stacks symbolised.
+pub fn report_json(profile: &Path) -> serde_json::Value {
+    let out = sh(Command::new(profcc()).args(["report", "--format", "json"]).arg(profile));
+    serde_json::from_slice(&out.stdout).expect("profcc report --format json printed no JSON")
+}
+
+/// Function names of the first `depth` symbolised frames of a report stack.
+pub fn frame_functions(stack: &serde_json::Value, depth: usize) -> Vec<String> {
+    stack
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(depth)
+        .map(|f| f["function"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// Total access count of the sites in files ending in `file_suffix` compiled into `function`.
+pub fn count_in(p: &Profile, file_suffix: &str, function: &str) -> u64 {
+    p.sites
+        .iter()
+        .filter(|s| s.file.ends_with(file_suffix) && s.function == function)
+        .map(|s| s.count)
+        .sum()
+}
+
+/// Total access count of the sites in files ending in `file_suffix`.
+pub fn count_in_file(p: &Profile, file_suffix: &str) -> u64 {
+    p.sites.iter().filter(|s| s.file.ends_with(file_suffix)).map(|s| s.count).sum()
+}
+
+/// Assert that two runs of the same program (plain clang-22 build, profcc build) printed the
+/// same stdout and exited the same way.
+pub fn assert_same_run(what: &str, native: &Output, profiled: &Output) {
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        String::from_utf8_lossy(&profiled.stdout),
+        "{what}: stdout differs between the clang-22 and the profcc build; profcc stderr:\n{}",
+        tail(&String::from_utf8_lossy(&profiled.stderr), 30)
+    );
+    assert_eq!(native.status.code(), profiled.status.code(), "{what}: exit status differs");
+}
