@@ -1,7 +1,10 @@
-/* The access hook's fast path. Compiled to bitcode when profcc is built, linked into every
- * instrumented module, marked alwaysinline and inlined by the always-inline pass, so user
- * code never pays for a call on the common path. The rare case (first access of a thread)
- * leaves through the one out-of-line door, __profcc_slow_access, in the runtime.
+/* The access hooks' bodies. Compiled to bitcode when profcc is built, linked into every
+ * instrumented module, marked alwaysinline and inlined by the always-inline pass.
+ *
+ * Counting mode is branch-free: every thread's `__profcc_counts` points at valid counters
+ * from its first instruction (a static scratch array until the runtime gives the thread its
+ * own, which happens before any user code runs on it), so an access costs one increment of
+ * a counter in the thread's own array, and the function prologue one TLS load.
  *
  * Hot path rules: no locks, no allocation, no libc, no stores to shared lines. */
 #include <stdint.h>
@@ -9,14 +12,14 @@
 /* Defined by the runtime (rt/csrc/tls.c); the executable's static TLS block. */
 extern __thread uint64_t *__profcc_counts __attribute__((tls_model("initial-exec")));
 
-void __profcc_slow_access(uintptr_t addr, uint32_t gsite, uint64_t size);
+/* Once per function: the thread's counters for this module (base = module's first site). */
+uint64_t *__profcc_fn_counters(uint32_t base) { return __profcc_counts + 2 * (uint64_t)base; }
 
-void __profcc_access(uintptr_t addr, uint32_t gsite, uint64_t size) {
-  uint64_t *c = __profcc_counts;
-  if (__builtin_expect(c == 0, 0)) {
-    __profcc_slow_access(addr, gsite, size);
-    return;
-  }
-  c[2 * (uint64_t)gsite] += 1;
-  c[2 * (uint64_t)gsite + 1] += size;
+/* A fixed-size access: bytes are count x size, derived when the profile is written. */
+void __profcc_count(uint64_t *c, uint64_t local) { c[2 * local] += 1; }
+
+/* An access of run-time length (memory intrinsics). */
+void __profcc_count_n(uint64_t *c, uint64_t local, uint64_t size) {
+  c[2 * local] += 1;
+  c[2 * local + 1] += size;
 }

@@ -1,13 +1,17 @@
 //! The contract between instrumented code and the runtime (`rt/src/counts.rs` is the other
 //! side; both must change together, and `ABI_VERSION` with them).
 
-/// The hook whose body is inlined before every selected access.
-pub const HOOK: &str = "__profcc_access";
+/// Hook bodies (passes/hooks/fastpath.c), inlined: function prologue, fixed-size access,
+/// run-time-length access.
+pub const FN_COUNTERS: &str = "__profcc_fn_counters";
+pub const COUNT: &str = "__profcc_count";
+pub const COUNT_N: &str = "__profcc_count_n";
+pub const HOOKS: [&str; 3] = [FN_COUNTERS, COUNT, COUNT_N];
 /// Runtime entry the module constructor calls with the module descriptor.
 pub const REGISTER: &str = "__profcc_register_module";
 /// Per-module global holding the module's first global site id.
 pub const SITE_BASE: &str = "__profcc_site_base";
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// Base of a module that has not registered yet (counted as unattributed).
 pub const LIMBO: u32 = 1 << 22;
 /// Most sites one module may have; further accesses are skipped with a counted reason.

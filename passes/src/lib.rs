@@ -3,10 +3,12 @@
 //! Structure, after LLVM's ThreadSanitizer.cpp:
 //! - `select`: walks the module and decides, per memory access, whether to instrument it
 //!   and why not; every decision has a counter in [`Stats`].
-//! - `rewrite`: inserts one call of the hook `__profcc_access(addr, global_site, size)`
-//!   before each selected access. The hook's body (hooks/fastpath.c, compiled to bitcode
-//!   at build time) is linked into the module and inlined by the `always-inline` pass, so
-//!   the fast path is inline even in `-O0` (`optnone`) functions.
+//! - `rewrite`: one call of `__profcc_fn_counters(site_base)` at each instrumented
+//!   function's entry, and one call of `__profcc_count(counters, local_site)` (or
+//!   `__profcc_count_n` with the run-time length) before each selected access. The bodies
+//!   (hooks/fastpath.c, compiled to bitcode at build time) are linked into the module and
+//!   inlined by the `always-inline` pass, so the fast path is inline even in `-O0`
+//!   (`optnone`) functions: one counter increment per access, no branch.
 //! - `metadata`: the site table (file, line, column, function, inlined-at, kind, size) and a
 //!   string table travel inside the object as private constants; a priority-1 constructor
 //!   registers them with the runtime, which assigns the module's global site base.
@@ -83,7 +85,7 @@ pub fn instrument_module(
     opts: &Options,
 ) -> Result<Stats, String> {
     let mut stats = Stats::default();
-    if module.has_function(abi::HOOK) || module.has_global(abi::SITE_BASE) {
+    if module.has_function(abi::COUNT) || module.has_global(abi::SITE_BASE) {
         stats.bump("skipped-module-already-instrumented", 1);
         return Ok(stats);
     }
@@ -96,19 +98,14 @@ pub fn instrument_module(
     }
     let table = metadata::SiteTable::build(module.raw(), &selection);
     unsafe {
-        let hook = ctx.link_fastpath(module)?;
+        let hooks = ctx.link_fastpath(module)?;
         let site_base = metadata::emit(ctx.raw(), module.raw(), &table)?;
-        rewrite::rewrite(
-            ctx.raw(),
-            module.raw(),
-            hook,
-            site_base,
-            &selection,
-            &mut stats,
-        );
+        rewrite::rewrite(ctx.raw(), &hooks, site_base, &selection, &mut stats);
         module.run_passes("always-inline")?;
-        // The inliner deletes the hook once it is dead; delete it here if it is not.
-        llvm::delete_unused_function(module.raw(), abi::HOOK);
+        // The inliner deletes the hooks once they are dead; delete any that is not.
+        for name in abi::HOOKS {
+            llvm::delete_unused_function(module.raw(), name);
+        }
     }
     module
         .verify()

@@ -100,11 +100,12 @@ impl Context {
         })
     }
 
-    /// Link the hook body into `module`, make it internal and always-inline, and return it.
+    /// Link the hook bodies into `module`, make them internal and always-inline, and return
+    /// them in the order of `abi::HOOKS`.
     ///
     /// # Safety
     /// `module` must belong to this context.
-    pub unsafe fn link_fastpath(&self, module: &Module<'_>) -> Result<LLVMValueRef, String> {
+    pub unsafe fn link_fastpath(&self, module: &Module<'_>) -> Result<Vec<LLVMValueRef>, String> {
         let hooks = self.parse_bitcode(FASTPATH_BC, "fastpath.bc")?;
         // Same layout and triple as the user's module, so the linker has nothing to warn about.
         LLVMSetDataLayout(hooks.m, LLVMGetDataLayoutStr(module.m));
@@ -112,29 +113,33 @@ impl Context {
         let src = hooks.m;
         std::mem::forget(hooks); // LLVMLinkModules2 destroys the source module
         if LLVMLinkModules2(module.m, src) != 0 {
-            return Err("linking the hook body failed".into());
+            return Err("linking the hook bodies failed".into());
         }
-        let name = CString::new(crate::abi::HOOK).unwrap();
-        let hook = LLVMGetNamedFunction(module.m, name.as_ptr());
-        if hook.is_null() {
-            return Err("hook body missing after linking".into());
+        let mut out = Vec::new();
+        for name in crate::abi::HOOKS {
+            let cname = CString::new(name).unwrap();
+            let hook = LLVMGetNamedFunction(module.m, cname.as_ptr());
+            if hook.is_null() {
+                return Err(format!("hook body {name} missing after linking"));
+            }
+            LLVMSetLinkage(hook, LLVMLinkage::LLVMInternalLinkage);
+            for attr in ["target-cpu", "target-features", "tune-cpu"] {
+                LLVMRemoveStringAttributeAtIndex(
+                    hook,
+                    u32::MAX,
+                    attr.as_ptr() as *const _,
+                    attr.len() as u32,
+                );
+            }
+            for attr in ["noinline", "optnone"] {
+                let kind = LLVMGetEnumAttributeKindForName(attr.as_ptr() as *const _, attr.len());
+                LLVMRemoveEnumAttributeAtIndex(hook, u32::MAX, kind);
+            }
+            let kind = LLVMGetEnumAttributeKindForName("alwaysinline".as_ptr() as *const _, 12);
+            LLVMAddAttributeAtIndex(hook, u32::MAX, LLVMCreateEnumAttribute(self.0, kind, 0));
+            out.push(hook);
         }
-        LLVMSetLinkage(hook, LLVMLinkage::LLVMInternalLinkage);
-        for attr in ["target-cpu", "target-features", "tune-cpu"] {
-            LLVMRemoveStringAttributeAtIndex(
-                hook,
-                u32::MAX,
-                attr.as_ptr() as *const _,
-                attr.len() as u32,
-            );
-        }
-        for attr in ["noinline", "optnone"] {
-            let kind = LLVMGetEnumAttributeKindForName(attr.as_ptr() as *const _, attr.len());
-            LLVMRemoveEnumAttributeAtIndex(hook, u32::MAX, kind);
-        }
-        let kind = LLVMGetEnumAttributeKindForName("alwaysinline".as_ptr() as *const _, 12);
-        LLVMAddAttributeAtIndex(hook, u32::MAX, LLVMCreateEnumAttribute(self.0, kind, 0));
-        Ok(hook)
+        Ok(out)
     }
 }
 

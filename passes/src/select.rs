@@ -20,7 +20,6 @@ pub struct Access {
     /// The instruction the hook call goes before.
     pub inst: LLVMValueRef,
     pub func: LLVMValueRef,
-    pub ptr: LLVMValueRef,
     pub kind: AccessKind,
     pub size: Size,
 }
@@ -297,7 +296,6 @@ unsafe fn push(
     sel.accesses.push(Access {
         inst,
         func,
-        ptr,
         kind,
         size,
     });

@@ -19,9 +19,18 @@ fn run(name: &str) -> (String, profcc_passes::Stats) {
     if std::env::var_os("PROFCC_BLESS").is_some() {
         std::fs::write(&expected_path, &text).unwrap();
     }
-    let expected = std::fs::read_to_string(&expected_path)
-        .unwrap_or_else(|_| panic!("{} missing: run with PROFCC_BLESS=1 and review", expected_path.display()));
-    assert_eq!(text, expected, "{name}: instrumented IR differs from {}", expected_path.display());
+    let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|_| {
+        panic!(
+            "{} missing: run with PROFCC_BLESS=1 and review",
+            expected_path.display()
+        )
+    });
+    assert_eq!(
+        text,
+        expected,
+        "{name}: instrumented IR differs from {}",
+        expected_path.display()
+    );
     (ir, stats)
 }
 
@@ -30,8 +39,14 @@ fn load_store() {
     let (ir, s) = run("load_store");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("instrumented-write"), 1);
-    assert!(ir.contains("@__profcc_slow_access(i64 noundef %"), "slow path call present");
-    assert!(!ir.contains("call void @__profcc_access"), "fast path inlined");
+    // One counter increment per access, no call and no branch left.
+    assert_eq!(ir.matches("add i64 %").filter(|_| true).count(), 2, "{ir}");
+    assert!(
+        !ir.contains("call void @__profcc_count"),
+        "fast path inlined"
+    );
+    assert!(!ir.contains("@__profcc_fn_counters("), "prologue inlined");
+    assert!(!ir.contains("br "), "branch-free");
 }
 
 #[test]
@@ -45,13 +60,26 @@ fn memintrinsics() {
     let (ir, s) = run("memintrinsics");
     assert_eq!(s.get("instrumented-memintrinsic"), 3);
     // The run-time length reaches the hook as the size.
-    assert!(ir.contains("i64 noundef %n)"), "dynamic length passed as size");
+    assert_eq!(
+        ir.matches("i64 1, i64 poison>, i64 %n, i64 1").count(),
+        2,
+        "count and run-time length added together: {ir}"
+    );
+    // Sites: copy-read and copy-write of run-time size 0, memset of constant size 16.
+    assert!(
+        ir.contains("i32 196608, ") && ir.contains("i32 262144, ") && ir.contains("i32 262160]"),
+        "{ir}"
+    );
 }
 
 #[test]
 fn skips() {
     let (_, s) = run("skips");
-    assert_eq!(s.get("skipped-stack"), 2, "store to and load from the non-escaping slot");
+    assert_eq!(
+        s.get("skipped-stack"),
+        2,
+        "store to and load from the non-escaping slot"
+    );
     assert_eq!(s.get("skipped-constant"), 1);
     assert_eq!(s.get("skipped-thread-local"), 1);
     assert_eq!(s.get("instrumented-write"), 1, "escaping slot");
@@ -62,7 +90,10 @@ fn skips() {
 fn optnone() {
     let (ir, s) = run("optnone");
     assert_eq!(s.get("instrumented-write"), 1);
-    assert!(!ir.contains("call void @__profcc_access"), "hook inlined into optnone function");
+    assert!(
+        !ir.contains("call void @__profcc_count"),
+        "hook inlined into optnone function"
+    );
 }
 
 #[test]
@@ -70,13 +101,18 @@ fn vector_masked() {
     let (ir, s) = run("vector_masked");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("skipped-masked-or-vp-intrinsic"), 1);
-    assert!(ir.contains("i64 noundef 32)"), "vector access is 32 bytes");
+    assert!(
+        ir.contains("i32 -1, i32 32]"),
+        "vector access is a 32-byte read site: {ir}"
+    );
 }
 
 #[test]
 fn ctors() {
     let (ir, _) = run("ctors");
-    assert!(ir.contains("{ i32 65535, ptr @init, ptr null }, { i32, ptr, ptr } { i32 1, ptr @profcc.module_ctor"));
+    assert!(ir.contains(
+        "{ i32 65535, ptr @init, ptr null }, { i32, ptr, ptr } { i32 1, ptr @profcc.module_ctor"
+    ));
 }
 
 #[test]
@@ -86,7 +122,10 @@ fn debugloc() {
     // The string table holds the joined path, the function and the inlined-at call.
     assert!(ir.contains("/home/u/proj/src/x.c\\00"), "{ir}");
     assert!(ir.contains("/usr/include/h.h\\00"));
-    assert!(ir.contains("/home/u/proj/src/x.c:6\\00"), "inlined-at names the outer call line");
+    assert!(
+        ir.contains("/home/u/proj/src/x.c:6\\00"),
+        "inlined-at names the outer call line"
+    );
     // Site 0: line 4 col 5; site 1: line 2 col 7.
     assert!(ir.contains("i32 4, i32 5,"));
     assert!(ir.contains("i32 2, i32 7,"));
@@ -99,6 +138,10 @@ fn not_instrumented_twice() {
     let (once, _) = profcc_passes::instrument_ir(&input, &Default::default()).unwrap();
     let (twice, s) = profcc_passes::instrument_ir(&once, &Default::default()).unwrap();
     assert_eq!(s.get("skipped-module-already-instrumented"), 1);
-    let strip = |s: &str| s.lines().map(|l| l.split("; preds").next().unwrap().trim_end().to_string()).collect::<Vec<_>>();
+    let strip = |s: &str| {
+        s.lines()
+            .map(|l| l.split("; preds").next().unwrap().trim_end().to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(strip(&once), strip(&twice));
 }

@@ -97,7 +97,11 @@ impl Default for Table {
 
 impl Table {
     pub const fn new() -> Table {
-        Table { slots: core::ptr::null_mut(), cap: 0, len: 0 }
+        Table {
+            slots: core::ptr::null_mut(),
+            cap: 0,
+            len: 0,
+        }
     }
 
     #[inline]
@@ -236,7 +240,9 @@ impl Default for ShardedMap {
 
 impl ShardedMap {
     pub const fn new() -> ShardedMap {
-        ShardedMap { shards: [const { Shard(SpinLock::new(Table::new())) }; SHARDS] }
+        ShardedMap {
+            shards: [const { Shard(SpinLock::new(Table::new())) }; SHARDS],
+        }
     }
     #[inline]
     fn shard(&self, key: u64) -> &SpinLock<Table> {
@@ -295,13 +301,22 @@ impl Default for ObjectMap {
 
 impl ObjectMap {
     pub const fn new() -> ObjectMap {
-        ObjectMap { primary: ShardedMap::new(), big: ShardedMap::new(), class_pop: [const { AtomicU64::new(0) }; 65] }
+        ObjectMap {
+            primary: ShardedMap::new(),
+            big: ShardedMap::new(),
+            class_pop: [const { AtomicU64::new(0) }; 65],
+        }
     }
 
     fn index_big(&self, o: &Obj) {
         if o.size > SMALL_MAX {
             let c = class_of(o.size);
-            let _ = self.big.insert(Obj { addr: big_key(c, o.addr >> (c - 1)), size: o.addr, site: 0, tid: 0 });
+            let _ = self.big.insert(Obj {
+                addr: big_key(c, o.addr >> (c - 1)),
+                size: o.addr,
+                site: 0,
+                tid: 0,
+            });
             self.class_pop[c as usize].fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -357,7 +372,9 @@ impl ObjectMap {
             }
             cand -= 8;
         }
-        for c in (class_of(SMALL_MAX + 1)..=64).filter(|&c| self.class_pop[c as usize].load(Ordering::Relaxed) > 0) {
+        for c in (class_of(SMALL_MAX + 1)..=64)
+            .filter(|&c| self.class_pop[c as usize].load(Ordering::Relaxed) > 0)
+        {
             let block = a >> (c - 1);
             for k in 0..3u64 {
                 let Some(b) = block.checked_sub(k) else { break };
@@ -472,7 +489,12 @@ fn sites() -> Option<&'static Sites> {
         }
     }
     unsafe { hdr.write(s) };
-    match SITES.compare_exchange(core::ptr::null_mut(), hdr, Ordering::AcqRel, Ordering::Acquire) {
+    match SITES.compare_exchange(
+        core::ptr::null_mut(),
+        hdr,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
         Ok(_) => Some(unsafe { &*hdr }),
         Err(other) => {
             mem::unmap(mem, SITE_OF_BYTES + SITES_BYTES);
@@ -488,7 +510,11 @@ impl Sites {
     }
 
     fn index(&self, stack: u32, kind: u32) -> u32 {
-        let stack = if (stack as usize) < stack::MAX_STACKS { stack } else { 0 };
+        let stack = if (stack as usize) < stack::MAX_STACKS {
+            stack
+        } else {
+            0
+        };
         let slot = unsafe { &*self.site_of.add(stack as usize * KINDS + kind as usize) };
         let v = slot.load(Ordering::Acquire);
         if v != 0 {
@@ -525,7 +551,11 @@ fn note_thread(site_idx: u32, s: &Site, tid: u32) {
         if s.tbits[w].load(Ordering::Relaxed) & b == 0 {
             s.tbits[w].fetch_or(b, Ordering::Relaxed);
         }
-    } else if tid != threads::INTERNAL && THREAD_SET.lock().insert(((site_idx as u64) << 32) | tid as u64) {
+    } else if tid != threads::INTERNAL
+        && THREAD_SET
+            .lock()
+            .insert(((site_idx as u64) << 32) | tid as u64)
+    {
         s.extra_threads.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -568,13 +598,25 @@ fn site_for(kind: u32, fp: *mut libc::c_void) -> Option<u32> {
 // Entry points from interpose.c (the re-entrancy guard is set while they run).
 
 #[no_mangle]
-pub unsafe extern "C" fn profcc_on_alloc(p: *mut libc::c_void, n: usize, kind: u32, fp: *mut libc::c_void) {
+pub unsafe extern "C" fn profcc_on_alloc(
+    p: *mut libc::c_void,
+    n: usize,
+    kind: u32,
+    fp: *mut libc::c_void,
+) {
     #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
     crate::ensure_init();
     let tid = threads::current_id();
-    let Some(site) = site_for(kind, fp) else { return };
+    let Some(site) = site_for(kind, fp) else {
+        return;
+    };
     account_alloc(site, tid, n as u64);
-    if let Some(stale) = OBJECTS.insert(Obj { addr: p as u64, size: n as u64, site, tid }) {
+    if let Some(stale) = OBJECTS.insert(Obj {
+        addr: p as u64,
+        size: n as u64,
+        site,
+        tid,
+    }) {
         account_release(stale.site, stale.size, true);
     }
 }
@@ -636,16 +678,36 @@ fn unmap_range(m: &mut BTreeMap<u64, Region>, a: u64, len: u64, free: bool) -> V
         let right = (o.addr + o.size).saturating_sub(end).min(o.size - left);
         let gone = o.size - left - right;
         if left > 0 {
-            m.insert(o.addr, Region { obj: Obj { size: left, ..o }, fragment: r.fragment });
+            m.insert(
+                o.addr,
+                Region {
+                    obj: Obj { size: left, ..o },
+                    fragment: r.fragment,
+                },
+            );
         }
         if right > 0 {
             // With a left piece kept, the right one is a fragment.
-            m.insert(end, Region { obj: Obj { addr: end, size: right, ..o }, fragment: r.fragment || left > 0 });
+            m.insert(
+                end,
+                Region {
+                    obj: Obj {
+                        addr: end,
+                        size: right,
+                        ..o
+                    },
+                    fragment: r.fragment || left > 0,
+                },
+            );
         }
         if free {
             account_release(o.site, gone, left == 0 && right == 0 && !r.fragment);
         }
-        removed.push(Obj { addr: o.addr.max(a), size: gone, ..o });
+        removed.push(Obj {
+            addr: o.addr.max(a),
+            size: gone,
+            ..o
+        });
     }
     removed
 }
@@ -655,11 +717,24 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
     #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
     crate::ensure_init();
     let tid = threads::current_id();
-    let Some(site) = site_for(KIND_MMAP, fp) else { return };
+    let Some(site) = site_for(KIND_MMAP, fp) else {
+        return;
+    };
     let size = round_page(n as u64);
     let mut m = MMAPS.lock();
     unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region replaces it
-    m.insert(p as u64, Region { obj: Obj { addr: p as u64, size, site, tid }, fragment: false });
+    m.insert(
+        p as u64,
+        Region {
+            obj: Obj {
+                addr: p as u64,
+                size,
+                site,
+                tid,
+            },
+            fragment: false,
+        },
+    );
     drop(m);
     account_alloc(site, tid, size);
 }
@@ -673,14 +748,32 @@ pub unsafe extern "C" fn profcc_on_munmap(p: *mut libc::c_void, n: usize) {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn profcc_on_mremap(old: *mut libc::c_void, old_n: usize, p: *mut libc::c_void, n: usize) {
+pub unsafe extern "C" fn profcc_on_mremap(
+    old: *mut libc::c_void,
+    old_n: usize,
+    p: *mut libc::c_void,
+    n: usize,
+) {
     let mut m = MMAPS.lock();
     let gone = unmap_range(&mut m, old as u64, old_n as u64, false);
-    let Some(first) = gone.first().copied() else { return };
+    let Some(first) = gone.first().copied() else {
+        return;
+    };
     let removed: u64 = gone.iter().map(|o| o.size).sum();
     let size = round_page(n as u64);
     unmap_range(&mut m, p as u64, size, true);
-    m.insert(p as u64, Region { obj: Obj { addr: p as u64, size, site: first.site, tid: first.tid }, fragment: false });
+    m.insert(
+        p as u64,
+        Region {
+            obj: Obj {
+                addr: p as u64,
+                size,
+                site: first.site,
+                tid: first.tid,
+            },
+            fragment: false,
+        },
+    );
     drop(m);
     if let Some(ss) = sites() {
         let s = ss.site(first.site);
@@ -706,10 +799,20 @@ fn info(o: &Obj) -> ObjectInfo {
     let (stack, kind) = sites()
         .map(|s| {
             let site = s.site(o.site);
-            (site.stack.load(Ordering::Relaxed), site.kind.load(Ordering::Relaxed))
+            (
+                site.stack.load(Ordering::Relaxed),
+                site.kind.load(Ordering::Relaxed),
+            )
         })
         .unwrap_or((0, 0));
-    ObjectInfo { start: o.addr, size: o.size, stack, tid: o.tid, kind, site: o.site }
+    ObjectInfo {
+        start: o.addr,
+        size: o.size,
+        stack,
+        tid: o.tid,
+        kind,
+        site: o.site,
+    }
 }
 
 /// The live object containing `addr` (start or interior address), from any thread, on a cold
@@ -732,7 +835,10 @@ pub unsafe extern "C" fn __profcc_object_at(addr: *const libc::c_void, out: *mut
     match lookup(addr as u64) {
         Some(i) => {
             if !out.is_null() {
-                for (k, v) in [i.start, i.size, i.stack as u64, i.tid as u64, i.kind as u64].into_iter().enumerate() {
+                for (k, v) in [i.start, i.size, i.stack as u64, i.tid as u64, i.kind as u64]
+                    .into_iter()
+                    .enumerate()
+                {
                     *out.add(k) = v;
                 }
             }
@@ -764,7 +870,11 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
             continue;
         }
         let kind = s.kind.load(Ordering::Relaxed) as usize;
-        let threads = s.tbits.iter().map(|b| b.load(Ordering::Relaxed).count_ones()).sum::<u32>()
+        let threads = s
+            .tbits
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed).count_ones())
+            .sum::<u32>()
             + s.extra_threads.load(Ordering::Relaxed);
         out.push(profcc_schema::AllocSite {
             stack: s.stack.load(Ordering::Relaxed),
@@ -815,7 +925,12 @@ mod tests {
     use super::*;
 
     fn o(addr: u64, size: u64) -> Obj {
-        Obj { addr, size, site: 3, tid: 1 }
+        Obj {
+            addr,
+            size,
+            site: 3,
+            tid: 1,
+        }
     }
 
     #[test]
@@ -874,7 +989,11 @@ mod tests {
         }
         for &(start, s) in &objs {
             for off in (0..s).step_by(7).chain([s - 1]) {
-                assert_eq!(m.containing(start + off).map(|x| x.addr), Some(start), "{start:#x}+{off}");
+                assert_eq!(
+                    m.containing(start + off).map(|x| x.addr),
+                    Some(start),
+                    "{start:#x}+{off}"
+                );
             }
         }
         assert_eq!(m.containing(a), None);
@@ -883,11 +1002,28 @@ mod tests {
     #[test]
     fn mmap_ranges_split() {
         let mut m = BTreeMap::new();
-        m.insert(0x10000, Region { obj: o(0x10000, 0x4000), fragment: false });
+        m.insert(
+            0x10000,
+            Region {
+                obj: o(0x10000, 0x4000),
+                fragment: false,
+            },
+        );
         let gone = unmap_range(&mut m, 0x11000, 0x1000, false);
-        assert_eq!(gone, vec![Obj { addr: 0x11000, size: 0x1000, site: 3, tid: 1 }]);
+        assert_eq!(
+            gone,
+            vec![Obj {
+                addr: 0x11000,
+                size: 0x1000,
+                site: 3,
+                tid: 1
+            }]
+        );
         assert_eq!(m.len(), 2);
-        assert_eq!((m[&0x10000].obj.size, m[&0x10000].fragment), (0x1000, false));
+        assert_eq!(
+            (m[&0x10000].obj.size, m[&0x10000].fragment),
+            (0x1000, false)
+        );
         assert_eq!((m[&0x12000].obj.size, m[&0x12000].fragment), (0x2000, true));
         // The object piece going counts the free; the fragment stays, holding bytes only.
         let gone = unmap_range(&mut m, 0x10000, 0x800, false);

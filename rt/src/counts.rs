@@ -5,8 +5,15 @@
 //!
 //! ```text
 //! slot 2*g     executions of global site g      g in [0, MAX_SITES)            registered sites
-//! slot 2*g+1   bytes accessed by site g         g in [LIMBO, LIMBO+MAX_MODULE_SITES)  accesses made
-//!                                                                               before their module registered
+//! slot 2*g+1   bytes of run-time-length         g in [LIMBO, LIMBO+MAX_MODULE_SITES)  accesses made
+//!              accesses (memory intrinsics)                                     before their module registered
+//! ```
+//!
+//! Fixed-size sites only bump the count; their bytes are count x size, computed here.
+//! Before a thread has its own array, `__profcc_counts` points at a static scratch array of
+//! the same layout (rt/csrc/tls.c), so the inlined fast path never needs a branch.
+//!
+//! ```text
 //! ```
 //!
 //! Invariants (tested in `tests`): a module's sites get the global ids
@@ -22,7 +29,7 @@ pub const MAX_SITES: u32 = 1 << 22;
 pub const MAX_MODULE_SITES: u32 = 1 << 20;
 pub const LIMBO: u32 = MAX_SITES;
 pub const SLOTS: usize = 2 * (MAX_SITES + MAX_MODULE_SITES) as usize;
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// One access site, as the pass emits it (`passes/src/abi.rs` is the other side).
 #[repr(C)]
@@ -68,7 +75,11 @@ static THREAD_COUNTS: SpinLock<Vec<ThreadCounts>> = SpinLock::new(Vec::new());
 
 extern "C" {
     fn profcc_counts_slot() -> *mut *mut u64;
+    fn profcc_scratch() -> *mut u64;
 }
+
+/// Pseudo thread id of the scratch array (threads the runtime never saw start).
+pub const SCRATCH_TID: u32 = u32::MAX;
 
 /// Called by every instrumented module's constructor (priority 1).
 #[no_mangle]
@@ -90,36 +101,32 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
     MODULES.lock().push(Registered { desc: m, base });
 }
 
-/// The cold door of the access hook: the calling thread has no counter array yet.
-#[no_mangle]
-#[cold]
-#[inline(never)]
-pub unsafe extern "C" fn __profcc_slow_access(_addr: usize, gsite: u32, size: u64) {
-    let c = thread_counts();
-    if c.is_null() || gsite as usize * 2 + 1 >= SLOTS {
-        return;
-    }
-    *c.add(2 * gsite as usize) += 1;
-    *c.add(2 * gsite as usize + 1) += size;
-}
-
-/// This thread's counter array, mapped on first use.
+/// Give the calling thread its own counter array (idempotent). Called for the main thread
+/// during initialisation and for every other thread in its start trampoline, before user
+/// code runs on it. If mapping fails the thread keeps counting in the scratch array.
 pub fn thread_counts() -> *mut u64 {
     unsafe {
         let slot = profcc_counts_slot();
-        if !(*slot).is_null() {
+        let scratch = profcc_scratch();
+        if *slot != scratch && !(*slot).is_null() {
             return *slot;
         }
-        crate::ensure_init();
         let p = mem::map(SLOTS * 8, true) as *mut u64;
         if p.is_null() {
-            return p;
+            return *slot;
         }
-        *slot = p;
-        THREAD_COUNTS.lock().push(ThreadCounts {
+        let mut all = THREAD_COUNTS.lock();
+        if all.is_empty() {
+            all.push(ThreadCounts {
+                tid: SCRATCH_TID,
+                counts: scratch,
+            });
+        }
+        all.push(ThreadCounts {
             tid: crate::threads::current_id(),
             counts: p,
         });
+        *slot = p;
         p
     }
 }
@@ -131,7 +138,13 @@ pub unsafe fn after_fork_child() {
     MODULES.force_unlock();
     THREAD_COUNTS.force_unlock();
     for t in THREAD_COUNTS.lock().iter() {
-        libc::madvise(t.counts as *mut libc::c_void, SLOTS * 8, libc::MADV_DONTNEED);
+        if t.tid != SCRATCH_TID {
+            libc::madvise(
+                t.counts as *mut libc::c_void,
+                SLOTS * 8,
+                libc::MADV_DONTNEED,
+            );
+        }
     }
 }
 
@@ -192,6 +205,9 @@ pub fn snapshot() -> Snapshot {
                 continue;
             }
             let s = unsafe { *d.sites.add(local as usize) };
+            if s.size != 0 {
+                bytes = count * s.size as u64;
+            }
             let inl = unsafe { string_at(d.strings, s.inlined_at) };
             sites.push(AccessSite {
                 file: unsafe { string_at(d.strings, s.file) },

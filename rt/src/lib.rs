@@ -4,7 +4,7 @@
 //! - `mem`: the runtime's own mmap-backed heap (`#[global_allocator]`) and spin lock.
 //! - `options`: the `PROFCC_OPTIONS` flag table.
 //! - `counts`: module registration and the per-thread access-site counters that the
-//!   inlined fast path bumps; the cold door `__profcc_slow_access`.
+//!   inlined fast path bumps (branch-free: a static scratch array until a thread has its own).
 //! - `threads`: `pthread_create` interposition, dense thread ids, stack bounds.
 //! - `stack`: frame-pointer stack capture and the stack depot.
 //! - `alloc`: the malloc family / operator new/delete / mmap interposers and the object map.
@@ -60,6 +60,7 @@ fn init_slow() {
     }
     mem::install_fork_handlers();
     threads::init_main_thread();
+    counts::thread_counts();
     writer::install();
     INIT.store(DONE, Ordering::Release);
 }

@@ -64,7 +64,12 @@ pub fn hash(frames: &[u64]) -> u64 {
 
 impl Depot {
     /// Lay a depot over `mem` (zeroed, `table_slots` a power of two).
-    pub unsafe fn new(mem: *mut u8, table_slots: usize, max_stacks: usize, arena_len: usize) -> Depot {
+    pub unsafe fn new(
+        mem: *mut u8,
+        table_slots: usize,
+        max_stacks: usize,
+        arena_len: usize,
+    ) -> Depot {
         let d = Depot {
             table: mem as *const AtomicU32,
             table_mask: table_slots - 1,
@@ -109,7 +114,8 @@ impl Depot {
         }
         unsafe {
             let rec = self.arena.add(off as usize - 1) as *const u64;
-            *rec == h && *rec.add(1) as usize == frames.len()
+            *rec == h
+                && *rec.add(1) as usize == frames.len()
                 && core::slice::from_raw_parts(rec.add(2), frames.len()) == frames
         }
     }
@@ -127,9 +133,14 @@ impl Depot {
             let v = self.slot(i).load(Ordering::Acquire);
             if v == 0 {
                 self.inflight.fetch_add(1, Ordering::AcqRel);
-                if self.slot(i).compare_exchange(0, BUSY, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                if self
+                    .slot(i)
+                    .compare_exchange(0, BUSY, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
                     let id = self.publish(h, frames);
-                    self.slot(i).store(if id == 0 { 0 } else { id + 1 }, Ordering::Release);
+                    self.slot(i)
+                        .store(if id == 0 { 0 } else { id + 1 }, Ordering::Release);
                     self.inflight.fetch_sub(1, Ordering::AcqRel);
                     if id == 0 {
                         self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -212,7 +223,12 @@ impl Depot {
 
     pub fn snapshot(&self) -> Vec<profcc_schema::Stack> {
         (0..self.len())
-            .filter_map(|id| self.get(id).map(|f| profcc_schema::Stack { id, frames: f.to_vec() }))
+            .filter_map(|id| {
+                self.get(id).map(|f| profcc_schema::Stack {
+                    id,
+                    frames: f.to_vec(),
+                })
+            })
             .collect()
     }
 }
@@ -234,7 +250,12 @@ fn depot() -> Option<&'static Depot> {
         return None;
     }
     unsafe { d.write(Depot::new(mem, TABLE_SLOTS, MAX_STACKS, ARENA)) };
-    match DEPOT.compare_exchange(core::ptr::null_mut(), d, Ordering::AcqRel, Ordering::Acquire) {
+    match DEPOT.compare_exchange(
+        core::ptr::null_mut(),
+        d,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
         Ok(_) => Some(unsafe { &*d }),
         Err(other) => {
             crate::mem::unmap(mem, MAP_BYTES);
@@ -278,7 +299,9 @@ pub fn capture(skip: usize) -> u32 {
 
 /// Frames of a stack id.
 pub fn frames(id: u32) -> Vec<u64> {
-    depot().and_then(|d| d.get(id).map(|f| f.to_vec())).unwrap_or_default()
+    depot()
+        .and_then(|d| d.get(id).map(|f| f.to_vec()))
+        .unwrap_or_default()
 }
 
 /// Stacks that did not fit (the depot was full or a slot was abandoned): recorded as id 0.
@@ -294,7 +317,10 @@ pub fn dropped() -> u64 {
 pub fn snapshot() -> Vec<profcc_schema::Stack> {
     let p = DEPOT.load(Ordering::Acquire);
     if p.is_null() {
-        return vec![profcc_schema::Stack { id: 0, frames: Vec::new() }];
+        return vec![profcc_schema::Stack {
+            id: 0,
+            frames: Vec::new(),
+        }];
     }
     unsafe { (*p).snapshot() }
 }
@@ -356,7 +382,11 @@ mod tests {
         let hs: Vec<_> = (0..4)
             .map(|_| {
                 let d = d.clone();
-                std::thread::spawn(move || (1..200u64).map(|i| d.intern(&[i, i * 3, 7])).collect::<Vec<_>>())
+                std::thread::spawn(move || {
+                    (1..200u64)
+                        .map(|i| d.intern(&[i, i * 3, 7]))
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         let rs: Vec<Vec<u32>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
@@ -374,7 +404,8 @@ mod tests {
     fn abandoned_slot_after_fork() {
         let d = small();
         let h = hash(&[5]);
-        d.slot(h as usize & d.table_mask).store(BUSY, Ordering::Relaxed);
+        d.slot(h as usize & d.table_mask)
+            .store(BUSY, Ordering::Relaxed);
         d.inflight.store(1, Ordering::Relaxed);
         d.abandon_busy();
         assert_eq!(d.intern(&[5]), 1);

@@ -76,7 +76,10 @@ struct Registry {
     recs: Vec<Rec>,
 }
 
-static REG: SpinLock<Registry> = SpinLock::new(Registry { next: 1, recs: Vec::new() });
+static REG: SpinLock<Registry> = SpinLock::new(Registry {
+    next: 1,
+    recs: Vec::new(),
+});
 
 fn is_main_thread() -> bool {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 == libc::getpid() }
@@ -130,7 +133,12 @@ fn register_lazily() -> u32 {
         let mut r = REG.lock();
         let id = r.next;
         r.next += 1;
-        r.recs.push(Rec { id, parent: None, created_at: None, failed: false });
+        r.recs.push(Rec {
+            id,
+            parent: None,
+            created_at: None,
+            failed: false,
+        });
         id
     };
     tls().tid_plus1 = id + 1;
@@ -141,10 +149,20 @@ fn register_lazily() -> u32 {
 /// Every thread seen so far (accesses left 0; `writer` fills them). Id 0 always appears.
 pub fn snapshot() -> Vec<profcc_schema::Thread> {
     let _g = RtGuard::enter();
-    let mut out = vec![profcc_schema::Thread { id: 0, parent: None, created_at: None, accesses: 0 }];
+    let mut out = vec![profcc_schema::Thread {
+        id: 0,
+        parent: None,
+        created_at: None,
+        accesses: 0,
+    }];
     let recs: Vec<Rec> = REG.lock().recs.clone();
     for r in recs.iter().filter(|r| !r.failed) {
-        out.push(profcc_schema::Thread { id: r.id, parent: r.parent, created_at: r.created_at, accesses: 0 });
+        out.push(profcc_schema::Thread {
+            id: r.id,
+            parent: r.parent,
+            created_at: r.created_at,
+            accesses: 0,
+        });
     }
     out.sort_by_key(|t| t.id);
     out
@@ -153,7 +171,10 @@ pub fn snapshot() -> Vec<profcc_schema::Thread> {
 /// Start a runtime-internal thread (not registered, not profiled, all signals blocked,
 /// detached) with the real pthread_create. `arg` is only handed to `f`.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn spawn_internal(f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void, arg: *mut libc::c_void) -> bool {
+pub fn spawn_internal(
+    f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+) -> bool {
     unsafe { profcc_spawn_internal(f, arg) == 0 }
 }
 
@@ -181,7 +202,11 @@ pub unsafe extern "C" fn profcc_thread_prepare(
         r.next += 1;
         r.recs.push(Rec {
             id,
-            parent: if parent == INTERNAL { None } else { Some(parent) },
+            parent: if parent == INTERNAL {
+                None
+            } else {
+                Some(parent)
+            },
             created_at: Some(stack),
             failed: false,
         });
@@ -200,6 +225,7 @@ pub unsafe extern "C" fn profcc_thread_started(
     let s = Box::from_raw(rec as *mut Start);
     tls().tid_plus1 = s.id + 1;
     set_bounds(false);
+    crate::counts::thread_counts();
     *f = s.f;
     *arg = s.arg;
 }

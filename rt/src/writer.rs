@@ -255,7 +255,10 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
 /// written in place: renaming over it would replace the device with a regular file.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        return std::fs::OpenOptions::new().write(true).open(path)?.write_all(bytes);
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .write_all(bytes);
     }
     let dir = path
         .parent()
