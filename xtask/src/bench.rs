@@ -144,7 +144,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         let common = ["-O2", "-pthread", "-DSQLITE_OMIT_LOAD_EXTENSION", "-I"];
         sh(Command::new("clang-22").args(common).arg(&sqlite).arg(&driver).arg(sqlite.join("sqlite3.c")).arg("-o").arg(&native))?;
         sh(Command::new(&profcc).args(common).arg(&sqlite).arg(&driver).arg(sqlite.join("sqlite3.c")).arg("-o").arg(&inst))?;
-        programs.push(("sqlite_driver 4 20000".into(), native, inst, vec!["4".into(), "20000".into()]));
+        programs.push(("sqlite_driver 4 100000".into(), native, inst, vec!["4".into(), "100000".into()]));
     }
     out.push_str("| kernel | native s | profcc s | ratio | native RSS MiB | profcc RSS MiB | RSS limit (1.5x + 64) |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
