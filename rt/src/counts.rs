@@ -85,6 +85,7 @@ pub const SCRATCH_TID: u32 = u32::MAX;
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
     crate::ensure_init();
+    crate::writer::start_dumper(); // a constructor: no allocator lock is held here
     if m.is_null() || (*m).abi_version != ABI_VERSION {
         crate::writer::stderr_line(
             "profcc: an object was instrumented by a different profcc version; its accesses are not counted (rebuild it)",

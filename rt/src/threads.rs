@@ -109,7 +109,10 @@ pub fn init_main_thread() {
 #[no_mangle]
 pub extern "C" fn profcc_ctor_init() {
     #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
-    crate::ensure_init();
+    {
+        crate::ensure_init();
+        crate::writer::start_dumper();
+    }
 }
 
 /// Dense id of the calling thread: 0 for the main thread, then in creation order.

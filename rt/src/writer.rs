@@ -75,6 +75,21 @@ pub fn install() {
     unsafe {
         libc::atexit(at_exit);
         libc::pthread_atfork(None, None, Some(fork_child));
+    }
+}
+
+static DUMPER_STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Start the SIGUSR2 dumper thread, once. Only from constructors, never from `install` (which
+/// may run inside an interposer called by the program's own allocator under its lock, e.g.
+/// jemalloc's `malloc_init_hard` mmapping): `pthread_create` callocs the new thread's DTV, and
+/// that calloc would wait for the same lock forever.
+pub fn start_dumper() {
+    if DUMPER_STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let _guard = crate::threads::RtGuard::enter();
+    unsafe {
         let mut fds = [0i32; 2];
         if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) == 0 {
             if crate::threads::spawn_internal(dumper, fds[0] as usize as *mut libc::c_void) {
