@@ -77,12 +77,9 @@ impl Scratch {
             opts.push(':');
             opts.push_str(extra_options);
         }
-        let out = Command::new(self.path(exe))
-            .current_dir(self.dir.path())
-            .args(args)
-            .env("PROFCC_OPTIONS", opts)
-            .output()
-            .unwrap();
+        let out = output_within(
+            Command::new(self.path(exe)).current_dir(self.dir.path()).args(args).env("PROFCC_OPTIONS", opts),
+        );
         let p = profcc_schema::read(&profile).unwrap_or_else(|e| {
             panic!("{exe}: no profile ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr))
         });
@@ -90,8 +87,39 @@ impl Scratch {
     }
 
     pub fn run_plain(&self, exe: &str, args: &[&str]) -> Output {
-        Command::new(self.path(exe)).current_dir(self.dir.path()).args(args).output().unwrap()
+        output_within(Command::new(self.path(exe)).current_dir(self.dir.path()).args(args))
     }
+}
+
+/// `cmd.output()`, but a program still running after `PROFCC_TEST_TIMEOUT` seconds (default
+/// 300) is killed and the test fails naming it: a deadlocked program fails the test instead
+/// of hanging the whole run.
+pub fn output_within(cmd: &mut Command) -> Output {
+    let secs: u64 = std::env::var("PROFCC_TEST_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(std::time::Duration::from_secs(secs)).is_err() {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            return true;
+        }
+        false
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done_tx.send(());
+    let timed_out = watchdog.join().unwrap();
+    assert!(
+        !timed_out,
+        "{cmd:?} did not finish within {secs} s (killed; deadlock?); stderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// Sum of counts of the sites at `file_suffix:line` with the given kind.

@@ -1071,3 +1071,28 @@ fn autoconf_configure_make_tiny() {
         64
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The smallest form of what jemalloc's build showed: a program's own allocator that mmaps
+// under its own lock, entered from libstdc++'s constructor before the executable's. The
+// runtime initialised lazily from the mmap interposer and spawned its dumper thread there;
+// pthread_create's calloc then waited for the allocator's lock forever.
+
+#[test]
+fn own_allocator_mmapping_under_its_lock() {
+    let s = scratch("own-malloc");
+    let src = fixture("real/own_malloc_lock.c");
+    s.compile(
+        &profcc(),
+        &["-O1", src.to_str().unwrap(), "-o", "own_profcc", "-lstdc++"],
+    );
+    s.compile(
+        &clang(),
+        &["-O1", src.to_str().unwrap(), "-o", "own_clang", "-lstdc++"],
+    );
+    let native = s.run_plain("own_clang", &[]);
+    let (out, p) = s.run_profiled("own_profcc", &[], "");
+    assert_same_run("own allocator", &native, &out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    assert!(count_in(&p, "own_malloc_lock.c", "malloc") > 0);
+}
