@@ -106,8 +106,36 @@ unsafe fn file_of_scope(scope: LLVMMetadataRef) -> String {
     format!("{}/{}", dir.trim_end_matches('/'), name)
 }
 
+/// The debug location of `inst`, or, when it has none or line 0 (code the optimiser hoisted
+/// or merged), the nearest located instruction of the same block: before it, else after it.
+/// Profilers attribute such code the same way; it keeps hot loops on a real source line.
+unsafe fn nearest_location(inst: LLVMValueRef) -> LLVMMetadataRef {
+    let has_line = |i: LLVMValueRef| {
+        let l = LLVMInstructionGetDebugLoc(i);
+        (!l.is_null() && LLVMDILocationGetLine(l) != 0).then_some(l)
+    };
+    if let Some(l) = has_line(inst) {
+        return l;
+    }
+    let mut i = LLVMGetPreviousInstruction(inst);
+    while !i.is_null() {
+        if let Some(l) = has_line(i) {
+            return l;
+        }
+        i = LLVMGetPreviousInstruction(i);
+    }
+    let mut i = LLVMGetNextInstruction(inst);
+    while !i.is_null() {
+        if let Some(l) = has_line(i) {
+            return l;
+        }
+        i = LLVMGetNextInstruction(i);
+    }
+    LLVMInstructionGetDebugLoc(inst)
+}
+
 unsafe fn location(a: &Access) -> Loc {
-    let loc = LLVMInstructionGetDebugLoc(a.inst);
+    let loc = nearest_location(a.inst);
     let sp_file = || {
         let sp = LLVMGetSubprogram(a.func);
         if sp.is_null() {

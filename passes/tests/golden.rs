@@ -118,7 +118,7 @@ fn ctors() {
 #[test]
 fn debugloc() {
     let (ir, s) = run("debugloc");
-    assert_eq!(s.get("sites"), 2);
+    assert_eq!(s.get("sites"), 3);
     // The string table holds the joined path, the function and the inlined-at call.
     assert!(ir.contains("/home/u/proj/src/x.c\\00"), "{ir}");
     assert!(ir.contains("/usr/include/h.h\\00"));
@@ -129,6 +129,8 @@ fn debugloc() {
     // Site 0: line 4 col 5; site 1: line 2 col 7.
     assert!(ir.contains("i32 4, i32 5,"));
     assert!(ir.contains("i32 2, i32 7,"));
+    // Site 2 (line 0) takes the previous instruction's location, the inlined line 2 col 7.
+    assert_eq!(ir.matches("i32 2, i32 7,").count(), 2, "{ir}");
 }
 
 #[test]

@@ -299,8 +299,21 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     r
 }
 
+/// Programs that build systems compile and run to probe the platform (autoconf's
+/// `conftest`, CMake's `try_run` `cmTC_*`): they stay silent and leave no file behind unless
+/// the user named an output path, so configure results and build trees are as with clang.
+pub fn is_build_probe(exe: &str) -> bool {
+    let name = exe.rsplit('/').next().unwrap_or(exe);
+    name.starts_with("conftest") || name.starts_with("cmTC_")
+}
+
 pub fn dump(trigger: &str) {
     let _g = DUMPING.lock();
+    let explicit_out =
+        crate::env("PROFCC_OPTIONS").is_some_and(|o| o.split(':').any(|kv| kv.starts_with("out=")));
+    if !explicit_out && is_build_probe(&exe_path()) {
+        return;
+    }
     let p = build_profile(trigger);
     let mut written: Option<String> = None;
     if options::get_bool("write") {
@@ -413,6 +426,16 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn build_probes_are_recognised() {
+        assert!(super::is_build_probe("/tmp/x/conftest"));
+        assert!(super::is_build_probe(
+            "/b/CMakeFiles/CMakeScratch/TryCompile-1/cmTC_8a2f1"
+        ));
+        assert!(!super::is_build_probe("/usr/bin/myconftest"));
+        assert!(!super::is_build_probe("/usr/bin/prog"));
+    }
+
     #[test]
     fn expand_pattern() {
         assert_eq!(

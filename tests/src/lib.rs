@@ -6,13 +6,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The release binaries `cargo xtask build` made.
 pub fn bin(name: &str) -> PathBuf {
     let p = root().join("target/release").join(name);
-    assert!(p.exists(), "{} missing: run `cargo xtask build` (or `cargo xtask test`)", p.display());
+    assert!(
+        p.exists(),
+        "{} missing: run `cargo xtask build` (or `cargo xtask test`)",
+        p.display()
+    );
     p
 }
 
@@ -41,7 +48,12 @@ impl Default for Scratch {
 
 impl Scratch {
     pub fn new() -> Self {
-        Scratch { dir: tempfile::Builder::new().prefix("profcc-test").tempdir().unwrap() }
+        Scratch {
+            dir: tempfile::Builder::new()
+                .prefix("profcc-test")
+                .tempdir()
+                .unwrap(),
+        }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -56,7 +68,11 @@ impl Scratch {
 
     /// Run a compiler with args in the scratch dir; panic with its stderr on failure.
     pub fn compile(&self, compiler: &Path, args: &[&str]) -> Output {
-        let out = Command::new(compiler).current_dir(self.dir.path()).args(args).output().unwrap();
+        let out = Command::new(compiler)
+            .current_dir(self.dir.path())
+            .args(args)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{} {:?} failed:\n{}",
@@ -78,16 +94,26 @@ impl Scratch {
             opts.push_str(extra_options);
         }
         let out = output_within(
-            Command::new(self.path(exe)).current_dir(self.dir.path()).args(args).env("PROFCC_OPTIONS", opts),
+            Command::new(self.path(exe))
+                .current_dir(self.dir.path())
+                .args(args)
+                .env("PROFCC_OPTIONS", opts),
         );
         let p = profcc_schema::read(&profile).unwrap_or_else(|e| {
-            panic!("{exe}: no profile ({e}); stderr:\n{}", String::from_utf8_lossy(&out.stderr))
+            panic!(
+                "{exe}: no profile ({e}); stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
         });
         (out, p)
     }
 
     pub fn run_plain(&self, exe: &str, args: &[&str]) -> Output {
-        output_within(Command::new(self.path(exe)).current_dir(self.dir.path()).args(args))
+        output_within(
+            Command::new(self.path(exe))
+                .current_dir(self.dir.path())
+                .args(args),
+        )
     }
 }
 
@@ -95,7 +121,10 @@ impl Scratch {
 /// 300) is killed and the test fails naming it: a deadlocked program fails the test instead
 /// of hanging the whole run.
 pub fn output_within(cmd: &mut Command) -> Output {
-    let secs: u64 = std::env::var("PROFCC_TEST_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let secs: u64 = std::env::var("PROFCC_TEST_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
     let child = cmd
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -105,8 +134,13 @@ pub fn output_within(cmd: &mut Command) -> Output {
     let pid = child.id();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
-        if done_rx.recv_timeout(std::time::Duration::from_secs(secs)).is_err() {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        if done_rx
+            .recv_timeout(std::time::Duration::from_secs(secs))
+            .is_err()
+        {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
             return true;
         }
         false
@@ -133,7 +167,10 @@ pub fn count_at(p: &Profile, file_suffix: &str, line: u32, kind: profcc_schema::
 
 /// The line number of the first line containing `marker` in `text` (1-based).
 pub fn line_of(text: &str, marker: &str) -> u32 {
-    text.lines().position(|l| l.contains(marker)).unwrap_or_else(|| panic!("marker {marker} not found")) as u32 + 1
+    text.lines()
+        .position(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("marker {marker} not found")) as u32
+        + 1
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -151,7 +188,11 @@ pub fn crate_dir(name: &str) -> PathBuf {
             .args(["metadata", "--format-version", "1"])
             .output()
             .expect("cannot run cargo metadata");
-        assert!(out.status.success(), "cargo metadata failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "cargo metadata failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).expect("cargo metadata output is not JSON")
     });
     for p in meta["packages"].as_array().into_iter().flatten() {
@@ -165,7 +206,9 @@ pub fn crate_dir(name: &str) -> PathBuf {
 
 /// Run a command to completion; panic with its command line, stdout and stderr on failure.
 pub fn sh(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
@@ -189,7 +232,13 @@ pub fn copy_tree(from: &Path, to: &Path) {
 
 /// Compile each source to `<out_dir>/<stem>.o` with `compiler flags -c`, `jobs` at a time.
 /// Returns the objects in the order of `sources`.
-pub fn compile_many(compiler: &Path, flags: &[&str], sources: &[PathBuf], out_dir: &Path, jobs: usize) -> Vec<PathBuf> {
+pub fn compile_many(
+    compiler: &Path,
+    flags: &[&str],
+    sources: &[PathBuf],
+    out_dir: &Path,
+    jobs: usize,
+) -> Vec<PathBuf> {
     std::fs::create_dir_all(out_dir).unwrap();
     let objects: Vec<PathBuf> = sources
         .iter()
@@ -203,7 +252,12 @@ pub fn compile_many(compiler: &Path, flags: &[&str], sources: &[PathBuf], out_di
                 if i >= sources.len() {
                     break;
                 }
-                sh(Command::new(compiler).args(flags).arg("-c").arg(&sources[i]).arg("-o").arg(&objects[i]));
+                sh(Command::new(compiler)
+                    .args(flags)
+                    .arg("-c")
+                    .arg(&sources[i])
+                    .arg("-o")
+                    .arg(&objects[i]));
             });
         }
     });
@@ -212,7 +266,9 @@ pub fn compile_many(compiler: &Path, flags: &[&str], sources: &[PathBuf], out_di
 
 /// `profcc report --format json FILE`: the profile with its stacks symbolised.
 pub fn report_json(profile: &Path) -> serde_json::Value {
-    let out = sh(Command::new(profcc()).args(["report", "--format", "json"]).arg(profile));
+    let out = sh(Command::new(profcc())
+        .args(["report", "--format", "json"])
+        .arg(profile));
     serde_json::from_slice(&out.stdout).expect("profcc report --format json printed no JSON")
 }
 
@@ -238,7 +294,11 @@ pub fn count_in(p: &Profile, file_suffix: &str, function: &str) -> u64 {
 
 /// Total access count of the sites in files ending in `file_suffix`.
 pub fn count_in_file(p: &Profile, file_suffix: &str) -> u64 {
-    p.sites.iter().filter(|s| s.file.ends_with(file_suffix)).map(|s| s.count).sum()
+    p.sites
+        .iter()
+        .filter(|s| s.file.ends_with(file_suffix))
+        .map(|s| s.count)
+        .sum()
 }
 
 /// Assert that two runs of the same program (plain clang-22 build, profcc build) printed the
@@ -250,5 +310,9 @@ pub fn assert_same_run(what: &str, native: &Output, profiled: &Output) {
         "{what}: stdout differs between the clang-22 and the profcc build; profcc stderr:\n{}",
         tail(&String::from_utf8_lossy(&profiled.stderr), 30)
     );
-    assert_eq!(native.status.code(), profiled.status.code(), "{what}: exit status differs");
+    assert_eq!(
+        native.status.code(),
+        profiled.status.code(),
+        "{what}: exit status differs"
+    );
 }

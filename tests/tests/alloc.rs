@@ -31,8 +31,16 @@ int main() {
 "#;
 
 fn report_json(profile: &std::path::Path) -> Value {
-    let out = Command::new(profcc()).args(["report", "--format", "json", "--top", "0"]).arg(profile).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(profcc())
+        .args(["report", "--format", "json", "--top", "0"])
+        .arg(profile)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -45,10 +53,16 @@ fn site_at<'a>(r: &'a Value, line: u32, kind: &str) -> &'a Value {
         .find(|s| {
             s["kind"] == kind
                 && s["stack"].as_array().unwrap().iter().any(|f| {
-                    f["file"].as_str().is_some_and(|x| x.ends_with("alloc.cpp")) && f["line"] == line
+                    f["file"].as_str().is_some_and(|x| x.ends_with("alloc.cpp"))
+                        && f["line"] == line
                 })
         })
-        .unwrap_or_else(|| panic!("no {kind} site at alloc.cpp:{line}:\n{}", serde_json::to_string_pretty(&r["alloc_sites"]).unwrap()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {kind} site at alloc.cpp:{line}:\n{}",
+                serde_json::to_string_pretty(&r["alloc_sites"]).unwrap()
+            )
+        })
 }
 
 #[test]
@@ -69,20 +83,51 @@ fn allocation_sites_exact() {
         assert_eq!(m["live_bytes_at_exit"], 500, "{opt}");
         // The caller of make() is on the stack too (inlined or not).
         let loop_line = line_of(ALLOC_CPP, "MARK_LOOP");
-        assert!(m["stack"].as_array().unwrap().iter().any(|f| f["line"] == loop_line), "{opt}: {m}");
+        assert!(
+            m["stack"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["line"] == loop_line),
+            "{opt}: {m}"
+        );
 
         // new/new[] are recorded once, as new, never again as the malloc inside them.
         for site in r["alloc_sites"]["sites"].as_array().unwrap() {
             for f in site["stack"].as_array().unwrap() {
-                assert!(!f["file"].as_str().unwrap_or("").contains("/rt/"), "{opt}: runtime frame in {site}");
+                assert!(
+                    !f["file"].as_str().unwrap_or("").contains("/rt/"),
+                    "{opt}: runtime frame in {site}"
+                );
             }
         }
         let c = site_at(&r, line_of(ALLOC_CPP, "MARK_CALLOC"), "calloc");
-        assert_eq!((c["count"].as_u64(), c["bytes"].as_u64(), c["frees"].as_u64()), (Some(1), Some(21), Some(1)));
+        assert_eq!(
+            (
+                c["count"].as_u64(),
+                c["bytes"].as_u64(),
+                c["frees"].as_u64()
+            ),
+            (Some(1), Some(21), Some(1))
+        );
         let n = site_at(&r, line_of(ALLOC_CPP, "MARK_NEW"), "new");
-        assert_eq!((n["count"].as_u64(), n["bytes"].as_u64(), n["frees"].as_u64()), (Some(1), Some(32), Some(1)));
+        assert_eq!(
+            (
+                n["count"].as_u64(),
+                n["bytes"].as_u64(),
+                n["frees"].as_u64()
+            ),
+            (Some(1), Some(32), Some(1))
+        );
         let a = site_at(&r, line_of(ALLOC_CPP, "MARK_NEW_ARRAY"), "new[]");
-        assert_eq!((a["count"].as_u64(), a["bytes"].as_u64(), a["frees"].as_u64()), (Some(1), Some(96), Some(1)));
+        assert_eq!(
+            (
+                a["count"].as_u64(),
+                a["bytes"].as_u64(),
+                a["frees"].as_u64()
+            ),
+            (Some(1), Some(96), Some(1))
+        );
     }
 }
 
@@ -90,14 +135,22 @@ fn allocation_sites_exact() {
 fn report_rejects_truncated_and_foreign_files() {
     let s = Scratch::new();
     let good = s.write("p.json", &{
-        let p = profcc_schema::Profile { format: profcc_schema::FORMAT.into(), version: profcc_schema::VERSION, ..Default::default() };
+        let p = profcc_schema::Profile {
+            format: profcc_schema::FORMAT.into(),
+            version: profcc_schema::VERSION,
+            ..Default::default()
+        };
         serde_json::to_string(&p).unwrap()
     });
     let text = std::fs::read_to_string(&good).unwrap();
     let cut = s.write("cut.json", &text[..text.len() / 2]);
     let foreign = s.write("foreign.json", "{\"hello\": 1}");
     for (f, word) in [(&cut, "truncated"), (&foreign, "not a profcc profile")] {
-        let out = Command::new(profcc()).arg("report").arg(f).output().unwrap();
+        let out = Command::new(profcc())
+            .arg("report")
+            .arg(f)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");

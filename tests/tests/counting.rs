@@ -35,25 +35,45 @@ fn check(opt: &str) {
     let s = Scratch::new();
     s.write("counts.c", COUNTS_C);
     s.compile(&profcc(), &[opt, "-pthread", "counts.c", "-o", "counts"]);
-    s.compile(std::path::Path::new("clang-22"), &[opt, "-pthread", "counts.c", "-o", "native"]);
+    s.compile(
+        std::path::Path::new("clang-22"),
+        &[opt, "-pthread", "counts.c", "-o", "native"],
+    );
     let (out, p) = s.run_profiled("counts", &["x"], "summary=0");
     let native = s.run_plain("native", &["x"]);
     assert_eq!(out.stdout, native.stdout, "program output changed");
     assert_eq!(out.status.code(), Some(6));
     assert_eq!(native.status.code(), Some(6));
-    assert!(out.stderr.is_empty(), "summary=0 keeps stderr clean: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "summary=0 keeps stderr clean: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let store = line_of(COUNTS_C, "MARK_THREAD_STORE");
     let heap_store = line_of(COUNTS_C, "MARK_HEAP_STORE");
     let heap_load = line_of(COUNTS_C, "MARK_HEAP_LOAD");
-    assert_eq!(count_at(&p, "counts.c", store, Write), 3000, "{opt}: 3 threads x 1000 stores");
+    assert_eq!(
+        count_at(&p, "counts.c", store, Write),
+        3000,
+        "{opt}: 3 threads x 1000 stores"
+    );
     assert_eq!(count_at(&p, "counts.c", heap_store, Write), 100, "{opt}");
     assert_eq!(count_at(&p, "counts.c", heap_load, Read), 100, "{opt}");
-    let site = p.sites.iter().find(|x| x.line == store && x.kind == Write).unwrap();
+    let site = p
+        .sites
+        .iter()
+        .find(|x| x.line == store && x.kind == Write)
+        .unwrap();
     assert_eq!(site.threads, 3, "three threads executed the store");
     assert_eq!(site.size, 8);
     assert_eq!(site.function, "worker");
-    let bytes: u64 = p.sites.iter().filter(|x| x.line == store && x.kind == Write).map(|x| x.bytes).sum();
+    let bytes: u64 = p
+        .sites
+        .iter()
+        .filter(|x| x.line == store && x.kind == Write)
+        .map(|x| x.bytes)
+        .sum();
     assert_eq!(bytes, 24000);
     assert!(p.totals.writes >= 3100 && p.totals.reads >= 100);
     assert_eq!(p.trigger, "exit");

@@ -1060,6 +1060,20 @@ fn autoconf_configure_make_tiny() {
         read("profcc", "config.log").contains("CC='")
             && read("profcc", "Makefile").contains("profcc")
     );
+    // configure's conftest programs ran instrumented but stayed silent and left no profile.
+    let stray: Vec<_> = std::fs::read_dir(s.path("profcc"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("profcc.") && n.ends_with(".json"))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "configure left profiles behind: {stray:?}"
+    );
+    assert!(
+        !read("profcc", "config.log").contains("profcc: "),
+        "runtime summary in config.log"
+    );
 
     let native = s.run_plain("clang/tiny", &[]);
     let (out, p) = s.run_profiled("profcc/tiny", &[], "");

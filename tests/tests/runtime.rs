@@ -28,13 +28,29 @@ fn bad_option_warns_once_and_runs_on() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
-    let unknown: Vec<&str> = err.lines().filter(|l| l.contains("unknown option 'bogus'")).collect();
+    let unknown: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("unknown option 'bogus'"))
+        .collect();
     assert_eq!(unknown.len(), 1, "{err}");
-    assert!(unknown[0].contains("valid options:") && unknown[0].contains("summary"), "{err}");
-    assert!(err.lines().any(|l| l.contains("'summary=maybe' is not valid") && l.contains("0 or 1")), "{err}");
+    assert!(
+        unknown[0].contains("valid options:") && unknown[0].contains("summary"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.contains("'summary=maybe' is not valid") && l.contains("0 or 1")),
+        "{err}"
+    );
     // The default (summary on) is used for the bad value.
-    assert!(err.contains("profcc: 1") || err.contains("accesses"), "{err}");
-    assert_eq!(count_at(&p, "simple.c", line_of(SIMPLE_C, "MARK_STORE"), Write), 10);
+    assert!(
+        err.contains("profcc: 1") || err.contains("accesses"),
+        "{err}"
+    );
+    assert_eq!(
+        count_at(&p, "simple.c", line_of(SIMPLE_C, "MARK_STORE"), Write),
+        10
+    );
 }
 
 #[test]
@@ -48,7 +64,10 @@ fn help_lists_every_flag() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     for flag in ["out", "summary", "top", "write", "help"] {
-        assert!(err.lines().any(|l| l.trim_start().starts_with(flag)), "{flag} missing from help:\n{err}");
+        assert!(
+            err.lines().any(|l| l.trim_start().starts_with(flag)),
+            "{flag} missing from help:\n{err}"
+        );
     }
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
 }
@@ -57,7 +76,11 @@ fn help_lists_every_flag() {
 fn summary_is_at_most_ten_lines_and_default_name_has_exe_and_pid() {
     let s = Scratch::new();
     simple(&s);
-    let child = Command::new(s.path("simple")).current_dir(s.dir.path()).env_remove("PROFCC_OPTIONS").output().unwrap();
+    let child = Command::new(s.path("simple"))
+        .current_dir(s.dir.path())
+        .env_remove("PROFCC_OPTIONS")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&child.stderr);
     let lines: Vec<&str> = err.lines().collect();
     assert!(!lines.is_empty() && lines.len() <= 10, "{err}");
@@ -68,11 +91,19 @@ fn summary_is_at_most_ten_lines_and_default_name_has_exe_and_pid() {
         .filter(|n| n.starts_with("profcc.simple.") && n.ends_with(".json"))
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
-    let pid: u32 = names[0].trim_start_matches("profcc.simple.").trim_end_matches(".json").parse().unwrap();
+    let pid: u32 = names[0]
+        .trim_start_matches("profcc.simple.")
+        .trim_end_matches(".json")
+        .parse()
+        .unwrap();
     let p = profcc_schema::read(&s.path(&names[0])).unwrap();
     assert_eq!(p.pid, pid);
     // No temporary files left next to it.
-    assert!(std::fs::read_dir(s.dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+    assert!(std::fs::read_dir(s.dir.path()).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".tmp")));
 }
 
 #[test]
@@ -89,11 +120,20 @@ fn unwritable_directory_falls_back_to_tmpdir() {
         .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot write /nonexistent/dir/p.") && err.contains("instead"), "{err}");
-    let files: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(
+        err.contains("cannot write /nonexistent/dir/p.") && err.contains("instead"),
+        "{err}"
+    );
+    let files: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let p = profcc_schema::read(&files[0]).unwrap();
-    assert_eq!(count_at(&p, "simple.c", line_of(SIMPLE_C, "MARK_STORE"), Write), 10);
+    assert_eq!(
+        count_at(&p, "simple.c", line_of(SIMPLE_C, "MARK_STORE"), Write),
+        10
+    );
 }
 
 #[test]
@@ -127,13 +167,19 @@ int main(void) {
     // The exit dump overwrote the signal dump: both were complete, the last has all counts.
     let p = profcc_schema::read(&sig).unwrap();
     assert_eq!(p.trigger, "exit");
-    assert_eq!(count_at(&p, "loop.c", 7, Write) + count_at(&p, "loop.c", 10, Write), 1500);
+    assert_eq!(
+        count_at(&p, "loop.c", 7, Write) + count_at(&p, "loop.c", 10, Write),
+        1500
+    );
 
     // With the exit dump off, the file on disk is the signal dump with the first 1000 stores.
     let sig2 = s.path("sig2.json");
     let _ = Command::new(s.path("loop"))
         .current_dir(s.dir.path())
-        .env("PROFCC_OPTIONS", format!("out={}:summary=0:exit_dump=0", sig2.display()))
+        .env(
+            "PROFCC_OPTIONS",
+            format!("out={}:summary=0:exit_dump=0", sig2.display()),
+        )
         .output()
         .unwrap();
     let p = profcc_schema::read(&sig2).unwrap();
@@ -160,14 +206,21 @@ int main() { std::puts("main"); return 0; }
     s.compile(&profcxx(), &["-O1", "dtor.cpp", "-o", "dtor"]);
     let (out, p) = s.run_profiled("dtor", &[], "summary=0");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "main\n");
-    assert_eq!(count_at(&p, "dtor.cpp", 5, Write), 77, "the exit dump runs after static destructors");
+    assert_eq!(
+        count_at(&p, "dtor.cpp", 5, Write),
+        77,
+        "the exit dump runs after static destructors"
+    );
 }
 
 #[test]
 fn fork_child_writes_its_own_profile() {
     let s = Scratch::new();
     s.write("fork.c", FORK_C);
-    let (child_line, parent_line) = (line_of(FORK_C, "MARK_CHILD"), line_of(FORK_C, "MARK_PARENT"));
+    let (child_line, parent_line) = (
+        line_of(FORK_C, "MARK_CHILD"),
+        line_of(FORK_C, "MARK_PARENT"),
+    );
     s.compile(&profcc(), &["-O1", "fork.c", "-o", "fork"]);
     let out = Command::new(s.path("fork"))
         .current_dir(s.dir.path())
@@ -183,7 +236,11 @@ fn fork_child_writes_its_own_profile() {
         .collect();
     assert_eq!(profiles.len(), 2);
     profiles.sort_by_key(|p| count_at(p, "fork.c", child_line, Write));
-    assert_eq!(count_at(&profiles[0], "fork.c", child_line, Write), 0, "parent did not run the child's loop");
+    assert_eq!(
+        count_at(&profiles[0], "fork.c", child_line, Write),
+        0,
+        "parent did not run the child's loop"
+    );
     assert_eq!(count_at(&profiles[0], "fork.c", parent_line, Write), 20);
     assert_eq!(count_at(&profiles[1], "fork.c", child_line, Write), 30);
     assert_eq!(count_at(&profiles[1], "fork.c", parent_line, Write), 0);
