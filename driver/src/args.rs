@@ -250,7 +250,10 @@ pub static TABLE: &[Opt] = &[
 ];
 
 fn find_exact(name: &str) -> Option<&'static Opt> {
-    TABLE.binary_search_by(|e| e.name.cmp(name)).ok().map(|i| &TABLE[i])
+    TABLE
+        .binary_search_by(|e| e.name.cmp(name))
+        .ok()
+        .map(|i| &TABLE[i])
 }
 
 /// Find the table entry for one argv element: exact match, else the longest prefix that takes
@@ -294,7 +297,10 @@ pub fn parse(args: &[String]) -> Result<Vec<Item>, (Reason, String)> {
                 // A response file that could not be read: let clang report it.
                 return Err((Reason::ResponseFile, a.clone()));
             }
-            items.push(Item::Input { path: a.clone(), lang: lang.clone() });
+            items.push(Item::Input {
+                path: a.clone(),
+                lang: lang.clone(),
+            });
             continue;
         }
         if a == "--" {
@@ -421,7 +427,8 @@ pub fn quote_gnu(a: &str) -> String {
 /// Quote one argument for display as a shell word.
 pub fn quote_sh(a: &str) -> String {
     let safe = !a.is_empty()
-        && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=+,:@%^".contains(c));
+        && a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=+,:@%^".contains(c));
     if safe {
         a.to_string()
     } else {
@@ -436,7 +443,12 @@ mod tests {
     #[test]
     fn table_is_sorted_and_unique() {
         for w in TABLE.windows(2) {
-            assert!(w[0].name < w[1].name, "{} must sort before {}", w[0].name, w[1].name);
+            assert!(
+                w[0].name < w[1].name,
+                "{} must sort before {}",
+                w[0].name,
+                w[1].name
+            );
         }
     }
 

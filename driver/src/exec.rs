@@ -61,14 +61,20 @@ pub fn env_on(name: &str) -> bool {
 
 /// One line to `PROFCC_LOG` (`1` = stderr, anything else = a file to append to).
 pub fn log(msg: &str) {
-    let Ok(dest) = std::env::var("PROFCC_LOG") else { return };
+    let Ok(dest) = std::env::var("PROFCC_LOG") else {
+        return;
+    };
     if dest.is_empty() || dest == "0" {
         return;
     }
     let line = format!("profcc[{}]: {msg}\n", std::process::id());
     if dest == "1" {
         let _ = std::io::stderr().write_all(line.as_bytes());
-    } else if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&dest) {
+    } else if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&dest)
+    {
         let _ = f.write_all(line.as_bytes());
     }
 }
@@ -103,16 +109,22 @@ pub fn which(prog: &str) -> Option<PathBuf> {
         return p.is_file().then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| is_executable(p))
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 pub fn self_exe() -> Option<PathBuf> {
-    std::env::current_exe().ok().and_then(|p| p.canonicalize().ok())
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
 }
 
 pub fn is_self(p: &Path) -> bool {
@@ -152,9 +164,16 @@ pub fn find_clang(named: Option<&str>, cxx: bool) -> Result<Clang, String> {
         }
     }
     if is_self(&path) {
-        log(&format!("{} resolves to profcc itself; using {}", path.display(), fallback.display()));
+        log(&format!(
+            "{} resolves to profcc itself; using {}",
+            path.display(),
+            fallback.display()
+        ));
         if is_executable(&fallback) && !is_self(&fallback) {
-            return Ok(Clang { path: fallback, pre: Vec::new() });
+            return Ok(Clang {
+                path: fallback,
+                pre: Vec::new(),
+            });
         }
         return Err(format!(
             "profcc: error: {} resolves to profcc itself (recursion); set PROFCC_CLANG=/path/to/real/clang-22",
@@ -166,7 +185,11 @@ pub fn find_clang(named: Option<&str>, cxx: bool) -> Result<Clang, String> {
 
 /// Replace this process with clang and the original arguments.
 pub fn exec_clang(clang: &Clang, args: &[OsString], reason: Reason, detail: &str) -> i32 {
-    log(&format!("pass-through ({}{}{detail})", reason.describe(), if detail.is_empty() { "" } else { ": " }));
+    log(&format!(
+        "pass-through ({}{}{detail})",
+        reason.describe(),
+        if detail.is_empty() { "" } else { ": " }
+    ));
     if env_on("PROFCC_DRY_RUN") {
         let mut line = clang.display();
         for a in args {
@@ -185,7 +208,11 @@ pub fn exec_clang(clang: &Clang, args: &[OsString], reason: Reason, detail: &str
 /// None = `none`: compile through the pipeline without instrumenting.
 pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
     let spec = std::env::var("PROFCC_INSTRUMENT").unwrap_or_default();
-    let spec = if spec.trim().is_empty() { "accesses".to_string() } else { spec };
+    let spec = if spec.trim().is_empty() {
+        "accesses".to_string()
+    } else {
+        spec
+    };
     let mut opts = profcc_passes::Options::default();
     let mut none = false;
     for w in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -225,7 +252,18 @@ struct JobPaths {
 fn job_paths(tmp: &Path, i: usize, job: &Job) -> JobPaths {
     let stem: String = Path::new(&job.source)
         .file_stem()
-        .map(|s| s.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect())
+        .map(|s| {
+            s.to_string_lossy()
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        })
         .unwrap_or_else(|| "src".into());
     let base = format!("{i}-{stem}");
     JobPaths {
@@ -238,7 +276,10 @@ fn job_paths(tmp: &Path, i: usize, job: &Job) -> JobPaths {
 /// Where codegen writes: a temporary renamed into place afterwards, or straight to the user's
 /// output when that is stdout or not a regular file (`-o /dev/null`).
 fn writes_direct(out: &str) -> bool {
-    out == "-" || std::fs::metadata(out).map(|m| !m.is_file()).unwrap_or(false)
+    out == "-"
+        || std::fs::metadata(out)
+            .map(|m| !m.is_file())
+            .unwrap_or(false)
 }
 
 fn frontend_cmd(job: &Job, p: &JobPaths) -> Vec<String> {
@@ -252,15 +293,24 @@ fn frontend_cmd(job: &Job, p: &JobPaths) -> Vec<String> {
     }
     v.push(job.source.clone());
     v.push("-o".into());
-    v.push(if job.instrument { p.bc.display().to_string() } else { p.obj.display().to_string() });
+    v.push(if job.instrument {
+        p.bc.display().to_string()
+    } else {
+        p.obj.display().to_string()
+    });
     v
 }
 
 fn codegen_cmd(job: &Job, input: &Path, out: &str) -> Vec<String> {
     let mut v = job.codegen.clone();
     v.extend(
-        ["-Xclang", "-disable-llvm-passes", "-Wno-unused-command-line-argument", if job.asm { "-S" } else { "-c" }]
-            .map(String::from),
+        [
+            "-Xclang",
+            "-disable-llvm-passes",
+            "-Wno-unused-command-line-argument",
+            if job.asm { "-S" } else { "-c" },
+        ]
+        .map(String::from),
     );
     v.push(input.display().to_string());
     v.push("-o".into());
@@ -330,8 +380,13 @@ fn install(from: &Path, to: &str) -> std::io::Result<()> {
     match std::fs::rename(from, to) {
         Ok(()) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc_exdev()) => {
-            let dir = Path::new(to).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let tmp = tempfile::Builder::new().prefix(".profcc-").tempfile_in(dir)?;
+            let dir = Path::new(to)
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let tmp = tempfile::Builder::new()
+                .prefix(".profcc-")
+                .tempfile_in(dir)?;
             std::fs::copy(from, tmp.path())?;
             tmp.persist(to).map_err(|e| e.error)?;
             Ok(())
@@ -386,7 +441,10 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
             }
         }
     };
-    let tmp: PathBuf = tmpdir.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_else(|| PathBuf::from("$TMPDIR/profcc-XXXXXX"));
+    let tmp: PathBuf = tmpdir
+        .as_ref()
+        .map(|t| t.path().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from("$TMPDIR/profcc-XXXXXX"));
     let stats = env_on("PROFCC_STATS");
 
     let mut objs = Vec::new();
@@ -396,18 +454,34 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
         objs.push(p.obj.clone());
         let direct = job.output.as_deref().filter(|o| writes_direct(o));
         if dry {
-            println!("[job {}] {} -> {}{}", i + 1, job.source, job.output.as_deref().unwrap_or("(temporary object)"),
-                if job.instrument { "" } else { " (not instrumented)" });
+            println!(
+                "[job {}] {} -> {}{}",
+                i + 1,
+                job.source,
+                job.output.as_deref().unwrap_or("(temporary object)"),
+                if job.instrument {
+                    ""
+                } else {
+                    " (not instrumented)"
+                }
+            );
             println!("  {}", show(clang, &frontend_cmd(job, &p)));
             if job.instrument {
                 let cg_in = match &opts {
                     Some(o) => {
-                        println!("  instrument {} -> {} (accesses: {})", p.bc.display(), p.inst.display(), o.accesses);
+                        println!(
+                            "  instrument {} -> {} (accesses: {})",
+                            p.bc.display(),
+                            p.inst.display(),
+                            o.accesses
+                        );
                         &p.inst
                     }
                     None => &p.bc,
                 };
-                let out = direct.map(String::from).unwrap_or_else(|| p.obj.display().to_string());
+                let out = direct
+                    .map(String::from)
+                    .unwrap_or_else(|| p.obj.display().to_string());
                 println!("  {}", show(clang, &codegen_cmd(job, cg_in, &out)));
             }
             if let (Some(o), None) = (&job.output, direct) {
@@ -435,7 +509,11 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
     let mut rc = 0;
     if let Some(link) = &b.link {
         let args = if b.jobs.is_empty() {
-            link_cmd(&orig.iter().cloned().map(LinkArg::Arg).collect::<Vec<_>>(), &objs, runtime.as_deref())
+            link_cmd(
+                &orig.iter().cloned().map(LinkArg::Arg).collect::<Vec<_>>(),
+                &objs,
+                runtime.as_deref(),
+            )
         } else {
             link_cmd(link, &objs, runtime.as_deref())
         };
@@ -477,19 +555,25 @@ fn run_job(
             Ok(s) => {
                 cg_in = p.inst.clone();
                 if stats {
-                    let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let counts: Vec<String> =
+                        s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     eprintln!("profcc: stats: {}: {}", job.source, counts.join(" "));
                 }
             }
             Err(e) => {
-                eprintln!("profcc: warning: {}: instrumentation failed ({e}); compiled without it", job.source);
+                eprintln!(
+                    "profcc: warning: {}: instrumentation failed ({e}); compiled without it",
+                    job.source
+                );
             }
         }
     }
     if interrupted() {
         return 1;
     }
-    let out = direct.map(String::from).unwrap_or_else(|| p.obj.display().to_string());
+    let out = direct
+        .map(String::from)
+        .unwrap_or_else(|| p.obj.display().to_string());
     let rc = run(clang, &codegen_cmd(job, &cg_in, &out), tmp);
     if rc != 0 || direct.is_some() || interrupted() {
         return rc;

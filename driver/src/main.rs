@@ -32,7 +32,10 @@ use std::path::{Path, PathBuf};
 fn main() {
     let argv: Vec<OsString> = std::env::args_os().collect();
     if argv.get(1).map(|a| a == "report").unwrap_or(false) {
-        let rest: Vec<String> = argv[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let rest: Vec<String> = argv[2..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         std::process::exit(report::run(&rest));
     }
     std::process::exit(driver(argv));
@@ -43,25 +46,41 @@ fn names_compiler(a: &str) -> bool {
     if a.starts_with('-') {
         return false;
     }
-    let name = Path::new(a).file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let rest = name.strip_prefix("clang++").or_else(|| name.strip_prefix("clang")).or_else(|| {
-        name.strip_prefix("profcc++").or_else(|| name.strip_prefix("profcc"))
-    });
+    let name = Path::new(a)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    let rest = name
+        .strip_prefix("clang++")
+        .or_else(|| name.strip_prefix("clang"))
+        .or_else(|| {
+            name.strip_prefix("profcc++")
+                .or_else(|| name.strip_prefix("profcc"))
+        });
     match rest {
         Some("") => true,
-        Some(r) => r.strip_prefix('-').map(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')).unwrap_or(false),
+        Some(r) => r
+            .strip_prefix('-')
+            .map(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            .unwrap_or(false),
         None => false,
     }
 }
 
 fn driver(argv: Vec<OsString>) -> i32 {
-    let argv0 = argv.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_else(|| "profcc".into());
+    let argv0 = argv
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "profcc".into());
     let mut cxx = argv0.ends_with("++");
     let mut rest: Vec<OsString> = argv.into_iter().skip(1).collect();
 
     match rest.first().and_then(|a| a.to_str()) {
         Some("--profcc-version") => {
-            println!("profcc {} (drives clang-22; see --print-cmake-toolchain, PROFCC_* variables)", env!("CARGO_PKG_VERSION"));
+            println!(
+                "profcc {} (drives clang-22; see --print-cmake-toolchain, PROFCC_* variables)",
+                env!("CARGO_PKG_VERSION")
+            );
             return 0;
         }
         Some("--print-cmake-toolchain") => return print_toolchain(),
@@ -75,8 +94,14 @@ fn driver(argv: Vec<OsString>) -> i32 {
         if !names_compiler(&first) {
             break;
         }
-        let resolves_to_self = exec::which(&first).map(|p| exec::is_self(&p)).unwrap_or(false);
-        let fname = Path::new(&first).file_name().unwrap().to_string_lossy().into_owned();
+        let resolves_to_self = exec::which(&first)
+            .map(|p| exec::is_self(&p))
+            .unwrap_or(false);
+        let fname = Path::new(&first)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         if !resolves_to_self && fname.starts_with("profcc") {
             break; // a source called "profcc"? leave it to clang
         }
@@ -92,9 +117,15 @@ fn driver(argv: Vec<OsString>) -> i32 {
 
     if named.is_none() {
         if let Some(first) = rest.first().and_then(|a| a.to_str()) {
-            let f = Path::new(first).file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let f = Path::new(first)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
             let base = f.split('-').next().unwrap_or("");
-            if matches!(base, "gcc" | "g++" | "cc" | "c++") && !first.starts_with('-') && Path::new(first).extension().is_none() {
+            if matches!(base, "gcc" | "g++" | "cc" | "c++")
+                && !first.starts_with('-')
+                && Path::new(first).extension().is_none()
+            {
                 eprintln!("profcc: error: prefix mode needs clang-22 as the compiler, not '{first}'; use CC=clang-22 CXX=clang++-22 with the launcher, or profcc/profcc++ as the compiler");
                 return 1;
             }
@@ -104,12 +135,19 @@ fn driver(argv: Vec<OsString>) -> i32 {
     // Nested inside a clang that profcc started: behave as plain clang-22.
     let nested = exec::env_on(exec::NESTED_ENV);
     let clang = if nested {
-        let p = PathBuf::from(if cxx { "/usr/bin/clang++-22" } else { "/usr/bin/clang-22" });
+        let p = PathBuf::from(if cxx {
+            "/usr/bin/clang++-22"
+        } else {
+            "/usr/bin/clang-22"
+        });
         if exec::is_self(&p) || !p.is_file() {
             eprintln!("profcc: error: profcc called itself through its clang (PROFCC_CLANG or PATH points back to profcc); set PROFCC_CLANG=/path/to/real/clang-22");
             return 1;
         }
-        exec::Clang { path: p, pre: Vec::new() }
+        exec::Clang {
+            path: p,
+            pre: Vec::new(),
+        }
     } else {
         match exec::find_clang(named.as_deref(), cxx) {
             Ok(c) => c,
@@ -126,16 +164,39 @@ fn driver(argv: Vec<OsString>) -> i32 {
         return exec::exec_clang(&clang, &rest, plan::Reason::Disabled, "");
     }
 
-    let Some(strs) = rest.iter().map(|a| a.to_str().map(String::from)).collect::<Option<Vec<String>>>() else {
-        return exec::exec_clang(&clang, &rest, plan::Reason::UnsureOption, "argument not UTF-8");
+    let Some(strs) = rest
+        .iter()
+        .map(|a| a.to_str().map(String::from))
+        .collect::<Option<Vec<String>>>()
+    else {
+        return exec::exec_clang(
+            &clang,
+            &rest,
+            plan::Reason::UnsureOption,
+            "argument not UTF-8",
+        );
     };
     let expanded = args::expand_response_files(&strs);
-    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
-    exec::log(&format!("{}: {} {}", cwd, clang.path.display(), strs.iter().map(|a| args::quote_sh(a)).collect::<Vec<_>>().join(" ")));
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    exec::log(&format!(
+        "{}: {} {}",
+        cwd,
+        clang.path.display(),
+        strs.iter()
+            .map(|a| args::quote_sh(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
     match plan::classify(&expanded) {
         plan::Plan::PassThrough(r, detail) => exec::exec_clang(&clang, &rest, r, &detail),
         plan::Plan::Build(b) => {
-            exec::log(&format!("build: {} compile job(s){}", b.jobs.len(), if b.link.is_some() { ", link" } else { "" }));
+            exec::log(&format!(
+                "build: {} compile job(s){}",
+                b.jobs.len(),
+                if b.link.is_some() { ", link" } else { "" }
+            ));
             exec::catch_signals();
             let rc = exec::run_build(&clang, &b, &strs);
             exec::finish_interrupted();
@@ -154,7 +215,10 @@ fn print_toolchain() -> i32 {
             let _ = std::os::unix::fs::symlink("profcc", &cxx);
         }
     }
-    let mut cands = vec![PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/profcc.cmake"))];
+    let mut cands = vec![PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../configs/profcc.cmake"
+    ))];
     if let Some(e) = &exe {
         let d = e.parent().unwrap();
         cands.push(d.join("profcc.cmake"));
@@ -175,10 +239,25 @@ fn print_toolchain() -> i32 {
 mod tests {
     #[test]
     fn compiler_names() {
-        for n in ["clang-22", "clang++-22", "/usr/bin/clang-22", "clang", "clang++", "clang-22.1"] {
+        for n in [
+            "clang-22",
+            "clang++-22",
+            "/usr/bin/clang-22",
+            "clang",
+            "clang++",
+            "clang-22.1",
+        ] {
             assert!(super::names_compiler(n), "{n}");
         }
-        for n in ["a.c", "-c", "clang-tidy", "clangd", "gcc", "clang-", "main.o"] {
+        for n in [
+            "a.c",
+            "-c",
+            "clang-tidy",
+            "clangd",
+            "gcc",
+            "clang-",
+            "main.o",
+        ] {
             assert!(!super::names_compiler(n), "{n}");
         }
     }

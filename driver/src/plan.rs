@@ -170,7 +170,10 @@ fn classify_input(path: &str, lang: Option<&str>) -> InputClass {
             _ => Unsupported,
         };
     }
-    let ext = std::path::Path::new(path).extension().and_then(|e| e.to_str()).unwrap_or("");
+    let ext = std::path::Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
     match ext {
         "c" | "i" | "cc" | "cp" | "cxx" | "cpp" | "CPP" | "c++" | "C" | "ii" => Instrument,
         "s" | "S" | "sx" => Asm,
@@ -204,9 +207,23 @@ fn stem(p: &str) -> String {
 }
 
 const XCLANG_ACTIONS: &[&str] = &[
-    "-E", "-S", "-analyze", "-plugin", "-fsyntax-only", "-init-only", "-rewrite-objc", "-Eonly",
-    "-module-file-info", "-verify", "-dump-tokens", "-dump-raw-tokens", "-print-preamble",
-    "-print-stats", "-test-io", "-print-decl-contexts", "-templight-dump",
+    "-E",
+    "-S",
+    "-analyze",
+    "-plugin",
+    "-fsyntax-only",
+    "-init-only",
+    "-rewrite-objc",
+    "-Eonly",
+    "-module-file-info",
+    "-verify",
+    "-dump-tokens",
+    "-dump-raw-tokens",
+    "-print-preamble",
+    "-print-stats",
+    "-test-io",
+    "-print-decl-contexts",
+    "-templight-dump",
 ];
 
 /// Classify a command line (argv without argv[0], response files expanded).
@@ -254,7 +271,15 @@ pub fn classify(args: &[String]) -> Plan {
                     Role::Dep(Dep::MT | Dep::MQ) => mt = true,
                     Role::LinkerFlags
                         if v.split(',').any(|w| {
-                            matches!(w, "-shared" | "--shared" | "-Bshareable" | "-r" | "-i" | "--relocatable")
+                            matches!(
+                                w,
+                                "-shared"
+                                    | "--shared"
+                                    | "-Bshareable"
+                                    | "-r"
+                                    | "-i"
+                                    | "--relocatable"
+                            )
                         }) =>
                     {
                         no_runtime = true;
@@ -268,7 +293,8 @@ pub fn classify(args: &[String]) -> Plan {
                     }
                     // clang rewrites -Wp,-MD,FILE to -MD -MF FILE: the target still needs -MQ.
                     Role::Steps(_)
-                        if opt.name == "-Wp," && (v.starts_with("-MD,") || v.starts_with("-MMD,")) =>
+                        if opt.name == "-Wp,"
+                            && (v.starts_with("-MD,") || v.starts_with("-MMD,")) =>
                     {
                         md = true;
                         mf = true;
@@ -305,7 +331,11 @@ pub fn classify(args: &[String]) -> Plan {
         }
     };
     if sources.is_empty() && linker_inputs == 0 {
-        let r = if verbose { Reason::VerboseNoInputs } else { Reason::NoInputs };
+        let r = if verbose {
+            Reason::VerboseNoInputs
+        } else {
+            Reason::NoInputs
+        };
         return Plan::PassThrough(r, String::new());
     }
     let compile_only = compile_only || asm;
@@ -338,7 +368,9 @@ pub fn classify(args: &[String]) -> Plan {
     let mut frontend = Vec::new();
     let mut codegen = Vec::new();
     for it in &items {
-        let Item::Opt { opt, tokens, .. } = it else { continue };
+        let Item::Opt { opt, tokens, .. } = it else {
+            continue;
+        };
         let bits = match opt.role {
             Role::Steps(b) => b,
             Role::Debug | Role::Verbose => FE | CG | LK,
@@ -361,12 +393,16 @@ pub fn classify(args: &[String]) -> Plan {
     frontend.push("-fno-omit-frame-pointer".into());
 
     for (n, s) in sources.iter().enumerate() {
-        let Item::Input { path, lang } = s else { unreachable!() };
+        let Item::Input { path, lang } = s else {
+            unreachable!()
+        };
         let instrument = classify_input(path, lang.as_deref()) == InputClass::Instrument;
         let out = if compile_only {
-            Some(output.clone().unwrap_or_else(|| {
-                format!("{}.{}", stem(path), if asm { "s" } else { "o" })
-            }))
+            Some(
+                output
+                    .clone()
+                    .unwrap_or_else(|| format!("{}.{}", stem(path), if asm { "s" } else { "o" })),
+            )
         } else {
             None
         };
@@ -419,7 +455,9 @@ pub fn classify(args: &[String]) -> Plan {
                     let keep = match opt.role {
                         Role::Steps(b) => b & LK != 0,
                         Role::Debug | Role::Verbose | Role::Output | Role::Lto => true,
-                        Role::LinkInput | Role::LinkerFlags | Role::NoRuntime | Role::Static => true,
+                        Role::LinkInput | Role::LinkerFlags | Role::NoRuntime | Role::Static => {
+                            true
+                        }
                         _ => false,
                     };
                     if keep {
@@ -538,7 +576,12 @@ mod tests {
 
     #[test]
     fn compile_with_o_in_every_spelling() {
-        for argv in ["-c a.c -o out/a.o", "-c a.c -oout/a.o", "-c --output out/a.o a.c", "-c a.c --output=out/a.o"] {
+        for argv in [
+            "-c a.c -o out/a.o",
+            "-c a.c -oout/a.o",
+            "-c --output out/a.o a.c",
+            "-c a.c --output=out/a.o",
+        ] {
             let b = build(argv);
             assert_eq!(b.jobs.len(), 1, "{argv}");
             assert_eq!(b.jobs[0].output.as_deref(), Some("out/a.o"), "{argv}");
@@ -552,7 +595,10 @@ mod tests {
         let b = build("-O2 -DX=1 -Iinc -c a.c -o a.o");
         let j = &b.jobs[0];
         assert!(j.instrument && !j.asm);
-        assert_eq!(j.frontend, sv("-O2 -DX=1 -Iinc -gline-tables-only -fno-omit-frame-pointer"));
+        assert_eq!(
+            j.frontend,
+            sv("-O2 -DX=1 -Iinc -gline-tables-only -fno-omit-frame-pointer")
+        );
         assert_eq!(j.codegen, sv("-O2"));
     }
 
@@ -562,7 +608,9 @@ mod tests {
         assert_eq!(b.jobs[0].frontend, sv("-g3 -fno-omit-frame-pointer"));
         assert_eq!(b.jobs[0].codegen, sv("-g3"));
         // -gz is not a request for debug info
-        assert!(build("-gz -c a.c").jobs[0].frontend.contains(&"-gline-tables-only".to_string()));
+        assert!(build("-gz -c a.c").jobs[0]
+            .frontend
+            .contains(&"-gline-tables-only".to_string()));
     }
 
     #[test]
@@ -573,7 +621,9 @@ mod tests {
             sv("-march=native -fPIC -ffunction-sections -Wall -Werror -Wa,--noexecstack -mllvm -x86-asm-syntax=intel")
         );
         assert!(b.jobs[0].frontend.contains(&"-std=c11".to_string()));
-        assert!(b.jobs[0].frontend.contains(&"-Wa,--noexecstack".to_string()));
+        assert!(b.jobs[0]
+            .frontend
+            .contains(&"-Wa,--noexecstack".to_string()));
     }
 
     #[test]
@@ -603,18 +653,26 @@ mod tests {
         assert!(b.jobs[0].frontend.ends_with(&sv("-MF a.d -MQ a.o")));
         // user's own -MF/-MT are kept, nothing added
         let b = build("-MD -MF x.d -MT tgt -c a.c -o a.o");
-        assert_eq!(b.jobs[0].frontend, sv("-MD -MF x.d -MT tgt -gline-tables-only -fno-omit-frame-pointer"));
+        assert_eq!(
+            b.jobs[0].frontend,
+            sv("-MD -MF x.d -MT tgt -gline-tables-only -fno-omit-frame-pointer")
+        );
         // codegen never sees dep flags
         assert!(b.jobs[0].codegen.is_empty());
         // -MQ only: no -MQ added, -MF computed
         let b = build("-MMD -MQ q -c a.c -o dir.x/a");
-        assert!(b.jobs[0].frontend.ends_with(&sv("-MQ q -gline-tables-only -fno-omit-frame-pointer -MF dir.x/a.d")));
+        assert!(b.jobs[0].frontend.ends_with(&sv(
+            "-MQ q -gline-tables-only -fno-omit-frame-pointer -MF dir.x/a.d"
+        )));
     }
 
     #[test]
     fn wp_md_gets_the_real_target() {
         let b = build("-Wp,-MMD,.a.o.d -c a.c -o a.o");
-        assert_eq!(b.jobs[0].frontend, sv("-Wp,-MMD,.a.o.d -gline-tables-only -fno-omit-frame-pointer -MQ a.o"));
+        assert_eq!(
+            b.jobs[0].frontend,
+            sv("-Wp,-MMD,.a.o.d -gline-tables-only -fno-omit-frame-pointer -MQ a.o")
+        );
     }
 
     #[test]
@@ -637,7 +695,10 @@ mod tests {
         );
         assert!(b.runtime);
         // link-only flags do not reach the frontend of a compile+link call
-        assert_eq!(b.jobs[0].frontend, sv("-O2 -Iinc -gline-tables-only -fno-omit-frame-pointer"));
+        assert_eq!(
+            b.jobs[0].frontend,
+            sv("-O2 -Iinc -gline-tables-only -fno-omit-frame-pointer")
+        );
     }
 
     #[test]
@@ -673,7 +734,10 @@ mod tests {
         let b = build("-x c foo.txt -x none b.c");
         assert_eq!(b.jobs[0].lang.as_deref(), Some("c"));
         assert_eq!(b.jobs[1].lang, None);
-        assert_eq!(link_strs(&b), sv("-Wno-unused-command-line-argument <obj0> <obj1>"));
+        assert_eq!(
+            link_strs(&b),
+            sv("-Wno-unused-command-line-argument <obj0> <obj1>")
+        );
         // -x c makes an unusual extension a source; before -x it is a linker input
         let b = build("foo.txt -xc bar.txt");
         assert_eq!(b.jobs.len(), 1);
@@ -709,7 +773,10 @@ mod tests {
     #[test]
     fn compile_only_frontend_sees_link_flags_like_clang_would() {
         let b = build("-c a.c -L/x -lm -Wl,-z,now");
-        assert_eq!(b.jobs[0].frontend, sv("-L/x -lm -Wl,-z,now -gline-tables-only -fno-omit-frame-pointer"));
+        assert_eq!(
+            b.jobs[0].frontend,
+            sv("-L/x -lm -Wl,-z,now -gline-tables-only -fno-omit-frame-pointer")
+        );
         assert!(b.jobs[0].codegen.is_empty());
     }
 

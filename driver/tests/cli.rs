@@ -21,7 +21,10 @@ fn bin() -> &'static Bin {
         let real = PathBuf::from(env!("CARGO_BIN_EXE_profcc"));
         let fake = std::env::var_os("PROFCC_TEST_FAKE_RUNTIME").is_some();
         if real.with_file_name("libprofcc_rt.a").is_file() && !fake {
-            return Bin { path: real, instrument_none: false };
+            return Bin {
+                path: real,
+                instrument_none: false,
+            };
         }
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("profcc-fake-runtime");
         std::fs::create_dir_all(&dir).unwrap();
@@ -31,7 +34,10 @@ fn bin() -> &'static Bin {
             std::fs::copy(&real, &copy).unwrap();
         }
         std::fs::write(dir.join("libprofcc_rt.a"), b"!<arch>\n").unwrap();
-        Bin { path: copy, instrument_none: true }
+        Bin {
+            path: copy,
+            instrument_none: true,
+        }
     })
 }
 
@@ -42,7 +48,10 @@ struct Scratch {
 
 impl Scratch {
     fn new() -> Scratch {
-        let dir = tempfile::Builder::new().prefix("profcc-cli-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("profcc-cli-")
+            .tempdir()
+            .unwrap();
         std::fs::create_dir(dir.path().join("tmp")).unwrap();
         std::fs::create_dir(dir.path().join("work")).unwrap();
         Scratch { dir }
@@ -58,8 +67,18 @@ impl Scratch {
     fn profcc(&self, args: &[&str]) -> Output {
         let b = bin();
         let mut c = Command::new(&b.path);
-        c.args(args).current_dir(self.work()).env("TMPDIR", self.dir.path().join("tmp"));
-        for v in ["PROFCC_DISABLE", "PROFCC_CLANG", "PROFCC_DRY_RUN", "PROFCC_KEEP_TEMPS", "PROFCC_LOG", "PROFCC_STATS", "PROFCC_NESTED"] {
+        c.args(args)
+            .current_dir(self.work())
+            .env("TMPDIR", self.dir.path().join("tmp"));
+        for v in [
+            "PROFCC_DISABLE",
+            "PROFCC_CLANG",
+            "PROFCC_DRY_RUN",
+            "PROFCC_KEEP_TEMPS",
+            "PROFCC_LOG",
+            "PROFCC_STATS",
+            "PROFCC_NESTED",
+        ] {
             c.env_remove(v);
         }
         if b.instrument_none {
@@ -70,7 +89,11 @@ impl Scratch {
         c.output().unwrap()
     }
     fn clang(&self, args: &[&str]) -> Output {
-        Command::new("clang-22").args(args).current_dir(self.work()).output().unwrap()
+        Command::new("clang-22")
+            .args(args)
+            .current_dir(self.work())
+            .output()
+            .unwrap()
     }
     fn files(&self) -> Vec<String> {
         let mut v = Vec::new();
@@ -79,7 +102,10 @@ impl Scratch {
         v
     }
     fn tmp_is_empty(&self) -> bool {
-        std::fs::read_dir(self.dir.path().join("tmp")).unwrap().next().is_none()
+        std::fs::read_dir(self.dir.path().join("tmp"))
+            .unwrap()
+            .next()
+            .is_none()
     }
 }
 
@@ -95,12 +121,25 @@ fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
 }
 
 fn ok(o: &Output) {
-    assert!(o.status.success(), "failed: {}\n{}", o.status, String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "failed: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 fn same(a: &Output, b: &Output) {
-    assert_eq!(String::from_utf8_lossy(&a.stdout), String::from_utf8_lossy(&b.stdout), "stdout");
-    assert_eq!(String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr), "stderr");
+    assert_eq!(
+        String::from_utf8_lossy(&a.stdout),
+        String::from_utf8_lossy(&b.stdout),
+        "stdout"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&a.stderr),
+        String::from_utf8_lossy(&b.stderr),
+        "stderr"
+    );
     assert_eq!(a.status.code(), b.status.code(), "exit code");
 }
 
@@ -122,9 +161,18 @@ fn preprocess_is_byte_identical() {
     let s = Scratch::new();
     s.write("lib.h", LIB_H);
     s.write("main.c", MAIN_C);
-    same(&s.profcc(&["-E", "-DX=1", "main.c"]), &s.clang(&["-E", "-DX=1", "main.c"]));
-    same(&s.profcc(&["-fsyntax-only", "-Wall", "main.c"]), &s.clang(&["-fsyntax-only", "-Wall", "main.c"]));
-    same(&s.profcc(&["-print-prog-name=ld"]), &s.clang(&["-print-prog-name=ld"]));
+    same(
+        &s.profcc(&["-E", "-DX=1", "main.c"]),
+        &s.clang(&["-E", "-DX=1", "main.c"]),
+    );
+    same(
+        &s.profcc(&["-fsyntax-only", "-Wall", "main.c"]),
+        &s.clang(&["-fsyntax-only", "-Wall", "main.c"]),
+    );
+    same(
+        &s.profcc(&["-print-prog-name=ld"]),
+        &s.clang(&["-print-prog-name=ld"]),
+    );
 }
 
 #[test]
@@ -167,7 +215,10 @@ fn compile_and_link_with_objects_in_order() {
     s.write("main.c", MAIN_C);
     ok(&s.clang(&["-c", "lib.c", "-o", "lib.o"])); // an object profcc did not build
     ok(&s.profcc(&["-O1", "main.c", "lib.o", "-lm", "-o", "prog"]));
-    let run = Command::new(s.work().join("prog")).env("PROFCC_OPTIONS", "summary=0:out=/dev/null").output().unwrap();
+    let run = Command::new(s.work().join("prog"))
+        .env("PROFCC_OPTIONS", "summary=0:out=/dev/null")
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout), "42\n");
     assert_eq!(s.files(), vec!["lib.c", "lib.h", "lib.o", "main.c", "prog"]);
     assert!(s.tmp_is_empty());
@@ -180,7 +231,10 @@ fn several_sources_with_c_go_to_cwd() {
     s.write("src/main.c", MAIN_C);
     s.write("src/lib.h", LIB_H);
     ok(&s.profcc(&["-c", "src/lib.c", "src/main.c"]));
-    assert_eq!(s.files(), vec!["lib.o", "main.o", "src/lib.c", "src/lib.h", "src/main.c"]);
+    assert_eq!(
+        s.files(),
+        vec!["lib.o", "main.o", "src/lib.c", "src/lib.h", "src/main.c"]
+    );
     ok(&s.profcc(&["lib.o", "main.o", "-o", "prog"]));
     assert!(s.work().join("prog").is_file());
     assert!(s.tmp_is_empty());
@@ -189,12 +243,21 @@ fn several_sources_with_c_go_to_cwd() {
 #[test]
 fn response_file_with_gnu_quoting() {
     let s = Scratch::new();
-    s.write("m.c", "#include <stdio.h>\nint main(void){ puts(MSG); return 0; }\n");
-    s.write("args.rsp", "-O2 '-DMSG=\"hello world\"'\n-c m.c -o \"out file.o\"\n");
+    s.write(
+        "m.c",
+        "#include <stdio.h>\nint main(void){ puts(MSG); return 0; }\n",
+    );
+    s.write(
+        "args.rsp",
+        "-O2 '-DMSG=\"hello world\"'\n-c m.c -o \"out file.o\"\n",
+    );
     ok(&s.profcc(&["@args.rsp"]));
     assert!(s.work().join("out file.o").is_file());
     ok(&s.profcc(&["out file.o", "-o", "m"]));
-    let run = Command::new(s.work().join("m")).env("PROFCC_OPTIONS", "summary=0:out=/dev/null").output().unwrap();
+    let run = Command::new(s.work().join("m"))
+        .env("PROFCC_OPTIONS", "summary=0:out=/dev/null")
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout), "hello world\n");
 }
 
@@ -214,7 +277,11 @@ fn assembly_output_and_werror_stay_clean() {
     s.write("lib.c", LIB_C);
     let o = s.profcc(&["-Wall", "-Wextra", "-Werror", "-O2", "-S", "lib.c"]);
     ok(&o);
-    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr).trim());
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr).trim()
+    );
     let asm = std::fs::read_to_string(s.work().join("lib.s")).unwrap();
     assert!(asm.contains("twice"));
 }
@@ -224,13 +291,18 @@ fn disable_and_prefix_mode() {
     let s = Scratch::new();
     s.write("lib.c", LIB_C);
     let mut c = Command::new(&bin().path);
-    c.args(["-c", "lib.c", "-o", "plain.o"]).current_dir(s.work()).env("PROFCC_DISABLE", "1");
+    c.args(["-c", "lib.c", "-o", "plain.o"])
+        .current_dir(s.work())
+        .env("PROFCC_DISABLE", "1");
     ok(&c.output().unwrap());
     assert!(s.work().join("plain.o").is_file());
     ok(&s.profcc(&["clang-22", "-c", "lib.c", "-o", "prefixed.o"]));
     assert!(s.work().join("prefixed.o").is_file());
     // prefix mode with --version still gives clang's output
-    same(&s.profcc(&["clang-22", "--version"]), &s.clang(&["--version"]));
+    same(
+        &s.profcc(&["clang-22", "--version"]),
+        &s.clang(&["--version"]),
+    );
 }
 
 #[test]
@@ -238,10 +310,15 @@ fn dry_run_does_nothing() {
     let s = Scratch::new();
     s.write("lib.c", LIB_C);
     let mut c = Command::new(&bin().path);
-    c.args(["-c", "lib.c"]).current_dir(s.work()).env("PROFCC_DRY_RUN", "1");
+    c.args(["-c", "lib.c"])
+        .current_dir(s.work())
+        .env("PROFCC_DRY_RUN", "1");
     let o = c.output().unwrap();
     ok(&o);
     let plan = String::from_utf8_lossy(&o.stdout);
-    assert!(plan.contains("-emit-llvm") && plan.contains("-disable-llvm-passes"), "{plan}");
+    assert!(
+        plan.contains("-emit-llvm") && plan.contains("-disable-llvm-passes"),
+        "{plan}"
+    );
     assert_eq!(s.files(), vec!["lib.c"]);
 }

@@ -17,7 +17,10 @@ pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
     for p in v["packages"].as_array().into_iter().flatten() {
@@ -50,7 +53,10 @@ fn measure(cmd: &mut Command) -> Result<Sample, String> {
     if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         return Err(format!("{cmd:?} failed (status {status})"));
     }
-    Ok(Sample { secs, max_rss_kib: ru.ru_maxrss })
+    Ok(Sample {
+        secs,
+        max_rss_kib: ru.ru_maxrss,
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -67,7 +73,12 @@ struct Row {
 }
 
 /// Alternate base and instrumented runs `runs` times; medians.
-fn side_by_side(name: &str, runs: usize, base: &mut dyn FnMut() -> Command, inst: &mut dyn FnMut() -> Command) -> Result<Row, String> {
+fn side_by_side(
+    name: &str,
+    runs: usize,
+    base: &mut dyn FnMut() -> Command,
+    inst: &mut dyn FnMut() -> Command,
+) -> Result<Row, String> {
     let (mut b, mut i, mut brss, mut irss) = (Vec::new(), Vec::new(), 0, 0);
     for _ in 0..runs {
         let s = measure(&mut base())?;
@@ -77,8 +88,19 @@ fn side_by_side(name: &str, runs: usize, base: &mut dyn FnMut() -> Command, inst
         i.push(s.secs);
         irss = irss.max(s.max_rss_kib);
     }
-    let row = Row { name: name.into(), base: median(b), inst: median(i), base_rss: brss, inst_rss: irss };
-    eprintln!("bench: {name}: {:.3}s vs {:.3}s ({:.2}x)", row.base, row.inst, row.inst / row.base);
+    let row = Row {
+        name: name.into(),
+        base: median(b),
+        inst: median(i),
+        base_rss: brss,
+        inst_rss: irss,
+    };
+    eprintln!(
+        "bench: {name}: {:.3}s vs {:.3}s ({:.2}x)",
+        row.base,
+        row.inst,
+        row.inst / row.base
+    );
     Ok(row)
 }
 
@@ -88,9 +110,18 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--runs" => runs = it.next().and_then(|v| v.parse().ok()).ok_or("--runs takes a number")?,
+            "--runs" => {
+                runs = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--runs takes a number")?
+            }
             "--skip-build-time" => build_time = false,
-            other => return Err(format!("unknown bench option {other}; valid: --runs N, --skip-build-time")),
+            other => {
+                return Err(format!(
+                    "unknown bench option {other}; valid: --runs N, --skip-build-time"
+                ))
+            }
         }
     }
     let work = root.join("target/bench");
@@ -107,12 +138,18 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
             runs,
             &mut || {
                 let mut c = Command::new("clang-22");
-                c.args(["-O2", "-c"]).arg(&src).arg("-o").arg(work.join("sqlite3.native.o"));
+                c.args(["-O2", "-c"])
+                    .arg(&src)
+                    .arg("-o")
+                    .arg(work.join("sqlite3.native.o"));
                 c
             },
             &mut || {
                 let mut c = Command::new(&profcc);
-                c.args(["-O2", "-c"]).arg(&src).arg("-o").arg(work.join("sqlite3.profcc.o"));
+                c.args(["-O2", "-c"])
+                    .arg(&src)
+                    .arg("-o")
+                    .arg(work.join("sqlite3.profcc.o"));
                 c
             },
         )?;
@@ -129,12 +166,25 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     // Run-time kernels: build each natively and with profcc.
     let kernels = root.join("bench/kernels");
     let mut programs: Vec<(String, PathBuf, PathBuf, Vec<String>)> = Vec::new();
-    for k in ["stream_sum", "random_gather", "pointer_chase", "two_threads"] {
+    for k in [
+        "stream_sum",
+        "random_gather",
+        "pointer_chase",
+        "two_threads",
+    ] {
         let src = kernels.join(format!("{k}.c"));
         let native = work.join(format!("{k}.native"));
         let inst = work.join(format!("{k}.profcc"));
-        sh(Command::new("clang-22").args(["-O2", "-pthread"]).arg(&src).arg("-o").arg(&native))?;
-        sh(Command::new(&profcc).args(["-O2", "-pthread"]).arg(&src).arg("-o").arg(&inst))?;
+        sh(Command::new("clang-22")
+            .args(["-O2", "-pthread"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&native))?;
+        sh(Command::new(&profcc)
+            .args(["-O2", "-pthread"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&inst))?;
         programs.push((k.into(), native, inst, vec![]));
     }
     {
@@ -142,9 +192,26 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         let native = work.join("sqlite_driver.native");
         let inst = work.join("sqlite_driver.profcc");
         let common = ["-O2", "-pthread", "-DSQLITE_OMIT_LOAD_EXTENSION", "-I"];
-        sh(Command::new("clang-22").args(common).arg(&sqlite).arg(&driver).arg(sqlite.join("sqlite3.c")).arg("-o").arg(&native))?;
-        sh(Command::new(&profcc).args(common).arg(&sqlite).arg(&driver).arg(sqlite.join("sqlite3.c")).arg("-o").arg(&inst))?;
-        programs.push(("sqlite_driver 4 100000".into(), native, inst, vec!["4".into(), "100000".into()]));
+        sh(Command::new("clang-22")
+            .args(common)
+            .arg(&sqlite)
+            .arg(&driver)
+            .arg(sqlite.join("sqlite3.c"))
+            .arg("-o")
+            .arg(&native))?;
+        sh(Command::new(&profcc)
+            .args(common)
+            .arg(&sqlite)
+            .arg(&driver)
+            .arg(sqlite.join("sqlite3.c"))
+            .arg("-o")
+            .arg(&inst))?;
+        programs.push((
+            "sqlite_driver 4 100000".into(),
+            native,
+            inst,
+            vec!["4".into(), "100000".into()],
+        ));
     }
     out.push_str("| kernel | native s | profcc s | ratio | native RSS MiB | profcc RSS MiB | RSS limit (1.5x + 64) |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
@@ -176,14 +243,22 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
             row.base_rss as f64 / 1024.0,
             row.inst_rss as f64 / 1024.0,
             limit,
-            if (row.inst_rss as f64 / 1024.0) <= limit { "ok" } else { "OVER" }
+            if (row.inst_rss as f64 / 1024.0) <= limit {
+                "ok"
+            } else {
+                "OVER"
+            }
         ));
     }
     let geo = (logsum / programs.len() as f64).exp();
-    out.push_str(&format!("\nGeomean run-time ratio (counting mode): {geo:.2}x (target ≤ 2x)\n"));
+    out.push_str(&format!(
+        "\nGeomean run-time ratio (counting mode): {geo:.2}x (target ≤ 2x)\n"
+    ));
     for f in std::fs::read_dir(&work).map_err(|e| e.to_string())? {
         let p = f.map_err(|e| e.to_string())?.path();
-        if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("bench.")) {
+        if p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("bench."))
+        {
             let _ = std::fs::remove_file(p);
         }
     }

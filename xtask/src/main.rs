@@ -13,7 +13,14 @@ mod bench;
 
 /// Debian packages: the toolchain, then what the tests build and run with.
 const TOOLCHAIN: &[&str] = &["clang-22", "llvm-22-dev", "libomp-22-dev"];
-const TEST_PACKAGES: &[&str] = &["cmake", "autoconf", "make", "libnuma-dev", "pkg-config", "binutils"];
+const TEST_PACKAGES: &[&str] = &[
+    "cmake",
+    "autoconf",
+    "make",
+    "libnuma-dev",
+    "pkg-config",
+    "binutils",
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,7 +31,9 @@ fn main() -> ExitCode {
         "build" => setup(false).and_then(|_| build()),
         "demo" => setup(false).and_then(|_| build()).and_then(|_| demo()),
         "test" => setup(true).and_then(|_| build()).and_then(|_| test(rest)),
-        "bench" => setup(true).and_then(|_| build()).and_then(|_| bench::run(&root(), rest)),
+        "bench" => setup(true)
+            .and_then(|_| build())
+            .and_then(|_| bench::run(&root(), rest)),
         _ => {
             eprintln!("usage: cargo xtask <setup|build|demo|test|bench>");
             return ExitCode::from(2);
@@ -40,11 +49,16 @@ fn main() -> ExitCode {
 }
 
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 pub fn run(cmd: &mut Command) -> Result<(), String> {
-    let status = cmd.status().map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     if status.success() {
         Ok(())
     } else {
@@ -83,8 +97,12 @@ fn setup(with_test_packages: bool) -> Result<(), String> {
         c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
         c
     };
-    run(apt(&["update", "-q"]).stdout(std::process::Stdio::null()))
-        .map_err(|e| format!("{e}; run as root or with sudo so apt-get can install {}", missing.join(" ")))?;
+    run(apt(&["update", "-q"]).stdout(std::process::Stdio::null())).map_err(|e| {
+        format!(
+            "{e}; run as root or with sudo so apt-get can install {}",
+            missing.join(" ")
+        )
+    })?;
     let mut install = apt(&["install", "-y", "-q", "--no-install-recommends"]);
     install.args(&missing).stdout(std::process::Stdio::null());
     run(&mut install)
@@ -107,12 +125,19 @@ pub fn bin_dir() -> PathBuf {
 }
 
 fn build() -> Result<(), String> {
-    run(Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args(["build", "--release", "--quiet", "-p", "profcc", "-p", "profcc-rt"]))?;
+    run(Command::new(env!("CARGO")).current_dir(root()).args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "profcc",
+        "-p",
+        "profcc-rt",
+    ]))?;
     let link = bin_dir().join("profcc++");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink("profcc", &link).map_err(|e| format!("cannot create {}: {e}", link.display()))
+    std::os::unix::fs::symlink("profcc", &link)
+        .map_err(|e| format!("cannot create {}: {e}", link.display()))
 }
 
 fn demo() -> Result<(), String> {
@@ -121,8 +146,16 @@ fn demo() -> Result<(), String> {
     let src = root().join("examples/demo.c");
     let exe = dir.join("demo");
     let profcc = bin_dir().join("profcc");
-    eprintln!("xtask: profcc -O2 -pthread {} -o {}", src.display(), exe.display());
-    run(Command::new(&profcc).args(["-O2", "-pthread"]).arg(&src).arg("-o").arg(&exe))?;
+    eprintln!(
+        "xtask: profcc -O2 -pthread {} -o {}",
+        src.display(),
+        exe.display()
+    );
+    run(Command::new(&profcc)
+        .args(["-O2", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe))?;
     eprintln!("xtask: running {}", exe.display());
     let out = Command::new(&exe)
         .current_dir(&dir)
@@ -133,14 +166,23 @@ fn demo() -> Result<(), String> {
         return Err(format!("demo exited with {out}"));
     }
     println!();
-    run(Command::new(&profcc).arg("report").arg(dir.join("demo.profile.json")))?;
+    run(Command::new(&profcc)
+        .arg("report")
+        .arg(dir.join("demo.profile.json")))?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
 fn test(rest: &[String]) -> Result<(), String> {
     let mut c = Command::new(env!("CARGO"));
-    c.current_dir(root()).args(["test", "--release", "--workspace", "--exclude", "profcc-realsrc", "--no-fail-fast"]);
+    c.current_dir(root()).args([
+        "test",
+        "--release",
+        "--workspace",
+        "--exclude",
+        "profcc-realsrc",
+        "--no-fail-fast",
+    ]);
     c.args(rest);
     run(&mut c)
 }
