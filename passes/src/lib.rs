@@ -113,6 +113,3 @@ pub fn instrument_module(
     stats.bump("sites", table.len() as u64);
     Ok(stats)
 }
-
-/// Helper for callers that hold raw handles.
-pub type RawModule = LLVMModuleRef;
