@@ -22,7 +22,6 @@ mod metadata;
 mod rewrite;
 mod select;
 
-use llvm_sys::prelude::*;
 use std::path::Path;
 
 pub use abi::{AccessKind, MAX_MODULE_SITES};
