@@ -224,15 +224,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         ..Default::default()
     };
     for s in &snap.sites {
-        totals.accesses += s.count;
-        if s.kind.reads() {
-            totals.reads += s.count;
-            totals.bytes_read += s.bytes;
-        }
-        if s.kind.writes() {
-            totals.writes += s.count;
-            totals.bytes_written += s.bytes;
-        }
+        totals.add_site(s);
     }
     let mut notes = Vec::new();
     if snap.dropped_sites > 0 {
@@ -386,7 +378,8 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
     )];
     let top = (options::get_uint("top") as usize).min(6);
     // Aggregate by file:line (unrolling splits one line into many sites).
-    let mut by_line: Vec<(String, u64)> = Vec::new();
+    // A map, not a list search: sqlite3 has tens of thousands of sites.
+    let mut lines: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     for s in &p.sites {
         let key = if s.line == 0 {
             format!(
@@ -397,12 +390,10 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
         } else {
             format!("{}:{}", s.file, s.line)
         };
-        match by_line.iter_mut().find(|e| e.0 == key) {
-            Some(e) => e.1 += s.count,
-            None => by_line.push((key, s.count)),
-        }
+        *lines.entry(key).or_default() += s.count;
     }
-    by_line.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut by_line: Vec<(String, u64)> = lines.into_iter().collect();
+    by_line.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     for (key, n) in by_line.iter().take(top) {
         let pct = if t.accesses > 0 {
             100.0 * *n as f64 / t.accesses as f64

@@ -153,6 +153,36 @@ pub struct Totals {
     pub threads: u32,
 }
 
+impl Totals {
+    /// Count one access site into the access totals (reads, writes and their bytes).
+    pub fn add_site(&mut self, s: &AccessSite) {
+        self.accesses += s.count;
+        if s.kind.reads() {
+            self.reads += s.count;
+            self.bytes_read += s.bytes;
+        }
+        if s.kind.writes() {
+            self.writes += s.count;
+            self.bytes_written += s.bytes;
+        }
+    }
+
+    /// Add another profile's totals to these. Peaks are summed: an upper bound.
+    pub fn merge(&mut self, o: &Totals) {
+        self.accesses += o.accesses;
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.unattributed += o.unattributed;
+        self.allocations += o.allocations;
+        self.frees += o.frees;
+        self.bytes_allocated += o.bytes_allocated;
+        self.live_bytes_peak += o.live_bytes_peak;
+        self.threads += o.threads;
+    }
+}
+
 #[derive(Debug)]
 pub enum ReadError {
     Io(std::io::Error),
@@ -223,6 +253,31 @@ mod tests {
             pid: 7,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn totals_classify_and_merge() {
+        let site = |kind, count, bytes| AccessSite {
+            file: String::new(),
+            line: 1,
+            col: 1,
+            function: String::new(),
+            inlined_at: None,
+            kind,
+            size: 0,
+            count,
+            bytes,
+            threads: 1,
+        };
+        let mut t = Totals::default();
+        t.add_site(&site(AccessKind::Read, 3, 24));
+        t.add_site(&site(AccessKind::Atomic, 2, 8));
+        t.add_site(&site(AccessKind::CopyWrite, 1, 100));
+        assert_eq!((t.accesses, t.reads, t.writes), (6, 5, 3));
+        assert_eq!((t.bytes_read, t.bytes_written), (32, 108));
+        let mut sum = t.clone();
+        sum.merge(&t);
+        assert_eq!((sum.accesses, sum.bytes_written), (12, 216));
     }
 
     #[test]

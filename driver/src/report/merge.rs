@@ -263,18 +263,7 @@ impl Merged {
         let mut t = Totals::default();
         let mut notes: Vec<String> = Vec::new();
         for inp in &self.inputs {
-            let p = &inp.profile.totals;
-            t.accesses += p.accesses;
-            t.reads += p.reads;
-            t.writes += p.writes;
-            t.bytes_read += p.bytes_read;
-            t.bytes_written += p.bytes_written;
-            t.unattributed += p.unattributed;
-            t.allocations += p.allocations;
-            t.frees += p.frees;
-            t.bytes_allocated += p.bytes_allocated;
-            t.live_bytes_peak += p.live_bytes_peak;
-            t.threads += p.threads;
+            t.merge(&inp.profile.totals);
             for n in &inp.profile.notes {
                 if !notes.contains(n) {
                     notes.push(n.clone());
