@@ -129,7 +129,13 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let profcc = bin_dir().join("profcc");
     let sqlite = crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
     let mut out = String::new();
-    out.push_str(&format!("Command: `cargo xtask bench --runs {runs}`; medians of {runs} alternating runs, 2-core machine.\n\n"));
+    let cmdline = std::iter::once("cargo xtask bench".to_string())
+        .chain(args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    out.push_str(&format!(
+        "Command: `{cmdline}`; medians of {runs} alternating runs, 2-core machine.\n\n"
+    ));
 
     if build_time {
         let src = sqlite.join("sqlite3.c");
