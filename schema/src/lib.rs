@@ -7,8 +7,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod sharing;
+
 pub const FORMAT: &str = "profcc-profile";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {
@@ -36,6 +38,9 @@ pub struct Profile {
     pub totals: Totals,
     /// Things the runtime could not observe or had to drop, in words.
     pub notes: Vec<String>,
+    /// Cache-line sharing records (absent when the program was built without the analysis).
+    #[serde(default)]
+    pub sharing: Option<sharing::Sharing>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
