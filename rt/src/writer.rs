@@ -254,6 +254,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         totals,
         notes,
         exe,
+        sharing: None,
     }
 }
 
