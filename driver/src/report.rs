@@ -6,22 +6,27 @@
 //! - [`merge`]: several profiles → one [`merge::Merged`] view (sites summed, allocation sites
 //!   merged by symbolised stack, totals summed, threads per file);
 //! - [`symbolize`]: return address → module → function/inlined frames/file:line (addr2line),
-//!   cached per module and per offset;
+//!   cached per module and per offset; data address → global variable (ELF symbol table);
+//! - [`dwarf`]: byte offset inside a global → field path (`[2].count`) from DWARF types;
 //! - [`sections`]: the report, one function per section over the merged view; each section
 //!   prints itself as text and as JSON;
 //! - [`fmt`]: number formatting for text.
 //!
 //! JSON output (`--format json`) is one object:
 //! `{"format": "profcc-report", "version": 1, "summary": …, "access_sites": …, "alloc_sites": …,
-//! "threads": […], "notes": …}`; docs/report.md describes every field.
+//! "sharing": … (only when a profile has sharing records), "threads": […], "notes": …}`;
+//! docs/report.md describes every field.
 //!
 //! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
 
+pub mod dwarf;
 pub mod fmt;
 pub mod merge;
 pub mod sections;
 pub mod symbolize;
 
+#[cfg(test)]
+mod sharing_tests;
 #[cfg(test)]
 mod tests;
 

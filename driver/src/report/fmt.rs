@@ -34,6 +34,25 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// Short counts for prose: `950`, `12K`, `1.2M`, `3.4G` (below 10,000 exact).
+pub fn short(n: u64) -> String {
+    if n < 10_000 {
+        return n.to_string();
+    }
+    let (v, unit) = if n >= 1_000_000_000 {
+        (n as f64 / 1e9, "G")
+    } else if n >= 1_000_000 {
+        (n as f64 / 1e6, "M")
+    } else {
+        (n as f64 / 1e3, "K")
+    };
+    if v >= 100.0 {
+        format!("{v:.0}{unit}")
+    } else {
+        format!("{v:.1}{unit}")
+    }
+}
+
 pub fn duration(ns: u64) -> String {
     if ns >= 60_000_000_000 {
         let s = ns / 1_000_000_000;
@@ -77,5 +96,9 @@ mod tests {
         assert_eq!(super::bytes(1536), "1.50 KiB");
         assert_eq!(super::bytes(3 << 30), "3.00 GiB");
         assert_eq!(super::tail("abcdef", 4), "…def");
+        assert_eq!(super::short(9999), "9999");
+        assert_eq!(super::short(12_345), "12.3K");
+        assert_eq!(super::short(1_234_567), "1.2M");
+        assert_eq!(super::short(250_000_000), "250M");
     }
 }

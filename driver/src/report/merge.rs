@@ -6,10 +6,12 @@
 //! - totals are summed (`live_bytes_peak` too: an upper bound when processes overlapped);
 //! - threads stay per input file.
 //!
-//! The merged view keeps the symboliser, so a section that needs more stacks symbolised
-//! (e.g. a future false-sharing section naming an allocation site) asks [`Merged::stack`].
+//! The merged view keeps the symboliser, so a section that needs more stacks symbolised (the
+//! sharing section naming an allocation site) asks [`Merged::stack`], and one that names a
+//! global variable asks [`Merged::global`]; both take the input's index, since stack ids and
+//! addresses belong to one process.
 
-use super::symbolize::{normalize_path, Frame, FrameKey, Symbolizer};
+use super::symbolize::{normalize_path, Frame, FrameKey, Global, Symbolizer};
 use profcc_schema::{AccessKind, AccessSite, Profile, Totals};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -127,6 +129,14 @@ impl Merged {
                 .stack(&inp.profile.modules, frames, inp.mtime),
             None => Vec::new(),
         }
+    }
+
+    /// The global or static variable of one input that holds a runtime data address.
+    pub fn global(&self, input: usize, address: u64) -> Option<Global> {
+        let inp = &self.inputs[input];
+        self.sym
+            .borrow_mut()
+            .global(&inp.profile.modules, address, inp.mtime)
     }
 
     /// Symbolisation warnings so far (one per module that could not be used).

@@ -8,6 +8,7 @@ use super::merge::Merged;
 pub mod access;
 pub mod alloc;
 pub mod notes;
+pub mod sharing;
 pub mod summary;
 pub mod threads;
 
@@ -56,6 +57,7 @@ pub const SECTIONS: &[Builder] = &[
     summary::build,
     access::build,
     alloc::build,
+    sharing::build,
     threads::build,
     notes::build,
 ];

@@ -102,6 +102,10 @@ struct ModFile {
     loader: Option<addr2line::Loader>,
     /// Function symbols with a size, sorted by address: (address, size, demangled name).
     symbols: Vec<(u64, u64, String)>,
+    /// Data (`STT_OBJECT`) symbols with a size, sorted by address: (address, size, demangled name).
+    data_symbols: Vec<(u64, u64, String)>,
+    /// File address ranges of all PT_LOAD segments (`[vaddr, vaddr + memsz)`).
+    loads: Vec<(u64, u64)>,
     /// Lowest and highest (exclusive) file address of its executable PT_LOAD segments.
     exec_range: Option<(u64, u64)>,
     /// Why the file cannot be used at all.
@@ -114,6 +118,8 @@ impl ModFile {
         ModFile {
             loader: None,
             symbols: Vec::new(),
+            data_symbols: Vec::new(),
+            loads: Vec::new(),
             exec_range,
             unusable: Some(why),
             mtime,
@@ -168,6 +174,8 @@ impl Symbolizer {
             Ok(l) => ModFile {
                 loader: Some(l),
                 symbols: function_symbols(&data),
+                data_symbols: data_symbols(&data),
+                loads: load_ranges(&data),
                 exec_range: Some(range),
                 unusable: None,
                 mtime,
@@ -269,6 +277,41 @@ impl Symbolizer {
         out
     }
 
+    /// The global or static variable (an `STT_OBJECT` symbol of `.symtab` or `.dynsym`) that holds
+    /// the runtime data address `address`, in the module whose loaded segments hold it. `None` when
+    /// no module's file is usable or no sized symbol contains the address.
+    pub fn global(
+        &mut self,
+        modules: &[Module],
+        address: u64,
+        profile_time: Option<SystemTime>,
+    ) -> Option<Global> {
+        // Open files without judging them first: a missing library that holds no data address
+        // of interest is not worth a warning.
+        let m = modules.iter().find(|m| {
+            let f = self
+                .files
+                .entry(m.path.clone())
+                .or_insert_with(|| Self::open(&m.path));
+            let fa = address.wrapping_sub(m.base);
+            f.loads.iter().any(|&(lo, hi)| lo <= fa && fa < hi)
+        })?;
+        if !self.usable(m, profile_time) {
+            return None;
+        }
+        let f = self.files.get(&m.path)?;
+        let fa = address.wrapping_sub(m.base);
+        let i = f.data_symbols.partition_point(|s| s.0 <= fa);
+        let (addr, size, name) = i.checked_sub(1).map(|i| &f.data_symbols[i])?;
+        (fa < addr + size).then(|| Global {
+            name: name.clone(),
+            module: m.path.clone(),
+            file_address: *addr,
+            start: addr.wrapping_add(m.base),
+            size: *size,
+        })
+    }
+
     /// Symbolise a whole stack (innermost first), flattening inlined frames.
     pub fn stack(
         &mut self,
@@ -281,6 +324,32 @@ impl Symbolizer {
             .flat_map(|&a| self.frames(modules, a, profile_time))
             .collect()
     }
+}
+
+/// A global or static variable named by the symbol table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Global {
+    /// Demangled symbol name (`counters`, `ns::table`, `main::calls` for a function's static).
+    pub name: String,
+    /// The module file that defines it.
+    pub module: String,
+    /// Its address in the file (the symbol value) and at run time.
+    pub file_address: u64,
+    pub start: u64,
+    pub size: u64,
+}
+
+/// The frame that best says where a call came from in the program: the innermost one in the
+/// program's own source (allocator wrappers, std::thread and libstdc++ frames from `/usr/`
+/// come first), else any with a source place, else any with a name, else the innermost.
+pub fn user_frame(stack: &[Frame]) -> Option<&Frame> {
+    let system = |f: &Frame| f.file.as_deref().is_some_and(|p| p.starts_with("/usr/"));
+    stack
+        .iter()
+        .find(|f| f.file.is_some() && !system(f))
+        .or_else(|| stack.iter().find(|f| f.file.is_some()))
+        .or_else(|| stack.iter().find(|f| f.function.is_some()))
+        .or(stack.first())
 }
 
 fn lookup(
@@ -359,6 +428,37 @@ fn function_symbols(data: &[u8]) -> Vec<(u64, u64, String)> {
     v
 }
 
+/// Data (`STT_OBJECT`) symbols with a size from `.symtab` and `.dynsym`, sorted by address
+/// (one per address, the static table's name first).
+fn data_symbols(data: &[u8]) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let Ok(file) = object::File::parse(data) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(u64, u64, String)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Data && s.size() > 0 && s.is_definition())
+        .filter_map(|s| Some((s.address(), s.size(), demangle(s.name().ok()?))))
+        .collect();
+    // Stable: for equal addresses the `.symtab` entry (first) is kept.
+    v.sort_by_key(|s| s.0);
+    v.dedup_by_key(|s| s.0);
+    v
+}
+
+/// File address ranges of the PT_LOAD segments.
+fn load_ranges(data: &[u8]) -> Vec<(u64, u64)> {
+    use object::{Object, ObjectSegment};
+    let Ok(file) = object::File::parse(data) else {
+        return Vec::new();
+    };
+    file.segments()
+        .map(|s| (s.address(), s.address() + s.size()))
+        .filter(|r| r.0 < r.1)
+        .collect()
+}
+
 /// Resolve `.` and `..` lexically for display and aggregation:
 /// `/usr/lib/gcc/x/12/../../../../include/a.h` → `/usr/include/a.h`. Relative paths keep
 /// leading `..`.
@@ -410,7 +510,9 @@ pub fn exec_range_of(data: &[u8]) -> Option<(u64, u64)> {
     (lo < hi).then_some((lo, hi))
 }
 
-/// Demangle a C++ (Itanium) symbol name; other names come back unchanged.
+/// Demangle a C++ (Itanium) or Rust symbol name; other names come back unchanged. Only
+/// mangled-looking names are tried: a C symbol `s` or `i` would otherwise demangle as the
+/// type encoding (`short`, `int`).
 pub fn demangle(name: &str) -> String {
     if name.starts_with("_Z") {
         if let Ok(sym) = cpp_demangle::Symbol::new(name) {
@@ -418,6 +520,12 @@ pub fn demangle(name: &str) -> String {
                 return s;
             }
         }
+        return addr2line::demangle_auto(name.into(), None).into_owned();
     }
-    addr2line::demangle_auto(name.into(), None).into_owned()
+    if name.starts_with("_R") {
+        if let Some(s) = addr2line::demangle(name, addr2line::gimli::DW_LANG_Rust) {
+            return s;
+        }
+    }
+    name.to_string()
 }

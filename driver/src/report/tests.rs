@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 #[allow(clippy::too_many_arguments)]
-fn site(
+pub(super) fn site(
     file: &str,
     line: u32,
     col: u32,
@@ -55,7 +55,7 @@ fn totals_of(p: &mut Profile) {
     p.totals = t;
 }
 
-fn profile(pid: u32, sites: Vec<AccessSite>) -> Profile {
+pub(super) fn profile(pid: u32, sites: Vec<AccessSite>) -> Profile {
     let mut p = Profile {
         format: FORMAT.into(),
         version: VERSION,
@@ -87,13 +87,13 @@ fn profile(pid: u32, sites: Vec<AccessSite>) -> Profile {
 }
 
 /// Render to JSON and parse it back.
-fn json_of(inputs: Vec<Input>, opts: &Options) -> Value {
+pub(super) fn json_of(inputs: Vec<Input>, opts: &Options) -> Value {
     let m = Merged::new(inputs);
     let text = render(&m, Format::Json, opts);
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{text}"))
 }
 
-fn text_of(inputs: Vec<Input>, opts: &Options) -> String {
+pub(super) fn text_of(inputs: Vec<Input>, opts: &Options) -> String {
     render(&Merged::new(inputs), Format::Text, opts)
 }
 
@@ -505,7 +505,7 @@ fn usage_errors() {
 const CLANG: &str = "/usr/bin/clang-22";
 
 /// Compile `src` (C, or C++ with `cxx`) with `-g` into `dir`, return the executable's path.
-fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
+pub(super) fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
     assert!(
         Path::new(CLANG).exists(),
         "{CLANG} is needed for the symbolisation tests (cargo xtask setup)"
@@ -526,7 +526,7 @@ fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
 }
 
 /// File address and size of a symbol, and the executable range of the file.
-fn symbol(exe: &Path, name: &str) -> (u64, u64, (u64, u64)) {
+pub(super) fn symbol(exe: &Path, name: &str) -> (u64, u64, (u64, u64)) {
     use object::{Object, ObjectSymbol};
     let data = std::fs::read(exe).unwrap();
     let file = object::File::parse(&*data).unwrap();

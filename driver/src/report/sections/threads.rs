@@ -3,7 +3,7 @@
 use super::{section, Options, Section};
 use crate::report::fmt;
 use crate::report::merge::Merged;
-use crate::report::symbolize::Frame;
+use crate::report::symbolize::{user_frame, Frame};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -75,7 +75,7 @@ impl Threads {
                 .parent
                 .map(|p| p.to_string())
                 .unwrap_or_else(|| "-".into());
-            let created = creation_frame(&t.created_at)
+            let created = user_frame(&t.created_at)
                 .map(Frame::describe)
                 .unwrap_or_else(|| {
                     if t.id == 0 {
@@ -93,17 +93,4 @@ impl Threads {
             ));
         }
     }
-}
-
-/// The frame that best says where a thread was created: the innermost one in the program's own
-/// source (std::thread and libstdc++ frames come first for C++), else any with a source place,
-/// else any with a name, else the innermost.
-fn creation_frame(stack: &[Frame]) -> Option<&Frame> {
-    let system = |f: &Frame| f.file.as_deref().is_some_and(|p| p.starts_with("/usr/"));
-    stack
-        .iter()
-        .find(|f| f.file.is_some() && !system(f))
-        .or_else(|| stack.iter().find(|f| f.file.is_some()))
-        .or_else(|| stack.iter().find(|f| f.function.is_some()))
-        .or(stack.first())
 }
