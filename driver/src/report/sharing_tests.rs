@@ -79,7 +79,13 @@ fn static_line(addr: u64) -> ObjectRef {
 
 fn sharing(lines: Vec<LineRecord>) -> Sharing {
     Sharing {
-        settings: Settings::default(),
+        // Explicit: the defaults may change; the assertions below count on these.
+        settings: Settings {
+            threshold: 16,
+            sample: 1,
+            invalidation_ns: 60,
+            ..Settings::default()
+        },
         parallel_ns: 1_000_000_000,
         lines,
         dropped_lines: 0,
@@ -746,6 +752,38 @@ fn json_shape_of_a_finding() {
         assert!(pl.get(k).is_some(), "places[].{k}");
     }
     assert_eq!(f["confidence"], "high");
+
+    // Sampled: places are scaled like the words (one recorded access stands for `sample`).
+    let mut q = profile(1, vec![site("k.c", 3, 1, "f", AccessKind::Write, 8, 9, 2)]);
+    let mut sh = sharing(vec![line(
+        0x1000,
+        5000,
+        vec![byte(0, 8, 0, 500, &[], &[1]), byte(8, 8, 0, 500, &[], &[2])],
+        &[(0, 1, 1000)],
+        vec![],
+    )]);
+    sh.settings.sample = 4;
+    q.sharing = Some(sh);
+    let j = json_of(
+        vec![Input::new("a.json", q.clone(), None)],
+        &Options::default(),
+    );
+    let f = &j["sharing"]["findings"][0];
+    assert_eq!(
+        (
+            f["places"][0]["reads"].as_u64(),
+            f["places"][0]["writes"].as_u64()
+        ),
+        (Some(4), Some(4000))
+    );
+    assert_eq!(f["words"][0]["writes"], 2000);
+    let t = text_of(vec![Input::new("a.json", q, None)], &Options::default());
+    assert!(
+        t.contains(
+            "\n  one access in 4 per thread to a tracked line was analysed; counts are estimates\n"
+        ),
+        "{t}"
+    );
 }
 
 /// C++: base classes add no name, static members are skipped, a function's static and a

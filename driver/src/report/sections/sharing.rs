@@ -571,7 +571,7 @@ impl Sharing {
         ));
         if s.sample > 1 {
             out.push_str(&format!(
-                "  one access in {} to a tracked line was recorded; access counts are estimates\n",
+                "  one access in {} per thread to a tracked line was analysed; counts are estimates\n",
                 s.sample
             ));
         }
