@@ -204,24 +204,29 @@ pub fn exec_clang(clang: &Clang, args: &[OsString], reason: Reason, detail: &str
     1
 }
 
-/// Instrumentation options from `PROFCC_INSTRUMENT` (comma list; default `accesses`).
-/// None = `none`: compile through the pipeline without instrumenting.
+/// Instrumentation options from `PROFCC_INSTRUMENT` (comma list; default `sharing`, which
+/// includes `accesses`). None = `none`: compile through the pipeline without instrumenting.
 pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
     let spec = std::env::var("PROFCC_INSTRUMENT").unwrap_or_default();
-    let spec = if spec.trim().is_empty() {
-        "accesses".to_string()
-    } else {
-        spec
+    if spec.trim().is_empty() {
+        return Ok(Some(profcc_passes::Options::default()));
+    }
+    let mut opts = profcc_passes::Options {
+        accesses: false,
+        sharing: false,
     };
-    let mut opts = profcc_passes::Options::default();
     let mut none = false;
     for w in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         match w {
             "accesses" => opts.accesses = true,
+            "sharing" => {
+                opts.accesses = true;
+                opts.sharing = true;
+            }
             "none" => none = true,
             other => {
                 return Err(format!(
-                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses, none (comma-separated)"
+                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses (counts only), sharing (counts and cache-line sharing; the default), none (comma-separated)"
                 ))
             }
         }

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Environment: PROFCC_DISABLE=1 (plain clang), PROFCC_CLANG=/path (another clang-22),
-//! PROFCC_INSTRUMENT=accesses|none, PROFCC_LOG=1|path, PROFCC_DRY_RUN=1, PROFCC_KEEP_TEMPS=1,
+//! PROFCC_INSTRUMENT=sharing|accesses|none, PROFCC_LOG=1|path, PROFCC_DRY_RUN=1, PROFCC_KEEP_TEMPS=1,
 //! PROFCC_STATS=1.
 //!
 //! Executables (not `-shared`, `-r`, `-nostdlib`, `-nodefaultlibs`, `-nolibc`) are linked with

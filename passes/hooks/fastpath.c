@@ -1,25 +1,97 @@
 /* The access hooks' bodies. Compiled to bitcode when profcc is built, linked into every
  * instrumented module, marked alwaysinline and inlined by the always-inline pass.
  *
- * Counting mode is branch-free: every thread's `__profcc_counts` points at valid counters
- * from its first instruction (a static scratch array until the runtime gives the thread its
- * own, which happens before any user code runs on it), so an access costs one increment of
- * a counter in the thread's own array, and the function prologue one TLS load.
+ * Counting is branch-free: every thread's `__profcc_counts` points at valid counters from its
+ * first instruction (a static scratch array until the runtime gives the thread its own, which
+ * happens before any user code runs on it), so an access costs one increment of a counter in
+ * the thread's own array, and the function prologue one TLS load.
+ *
+ * Sharing (cache-line) analysis adds one load of the line's shadow word and one compare per
+ * access; only an ownership change, a first read by a thread, a tracked ("hot") line or a
+ * write-volume sample leaves through the cold door `__profcc_line_slow` (rt/src/sharing.rs,
+ * which documents the shadow word and the address map).
  *
  * Hot path rules: no locks, no allocation, no libc, no stores to shared lines. */
 #include <stdint.h>
 
+/* Must match rt/src/sharing.rs. */
+#define PROFCC_LINE_SHADOW 0x100000000000ull /* 16 TiB: 8 bytes per 64-byte line */
+#define PROFCC_HOT (1ull << 63)
+#define PROFCC_OWNER_BITS 0x8000ffffffffffffull /* hot, reader mask, owner */
+#define PROFCC_SAMPLED (1ull << 9)
+
 /* Defined by the runtime (rt/csrc/tls.c); the executable's static TLS block. */
 extern __thread uint64_t *__profcc_counts __attribute__((tls_model("initial-exec")));
+/* The thread's owner word (id+1 | its reader bit), its reader bit, write-sample mask. */
+extern __thread uint64_t __profcc_me __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t __profcc_rb __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t __profcc_wmask __attribute__((tls_model("initial-exec")));
+/* Countdown to the next sampled access to a tracked line (the runtime re-arms it). */
+extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
+
+/* The cold door (runtime). info: size (bits 0-7) | write << 8 | sampled << 9 | atomic << 10. */
+__attribute__((cold)) void __profcc_line_slow(const void *p, uint64_t info, uint64_t *c,
+                                              uint64_t local);
+__attribute__((cold)) void __profcc_range_slow(const void *p, uint64_t len, uint64_t info,
+                                               uint64_t *c, uint64_t local);
+
+static inline uint64_t *shadow_of(const void *p) {
+  return (uint64_t *)(PROFCC_LINE_SHADOW + (((uint64_t)p >> 6) << 3));
+}
 
 /* Once per function: the thread's counters for this module (base = module's first site). */
 uint64_t *__profcc_fn_counters(uint32_t base) { return __profcc_counts + 2 * (uint64_t)base; }
+/* Once per function, when it has instrumented reads / writes. */
+uint64_t __profcc_fn_me(void) { return __profcc_me; }
+uint64_t __profcc_fn_rb(void) { return __profcc_rb; }
+uint64_t __profcc_fn_wmask(void) { return __profcc_wmask; }
 
-/* A fixed-size access: bytes are count x size, derived when the profile is written. */
+/* Counting only (PROFCC_INSTRUMENT=accesses). A fixed-size access: bytes are count x size,
+ * derived when the profile is written. */
 void __profcc_count(uint64_t *c, uint64_t local) { c[2 * local] += 1; }
 
-/* An access of run-time length (memory intrinsics). */
+/* An access of run-time length (memory intrinsics), counting only. */
 void __profcc_count_n(uint64_t *c, uint64_t local, uint64_t size) {
   c[2 * local] += 1;
   c[2 * local + 1] += size;
+}
+
+/* A read: leave unless the line is hot or this thread has not read it since its last write.
+ * Accesses to hot (tracked) lines are sampled: one in fs_sample per thread goes in. */
+void __profcc_read(uint64_t *c, uint64_t local, const void *p, uint64_t info, uint64_t rb) {
+  c[2 * local] += 1;
+  uint64_t w = *shadow_of(p);
+  if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0)) {
+    if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
+      __profcc_line_slow(p, info, c, local);
+  }
+}
+
+/* A write: leave when this thread is the line's last writer and nobody else read it since
+ * (the shadow word equals the thread's owner word), unless it is this site's write-volume
+ * sample. Nothing is stored to the shadow here. */
+void __profcc_write(uint64_t *c, uint64_t local, const void *p, uint64_t info, uint64_t me,
+                    uint64_t wmask) {
+  uint64_t n = c[2 * local] + 1;
+  c[2 * local] = n;
+  uint64_t w = *shadow_of(p);
+  int sampled = (n & wmask) == 0;
+  if (__builtin_expect(((w & PROFCC_OWNER_BITS) != me) | sampled, 0)) {
+    if (sampled || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
+      __profcc_line_slow(p, info | ((uint64_t)sampled << 9), c, local);
+  }
+}
+
+/* A fixed-size access longer than a line, or of run-time length (memory intrinsics): every
+ * line it covers goes through the runtime. */
+void __profcc_range(uint64_t *c, uint64_t local, const void *p, uint64_t len, uint64_t info) {
+  c[2 * local] += 1;
+  if (len)
+    __profcc_range_slow(p, len, info, c, local);
+}
+void __profcc_range_n(uint64_t *c, uint64_t local, const void *p, uint64_t len, uint64_t info) {
+  c[2 * local] += 1;
+  c[2 * local + 1] += len;
+  if (len)
+    __profcc_range_slow(p, len, info, c, local);
 }

@@ -1,17 +1,42 @@
 //! The contract between instrumented code and the runtime (`rt/src/counts.rs` is the other
 //! side; both must change together, and `ABI_VERSION` with them).
 
-/// Hook bodies (passes/hooks/fastpath.c), inlined: function prologue, fixed-size access,
-/// run-time-length access.
+/// Hook bodies (passes/hooks/fastpath.c), inlined: function prologue values, counting-only
+/// accesses, and the sharing-analysis accesses (read, write, ranges).
 pub const FN_COUNTERS: &str = "__profcc_fn_counters";
+pub const FN_ME: &str = "__profcc_fn_me";
+pub const FN_RB: &str = "__profcc_fn_rb";
+pub const FN_WMASK: &str = "__profcc_fn_wmask";
 pub const COUNT: &str = "__profcc_count";
 pub const COUNT_N: &str = "__profcc_count_n";
-pub const HOOKS: [&str; 3] = [FN_COUNTERS, COUNT, COUNT_N];
+pub const READ: &str = "__profcc_read";
+pub const WRITE: &str = "__profcc_write";
+pub const RANGE: &str = "__profcc_range";
+pub const RANGE_N: &str = "__profcc_range_n";
+pub const HOOKS: [&str; 10] = [
+    FN_COUNTERS,
+    FN_ME,
+    FN_RB,
+    FN_WMASK,
+    COUNT,
+    COUNT_N,
+    READ,
+    WRITE,
+    RANGE,
+    RANGE_N,
+];
+/// Accesses longer than this go through the range hook (every line they cover).
+pub const LINE: u64 = 64;
+/// `info` argument of the sharing hooks: size (bits 0-7, capped) | write << 8 | atomic << 10.
+pub const INFO_WRITE: u64 = 1 << 8;
+pub const INFO_ATOMIC: u64 = 1 << 10;
 /// Runtime entry the module constructor calls with the module descriptor.
 pub const REGISTER: &str = "__profcc_register_module";
 /// Per-module global holding the module's first global site id.
 pub const SITE_BASE: &str = "__profcc_site_base";
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
+/// Module descriptor flag: the module's accesses read the cache-line shadow.
+pub const FLAG_SHARING: u32 = 1;
 /// Base of a module that has not registered yet (counted as unattributed).
 pub const LIMBO: u32 = 1 << 22;
 /// Most sites one module may have; further accesses are skipped with a counted reason.
@@ -31,4 +56,14 @@ pub enum AccessKind {
     Atomic = 2,
     CopyRead = 3,
     CopyWrite = 4,
+}
+
+impl AccessKind {
+    /// Does the access write memory (stores, atomics, memcpy/memset destinations)?
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            AccessKind::Write | AccessKind::Atomic | AccessKind::CopyWrite
+        )
+    }
 }

@@ -30,11 +30,16 @@ pub use abi::{AccessKind, MAX_MODULE_SITES};
 pub struct Options {
     /// Instrument memory accesses (loads, stores, atomics, memory intrinsics).
     pub accesses: bool,
+    /// Also check each access against the cache-line shadow (sharing analysis).
+    pub sharing: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { accesses: true }
+        Options {
+            accesses: true,
+            sharing: true,
+        }
     }
 }
 
@@ -98,8 +103,16 @@ pub fn instrument_module(
     let table = metadata::SiteTable::build(module.raw(), &selection);
     unsafe {
         let hooks = ctx.link_fastpath(module)?;
-        let site_base = metadata::emit(ctx.raw(), module.raw(), &table)?;
-        rewrite::rewrite(ctx.raw(), &hooks, site_base, &selection, &mut stats);
+        let flags = if opts.sharing { abi::FLAG_SHARING } else { 0 };
+        let site_base = metadata::emit(ctx.raw(), module.raw(), &table, flags)?;
+        rewrite::rewrite(
+            ctx.raw(),
+            &hooks,
+            site_base,
+            &selection,
+            opts.sharing,
+            &mut stats,
+        );
         module.run_passes("always-inline")?;
         // The inliner deletes the hooks once they are dead; delete any that is not.
         for name in abi::HOOKS {

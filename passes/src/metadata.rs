@@ -184,6 +184,7 @@ pub unsafe fn emit(
     ctx: LLVMContextRef,
     m: LLVMModuleRef,
     t: &SiteTable,
+    flags: u32,
 ) -> Result<LLVMValueRef, String> {
     let i8t = LLVMInt8TypeInContext(ctx);
     let i32t = LLVMInt32TypeInContext(ctx);
@@ -219,7 +220,7 @@ pub unsafe fn emit(
     LLVMSetInitializer(base, LLVMConstInt(i32t, LIMBO as u64, 0));
     LLVMSetLinkage(base, LLVMLinkage::LLVMInternalLinkage);
 
-    let mut fields = [i32t, i32t, ptr, ptr, ptr];
+    let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
     let mut vals = [
         LLVMConstInt(i32t, ABI_VERSION as u64, 0),
@@ -227,6 +228,7 @@ pub unsafe fn emit(
         sites,
         strings,
         base,
+        LLVMConstInt(i32t, flags as u64, 0),
     ];
     let desc = LLVMAddGlobal(m, desc_ty, cstr("__profcc_module").as_ptr());
     LLVMSetInitializer(

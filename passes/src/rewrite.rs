@@ -1,12 +1,172 @@
 //! Rewriting: a prologue per instrumented function and a hook call before each selected
 //! access. The calls are inlined afterwards.
 
-use crate::select::{Selection, Size};
+use crate::abi::{AccessKind, INFO_ATOMIC, INFO_WRITE, LINE};
+use crate::select::{Access, Selection, Size};
 use crate::Stats;
 use llvm_sys::core::*;
 use llvm_sys::debuginfo::*;
 use llvm_sys::prelude::*;
 use std::collections::HashMap;
+
+/// Per-function values computed once at entry: counters, owner word, reader bit, write mask.
+#[derive(Default, Clone, Copy)]
+struct Prologue {
+    counters: Option<LLVMValueRef>,
+    me: Option<LLVMValueRef>,
+    rb: Option<LLVMValueRef>,
+    wmask: Option<LLVMValueRef>,
+}
+
+struct Rewriter {
+    ctx: LLVMContextRef,
+    b: LLVMBuilderRef,
+    hooks: Vec<LLVMValueRef>,
+    site_base: LLVMValueRef,
+    prologues: HashMap<LLVMValueRef, Prologue>,
+}
+
+impl Rewriter {
+    fn hook(&self, name: &str) -> LLVMValueRef {
+        let i = crate::abi::HOOKS
+            .iter()
+            .position(|h| *h == name)
+            .expect("known hook");
+        self.hooks[i]
+    }
+
+    unsafe fn call(
+        &self,
+        hook: &str,
+        args: &mut [LLVMValueRef],
+        name: &std::ffi::CStr,
+    ) -> LLVMValueRef {
+        let f = self.hook(hook);
+        LLVMBuildCall2(
+            self.b,
+            LLVMGlobalGetValueType(f),
+            f,
+            args.as_mut_ptr(),
+            args.len() as u32,
+            name.as_ptr(),
+        )
+    }
+
+    /// A prologue value of `func`, built at its entry on first use.
+    unsafe fn entry_value(&mut self, func: LLVMValueRef, which: u8) -> LLVMValueRef {
+        let p = self.prologues.entry(func).or_default();
+        let slot = match which {
+            0 => &mut p.counters,
+            1 => &mut p.me,
+            2 => &mut p.rb,
+            _ => &mut p.wmask,
+        };
+        if let Some(v) = *slot {
+            return v;
+        }
+        let entry = LLVMGetEntryBasicBlock(func);
+        LLVMPositionBuilderBefore(self.b, LLVMGetFirstInstruction(entry));
+        // An inlinable call in a function with debug info needs a location.
+        let sp = LLVMGetSubprogram(func);
+        let loc = if sp.is_null() {
+            std::ptr::null_mut()
+        } else {
+            LLVMDIBuilderCreateDebugLocation(self.ctx, 0, 0, sp, std::ptr::null_mut())
+        };
+        LLVMSetCurrentDebugLocation2(self.b, loc);
+        let v = match which {
+            0 => {
+                let i32t = LLVMInt32TypeInContext(self.ctx);
+                let base = LLVMBuildLoad2(self.b, i32t, self.site_base, c"profcc.base".as_ptr());
+                self.call(crate::abi::FN_COUNTERS, &mut [base], c"profcc.counters")
+            }
+            1 => self.call(crate::abi::FN_ME, &mut [], c"profcc.me"),
+            2 => self.call(crate::abi::FN_RB, &mut [], c"profcc.rb"),
+            _ => self.call(crate::abi::FN_WMASK, &mut [], c"profcc.wmask"),
+        };
+        let p = self.prologues.get_mut(&func).unwrap();
+        *match which {
+            0 => &mut p.counters,
+            1 => &mut p.me,
+            2 => &mut p.rb,
+            _ => &mut p.wmask,
+        } = Some(v);
+        v
+    }
+
+    unsafe fn access(&mut self, local: usize, a: &Access, sharing: bool) {
+        let i64t = LLVMInt64TypeInContext(self.ctx);
+        let c = self.entry_value(a.func, 0);
+        let (me, rb, wmask) = if !sharing {
+            (None, None, None)
+        } else if matches!(a.size, Size::Const(n) if n <= LINE) {
+            if a.kind.writes() {
+                (
+                    Some(self.entry_value(a.func, 1)),
+                    None,
+                    Some(self.entry_value(a.func, 3)),
+                )
+            } else {
+                (None, Some(self.entry_value(a.func, 2)), None)
+            }
+        } else {
+            (None, None, None)
+        };
+        LLVMPositionBuilderBefore(self.b, a.inst);
+        let mut loc = LLVMInstructionGetDebugLoc(a.inst);
+        let sp = LLVMGetSubprogram(a.func);
+        if loc.is_null() && !sp.is_null() {
+            loc = LLVMDIBuilderCreateDebugLocation(self.ctx, 0, 0, sp, std::ptr::null_mut());
+        }
+        LLVMSetCurrentDebugLocation2(self.b, loc);
+        let localv = LLVMConstInt(i64t, local as u64, 0);
+        let mut info = if a.kind.writes() { INFO_WRITE } else { 0 };
+        if a.kind == AccessKind::Atomic {
+            info |= INFO_ATOMIC;
+        }
+        let empty = c"";
+        match (a.size, sharing) {
+            (Size::Const(_), false) => {
+                self.call(crate::abi::COUNT, &mut [c, localv], empty);
+            }
+            (Size::Dyn(len), false) => {
+                let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
+                self.call(crate::abi::COUNT_N, &mut [c, localv, size], empty);
+            }
+            (Size::Const(n), true) if n <= LINE => {
+                let infov = LLVMConstInt(i64t, info | n.min(255), 0);
+                if a.kind.writes() {
+                    let mut args = [c, localv, a.ptr, infov, me.unwrap(), wmask.unwrap()];
+                    self.call(crate::abi::WRITE, &mut args, empty);
+                } else {
+                    self.call(
+                        crate::abi::READ,
+                        &mut [c, localv, a.ptr, infov, rb.unwrap()],
+                        empty,
+                    );
+                }
+            }
+            (Size::Const(n), true) => {
+                let lenv = LLVMConstInt(i64t, n, 0);
+                let infov = LLVMConstInt(i64t, info, 0);
+                self.call(
+                    crate::abi::RANGE,
+                    &mut [c, localv, a.ptr, lenv, infov],
+                    empty,
+                );
+            }
+            (Size::Dyn(len), true) => {
+                let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
+                let infov = LLVMConstInt(i64t, info, 0);
+                self.call(
+                    crate::abi::RANGE_N,
+                    &mut [c, localv, a.ptr, size, infov],
+                    empty,
+                );
+            }
+        }
+    }
+}
 
 /// # Safety
 /// All handles must be valid and belong to `ctx`; `hooks` are `abi::HOOKS` in order.
@@ -15,71 +175,19 @@ pub unsafe fn rewrite(
     hooks: &[LLVMValueRef],
     site_base: LLVMValueRef,
     sel: &Selection,
+    sharing: bool,
     stats: &mut Stats,
 ) {
-    let (fn_counters, count, count_n) = (hooks[0], hooks[1], hooks[2]);
-    let i32t = LLVMInt32TypeInContext(ctx);
-    let i64t = LLVMInt64TypeInContext(ctx);
-    let empty = c"".as_ptr();
-    let b = LLVMCreateBuilderInContext(ctx);
-    // The thread's counters for this module, computed once per function at entry.
-    let mut counters: HashMap<LLVMValueRef, LLVMValueRef> = HashMap::new();
+    let mut r = Rewriter {
+        ctx,
+        b: LLVMCreateBuilderInContext(ctx),
+        hooks: hooks.to_vec(),
+        site_base,
+        prologues: HashMap::new(),
+    };
     for (local, a) in sel.accesses.iter().enumerate() {
-        let sp = LLVMGetSubprogram(a.func);
-        let c = *counters.entry(a.func).or_insert_with(|| {
-            let entry = LLVMGetEntryBasicBlock(a.func);
-            LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(entry));
-            // An inlinable call in a function with debug info needs a location.
-            let loc = if sp.is_null() {
-                std::ptr::null_mut()
-            } else {
-                LLVMDIBuilderCreateDebugLocation(ctx, 0, 0, sp, std::ptr::null_mut())
-            };
-            LLVMSetCurrentDebugLocation2(b, loc);
-            let base = LLVMBuildLoad2(b, i32t, site_base, c"profcc.base".as_ptr());
-            let mut args = [base];
-            LLVMBuildCall2(
-                b,
-                LLVMGlobalGetValueType(fn_counters),
-                fn_counters,
-                args.as_mut_ptr(),
-                1,
-                c"profcc.counters".as_ptr(),
-            )
-        });
-        LLVMPositionBuilderBefore(b, a.inst);
-        let mut loc = LLVMInstructionGetDebugLoc(a.inst);
-        if loc.is_null() && !sp.is_null() {
-            loc = LLVMDIBuilderCreateDebugLocation(ctx, 0, 0, sp, std::ptr::null_mut());
-        }
-        LLVMSetCurrentDebugLocation2(b, loc);
-        let local = LLVMConstInt(i64t, local as u64, 0);
-        match a.size {
-            Size::Const(_) => {
-                let mut args = [c, local];
-                LLVMBuildCall2(
-                    b,
-                    LLVMGlobalGetValueType(count),
-                    count,
-                    args.as_mut_ptr(),
-                    2,
-                    empty,
-                );
-            }
-            Size::Dyn(len) => {
-                let size = LLVMBuildZExtOrBitCast(b, len, i64t, empty);
-                let mut args = [c, local, size];
-                LLVMBuildCall2(
-                    b,
-                    LLVMGlobalGetValueType(count_n),
-                    count_n,
-                    args.as_mut_ptr(),
-                    3,
-                    empty,
-                );
-            }
-        }
+        r.access(local, a, sharing);
     }
-    LLVMDisposeBuilder(b);
-    stats.bump("functions-instrumented", counters.len() as u64);
+    LLVMDisposeBuilder(r.b);
+    stats.bump("functions-instrumented", r.prologues.len() as u64);
 }

@@ -20,6 +20,8 @@ pub struct Access {
     /// The instruction the hook call goes before.
     pub inst: LLVMValueRef,
     pub func: LLVMValueRef,
+    /// The address accessed (address space 0).
+    pub ptr: LLVMValueRef,
     pub kind: AccessKind,
     pub size: Size,
 }
@@ -296,6 +298,7 @@ unsafe fn push(
     sel.accesses.push(Access {
         inst,
         func,
+        ptr,
         kind,
         size,
     });

@@ -6,9 +6,18 @@
 use std::path::PathBuf;
 
 fn run(name: &str) -> (String, profcc_passes::Stats) {
+    run_with(name, name, &Default::default())
+}
+
+/// Instrument `input.ll` with `opts` and compare with `expected.expected`.
+fn run_with(
+    input: &str,
+    name: &str,
+    opts: &profcc_passes::Options,
+) -> (String, profcc_passes::Stats) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let input = std::fs::read_to_string(dir.join(format!("{name}.ll"))).unwrap();
-    let (ir, stats) = profcc_passes::instrument_ir(&input, &Default::default()).unwrap();
+    let input = std::fs::read_to_string(dir.join(format!("{input}.ll"))).unwrap();
+    let (ir, stats) = profcc_passes::instrument_ir(&input, opts).unwrap();
     let mut text = String::new();
     for (k, v) in &stats.counts {
         text.push_str(&format!("; {k} = {v}\n"));
@@ -39,6 +48,33 @@ fn load_store() {
     let (ir, s) = run("load_store");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("instrumented-write"), 1);
+    // Per access: a counter increment, one load of the line's shadow word (16 TiB + addr/8)
+    // and one rarely taken branch to the cold door; nothing is stored to the shadow inline.
+    assert_eq!(ir.matches("add nuw nsw i64 %").count(), 2, "{ir}");
+    assert_eq!(ir.matches("17592186044416").count(), 2, "{ir}");
+    assert_eq!(
+        ir.matches("call void @__profcc_line_slow(").count(),
+        2,
+        "{ir}"
+    );
+    // Hot (tracked) lines are sampled: a countdown in TLS, only on the cold side.
+    assert_eq!(ir.matches("@__profcc_hot_cd").count(), 3, "{ir}");
+    // The write passes its size and the write flag (0x100 | 8); the read its size only; the
+    // write's volume sample adds 0x200 on the cold side only.
+    assert!(
+        ir.contains("i64 noundef 4, ptr") && ir.contains(", 264\n"),
+        "{ir}"
+    );
+    assert!(!ir.contains("@__profcc_fn_counters("), "prologue inlined");
+}
+
+#[test]
+fn load_store_counting_only() {
+    let opts = profcc_passes::Options {
+        accesses: true,
+        sharing: false,
+    };
+    let (ir, _) = run_with("load_store", "load_store.counting", &opts);
     // One counter increment per access, no call and no branch left.
     assert_eq!(ir.matches("add i64 %").filter(|_| true).count(), 2, "{ir}");
     assert!(

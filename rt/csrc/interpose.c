@@ -107,6 +107,7 @@ void profcc_on_munmap(void *p, size_t n);
 void profcc_on_mremap(void *old, size_t old_n, void *p, size_t n);
 void *profcc_thread_prepare(void *(*fn)(void *), void *arg, void *fp);
 void profcc_thread_started(void *rec, void *(**fn)(void *), void **arg);
+void profcc_thread_exiting(void);
 void profcc_thread_failed(void *rec);
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -401,7 +402,9 @@ static void *user_trampoline(void *rec) {
     tls.in_rt = 1;
     profcc_thread_started(rec, &fn, &arg);
     tls.in_rt = 0;
-    return fn(arg);
+    void *ret = fn(arg);
+    profcc_thread_exiting();
+    return ret;
 }
 
 int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {

@@ -19,3 +19,29 @@ __thread uint64_t *__profcc_counts = profcc_scratch_counts;
 
 uint64_t **profcc_counts_slot(void) { return &__profcc_counts; }
 uint64_t *profcc_scratch(void) { return profcc_scratch_counts; }
+
+/* Sharing analysis, per thread (rt/src/sharing.rs sets them when the thread starts):
+ * the owner word a write compares the line's shadow word with (id+1 | own reader bit), the
+ * reader bit a read checks, and the write-volume sample mask (all ones = never sample).
+ * Zero owner word: a thread the runtime has not seen; its accesses are not analysed. */
+__attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_me;
+__attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_rb;
+__attribute__((tls_model("initial-exec"), visibility("default")))
+__thread uint64_t __profcc_wmask = ~(uint64_t)0;
+/* Countdown to the next sampled access to a tracked line (fs_sample); the hooks decrement
+ * it, the runtime re-arms it. */
+__attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_hot_cd;
+
+void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
+  *me = &__profcc_me;
+  *rb = &__profcc_rb;
+  *wmask = &__profcc_wmask;
+  *countdown = &__profcc_hot_cd;
+}
+
+/* Reserve the shadow before any initialiser runs: .preinit_array entries of the executable
+ * run before the constructors of every shared library, so even an instrumented library's
+ * constructor finds it mapped. */
+void profcc_sharing_preinit(void);
+__attribute__((section(".preinit_array"), used)) static void (*profcc_preinit_entry)(void) =
+    profcc_sharing_preinit;

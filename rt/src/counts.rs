@@ -29,7 +29,7 @@ pub const MAX_SITES: u32 = 1 << 22;
 pub const MAX_MODULE_SITES: u32 = 1 << 20;
 pub const LIMBO: u32 = MAX_SITES;
 pub const SLOTS: usize = 2 * (MAX_SITES + MAX_MODULE_SITES) as usize;
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// One access site, as the pass emits it (`passes/src/abi.rs` is the other side).
 #[repr(C)]
@@ -54,6 +54,8 @@ pub struct ModuleDesc {
     /// NUL-separated strings; offsets in `SiteDesc` point into it.
     pub strings: *const u8,
     pub site_base: *mut u32,
+    /// Bit 0: the module's accesses read the cache-line shadow.
+    pub flags: u32,
 }
 
 struct Registered {
@@ -92,6 +94,7 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
         );
         return;
     }
+    crate::sharing::check_module((*m).flags);
     let n = (*m).nsites.min(MAX_MODULE_SITES);
     let base = NEXT_BASE.fetch_add(n, Ordering::Relaxed);
     if base.checked_add(n).is_none_or(|end| end > MAX_SITES) {
@@ -169,6 +172,8 @@ unsafe fn string_at(strings: *const u8, off: u32) -> String {
 
 pub struct Snapshot {
     pub sites: Vec<AccessSite>,
+    /// Global site id of each entry of `sites`.
+    pub global_ids: Vec<u32>,
     /// Accesses per dense thread id.
     pub per_thread: Vec<(u32, u64)>,
     pub unattributed: u64,
@@ -186,6 +191,7 @@ pub fn snapshot() -> Snapshot {
         MODULES.lock().iter().map(|m| (m.desc, m.base)).collect();
     let mut per_thread: Vec<(u32, u64)> = threads.iter().map(|t| (t.0, 0)).collect();
     let mut sites = Vec::new();
+    let mut global_ids = Vec::new();
     let mut max_local = 0u32;
     for &(desc, base) in &modules {
         let d = unsafe { &*desc };
@@ -210,6 +216,7 @@ pub fn snapshot() -> Snapshot {
                 bytes = count * s.size as u64;
             }
             let inl = unsafe { string_at(d.strings, s.inlined_at) };
+            global_ids.push(g as u32);
             sites.push(AccessSite {
                 file: unsafe { string_at(d.strings, s.file) },
                 line: s.line,
@@ -235,6 +242,7 @@ pub fn snapshot() -> Snapshot {
     }
     Snapshot {
         sites,
+        global_ids,
         per_thread,
         unattributed,
         dropped_sites: DROPPED_SITES.load(Ordering::Relaxed),

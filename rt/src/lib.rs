@@ -7,6 +7,7 @@
 //!   inlined fast path bumps (branch-free: a static scratch array until a thread has its own).
 //! - `threads`: `pthread_create` interposition, dense thread ids, stack bounds.
 //! - `stack`: frame-pointer stack capture and the stack depot.
+//! - `sharing`: the cache-line shadow, the hooks' cold door, tracked lines (false sharing).
 //! - `alloc`: the malloc family / operator new/delete / mmap interposers and the object map.
 //! - `writer`: profile assembly, atomic write, stderr summary, exit and SIGUSR2 dumps.
 
@@ -16,6 +17,7 @@ pub mod alloc;
 pub mod counts;
 pub mod mem;
 pub mod options;
+pub mod sharing;
 pub mod stack;
 pub mod threads;
 pub mod writer;
@@ -58,6 +60,7 @@ fn init_slow() {
     if options::get_bool("help") {
         writer::stderr_line(&options::help_text());
     }
+    sharing::init();
     mem::install_fork_handlers();
     threads::init_main_thread();
     counts::thread_counts();

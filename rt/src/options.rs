@@ -25,6 +25,48 @@ pub const FLAGS: &[Flag] = &[
         help: "write the profile at exit (SIGUSR2 dumps happen either way)",
     },
     Flag {
+        name: "fs_budget",
+        kind: Kind::Uint,
+        default: "4096",
+        help: "accesses recorded on a watched (uncontended) line before it is let go",
+    },
+    Flag {
+        name: "fs_inv_ns",
+        kind: Kind::Uint,
+        default: "60",
+        help: "assumed cost of one cache-line invalidation in ns, for the predicted gain",
+    },
+    Flag {
+        name: "fs_max_lines",
+        kind: Kind::Uint,
+        default: "8192",
+        help: "most cache lines tracked in detail (at most 16382; about 2.3 KiB each)",
+    },
+    Flag {
+        name: "fs_sample",
+        kind: Kind::Uint,
+        default: "64",
+        help: "analyse one access in N per thread to a tracked line (1 = every access; counts are scaled by N)",
+    },
+    Flag {
+        name: "fs_threshold",
+        kind: Kind::Uint,
+        default: "16",
+        help: "invalidations after which a line is tracked per byte (1-255)",
+    },
+    Flag {
+        name: "fs_watch",
+        kind: Kind::Uint,
+        default: "256",
+        help: "one write in N per site and thread samples write volume, for latent false sharing (power of 2; 0 = off)",
+    },
+    Flag {
+        name: "fs_watch_samples",
+        kind: Kind::Uint,
+        default: "2",
+        help: "volume samples after which a line next to another thread's line is watched (1-63)",
+    },
+    Flag {
         name: "help",
         kind: Kind::Bool,
         default: "0",

@@ -92,6 +92,13 @@ fn set_bounds(main: bool) {
     unsafe { profcc_stack_bounds_self(main as i32, &mut lo, &mut hi) };
     t.stack_lo = lo;
     t.stack_hi = hi;
+    crate::sharing::thread_started(t.tid_plus1.wrapping_sub(1), lo, hi, main);
+}
+
+/// From the start trampoline, after the user's start routine returned.
+#[no_mangle]
+pub extern "C" fn profcc_thread_exiting() {
+    crate::sharing::thread_exiting();
 }
 
 /// Called once from `ensure_init`, on whichever thread initialises (normally the main thread
@@ -262,4 +269,5 @@ unsafe extern "C" fn fork_child() {
     crate::alloc::fork_release();
     REG.force_unlock();
     crate::stack::after_fork_child();
+    crate::sharing::after_fork_child();
 }

@@ -23,7 +23,7 @@ pub fn stderr_line(s: &str) {
     }
 }
 
-fn now_ns() -> u64 {
+pub fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -236,6 +236,21 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
     notes.push(
         "allocations made inside glibc (its own mmap/brk) and accesses in uninstrumented libraries are not observed".into(),
     );
+    let ids: std::collections::HashMap<u32, u32> = snap
+        .global_ids
+        .iter()
+        .enumerate()
+        .map(|(i, &g)| (g, i as u32))
+        .collect();
+    let sharing = crate::sharing::snapshot(&|g| ids.get(&g).copied());
+    if let Some(s) = &sharing {
+        if s.dropped_lines > 0 {
+            notes.push(format!(
+                "{} cache lines passed a sharing threshold after the table of tracked lines was full (raise fs_max_lines)",
+                s.dropped_lines
+            ));
+        }
+    }
     let exe = exe_path();
     schema::Profile {
         format: schema::FORMAT.into(),
@@ -254,7 +269,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         totals,
         notes,
         exe,
-        sharing: None,
+        sharing,
     }
 }
 
@@ -377,7 +392,8 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
         human(t.allocations),
         bytes(t.live_bytes_peak)
     )];
-    let top = (options::get_uint("top") as usize).min(6);
+    let sharing = crate::sharing::summary_lines(p, 3);
+    let top = (options::get_uint("top") as usize).min(if sharing.is_empty() { 6 } else { 3 });
     // Aggregate by file:line (unrolling splits one line into many sites).
     // A map, not a list search: sqlite3 has tens of thousands of sites.
     let mut lines: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
@@ -405,6 +421,10 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
             "profcc:   {:>8} accesses ({pct:4.1}%) at {key}",
             human(*n)
         ));
+    }
+    if !sharing.is_empty() {
+        out.push("profcc: cache-line sharing (top findings):".into());
+        out.extend(sharing.into_iter().map(|l| format!("profcc: {l}")));
     }
     match written {
         Some(path) => out.push(format!(

@@ -28,7 +28,8 @@ pub struct Sharing {
 pub struct Settings {
     /// Invalidations after which a line is tracked per byte (`fs_threshold`).
     pub threshold: u32,
-    /// One in this many accesses to a tracked line is recorded per byte (`fs_sample`).
+    /// One in this many accesses per thread to a tracked line is analysed (`fs_sample`);
+    /// invalidations and byte counts on tracked lines are scaled by it.
     pub sample: u32,
     /// A thread samples one write in this many per site for write volume (`fs_watch`; a power of 2).
     pub watch_interval: u32,
@@ -46,7 +47,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             threshold: 16,
-            sample: 1,
+            sample: 64,
             watch_interval: 256,
             watch_samples: 2,
             watch_budget: 4096,

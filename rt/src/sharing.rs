@@ -1,0 +1,841 @@
+//! Cache-line sharing analysis: the line shadow, the cold door the inlined hooks call, the
+//! tracked-line table, and the profile's `sharing` section.
+//!
+//! # Address map (x86-64, 47-bit user space)
+//!
+//! ```text
+//! [0x0000_0000_0000, 0x1000_0000_0000)  application (low: non-PIE executables, brk heap)
+//! [0x1000_0000_0000, 0x2000_0000_0000)  LINE SHADOW, 16 TiB, MAP_NORESERVE: 8 bytes per 64-byte line
+//!                                       shadow(a) = 0x1000_0000_0000 + (a >> 6) * 8
+//! [0x2000_0000_0000, 0x2020_0000_0000)  page shadow, 128 GiB (reserved for the NUMA analysis:
+//!                                       4 bytes per 4 KiB page; not mapped yet)
+//! [0x2020_0000_0000, 0x8000_0000_0000)  application (PIE executables, mmap, stacks)
+//! ```
+//! Invariants (tested below): shadow(a) lies in the line-shadow range for every user address;
+//! the shadow of the shadow range is never read (the runtime's own memory is not instrumented);
+//! the reservation uses `MAP_FIXED_NOREPLACE`, so it never clobbers a mapping.
+//!
+//! # The line's shadow word
+//!
+//! ```text
+//! cold:  bit 63 = 0 | bit 62 retired | bits 48-61 field | bits 16-47 reader mask | bits 0-15 owner
+//! hot:   bit 63 = 1 | bits 0-62 index of the line's record in the tracked-line table
+//! ```
+//! - owner: id+1 of the line's last writer (0: never written). Thread ids beyond 65534 wrap.
+//! - reader mask: bit 16 + (id+1) % 32 for each thread that accessed the line since its last
+//!   write; the writer's own bit is set by its write. With more than 32 threads, threads that
+//!   share a bit hide each other's reads of cold lines (tracked lines are exact).
+//! - field, cold line: invalidations (bits 48-55) and write-volume samples (56-61) so far;
+//!   retired line (tracked once, let go): its table index (0x3fff: table was full).
+//!
+//! The inlined hooks (passes/hooks/fastpath.c) leave at once when a write finds the word
+//! equal to the thread's owner word (it wrote last and nobody read since; counters masked
+//! out) and when a read finds its reader bit set on a cold line. Everything else comes here:
+//! ownership changes (Cheetah's rule: a write after another thread's access is one
+//! invalidation), first reads, every access to a hot line, and one write in `fs_watch` per
+//! site and thread as a write-volume sample (for latent false sharing, after Predator).
+//!
+//! Tracked (hot) lines keep Cheetah's two-entry table (thread, read/write) for exact
+//! invalidations and per-byte reader/writer sets and counts (one access in `fs_sample`).
+//! A line becomes hot after `fs_threshold` invalidations (contended), or after
+//! `fs_watch_samples` volume samples while a neighbouring line has another owner (watched,
+//! for latent sharing); a watched line that stays uncontended for `fs_budget` accesses is
+//! retired: cold again, its record kept.
+//!
+//! Nothing is counted while only one thread exists (initialisation before `pthread_create`
+//! and the serial tail after the last join are not sharing).
+
+use crate::threads;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use profcc_schema::sharing as schema;
+
+pub const LINE_SHADOW: u64 = 0x1000_0000_0000;
+pub const LINE_SHADOW_SIZE: u64 = 1 << 44;
+pub const PAGE_SHADOW: u64 = 0x2000_0000_0000;
+pub const APP_LIMIT: u64 = 1 << 47;
+
+const HOT: u64 = 1 << 63;
+const RETIRED: u64 = 1 << 62;
+const OWNER: u64 = 0xffff;
+const READERS: u64 = 0xffff_ffff << 16;
+const FIELD_SHIFT: u32 = 48;
+const FIELD: u64 = 0x3fff;
+const NO_RECORD: u64 = 0x3fff;
+const INFO_WRITE: u64 = 1 << 8;
+const INFO_SAMPLED: u64 = 1 << 9;
+
+#[inline]
+pub fn shadow_of(addr: u64) -> u64 {
+    LINE_SHADOW + ((addr >> 6) << 3)
+}
+
+#[inline]
+fn word(addr: u64) -> &'static AtomicU64 {
+    unsafe { &*(shadow_of(addr) as *const AtomicU64) }
+}
+
+extern "C" {
+    fn profcc_sharing_tls(
+        me: *mut *mut u64,
+        rb: *mut *mut u64,
+        wmask: *mut *mut u64,
+        countdown: *mut *mut u64,
+    );
+    fn profcc_counts_slot() -> *mut *mut u64;
+}
+
+struct ThreadVars {
+    me: *mut u64,
+    rb: *mut u64,
+    wmask: *mut u64,
+    countdown: *mut u64,
+}
+
+#[inline]
+fn tvars() -> ThreadVars {
+    let mut v = ThreadVars {
+        me: core::ptr::null_mut(),
+        rb: core::ptr::null_mut(),
+        wmask: core::ptr::null_mut(),
+        countdown: core::ptr::null_mut(),
+    };
+    unsafe { profcc_sharing_tls(&mut v.me, &mut v.rb, &mut v.wmask, &mut v.countdown) };
+    v
+}
+
+// ---- settings (from PROFCC_OPTIONS, fixed at initialisation) ----
+
+static THRESHOLD: AtomicU32 = AtomicU32::new(16);
+static SAMPLE: AtomicU32 = AtomicU32::new(1);
+static WATCH: AtomicU32 = AtomicU32::new(256);
+static WATCH_SAMPLES: AtomicU32 = AtomicU32::new(2);
+static BUDGET: AtomicU32 = AtomicU32::new(4096);
+static MAX_LINES: AtomicU32 = AtomicU32::new(8192);
+static INV_NS: AtomicU32 = AtomicU32::new(60);
+
+/// 0: not reserved yet, 1: reserved, 2: reservation failed.
+static SHADOW: AtomicU32 = AtomicU32::new(0);
+static SHADOW_ERRNO: AtomicU32 = AtomicU32::new(0);
+
+/// Threads alive that the runtime knows of, and the time spent with more than one.
+static LIVE: AtomicU32 = AtomicU32::new(1);
+static PARALLEL_SINCE: AtomicU64 = AtomicU64::new(0);
+static PARALLEL_NS: AtomicU64 = AtomicU64::new(0);
+
+/// From `.preinit_array` (rt/csrc/tls.c), before any constructor: reserve the line shadow.
+#[no_mangle]
+pub extern "C" fn profcc_sharing_preinit() {
+    reserve();
+}
+
+fn reserve() {
+    if SHADOW.load(Relaxed) != 0 {
+        return;
+    }
+    const MAP_FIXED_NOREPLACE: i32 = 0x100000;
+    let p = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            LINE_SHADOW as usize,
+            LINE_SHADOW_SIZE as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+            -1i64,
+            0usize,
+        )
+    };
+    if p as u64 == LINE_SHADOW {
+        SHADOW.store(1, Relaxed);
+    } else {
+        if p > 0 {
+            // An old kernel without MAP_FIXED_NOREPLACE placed it elsewhere: give it back.
+            unsafe { libc::syscall(libc::SYS_munmap, p as usize, LINE_SHADOW_SIZE as usize) };
+        }
+        SHADOW_ERRNO.store((-p).max(0) as u32, Relaxed);
+        SHADOW.store(2, Relaxed);
+    }
+}
+
+/// A module registers: if it reads the shadow and the shadow could not be reserved, the
+/// program cannot run instrumented; say why and how to fix it, and stop.
+pub fn check_module(flags: u32) {
+    if flags & 1 == 0 {
+        return;
+    }
+    reserve();
+    if SHADOW.load(Relaxed) == 2 {
+        crate::writer::stderr_line(&format!(
+            "profcc: cannot reserve 16 TiB of address space at {LINE_SHADOW:#x} for the cache-line shadow (errno {}); lift `ulimit -v`, use vm.overcommit_memory=0 or 1, or rebuild with PROFCC_INSTRUMENT=accesses",
+            SHADOW_ERRNO.load(Relaxed)
+        ));
+        unsafe { libc::_exit(1) };
+    }
+}
+
+/// From `ensure_init`: read the settings.
+pub fn init() {
+    use crate::options::get_uint;
+    let clamp = |v: u64, lo: u64, hi: u64| v.clamp(lo, hi) as u32;
+    THRESHOLD.store(clamp(get_uint("fs_threshold"), 1, 255), Relaxed);
+    SAMPLE.store(clamp(get_uint("fs_sample"), 1, 1 << 20), Relaxed);
+    let watch = get_uint("fs_watch");
+    WATCH.store(
+        if watch == 0 {
+            0
+        } else {
+            clamp(watch.next_power_of_two(), 1, 1 << 30)
+        },
+        Relaxed,
+    );
+    WATCH_SAMPLES.store(clamp(get_uint("fs_watch_samples"), 1, 63), Relaxed);
+    BUDGET.store(clamp(get_uint("fs_budget"), 1, u32::MAX as u64), Relaxed);
+    MAX_LINES.store(clamp(get_uint("fs_max_lines"), 0, NO_RECORD - 1), Relaxed);
+    INV_NS.store(clamp(get_uint("fs_inv_ns"), 1, 100_000), Relaxed);
+    reserve();
+}
+
+/// The calling thread got its dense id (main thread at initialisation, others in their start
+/// trampoline): set its owner word, reader bit and sample mask; record its stack.
+pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) {
+    let t = (id as u64 % 0xffff) + 1;
+    let rb = 1u64 << (16 + t % 32);
+    let v = tvars();
+    let w = WATCH.load(Relaxed) as u64;
+    unsafe {
+        *v.me = t | rb;
+        *v.rb = rb;
+        *v.wmask = if w == 0 { u64::MAX } else { w - 1 };
+        *v.countdown = SAMPLE.load(Relaxed) as u64;
+    }
+    let mut s = STACKS.lock();
+    s.retain(|x| x.0 != id);
+    s.push((id, stack_lo as u64, stack_hi as u64));
+    drop(s);
+    if !is_main && LIVE.fetch_add(1, Relaxed) == 1 {
+        PARALLEL_SINCE.store(crate::writer::now_ns(), Relaxed);
+    }
+}
+
+/// The calling thread's start routine returned.
+pub fn thread_exiting() {
+    let v = tvars();
+    unsafe {
+        *v.me = 0;
+        *v.rb = 0;
+        *v.wmask = u64::MAX;
+    }
+    if LIVE.fetch_sub(1, Relaxed) == 2 {
+        let since = PARALLEL_SINCE.swap(0, Relaxed);
+        if since != 0 {
+            PARALLEL_NS.fetch_add(crate::writer::now_ns().saturating_sub(since), Relaxed);
+        }
+    }
+}
+
+/// After fork, in the child: one thread.
+pub fn after_fork_child() {
+    LIVE.store(1, Relaxed);
+    PARALLEL_SINCE.store(0, Relaxed);
+    unsafe { STACKS.force_unlock() };
+}
+
+static STACKS: crate::mem::SpinLock<Vec<(u32, u64, u64)>> = crate::mem::SpinLock::new(Vec::new());
+
+// ---- tracked lines ----
+
+#[repr(C)]
+struct ByteSlot {
+    readers: AtomicU64,
+    writers: AtomicU64,
+    reads: AtomicU32,
+    writes: AtomicU32,
+    size: AtomicU32,
+    _pad: u32,
+}
+
+#[repr(C)]
+struct SiteSlot {
+    /// Global site id + 1 (0: free).
+    site: AtomicU32,
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+const SITE_SLOTS: usize = 8;
+
+#[repr(C)]
+struct Record {
+    addr: AtomicU64,
+    /// Two-entry history: two u32 entries, each (id+1) << 1 | write; 0 = empty.
+    table: AtomicU64,
+    invalidations: AtomicU64,
+    volume: AtomicU64,
+    /// Invalidations since it was retired (re-heats at the threshold).
+    since_retired: AtomicU32,
+    contended: AtomicU32,
+    budget: AtomicU32,
+    _pad: u32,
+    sites: [SiteSlot; SITE_SLOTS],
+    bytes: [ByteSlot; 64],
+}
+
+static TABLE: AtomicU64 = AtomicU64::new(0);
+static NEXT: AtomicU32 = AtomicU32::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static TABLE_LOCK: crate::mem::SpinLock<()> = crate::mem::SpinLock::new(());
+
+fn record(i: u64) -> &'static Record {
+    unsafe { &*((TABLE.load(Relaxed) as *const Record).add(i as usize)) }
+}
+
+/// A new record for `line` (index), or None when the table is full.
+#[cold]
+fn new_record(line: u64, contended: bool, invalidations: u64) -> Option<u64> {
+    let max = MAX_LINES.load(Relaxed);
+    if TABLE.load(Relaxed) == 0 {
+        let _g = TABLE_LOCK.lock();
+        if TABLE.load(Relaxed) == 0 {
+            let len = max as usize * core::mem::size_of::<Record>();
+            let p = crate::mem::map(len.max(4096), true);
+            if p.is_null() {
+                return None;
+            }
+            TABLE.store(p as u64, Relaxed);
+        }
+    }
+    let i = NEXT.fetch_add(1, Relaxed);
+    if i >= max {
+        NEXT.store(max, Relaxed);
+        DROPPED.fetch_add(1, Relaxed);
+        return None;
+    }
+    let r = record(i as u64);
+    r.addr.store(line, Relaxed);
+    r.invalidations.store(invalidations, Relaxed);
+    r.contended.store(contended as u32, Relaxed);
+    Some(i as u64)
+}
+
+fn multi() -> bool {
+    LIVE.load(Relaxed) > 1
+}
+
+/// Does a neighbour of `line` belong to another writer (or is it tracked)?
+fn neighbour_of_other(line: u64, t: u64) -> bool {
+    [line.wrapping_sub(64), line + 64].into_iter().any(|n| {
+        if n >= APP_LIMIT {
+            return false;
+        }
+        let w = word(n).load(Relaxed);
+        if w & HOT != 0 {
+            return true;
+        }
+        let o = w & OWNER;
+        o != 0 && o != t
+    })
+}
+
+/// Global site id of the access: `c` is the thread's counters for the module, `local` the
+/// site's index in it.
+fn site_of(c: *mut u64, local: u64) -> u32 {
+    let base = unsafe { *profcc_counts_slot() } as usize;
+    let off = (c as usize).wrapping_sub(base) / 16;
+    (off as u64 + local) as u32
+}
+
+/// The cold door of the inlined hooks: see the module documentation.
+#[no_mangle]
+#[cold]
+pub unsafe extern "C" fn __profcc_line_slow(p: *const u8, info: u64, c: *mut u64, local: u64) {
+    let addr = p as u64;
+    if addr >= APP_LIMIT || SHADOW.load(Relaxed) != 1 {
+        return;
+    }
+    let v = tvars();
+    let me = *v.me;
+    if me == 0 {
+        return; // a thread the runtime has not seen
+    }
+    // The countdown ran out: this access to a hot line is the sampled one.
+    let due = *v.countdown == 0;
+    if due {
+        *v.countdown = SAMPLE.load(Relaxed) as u64;
+    }
+    slow(addr, info, me, c, local, &v, due);
+}
+
+/// Every line of [p, p+len) through the same checks as the inlined hooks.
+#[no_mangle]
+#[cold]
+pub unsafe extern "C" fn __profcc_range_slow(
+    p: *const u8,
+    len: u64,
+    info: u64,
+    c: *mut u64,
+    local: u64,
+) {
+    let start = p as u64;
+    let end = start.saturating_add(len).min(APP_LIMIT);
+    if start >= end || SHADOW.load(Relaxed) != 1 {
+        return;
+    }
+    let v = tvars();
+    let me = *v.me;
+    if me == 0 {
+        return;
+    }
+    let rb = *v.rb;
+    let write = info & INFO_WRITE != 0;
+    let mut a = start;
+    while a < end {
+        let next = (a & !63) + 64;
+        let n = next.min(end) - a;
+        let w = word(a).load(Relaxed);
+        let fast = if write {
+            w & (HOT | READERS | OWNER) == me
+        } else {
+            w & (HOT | rb) == rb
+        };
+        if !fast {
+            slow(a, (info & !0xff) | n.min(255), me, c, local, &v, true);
+        }
+        a = next;
+    }
+}
+
+/// `due`: a hot line's access is the thread's sampled one (else it came for a volume sample).
+#[allow(clippy::too_many_arguments)]
+unsafe fn slow(addr: u64, info: u64, me: u64, c: *mut u64, local: u64, v: &ThreadVars, due: bool) {
+    let line = addr & !63;
+    let sh = word(line);
+    let t = me & OWNER;
+    let rb = me & READERS;
+    let write = info & INFO_WRITE != 0;
+    let sampled = info & INFO_SAMPLED != 0 && write;
+    let multi = multi();
+    for _ in 0..8 {
+        let w = sh.load(Relaxed);
+        if w & HOT != 0 {
+            let r = record(w & !HOT);
+            if sampled && multi {
+                r.volume.fetch_add(1, Relaxed);
+            }
+            if due {
+                hot_access(r, w & !HOT, sh, addr, info, me, c, local, v, multi);
+            }
+            return;
+        }
+        if !write {
+            // First read of the line by this thread since its last write.
+            if sh
+                .compare_exchange_weak(w, w | rb, Relaxed, Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+            continue;
+        }
+        let owner = w & OWNER;
+        let other = (owner != 0 && owner != t) || (w & READERS & !rb) != 0;
+        let field = (w >> FIELD_SHIFT) & FIELD;
+        let mut new = me;
+        let mut heat: Option<(u64, bool)> = None; // (record index, new record)
+        if w & RETIRED != 0 {
+            if field != NO_RECORD {
+                let r = record(field);
+                if sampled && multi {
+                    r.volume.fetch_add(1, Relaxed);
+                }
+                if other
+                    && multi
+                    && r.since_retired.fetch_add(1, Relaxed) + 1 >= THRESHOLD.load(Relaxed)
+                {
+                    heat = Some((field, false));
+                }
+                if other && multi {
+                    r.invalidations.fetch_add(1, Relaxed);
+                }
+            }
+            new |= RETIRED | (field << FIELD_SHIFT);
+        } else {
+            let mut inv = field & 0xff;
+            let mut vol = field >> 8;
+            if other && multi {
+                inv += 1;
+            }
+            if sampled && multi {
+                vol = (vol + 1).min(63);
+            }
+            if inv >= THRESHOLD.load(Relaxed) as u64 {
+                heat = Some((u64::MAX, true));
+            } else if vol >= WATCH_SAMPLES.load(Relaxed) as u64
+                && sampled
+                && multi
+                && neighbour_of_other(line, t)
+            {
+                heat = Some((u64::MAX, false));
+            }
+            new |= ((inv.min(255)) | (vol << 8)) << FIELD_SHIFT;
+            if let Some((_, contended)) = heat {
+                match new_record(line, contended, inv) {
+                    Some(i) => {
+                        if !contended {
+                            record(i).volume.store(vol, Relaxed);
+                        }
+                        heat = Some((i, true));
+                    }
+                    None => {
+                        heat = None;
+                        new = me | RETIRED | (NO_RECORD << FIELD_SHIFT);
+                    }
+                }
+            }
+        }
+        if let Some((i, _)) = heat {
+            let r = record(i);
+            if w & RETIRED != 0 {
+                r.contended.store(1, Relaxed);
+                r.since_retired.store(0, Relaxed);
+            }
+            r.budget.store(0, Relaxed);
+            new = HOT | i;
+            if sh.compare_exchange(w, new, Relaxed, Relaxed).is_ok() {
+                // The table starts with this write.
+                r.table.store((t << 1) | 1, Relaxed);
+                record_bytes(r, addr, info, t, c, local, v);
+                return;
+            }
+            continue;
+        }
+        if sh.compare_exchange_weak(w, new, Relaxed, Relaxed).is_ok() {
+            return;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn hot_access(
+    r: &Record,
+    idx: u64,
+    sh: &AtomicU64,
+    addr: u64,
+    info: u64,
+    me: u64,
+    c: *mut u64,
+    local: u64,
+    v: &ThreadVars,
+    multi: bool,
+) {
+    let t = me & OWNER;
+    let write = info & INFO_WRITE != 0;
+    if !multi {
+        return;
+    }
+    // Cheetah's two-entry table: a write by a thread when another thread has an entry is
+    // one invalidation and leaves the writer alone in the table; a read adds the reader if
+    // the table has room. Nothing is stored when nothing changes.
+    let mine = (t << 1) | write as u64;
+    let mut tb = r.table.load(Relaxed);
+    loop {
+        let (e0, e1) = (tb & 0xffff_ffff, tb >> 32);
+        let (new, inval) = if write {
+            let other = (e0 != 0 && e0 >> 1 != t) || (e1 != 0 && e1 >> 1 != t);
+            (mine, other)
+        } else if e0 >> 1 == t || e1 >> 1 == t {
+            (tb, false)
+        } else if e0 == 0 {
+            (mine, false)
+        } else if e1 == 0 {
+            (e0 | (mine << 32), false)
+        } else {
+            (tb, false)
+        };
+        if new == tb {
+            break;
+        }
+        match r.table.compare_exchange_weak(tb, new, Relaxed, Relaxed) {
+            Ok(_) => {
+                if inval {
+                    // One sampled invalidation stands for fs_sample of them.
+                    r.invalidations
+                        .fetch_add(SAMPLE.load(Relaxed) as u64, Relaxed);
+                }
+                break;
+            }
+            Err(x) => tb = x,
+        }
+    }
+    // Per-byte detail: the hooks already sampled (one access in fs_sample per thread).
+    record_bytes(r, addr, info, t, c, local, v);
+    // A watched line that stays uncontended is let go after its budget.
+    if r.contended.load(Relaxed) == 0 {
+        if r.invalidations.load(Relaxed) >= THRESHOLD.load(Relaxed) as u64 {
+            r.contended.store(1, Relaxed);
+        } else if r.budget.fetch_add(1, Relaxed) + 1 >= BUDGET.load(Relaxed) {
+            let w = HOT | idx;
+            let cold = me | RETIRED | (idx << FIELD_SHIFT);
+            let _ = sh.compare_exchange(w, cold, Relaxed, Relaxed);
+        }
+    }
+}
+
+unsafe fn record_bytes(
+    r: &Record,
+    addr: u64,
+    info: u64,
+    t: u64,
+    c: *mut u64,
+    local: u64,
+    _v: &ThreadVars,
+) {
+    let write = info & INFO_WRITE != 0;
+    let off = (addr & 63) as usize;
+    let size = (info & 0xff).max(1);
+    let bit = 1u64 << ((t - 1) % 64);
+    let b = &r.bytes[off];
+    let set = if write { &b.writers } else { &b.readers };
+    if set.load(Relaxed) & bit == 0 {
+        set.fetch_or(bit, Relaxed);
+    }
+    if write {
+        b.writes.fetch_add(1, Relaxed);
+    } else {
+        b.reads.fetch_add(1, Relaxed);
+    }
+    if (b.size.load(Relaxed) as u64) < size {
+        b.size.fetch_max(size as u32, Relaxed);
+    }
+    let site = site_of(c, local) + 1;
+    for s in &r.sites {
+        let cur = s.site.load(Relaxed);
+        let mine = cur == site
+            || (cur == 0
+                && match s.site.compare_exchange(0, site, Relaxed, Relaxed) {
+                    Ok(_) => true,
+                    Err(x) => x == site,
+                });
+        if mine {
+            if write {
+                s.writes.fetch_add(1, Relaxed);
+            } else {
+                s.reads.fetch_add(1, Relaxed);
+            }
+            return;
+        }
+    }
+}
+
+// ---- the profile section ----
+
+fn ids(mask: u64) -> Vec<u32> {
+    (0..64).filter(|b| mask & (1u64 << b) != 0).collect()
+}
+
+/// The `sharing` section: settings and every tracked line. `site_index` maps a global site id
+/// to its index in the profile's `sites`.
+pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Sharing> {
+    if SHADOW.load(Relaxed) != 1 {
+        return None;
+    }
+    let _g = threads::RtGuard::enter();
+    let settings = schema::Settings {
+        threshold: THRESHOLD.load(Relaxed),
+        sample: SAMPLE.load(Relaxed),
+        watch_interval: WATCH.load(Relaxed),
+        watch_samples: WATCH_SAMPLES.load(Relaxed),
+        watch_budget: BUDGET.load(Relaxed),
+        max_lines: MAX_LINES.load(Relaxed),
+        invalidation_ns: INV_NS.load(Relaxed),
+    };
+    let mut parallel_ns = PARALLEL_NS.load(Relaxed);
+    let since = PARALLEL_SINCE.load(Relaxed);
+    if since != 0 {
+        parallel_ns += crate::writer::now_ns().saturating_sub(since);
+    }
+    let stacks = STACKS.lock().clone();
+    let n = if TABLE.load(Relaxed) == 0 {
+        0
+    } else {
+        NEXT.load(Relaxed).min(MAX_LINES.load(Relaxed))
+    };
+    let mut lines = Vec::new();
+    for i in 0..n as u64 {
+        let r = record(i);
+        let addr = r.addr.load(Relaxed);
+        let mut bytes = Vec::new();
+        for (off, b) in r.bytes.iter().enumerate() {
+            let (reads, writes) = (b.reads.load(Relaxed) as u64, b.writes.load(Relaxed) as u64);
+            if reads + writes == 0 {
+                continue;
+            }
+            bytes.push(schema::ByteUse {
+                offset: off as u32,
+                size: b.size.load(Relaxed),
+                reads,
+                writes,
+                readers: ids(b.readers.load(Relaxed)),
+                writers: ids(b.writers.load(Relaxed)),
+            });
+        }
+        if bytes.is_empty() {
+            continue;
+        }
+        let mut sites: Vec<schema::LineSite> = r
+            .sites
+            .iter()
+            .filter_map(|s| {
+                let id = s.site.load(Relaxed);
+                if id == 0 {
+                    return None;
+                }
+                Some(schema::LineSite {
+                    site: site_index(id - 1)?,
+                    reads: s.reads.load(Relaxed),
+                    writes: s.writes.load(Relaxed),
+                })
+            })
+            .collect();
+        sites.sort_by(|a, b| (b.reads + b.writes).cmp(&(a.reads + a.writes)));
+        let mut objects: Vec<schema::ObjectRef> = Vec::new();
+        for b in &bytes {
+            let a = addr + b.offset as u64;
+            if objects
+                .iter()
+                .any(|o| o.start <= a && a < o.start + o.size.max(1))
+            {
+                continue;
+            }
+            objects.push(object_at(a, addr, &stacks));
+        }
+        objects.sort_by_key(|o| o.start);
+        objects.dedup();
+        lines.push(schema::LineRecord {
+            addr,
+            invalidations: r.invalidations.load(Relaxed),
+            contended: r.contended.load(Relaxed) != 0,
+            volume_samples: r.volume.load(Relaxed),
+            bytes,
+            sites,
+            objects,
+        });
+    }
+    lines.sort_by_key(|l| l.addr);
+    Some(schema::Sharing {
+        settings,
+        parallel_ns,
+        lines,
+        dropped_lines: DROPPED.load(Relaxed),
+    })
+}
+
+fn object_at(a: u64, line: u64, stacks: &[(u32, u64, u64)]) -> schema::ObjectRef {
+    if let Some(o) = crate::alloc::lookup(a) {
+        return schema::ObjectRef {
+            kind: schema::ObjectKind::Heap,
+            start: o.start,
+            size: o.size,
+            alloc_stack: Some(o.stack),
+            alloc_thread: Some(o.tid),
+            alloc_kind: crate::alloc::KIND_NAMES
+                .get(o.kind as usize)
+                .map(|s| s.to_string()),
+            stack_thread: None,
+        };
+    }
+    if let Some(&(id, lo, hi)) = stacks.iter().find(|s| s.1 <= a && a < s.2) {
+        return schema::ObjectRef {
+            kind: schema::ObjectKind::Stack,
+            start: lo,
+            size: hi - lo,
+            stack_thread: Some(id),
+            ..Default::default()
+        };
+    }
+    schema::ObjectRef {
+        kind: schema::ObjectKind::Static,
+        start: line,
+        size: 64,
+        ..Default::default()
+    }
+}
+
+/// Top findings for the exit summary, one line each.
+pub fn summary_lines(p: &profcc_schema::Profile, top: usize) -> Vec<String> {
+    let Some(s) = &p.sharing else {
+        return Vec::new();
+    };
+    let findings = schema::analyze(s, p.duration_ns);
+    let mut out = Vec::new();
+    for f in findings.iter().take(top) {
+        let place = f
+            .sites
+            .iter()
+            .filter_map(|ls| p.sites.get(ls.site as usize))
+            .next()
+            .map(|s| format!("{}:{}", basename(&s.file), s.line))
+            .unwrap_or_else(|| "?".into());
+        let obj = match f.objects.first().map(|o| o.kind) {
+            Some(schema::ObjectKind::Heap) => "heap object",
+            Some(schema::ObjectKind::Stack) => "stack object",
+            _ => "global/static",
+        };
+        let gain = if f.predicted_speedup >= 1.01 {
+            format!(", fixing it: about {:.2}x faster", f.predicted_speedup)
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "  {}{} at {place} ({obj}, threads {}): {} invalidations{gain}",
+            f.kind.as_str(),
+            if f.allocator_induced {
+                " (allocator-induced)"
+            } else {
+                ""
+            },
+            f.threads
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            f.invalidations
+        ));
+    }
+    out
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_map_invariants() {
+        // Every user address maps into the line shadow, in order, 8 bytes per line.
+        assert_eq!(shadow_of(0), LINE_SHADOW);
+        assert_eq!(shadow_of(APP_LIMIT - 1), LINE_SHADOW + LINE_SHADOW_SIZE - 8);
+        assert_eq!(shadow_of(64) - shadow_of(0), 8);
+        assert_eq!(shadow_of(63), shadow_of(0));
+        // The shadow and the page shadow do not overlap, and neither reaches the usual
+        // places of PIE executables (0x55..), mmap and stacks (0x7f..).
+        assert!(LINE_SHADOW + LINE_SHADOW_SIZE <= PAGE_SHADOW);
+        assert!(PAGE_SHADOW + (APP_LIMIT >> 12) * 4 < 0x5500_0000_0000);
+        // Owner, reader mask, field and flags do not overlap.
+        assert_eq!(OWNER & READERS, 0);
+        assert_eq!(
+            (FIELD << FIELD_SHIFT) & (READERS | OWNER | HOT | RETIRED),
+            0
+        );
+        assert_eq!(HOT & RETIRED, 0);
+        // The write hook's mask (passes/hooks/fastpath.c): hot, readers and owner; a retired
+        // line's field and flag do not slow its owner down.
+        assert_eq!(0x8000_ffff_ffff_ffffu64, HOT | READERS | OWNER);
+    }
+
+    #[test]
+    fn table_record_is_small() {
+        assert!(core::mem::size_of::<Record>() <= 2560);
+    }
+}
