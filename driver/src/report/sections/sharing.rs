@@ -496,7 +496,7 @@ fn object_text(o: &ObjectOut) -> String {
         _ => match &o.name {
             Some(n) => format!("global `{n}` ({})", fmt::bytes(o.size)),
             None => format!(
-                "static data at {:#x} (no symbol names it; was the binary stripped or rebuilt?)",
+                "static data at {:#x} (no symbol holds it: thread-local, an anonymous mapping, or a stripped binary)",
                 o.start
             ),
         },
