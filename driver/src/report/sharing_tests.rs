@@ -512,7 +512,7 @@ fn heap_stack_allocator_induced_and_latent_findings() {
         "{sec}"
     );
     assert!(
-        sec.contains("    object: stack of thread 2 in worker(void*)\n"),
+        sec.contains("    object: stack of thread 2, written by worker(void*)\n"),
         "{sec}"
     );
     // Offsets into a whole stack say nothing: stack words are placed by address.

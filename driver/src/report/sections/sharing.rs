@@ -489,7 +489,7 @@ fn object_text(o: &ObjectOut) -> String {
                 None => "a thread's stack".into(),
             };
             if let Some(f) = &o.function {
-                s.push_str(&format!(" in {f}"));
+                s.push_str(&format!(", written by {f}"));
             }
             s
         }
