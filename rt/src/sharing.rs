@@ -695,7 +695,7 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
                 })
             })
             .collect();
-        sites.sort_by(|a, b| (b.reads + b.writes).cmp(&(a.reads + a.writes)));
+        sites.sort_by_key(|s| std::cmp::Reverse(s.reads + s.writes));
         let mut objects: Vec<schema::ObjectRef> = Vec::new();
         for b in &bytes {
             let a = addr + b.offset as u64;

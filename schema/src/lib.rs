@@ -221,9 +221,7 @@ impl std::error::Error for ReadError {}
 /// Parse a profile from text, checking the format marker and version.
 pub fn from_str(text: &str) -> Result<Profile, ReadError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        if e.is_eof() {
-            ReadError::Truncated(e.to_string())
-        } else if text.trim_start().starts_with('{') && text.contains(FORMAT) {
+        if e.is_eof() || (text.trim_start().starts_with('{') && text.contains(FORMAT)) {
             ReadError::Truncated(e.to_string())
         } else {
             ReadError::NotAProfile(e.to_string())

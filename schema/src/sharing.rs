@@ -220,6 +220,7 @@ pub fn analyze(s: &Sharing, duration_ns: u64) -> Vec<Finding> {
             out.push(f);
         }
     }
+    let mut out = merge_by_object(out, s, duration_ns);
     for l in &s.lines {
         let Some(r) = by_addr.get(&(l.addr + LINE)) else {
             continue;
@@ -237,6 +238,74 @@ pub fn analyze(s: &Sharing, duration_ns: u64) -> Vec<Finding> {
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.lines.cmp(&b.lines))
     });
+    out
+}
+
+/// One finding per object and kind: a heap block or global that spans several contended lines
+/// is one thing to fix.
+fn merge_by_object(found: Vec<Finding>, s: &Sharing, duration_ns: u64) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for f in found {
+        let key = |x: &Finding| {
+            x.objects
+                .first()
+                .filter(|o| o.kind != ObjectKind::Static)
+                .map(|o| (x.kind, x.allocator_induced, o.kind, o.start))
+        };
+        let k = key(&f);
+        let target = k.and_then(|k| out.iter_mut().find(|o| key(o) == Some(k)));
+        let Some(m) = target else {
+            out.push(f);
+            continue;
+        };
+        m.lines.extend(f.lines.iter().copied());
+        m.invalidations += f.invalidations;
+        m.reads += f.reads;
+        m.writes += f.writes;
+        let threads: BTreeSet<u32> = m.threads.iter().chain(&f.threads).copied().collect();
+        m.threads = threads.into_iter().collect();
+        let base = m.objects.len();
+        for o in &f.objects {
+            if !m.objects.contains(o) {
+                m.objects.push(o.clone());
+            }
+        }
+        for mut w in f.words {
+            w.object = w.object.and_then(|i| {
+                let o = &f.objects[i];
+                m.objects.iter().position(|x| x == o).or(Some(base + i))
+            });
+            m.words.push(w);
+        }
+        for x in f.sites {
+            match m.sites.iter_mut().find(|y| y.site == x.site) {
+                Some(y) => {
+                    y.reads += x.reads;
+                    y.writes += x.writes;
+                }
+                None => m.sites.push(x),
+            }
+        }
+        m.confidence = m.confidence.max(f.confidence);
+        m.stride = stride_of(&m.words);
+        let involved = m.threads.len().max(1) as u64;
+        let lost = m
+            .invalidations
+            .saturating_mul(s.settings.invalidation_ns as u64)
+            / involved;
+        let window = if s.parallel_ns > 0 {
+            s.parallel_ns.min(duration_ns.max(1))
+        } else {
+            duration_ns
+        };
+        m.predicted_saving_ns = lost.min(window * 9 / 10);
+        m.predicted_speedup = if duration_ns > m.predicted_saving_ns && duration_ns > 0 {
+            duration_ns as f64 / (duration_ns - m.predicted_saving_ns) as f64
+        } else {
+            1.0
+        };
+        m.fix = fix_text(m);
+    }
     out
 }
 
@@ -413,7 +482,8 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
     w.extend(wb);
     let mut r: Vec<BTreeSet<u32>> = ra;
     r.extend(rb);
-    let prefetch_pair = a.addr % (2 * LINE) == 0 && wr.symmetric_difference(&wl).next().is_some();
+    let prefetch_pair =
+        a.addr.is_multiple_of(2 * LINE) && wr.symmetric_difference(&wl).next().is_some();
     // Shift the grid: does some 64-byte window across the boundary hold two threads' writes
     // on disjoint bytes?
     let shift = (1..8u32).map(|k| k * 8).find(|&d| {
@@ -609,6 +679,33 @@ mod tests {
             vec![byte(0, 8, 0, 50, &[], &[1]), byte(8, 8, 0, 50, &[], &[2])],
         )]);
         assert!(analyze(&s, 1).is_empty());
+    }
+
+    #[test]
+    fn one_object_over_two_lines_is_one_finding() {
+        let a = line(
+            0x1000,
+            50_000,
+            vec![
+                byte(48, 8, 0, 5000, &[], &[1]),
+                byte(56, 8, 0, 5000, &[], &[2]),
+            ],
+        );
+        let b = line(
+            0x1040,
+            70_000,
+            vec![
+                byte(0, 8, 0, 5000, &[], &[3]),
+                byte(8, 8, 0, 5000, &[], &[4]),
+            ],
+        );
+        let f = analyze(&sharing(vec![a, b]), 2_000_000_000);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].lines, vec![0x1000, 0x1040]);
+        assert_eq!(f[0].invalidations, 120_000);
+        assert_eq!(f[0].threads, vec![1, 2, 3, 4]);
+        assert_eq!(f[0].stride, Some(8));
+        assert_eq!(f[0].words.len(), 4);
     }
 
     #[test]
