@@ -8,8 +8,8 @@
  *
  * Sharing (cache-line) analysis adds one load of the line's shadow word and one compare per
  * access; only an ownership change, a first read by a thread, a tracked ("hot") line or a
- * write-volume sample leaves through the cold door `__profcc_line_slow` (rt/src/sharing.rs,
- * which documents the shadow word and the address map).
+ * write-volume sample leaves through the cold door `__profcc_slow` (rt/src/sharing.rs documents
+ * the shadow word and the address map).
  *
  * Hot path rules: no locks, no allocation, no libc, no stores to shared lines. */
 #include <stdint.h>
@@ -18,7 +18,6 @@
 #define PROFCC_LINE_SHADOW 0x100000000000ull /* 16 TiB: 8 bytes per 64-byte line */
 #define PROFCC_HOT (1ull << 63)
 #define PROFCC_OWNER_BITS 0x8000ffffffffffffull /* hot, reader mask, owner */
-#define PROFCC_SAMPLED (1ull << 9)
 
 /* Defined by the runtime (rt/csrc/tls.c); the executable's static TLS block. */
 extern __thread uint64_t *__profcc_counts __attribute__((tls_model("initial-exec")));
@@ -26,14 +25,14 @@ extern __thread uint64_t *__profcc_counts __attribute__((tls_model("initial-exec
 extern __thread uint64_t __profcc_me __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t __profcc_rb __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t __profcc_wmask __attribute__((tls_model("initial-exec")));
-/* Countdown to the next sampled access to a tracked line (the runtime re-arms it). */
-extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
 
-/* The cold door (runtime). info: size (bits 0-7) | write << 8 | sampled << 9 | atomic << 10. */
-__attribute__((cold)) void __profcc_line_slow(const void *p, uint64_t info, uint64_t *c,
-                                              uint64_t local);
+/* The cold door (rt/csrc/tls.c, then rt/src/sharing.rs). slot: the site's counter in the
+ * thread's array (gives the site and, for writes, the volume sample); info: size (bits 0-7) |
+ * write << 8 | atomic << 10. Kept to three arguments and one call: the code after each access
+ * stays small. */
+__attribute__((cold)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info);
 __attribute__((cold)) void __profcc_range_slow(const void *p, uint64_t len, uint64_t info,
-                                               uint64_t *c, uint64_t local);
+                                               uint64_t *slot);
 
 static inline uint64_t *shadow_of(const void *p) {
   return (uint64_t *)(PROFCC_LINE_SHADOW + (((uint64_t)p >> 6) << 3));
@@ -56,30 +55,26 @@ void __profcc_count_n(uint64_t *c, uint64_t local, uint64_t size) {
   c[2 * local + 1] += size;
 }
 
-/* A read: leave unless the line is hot or this thread has not read it since its last write.
- * Accesses to hot (tracked) lines are sampled: one in fs_sample per thread goes in. */
+/* A read: leave unless the line is hot or this thread has not read it since its last write. */
 void __profcc_read(uint64_t *c, uint64_t local, const void *p, uint64_t info, uint64_t rb) {
-  c[2 * local] += 1;
+  uint64_t *slot = c + 2 * local;
+  *slot += 1;
   uint64_t w = *shadow_of(p);
-  if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0)) {
-    if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
-      __profcc_line_slow(p, info, c, local);
-  }
+  if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0))
+    __profcc_slow(p, slot, info);
 }
 
-/* A write: leave when this thread is the line's last writer and nobody else read it since
- * (the shadow word equals the thread's owner word), unless it is this site's write-volume
- * sample. Nothing is stored to the shadow here. */
+/* A write: leave when this thread is the line's last writer and nobody read it since (the
+ * shadow word equals the thread's owner word, counters masked out), unless the site's count
+ * hits the thread's write-volume sample. Nothing is stored to the shadow here. */
 void __profcc_write(uint64_t *c, uint64_t local, const void *p, uint64_t info, uint64_t me,
                     uint64_t wmask) {
-  uint64_t n = c[2 * local] + 1;
-  c[2 * local] = n;
+  uint64_t *slot = c + 2 * local;
+  uint64_t n = *slot + 1;
+  *slot = n;
   uint64_t w = *shadow_of(p);
-  int sampled = (n & wmask) == 0;
-  if (__builtin_expect(((w & PROFCC_OWNER_BITS) != me) | sampled, 0)) {
-    if (sampled || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
-      __profcc_line_slow(p, info | ((uint64_t)sampled << 9), c, local);
-  }
+  if (__builtin_expect(((w & PROFCC_OWNER_BITS) != me) | ((n & wmask) == 0), 0))
+    __profcc_slow(p, slot, info);
 }
 
 /* A fixed-size access longer than a line, or of run-time length (memory intrinsics): every
@@ -87,11 +82,11 @@ void __profcc_write(uint64_t *c, uint64_t local, const void *p, uint64_t info, u
 void __profcc_range(uint64_t *c, uint64_t local, const void *p, uint64_t len, uint64_t info) {
   c[2 * local] += 1;
   if (len)
-    __profcc_range_slow(p, len, info, c, local);
+    __profcc_range_slow(p, len, info, c + 2 * local);
 }
 void __profcc_range_n(uint64_t *c, uint64_t local, const void *p, uint64_t len, uint64_t info) {
   c[2 * local] += 1;
   c[2 * local + 1] += len;
   if (len)
-    __profcc_range_slow(p, len, info, c, local);
+    __profcc_range_slow(p, len, info, c + 2 * local);
 }

@@ -52,17 +52,18 @@ fn load_store() {
     // and one rarely taken branch to the cold door; nothing is stored to the shadow inline.
     assert_eq!(ir.matches("add nuw nsw i64 %").count(), 2, "{ir}");
     assert_eq!(ir.matches("17592186044416").count(), 2, "{ir}");
-    assert_eq!(
-        ir.matches("call void @__profcc_line_slow(").count(),
-        2,
+    // One three-argument call on the cold side: address, counter slot, info (size | write << 8).
+    assert_eq!(ir.matches("call void @__profcc_slow(").count(), 2, "{ir}");
+    assert!(
+        ir.contains("i64 noundef 4)") && ir.contains("i64 noundef 264)"),
         "{ir}"
     );
-    // Hot (tracked) lines are sampled: a countdown in TLS, only on the cold side.
-    assert_eq!(ir.matches("@__profcc_hot_cd").count(), 3, "{ir}");
-    // The write passes its size and the write flag (0x100 | 8); the read its size only; the
-    // write's volume sample adds 0x200 on the cold side only.
-    assert!(
-        ir.contains("i64 noundef 4, ptr") && ir.contains(", 264\n"),
+    // The write's volume sample: the site count tested against the thread's mask.
+    assert_eq!(
+        ir.matches("load i64, ptr @__profcc_wmask").count()
+            + ir.matches("threadlocal.address.p0(ptr align 8 @__profcc_wmask)")
+                .count(),
+        1,
         "{ir}"
     );
     assert!(!ir.contains("@__profcc_fn_counters("), "prologue inlined");
@@ -182,4 +183,13 @@ fn not_instrumented_twice() {
             .collect::<Vec<_>>()
     };
     assert_eq!(strip(&once), strip(&twice));
+}
+
+#[test]
+fn dedup() {
+    let (ir, s) = run("dedup");
+    // 6 accesses counted, 3 checked before the call (write %p, read %q) plus 1 after it.
+    assert_eq!(s.get("instrumented-read") + s.get("instrumented-write"), 6);
+    assert_eq!(s.get("sharing-check-deduplicated"), 3, "{:?}", s.counts);
+    assert_eq!(ir.matches("call void @__profcc_slow(").count(), 3, "{ir}");
 }

@@ -45,3 +45,25 @@ void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t
 void profcc_sharing_preinit(void);
 __attribute__((section(".preinit_array"), used)) static void (*profcc_preinit_entry)(void) =
     profcc_sharing_preinit;
+
+/* The cold door of the inlined hooks (passes/hooks/fastpath.c). Accesses to tracked ("hot")
+ * lines arrive here every time; all but one in fs_sample per thread leave at once (a write
+ * that is also its site's write-volume sample goes on). Everything else goes to the runtime.
+ * Must match rt/src/sharing.rs. */
+#define PROFCC_LINE_SHADOW 0x100000000000ull
+#define PROFCC_HOT (1ull << 63)
+#define PROFCC_INFO_WRITE (1ull << 8)
+#define PROFCC_INFO_SAMPLED (1ull << 9)
+void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
+void __profcc_slow(const void *p, uint64_t *slot, uint64_t info) {
+  uint64_t a = (uint64_t)p;
+  if (a >> 47) return;
+  uint64_t w = *(volatile uint64_t *)(PROFCC_LINE_SHADOW + ((a >> 6) << 3));
+  int sampled = (info & PROFCC_INFO_WRITE) && (*slot & __profcc_wmask) == 0;
+  int due = 0;
+  if (w & PROFCC_HOT) {
+    due = --__profcc_hot_cd == 0;
+    if (!due && !sampled) return;
+  }
+  profcc_line_slow(p, info | ((uint64_t)sampled << 9), slot, due);
+}

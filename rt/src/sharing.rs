@@ -335,18 +335,17 @@ fn neighbour_of_other(line: u64, t: u64) -> bool {
     })
 }
 
-/// Global site id of the access: `c` is the thread's counters for the module, `local` the
-/// site's index in it.
-fn site_of(c: *mut u64, local: u64) -> u32 {
+/// Global site id of the access: `slot` is its counter in the thread's array.
+fn site_of(slot: *mut u64) -> u32 {
     let base = unsafe { *profcc_counts_slot() } as usize;
-    let off = (c as usize).wrapping_sub(base) / 16;
-    (off as u64 + local) as u32
+    ((slot as usize).wrapping_sub(base) / 16) as u32
 }
 
-/// The cold door of the inlined hooks: see the module documentation.
+/// The cold door, after the C part (`__profcc_slow` in rt/csrc/tls.c) let through a hot
+/// line's sampled access (`due`) or anything on a cold line; see the module documentation.
 #[no_mangle]
 #[cold]
-pub unsafe extern "C" fn __profcc_line_slow(p: *const u8, info: u64, c: *mut u64, local: u64) {
+pub unsafe extern "C" fn profcc_line_slow(p: *const u8, info: u64, slot: *mut u64, due: i32) {
     let addr = p as u64;
     if addr >= APP_LIMIT || SHADOW.load(Relaxed) != 1 {
         return;
@@ -356,24 +355,16 @@ pub unsafe extern "C" fn __profcc_line_slow(p: *const u8, info: u64, c: *mut u64
     if me == 0 {
         return; // a thread the runtime has not seen
     }
-    // The countdown ran out: this access to a hot line is the sampled one.
-    let due = *v.countdown == 0;
-    if due {
+    if due != 0 {
         *v.countdown = SAMPLE.load(Relaxed) as u64;
     }
-    slow(addr, info, me, c, local, &v, due);
+    slow(addr, info, me, slot, due != 0);
 }
 
 /// Every line of [p, p+len) through the same checks as the inlined hooks.
 #[no_mangle]
 #[cold]
-pub unsafe extern "C" fn __profcc_range_slow(
-    p: *const u8,
-    len: u64,
-    info: u64,
-    c: *mut u64,
-    local: u64,
-) {
+pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, slot: *mut u64) {
     let start = p as u64;
     let end = start.saturating_add(len).min(APP_LIMIT);
     if start >= end || SHADOW.load(Relaxed) != 1 {
@@ -397,7 +388,7 @@ pub unsafe extern "C" fn __profcc_range_slow(
             w & (HOT | rb) == rb
         };
         if !fast {
-            slow(a, (info & !0xff) | n.min(255), me, c, local, &v, true);
+            slow(a, (info & !0xff) | n.min(255), me, slot, true);
         }
         a = next;
     }
@@ -405,7 +396,7 @@ pub unsafe extern "C" fn __profcc_range_slow(
 
 /// `due`: a hot line's access is the thread's sampled one (else it came for a volume sample).
 #[allow(clippy::too_many_arguments)]
-unsafe fn slow(addr: u64, info: u64, me: u64, c: *mut u64, local: u64, v: &ThreadVars, due: bool) {
+unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
     let line = addr & !63;
     let sh = word(line);
     let t = me & OWNER;
@@ -421,7 +412,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, c: *mut u64, local: u64, v: &Threa
                 r.volume.fetch_add(1, Relaxed);
             }
             if due {
-                hot_access(r, w & !HOT, sh, addr, info, me, c, local, v, multi);
+                hot_access(r, w & !HOT, sh, addr, info, me, slot, multi);
             }
             return;
         }
@@ -502,7 +493,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, c: *mut u64, local: u64, v: &Threa
             if sh.compare_exchange(w, new, Relaxed, Relaxed).is_ok() {
                 // The table starts with this write.
                 r.table.store((t << 1) | 1, Relaxed);
-                record_bytes(r, addr, info, t, c, local, v);
+                record_bytes(r, addr, info, t, slot);
                 return;
             }
             continue;
@@ -521,9 +512,7 @@ unsafe fn hot_access(
     addr: u64,
     info: u64,
     me: u64,
-    c: *mut u64,
-    local: u64,
-    v: &ThreadVars,
+    slot: *mut u64,
     multi: bool,
 ) {
     let t = me & OWNER;
@@ -566,7 +555,7 @@ unsafe fn hot_access(
         }
     }
     // Per-byte detail: the hooks already sampled (one access in fs_sample per thread).
-    record_bytes(r, addr, info, t, c, local, v);
+    record_bytes(r, addr, info, t, slot);
     // A watched line that stays uncontended is let go after its budget.
     if r.contended.load(Relaxed) == 0 {
         if r.invalidations.load(Relaxed) >= THRESHOLD.load(Relaxed) as u64 {
@@ -579,15 +568,7 @@ unsafe fn hot_access(
     }
 }
 
-unsafe fn record_bytes(
-    r: &Record,
-    addr: u64,
-    info: u64,
-    t: u64,
-    c: *mut u64,
-    local: u64,
-    _v: &ThreadVars,
-) {
+unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64) {
     let write = info & INFO_WRITE != 0;
     let off = (addr & 63) as usize;
     let size = (info & 0xff).max(1);
@@ -605,7 +586,7 @@ unsafe fn record_bytes(
     if (b.size.load(Relaxed) as u64) < size {
         b.size.fetch_max(size as u32, Relaxed);
     }
-    let site = site_of(c, local) + 1;
+    let site = site_of(slot) + 1;
     for s in &r.sites {
         let cur = s.site.load(Relaxed);
         let mine = cur == site
