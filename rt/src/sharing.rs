@@ -192,6 +192,13 @@ pub fn init() {
     MAX_LINES.store(clamp(get_uint("fs_max_lines"), 0, NO_RECORD - 1), Relaxed);
     INV_NS.store(clamp(get_uint("fs_inv_ns"), 1, 100_000), Relaxed);
     reserve();
+    // The tracked-line table: address space now (no lock on the cold path, which may run in a
+    // signal handler), memory only for the records used.
+    let len = MAX_LINES.load(Relaxed) as usize * core::mem::size_of::<Record>();
+    let p = crate::mem::map(len.max(4096), true);
+    if !p.is_null() {
+        TABLE.store(p as u64, Relaxed);
+    }
 }
 
 /// The calling thread got its dense id (main thread at initialisation, others in their start
@@ -282,7 +289,6 @@ struct Record {
 static TABLE: AtomicU64 = AtomicU64::new(0);
 static NEXT: AtomicU32 = AtomicU32::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
-static TABLE_LOCK: crate::mem::SpinLock<()> = crate::mem::SpinLock::new(());
 
 fn record(i: u64) -> &'static Record {
     unsafe { &*((TABLE.load(Relaxed) as *const Record).add(i as usize)) }
@@ -293,15 +299,7 @@ fn record(i: u64) -> &'static Record {
 fn new_record(line: u64, contended: bool, invalidations: u64) -> Option<u64> {
     let max = MAX_LINES.load(Relaxed);
     if TABLE.load(Relaxed) == 0 {
-        let _g = TABLE_LOCK.lock();
-        if TABLE.load(Relaxed) == 0 {
-            let len = max as usize * core::mem::size_of::<Record>();
-            let p = crate::mem::map(len.max(4096), true);
-            if p.is_null() {
-                return None;
-            }
-            TABLE.store(p as u64, Relaxed);
-        }
+        return None;
     }
     let i = NEXT.fetch_add(1, Relaxed);
     if i >= max {
