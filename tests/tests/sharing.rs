@@ -1,0 +1,1410 @@
+//! Cache-line sharing end to end (issue 3): programs whose answer is known
+//! (tests/fixtures/sharing/*, each file says what it expects) are built with profcc at -O0
+//! and -O2, run with 2..4 threads, and the `sharing` section of `profcc report --format json`
+//! is checked the way a user reads it: the kind of each finding, the object (heap:
+//! allocation call and function; global: its name; stack: whose stack), the contended words
+//! (object offsets and their writers) and the place (`file:line`) of the contended access.
+//!
+//! Each test checks every variant it runs and fails once at the end, listing every problem
+//! with the findings of the run it saw, so one failure does not hide the others.
+
+use profcc_tests::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const OPTS: [&str; 2] = ["-O0", "-O2"];
+
+/// Increments per worker in the fixtures that count (ROUNDS x 1024).
+const INCREMENTS: u64 = 4096 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Building and running
+
+/// A fixture of tests/fixtures/sharing built with profcc (profcc++ for .cpp) at each of `opts`.
+struct Built {
+    s: Scratch,
+    file: String,
+    text: String,
+}
+
+impl Built {
+    fn new(file: &str, flags: &[&str]) -> Built {
+        Built::with_opts(file, flags, &OPTS)
+    }
+
+    fn with_opts(file: &str, flags: &[&str], opts: &[&str]) -> Built {
+        let src = fixture(&format!("sharing/{file}"));
+        let text = std::fs::read_to_string(&src).unwrap();
+        let s = Scratch::new();
+        let compiler = if file.ends_with(".cpp") {
+            profcxx()
+        } else {
+            profcc()
+        };
+        let src = src.to_str().unwrap();
+        // The optimisation levels compile in parallel.
+        std::thread::scope(|scope| {
+            for opt in opts {
+                let (s, compiler) = (&s, &compiler);
+                scope.spawn(move || {
+                    let exe = exe_name(opt);
+                    let args: Vec<&str> = [&[*opt, "-g"][..], flags, &[src, "-o", &exe]].concat();
+                    s.compile(compiler, &args);
+                });
+            }
+        });
+        Built {
+            s,
+            file: file.to_string(),
+            text,
+        }
+    }
+
+    fn line(&self, marker: &str) -> u32 {
+        line_of(&self.text, marker)
+    }
+
+    /// Run the -O<opt> build with `PROFCC_OPTIONS=out=...:summary=0[:options]` and `env`;
+    /// the program must succeed. Returns the run with its report.
+    fn run(&self, opt: &str, args: &[&str], env: &[(&str, &str)], options: &str) -> Run {
+        let what = format!(
+            "{} {opt} {}{}",
+            self.file,
+            env.iter()
+                .map(|(k, v)| format!("{k}={v} "))
+                .collect::<String>(),
+            args.join(" ")
+        );
+        let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let profile = self.s.path(&format!("run{n}.json"));
+        let mut opts = format!("out={}:summary=0", profile.display());
+        if !options.is_empty() {
+            opts = format!("{opts}:{options}");
+        }
+        let out = output_within(
+            Command::new(self.s.path(&exe_name(opt)))
+                .current_dir(self.s.dir.path())
+                .args(args)
+                .envs(env.iter().copied())
+                .env("PROFCC_OPTIONS", opts),
+        );
+        assert!(
+            out.status.success() && profile.exists(),
+            "{what}: exited with {} (profile written: {}); stderr:\n{}",
+            out.status,
+            profile.exists(),
+            tail(&String::from_utf8_lossy(&out.stderr), 30)
+        );
+        let report = report(&profile);
+        Run {
+            what,
+            file: self.file.clone(),
+            out,
+            profile,
+            report,
+        }
+    }
+}
+
+static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn exe_name(opt: &str) -> String {
+    format!("prog{opt}")
+}
+
+/// `profcc report --format json --top 0` (all findings).
+fn report(profile: &std::path::Path) -> Value {
+    let out = sh(Command::new(profcc())
+        .args(["report", "--format", "json", "--top", "0"])
+        .arg(profile));
+    serde_json::from_slice(&out.stdout).expect("profcc report --format json printed no JSON")
+}
+
+struct Run {
+    what: String,
+    file: String,
+    out: Output,
+    profile: PathBuf,
+    report: Value,
+}
+
+impl Run {
+    fn findings(&self) -> Vec<&Value> {
+        self.report["sharing"]["findings"]
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default()
+    }
+
+    fn actual(&self) -> Vec<&Value> {
+        self.findings()
+            .into_iter()
+            .filter(|f| f["kind"] != "latent_false_sharing")
+            .collect()
+    }
+
+    /// The evidence printed with a problem: the report's findings in short, and the
+    /// profile's tracked lines.
+    fn evidence(&self) -> String {
+        let mut s = String::new();
+        let sh = &self.report["sharing"];
+        if sh.is_null() {
+            s.push_str("    report has no sharing section\n");
+        }
+        for f in self.findings() {
+            s.push_str(&format!(
+                "    finding #{} {}{} latent={} lines={} invalidations={} threads={} stride={} reads={} writes={}\n",
+                f["rank"],
+                f["kind"].as_str().unwrap_or("?"),
+                if f["allocator_induced"] == true { " (allocator-induced)" } else { "" },
+                f["latent"],
+                hex_list(&f["lines"]),
+                f["invalidations"],
+                f["threads"],
+                f["stride"],
+                f["reads"],
+                f["writes"]
+            ));
+            for (i, o) in arr(&f["objects"]).iter().enumerate() {
+                s.push_str(&format!(
+                    "      object [{i}] {} name={} start={:#x} size={} alloc_kind={} alloc_site={} stack_thread={} function={}\n",
+                    o["kind"].as_str().unwrap_or("?"),
+                    o["name"],
+                    o["start"].as_u64().unwrap_or(0),
+                    o["size"],
+                    o["alloc_kind"],
+                    o["alloc_site"],
+                    o["stack_thread"],
+                    o["function"]
+                ));
+            }
+            for w in arr(&f["words"]) {
+                s.push_str(&format!(
+                    "      word object={} object_offset={} line={:#x}+{} size={} field={} reads={} writes={} readers={} writers={}\n",
+                    w["object"],
+                    w["object_offset"],
+                    w["line"].as_u64().unwrap_or(0),
+                    w["line_offset"],
+                    w["size"],
+                    w["field"],
+                    w["reads"],
+                    w["writes"],
+                    w["readers"],
+                    w["writers"]
+                ));
+            }
+            for p in arr(&f["places"]) {
+                s.push_str(&format!(
+                    "      place {}:{} {} reads={} writes={}\n",
+                    basename(p["file"].as_str().unwrap_or("?")),
+                    p["line"],
+                    p["function"].as_str().unwrap_or("?"),
+                    p["reads"],
+                    p["writes"]
+                ));
+            }
+        }
+        // The raw records, for when the analysis had nothing (or the wrong thing) to say.
+        if let Ok(text) = std::fs::read_to_string(&self.profile) {
+            let p: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let sharing = &p["sharing"];
+            s.push_str(&format!(
+                "    profile: parallel_ns={} dropped_lines={} duration_ns={}\n",
+                sharing["parallel_ns"], sharing["dropped_lines"], p["duration_ns"]
+            ));
+            for l in arr(&sharing["lines"]).iter().take(12) {
+                let bytes: Vec<String> = arr(&l["bytes"])
+                    .iter()
+                    .map(|b| {
+                        format!(
+                            "+{}:{} r{} w{} readers{} writers{}",
+                            b["offset"],
+                            b["size"],
+                            b["reads"],
+                            b["writes"],
+                            b["readers"],
+                            b["writers"]
+                        )
+                    })
+                    .collect();
+                let objects: Vec<String> = arr(&l["objects"])
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "{}@{:#x}",
+                            o["kind"].as_str().unwrap_or("?"),
+                            o["start"].as_u64().unwrap_or(0)
+                        )
+                    })
+                    .collect();
+                s.push_str(&format!(
+                    "    line {:#x} invalidations={} contended={} volume_samples={} bytes=[{}] objects=[{}]\n",
+                    l["addr"].as_u64().unwrap_or(0),
+                    l["invalidations"],
+                    l["contended"],
+                    l["volume_samples"],
+                    bytes.join(", "),
+                    objects.join(", ")
+                ));
+            }
+        }
+        s
+    }
+}
+
+fn arr(v: &Value) -> Vec<Value> {
+    v.as_array().cloned().unwrap_or_default()
+}
+
+fn hex_list(v: &Value) -> String {
+    let items: Vec<String> = arr(v)
+        .iter()
+        .map(|x| format!("{:#x}", x.as_u64().unwrap_or(0)))
+        .collect();
+    format!("[{}]", items.join(", "))
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+fn u32s(v: &Value) -> Vec<u32> {
+    arr(v)
+        .iter()
+        .filter_map(|x| x.as_u64())
+        .map(|x| x as u32)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problems: every variant is checked; the test fails at the end with all of them.
+
+#[derive(Default)]
+struct Problems {
+    text: String,
+    count: usize,
+}
+
+impl Problems {
+    /// Record the problems of one run (if any), with the run's evidence.
+    fn run(&mut self, run: &Run, problems: Vec<String>) {
+        if problems.is_empty() {
+            return;
+        }
+        self.count += problems.len();
+        self.text.push_str(&format!("\n--- {}\n", run.what));
+        for p in problems {
+            self.text.push_str(&format!("  * {p}\n"));
+        }
+        self.text.push_str(&run.evidence());
+    }
+
+    fn finish(self) {
+        assert!(self.count == 0, "{} problem(s):{}", self.count, self.text);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a finding should say
+
+/// The object a finding should name.
+#[derive(Clone, Copy)]
+enum Obj<'a> {
+    /// A heap block: allocation function and the line of the allocation call in the fixture.
+    Heap { kind: &'a str, line: u32 },
+    /// A global, by name.
+    Global(&'a str),
+    /// A thread's stack, named by the function that writes it.
+    Stack { thread: u32, function: &'a str },
+}
+
+impl Obj<'_> {
+    fn matches(&self, o: &Value, file: &str) -> bool {
+        match *self {
+            Obj::Heap { kind, line } => {
+                o["kind"] == "heap"
+                    && o["alloc_kind"] == kind
+                    && o["alloc_site"]
+                        .as_str()
+                        .is_some_and(|s| s.ends_with(&format!("/{file}:{line}")))
+            }
+            Obj::Global(name) => o["kind"] == "global" && o["name"] == name,
+            Obj::Stack { thread, function } => {
+                o["kind"] == "stack"
+                    && o["stack_thread"] == thread
+                    && o["function"]
+                        .as_str()
+                        .is_some_and(|f| f == function || f.starts_with(&format!("{function}(")))
+            }
+        }
+    }
+
+    fn describe(&self, file: &str) -> String {
+        match *self {
+            Obj::Heap { kind, line } => format!("heap block from {kind} at {file}:{line}"),
+            Obj::Global(name) => format!("global `{name}`"),
+            Obj::Stack { thread, function } => {
+                format!("stack of thread {thread} written in {function}")
+            }
+        }
+    }
+}
+
+/// One per-thread element: its offset inside the array or struct, the thread that writes it
+/// (None: some single thread, different for each element) and its DWARF field name.
+struct Elem {
+    offset: u64,
+    writer: Option<u32>,
+    field: Option<String>,
+}
+
+/// Elements `i` = 0..n of an array of `stride`-byte elements, the written word `field_offset`
+/// bytes into each, written by runtime thread i+1 (workers created in order by the main
+/// thread), named `name[i]` (+ `suffix`) when `name` is given.
+fn array(n: u32, stride: u64, field_offset: u64, name: Option<&str>, suffix: &str) -> Vec<Elem> {
+    (0..n)
+        .map(|i| Elem {
+            offset: i as u64 * stride + field_offset,
+            writer: Some(i + 1),
+            field: name.map(|n| format!("{n}[{i}]{suffix}")),
+        })
+        .collect()
+}
+
+/// Where the elements start: the named object's start, else (object not named) the address
+/// of a contended word minus its element's offset.
+fn base_of(run: &Run, obj: &Obj, elems: &[Elem], from_object: bool) -> Option<u64> {
+    if from_object {
+        for f in run.findings() {
+            for o in arr(&f["objects"]) {
+                if obj.matches(&o, &run.file) {
+                    return o["start"].as_u64();
+                }
+            }
+        }
+    }
+    for f in run.findings() {
+        for w in arr(&f["words"]) {
+            let writers = u32s(&w["writers"]);
+            let addr = w["line"].as_u64()? + w["line_offset"].as_u64()?;
+            if let [t] = writers[..] {
+                if let Some(e) = elems.iter().find(|e| e.writer == Some(t)) {
+                    return Some(addr - e.offset);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Places of a finding: each of `lines` is there (with writes if `writes`, else reads), and
+/// every place is in the fixture at one of `allowed`.
+fn check_places(
+    p: &mut Vec<String>,
+    f: &Value,
+    file: &str,
+    required: &[(u32, bool)],
+    allowed: &[u32],
+) {
+    let places = arr(&f["places"]);
+    for &(line, writes) in required {
+        let key = if writes { "writes" } else { "reads" };
+        let ok = places.iter().any(|pl| {
+            pl["file"]
+                .as_str()
+                .is_some_and(|x| x.ends_with(&format!("/{file}")))
+                && pl["line"] == line
+                && pl[key].as_u64().unwrap_or(0) > 0
+        });
+        if !ok {
+            p.push(format!(
+                "finding #{}: no place {file}:{line} with {key}",
+                f["rank"]
+            ));
+        }
+    }
+    for pl in &places {
+        let ok = pl["file"]
+            .as_str()
+            .is_some_and(|x| x.ends_with(&format!("/{file}")))
+            && pl["line"]
+                .as_u64()
+                .is_some_and(|l| allowed.contains(&(l as u32)));
+        if !ok {
+            p.push(format!(
+                "finding #{}: unexpected place {}:{} (expected only {file}:{allowed:?})",
+                f["rank"],
+                pl["file"].as_str().unwrap_or("?"),
+                pl["line"]
+            ));
+        }
+    }
+}
+
+/// The words of finding `f`, each as (object offset, writers, field), sorted.
+fn words_of(f: &Value) -> Vec<(Option<u64>, Vec<u32>, Option<String>)> {
+    let mut v: Vec<_> = arr(&f["words"])
+        .iter()
+        .map(|w| {
+            (
+                w["object_offset"].as_u64(),
+                u32s(&w["writers"]),
+                w["field"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// False sharing among per-thread elements of one object. The contended lines are those
+/// holding two or more elements; the findings on them (one per line, or one for the object
+/// over all its lines) are false sharing, name the object and only it, have exactly those
+/// elements as words (object offset, single writer, field name), the element stride, and the
+/// store lines as places (plus, if at all, `also`: other lines that touch the elements while
+/// other threads exist). Nothing else is reported.
+#[allow(clippy::too_many_arguments)]
+fn check_false_sharing(
+    run: &Run,
+    obj: Obj,
+    elems: &[Elem],
+    stride: Option<u64>,
+    stores: &[u32],
+    also: &[u32],
+    // The object is the elements' container (heap block, global), so its start is theirs.
+    object_is_container: bool,
+) -> Vec<String> {
+    let mut p = Vec::new();
+    let file = &run.file;
+    let Some(base) = base_of(run, &obj, elems, object_is_container) else {
+        p.push(format!(
+            "no finding names the {} or has a word of its elements: expected false sharing",
+            obj.describe(file)
+        ));
+        return p;
+    };
+    let start = object_start(run, &obj, base);
+    // Lines holding two or more elements, and those elements.
+    let mut lines: Vec<(u64, Vec<&Elem>)> = Vec::new();
+    for e in elems {
+        let l = (base + e.offset) & !63;
+        match lines.iter_mut().find(|x| x.0 == l) {
+            Some(x) => x.1.push(e),
+            None => lines.push((l, vec![e])),
+        }
+    }
+    lines.retain(|x| x.1.len() >= 2);
+    if lines.is_empty() {
+        p.push("fixture error: no two elements share a line".into());
+        return p;
+    }
+    let want_lines: BTreeSet<u64> = lines.iter().map(|x| x.0).collect();
+    let mut covered: Vec<u64> = Vec::new();
+    let mut got: Vec<(Option<u64>, Vec<u32>, Option<String>)> = Vec::new();
+    for f in run.findings() {
+        let flines: Vec<u64> = arr(&f["lines"]).iter().filter_map(|x| x.as_u64()).collect();
+        let rank = &f["rank"];
+        if !flines.iter().any(|l| want_lines.contains(l)) {
+            p.push(format!(
+                "unexpected finding #{rank}: {} on {}",
+                f["kind"],
+                hex_list(&f["lines"])
+            ));
+            continue;
+        }
+        covered.extend(&flines);
+        if f["kind"] != "false_sharing" {
+            p.push(format!(
+                "finding #{rank} on {}: kind {} (expected false_sharing)",
+                hex_list(&f["lines"]),
+                f["kind"]
+            ));
+        }
+        if f["allocator_induced"] != false {
+            p.push(format!("finding #{rank}: allocator_induced is not false"));
+        }
+        let objects = arr(&f["objects"]);
+        if objects.len() != 1 || !obj.matches(&objects[0], file) {
+            p.push(format!(
+                "finding #{rank}: objects should be exactly the {}",
+                obj.describe(file)
+            ));
+        }
+        got.extend(words_of(f));
+        if let Some(s) = stride {
+            if f["stride"] != s {
+                p.push(format!(
+                    "finding #{rank}: stride {}, expected {s}",
+                    f["stride"]
+                ));
+            }
+        }
+        let required: Vec<(u32, bool)> = stores.iter().map(|&l| (l, true)).collect();
+        let allowed: Vec<u32> = stores.iter().chain(also).copied().collect();
+        check_places(&mut p, f, file, &required, &allowed);
+    }
+    covered.sort();
+    let want_covered: Vec<u64> = want_lines.iter().copied().collect();
+    if covered != want_covered {
+        p.push(format!(
+            "findings cover lines {}, expected the lines holding two or more elements: {}",
+            hex_list(&Value::from(covered.clone())),
+            hex_list(&Value::from(want_covered))
+        ));
+    }
+    got.sort();
+    let mut want: Vec<(Option<u64>, Vec<u32>, Option<String>)> = lines
+        .iter()
+        .flat_map(|x| x.1.iter())
+        .map(|e| {
+            (
+                Some(base + e.offset - start),
+                e.writer.map(|w| vec![w]).unwrap_or_default(),
+                e.field.clone(),
+            )
+        })
+        .collect();
+    want.sort();
+    if elems.iter().any(|e| e.writer.is_none()) {
+        // Only the offsets are known in advance; each word has one writer of its own.
+        let strip =
+            |v: &[(Option<u64>, Vec<u32>, Option<String>)]| -> Vec<(Option<u64>, Option<String>)> {
+                v.iter().map(|x| (x.0, x.2.clone())).collect()
+            };
+        if strip(&got) != strip(&want) {
+            p.push(format!(
+                "words (object offset, field) {:?}, expected {:?}",
+                strip(&got),
+                strip(&want)
+            ));
+        }
+        let mut writers: Vec<u32> = Vec::new();
+        for w in &got {
+            if w.1.len() != 1 {
+                p.push(format!(
+                    "word at object offset {:?} has writers {:?}, expected one writer",
+                    w.0, w.1
+                ));
+            } else {
+                writers.push(w.1[0]);
+            }
+        }
+        let n = writers.len();
+        writers.sort();
+        writers.dedup();
+        if writers.len() != n {
+            p.push("two words have the same single writer".into());
+        }
+    } else if got != want {
+        p.push(format!(
+            "words (object offset, writers, field) {got:?}, expected {want:?}"
+        ));
+    }
+    p
+}
+
+/// Start of the object the words' object offsets count from: the named object's start, else
+/// the elements' base (container objects start with their elements).
+fn object_start(run: &Run, obj: &Obj, base: u64) -> u64 {
+    for f in run.findings() {
+        for o in arr(&f["objects"]) {
+            if obj.matches(&o, &run.file) {
+                return o["start"].as_u64().unwrap_or(base);
+            }
+        }
+    }
+    base
+}
+
+/// A fixture of per-thread counters (`counters[i] += 1` by worker i), 8 bytes apart.
+fn counters(run: &Run, obj: Obj, n: u32, name: Option<&str>, store: u32) -> Vec<String> {
+    check_false_sharing(
+        run,
+        obj,
+        &array(n, 8, 0, name, ""),
+        Some(8),
+        &[store],
+        &[],
+        true,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// False sharing
+
+#[test]
+fn heap_calloc_counters_are_false_sharing() {
+    let b = Built::new("counters_heap.c", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "calloc",
+        line: b.line("MARK_CALLOC"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 3, 4] {
+            let r = b.run(opt, &["calloc", &n.to_string()], &[], "");
+            let p = counters(&r, obj, n, None, b.line("MARK_STORE"));
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+#[test]
+fn heap_malloc_counters_are_false_sharing() {
+    let b = Built::new("counters_heap.c", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "malloc",
+        line: b.line("MARK_MALLOC"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 4] {
+            let r = b.run(opt, &["malloc", &n.to_string()], &[], "");
+            let p = counters(&r, obj, n, None, b.line("MARK_STORE"));
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+/// Real programs free their counters before they exit; the block is still the object.
+#[test]
+fn heap_counters_freed_before_exit_are_still_named() {
+    let b = Built::new("counters_heap.c", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "calloc",
+        line: b.line("MARK_CALLOC"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &["calloc", "2", "free"], &[], "");
+        let p = counters(&r, obj, 2, None, b.line("MARK_STORE"));
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+#[test]
+fn cxx_new_array_counters_are_false_sharing() {
+    let b = Built::new("counters_new.cpp", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "new[]",
+        line: b.line("MARK_NEW"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 3] {
+            let r = b.run(opt, &[&n.to_string()], &[], "");
+            let p = counters(&r, obj, n, None, b.line("MARK_STORE"));
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+#[test]
+fn global_counters_are_false_sharing() {
+    let b = Built::new("counters_global.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 4] {
+            let r = b.run(opt, &[&n.to_string()], &[], "");
+            let p = counters(
+                &r,
+                Obj::Global("counters"),
+                n,
+                Some("counters"),
+                b.line("MARK_STORE"),
+            );
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+#[test]
+fn stack_counters_are_false_sharing() {
+    let b = Built::new("counters_stack.c", &["-pthread"]);
+    let obj = Obj::Stack {
+        thread: 0,
+        function: "worker",
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let n = 3;
+        let r = b.run(opt, &[&n.to_string()], &[], "");
+        // The object is the whole stack: the array's place in it comes from the words.
+        let p = check_false_sharing(
+            &r,
+            obj,
+            &array(n, 8, 0, None, ""),
+            Some(8),
+            &[b.line("MARK_STORE")],
+            &[],
+            false,
+        );
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+#[test]
+fn vector_of_structs_is_false_sharing() {
+    let b = Built::new("vector_structs.cpp", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "new",
+        line: b.line("MARK_VECTOR"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        // 16-byte elements: with 3 or more, two always share a line.
+        for n in [3, 4] {
+            let r = b.run(opt, &[&n.to_string()], &[], "");
+            let p = check_false_sharing(
+                &r,
+                obj,
+                &array(n, 16, 0, None, ""),
+                Some(16),
+                &[b.line("MARK_STORE")],
+                &[],
+                true,
+            );
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+#[test]
+fn fields_of_one_struct_are_false_sharing() {
+    let b = Built::new("struct_fields.c", &["-pthread"]);
+    let places = [b.line("MARK_A"), b.line("MARK_B")];
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for (mode, obj, name) in [
+            ("global", Obj::Global("pair"), Some("pair")),
+            (
+                "heap",
+                Obj::Heap {
+                    kind: "malloc",
+                    line: b.line("MARK_MALLOC"),
+                },
+                None,
+            ),
+        ] {
+            let r = b.run(opt, &[mode], &[], "");
+            let elems: Vec<Elem> = [(0, 1, "a"), (8, 2, "b")]
+                .into_iter()
+                .map(|(offset, w, field)| Elem {
+                    offset,
+                    writer: Some(w),
+                    field: name.map(|n| format!("{n}.{field}")),
+                })
+                .collect();
+            let p = check_false_sharing(&r, obj, &elems, Some(8), &places, &[], true);
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+#[test]
+fn openmp_partial_sums_are_false_sharing() {
+    let b = Built::new("omp_partial.c", &["-fopenmp"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2u32, 4] {
+            let threads = n.to_string();
+            let r = b.run(opt, &[], &[("OMP_NUM_THREADS", &threads)], "");
+            // Which runtime thread is which OpenMP thread is libomp's business: each word
+            // has a writer of its own.
+            let elems: Vec<Elem> = (0..n)
+                .map(|t| Elem {
+                    offset: 8 * t as u64,
+                    writer: None,
+                    field: Some(format!("partial[{t}]")),
+                })
+                .collect();
+            let p = check_false_sharing(
+                &r,
+                Obj::Global("partial"),
+                &elems,
+                Some(8),
+                &[b.line("MARK_STORE")],
+                &[b.line("MARK_SUM")],
+                true,
+            );
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+/// Two small blocks from two allocation sites that the allocator put on one line, written
+/// by two threads: false sharing, allocator-induced, both allocation calls named.
+#[test]
+fn small_blocks_on_one_line_are_allocator_induced() {
+    let b = Built::new("alloc_induced.c", &["-pthread"]);
+    let first = Obj::Heap {
+        kind: "malloc",
+        line: b.line("MARK_FIRST"),
+    };
+    let second = Obj::Heap {
+        kind: "malloc",
+        line: b.line("MARK_SECOND"),
+    };
+    let store = b.line("MARK_STORE");
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &[], &[], "");
+        let mut p = Vec::new();
+        let all = r.findings();
+        if all.len() != 1 {
+            p.push(format!("{} findings, expected exactly one", all.len()));
+        }
+        if let Some(f) = all.first() {
+            if f["kind"] != "false_sharing" || f["allocator_induced"] != true {
+                p.push(format!(
+                    "kind {} allocator_induced {}: expected allocator-induced false sharing",
+                    f["kind"], f["allocator_induced"]
+                ));
+            }
+            let objects = arr(&f["objects"]);
+            let fi = objects.iter().position(|o| first.matches(o, &r.file));
+            let si = objects.iter().position(|o| second.matches(o, &r.file));
+            if objects.len() != 2 || fi.is_none() || si.is_none() {
+                p.push(format!(
+                    "objects should be the {} and the {}",
+                    first.describe(&r.file),
+                    second.describe(&r.file)
+                ));
+            }
+            if let (Some(fi), Some(si)) = (fi, si) {
+                let mut got: Vec<(Value, Value, Vec<u32>)> = arr(&f["words"])
+                    .iter()
+                    .map(|w| {
+                        (
+                            w["object"].clone(),
+                            w["object_offset"].clone(),
+                            u32s(&w["writers"]),
+                        )
+                    })
+                    .collect();
+                got.sort_by_key(|w| w.0.as_u64());
+                let mut want = vec![
+                    (Value::from(fi), Value::from(0), vec![1]),
+                    (Value::from(si), Value::from(0), vec![2]),
+                ];
+                want.sort_by_key(|w| w.0.as_u64());
+                if got != want {
+                    p.push(format!(
+                        "words (object, object offset, writers) {got:?}, expected {want:?}"
+                    ));
+                }
+            }
+            check_places(&mut p, f, &r.file, &[(store, true)], &[store]);
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// True sharing and read-mostly lines
+
+/// One word of a global written by every worker.
+fn check_true_sharing(run: &Run, name: &str, n: u32, place: u32) -> Vec<String> {
+    let mut p = Vec::new();
+    let all = run.findings();
+    if all.len() != 1 {
+        p.push(format!("{} findings, expected exactly one", all.len()));
+    }
+    let Some(f) = all.first() else {
+        return p;
+    };
+    if f["kind"] != "true_sharing" {
+        p.push(format!("kind {}, expected true_sharing", f["kind"]));
+    }
+    let objects = arr(&f["objects"]);
+    if objects.len() != 1 || !Obj::Global(name).matches(&objects[0], &run.file) {
+        p.push(format!("objects should be exactly the global `{name}`"));
+    }
+    let words = arr(&f["words"]);
+    let everyone: Vec<u32> = (1..=n).collect();
+    let ok = words.len() == 1
+        && words[0]["object_offset"] == 0
+        && words[0]["size"] == 8
+        && u32s(&words[0]["writers"]) == everyone;
+    if !ok {
+        p.push(format!(
+            "words should be one 8-byte word at object offset 0 written by threads {everyone:?}"
+        ));
+    }
+    check_places(&mut p, f, &run.file, &[(place, true)], &[place]);
+    p
+}
+
+#[test]
+fn atomic_counter_is_true_sharing() {
+    let b = Built::new("true_sharing.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for (mode, name, mark, n) in [
+            ("atomic", "hits", "MARK_ATOMIC", 2),
+            ("atomic", "hits", "MARK_ATOMIC", 4),
+            ("c11", "events", "MARK_C11", 3),
+        ] {
+            let r = b.run(opt, &[mode, &n.to_string()], &[], "");
+            let p = check_true_sharing(&r, name, n, b.line(mark));
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+#[test]
+fn mutex_protected_counter_is_true_sharing() {
+    let b = Built::new("true_sharing.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 4] {
+            let r = b.run(opt, &["mutex", &n.to_string()], &[], "");
+            let p = check_true_sharing(&r, "total", n, b.line("MARK_MUTEX"));
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+/// A table read by every worker and rewritten by one every 100 reads.
+fn check_read_mostly(run: &Run, n: u32, read: u32, write: u32) -> Vec<String> {
+    let mut p = Vec::new();
+    let all = run.findings();
+    if all.len() != 1 {
+        p.push(format!("{} findings, expected exactly one", all.len()));
+    }
+    let Some(f) = all.first() else {
+        return p;
+    };
+    if f["kind"] != "read_mostly" {
+        p.push(format!("kind {}, expected read_mostly", f["kind"]));
+    }
+    let objects = arr(&f["objects"]);
+    if objects.len() != 1 || !Obj::Global("table").matches(&objects[0], &run.file) {
+        p.push("objects should be exactly the global `table`".into());
+    }
+    let words = arr(&f["words"]);
+    let everyone: Vec<u32> = (1..=n).collect();
+    match words.iter().find(|w| w["object_offset"] == 0) {
+        Some(w) => {
+            if u32s(&w["writers"]) != [1]
+                || u32s(&w["readers"]) != everyone
+                || w["field"] != "table[0]"
+            {
+                p.push(format!(
+                    "table[0] should be written by thread 1 only and read by threads {everyone:?}"
+                ));
+            }
+        }
+        None => p.push("no word at object offset 0 (table[0])".into()),
+    }
+    for w in &words {
+        if w["object_offset"] != 0 && !u32s(&w["writers"]).is_empty() {
+            p.push(format!("word {} is written, only table[0] is", w["field"]));
+        }
+    }
+    check_places(
+        &mut p,
+        f,
+        &run.file,
+        &[(read, false), (write, true)],
+        &[read, write],
+    );
+    p
+}
+
+#[test]
+fn table_scanned_by_all_and_written_by_one_is_read_mostly() {
+    let b = Built::new("read_mostly.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &["scan", "3"], &[], "");
+        let p = check_read_mostly(&r, 3, b.line("MARK_READ_SCAN"), b.line("MARK_WRITE_SCAN"));
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+#[test]
+fn table_read_at_random_by_all_and_written_by_one_is_read_mostly() {
+    let b = Built::new("read_mostly.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 4] {
+            let r = b.run(opt, &["random", &n.to_string()], &[], "");
+            let p = check_read_mostly(
+                &r,
+                n,
+                b.line("MARK_READ_RANDOM"),
+                b.line("MARK_WRITE_RANDOM"),
+            );
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Padded data (no false positives) and latent false sharing
+
+/// Per-thread elements one line each (64-byte stride, 64-byte aligned), element i written
+/// by thread i+1: no actual finding at all. Latent findings are right exactly for the pairs
+/// of neighbouring elements whose first line is 128-byte aligned (an adjacent-line prefetch
+/// pair; no shift of the data by less than a line puts two threads' words on one line, so
+/// `shift` is null); each names the object, its two words and the store line.
+fn check_padded(run: &Run, obj: Obj, n: u32, fields: Option<&str>, store: u32) -> Vec<String> {
+    let mut p = Vec::new();
+    for f in run.actual() {
+        p.push(format!(
+            "finding #{}: {} on padded data, expected none",
+            f["rank"], f["kind"]
+        ));
+    }
+    let elems = array(n, 64, 0, fields, if fields.is_some() { ".v" } else { "" });
+    let latent: Vec<&Value> = run
+        .findings()
+        .into_iter()
+        .filter(|f| f["kind"] == "latent_false_sharing")
+        .collect();
+    let Some(base) = base_of(run, &obj, &elems, true) else {
+        if !latent.is_empty() {
+            p.push("latent findings without the object or its words".into());
+        }
+        // Without findings, where the elements are is unknown: look them up in the profile.
+        let pr: Value =
+            serde_json::from_str(&std::fs::read_to_string(&run.profile).unwrap()).unwrap();
+        if !arr(&pr["sharing"]["lines"]).is_empty() && n >= 2 {
+            p.push(
+                "no finding names the padded object; cannot tell which latent pairs were due"
+                    .into(),
+            );
+        }
+        return p;
+    };
+    let start = object_start(run, &obj, base);
+    let due: Vec<u32> = (0..n.saturating_sub(1))
+        .filter(|&i| (base + 64 * i as u64).is_multiple_of(128))
+        .collect();
+    let mut seen = Vec::new();
+    for f in &latent {
+        let lines: Vec<u64> = arr(&f["lines"]).iter().filter_map(|x| x.as_u64()).collect();
+        let i = lines
+            .first()
+            .and_then(|l| l.checked_sub(base))
+            .map(|d| (d / 64) as u32);
+        let Some(i) = i.filter(|i| {
+            due.contains(i) && lines == [base + 64 * *i as u64, base + 64 * *i as u64 + 64]
+        }) else {
+            p.push(format!(
+                "latent finding #{} on {} is not a 128-byte-aligned pair of neighbouring elements (due: elements {:?} and the next)",
+                f["rank"],
+                hex_list(&f["lines"]),
+                due
+            ));
+            continue;
+        };
+        seen.push(i);
+        if f["latent"]["prefetch_pair"] != true || !f["latent"]["shift"].is_null() {
+            p.push(format!(
+                "latent finding #{}: latent {}, expected prefetch_pair true and shift null",
+                f["rank"], f["latent"]
+            ));
+        }
+        let objects = arr(&f["objects"]);
+        if objects.is_empty() || !objects.iter().all(|o| obj.matches(o, &run.file)) {
+            p.push(format!(
+                "latent finding #{}: objects should be the {}",
+                f["rank"],
+                obj.describe(&run.file)
+            ));
+        }
+        let got = words_of(f);
+        let mut want: Vec<(Option<u64>, Vec<u32>, Option<String>)> = [i, i + 1]
+            .iter()
+            .map(|&k| {
+                let e = &elems[k as usize];
+                (Some(base + e.offset - start), vec![k + 1], e.field.clone())
+            })
+            .collect();
+        want.sort();
+        if got != want {
+            p.push(format!(
+                "latent finding #{}: words (object offset, writers, field) {got:?}, expected {want:?}",
+                f["rank"]
+            ));
+        }
+        check_places(&mut p, f, &run.file, &[(store, true)], &[store]);
+    }
+    for i in &due {
+        if !seen.contains(i) {
+            p.push(format!(
+                "no latent finding for elements {i} and {} (lines {:#x}, {:#x}: an adjacent-line prefetch pair written by threads {} and {})",
+                i + 1,
+                base + 64 * *i as u64,
+                base + 64 * *i as u64 + 64,
+                i + 1,
+                i + 2
+            ));
+        }
+    }
+    p
+}
+
+#[test]
+fn padded_counters_have_no_false_sharing() {
+    let b = Built::new("padded_counters.c", &["-pthread"]);
+    let store = b.line("MARK_STORE");
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 4] {
+            let r = b.run(opt, &["global", &n.to_string()], &[], "");
+            let p = check_padded(&r, Obj::Global("slots"), n, Some("slots"), store);
+            probs.run(&r, p);
+        }
+        let r = b.run(opt, &["memalign", "3"], &[], "");
+        let obj = Obj::Heap {
+            kind: "posix_memalign",
+            line: b.line("MARK_MEMALIGN"),
+        };
+        let p = check_padded(&r, obj, 3, None, store);
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+#[test]
+fn vector_of_aligned_slots_has_no_false_sharing() {
+    let b = Built::new("padded_vector.cpp", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "new",
+        line: b.line("MARK_VECTOR"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &["4"], &[], "");
+        let p = check_padded(&r, obj, 4, None, b.line("MARK_STORE"));
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+/// Two threads write the longs at offsets 56 and 64 of a 128-byte-aligned object: no sharing
+/// now, one latent finding (adjacent-line prefetch pair, 8-byte shift).
+#[test]
+fn words_astride_a_line_boundary_are_latent_false_sharing() {
+    let b = Built::new("latent.c", &["-pthread"]);
+    let places = [b.line("MARK_LOW"), b.line("MARK_HIGH")];
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for (mode, obj, name) in [
+            ("global", Obj::Global("buf"), Some("buf")),
+            (
+                "heap",
+                Obj::Heap {
+                    kind: "aligned_alloc",
+                    line: b.line("MARK_ALIGNED_ALLOC"),
+                },
+                None,
+            ),
+        ] {
+            let r = b.run(opt, &[mode], &[], "");
+            let mut p = Vec::new();
+            for f in r.actual() {
+                p.push(format!(
+                    "finding #{}: {}, expected no actual sharing",
+                    f["rank"], f["kind"]
+                ));
+            }
+            let latent: Vec<&Value> = r
+                .findings()
+                .into_iter()
+                .filter(|f| f["kind"] == "latent_false_sharing")
+                .collect();
+            if latent.len() != 1 {
+                p.push(format!(
+                    "{} latent findings, expected exactly one",
+                    latent.len()
+                ));
+            }
+            if let Some(f) = latent.first() {
+                if f["latent"]["prefetch_pair"] != true || f["latent"]["shift"] != 8 {
+                    p.push(format!(
+                        "latent {}, expected prefetch_pair true and shift 8",
+                        f["latent"]
+                    ));
+                }
+                let objects = arr(&f["objects"]);
+                match objects.iter().find(|o| obj.matches(o, &r.file)) {
+                    Some(o) if objects.len() == 1 => {
+                        let s = o["start"].as_u64().unwrap_or(1);
+                        if !s.is_multiple_of(128)
+                            || arr(&f["lines"]) != [Value::from(s), Value::from(s + 64)]
+                        {
+                            p.push(format!(
+                                "lines {}, expected the object's first two lines ({s:#x}, {:#x})",
+                                hex_list(&f["lines"]),
+                                s + 64
+                            ));
+                        }
+                    }
+                    _ => p.push(format!(
+                        "objects should be exactly the {}",
+                        obj.describe(&r.file)
+                    )),
+                }
+                let got = words_of(f);
+                let want = vec![
+                    (Some(56), vec![1], name.map(|n| format!("{n}[7]"))),
+                    (Some(64), vec![2], name.map(|n| format!("{n}[8]"))),
+                ];
+                if got != want {
+                    p.push(format!(
+                        "words (object offset, writers, field) {got:?}, expected {want:?}"
+                    ));
+                }
+                let required: Vec<(u32, bool)> = places.iter().map(|&l| (l, true)).collect();
+                check_places(&mut p, f, &r.file, &required, &places);
+            }
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counts, output, summary, settings
+
+/// The estimated writes of a contended word (recorded sample x fs_sample) are within a
+/// factor of 2 of what the program did: each worker writes its counter INCREMENTS times.
+#[test]
+fn contended_word_write_estimates_are_within_2x() {
+    let b = Built::new("counters_heap.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &["calloc", "2"], &[], "");
+        let mut p = Vec::new();
+        let words: Vec<Value> = r.findings().iter().flat_map(|f| arr(&f["words"])).collect();
+        if words.is_empty() {
+            p.push("no contended words".into());
+        }
+        for w in &words {
+            let v = w["writes"].as_u64().unwrap_or(0);
+            if !(INCREMENTS / 2..=INCREMENTS * 2).contains(&v) {
+                p.push(format!(
+                    "word at object offset {} (writers {}): writes estimated {v}, the program did {INCREMENTS}",
+                    w["object_offset"], w["writers"]
+                ));
+            }
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+#[test]
+fn profiled_program_prints_and_exits_as_the_clang_build() {
+    let b = Built::with_opts("counters_heap.c", &["-pthread"], &["-O2"]);
+    let src = fixture("sharing/counters_heap.c");
+    b.s.compile(
+        std::path::Path::new("clang-22"),
+        &["-O2", "-pthread", src.to_str().unwrap(), "-o", "native"],
+    );
+    for args in [&["calloc", "3"][..], &["malloc", "2", "free"], &[]] {
+        let native = b.s.run_plain("native", args);
+        let profiled = output_within(
+            Command::new(b.s.path(&exe_name("-O2")))
+                .current_dir(b.s.dir.path())
+                .args(args)
+                .env("PROFCC_OPTIONS", "out=same.json"),
+        );
+        assert_same_run(&format!("counters_heap {args:?}"), &native, &profiled);
+    }
+    let native = b.s.run_plain("native", &["calloc", "3"]);
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        format!("threads=3 sum={}\n", 3 * INCREMENTS)
+    );
+}
+
+/// The exit summary's first sharing line names the kind and `file:line` of the top finding.
+#[test]
+fn exit_summary_names_the_top_finding() {
+    let b = Built::with_opts("counters_global.c", &["-pthread"], &["-O2"]);
+    let store = b.line("MARK_STORE");
+    let mut probs = Problems::default();
+    let r = b.run("-O2", &["2"], &[], "summary=1");
+    let err = String::from_utf8_lossy(&r.out.stderr).to_string();
+    let mut p = Vec::new();
+    let lines: Vec<&str> = err.lines().collect();
+    let head = lines.iter().position(|l| l.contains("cache-line sharing"));
+    match head.and_then(|h| lines.get(h + 1)) {
+        Some(top) => {
+            let want = format!("false sharing at counters_global.c:{store}");
+            if !top.contains(&want) {
+                p.push(format!(
+                    "summary's top finding line {top:?} does not contain {want:?}"
+                ));
+            }
+        }
+        None => p.push(format!(
+            "no cache-line sharing lines in the summary:\n{err}"
+        )),
+    }
+    match r.findings().first() {
+        Some(f) if f["kind"] == "false_sharing" => {}
+        _ => p.push("the report's top finding is not false sharing".into()),
+    }
+    probs.run(&r, p);
+    probs.finish();
+}
+
+/// fs_* options reach the run and the report says which were used.
+#[test]
+fn fs_options_are_recorded_in_the_report() {
+    let b = Built::with_opts("counters_global.c", &["-pthread"], &["-O0"]);
+    let store = b.line("MARK_STORE");
+    let mut probs = Problems::default();
+    let r = b.run(
+        "-O0",
+        &["2"],
+        &[],
+        "fs_threshold=40:fs_sample=16:fs_inv_ns=100:fs_watch=1024:fs_budget=777:fs_max_lines=99",
+    );
+    let mut p = Vec::new();
+    let s = &r.report["sharing"]["settings"];
+    for (key, want) in [
+        ("threshold", 40),
+        ("sample", 16),
+        ("invalidation_ns", 100),
+        ("watch_interval", 1024),
+        ("watch_budget", 777),
+        ("max_lines", 99),
+    ] {
+        if s[key] != want {
+            p.push(format!("settings.{key} = {}, expected {want}", s[key]));
+        }
+    }
+    // The analysis runs with them: still the same false sharing.
+    p.extend(counters(
+        &r,
+        Obj::Global("counters"),
+        2,
+        Some("counters"),
+        store,
+    ));
+    probs.run(&r, p);
+    probs.finish();
+}
