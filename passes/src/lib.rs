@@ -96,10 +96,7 @@ pub fn instrument_module(
     if !opts.accesses {
         return Ok(stats);
     }
-    let mut selection = select::select(module.raw(), &mut stats);
-    if opts.sharing {
-        select::dedup_checks(&mut selection, &mut stats);
-    }
+    let selection = select::select(module.raw(), &mut stats);
     if selection.accesses.is_empty() {
         return Ok(stats);
     }

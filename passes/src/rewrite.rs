@@ -95,7 +95,6 @@ impl Rewriter {
     }
 
     unsafe fn access(&mut self, local: usize, a: &Access, sharing: bool) {
-        let sharing = sharing && a.check;
         let i64t = LLVMInt64TypeInContext(self.ctx);
         let c = self.entry_value(a.func, 0);
         let (me, rb, wmask) = if !sharing {

@@ -24,9 +24,6 @@ pub struct Access {
     pub ptr: LLVMValueRef,
     pub kind: AccessKind,
     pub size: Size,
-    /// Check the access against the line shadow (sharing); false when an access to the same
-    /// address earlier in the block (no call between) already did (`dedup_checks`).
-    pub check: bool,
 }
 
 #[derive(Default)]
@@ -304,79 +301,5 @@ unsafe fn push(
         ptr,
         kind,
         size,
-        check: true,
     });
-}
-
-/// Within one basic block and with no call in between, the line of an address is checked
-/// once (after ThreadSanitizer's read-before-write rule): a read followed by a write of the
-/// same address keeps only the write's check, a repeated read or write keeps the first. The
-/// accesses are still counted. Only fixed-size accesses of at most one line take part.
-pub fn dedup_checks(sel: &mut Selection, stats: &mut Stats) {
-    // address -> (index of the checked read, a write was checked)
-    let mut seen: HashMap<LLVMValueRef, (Option<usize>, bool)> = HashMap::new();
-    let mut block: LLVMBasicBlockRef = std::ptr::null_mut();
-    let mut last: LLVMValueRef = std::ptr::null_mut();
-    for i in 0..sel.accesses.len() {
-        let (inst, ptr, kind, size) = {
-            let a = &sel.accesses[i];
-            (a.inst, a.ptr, a.kind, a.size)
-        };
-        unsafe {
-            let bb = LLVMGetInstructionParent(inst);
-            if bb != block || has_call_between(last, inst) {
-                seen.clear();
-                block = bb;
-            }
-            last = inst;
-        }
-        if !matches!(size, Size::Const(n) if n <= crate::abi::LINE) {
-            continue;
-        }
-        let e = seen.entry(ptr).or_insert((None, false));
-        if kind.writes() {
-            if e.1 {
-                sel.accesses[i].check = false;
-                stats.bump("sharing-check-deduplicated", 1);
-            } else {
-                if let Some(r) = e.0.take() {
-                    sel.accesses[r].check = false;
-                    stats.bump("sharing-check-deduplicated", 1);
-                }
-                e.1 = true;
-            }
-        } else if e.0.is_some() || e.1 {
-            sel.accesses[i].check = false;
-            stats.bump("sharing-check-deduplicated", 1);
-        } else {
-            e.0 = Some(i);
-        }
-    }
-}
-
-/// Is there a call (other than debug/lifetime intrinsics) after `from` and before `to`, in
-/// the same block? `from` null: start of the block.
-unsafe fn has_call_between(from: LLVMValueRef, to: LLVMValueRef) -> bool {
-    if from.is_null()
-        || from == to
-        || LLVMGetInstructionParent(from) != LLVMGetInstructionParent(to)
-    {
-        return false;
-    }
-    let mut i = LLVMGetNextInstruction(from);
-    while !i.is_null() && i != to {
-        if !LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null() {
-            let callee = LLVMGetCalledValue(i);
-            let name = if callee.is_null() {
-                String::new()
-            } else {
-                name_of(callee)
-            };
-            if !(name.starts_with("llvm.dbg.") || name.starts_with("llvm.lifetime.")) {
-                return true;
-            }
-        }
-        i = LLVMGetNextInstruction(i);
-    }
-    false
 }

@@ -184,12 +184,3 @@ fn not_instrumented_twice() {
     };
     assert_eq!(strip(&once), strip(&twice));
 }
-
-#[test]
-fn dedup() {
-    let (ir, s) = run("dedup");
-    // 6 accesses counted, 3 checked before the call (write %p, read %q) plus 1 after it.
-    assert_eq!(s.get("instrumented-read") + s.get("instrumented-write"), 6);
-    assert_eq!(s.get("sharing-check-deduplicated"), 3, "{:?}", s.counts);
-    assert_eq!(ir.matches("call void @__profcc_slow(").count(), 3, "{ir}");
-}

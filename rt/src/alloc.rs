@@ -636,6 +636,7 @@ pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32
 #[no_mangle]
 pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
+    crate::sharing::object_freed(&info(o));
     account_release(o.site, o.size, true);
 }
 

@@ -212,7 +212,7 @@ pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) 
         *v.me = t | rb;
         *v.rb = rb;
         *v.wmask = if w == 0 { u64::MAX } else { w - 1 };
-        *v.countdown = SAMPLE.load(Relaxed) as u64;
+        *v.countdown = next_period();
     }
     let mut s = STACKS.lock();
     s.retain(|x| x.0 != id);
@@ -268,7 +268,19 @@ struct SiteSlot {
     writes: AtomicU64,
 }
 
-const SITE_SLOTS: usize = 8;
+const SITE_SLOTS: usize = 32;
+const OBJ_SLOTS: usize = 4;
+
+/// A heap object seen on the line when it was freed (the object map forgets it then).
+#[repr(C)]
+struct ObjSlot {
+    start: AtomicU64,
+    size: AtomicU64,
+    stack: AtomicU32,
+    tid: AtomicU32,
+    kind: AtomicU32,
+    _pad: u32,
+}
 
 #[repr(C)]
 struct Record {
@@ -283,6 +295,7 @@ struct Record {
     budget: AtomicU32,
     _pad: u32,
     sites: [SiteSlot; SITE_SLOTS],
+    objs: [ObjSlot; OBJ_SLOTS],
     bytes: [ByteSlot; 64],
 }
 
@@ -312,6 +325,76 @@ fn new_record(line: u64, contended: bool, invalidations: u64) -> Option<u64> {
     r.invalidations.store(invalidations, Relaxed);
     r.contended.store(contended as u32, Relaxed);
     Some(i as u64)
+}
+
+fn note_object(r: &Record, o: &crate::alloc::ObjectInfo) {
+    for s in &r.objs {
+        let cur = s.start.load(Relaxed);
+        if cur == o.start {
+            return;
+        }
+        if cur == 0 {
+            match s.start.compare_exchange(0, o.start, Relaxed, Relaxed) {
+                Ok(_) => {
+                    s.size.store(o.size, Relaxed);
+                    s.stack.store(o.stack, Relaxed);
+                    s.tid.store(o.tid, Relaxed);
+                    s.kind.store(o.kind, Relaxed);
+                    return;
+                }
+                Err(x) if x == o.start => return,
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// Most lines of a freed block whose records learn the block (larger blocks are named only
+/// if still live when the profile is written).
+const FREE_SCAN_LINES: u64 = 4096;
+
+/// A heap block is being freed: tracked lines inside it keep its name for the report.
+pub fn object_freed(o: &crate::alloc::ObjectInfo) {
+    if TABLE.load(Relaxed) == 0 || SHADOW.load(Relaxed) != 1 || o.start >= APP_LIMIT {
+        return;
+    }
+    let first = o.start & !63;
+    let end = o
+        .start
+        .saturating_add(o.size)
+        .min(first + FREE_SCAN_LINES * 64)
+        .min(APP_LIMIT);
+    let n = NEXT.load(Relaxed) as u64;
+    let mut line = first;
+    while line < end {
+        let w = word(line).load(Relaxed);
+        let idx = if w & HOT != 0 {
+            Some(w & !HOT)
+        } else if w & RETIRED != 0 && (w >> FIELD_SHIFT) & FIELD != NO_RECORD {
+            Some((w >> FIELD_SHIFT) & FIELD)
+        } else {
+            None
+        };
+        if let Some(i) = idx.filter(|&i| i < n) {
+            note_object(record(i), o);
+        }
+        line += 64;
+    }
+}
+
+/// Length of the next sampling period on hot lines: uniform in [1, 2*fs_sample - 1], mean
+/// fs_sample, so that loops whose period divides fs_sample are not always sampled at the
+/// same access.
+fn next_period() -> u64 {
+    let s = SAMPLE.load(Relaxed) as u64;
+    if s <= 1 {
+        return 1;
+    }
+    let mut x = unsafe { core::arch::x86_64::_rdtsc() };
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    1 + x % (2 * s - 1)
 }
 
 fn multi() -> bool {
@@ -354,7 +437,7 @@ pub unsafe extern "C" fn profcc_line_slow(p: *const u8, info: u64, slot: *mut u6
         return; // a thread the runtime has not seen
     }
     if due != 0 {
-        *v.countdown = SAMPLE.load(Relaxed) as u64;
+        *v.countdown = next_period();
     }
     slow(addr, info, me, slot, due != 0);
 }
@@ -684,7 +767,7 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
             {
                 continue;
             }
-            objects.push(object_at(a, addr, &stacks));
+            objects.push(object_at(r, a, addr, &stacks));
         }
         objects.sort_by_key(|o| o.start);
         objects.dedup();
@@ -707,8 +790,20 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
     })
 }
 
-fn object_at(a: u64, line: u64, stacks: &[(u32, u64, u64)]) -> schema::ObjectRef {
-    if let Some(o) = crate::alloc::lookup(a) {
+fn object_at(r: &Record, a: u64, line: u64, stacks: &[(u32, u64, u64)]) -> schema::ObjectRef {
+    let noted = r.objs.iter().find_map(|s| {
+        let start = s.start.load(Relaxed);
+        let size = s.size.load(Relaxed);
+        (start != 0 && start <= a && a < start + size.max(1)).then(|| crate::alloc::ObjectInfo {
+            start,
+            size,
+            stack: s.stack.load(Relaxed),
+            tid: s.tid.load(Relaxed),
+            kind: s.kind.load(Relaxed),
+            site: 0,
+        })
+    });
+    if let Some(o) = noted.or_else(|| crate::alloc::lookup(a)) {
         return schema::ObjectRef {
             kind: schema::ObjectKind::Heap,
             start: o.start,
@@ -815,6 +910,6 @@ mod tests {
 
     #[test]
     fn table_record_is_small() {
-        assert!(core::mem::size_of::<Record>() <= 2560);
+        assert!(core::mem::size_of::<Record>() <= 3584);
     }
 }

@@ -69,7 +69,8 @@ pub struct LineRecord {
     pub volume_samples: u64,
     /// Bytes accessed while tracked, in offset order.
     pub bytes: Vec<ByteUse>,
-    /// Access sites seen on the line while tracked (at most 8), most accesses first.
+    /// Access sites seen on the line while tracked (at most 32), most accesses first; counts
+    /// are the analysed sample (multiply by `settings.sample`).
     pub sites: Vec<LineSite>,
     /// Objects overlapping the accessed bytes, in address order.
     pub objects: Vec<ObjectRef>,
