@@ -1,7 +1,12 @@
-//! `cargo xtask bench [--runs N] [--skip-build-time]`: overhead ratios measured side by side
-//! in one run (native and instrumented alternate), median of N runs (default 5).
+//! `cargo xtask bench [--runs N] [--skip-build-time] [--only PART,...]`: overhead ratios
+//! measured side by side in one run (native and instrumented alternate), median of N runs
+//! (default 5).
 //!
-//! Prints a Markdown table and writes it to target/bench/results.md.
+//! Parts (all by default): `build` (sqlite3.c compile time), `kernels` (single-threaded
+//! kernels and the sqlite driver), `sharing` (multithreaded kernels: cache-line sharing
+//! analysis overhead, RSS, findings, and the `fs_sample` table; see `bench/sharing.rs`).
+//!
+//! Prints Markdown tables and writes them to target/bench/results.md.
 
 use crate::bin_dir;
 use crate::run as sh;
@@ -32,13 +37,17 @@ pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
     Err(format!("crate {name} not found in cargo metadata"))
 }
 
-struct Sample {
-    secs: f64,
-    max_rss_kib: i64,
+mod sharing;
+
+pub(crate) struct Sample {
+    pub secs: f64,
+    /// User + system CPU time of the process (all its threads).
+    pub cpu_secs: f64,
+    pub max_rss_kib: i64,
 }
 
 /// Run a command to completion, returning wall time and peak RSS (wait4).
-fn measure(cmd: &mut Command) -> Result<Sample, String> {
+pub(crate) fn measure(cmd: &mut Command) -> Result<Sample, String> {
     let start = Instant::now();
     let child = cmd
         .stdout(std::process::Stdio::null())
@@ -53,13 +62,15 @@ fn measure(cmd: &mut Command) -> Result<Sample, String> {
     if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         return Err(format!("{cmd:?} failed (status {status})"));
     }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     Ok(Sample {
         secs,
+        cpu_secs: tv(ru.ru_utime) + tv(ru.ru_stime),
         max_rss_kib: ru.ru_maxrss,
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
 }
@@ -104,9 +115,12 @@ fn side_by_side(
     Ok(row)
 }
 
+/// The benchmark's parts, in the order they run.
+const PARTS: &[&str] = &["build", "kernels", "sharing"];
+
 pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let mut runs = 5usize;
-    let mut build_time = true;
+    let mut parts: Vec<&str> = PARTS.to_vec();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -114,12 +128,28 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
                 runs = it
                     .next()
                     .and_then(|v| v.parse().ok())
-                    .ok_or("--runs takes a number")?
+                    .filter(|&n| n > 0)
+                    .ok_or("--runs takes a number >= 1")?
             }
-            "--skip-build-time" => build_time = false,
+            "--skip-build-time" => parts.retain(|p| *p != "build"),
+            "--only" => {
+                let list = it.next().ok_or("--only takes a list of parts")?;
+                let mut only = Vec::new();
+                for p in list.split(',').filter(|p| !p.is_empty()) {
+                    let Some(&known) = PARTS.iter().find(|k| **k == p) else {
+                        return Err(format!(
+                            "unknown bench part {p}; valid: {}",
+                            PARTS.join(", ")
+                        ));
+                    };
+                    only.push(known);
+                }
+                parts.retain(|p| only.contains(p));
+            }
             other => {
                 return Err(format!(
-                    "unknown bench option {other}; valid: --runs N, --skip-build-time"
+                    "unknown bench option {other}; valid: --runs N, --skip-build-time, --only PART[,PART] (parts: {})",
+                    PARTS.join(", ")
                 ))
             }
         }
@@ -127,7 +157,6 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let work = root.join("target/bench");
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let profcc = bin_dir().join("profcc");
-    let sqlite = crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
     let mut out = String::new();
     let cmdline = std::iter::once("cargo xtask bench".to_string())
         .chain(args.iter().cloned())
@@ -137,38 +166,72 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         "Command: `{cmdline}`; medians of {runs} alternating runs, 2-core machine.\n\n"
     ));
 
-    if build_time {
-        let src = sqlite.join("sqlite3.c");
-        let row = side_by_side(
-            "sqlite3.c -O2 -c",
-            runs,
-            &mut || {
-                let mut c = Command::new("clang-22");
-                c.args(["-O2", "-c"])
-                    .arg(&src)
-                    .arg("-o")
-                    .arg(work.join("sqlite3.native.o"));
-                c
-            },
-            &mut || {
-                let mut c = Command::new(&profcc);
-                c.args(["-O2", "-c"])
-                    .arg(&src)
-                    .arg("-o")
-                    .arg(work.join("sqlite3.profcc.o"));
-                c
-            },
-        )?;
-        out.push_str("| build | clang-22 s | profcc s | ratio | target |\n|---|---|---|---|---|\n");
-        out.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.2}x | ≤ 1.6x |\n\n",
-            row.name,
-            row.base,
-            row.inst,
-            row.inst / row.base
-        ));
+    if parts.contains(&"build") {
+        let sqlite = crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
+        build_time(&profcc, &sqlite, &work, runs, &mut out)?;
     }
+    if parts.contains(&"kernels") {
+        let sqlite = crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
+        kernels(root, &profcc, &sqlite, &work, runs, &mut out)?;
+    }
+    if parts.contains(&"sharing") {
+        sharing::run(root, &profcc, &work, runs, &mut out)?;
+    }
+    println!("{out}");
+    std::fs::write(work.join("results.md"), &out).map_err(|e| e.to_string())?;
+    Ok(())
+}
 
+/// sqlite3.c compile time, clang-22 vs profcc.
+fn build_time(
+    profcc: &Path,
+    sqlite: &Path,
+    work: &Path,
+    runs: usize,
+    out: &mut String,
+) -> Result<(), String> {
+    let src = sqlite.join("sqlite3.c");
+    let row = side_by_side(
+        "sqlite3.c -O2 -c",
+        runs,
+        &mut || {
+            let mut c = Command::new("clang-22");
+            c.args(["-O2", "-c"])
+                .arg(&src)
+                .arg("-o")
+                .arg(work.join("sqlite3.native.o"));
+            c
+        },
+        &mut || {
+            let mut c = Command::new(profcc);
+            c.args(["-O2", "-c"])
+                .arg(&src)
+                .arg("-o")
+                .arg(work.join("sqlite3.profcc.o"));
+            c
+        },
+    )?;
+    out.push_str("| build | clang-22 s | profcc s | ratio | target |\n|---|---|---|---|---|\n");
+    out.push_str(&format!(
+        "| {} | {:.2} | {:.2} | {:.2}x | ≤ 1.6x |\n\n",
+        row.name,
+        row.base,
+        row.inst,
+        row.inst / row.base
+    ));
+    Ok(())
+}
+
+/// Run-time kernels (single-threaded ones, two_threads, the sqlite driver): build each
+/// natively and with profcc (default instrumentation), run side by side.
+fn kernels(
+    root: &Path,
+    profcc: &Path,
+    sqlite: &Path,
+    work: &Path,
+    runs: usize,
+    out: &mut String,
+) -> Result<(), String> {
     // Run-time kernels: build each natively and with profcc.
     let kernels = root.join("bench/kernels");
     let mut programs: Vec<(String, PathBuf, PathBuf, Vec<String>)> = Vec::new();
@@ -186,7 +249,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
             .arg(&src)
             .arg("-o")
             .arg(&native))?;
-        sh(Command::new(&profcc)
+        sh(Command::new(profcc)
             .args(["-O2", "-pthread"])
             .arg(&src)
             .arg("-o")
@@ -200,14 +263,14 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         let common = ["-O2", "-pthread", "-DSQLITE_OMIT_LOAD_EXTENSION", "-I"];
         sh(Command::new("clang-22")
             .args(common)
-            .arg(&sqlite)
+            .arg(sqlite)
             .arg(&driver)
             .arg(sqlite.join("sqlite3.c"))
             .arg("-o")
             .arg(&native))?;
-        sh(Command::new(&profcc)
+        sh(Command::new(profcc)
             .args(common)
-            .arg(&sqlite)
+            .arg(sqlite)
             .arg(&driver)
             .arg(sqlite.join("sqlite3.c"))
             .arg("-o")
@@ -257,10 +320,14 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         ));
     }
     let geo = (logsum / programs.len() as f64).exp();
+    let mode = match std::env::var("PROFCC_INSTRUMENT") {
+        Ok(v) if !v.is_empty() => format!("PROFCC_INSTRUMENT={v}"),
+        _ => "PROFCC_INSTRUMENT unset: the driver's default".to_string(),
+    };
     out.push_str(&format!(
-        "\nGeomean run-time ratio (counting mode): {geo:.2}x (target ≤ 2x)\n"
+        "\nGeomean run-time ratio ({mode}): {geo:.2}x (target ≤ 2x)\n\n"
     ));
-    for f in std::fs::read_dir(&work).map_err(|e| e.to_string())? {
+    for f in std::fs::read_dir(work).map_err(|e| e.to_string())? {
         let p = f.map_err(|e| e.to_string())?.path();
         if p.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("bench."))
@@ -268,7 +335,5 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
             let _ = std::fs::remove_file(p);
         }
     }
-    println!("{out}");
-    std::fs::write(work.join("results.md"), &out).map_err(|e| e.to_string())?;
     Ok(())
 }
