@@ -257,7 +257,8 @@ struct ByteSlot {
     reads: AtomicU32,
     writes: AtomicU32,
     size: AtomicU32,
-    _pad: u32,
+    /// Reads by a thread that had not written the byte while another thread had.
+    cross_reads: AtomicU32,
 }
 
 #[repr(C)]
@@ -663,6 +664,10 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64)
         b.writes.fetch_add(1, Relaxed);
     } else {
         b.reads.fetch_add(1, Relaxed);
+        let w = b.writers.load(Relaxed);
+        if w != 0 && w & bit == 0 {
+            b.cross_reads.fetch_add(1, Relaxed);
+        }
     }
     if (b.size.load(Relaxed) as u64) < size {
         b.size.fetch_max(size as u32, Relaxed);
@@ -737,6 +742,7 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
                 writes,
                 readers: ids(b.readers.load(Relaxed)),
                 writers: ids(b.writers.load(Relaxed)),
+                cross_reads: b.cross_reads.load(Relaxed) as u64,
             });
         }
         if bytes.is_empty() {

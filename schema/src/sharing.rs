@@ -88,6 +88,9 @@ pub struct ByteUse {
     /// Threads that read / wrote any byte of [offset, offset+size) — ids modulo 64.
     pub readers: Vec<u32>,
     pub writers: Vec<u32>,
+    /// Reads (recorded) by a thread that did not write the byte, after another thread had.
+    #[serde(default)]
+    pub cross_reads: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -347,8 +350,13 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
     let writes: u64 = l.bytes.iter().map(|b| b.writes).sum::<u64>() * sample;
     // A byte written by two threads, or written by one and read by another, is truly shared.
     let write_shared = w.iter().any(|s| s.len() >= 2);
-    let read_shared =
-        (0..LINE as usize).any(|i| !w[i].is_empty() && r[i].difference(&w[i]).next().is_some());
+    // Reads of another thread's bytes count when they are more than a trace (1% of the
+    // line's recorded accesses): a reduction that reads per-thread slots once after a
+    // parallel loop does not share the slots.
+    let recorded: u64 = l.bytes.iter().map(|b| b.reads + b.writes).sum();
+    let cross: u64 = l.bytes.iter().map(|b| b.cross_reads).sum();
+    let read_shared = cross * 100 >= recorded.max(1)
+        && (0..LINE as usize).any(|i| !w[i].is_empty() && r[i].difference(&w[i]).next().is_some());
     let kind = if (write_shared || read_shared)
         && reads >= READ_MOSTLY_RATIO * writes.max(1)
         && readers.len() >= 2
@@ -393,7 +401,6 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
     } else {
         1.0
     };
-    let recorded: u64 = l.bytes.iter().map(|b| b.reads + b.writes).sum();
     let confidence = if l.invalidations >= 100 * s.settings.threshold as u64 && recorded >= 1000 {
         Confidence::High
     } else if recorded >= 100 {
@@ -599,6 +606,12 @@ mod tests {
             writes,
             readers: readers.to_vec(),
             writers: writers.to_vec(),
+            // Reads by threads that are not writers of the byte.
+            cross_reads: if readers.iter().any(|t| !writers.contains(t)) {
+                reads
+            } else {
+                0
+            },
         }
     }
 
@@ -664,6 +677,17 @@ mod tests {
             vec![byte(0, 8, 90_000, 100, &[1, 2, 3], &[0])],
         )]);
         assert_eq!(analyze(&s, 1)[0].kind, Kind::ReadMostly);
+    }
+
+    #[test]
+    fn a_trace_of_reads_by_another_thread_leaves_false_sharing_false() {
+        // Two writers of their own slots; thread 0 reads both once at the end (a reduction).
+        let mut a = byte(0, 8, 5000, 5000, &[0, 1], &[1]);
+        a.cross_reads = 1;
+        let mut b = byte(8, 8, 5000, 5000, &[0, 2], &[2]);
+        b.cross_reads = 1;
+        let s = sharing(vec![line(0x1000, 100_000, vec![a, b])]);
+        assert_eq!(analyze(&s, 1)[0].kind, Kind::FalseSharing);
     }
 
     #[test]

@@ -27,6 +27,11 @@ fn byte(
         writes,
         readers: readers.to_vec(),
         writers: writers.to_vec(),
+        cross_reads: if readers.iter().any(|t| !writers.contains(t)) {
+            reads
+        } else {
+            0
+        },
     }
 }
 
