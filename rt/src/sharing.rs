@@ -484,7 +484,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
     let t = me & OWNER;
     let rb = me & READERS;
     let write = info & INFO_WRITE != 0;
-    let sampled = info & INFO_SAMPLED != 0 && write;
+    let sampled = info & INFO_SAMPLED != 0; // set for writes only (rt/csrc/tls.c)
     let multi = multi();
     for _ in 0..8 {
         let w = sh.load(Relaxed);
@@ -509,62 +509,46 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
             continue;
         }
         let owner = w & OWNER;
-        let other = (owner != 0 && owner != t) || (w & READERS & !rb) != 0;
+        // A write after another thread's access: one invalidation (counted while >1 thread).
+        let inval = multi && ((owner != 0 && owner != t) || (w & READERS & !rb) != 0);
+        let volume = multi && sampled;
         let field = (w >> FIELD_SHIFT) & FIELD;
         let mut new = me;
-        let mut heat: Option<(u64, bool)> = None; // (record index, new record)
+        let mut heat: Option<u64> = None; // index of the record the line becomes hot with
         if w & RETIRED != 0 {
             if field != NO_RECORD {
                 let r = record(field);
-                if sampled && multi {
+                if volume {
                     r.volume.fetch_add(1, Relaxed);
                 }
-                if other
-                    && multi
-                    && r.since_retired.fetch_add(1, Relaxed) + 1 >= THRESHOLD.load(Relaxed)
-                {
-                    heat = Some((field, false));
-                }
-                if other && multi {
+                if inval {
                     r.invalidations.fetch_add(1, Relaxed);
+                    if r.since_retired.fetch_add(1, Relaxed) + 1 >= THRESHOLD.load(Relaxed) {
+                        heat = Some(field);
+                    }
                 }
             }
             new |= RETIRED | (field << FIELD_SHIFT);
         } else {
-            let mut inv = field & 0xff;
-            let mut vol = field >> 8;
-            if other && multi {
-                inv += 1;
-            }
-            if sampled && multi {
-                vol = (vol + 1).min(63);
-            }
-            if inv >= THRESHOLD.load(Relaxed) as u64 {
-                heat = Some((u64::MAX, true));
-            } else if vol >= WATCH_SAMPLES.load(Relaxed) as u64
-                && sampled
-                && multi
-                && neighbour_of_other(line, t)
-            {
-                heat = Some((u64::MAX, false));
-            }
-            new |= ((inv.min(255)) | (vol << 8)) << FIELD_SHIFT;
-            if let Some((_, contended)) = heat {
+            let inv = (field & 0xff) + inval as u64;
+            let vol = ((field >> 8) + volume as u64).min(63);
+            new |= (inv.min(255) | (vol << 8)) << FIELD_SHIFT;
+            let contended = inv >= THRESHOLD.load(Relaxed) as u64;
+            let watch = !contended
+                && volume
+                && vol >= WATCH_SAMPLES.load(Relaxed) as u64
+                && neighbour_of_other(line, t);
+            if contended || watch {
                 match new_record(line, contended, inv) {
                     Some(i) => {
-                        if !contended {
-                            record(i).volume.store(vol, Relaxed);
-                        }
-                        heat = Some((i, true));
+                        record(i).volume.store(vol, Relaxed);
+                        heat = Some(i);
                     }
-                    None => {
-                        heat = None;
-                        new = me | RETIRED | (NO_RECORD << FIELD_SHIFT);
-                    }
+                    None => new = me | RETIRED | (NO_RECORD << FIELD_SHIFT),
                 }
             }
         }
-        if let Some((i, _)) = heat {
+        if let Some(i) = heat {
             let r = record(i);
             if w & RETIRED != 0 {
                 r.contended.store(1, Relaxed);

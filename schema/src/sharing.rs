@@ -281,36 +281,47 @@ fn merge_by_object(found: Vec<Finding>, s: &Sharing, duration_ns: u64) -> Vec<Fi
             });
             m.words.push(w);
         }
-        for x in f.sites {
-            match m.sites.iter_mut().find(|y| y.site == x.site) {
-                Some(y) => {
-                    y.reads += x.reads;
-                    y.writes += x.writes;
-                }
-                None => m.sites.push(x),
-            }
-        }
+        add_sites(&mut m.sites, &f.sites);
         m.confidence = m.confidence.max(f.confidence);
         m.stride = stride_of(&m.words);
-        let involved = m.threads.len().max(1) as u64;
-        let lost = m
-            .invalidations
-            .saturating_mul(s.settings.invalidation_ns as u64)
-            / involved;
-        let window = if s.parallel_ns > 0 {
-            s.parallel_ns.min(duration_ns.max(1))
-        } else {
-            duration_ns
-        };
-        m.predicted_saving_ns = lost.min(window * 9 / 10);
-        m.predicted_speedup = if duration_ns > m.predicted_saving_ns && duration_ns > 0 {
-            duration_ns as f64 / (duration_ns - m.predicted_saving_ns) as f64
-        } else {
-            1.0
-        };
+        (m.predicted_saving_ns, m.predicted_speedup) =
+            predict(s, m.invalidations, m.threads.len(), duration_ns);
         m.fix = fix_text(m);
     }
     out
+}
+
+/// Cheetah-style gain: the invalidations' cost (`invalidation_ns` each) spread over the
+/// threads involved, as wall-clock time saved (at most 90% of the parallel time), and the run's
+/// speed-up if that time vanished.
+fn predict(s: &Sharing, invalidations: u64, threads: usize, duration_ns: u64) -> (u64, f64) {
+    let lost =
+        invalidations.saturating_mul(s.settings.invalidation_ns as u64) / threads.max(1) as u64;
+    let window = if s.parallel_ns > 0 {
+        s.parallel_ns.min(duration_ns.max(1))
+    } else {
+        duration_ns
+    };
+    let saving = lost.min(window * 9 / 10);
+    let speedup = if duration_ns > saving && duration_ns > 0 {
+        duration_ns as f64 / (duration_ns - saving) as f64
+    } else {
+        1.0
+    };
+    (saving, speedup)
+}
+
+/// Add `more` to `sites`, summing the counts of a site present in both.
+fn add_sites(sites: &mut Vec<LineSite>, more: &[LineSite]) {
+    for x in more {
+        match sites.iter_mut().find(|y| y.site == x.site) {
+            Some(y) => {
+                y.reads += x.reads;
+                y.writes += x.writes;
+            }
+            None => sites.push(x.clone()),
+        }
+    }
 }
 
 fn rank(f: &Finding) -> (u8, u64, u64) {
@@ -385,22 +396,7 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
         && writer_objects.len() >= 2
         && writer_objects.values().collect::<BTreeSet<_>>().len() >= 2;
     let stride = stride_of(&words);
-    let involved = threads.len().max(1) as u64;
-    let lost = l
-        .invalidations
-        .saturating_mul(s.settings.invalidation_ns as u64)
-        / involved;
-    let window = if s.parallel_ns > 0 {
-        s.parallel_ns.min(duration_ns.max(1))
-    } else {
-        duration_ns
-    };
-    let saving = lost.min(window * 9 / 10);
-    let speedup = if duration_ns > saving && duration_ns > 0 {
-        duration_ns as f64 / (duration_ns - saving) as f64
-    } else {
-        1.0
-    };
+    let (saving, speedup) = predict(s, l.invalidations, threads.len(), duration_ns);
     let confidence = if l.invalidations >= 100 * s.settings.threshold as u64 && recorded >= 1000 {
         Confidence::High
     } else if recorded >= 100 {
@@ -469,8 +465,8 @@ fn stride_of(words: &[Word]) -> Option<u64> {
 }
 
 fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
-    let (wa, ra) = byte_sets(a);
-    let (wb, rb) = byte_sets(b);
+    let (wa, _) = byte_sets(a);
+    let (wb, _) = byte_sets(b);
     let wr: BTreeSet<u32> = wa.iter().flatten().copied().collect();
     let wl: BTreeSet<u32> = wb.iter().flatten().copied().collect();
     let writes_a: u64 = a.bytes.iter().map(|x| x.writes).sum();
@@ -488,8 +484,6 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
     }
     let mut w: Vec<BTreeSet<u32>> = wa;
     w.extend(wb);
-    let mut r: Vec<BTreeSet<u32>> = ra;
-    r.extend(rb);
     let prefetch_pair =
         a.addr.is_multiple_of(2 * LINE) && wr.symmetric_difference(&wl).next().is_some();
     // Shift the grid: does some 64-byte window across the boundary hold two threads' writes
@@ -502,7 +496,6 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
     if !prefetch_pair && shift.is_none() {
         return None;
     }
-    let _ = r;
     let sample = s.settings.sample.max(1) as u64;
     let mut objects: Vec<ObjectRef> = a.objects.clone();
     for o in &b.objects {
@@ -515,15 +508,7 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
     words.retain(|w| !w.writers.is_empty());
     let threads: BTreeSet<u32> = wr.union(&wl).copied().collect();
     let mut sites = a.sites.clone();
-    for x in &b.sites {
-        match sites.iter_mut().find(|y| y.site == x.site) {
-            Some(y) => {
-                y.reads += x.reads;
-                y.writes += x.writes;
-            }
-            None => sites.push(x.clone()),
-        }
-    }
+    add_sites(&mut sites, &b.sites);
     let vol = a.volume_samples.min(b.volume_samples) * s.settings.watch_interval as u64;
     let stride = stride_of(&words);
     let mut f = Finding {
