@@ -7,9 +7,11 @@
  * the thread's own array, and the function prologue one TLS load.
  *
  * Sharing (cache-line) analysis adds one load of the line's shadow word and one compare per
- * access; only an ownership change, a first read by a thread, a tracked ("hot") line or a
- * write-volume sample leaves through the cold door `__profcc_slow` (rt/src/sharing.rs documents
- * the shadow word and the address map).
+ * checked access; only an ownership change, a first read by a thread, a tracked ("hot") line's
+ * sampled access or a write-volume sample leaves through the cold door `__profcc_slow`
+ * (rt/src/sharing.rs documents the shadow word and the address map). The pass shares one
+ * counter among the accesses of a basic block and drops checks an earlier or later access to
+ * the same address covers (passes/src/select.rs, `plan`).
  *
  * Hot path rules: no locks, no allocation, no libc, no stores to shared lines. */
 #include <stdint.h>
@@ -25,11 +27,13 @@ extern __thread uint64_t *__profcc_counts __attribute__((tls_model("initial-exec
 extern __thread uint64_t __profcc_me __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t __profcc_rb __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t __profcc_wmask __attribute__((tls_model("initial-exec")));
+/* Countdown to the thread's next sampled access to a tracked line (the runtime re-arms it). */
+extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
 
-/* The cold door (rt/csrc/tls.c, then rt/src/sharing.rs). slot: the site's counter in the
- * thread's array (gives the site and, for writes, the volume sample); info: size (bits 0-7) |
- * write << 8 | atomic << 10. Kept to three arguments and one call: the code after each access
- * stays small. */
+/* The cold door (rt/csrc/tls.c, then rt/src/sharing.rs). slot: the group's counter in the
+ * thread's array (gives the site with info >> 32 and, for writes, the volume sample); info:
+ * size (bits 0-7) | write << 8 | atomic << 10 | read-modify-write << 11 | (site - leader) << 32.
+ * Kept to three arguments and one call: the code after each access stays small. */
 __attribute__((cold)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info);
 __attribute__((cold)) void __profcc_range_slow(const void *p, uint64_t len, uint64_t info,
                                                uint64_t *slot);
@@ -45,44 +49,46 @@ uint64_t __profcc_fn_me(void) { return __profcc_me; }
 uint64_t __profcc_fn_rb(void) { return __profcc_rb; }
 uint64_t __profcc_fn_wmask(void) { return __profcc_wmask; }
 
-/* Counting only (PROFCC_INSTRUMENT=accesses). A fixed-size access: bytes are count x size,
- * derived when the profile is written. */
-void __profcc_count(uint64_t *c, uint64_t local) { c[2 * local] += 1; }
+/* One execution of a group of accesses (a basic block's run between calls): the group's
+ * first site counts for all of them; returns the new count (the write-volume sample reads
+ * it). A fixed-size access: bytes are count x size, derived when the profile is written. */
+uint64_t __profcc_count(uint64_t *c, uint64_t local) { return c[2 * local] += 1; }
 
-/* An access of run-time length (memory intrinsics), counting only. */
+/* An access of run-time length (memory intrinsics): counts and bytes of its own. */
 void __profcc_count_n(uint64_t *c, uint64_t local, uint64_t size) {
   c[2 * local] += 1;
   c[2 * local + 1] += size;
 }
 
-/* A read: leave unless the line is hot or this thread has not read it since its last write. */
-void __profcc_read(uint64_t *c, uint64_t local, const void *p, uint64_t info, uint64_t rb) {
-  uint64_t *slot = c + 2 * local;
-  *slot += 1;
+/* A read: leave unless the line is hot or this thread has not read it since its last write.
+ * On a hot line, one access in fs_sample per thread goes on (the countdown reaches zero).
+ * `leader`: the site whose counter the access shares; the site itself is in info >> 32. */
+void __profcc_read(uint64_t *c, uint64_t leader, const void *p, uint64_t info, uint64_t rb) {
   uint64_t w = *shadow_of(p);
-  if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0))
-    __profcc_slow(p, slot, info);
+  if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0)) {
+    if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
+      __profcc_slow(p, c + 2 * leader, info);
+  }
 }
 
 /* A write: leave when this thread is the line's last writer and nobody read it since (the
- * shadow word equals the thread's owner word, counters masked out), unless the site's count
- * hits the thread's write-volume sample. Nothing is stored to the shadow here. */
-void __profcc_write(uint64_t *c, uint64_t local, const void *p, uint64_t info, uint64_t me,
-                    uint64_t wmask) {
-  uint64_t *slot = c + 2 * local;
-  uint64_t n = *slot + 1;
-  *slot = n;
+ * shadow word equals the thread's owner word, counters masked out), unless the group's count
+ * `n` hits the thread's write-volume sample. Nothing is stored to the shadow here. */
+void __profcc_write(uint64_t *c, uint64_t leader, uint64_t n, const void *p, uint64_t info,
+                    uint64_t me, uint64_t wmask) {
   uint64_t w = *shadow_of(p);
-  if (__builtin_expect(((w & PROFCC_OWNER_BITS) != me) | ((n & wmask) == 0), 0))
-    __profcc_slow(p, slot, info);
+  int sample = (n & wmask) == 0;
+  if (__builtin_expect(((w & PROFCC_OWNER_BITS) != me) | sample, 0)) {
+    if (sample || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
+      __profcc_slow(p, c + 2 * leader, info);
+  }
 }
 
 /* A fixed-size access longer than a line, or of run-time length (memory intrinsics): every
  * line it covers goes through the runtime. */
-void __profcc_range(uint64_t *c, uint64_t local, const void *p, uint64_t len, uint64_t info) {
-  c[2 * local] += 1;
+void __profcc_range(uint64_t *c, uint64_t leader, const void *p, uint64_t len, uint64_t info) {
   if (len)
-    __profcc_range_slow(p, len, info, c + 2 * local);
+    __profcc_range_slow(p, len, info, c + 2 * leader);
 }
 void __profcc_range_n(uint64_t *c, uint64_t local, const void *p, uint64_t len, uint64_t info) {
   c[2 * local] += 1;

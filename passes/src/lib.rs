@@ -96,7 +96,8 @@ pub fn instrument_module(
     if !opts.accesses {
         return Ok(stats);
     }
-    let selection = select::select(module.raw(), &mut stats);
+    let mut selection = select::select(module.raw(), &mut stats);
+    select::plan(&mut selection, &mut stats);
     if selection.accesses.is_empty() {
         return Ok(stats);
     }

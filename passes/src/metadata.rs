@@ -64,6 +64,7 @@ impl SiteTable {
                 func,
                 inl,
                 size | (a.kind as u32) << 16,
+                a.leader as u32,
             ]);
         }
         t

@@ -1,7 +1,10 @@
 //! Rewriting: a prologue per instrumented function and a hook call before each selected
 //! access. The calls are inlined afterwards.
 
-use crate::abi::{AccessKind, INFO_ATOMIC, INFO_WRITE, LINE};
+use crate::abi::{
+    AccessKind, INFO_ATOMIC, INFO_EXTRA_READS_SHIFT, INFO_EXTRA_WRITES_SHIFT, INFO_SITE_SHIFT,
+    INFO_WRITE, LINE,
+};
 use crate::select::{Access, Selection, Size};
 use crate::Stats;
 use llvm_sys::core::*;
@@ -24,6 +27,8 @@ struct Rewriter {
     hooks: Vec<LLVMValueRef>,
     site_base: LLVMValueRef,
     prologues: HashMap<LLVMValueRef, Prologue>,
+    /// The count returned at the current group's first access.
+    group_count: Option<LLVMValueRef>,
 }
 
 impl Rewriter {
@@ -97,20 +102,18 @@ impl Rewriter {
     unsafe fn access(&mut self, local: usize, a: &Access, sharing: bool) {
         let i64t = LLVMInt64TypeInContext(self.ctx);
         let c = self.entry_value(a.func, 0);
-        let (me, rb, wmask) = if !sharing {
+        let fixed_line = matches!(a.size, Size::Const(n) if n <= LINE);
+        let check = sharing && a.check;
+        let (me, rb, wmask) = if !check || !fixed_line {
             (None, None, None)
-        } else if matches!(a.size, Size::Const(n) if n <= LINE) {
-            if a.kind.writes() {
-                (
-                    Some(self.entry_value(a.func, 1)),
-                    None,
-                    Some(self.entry_value(a.func, 3)),
-                )
-            } else {
-                (None, Some(self.entry_value(a.func, 2)), None)
-            }
+        } else if a.kind.writes() {
+            (
+                Some(self.entry_value(a.func, 1)),
+                None,
+                Some(self.entry_value(a.func, 3)),
+            )
         } else {
-            (None, None, None)
+            (None, Some(self.entry_value(a.func, 2)), None)
         };
         LLVMPositionBuilderBefore(self.b, a.inst);
         let mut loc = LLVMInstructionGetDebugLoc(a.inst);
@@ -120,50 +123,52 @@ impl Rewriter {
         }
         LLVMSetCurrentDebugLocation2(self.b, loc);
         let localv = LLVMConstInt(i64t, local as u64, 0);
+        let leaderv = LLVMConstInt(i64t, a.leader as u64, 0);
         let mut info = if a.kind.writes() { INFO_WRITE } else { 0 };
         if a.kind == AccessKind::Atomic {
             info |= INFO_ATOMIC;
         }
+        info |= (a.extra_reads as u64) << INFO_EXTRA_READS_SHIFT;
+        info |= (a.extra_writes as u64) << INFO_EXTRA_WRITES_SHIFT;
+        info |= ((local - a.leader) as u64) << INFO_SITE_SHIFT;
         let empty = c"";
-        match (a.size, sharing) {
-            (Size::Const(_), false) => {
-                self.call(crate::abi::COUNT, &mut [c, localv], empty);
-            }
-            (Size::Dyn(len), false) => {
-                let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
+        // The group's count, once, at its first access (run-time lengths count on their own).
+        if let Size::Dyn(len) = a.size {
+            let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
+            if check {
+                let infov = LLVMConstInt(i64t, info, 0);
+                let mut args = [c, localv, a.ptr, size, infov];
+                self.call(crate::abi::RANGE_N, &mut args, empty);
+            } else {
                 self.call(crate::abi::COUNT_N, &mut [c, localv, size], empty);
             }
-            (Size::Const(n), true) if n <= LINE => {
-                let infov = LLVMConstInt(i64t, info | n.min(255), 0);
-                if a.kind.writes() {
-                    let mut args = [c, localv, a.ptr, infov, me.unwrap(), wmask.unwrap()];
-                    self.call(crate::abi::WRITE, &mut args, empty);
-                } else {
-                    self.call(
-                        crate::abi::READ,
-                        &mut [c, localv, a.ptr, infov, rb.unwrap()],
-                        empty,
-                    );
-                }
+            return;
+        }
+        if a.leader == local {
+            let n = self.call(crate::abi::COUNT, &mut [c, localv], c"profcc.n");
+            self.group_count = Some(n);
+        }
+        let Size::Const(n) = a.size else { return };
+        if !check {
+            return;
+        }
+        let count = self
+            .group_count
+            .expect("a group's first access comes first");
+        if n <= LINE {
+            let infov = LLVMConstInt(i64t, info | n.min(255), 0);
+            if a.kind.writes() {
+                let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
+                self.call(crate::abi::WRITE, &mut args, empty);
+            } else {
+                let mut args = [c, leaderv, a.ptr, infov, rb.unwrap()];
+                self.call(crate::abi::READ, &mut args, empty);
             }
-            (Size::Const(n), true) => {
-                let lenv = LLVMConstInt(i64t, n, 0);
-                let infov = LLVMConstInt(i64t, info, 0);
-                self.call(
-                    crate::abi::RANGE,
-                    &mut [c, localv, a.ptr, lenv, infov],
-                    empty,
-                );
-            }
-            (Size::Dyn(len), true) => {
-                let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
-                let infov = LLVMConstInt(i64t, info, 0);
-                self.call(
-                    crate::abi::RANGE_N,
-                    &mut [c, localv, a.ptr, size, infov],
-                    empty,
-                );
-            }
+        } else {
+            let lenv = LLVMConstInt(i64t, n, 0);
+            let infov = LLVMConstInt(i64t, info, 0);
+            let mut args = [c, leaderv, a.ptr, lenv, infov];
+            self.call(crate::abi::RANGE, &mut args, empty);
         }
     }
 }
@@ -184,6 +189,7 @@ pub unsafe fn rewrite(
         hooks: hooks.to_vec(),
         site_base,
         prologues: HashMap::new(),
+        group_count: None,
     };
     for (local, a) in sel.accesses.iter().enumerate() {
         r.access(local, a, sharing);

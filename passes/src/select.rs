@@ -24,6 +24,22 @@ pub struct Access {
     pub ptr: LLVMValueRef,
     pub kind: AccessKind,
     pub size: Size,
+    /// Accesses with the same `group` run the same number of times: one basic block, no
+    /// call between them that might not return. They share one execution counter.
+    pub group: u32,
+    /// Accesses with the same `epoch` (inside one group) have no atomic, fence or call
+    /// between them: a repeated check of the same address tells the runtime nothing new.
+    pub epoch: u32,
+    /// Filled by [`plan`]: the access whose counter this one shares (itself when it leads
+    /// its group or has a run-time length).
+    pub leader: usize,
+    /// Filled by [`plan`]: check the cache-line shadow for this access (false when an
+    /// access to the same address in the same epoch covers it).
+    pub check: bool,
+    /// Filled by [`plan`]: the unchecked reads and writes of the same address this checked
+    /// access stands for.
+    pub extra_reads: u32,
+    pub extra_writes: u32,
 }
 
 #[derive(Default)]
@@ -41,6 +57,9 @@ enum Base {
 
 struct Selector {
     escapes: HashMap<LLVMValueRef, bool>,
+    group: u32,
+    epoch: u32,
+    block: LLVMBasicBlockRef,
 }
 
 impl Selector {
@@ -164,6 +183,9 @@ pub fn select(m: LLVMModuleRef, stats: &mut Stats) -> Selection {
     let mut sel = Selection::default();
     let mut selector = Selector {
         escapes: HashMap::new(),
+        group: 0,
+        epoch: 0,
+        block: std::ptr::null_mut(),
     };
     unsafe {
         let dl = LLVMGetModuleDataLayout(m);
@@ -178,6 +200,7 @@ pub fn select(m: LLVMModuleRef, stats: &mut Stats) -> Selection {
             }
             stats.bump("functions", 1);
             for_each_instruction(func, |inst| {
+                selector.boundaries(inst);
                 let (ptr, kind, size) = if !LLVMIsALoadInst(inst).is_null() {
                     (
                         LLVMGetOperand(inst, 0),
@@ -295,11 +318,129 @@ unsafe fn push(
         },
         1,
     );
+    let index = sel.accesses.len();
     sel.accesses.push(Access {
         inst,
         func,
         ptr,
         kind,
         size,
+        group: selector.group,
+        epoch: selector.epoch,
+        leader: index,
+        check: true,
+        extra_reads: 0,
+        extra_writes: 0,
     });
+}
+
+impl Selector {
+    /// Start a new group at each basic block and after each call that might not return; a
+    /// new epoch also after atomics and fences (the instruction itself stays in the old one).
+    unsafe fn boundaries(&mut self, inst: LLVMValueRef) {
+        let block = LLVMGetInstructionParent(inst);
+        if block != self.block {
+            self.block = block;
+            self.group += 1;
+            self.epoch += 1;
+            return;
+        }
+        let prev = LLVMGetPreviousInstruction(inst);
+        if prev.is_null() {
+            return;
+        }
+        if !LLVMIsACallInst(prev).is_null() {
+            let callee = LLVMGetCalledValue(prev);
+            let intrinsic = !callee.is_null()
+                && !LLVMIsAFunction(callee).is_null()
+                && name_of(callee).starts_with("llvm.");
+            if !intrinsic {
+                self.group += 1;
+            }
+            self.epoch += 1;
+        } else if !LLVMIsAFenceInst(prev).is_null()
+            || !LLVMIsAAtomicRMWInst(prev).is_null()
+            || !LLVMIsAAtomicCmpXchgInst(prev).is_null()
+            || ((!LLVMIsALoadInst(prev).is_null() || !LLVMIsAStoreInst(prev).is_null())
+                && LLVMGetOrdering(prev)
+                    != llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic)
+        {
+            self.epoch += 1;
+        }
+    }
+}
+
+/// Share counters inside groups and drop repeated checks:
+/// - every fixed-size access of a group counts with the group's first one;
+/// - of the plain loads and stores of one address and size in one epoch, one is checked and
+///   stands for the others (after ThreadSanitizer's same-block rule): the first write if there
+///   is one (a load, add, store checks only the store), else the first read. It carries the
+///   number of reads and writes it stands for, so the runtime's per-byte counts stay whole,
+///   e.g. for a loop body unrolled four times.
+///
+/// Atomics are never dropped and never stand for another access. Counting stays exact: the
+/// accesses of a group execute the same number of times.
+pub fn plan(sel: &mut Selection, stats: &mut Stats) {
+    let a = &mut sel.accesses;
+    let mut start = 0;
+    while start < a.len() {
+        let mut end = start + 1;
+        while end < a.len() && a[end].group == a[start].group && a[end].func == a[start].func {
+            end += 1;
+        }
+        let mut leader = None;
+        for i in start..end {
+            if matches!(a[i].size, Size::Const(_)) {
+                let l = *leader.get_or_insert(i);
+                a[i].leader = l;
+            }
+        }
+        // The checked access standing for each (epoch, address, size).
+        let mut rep: HashMap<(u32, LLVMValueRef, u64), usize> = HashMap::new();
+        for j in start..end {
+            let Size::Const(n) = a[j].size else { continue };
+            if n > crate::abi::LINE || !plain(a[j].kind) {
+                continue;
+            }
+            let key = (a[j].epoch, a[j].ptr, n);
+            let Some(&i) = rep.get(&key) else {
+                rep.insert(key, j);
+                continue;
+            };
+            let j_writes = a[j].kind == AccessKind::Write;
+            if a[i].kind == AccessKind::Write || !j_writes {
+                // Stands for j (a read or write after a write, a read after a read).
+                let extra = if j_writes {
+                    &mut a[i].extra_writes
+                } else {
+                    &mut a[i].extra_reads
+                };
+                if *extra < MAX_EXTRA {
+                    *extra += 1;
+                    a[j].check = false;
+                } else {
+                    rep.insert(key, j);
+                }
+            } else if a[i].extra_reads < MAX_EXTRA {
+                // The first write after reads checks for them.
+                a[j].extra_reads = a[i].extra_reads + 1;
+                a[i].check = false;
+                rep.insert(key, j);
+            } else {
+                rep.insert(key, j);
+            }
+        }
+        start = end;
+    }
+    let shared = a.iter().enumerate().filter(|(i, x)| x.leader != *i).count();
+    let covered = a.iter().filter(|x| !x.check).count();
+    stats.bump("counter-shared-in-block", shared as u64);
+    stats.bump("check-covered-same-address", covered as u64);
+}
+
+/// Most extra reads (and writes) one checked access stands for: 6 bits of `info` each.
+pub const MAX_EXTRA: u32 = 63;
+
+fn plain(k: AccessKind) -> bool {
+    matches!(k, AccessKind::Read | AccessKind::Write)
 }

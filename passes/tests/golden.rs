@@ -48,16 +48,20 @@ fn load_store() {
     let (ir, s) = run("load_store");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("instrumented-write"), 1);
-    // Per access: a counter increment, one load of the line's shadow word (16 TiB + addr/8)
-    // and one rarely taken branch to the cold door; nothing is stored to the shadow inline.
-    assert_eq!(ir.matches("add nuw nsw i64 %").count(), 2, "{ir}");
+    // One counter increment for the block (both accesses run equally often); per access one
+    // load of the line's shadow word (16 TiB + addr/8) and one rarely taken branch to the
+    // cold door; nothing is stored to the shadow inline.
+    assert_eq!(s.get("counter-shared-in-block"), 1);
     assert_eq!(ir.matches("17592186044416").count(), 2, "{ir}");
-    // One three-argument call on the cold side: address, counter slot, info (size | write << 8).
+    // One three-argument call on the cold side: address, counter slot, info (size | write << 8
+    // | distance from the block's counting site << 32).
     assert_eq!(ir.matches("call void @__profcc_slow(").count(), 2, "{ir}");
     assert!(
-        ir.contains("i64 noundef 4)") && ir.contains("i64 noundef 264)"),
+        ir.contains("i64 noundef 4)") && ir.contains("i64 noundef 4294967560)"),
         "{ir}"
     );
+    // The store's site record points at the load's counter (last word: leader 0).
+    assert!(ir.contains("i32 65544, i32 0]"), "{ir}");
     // The write's volume sample: the site count tested against the thread's mask.
     assert_eq!(
         ir.matches("load i64, ptr @__profcc_wmask").count()
@@ -76,14 +80,33 @@ fn load_store_counting_only() {
         sharing: false,
     };
     let (ir, _) = run_with("load_store", "load_store.counting", &opts);
-    // One counter increment per access, no call and no branch left.
-    assert_eq!(ir.matches("add i64 %").filter(|_| true).count(), 2, "{ir}");
+    // One counter increment for the block's two accesses, no call and no branch left.
+    assert_eq!(ir.matches("add i64 %").count(), 1, "{ir}");
     assert!(
         !ir.contains("call void @__profcc_count"),
         "fast path inlined"
     );
     assert!(!ir.contains("@__profcc_fn_counters("), "prologue inlined");
     assert!(!ir.contains("br "), "branch-free");
+}
+
+#[test]
+fn rmw() {
+    let (ir, s) = run("rmw");
+    // @rmw: 4 sites, one counter; @calls: counters for [store], [store, atomic, store].
+    assert_eq!(s.get("counter-shared-in-block"), 3 + 2);
+    // The load before the store and the repeated store are covered; the atomic never is.
+    assert_eq!(s.get("check-covered-same-address"), 2);
+    // Checks: @rmw's first store (8 bytes | write | 1 extra read << 12 | 1 extra write << 18
+    // | site 1 << 32) and its load of %q (site 3); @calls: three stores and the atomic (which
+    // goes through the same door).
+    assert!(ir.contains("i64 noundef 4295233800)"), "{ir}");
+    assert!(ir.contains("i64 noundef 12884901896)"), "{ir}");
+    assert_eq!(
+        ir.matches("call void @__profcc_slow(").count(),
+        2 + 4,
+        "{ir}"
+    );
 }
 
 #[test]
@@ -104,7 +127,9 @@ fn memintrinsics() {
     );
     // Sites: copy-read and copy-write of run-time size 0, memset of constant size 16.
     assert!(
-        ir.contains("i32 196608, ") && ir.contains("i32 262144, ") && ir.contains("i32 262160]"),
+        ir.contains("i32 196608, ")
+            && ir.contains("i32 262144, ")
+            && ir.contains("i32 262160, i32 2]"),
         "{ir}"
     );
 }
@@ -139,7 +164,7 @@ fn vector_masked() {
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("skipped-masked-or-vp-intrinsic"), 1);
     assert!(
-        ir.contains("i32 -1, i32 32]"),
+        ir.contains("i32 -1, i32 32, i32 0]"),
         "vector access is a 32-byte read site: {ir}"
     );
 }

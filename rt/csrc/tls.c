@@ -28,8 +28,8 @@ __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint6
 __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_rb;
 __attribute__((tls_model("initial-exec"), visibility("default")))
 __thread uint64_t __profcc_wmask = ~(uint64_t)0;
-/* Countdown to the next sampled access to a tracked line (fs_sample); the hooks decrement
- * it, the runtime re-arms it. */
+/* Countdown to the next sampled access to a tracked line (fs_sample); the inlined hooks
+ * decrement it, the runtime re-arms it when it reaches zero. */
 __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_hot_cd;
 
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
@@ -46,9 +46,10 @@ void profcc_sharing_preinit(void);
 __attribute__((section(".preinit_array"), used)) static void (*profcc_preinit_entry)(void) =
     profcc_sharing_preinit;
 
-/* The cold door of the inlined hooks (passes/hooks/fastpath.c). Accesses to tracked ("hot")
- * lines arrive here every time; all but one in fs_sample per thread leave at once (a write
- * that is also its site's write-volume sample goes on). Everything else goes to the runtime.
+/* The cold door of the inlined hooks (passes/hooks/fastpath.c). A hot line's access arrives
+ * here only when the hook's countdown reached zero (the thread's sampled access, one in
+ * fs_sample) or when it is its group's write-volume sample; the latter leaves at once unless
+ * it is also due. Everything else goes to the runtime, which re-arms a spent countdown.
  * Must match rt/src/sharing.rs. */
 #define PROFCC_LINE_SHADOW 0x100000000000ull
 #define PROFCC_HOT (1ull << 63)
@@ -60,10 +61,7 @@ void __profcc_slow(const void *p, uint64_t *slot, uint64_t info) {
   if (a >> 47) return;
   uint64_t w = *(volatile uint64_t *)(PROFCC_LINE_SHADOW + ((a >> 6) << 3));
   int sampled = (info & PROFCC_INFO_WRITE) && (*slot & __profcc_wmask) == 0;
-  int due = 0;
-  if (w & PROFCC_HOT) {
-    due = --__profcc_hot_cd == 0;
-    if (!due && !sampled) return;
-  }
+  int due = __profcc_hot_cd == 0;
+  if ((w & PROFCC_HOT) && !due && !sampled) return;
   profcc_line_slow(p, info | ((uint64_t)sampled << 9), slot, due);
 }

@@ -29,7 +29,7 @@ pub const MAX_SITES: u32 = 1 << 22;
 pub const MAX_MODULE_SITES: u32 = 1 << 20;
 pub const LIMBO: u32 = MAX_SITES;
 pub const SLOTS: usize = 2 * (MAX_SITES + MAX_MODULE_SITES) as usize;
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 /// One access site, as the pass emits it (`passes/src/abi.rs` is the other side).
 #[repr(C)]
@@ -44,6 +44,10 @@ pub struct SiteDesc {
     pub size: u16,
     pub kind: u8,
     pub pad: u8,
+    /// The module-local site whose counter this one shares (the first access of its basic
+    /// block run; itself for a site with its own counter). Sites of one group execute
+    /// equally often.
+    pub leader: u32,
 }
 
 #[repr(C)]
@@ -197,7 +201,9 @@ pub fn snapshot() -> Snapshot {
         let d = unsafe { &*desc };
         max_local = max_local.max(d.nsites.min(MAX_MODULE_SITES));
         for local in 0..d.nsites.min(MAX_MODULE_SITES) {
-            let g = (base + local) as usize;
+            let s = unsafe { *d.sites.add(local as usize) };
+            let leader = if s.leader < d.nsites { s.leader } else { local };
+            let g = (base + leader) as usize;
             let (mut count, mut bytes, mut nthreads) = (0u64, 0u64, 0u32);
             for (i, &(_, c)) in threads.iter().enumerate() {
                 let n = unsafe { *c.add(2 * g) };
@@ -211,12 +217,11 @@ pub fn snapshot() -> Snapshot {
             if count == 0 {
                 continue;
             }
-            let s = unsafe { *d.sites.add(local as usize) };
             if s.size != 0 {
                 bytes = count * s.size as u64;
             }
             let inl = unsafe { string_at(d.strings, s.inlined_at) };
-            global_ids.push(g as u32);
+            global_ids.push(base + local);
             sites.push(AccessSite {
                 file: unsafe { string_at(d.strings, s.file) },
                 line: s.line,

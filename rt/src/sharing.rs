@@ -63,6 +63,10 @@ const FIELD: u64 = 0x3fff;
 const NO_RECORD: u64 = 0x3fff;
 const INFO_WRITE: u64 = 1 << 8;
 const INFO_SAMPLED: u64 = 1 << 9;
+/// The unchecked reads and writes of the same bytes in the same basic block that the access
+/// stands for (6 bits each; e.g. the load of a load/add/store, or an unrolled loop's copies).
+const INFO_EXTRA_READS_SHIFT: u32 = 12;
+const INFO_EXTRA_WRITES_SHIFT: u32 = 18;
 
 #[inline]
 pub fn shadow_of(addr: u64) -> u64 {
@@ -417,10 +421,11 @@ fn neighbour_of_other(line: u64, t: u64) -> bool {
     })
 }
 
-/// Global site id of the access: `slot` is its counter in the thread's array.
-fn site_of(slot: *mut u64) -> u32 {
+/// Global site id of the access: `slot` is its group's counter in the thread's array, and
+/// `info >> 32` the access's distance from the group's first site.
+fn site_of(slot: *mut u64, info: u64) -> u32 {
     let base = unsafe { *profcc_counts_slot() } as usize;
-    ((slot as usize).wrapping_sub(base) / 16) as u32
+    (((slot as usize).wrapping_sub(base) / 16) as u32).wrapping_add((info >> 32) as u32)
 }
 
 /// The cold door, after the C part (`__profcc_slow` in rt/csrc/tls.c) let through a hot
@@ -640,23 +645,31 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64)
     let size = (info & 0xff).max(1);
     let bit = 1u64 << ((t - 1) % 64);
     let b = &r.bytes[off];
+    let extra_reads = ((info >> INFO_EXTRA_READS_SHIFT) & 63) as u32;
+    let extra_writes = ((info >> INFO_EXTRA_WRITES_SHIFT) & 63) as u32;
     let set = if write { &b.writers } else { &b.readers };
     if set.load(Relaxed) & bit == 0 {
         set.fetch_or(bit, Relaxed);
     }
+    if write && extra_reads != 0 && b.readers.load(Relaxed) & bit == 0 {
+        b.readers.fetch_or(bit, Relaxed);
+    }
     if write {
-        b.writes.fetch_add(1, Relaxed);
+        b.writes.fetch_add(1 + extra_writes, Relaxed);
+        if extra_reads != 0 {
+            b.reads.fetch_add(extra_reads, Relaxed);
+        }
     } else {
-        b.reads.fetch_add(1, Relaxed);
+        b.reads.fetch_add(1 + extra_reads, Relaxed);
         let w = b.writers.load(Relaxed);
         if w != 0 && w & bit == 0 {
-            b.cross_reads.fetch_add(1, Relaxed);
+            b.cross_reads.fetch_add(1 + extra_reads, Relaxed);
         }
     }
     if (b.size.load(Relaxed) as u64) < size {
         b.size.fetch_max(size as u32, Relaxed);
     }
-    let site = site_of(slot) + 1;
+    let site = site_of(slot, info) + 1;
     for s in &r.sites {
         let cur = s.site.load(Relaxed);
         let mine = cur == site
@@ -667,9 +680,12 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64)
                 });
         if mine {
             if write {
-                s.writes.fetch_add(1, Relaxed);
+                s.writes.fetch_add(1 + extra_writes as u64, Relaxed);
+                if extra_reads != 0 {
+                    s.reads.fetch_add(extra_reads as u64, Relaxed);
+                }
             } else {
-                s.reads.fetch_add(1, Relaxed);
+                s.reads.fetch_add(1 + extra_reads as u64, Relaxed);
             }
             return;
         }
