@@ -29,6 +29,8 @@ struct Rewriter {
     prologues: HashMap<LLVMValueRef, Prologue>,
     /// The count returned at the current group's first access.
     group_count: Option<LLVMValueRef>,
+    /// The current group already has its write-volume sampling write.
+    group_sampled: bool,
 }
 
 impl Rewriter {
@@ -147,6 +149,7 @@ impl Rewriter {
         if a.leader == local {
             let n = self.call(crate::abi::COUNT, &mut [c, localv], c"profcc.n");
             self.group_count = Some(n);
+            self.group_sampled = false;
         }
         let Size::Const(n) = a.size else { return };
         if !check {
@@ -158,7 +161,15 @@ impl Rewriter {
         if n <= LINE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
             if a.kind.writes() {
-                let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
+                // One write-volume sample per group execution: the group's other writes
+                // never sample (a mask of all ones), so that two stores of one unrolled
+                // iteration are not two samples of the line.
+                let wmask = if std::mem::replace(&mut self.group_sampled, true) {
+                    LLVMConstInt(i64t, u64::MAX, 0)
+                } else {
+                    wmask.unwrap()
+                };
+                let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask];
                 self.call(crate::abi::WRITE, &mut args, empty);
             } else {
                 let mut args = [c, leaderv, a.ptr, infov, rb.unwrap()];
@@ -190,6 +201,7 @@ pub unsafe fn rewrite(
         site_base,
         prologues: HashMap::new(),
         group_count: None,
+        group_sampled: false,
     };
     for (local, a) in sel.accesses.iter().enumerate() {
         r.access(local, a, sharing);

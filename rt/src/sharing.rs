@@ -406,7 +406,9 @@ fn multi() -> bool {
     LIVE.load(Relaxed) > 1
 }
 
-/// Does a neighbour of `line` belong to another writer (or is it tracked)?
+/// Does a neighbour of `line` belong to another writer? For a tracked neighbour, its
+/// history table says who wrote it last (a tracked line by itself is no reason: that would
+/// spread watches along an array one thread streams through).
 fn neighbour_of_other(line: u64, t: u64) -> bool {
     [line.wrapping_sub(64), line + 64].into_iter().any(|n| {
         if n >= APP_LIMIT {
@@ -414,7 +416,10 @@ fn neighbour_of_other(line: u64, t: u64) -> bool {
         }
         let w = word(n).load(Relaxed);
         if w & HOT != 0 {
-            return true;
+            let tb = record(w & !HOT).table.load(Relaxed);
+            return [tb & 0xffff_ffff, tb >> 32]
+                .into_iter()
+                .any(|e| e & 1 != 0 && e >> 1 != 0 && e >> 1 != t);
         }
         let o = w & OWNER;
         o != 0 && o != t
@@ -860,7 +865,7 @@ pub fn summary_lines(p: &profcc_schema::Profile, top: usize) -> Vec<String> {
             _ => "global/static",
         };
         let gain = if f.predicted_speedup >= 1.01 {
-            format!(", fixing it: about {:.2}x faster", f.predicted_speedup)
+            format!(", fixing it: up to {:.2}x faster", f.predicted_speedup)
         } else {
             String::new()
         };

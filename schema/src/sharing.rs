@@ -197,9 +197,14 @@ pub struct Finding {
     pub sites: Vec<LineSite>,
     /// Element stride seen between different threads' words (bytes), when they form an array.
     pub stride: Option<u64>,
-    /// Cycles lost to invalidations as wall-clock time, and the run's speed-up if they vanish.
+    /// Cycles lost to invalidations as wall-clock time, and the run's speed-up if they vanish:
+    /// an upper bound, as in Cheetah. Without hardware latencies every counted invalidation
+    /// costs `invalidation_ns`; a core that batches its stores to the line while it holds it
+    /// loses less (docs/benchmarks.md compares the bound with padding, measured).
     pub predicted_saving_ns: u64,
     pub predicted_speedup: f64,
+    /// How sure the finding (its kind and object) is: from the invalidations and the recorded
+    /// accesses behind it; it does not grade the predicted speed-up.
     pub confidence: Confidence,
     pub fix: String,
 }
@@ -291,9 +296,9 @@ fn merge_by_object(found: Vec<Finding>, s: &Sharing, duration_ns: u64) -> Vec<Fi
     out
 }
 
-/// Cheetah-style gain: the invalidations' cost (`invalidation_ns` each) spread over the
-/// threads involved, as wall-clock time saved (at most 90% of the parallel time), and the run's
-/// speed-up if that time vanished.
+/// Cheetah-style gain, an upper bound: the invalidations' cost (`invalidation_ns` each) spread
+/// over the threads involved, as wall-clock time saved (at most 90% of the parallel time), and
+/// the run's speed-up if that time vanished.
 fn predict(s: &Sharing, invalidations: u64, threads: usize, duration_ns: u64) -> (u64, f64) {
     let lost =
         invalidations.saturating_mul(s.settings.invalidation_ns as u64) / threads.max(1) as u64;

@@ -1373,6 +1373,29 @@ fn exit_summary_names_the_top_finding() {
 
 /// fs_* options reach the run and the report says which were used.
 #[test]
+fn threads_streaming_their_own_chunks_share_nothing() {
+    let b = Built::new("stream_chunks.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &["2"], &[], "");
+        let s = &r.report["sharing"];
+        let mut p = Vec::new();
+        let findings = arr(&s["findings"]);
+        if !findings.is_empty() {
+            p.push(format!("{} finding(s), expected none", findings.len()));
+        }
+        // 16384 lines are written by two threads after the main thread: a cascade of
+        // watches along the array would track thousands (it once filled the 8192-line table).
+        let tracked = s["lines_tracked"].as_u64().unwrap_or(u64::MAX);
+        if tracked > 64 {
+            p.push(format!("{tracked} lines tracked, expected at most 64"));
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+#[test]
 fn fs_options_are_recorded_in_the_report() {
     let b = Built::with_opts("counters_global.c", &["-pthread"], &["-O0"]);
     let store = b.line("MARK_STORE");

@@ -612,7 +612,7 @@ impl Sharing {
                     why.push(format!("{d}-byte shift of the data would share a line"));
                 }
                 out.push_str(&format!(
-                    " #{} {input}{kind} ({}): no invalidations yet, about {} writes, {}; lines {} (confidence {conf})\n",
+                    " #{} {input}{kind} ({}): no invalidations yet, about {} writes, {}; lines {} (finding confidence {conf})\n",
                     f.rank,
                     why.join("; "),
                     fmt::short(f.writes),
@@ -626,10 +626,10 @@ impl Sharing {
             }
             None => {
                 let gain = if f.predicted_speedup >= 1.1 {
-                    format!("about {:.1}x faster", f.predicted_speedup)
+                    format!("up to {:.1}x faster", f.predicted_speedup)
                 } else if f.predicted_saving_ns > 0 {
                     format!(
-                        "saves about {} ({:.2}x)",
+                        "saves up to {} ({:.2}x)",
                         fmt::duration(f.predicted_saving_ns),
                         f.predicted_speedup
                     )
@@ -637,7 +637,7 @@ impl Sharing {
                     "little gain expected".into()
                 };
                 out.push_str(&format!(
-                    " #{} {input}{kind}: {} invalidations, {}; fixing it: {gain} (confidence {conf})\n",
+                    " #{} {input}{kind}: {} invalidations, {}; fixing it: {gain} (finding confidence {conf})\n",
                     f.rank,
                     fmt::short(f.invalidations),
                     threads_text(&f.threads),
