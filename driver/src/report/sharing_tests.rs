@@ -484,7 +484,7 @@ fn heap_stack_allocator_induced_and_latent_findings() {
         &Options::default(),
     );
     let sec = &t[t.find("Cache-line sharing").unwrap()..];
-    assert!(sec.contains(" #1 false sharing: 900K invalidations, threads 1,2; fixing it: saves about 27.0 ms (1.02x) (confidence high)\n"), "{sec}");
+    assert!(sec.contains(" #1 false sharing: 900K invalidations, threads 1,2; fixing it: saves up to 27.0 ms (1.02x) (finding confidence high)\n"), "{sec}");
     let obj = sec
         .lines()
         .find(|l| l.starts_with("    object: heap 256 B"))
