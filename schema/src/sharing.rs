@@ -217,6 +217,17 @@ const LATENT_MIN_WRITES: u64 = 16;
 
 /// Findings for one profile, most important first.
 pub fn analyze(s: &Sharing, duration_ns: u64) -> Vec<Finding> {
+    analyze_with(s, duration_ns, &|_| None)
+}
+
+/// [`analyze`], with `global_of(addr)` giving the start of the global or static variable that
+/// holds a run-time address (from the symbol table, which only the report reads): contended
+/// lines of one global then make one finding, as lines of one heap block do.
+pub fn analyze_with(
+    s: &Sharing,
+    duration_ns: u64,
+    global_of: &dyn Fn(u64) -> Option<u64>,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let by_addr: BTreeMap<u64, &LineRecord> = s.lines.iter().map(|l| (l.addr, l)).collect();
     let mut contended_lines = BTreeSet::new();
@@ -229,7 +240,7 @@ pub fn analyze(s: &Sharing, duration_ns: u64) -> Vec<Finding> {
             out.push(f);
         }
     }
-    let mut out = merge_by_object(out, s, duration_ns);
+    let mut out = merge_by_object(out, s, duration_ns, global_of);
     for l in &s.lines {
         let Some(r) = by_addr.get(&(l.addr + LINE)) else {
             continue;
@@ -251,19 +262,30 @@ pub fn analyze(s: &Sharing, duration_ns: u64) -> Vec<Finding> {
 }
 
 /// One finding per object and kind: a heap block or global that spans several contended lines
-/// is one thing to fix.
-fn merge_by_object(found: Vec<Finding>, s: &Sharing, duration_ns: u64) -> Vec<Finding> {
+/// is one thing to fix. A static line's object is the global holding its first word.
+fn merge_by_object(
+    found: Vec<Finding>,
+    s: &Sharing,
+    duration_ns: u64,
+    global_of: &dyn Fn(u64) -> Option<u64>,
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    for f in found {
-        let key = |x: &Finding| {
-            x.objects
-                .first()
-                .filter(|o| o.kind != ObjectKind::Static)
-                .map(|o| (x.kind, x.allocator_induced, o.kind, o.start))
+    let key = |x: &Finding| {
+        let o = x.objects.first()?;
+        let start = if o.kind == ObjectKind::Static {
+            let w = x.words.first()?;
+            global_of(w.line + w.offset as u64)?
+        } else {
+            o.start
         };
+        Some((x.kind, x.allocator_induced, o.kind, start))
+    };
+    let mut keys = Vec::new();
+    for f in found {
         let k = key(&f);
-        let target = k.and_then(|k| out.iter_mut().find(|o| key(o) == Some(k)));
-        let Some(m) = target else {
+        let target = k.and_then(|k| keys.iter().position(|x| *x == Some(k)));
+        let Some(m) = target.map(|i| &mut out[i]) else {
+            keys.push(k);
             out.push(f);
             continue;
         };
@@ -667,6 +689,37 @@ mod tests {
             vec![byte(0, 8, 90_000, 100, &[1, 2, 3], &[0])],
         )]);
         assert_eq!(analyze(&s, 1)[0].kind, Kind::ReadMostly);
+    }
+
+    #[test]
+    fn lines_of_one_global_make_one_finding_when_the_symbol_is_known() {
+        // Two read-mostly lines of a static table at 0x5000..0x5080 (the runtime only knows
+        // the lines; the report's symbol table knows the variable).
+        let table_line = |addr: u64, inv: u64| {
+            let mut l = line(addr, inv, vec![byte(0, 8, 90_000, 100, &[1, 2, 3], &[1])]);
+            l.objects = vec![ObjectRef {
+                kind: ObjectKind::Static,
+                start: addr,
+                size: 64,
+                ..ObjectRef::default()
+            }];
+            l
+        };
+        let s = sharing(vec![table_line(0x5000, 300), table_line(0x5040, 200)]);
+        assert_eq!(
+            analyze(&s, 1).len(),
+            2,
+            "without symbols: one finding per line"
+        );
+        let table = |a: u64| (0x5000..0x5080).contains(&a).then_some(0x5000);
+        let f = analyze_with(&s, 1, &table);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].kind, Kind::ReadMostly);
+        assert_eq!(f[0].lines, vec![0x5000, 0x5040]);
+        assert_eq!(f[0].invalidations, 500);
+        // A line of another variable stays apart.
+        let s = sharing(vec![table_line(0x5000, 300), table_line(0x5080, 200)]);
+        assert_eq!(analyze_with(&s, 1, &table).len(), 2);
     }
 
     #[test]

@@ -120,9 +120,11 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
         lines_tracked += s.lines.len() as u64;
         dropped_lines += s.dropped_lines;
         all.extend(
-            sharing::analyze(s, inp.profile.duration_ns)
-                .into_iter()
-                .map(|f| (i, f)),
+            sharing::analyze_with(s, inp.profile.duration_ns, &|a| {
+                m.global(i, a).map(|g| g.start)
+            })
+            .into_iter()
+            .map(|f| (i, f)),
         );
     }
     let settings = settings?;
