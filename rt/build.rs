@@ -1,6 +1,9 @@
 fn main() {
     println!("cargo:rerun-if-changed=csrc");
+    println!("cargo:rerun-if-env-changed=PROFCC_CLANG");
     let mut build = cc::Build::new();
+    // clang: the hooks' cold door uses the preserve_most calling convention (gcc has none).
+    build.compiler(std::env::var("PROFCC_CLANG").unwrap_or_else(|_| "clang-22".into()));
     for entry in std::fs::read_dir("csrc").unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "c") {

@@ -34,7 +34,7 @@ extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec"
  * thread's array (gives the site with info >> 32 and, for writes, the volume sample); info:
  * size (bits 0-7) | write << 8 | atomic << 10 | read-modify-write << 11 | (site - leader) << 32.
  * Kept to three arguments and one call: the code after each access stays small. */
-__attribute__((cold)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info);
+__attribute__((cold, preserve_most)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info);
 __attribute__((cold)) void __profcc_range_slow(const void *p, uint64_t len, uint64_t info,
                                                uint64_t *slot);
 

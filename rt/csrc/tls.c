@@ -56,7 +56,7 @@ __attribute__((section(".preinit_array"), used)) static void (*profcc_preinit_en
 #define PROFCC_INFO_WRITE (1ull << 8)
 #define PROFCC_INFO_SAMPLED (1ull << 9)
 void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
-void __profcc_slow(const void *p, uint64_t *slot, uint64_t info) {
+__attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info) {
   uint64_t a = (uint64_t)p;
   if (a >> 47) return;
   uint64_t w = *(volatile uint64_t *)(PROFCC_LINE_SHADOW + ((a >> 6) << 3));

@@ -1372,6 +1372,38 @@ fn exit_summary_names_the_top_finding() {
 }
 
 /// fs_* options reach the run and the report says which were used.
+/// The struct-fields and OpenMP cases rebuilt with the fix the report gives (-DPADDED: the
+/// second field on a line of its own; one line per thread's partial sum): no actual finding.
+#[test]
+fn padded_struct_fields_and_openmp_sums_have_no_sharing() {
+    let fields = Built::new("struct_fields.c", &["-pthread", "-DPADDED"]);
+    let omp = Built::new("omp_partial.c", &["-fopenmp", "-DPADDED"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let mut runs = vec![
+            fields.run(opt, &["global"], &[], ""),
+            fields.run(opt, &["heap"], &[], ""),
+        ];
+        for n in ["2", "4"] {
+            runs.push(omp.run(opt, &[], &[("OMP_NUM_THREADS", n)], ""));
+        }
+        for r in &runs {
+            let p: Vec<String> = r
+                .actual()
+                .iter()
+                .map(|f| {
+                    format!(
+                        "finding #{}: {} on padded data, expected none",
+                        f["rank"], f["kind"]
+                    )
+                })
+                .collect();
+            probs.run(r, p);
+        }
+    }
+    probs.finish();
+}
+
 #[test]
 fn threads_streaming_their_own_chunks_share_nothing() {
     let b = Built::new("stream_chunks.c", &["-pthread"]);
