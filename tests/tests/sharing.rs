@@ -1372,6 +1372,37 @@ fn exit_summary_names_the_top_finding() {
 }
 
 /// fs_* options reach the run and the report says which were used.
+/// SIGUSR2 while the program runs (after its threads are done, exit dump off): the signal's
+/// profile has the same false sharing finding.
+#[test]
+fn sigusr2_profile_has_the_sharing_findings() {
+    let b = Built::with_opts(
+        "counters_global.c",
+        &["-pthread", "-DSIGNAL_DUMP"],
+        &["-O2"],
+    );
+    let mut probs = Problems::default();
+    let r = b.run("-O2", &["2"], &[], "exit_dump=0");
+    let profile: Value =
+        serde_json::from_str(&std::fs::read_to_string(&r.profile).unwrap()).unwrap();
+    let mut p = Vec::new();
+    if profile["trigger"] != "signal" {
+        p.push(format!(
+            "profile trigger {}, expected \"signal\"",
+            profile["trigger"]
+        ));
+    }
+    p.extend(counters(
+        &r,
+        Obj::Global("counters"),
+        2,
+        Some("counters"),
+        b.line("MARK_STORE"),
+    ));
+    probs.run(&r, p);
+    probs.finish();
+}
+
 /// The struct-fields and OpenMP cases rebuilt with the fix the report gives (-DPADDED: the
 /// second field on a line of its own; one line per thread's partial sum): no actual finding.
 #[test]
