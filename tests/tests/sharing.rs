@@ -705,6 +705,17 @@ fn cxx_new_array_counters_are_false_sharing() {
     probs.finish();
 }
 
+/// counters_global.c's expected finding: false sharing on `counters`, one element per thread.
+fn global_counters(b: &Built, r: &Run, n: u32) -> Vec<String> {
+    counters(
+        r,
+        Obj::Global("counters"),
+        n,
+        Some("counters"),
+        b.line("MARK_STORE"),
+    )
+}
+
 #[test]
 fn global_counters_are_false_sharing() {
     let b = Built::new("counters_global.c", &["-pthread"]);
@@ -712,13 +723,7 @@ fn global_counters_are_false_sharing() {
     for opt in OPTS {
         for n in [2, 4] {
             let r = b.run(opt, &[&n.to_string()], &[], "");
-            let p = counters(
-                &r,
-                Obj::Global("counters"),
-                n,
-                Some("counters"),
-                b.line("MARK_STORE"),
-            );
+            let p = global_counters(&b, &r, n);
             probs.run(&r, p);
         }
     }
@@ -1392,13 +1397,7 @@ fn sigusr2_profile_has_the_sharing_findings() {
             profile["trigger"]
         ));
     }
-    p.extend(counters(
-        &r,
-        Obj::Global("counters"),
-        2,
-        Some("counters"),
-        b.line("MARK_STORE"),
-    ));
+    p.extend(global_counters(&b, &r, 2));
     probs.run(&r, p);
     probs.finish();
 }
