@@ -849,9 +849,19 @@ pub fn summary_lines(p: &profcc_schema::Profile, top: usize) -> Vec<String> {
     let Some(s) = &p.sharing else {
         return Vec::new();
     };
-    let findings = schema::analyze(s, p.duration_ns);
-    let mut out = Vec::new();
-    for f in findings.iter().take(top) {
+    // One summary line per thing to fix. Heap blocks are merged by the analysis; a global's
+    // lines are not (the symbol table is the report's), so statics that read the same here
+    // (kind, place, threads) are added up, as the report would merge them by variable.
+    struct Row {
+        latent: bool,
+        /// What the line says, where, the object's kind, the threads.
+        key: (String, &'static str, String),
+        lines: usize,
+        invalidations: u64,
+        saving_ns: u64,
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    for f in schema::analyze(s, p.duration_ns) {
         let place = f
             .sites
             .iter()
@@ -864,28 +874,73 @@ pub fn summary_lines(p: &profcc_schema::Profile, top: usize) -> Vec<String> {
             Some(schema::ObjectKind::Stack) => "stack object",
             _ => "global/static",
         };
-        let gain = if f.predicted_speedup >= 1.01 {
-            format!(", fixing it: up to {:.2}x faster", f.predicted_speedup)
-        } else {
-            String::new()
-        };
-        out.push(format!(
-            "  {}{} at {place} ({obj}, threads {}): {} invalidations{gain}",
-            f.kind.as_str(),
-            if f.allocator_induced {
-                " (allocator-induced)"
-            } else {
-                ""
-            },
+        let key = (
+            format!(
+                "{}{} at {place}",
+                f.kind.as_str(),
+                if f.allocator_induced {
+                    " (allocator-induced)"
+                } else {
+                    ""
+                }
+            ),
+            obj,
             f.threads
                 .iter()
                 .map(|t| t.to_string())
                 .collect::<Vec<_>>()
                 .join(","),
-            f.invalidations
-        ));
+        );
+        let latent = f.latent.is_some();
+        let same = rows
+            .iter()
+            .position(|r| obj == "global/static" && !latent && !r.latent && r.key == key);
+        match same {
+            Some(i) => {
+                let r = &mut rows[i];
+                r.lines += f.lines.len();
+                r.invalidations += f.invalidations;
+                r.saving_ns += f.predicted_saving_ns;
+            }
+            None => rows.push(Row {
+                latent,
+                key,
+                lines: f.lines.len(),
+                invalidations: f.invalidations,
+                saving_ns: f.predicted_saving_ns,
+            }),
+        }
     }
-    out
+    rows.sort_by(|a, b| {
+        a.latent
+            .cmp(&b.latent)
+            .then(b.invalidations.cmp(&a.invalidations))
+    });
+    let d = p.duration_ns;
+    rows.iter()
+        .take(top)
+        .map(|r| {
+            let saving = r.saving_ns.min(d / 10 * 9);
+            let gain = if d > 0 && saving > 0 && d as f64 / (d - saving) as f64 >= 1.01 {
+                format!(
+                    ", fixing it: up to {:.2}x faster",
+                    d as f64 / (d - saving) as f64
+                )
+            } else {
+                String::new()
+            };
+            let (what, obj, threads) = &r.key;
+            let lines = if r.lines > 1 {
+                format!(", {} lines", r.lines)
+            } else {
+                String::new()
+            };
+            format!(
+                "  {what} ({obj}{lines}, threads {threads}): {} invalidations{gain}",
+                r.invalidations
+            )
+        })
+        .collect()
 }
 
 fn basename(p: &str) -> &str {
@@ -895,6 +950,64 @@ fn basename(p: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_adds_up_the_lines_of_one_static_variable() {
+        use schema::{ByteUse, LineRecord, LineSite, ObjectKind, ObjectRef, Sharing};
+        // Three read-mostly lines of one static table, read at one site: one summary line.
+        let line = |addr: u64, inv: u64| LineRecord {
+            addr,
+            invalidations: inv,
+            contended: true,
+            volume_samples: 0,
+            bytes: vec![ByteUse {
+                offset: 0,
+                size: 8,
+                reads: 90_000,
+                writes: 100,
+                readers: vec![1, 2, 3],
+                writers: vec![1],
+                cross_reads: 90_000,
+            }],
+            sites: vec![LineSite {
+                site: 0,
+                reads: 90_000,
+                writes: 100,
+            }],
+            objects: vec![ObjectRef {
+                kind: ObjectKind::Static,
+                start: addr,
+                size: 64,
+                ..ObjectRef::default()
+            }],
+        };
+        let p = profcc_schema::Profile {
+            duration_ns: 1_000_000_000,
+            sites: vec![profcc_schema::AccessSite {
+                file: "/src/t.c".into(),
+                line: 21,
+                col: 3,
+                function: "work".into(),
+                inlined_at: None,
+                kind: profcc_schema::AccessKind::Read,
+                size: 8,
+                count: 1,
+                bytes: 8,
+                threads: 3,
+            }],
+            sharing: Some(Sharing {
+                parallel_ns: 1_000_000_000,
+                lines: vec![line(0x5000, 300), line(0x5040, 200), line(0x5080, 100)],
+                ..Sharing::default()
+            }),
+            ..profcc_schema::Profile::default()
+        };
+        let rows = summary_lines(&p, 3);
+        assert_eq!(
+            rows,
+            vec!["  read-mostly at t.c:21 (global/static, 3 lines, threads 1,2,3): 600 invalidations"]
+        );
+    }
 
     #[test]
     fn address_map_invariants() {
