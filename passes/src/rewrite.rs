@@ -29,8 +29,6 @@ struct Rewriter {
     prologues: HashMap<LLVMValueRef, Prologue>,
     /// The count returned at the current group's first access.
     group_count: Option<LLVMValueRef>,
-    /// The current group already has its write-volume sampling write.
-    group_sampled: bool,
 }
 
 impl Rewriter {
@@ -109,11 +107,13 @@ impl Rewriter {
         let (me, rb, wmask) = if !check || !fixed_line {
             (None, None, None)
         } else if a.kind.writes() {
-            (
-                Some(self.entry_value(a.func, 1)),
-                None,
-                Some(self.entry_value(a.func, 3)),
-            )
+            // A write other than its group's sampler never samples: a mask of all ones.
+            let wmask = if a.samples {
+                self.entry_value(a.func, 3)
+            } else {
+                LLVMConstInt(i64t, u64::MAX, 0)
+            };
+            (Some(self.entry_value(a.func, 1)), None, Some(wmask))
         } else {
             (None, Some(self.entry_value(a.func, 2)), None)
         };
@@ -149,7 +149,6 @@ impl Rewriter {
         if a.leader == local {
             let n = self.call(crate::abi::COUNT, &mut [c, localv], c"profcc.n");
             self.group_count = Some(n);
-            self.group_sampled = false;
         }
         let Size::Const(n) = a.size else { return };
         if !check {
@@ -161,15 +160,7 @@ impl Rewriter {
         if n <= LINE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
             if a.kind.writes() {
-                // One write-volume sample per group execution: the group's other writes
-                // never sample (a mask of all ones), so that two stores of one unrolled
-                // iteration are not two samples of the line.
-                let wmask = if std::mem::replace(&mut self.group_sampled, true) {
-                    LLVMConstInt(i64t, u64::MAX, 0)
-                } else {
-                    wmask.unwrap()
-                };
-                let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask];
+                let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
                 self.call(crate::abi::WRITE, &mut args, empty);
             } else {
                 let mut args = [c, leaderv, a.ptr, infov, rb.unwrap()];
@@ -201,7 +192,6 @@ pub unsafe fn rewrite(
         site_base,
         prologues: HashMap::new(),
         group_count: None,
-        group_sampled: false,
     };
     for (local, a) in sel.accesses.iter().enumerate() {
         r.access(local, a, sharing);

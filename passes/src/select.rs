@@ -40,6 +40,10 @@ pub struct Access {
     /// access stands for.
     pub extra_reads: u32,
     pub extra_writes: u32,
+    /// Filled by [`plan`]: the checked write that takes its group's write-volume sample (one
+    /// per group execution, so that two stores of one unrolled iteration are not two samples
+    /// of the line).
+    pub samples: bool,
 }
 
 #[derive(Default)]
@@ -331,6 +335,7 @@ unsafe fn push(
         check: true,
         extra_reads: 0,
         extra_writes: 0,
+        samples: false,
     });
 }
 
@@ -430,6 +435,14 @@ pub fn plan(sel: &mut Selection, stats: &mut Stats) {
                 rep.insert(key, j);
             }
         }
+        let sampler = (start..end).find(|&i| {
+            a[i].check
+                && a[i].kind.writes()
+                && matches!(a[i].size, Size::Const(n) if n <= crate::abi::LINE)
+        });
+        if let Some(i) = sampler {
+            a[i].samples = true;
+        }
         start = end;
     }
     let shared = a.iter().enumerate().filter(|(i, x)| x.leader != *i).count();
@@ -443,4 +456,64 @@ pub const MAX_EXTRA: u32 = 63;
 
 fn plain(k: AccessKind) -> bool {
     matches!(k, AccessKind::Read | AccessKind::Write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An access for `plan` alone: it compares addresses and functions by handle only.
+    fn acc(ptr: usize, kind: AccessKind, group: u32, epoch: u32) -> Access {
+        Access {
+            inst: std::ptr::null_mut(),
+            func: 1 as LLVMValueRef,
+            ptr: ptr as LLVMValueRef,
+            kind,
+            size: Size::Const(8),
+            group,
+            epoch,
+            leader: 0,
+            check: true,
+            extra_reads: 0,
+            extra_writes: 0,
+            samples: false,
+        }
+    }
+
+    #[test]
+    fn plan_shares_counters_covers_repeats_and_picks_one_sampler() {
+        use AccessKind::{Atomic, Read, Write};
+        // Group 1, one epoch: an unrolled `p[0] += 1` twice (R W R W of p), then a read of q.
+        // Group 2: a write of p, an atomic (ends the epoch), a write of p again.
+        let mut sel = Selection {
+            accesses: vec![
+                acc(0x10, Read, 1, 1),
+                acc(0x10, Write, 1, 1),
+                acc(0x10, Read, 1, 1),
+                acc(0x10, Write, 1, 1),
+                acc(0x20, Read, 1, 1),
+                acc(0x10, Write, 2, 2),
+                acc(0x30, Atomic, 2, 2),
+                acc(0x10, Write, 2, 3),
+            ],
+        };
+        for (i, a) in sel.accesses.iter_mut().enumerate() {
+            a.leader = i;
+        }
+        let mut stats = Stats::default();
+        plan(&mut sel, &mut stats);
+        let a = &sel.accesses;
+        let leaders: Vec<usize> = a.iter().map(|x| x.leader).collect();
+        assert_eq!(leaders, [0, 0, 0, 0, 0, 5, 5, 5]);
+        let checked: Vec<bool> = a.iter().map(|x| x.check).collect();
+        assert_eq!(checked, [false, true, false, false, true, true, true, true]);
+        // The first write stands for both reads and the second write of p.
+        assert_eq!((a[1].extra_reads, a[1].extra_writes), (2, 1));
+        assert_eq!((a[4].extra_reads, a[4].extra_writes), (0, 0));
+        // One sampling write per group: the first checked one.
+        let samplers: Vec<usize> = (0..a.len()).filter(|&i| a[i].samples).collect();
+        assert_eq!(samplers, [1, 5]);
+        assert_eq!(stats.get("counter-shared-in-block"), 4 + 2);
+        assert_eq!(stats.get("check-covered-same-address"), 3);
+    }
 }

@@ -858,7 +858,7 @@ pub fn summary_lines(p: &profcc_schema::Profile, top: usize) -> Vec<String> {
         key: (String, &'static str, String),
         lines: usize,
         invalidations: u64,
-        saving_ns: u64,
+        threads: usize,
     }
     let mut rows: Vec<Row> = Vec::new();
     for f in schema::analyze(s, p.duration_ns) {
@@ -900,14 +900,13 @@ pub fn summary_lines(p: &profcc_schema::Profile, top: usize) -> Vec<String> {
                 let r = &mut rows[i];
                 r.lines += f.lines.len();
                 r.invalidations += f.invalidations;
-                r.saving_ns += f.predicted_saving_ns;
             }
             None => rows.push(Row {
                 latent,
                 key,
                 lines: f.lines.len(),
                 invalidations: f.invalidations,
-                saving_ns: f.predicted_saving_ns,
+                threads: f.threads.len(),
             }),
         }
     }
@@ -916,16 +915,13 @@ pub fn summary_lines(p: &profcc_schema::Profile, top: usize) -> Vec<String> {
             .cmp(&b.latent)
             .then(b.invalidations.cmp(&a.invalidations))
     });
-    let d = p.duration_ns;
     rows.iter()
         .take(top)
         .map(|r| {
-            let saving = r.saving_ns.min(d / 10 * 9);
-            let gain = if d > 0 && saving > 0 && d as f64 / (d - saving) as f64 >= 1.01 {
-                format!(
-                    ", fixing it: up to {:.2}x faster",
-                    d as f64 / (d - saving) as f64
-                )
+            // The analysis's own model, on the added-up invalidations.
+            let (_, speedup) = schema::predict(s, r.invalidations, r.threads, p.duration_ns);
+            let gain = if speedup >= 1.01 {
+                format!(", fixing it: up to {speedup:.2}x faster")
             } else {
                 String::new()
             };

@@ -321,7 +321,7 @@ fn merge_by_object(
 /// Cheetah-style gain, an upper bound: the invalidations' cost (`invalidation_ns` each) spread
 /// over the threads involved, as wall-clock time saved (at most 90% of the parallel time), and
 /// the run's speed-up if that time vanished.
-fn predict(s: &Sharing, invalidations: u64, threads: usize, duration_ns: u64) -> (u64, f64) {
+pub fn predict(s: &Sharing, invalidations: u64, threads: usize, duration_ns: u64) -> (u64, f64) {
     let lost =
         invalidations.saturating_mul(s.settings.invalidation_ns as u64) / threads.max(1) as u64;
     let window = if s.parallel_ns > 0 {
