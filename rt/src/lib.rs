@@ -53,11 +53,10 @@ fn init_slow() {
     // Whatever libc allocates for the runtime during initialisation is not the program's.
     let _guard = threads::RtGuard::enter();
     let spec = env("PROFCC_OPTIONS").unwrap_or_default();
-    let warnings = options::parse(&spec);
-    for w in warnings {
+    for w in options::init(&spec) {
         writer::stderr_line(&w);
     }
-    if options::get_bool("help") {
+    if options::get().help {
         writer::stderr_line(&options::help_text());
     }
     sharing::init();

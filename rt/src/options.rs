@@ -1,253 +1,395 @@
-//! Run-time flags: one table, parsed from `PROFCC_OPTIONS=key=value:key=value`.
+//! Run-time flags: one table, parsed once from `PROFCC_OPTIONS=key=value:key=value`.
+//!
+//! The table ([`options!`] below) is the only place a flag is defined: it generates the typed
+//! [`Options`] struct with its defaults, the parser, `help=1`'s text and `docs/options.md`
+//! (a test fails when that file is stale or the table is unsorted). An unknown key or a bad
+//! value (wrong type, out of range, too long) prints one warning line and the flag keeps its
+//! default; the program runs on. The values are fixed at initialisation and read without a
+//! lock ([`get`]), so nothing here needs handling at `fork`.
 
-use crate::mem::SpinLock;
+use std::sync::OnceLock;
 
+/// A flag's value type: how it is parsed, checked against its range and shown.
+pub trait Kind: Sized + Copy {
+    const NAME: &'static str;
+    /// Does the table's range apply (whole numbers)?
+    const RANGED: bool = false;
+    fn parse(v: &str, lo: u64, hi: u64) -> Result<Self, String>;
+    fn show(&self) -> String;
+}
+
+impl Kind for bool {
+    const NAME: &'static str = "bool";
+    fn parse(v: &str, _: u64, _: u64) -> Result<Self, String> {
+        match v {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err("expected 0 or 1".into()),
+        }
+    }
+    fn show(&self) -> String {
+        (*self as u8).to_string()
+    }
+}
+
+impl Kind for u32 {
+    const NAME: &'static str = "uint";
+    const RANGED: bool = true;
+    fn parse(v: &str, lo: u64, hi: u64) -> Result<Self, String> {
+        let range = || format!("expected a whole number from {lo} to {hi}");
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(range());
+        }
+        match v.parse::<u64>() {
+            Ok(n) if (lo..=hi).contains(&n) => Ok(n as u32),
+            _ => Err(range()),
+        }
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Text of at most [`Text::MAX`] bytes, stored inline (the table is a `const`).
 #[derive(Clone, Copy)]
-pub enum Kind {
-    Bool,
-    Uint,
-    Str,
-}
-
-pub struct Flag {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub default: &'static str,
-    pub help: &'static str,
-}
-
-/// The table of every run-time flag. Keep sorted by name.
-pub const FLAGS: &[Flag] = &[
-    Flag {
-        name: "exit_dump",
-        kind: Kind::Bool,
-        default: "1",
-        help: "write the profile at exit (SIGUSR2 dumps happen either way)",
-    },
-    Flag {
-        name: "fs_budget",
-        kind: Kind::Uint,
-        default: "4096",
-        help: "accesses recorded on a watched (uncontended) line before it is let go",
-    },
-    Flag {
-        name: "fs_inv_ns",
-        kind: Kind::Uint,
-        default: "60",
-        help: "assumed cost of one cache-line invalidation in ns, for the predicted gain",
-    },
-    Flag {
-        name: "fs_max_lines",
-        kind: Kind::Uint,
-        default: "8192",
-        help: "most cache lines tracked in detail (at most 16382; about 2.3 KiB each)",
-    },
-    Flag {
-        name: "fs_sample",
-        kind: Kind::Uint,
-        default: "64",
-        help: "analyse one access in N per thread to a tracked line (1 = every access; counts are scaled by N)",
-    },
-    Flag {
-        name: "fs_threshold",
-        kind: Kind::Uint,
-        default: "16",
-        help: "invalidations after which a line is tracked per byte (1-255)",
-    },
-    Flag {
-        name: "fs_watch",
-        kind: Kind::Uint,
-        default: "256",
-        help: "one write in N per site and thread samples write volume, for latent false sharing (power of 2; 0 = off)",
-    },
-    Flag {
-        name: "fs_watch_samples",
-        kind: Kind::Uint,
-        default: "2",
-        help: "volume samples after which a line next to another thread's line is watched (1-63)",
-    },
-    Flag {
-        name: "help",
-        kind: Kind::Bool,
-        default: "0",
-        help: "print this table on stderr and run on",
-    },
-    Flag {
-        name: "out",
-        kind: Kind::Str,
-        default: "profcc.%e.%p.json",
-        help: "profile path; %p pid, %h host, %e executable name",
-    },
-    Flag {
-        name: "summary",
-        kind: Kind::Bool,
-        default: "1",
-        help: "print a summary of at most 10 lines on stderr at exit",
-    },
-    Flag {
-        name: "top",
-        kind: Kind::Uint,
-        default: "5",
-        help: "how many entries each summary section lists",
-    },
-    Flag {
-        name: "verbose",
-        kind: Kind::Bool,
-        default: "0",
-        help: "say where the profile went and why",
-    },
-    Flag {
-        name: "write",
-        kind: Kind::Bool,
-        default: "1",
-        help: "write the profile file at all",
-    },
-];
-
-/// Values in force, one per flag, in table order.
-pub struct Options {
-    pub values: [Value; FLAGS.len()],
-}
-
-#[derive(Clone, Copy)]
-pub struct Value {
-    buf: [u8; 256],
+pub struct Text {
+    buf: [u8; Text::MAX],
     len: usize,
 }
 
-impl Value {
-    const fn empty() -> Self {
-        Value {
-            buf: [0; 256],
-            len: 0,
+impl Text {
+    pub const MAX: usize = 255;
+    pub const fn new(s: &str) -> Text {
+        let b = s.as_bytes();
+        assert!(b.len() <= Text::MAX);
+        let mut buf = [0u8; Text::MAX];
+        let mut i = 0;
+        while i < b.len() {
+            buf[i] = b[i];
+            i += 1;
         }
-    }
-    fn set(&mut self, s: &[u8]) -> bool {
-        if s.len() > self.buf.len() {
-            return false;
-        }
-        self.buf[..s.len()].copy_from_slice(s);
-        self.len = s.len();
-        true
+        Text { buf, len: b.len() }
     }
     pub fn as_str(&self) -> &str {
         core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }
 }
 
-static OPTIONS: SpinLock<Options> = SpinLock::new(Options {
-    values: [Value::empty(); FLAGS.len()],
-});
+impl Kind for Text {
+    const NAME: &'static str = "text";
+    fn parse(v: &str, _: u64, _: u64) -> Result<Self, String> {
+        if v.len() > Text::MAX {
+            return Err(format!("longer than {} bytes", Text::MAX));
+        }
+        Ok(Text::new(v))
+    }
+    fn show(&self) -> String {
+        self.as_str().to_string()
+    }
+}
 
-fn index(name: &str) -> usize {
+/// One row of the table, for `help=1`, the docs and the profile.
+pub struct Flag {
+    pub name: &'static str,
+    pub kind: &'static str,
+    /// Inclusive range of a `uint` flag.
+    pub range: Option<(u64, u64)>,
+    /// `core`, or the analysis that reads the flag.
+    pub owner: &'static str,
+    pub help: &'static str,
+    /// The value as text in `o`.
+    pub show: fn(&Options) -> String,
+}
+
+macro_rules! options {
+    ($( $name:ident : $ty:ident = $default:expr, $lo:literal ..= $hi:literal, $owner:literal, $help:literal; )*) => {
+        /// The values in force, one field per flag.
+        #[derive(Clone, Copy)]
+        pub struct Options { $( pub $name: $ty, )* }
+
+        impl Options {
+            /// Every flag at its default.
+            pub const DEFAULT: Options = Options { $( $name: $default, )* };
+
+            /// Set one flag from text. `None`: no such flag.
+            fn set(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+                match key {
+                    $( stringify!($name) => Some(<$ty as Kind>::parse(value, $lo, $hi).map(|v| self.$name = v)), )*
+                    _ => None,
+                }
+            }
+        }
+
+        /// The table, in the order written (sorted by name; a test checks).
+        pub const FLAGS: &[Flag] = &[ $( Flag {
+            name: stringify!($name),
+            kind: <$ty as Kind>::NAME,
+            range: if <$ty as Kind>::RANGED { Some(($lo, $hi)) } else { None },
+            owner: $owner,
+            help: $help,
+            show: |o: &Options| o.$name.show(),
+        }, )* ];
+    };
+}
+
+// name: type = default, range (uints), owner, help. Keep sorted by name.
+options! {
+    exit_dump: bool = true, 0..=1, "core", "write the profile at exit (SIGUSR2 dumps happen either way)";
+    fs_budget: u32 = 4096, 1..=4294967295, "sharing", "accesses recorded on a watched (uncontended) line before it is let go";
+    fs_inv_ns: u32 = 60, 1..=100000, "sharing", "assumed cost of one cache-line invalidation in ns, for the predicted gain";
+    fs_max_lines: u32 = 8192, 0..=16382, "sharing", "most cache lines tracked in detail (about 2.3 KiB each)";
+    fs_sample: u32 = 64, 1..=1048576, "sharing", "analyse one access in N per thread to a tracked line (1 = every access; counts are scaled by N)";
+    fs_threshold: u32 = 16, 1..=255, "sharing", "invalidations after which a line is tracked per byte";
+    fs_watch: u32 = 256, 0..=1073741824, "sharing", "one write in N per site and thread samples write volume, for latent false sharing (rounded up to a power of 2; 0 = off)";
+    fs_watch_samples: u32 = 2, 1..=63, "sharing", "volume samples after which a line next to another thread's line is watched";
+    help: bool = false, 0..=1, "core", "print this table on stderr and run on";
+    out: Text = Text::new("profcc.%e.%p.json"), 0..=0, "core", "profile path; %p pid, %h host, %e executable name";
+    summary: bool = true, 0..=1, "core", "print a summary of at most 10 lines on stderr at exit";
+    top: u32 = 5, 0..=1000, "core", "how many entries each summary section lists";
+    verbose: bool = false, 0..=1, "core", "say where the profile went and why";
+    write: bool = true, 0..=1, "core", "write the profile file at all";
+}
+
+/// What [`parse`] made of an option string.
+pub struct Parsed {
+    pub options: Options,
+    /// Flags the string named with a valid value (bit i: `FLAGS[i]`).
+    pub given: u64,
+    /// One line per ignored entry.
+    pub warnings: Vec<String>,
+}
+
+const _: () = assert!(FLAGS.len() <= 64, "Parsed::given has one bit per flag");
+
+/// Parse `key=value:key=value` (a bare `key` means `key=1`). Never fails: what cannot be used
+/// is a warning and the flag keeps its default.
+pub fn parse(spec: &str) -> Parsed {
+    let mut p = Parsed {
+        options: Options::DEFAULT,
+        given: 0,
+        warnings: Vec::new(),
+    };
+    for item in spec.split(':').filter(|s| !s.is_empty()) {
+        let (key, value) = item.split_once('=').unwrap_or((item, "1"));
+        match p.options.set(key, value) {
+            None => {
+                let names: Vec<&str> = FLAGS.iter().map(|f| f.name).collect();
+                p.warnings.push(format!(
+                    "profcc: unknown option '{key}' in PROFCC_OPTIONS ignored; valid options: {} (help=1 lists them)",
+                    names.join(", ")
+                ));
+            }
+            Some(Err(why)) => {
+                let default = FLAGS
+                    .iter()
+                    .find(|f| f.name == key)
+                    .map(|f| (f.show)(&Options::DEFAULT));
+                p.warnings.push(format!(
+                    "profcc: option '{key}={value}' is not valid in PROFCC_OPTIONS ({why}); using the default {}",
+                    default.unwrap_or_default()
+                ));
+            }
+            Some(Ok(())) => {
+                if let Some(i) = FLAGS.iter().position(|f| f.name == key) {
+                    p.given |= 1 << i;
+                }
+            }
+        }
+    }
+    p
+}
+
+static PARSED: OnceLock<(Options, u64)> = OnceLock::new();
+
+/// Fix the values in force (once, at initialisation; later calls change nothing). Returns the
+/// warnings to print.
+pub fn init(spec: &str) -> Vec<String> {
+    let p = parse(spec);
+    let _ = PARSED.set((p.options, p.given));
+    p.warnings
+}
+
+/// The values in force; the defaults before initialisation. No lock.
+#[inline]
+pub fn get() -> &'static Options {
+    PARSED.get().map_or(&Options::DEFAULT, |p| &p.0)
+}
+
+/// Did `PROFCC_OPTIONS` set the flag `name` (with a valid value)?
+pub fn given(name: &str) -> bool {
+    let bits = PARSED.get().map_or(0, |p| p.1);
     FLAGS
         .iter()
         .position(|f| f.name == name)
-        .expect("flag in table")
-}
-
-pub fn get_str(name: &str) -> String {
-    OPTIONS.lock().values[index(name)].as_str().to_string()
-}
-
-pub fn get_bool(name: &str) -> bool {
-    OPTIONS.lock().values[index(name)].as_str() == "1"
-}
-
-pub fn get_uint(name: &str) -> u64 {
-    OPTIONS.lock().values[index(name)]
-        .as_str()
-        .parse()
-        .unwrap_or(0)
+        .is_some_and(|i| bits & (1 << i) != 0)
 }
 
 /// All flags as (name, value) text, for the profile.
 pub fn all() -> Vec<(String, String)> {
-    let o = OPTIONS.lock();
+    let o = get();
     FLAGS
         .iter()
-        .zip(o.values.iter())
-        .map(|(f, v)| (f.name.to_string(), v.as_str().to_string()))
+        .map(|f| (f.name.to_string(), (f.show)(o)))
         .collect()
 }
 
-fn valid(kind: Kind, v: &str) -> Option<&'static str> {
-    match kind {
-        Kind::Bool => Some(match v {
-            "1" | "true" | "yes" | "on" => "1",
-            "0" | "false" | "no" | "off" => "0",
-            _ => return None,
-        }),
-        Kind::Uint => {
-            if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-                Some("")
-            } else {
-                None
-            }
-        }
-        Kind::Str => Some(""),
-    }
-}
-
-/// Parse the option string; returns warning lines (one per bad entry).
-pub fn parse(spec: &str) -> Vec<String> {
-    let mut warnings = Vec::new();
-    let mut o = OPTIONS.lock();
-    for (i, f) in FLAGS.iter().enumerate() {
-        o.values[i].set(f.default.as_bytes());
-    }
-    for item in spec.split(':').filter(|s| !s.is_empty()) {
-        let (key, value) = match item.split_once('=') {
-            Some((k, v)) => (k, v),
-            None => (item, "1"),
-        };
-        let Some(i) = FLAGS.iter().position(|f| f.name == key) else {
-            let names: Vec<&str> = FLAGS.iter().map(|f| f.name).collect();
-            warnings.push(format!(
-                "profcc: unknown option '{key}' in PROFCC_OPTIONS ignored; valid options: {} (help=1 lists them)",
-                names.join(", ")
-            ));
-            continue;
-        };
-        let f = &FLAGS[i];
-        match valid(f.kind, value) {
-            Some(canon) => {
-                let v = if canon.is_empty() { value } else { canon };
-                if !o.values[i].set(v.as_bytes()) {
-                    warnings.push(format!(
-                        "profcc: option '{key}' value too long (max 256 bytes); using {}",
-                        f.default
-                    ));
-                }
-            }
-            None => {
-                let expect = match f.kind {
-                    Kind::Bool => "0 or 1",
-                    Kind::Uint => "a whole number",
-                    Kind::Str => "text",
-                };
-                warnings.push(format!(
-                    "profcc: option '{key}={value}' is not valid, expected {expect}; using default {}",
-                    f.default
-                ));
-            }
-        }
-    }
-    warnings
+fn range_text(f: &Flag) -> String {
+    f.range
+        .map_or(String::new(), |(lo, hi)| format!("{lo}-{hi}"))
 }
 
 pub fn help_text() -> String {
     let mut s = String::from("profcc run-time options (PROFCC_OPTIONS=key=value:key=value):\n");
     for f in FLAGS {
-        let kind = match f.kind {
-            Kind::Bool => "bool",
-            Kind::Uint => "uint",
-            Kind::Str => "string",
-        };
         s.push_str(&format!(
-            "  {:<10} {:<6} default {:<20} {}\n",
-            f.name, kind, f.default, f.help
+            "  {:<17} {:<4} {:<12} default {:<18} {}\n",
+            f.name,
+            f.kind,
+            range_text(f),
+            (f.show)(&Options::DEFAULT),
+            f.help
         ));
     }
     s
+}
+
+/// `docs/options.md`, generated from the table (a test keeps the committed file fresh).
+pub fn docs_markdown() -> String {
+    let mut s = String::from(
+        "# Run-time options\n\n\
+         <!-- Generated from rt/src/options.rs by `UPDATE_DOCS=1 cargo test -p profcc-rt options`; do not edit. -->\n\n\
+         An instrumented program reads one variable, `PROFCC_OPTIONS=key=value:key=value` (a bare\n\
+         `key` means `key=1`), once at start. An unknown key or a bad value (wrong type, out of\n\
+         range) prints one warning on stderr and the flag keeps its default; the program runs on.\n\
+         `PROFCC_OPTIONS=help=1` prints this table. The profile records every value in force\n\
+         (`options`).\n\n\
+         | flag | type | range | default | read by | meaning |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for f in FLAGS {
+        s.push_str(&format!(
+            "| `{}` | {} | {} | `{}` | {} | {} |\n",
+            f.name,
+            f.kind,
+            range_text(f),
+            (f.show)(&Options::DEFAULT),
+            f.owner,
+            f.help
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_names_are_unique() {
+        for w in FLAGS.windows(2) {
+            assert!(
+                w[0].name < w[1].name,
+                "{} before {}: keep FLAGS sorted",
+                w[0].name,
+                w[1].name
+            );
+        }
+    }
+
+    #[test]
+    fn docs_are_generated_from_the_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/options.md");
+        let want = docs_markdown();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/options.md is stale: run `UPDATE_DOCS=1 cargo test -p profcc-rt options`"
+        );
+    }
+
+    /// A value for every flag that differs from its default and is valid.
+    fn other_value(f: &Flag) -> String {
+        match (f.kind, f.range) {
+            ("bool", _) => if (f.show)(&Options::DEFAULT) == "1" {
+                "0"
+            } else {
+                "1"
+            }
+            .into(),
+            ("uint", Some((_, hi))) => {
+                let d: u64 = (f.show)(&Options::DEFAULT).parse().unwrap();
+                if d == hi { hi - 1 } else { d + 1 }.to_string()
+            }
+            _ => "x.%p.json".into(),
+        }
+    }
+
+    #[test]
+    fn every_flag_can_be_set() {
+        let spec: Vec<String> = FLAGS
+            .iter()
+            .map(|f| format!("{}={}", f.name, other_value(f)))
+            .collect();
+        let p = parse(&spec.join(":"));
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert_eq!(p.given, (1u64 << FLAGS.len()) - 1);
+        for f in FLAGS {
+            assert_eq!((f.show)(&p.options), other_value(f), "{}", f.name);
+            assert_ne!(
+                (f.show)(&p.options),
+                (f.show)(&Options::DEFAULT),
+                "{}",
+                f.name
+            );
+        }
+    }
+
+    #[test]
+    fn bad_entries_warn_once_and_keep_the_default() {
+        let p = parse("fs_sample=0:fs_threshold=300:summary=maybe:nosuch=1:top=12:out=");
+        assert_eq!(p.warnings.len(), 4, "{:#?}", p.warnings);
+        assert!(p.warnings[0].contains("'fs_sample=0'") && p.warnings[0].contains("1 to 1048576"));
+        assert!(
+            p.warnings[0].ends_with("using the default 64"),
+            "{}",
+            p.warnings[0]
+        );
+        assert!(p.warnings[1].contains("'fs_threshold=300'"));
+        assert!(p.warnings[2].contains("expected 0 or 1"));
+        assert!(p.warnings[3].contains("unknown option 'nosuch'"));
+        assert_eq!(p.options.fs_sample, Options::DEFAULT.fs_sample);
+        assert_eq!(p.options.fs_threshold, Options::DEFAULT.fs_threshold);
+        assert!(p.options.summary);
+        assert_eq!(p.options.top, 12);
+        assert_eq!(p.options.out.as_str(), "");
+        let long = format!("out={}", "a".repeat(Text::MAX + 1));
+        let p = parse(&long);
+        assert_eq!(p.warnings.len(), 1);
+        assert_eq!(p.options.out.as_str(), "profcc.%e.%p.json");
+        assert!(parse("help").options.help, "a bare key means key=1");
+    }
+
+    #[test]
+    fn max_lines_range_fits_the_shadow_word_field() {
+        let f = FLAGS.iter().find(|f| f.name == "fs_max_lines").unwrap();
+        assert_eq!(f.range, Some((0, crate::sharing::NO_RECORD - 1)));
+    }
+
+    /// The profile's sharing settings default to the same values when an older profile lacks
+    /// them: the schema's copy must not drift from the table.
+    #[test]
+    fn schema_sharing_defaults_match_the_table() {
+        let s = profcc_schema::sharing::Settings::default();
+        let o = Options::DEFAULT;
+        assert_eq!(s.threshold, o.fs_threshold);
+        assert_eq!(s.sample, o.fs_sample);
+        assert_eq!(s.watch_interval, o.fs_watch);
+        assert_eq!(s.watch_samples, o.fs_watch_samples);
+        assert_eq!(s.watch_budget, o.fs_budget);
+        assert_eq!(s.max_lines, o.fs_max_lines);
+        assert_eq!(s.invalidation_ns, o.fs_inv_ns);
+    }
 }

@@ -60,7 +60,7 @@ const OWNER: u64 = 0xffff;
 const READERS: u64 = 0xffff_ffff << 16;
 const FIELD_SHIFT: u32 = 48;
 const FIELD: u64 = 0x3fff;
-const NO_RECORD: u64 = 0x3fff;
+pub(crate) const NO_RECORD: u64 = 0x3fff;
 const INFO_WRITE: u64 = 1 << 8;
 const INFO_SAMPLED: u64 = 1 << 9;
 /// The unchecked reads and writes of the same bytes in the same basic block that the access
@@ -109,13 +109,16 @@ fn tvars() -> ThreadVars {
 
 // ---- settings (from PROFCC_OPTIONS, fixed at initialisation) ----
 
-static THRESHOLD: AtomicU32 = AtomicU32::new(16);
-static SAMPLE: AtomicU32 = AtomicU32::new(1);
-static WATCH: AtomicU32 = AtomicU32::new(256);
-static WATCH_SAMPLES: AtomicU32 = AtomicU32::new(2);
-static BUDGET: AtomicU32 = AtomicU32::new(4096);
-static MAX_LINES: AtomicU32 = AtomicU32::new(8192);
-static INV_NS: AtomicU32 = AtomicU32::new(60);
+// Copies of the flags the cold path reads, at their defaults until `init` (rt/src/options.rs
+// defines each flag, its default and its range once).
+const D: crate::options::Options = crate::options::Options::DEFAULT;
+static THRESHOLD: AtomicU32 = AtomicU32::new(D.fs_threshold);
+static SAMPLE: AtomicU32 = AtomicU32::new(D.fs_sample);
+static WATCH: AtomicU32 = AtomicU32::new(D.fs_watch);
+static WATCH_SAMPLES: AtomicU32 = AtomicU32::new(D.fs_watch_samples);
+static BUDGET: AtomicU32 = AtomicU32::new(D.fs_budget);
+static MAX_LINES: AtomicU32 = AtomicU32::new(D.fs_max_lines);
+static INV_NS: AtomicU32 = AtomicU32::new(D.fs_inv_ns);
 
 /// 0: not reserved yet, 1: reserved, 2: reservation failed.
 static SHADOW: AtomicU32 = AtomicU32::new(0);
@@ -178,23 +181,21 @@ pub fn check_module(flags: u32) {
 
 /// From `ensure_init`: read the settings.
 pub fn init() {
-    use crate::options::get_uint;
-    let clamp = |v: u64, lo: u64, hi: u64| v.clamp(lo, hi) as u32;
-    THRESHOLD.store(clamp(get_uint("fs_threshold"), 1, 255), Relaxed);
-    SAMPLE.store(clamp(get_uint("fs_sample"), 1, 1 << 20), Relaxed);
-    let watch = get_uint("fs_watch");
+    let o = crate::options::get();
+    THRESHOLD.store(o.fs_threshold, Relaxed);
+    SAMPLE.store(o.fs_sample, Relaxed);
     WATCH.store(
-        if watch == 0 {
+        if o.fs_watch == 0 {
             0
         } else {
-            clamp(watch.next_power_of_two(), 1, 1 << 30)
+            o.fs_watch.next_power_of_two()
         },
         Relaxed,
     );
-    WATCH_SAMPLES.store(clamp(get_uint("fs_watch_samples"), 1, 63), Relaxed);
-    BUDGET.store(clamp(get_uint("fs_budget"), 1, u32::MAX as u64), Relaxed);
-    MAX_LINES.store(clamp(get_uint("fs_max_lines"), 0, NO_RECORD - 1), Relaxed);
-    INV_NS.store(clamp(get_uint("fs_inv_ns"), 1, 100_000), Relaxed);
+    WATCH_SAMPLES.store(o.fs_watch_samples, Relaxed);
+    BUDGET.store(o.fs_budget, Relaxed);
+    MAX_LINES.store(o.fs_max_lines, Relaxed);
+    INV_NS.store(o.fs_inv_ns, Relaxed);
     reserve();
     // The tracked-line table: address space now (no lock on the cold path, which may run in a
     // signal handler), memory only for the records used.

@@ -34,7 +34,7 @@ pub fn now_ns() -> u64 {
 
 extern "C" fn at_exit() {
     EXITED.store(true, Ordering::Release);
-    if options::get_bool("exit_dump") {
+    if options::get().exit_dump {
         dump("exit");
     }
 }
@@ -317,16 +317,17 @@ pub fn is_build_probe(exe: &str) -> bool {
 
 pub fn dump(trigger: &str) {
     let _g = DUMPING.lock();
-    let explicit_out =
-        crate::env("PROFCC_OPTIONS").is_some_and(|o| o.split(':').any(|kv| kv.starts_with("out=")));
-    if !explicit_out && is_build_probe(&exe_path()) {
+    if !options::given("out") && is_build_probe(&exe_path()) {
+        if options::get().verbose {
+            stderr_line("profcc: a build system's probe program: no profile (set PROFCC_OPTIONS=out=PATH to keep one)");
+        }
         return;
     }
     let p = build_profile(trigger);
     let mut written: Option<String> = None;
-    if options::get_bool("write") {
+    if options::get().write {
         let json = serde_json::to_vec(&p).unwrap_or_default();
-        let target = expand(&options::get_str("out"), p.pid, &p.host, &p.exe);
+        let target = expand(options::get().out.as_str(), p.pid, &p.host, &p.exe);
         match write_atomically(std::path::Path::new(&target), &json) {
             Ok(()) => written = Some(target),
             Err(e) => {
@@ -354,7 +355,14 @@ pub fn dump(trigger: &str) {
             }
         }
     }
-    if options::get_bool("summary") {
+    if options::get().verbose {
+        stderr_line(&match (&written, options::get().write) {
+            (Some(path), _) => format!("profcc: {trigger} profile written to {path}"),
+            (None, false) => format!("profcc: {trigger} profile not written (write=0)"),
+            (None, true) => format!("profcc: {trigger} profile lost (see the error above)"),
+        });
+    }
+    if options::get().summary {
         for line in summary(&p, written.as_deref()) {
             stderr_line(&line);
         }
@@ -393,7 +401,7 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
         bytes(t.live_bytes_peak)
     )];
     let sharing = crate::sharing::summary_lines(p, 3);
-    let top = (options::get_uint("top") as usize).min(if sharing.is_empty() { 6 } else { 3 });
+    let top = (options::get().top as usize).min(if sharing.is_empty() { 6 } else { 3 });
     // Aggregate by file:line (unrolling splits one line into many sites).
     // A map, not a list search: sqlite3 has tens of thousands of sites.
     let mut lines: std::collections::HashMap<String, u64> = std::collections::HashMap::new();

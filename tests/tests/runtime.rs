@@ -72,6 +72,64 @@ fn help_lists_every_flag() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
 }
 
+/// Every flag `help=1` lists can be set, and the profile records the value in force.
+#[test]
+fn every_flag_is_recorded_in_the_profile() {
+    let s = Scratch::new();
+    simple(&s);
+    let help = Command::new(s.path("simple"))
+        .current_dir(s.dir.path())
+        .env("PROFCC_OPTIONS", "help=1:write=0:summary=0")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stderr).into_owned();
+    // Rows: name, type, [range], "default", value, help.
+    let mut want = std::collections::BTreeMap::new();
+    for row in help.lines().skip(1) {
+        let w: Vec<&str> = row.split_whitespace().collect();
+        let at = w.iter().position(|x| *x == "default").unwrap();
+        let (name, kind, default) = (w[0], w[1], w[at + 1]);
+        let value = match (name, kind) {
+            // Flags that would keep the profile from being written keep their default.
+            ("exit_dump" | "write" | "out", _) => default.to_string(),
+            (_, "bool") => if default == "1" { "0" } else { "1" }.to_string(),
+            (_, "uint") => {
+                let (lo, hi) = w[2].split_once('-').unwrap();
+                let (lo, hi, d): (u64, u64, u64) = (
+                    lo.parse().unwrap(),
+                    hi.parse().unwrap(),
+                    default.parse().unwrap(),
+                );
+                if d < hi { d + 1 } else { lo }.to_string()
+            }
+            _ => panic!("unknown type {kind} in {row}"),
+        };
+        want.insert(name.to_string(), value);
+    }
+    assert!(want.len() >= 14 && want.contains_key("fs_sample"), "{help}");
+    let spec: Vec<String> = want
+        .iter()
+        .filter(|(k, _)| k.as_str() != "out")
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let (out, p) = s.run_profiled("simple", &[], &spec.join(":"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("not valid") && !err.contains("unknown"),
+        "{err}"
+    );
+    assert!(
+        err.contains("profcc: exit profile written to"),
+        "verbose=1: {err}"
+    );
+    want.insert("out".into(), p.options["out"].clone());
+    assert_eq!(p.options, want);
+    assert_eq!(
+        p.sharing.as_ref().map(|sh| sh.settings.sample),
+        want["fs_sample"].parse().ok()
+    );
+}
+
 #[test]
 fn summary_is_at_most_ten_lines_and_default_name_has_exe_and_pid() {
     let s = Scratch::new();
