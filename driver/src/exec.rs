@@ -102,23 +102,14 @@ impl Clang {
     }
 }
 
-/// Look a program up like `execvp` does.
+/// Look a program up like `execvp` does (a name with a slash is taken as a path); only an
+/// executable file is found.
 pub fn which(prog: &str) -> Option<PathBuf> {
-    if prog.contains('/') {
-        let p = PathBuf::from(prog);
-        return p.is_file().then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(prog))
-        .find(|p| is_executable(p))
+    which::which(prog).ok()
 }
 
 fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    p.is_absolute() && which::which(p).is_ok()
 }
 
 pub fn self_exe() -> Option<PathBuf> {
