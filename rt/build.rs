@@ -1,5 +1,7 @@
 fn main() {
     println!("cargo:rerun-if-changed=csrc");
+    println!("cargo:rerun-if-changed=../hooks");
+    println!("cargo:rerun-if-changed=../abi/include");
     println!("cargo:rerun-if-env-changed=PROFCC_CLANG");
     let mut build = cc::Build::new();
     // clang: the hooks' cold door uses the preserve_most calling convention (gcc has none).
@@ -10,7 +12,12 @@ fn main() {
             build.file(path);
         }
     }
+    // The sharing hooks' cold door lives next to the hook bodies (the pass inlines those).
+    build.file("../hooks/sharing_door.c");
     build
+        // profcc_abi.h (generated from the profcc-abi crate) and the hooks' declarations.
+        .include("../abi/include")
+        .include("../hooks")
         .flag("-fno-omit-frame-pointer")
         // The interposers call malloc/free with the re-entrancy guard set; as builtins the
         // compiler may assume malloc cannot see the guard and drop the store.

@@ -6,7 +6,8 @@
 //! - `rewrite`: one call of `__profcc_fn_counters(site_base)` at each instrumented
 //!   function's entry, and one call of `__profcc_count(counters, local_site)` (or
 //!   `__profcc_count_n` with the run-time length) before each selected access. The bodies
-//!   (hooks/fastpath.c, compiled to bitcode at build time) are linked into the module and
+//!   (hooks/counting.c and hooks/sharing.c at the top of the repository, compiled to
+//!   bitcode at build time) are linked into the module and
 //!   inlined by the `always-inline` pass, so the fast path is inline even in `-O0`
 //!   (`optnone`) functions: one counter increment per access, no branch.
 //! - `metadata`: the site table (file, line, column, function, inlined-at, kind, size) and a
@@ -16,7 +17,8 @@
 //! The crate does no I/O except [`instrument_file`]'s reading and writing of the bitcode the
 //! driver names, and never panics on valid IR.
 
-mod abi;
+/// The contract with the runtime (hook names, `info` bits, site records, descriptor).
+pub(crate) use profcc_abi as abi;
 mod llvm;
 mod metadata;
 mod rewrite;
@@ -89,7 +91,7 @@ pub fn instrument_module(
     opts: &Options,
 ) -> Result<Stats, String> {
     let mut stats = Stats::default();
-    if module.has_function(abi::COUNT) || module.has_global(abi::SITE_BASE) {
+    if module.has_function(abi::names::COUNT) || module.has_global(abi::names::SITE_BASE) {
         stats.bump("skipped-module-already-instrumented", 1);
         return Ok(stats);
     }
@@ -103,7 +105,7 @@ pub fn instrument_module(
     }
     let table = metadata::SiteTable::build(module.raw(), &selection);
     unsafe {
-        let hooks = ctx.link_fastpath(module)?;
+        let hooks = ctx.link_hooks(module)?;
         let flags = if opts.sharing { abi::FLAG_SHARING } else { 0 };
         let site_base = metadata::emit(ctx.raw(), module.raw(), &table, flags)?;
         rewrite::rewrite(
@@ -116,7 +118,7 @@ pub fn instrument_module(
         );
         module.run_passes("always-inline")?;
         // The inliner deletes the hooks once they are dead; delete any that is not.
-        for name in abi::HOOKS {
+        for name in abi::names::HOOKS {
             llvm::delete_unused_function(module.raw(), name);
         }
     }

@@ -12,7 +12,17 @@ use llvm_sys::LLVMLinkage;
 use std::ffi::{CStr, CString};
 use std::path::Path;
 
-static FASTPATH_BC: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fastpath.bc"));
+/// The hook bodies (hooks/counting.c, hooks/sharing.c), compiled by build.rs.
+static HOOK_BITCODE: [(&str, &[u8]); 2] = [
+    (
+        "counting.bc",
+        include_bytes!(concat!(env!("OUT_DIR"), "/counting.bc")),
+    ),
+    (
+        "sharing.bc",
+        include_bytes!(concat!(env!("OUT_DIR"), "/sharing.bc")),
+    ),
+];
 
 pub struct Context(LLVMContextRef);
 
@@ -101,22 +111,25 @@ impl Context {
     }
 
     /// Link the hook bodies into `module`, make them internal and always-inline, and return
-    /// them in the order of `abi::HOOKS`.
+    /// them in the order of `abi::names::HOOKS`.
     ///
     /// # Safety
     /// `module` must belong to this context.
-    pub unsafe fn link_fastpath(&self, module: &Module<'_>) -> Result<Vec<LLVMValueRef>, String> {
-        let hooks = self.parse_bitcode(FASTPATH_BC, "fastpath.bc")?;
-        // Same layout and triple as the user's module, so the linker has nothing to warn about.
-        LLVMSetDataLayout(hooks.m, LLVMGetDataLayoutStr(module.m));
-        LLVMSetTarget(hooks.m, LLVMGetTarget(module.m));
-        let src = hooks.m;
-        std::mem::forget(hooks); // LLVMLinkModules2 destroys the source module
-        if LLVMLinkModules2(module.m, src) != 0 {
-            return Err("linking the hook bodies failed".into());
+    pub unsafe fn link_hooks(&self, module: &Module<'_>) -> Result<Vec<LLVMValueRef>, String> {
+        for (name, bitcode) in HOOK_BITCODE {
+            let hooks = self.parse_bitcode(bitcode, name)?;
+            // Same layout and triple as the user's module, so the linker has nothing to warn
+            // about.
+            LLVMSetDataLayout(hooks.m, LLVMGetDataLayoutStr(module.m));
+            LLVMSetTarget(hooks.m, LLVMGetTarget(module.m));
+            let src = hooks.m;
+            std::mem::forget(hooks); // LLVMLinkModules2 destroys the source module
+            if LLVMLinkModules2(module.m, src) != 0 {
+                return Err(format!("linking the hook bodies ({name}) failed"));
+            }
         }
         let mut out = Vec::new();
-        for name in crate::abi::HOOKS {
+        for name in crate::abi::names::HOOKS {
             let cname = CString::new(name).unwrap();
             let hook = LLVMGetNamedFunction(module.m, cname.as_ptr());
             if hook.is_null() {

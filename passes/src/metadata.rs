@@ -54,18 +54,21 @@ impl SiteTable {
                 None => NO_STRING,
             };
             let size = match a.size {
-                Size::Const(n) => n.min(u16::MAX as u64) as u32,
+                Size::Const(n) => n.min(u16::MAX as u64) as u16,
                 Size::Dyn(_) => 0,
             };
-            t.words.extend_from_slice(&[
+            let site = SiteDesc {
                 file,
-                loc.line,
-                loc.col,
+                line: loc.line,
+                col: loc.col,
                 func,
-                inl,
-                size | (a.kind as u32) << 16,
-                a.leader as u32,
-            ]);
+                inlined_at: inl,
+                size,
+                kind: a.kind as u8,
+                pad: 0,
+                leader: a.leader as u32,
+            };
+            t.words.extend_from_slice(&site.words());
         }
         t
     }
@@ -217,10 +220,11 @@ pub unsafe fn emit(
     LLVMSetGlobalConstant(strings, 1);
     LLVMSetLinkage(strings, LLVMLinkage::LLVMPrivateLinkage);
 
-    let base = LLVMAddGlobal(m, i32t, cstr(SITE_BASE).as_ptr());
+    let base = LLVMAddGlobal(m, i32t, cstr(names::SITE_BASE).as_ptr());
     LLVMSetInitializer(base, LLVMConstInt(i32t, LIMBO as u64, 0));
     LLVMSetLinkage(base, LLVMLinkage::LLVMInternalLinkage);
 
+    // profcc_abi::ModuleDesc (passes/tests/abi.rs checks the layouts agree).
     let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
     let mut vals = [
@@ -242,7 +246,7 @@ pub unsafe fn emit(
     // declare void @__profcc_register_module(ptr)
     let mut params = [ptr];
     let reg_ty = LLVMFunctionType(void, params.as_mut_ptr(), 1, 0);
-    let reg_name = cstr(REGISTER);
+    let reg_name = cstr(names::REGISTER);
     let mut reg = LLVMGetNamedFunction(m, reg_name.as_ptr());
     if reg.is_null() {
         reg = LLVMAddFunction(m, reg_name.as_ptr(), reg_ty);

@@ -3,7 +3,7 @@
 
 use crate::abi::{
     AccessKind, INFO_ATOMIC, INFO_EXTRA_READS_SHIFT, INFO_EXTRA_WRITES_SHIFT, INFO_SITE_SHIFT,
-    INFO_WRITE, LINE,
+    INFO_WRITE, LINE_SIZE,
 };
 use crate::select::{Access, Selection, Size};
 use crate::Stats;
@@ -33,7 +33,7 @@ struct Rewriter {
 
 impl Rewriter {
     fn hook(&self, name: &str) -> LLVMValueRef {
-        let i = crate::abi::HOOKS
+        let i = crate::abi::names::HOOKS
             .iter()
             .position(|h| *h == name)
             .expect("known hook");
@@ -83,11 +83,15 @@ impl Rewriter {
             0 => {
                 let i32t = LLVMInt32TypeInContext(self.ctx);
                 let base = LLVMBuildLoad2(self.b, i32t, self.site_base, c"profcc.base".as_ptr());
-                self.call(crate::abi::FN_COUNTERS, &mut [base], c"profcc.counters")
+                self.call(
+                    crate::abi::names::FN_COUNTERS,
+                    &mut [base],
+                    c"profcc.counters",
+                )
             }
-            1 => self.call(crate::abi::FN_ME, &mut [], c"profcc.me"),
-            2 => self.call(crate::abi::FN_RB, &mut [], c"profcc.rb"),
-            _ => self.call(crate::abi::FN_WMASK, &mut [], c"profcc.wmask"),
+            1 => self.call(crate::abi::names::FN_ME, &mut [], c"profcc.me"),
+            2 => self.call(crate::abi::names::FN_RB, &mut [], c"profcc.rb"),
+            _ => self.call(crate::abi::names::FN_WMASK, &mut [], c"profcc.wmask"),
         };
         let p = self.prologues.get_mut(&func).unwrap();
         *match which {
@@ -102,7 +106,7 @@ impl Rewriter {
     unsafe fn access(&mut self, local: usize, a: &Access, sharing: bool) {
         let i64t = LLVMInt64TypeInContext(self.ctx);
         let c = self.entry_value(a.func, 0);
-        let fixed_line = matches!(a.size, Size::Const(n) if n <= LINE);
+        let fixed_line = matches!(a.size, Size::Const(n) if n <= LINE_SIZE);
         let check = sharing && a.check;
         let (me, rb, wmask) = if !check || !fixed_line {
             (None, None, None)
@@ -140,14 +144,14 @@ impl Rewriter {
             if check {
                 let infov = LLVMConstInt(i64t, info, 0);
                 let mut args = [c, localv, a.ptr, size, infov];
-                self.call(crate::abi::RANGE_N, &mut args, empty);
+                self.call(crate::abi::names::RANGE_N, &mut args, empty);
             } else {
-                self.call(crate::abi::COUNT_N, &mut [c, localv, size], empty);
+                self.call(crate::abi::names::COUNT_N, &mut [c, localv, size], empty);
             }
             return;
         }
         if a.leader == local {
-            let n = self.call(crate::abi::COUNT, &mut [c, localv], c"profcc.n");
+            let n = self.call(crate::abi::names::COUNT, &mut [c, localv], c"profcc.n");
             self.group_count = Some(n);
         }
         let Size::Const(n) = a.size else { return };
@@ -157,26 +161,26 @@ impl Rewriter {
         let count = self
             .group_count
             .expect("a group's first access comes first");
-        if n <= LINE {
+        if n <= LINE_SIZE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
             if a.kind.writes() {
                 let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
-                self.call(crate::abi::WRITE, &mut args, empty);
+                self.call(crate::abi::names::WRITE, &mut args, empty);
             } else {
                 let mut args = [c, leaderv, a.ptr, infov, rb.unwrap()];
-                self.call(crate::abi::READ, &mut args, empty);
+                self.call(crate::abi::names::READ, &mut args, empty);
             }
         } else {
             let lenv = LLVMConstInt(i64t, n, 0);
             let infov = LLVMConstInt(i64t, info, 0);
             let mut args = [c, leaderv, a.ptr, lenv, infov];
-            self.call(crate::abi::RANGE, &mut args, empty);
+            self.call(crate::abi::names::RANGE, &mut args, empty);
         }
     }
 }
 
 /// # Safety
-/// All handles must be valid and belong to `ctx`; `hooks` are `abi::HOOKS` in order.
+/// All handles must be valid and belong to `ctx`; `hooks` are `abi::names::HOOKS` in order.
 pub unsafe fn rewrite(
     ctx: LLVMContextRef,
     hooks: &[LLVMValueRef],

@@ -404,7 +404,7 @@ pub fn plan(sel: &mut Selection, stats: &mut Stats) {
         let mut rep: HashMap<(u32, LLVMValueRef, u64), usize> = HashMap::new();
         for j in start..end {
             let Size::Const(n) = a[j].size else { continue };
-            if n > crate::abi::LINE || !plain(a[j].kind) {
+            if n > crate::abi::LINE_SIZE || !plain(a[j].kind) {
                 continue;
             }
             let key = (a[j].epoch, a[j].ptr, n);
@@ -438,7 +438,7 @@ pub fn plan(sel: &mut Selection, stats: &mut Stats) {
         let sampler = (start..end).find(|&i| {
             a[i].check
                 && a[i].kind.writes()
-                && matches!(a[i].size, Size::Const(n) if n <= crate::abi::LINE)
+                && matches!(a[i].size, Size::Const(n) if n <= crate::abi::LINE_SIZE)
         });
         if let Some(i) = sampler {
             a[i].samples = true;
@@ -452,7 +452,7 @@ pub fn plan(sel: &mut Selection, stats: &mut Stats) {
 }
 
 /// Most extra reads (and writes) one checked access stands for: 6 bits of `info` each.
-pub const MAX_EXTRA: u32 = 63;
+pub const MAX_EXTRA: u32 = crate::abi::INFO_EXTRA_MAX;
 
 fn plain(k: AccessKind) -> bool {
     matches!(k, AccessKind::Read | AccessKind::Write)

@@ -52,7 +52,8 @@ fn load_store() {
     // load of the line's shadow word (16 TiB + addr/8) and one rarely taken branch to the
     // cold door; nothing is stored to the shadow inline.
     assert_eq!(s.get("counter-shared-in-block"), 1);
-    assert_eq!(ir.matches("17592186044416").count(), 2, "{ir}");
+    let base = profcc_abi::LINE_SHADOW.to_string();
+    assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
     // One three-argument call on the cold side: address, counter slot, info (size | write << 8
     // | distance from the block's counting site << 32). preserve_most: the door keeps the
     // caller's general registers, so nothing is spilled around it.

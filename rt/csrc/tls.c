@@ -1,10 +1,7 @@
 /* The thread-local word the inlined fast path reads. Defined in C because stable Rust
  * cannot give a thread-local a fixed symbol name, an initial-exec model and an initialiser
  * that is the address of another object. */
-#include <stdint.h>
-
-/* Slots of one counter array: 2 x (registered sites + limbo); must equal counts::SLOTS. */
-#define PROFCC_SLOTS (2u * ((1u << 22) + (1u << 20)))
+#include "profcc_hooks.h" /* hooks/: declarations of the words below; the ABI constants */
 
 /* Where a thread counts until the runtime gives it its own array (done before any user code
  * runs on a thread it created, and in the first constructor for the main thread). Only
@@ -12,8 +9,8 @@
  * reports them as one pseudo-thread. Zero-fill BSS: costs address space, not memory. */
 __attribute__((visibility("hidden"))) uint64_t profcc_scratch_counts[PROFCC_SLOTS];
 
-/* Per-thread counter array: [2*site] = executions, [2*site+1] = bytes of run-time-length
- * accesses. Never null, so the fast path needs no branch. */
+/* Per-thread counter array: PROFCC_COUNTER_STRIDE slots per site (executions, bytes of
+ * run-time-length accesses). Never null, so the fast path needs no branch. */
 __attribute__((tls_model("initial-exec"), visibility("default")))
 __thread uint64_t *__profcc_counts = profcc_scratch_counts;
 
@@ -45,23 +42,3 @@ void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t
 void profcc_sharing_preinit(void);
 __attribute__((section(".preinit_array"), used)) static void (*profcc_preinit_entry)(void) =
     profcc_sharing_preinit;
-
-/* The cold door of the inlined hooks (passes/hooks/fastpath.c). A hot line's access arrives
- * here only when the hook's countdown reached zero (the thread's sampled access, one in
- * fs_sample) or when it is its group's write-volume sample; the latter leaves at once unless
- * it is also due. Everything else goes to the runtime, which re-arms a spent countdown.
- * Must match rt/src/sharing.rs. */
-#define PROFCC_LINE_SHADOW 0x100000000000ull
-#define PROFCC_HOT (1ull << 63)
-#define PROFCC_INFO_WRITE (1ull << 8)
-#define PROFCC_INFO_SAMPLED (1ull << 9)
-void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
-__attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info) {
-  uint64_t a = (uint64_t)p;
-  if (a >> 47) return;
-  uint64_t w = *(volatile uint64_t *)(PROFCC_LINE_SHADOW + ((a >> 6) << 3));
-  int sampled = (info & PROFCC_INFO_WRITE) && (*slot & __profcc_wmask) == 0;
-  int due = __profcc_hot_cd == 0;
-  if ((w & PROFCC_HOT) && !due && !sampled) return;
-  profcc_line_slow(p, info | ((uint64_t)sampled << 9), slot, due);
-}

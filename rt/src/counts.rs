@@ -25,42 +25,10 @@ use crate::mem::{self, SpinLock};
 use core::sync::atomic::{AtomicU32, Ordering};
 use profcc_schema::{AccessKind, AccessSite};
 
-pub const MAX_SITES: u32 = 1 << 22;
-pub const MAX_MODULE_SITES: u32 = 1 << 20;
-pub const LIMBO: u32 = MAX_SITES;
-pub const SLOTS: usize = 2 * (MAX_SITES + MAX_MODULE_SITES) as usize;
-pub const ABI_VERSION: u32 = 4;
-
-/// One access site, as the pass emits it (`passes/src/abi.rs` is the other side).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct SiteDesc {
-    pub file: u32,
-    pub line: u32,
-    pub col: u32,
-    pub func: u32,
-    /// Offset of "file:line" of the outermost inlined-at call, or u32::MAX.
-    pub inlined_at: u32,
-    pub size: u16,
-    pub kind: u8,
-    pub pad: u8,
-    /// The module-local site whose counter this one shares (the first access of its basic
-    /// block run; itself for a site with its own counter). Sites of one group execute
-    /// equally often.
-    pub leader: u32,
-}
-
-#[repr(C)]
-pub struct ModuleDesc {
-    pub abi_version: u32,
-    pub nsites: u32,
-    pub sites: *const SiteDesc,
-    /// NUL-separated strings; offsets in `SiteDesc` point into it.
-    pub strings: *const u8,
-    pub site_base: *mut u32,
-    /// Bit 0: the module's accesses read the cache-line shadow.
-    pub flags: u32,
-}
+pub use profcc_abi::{
+    ModuleDesc, SiteDesc, ABI_VERSION, LIMBO, MAX_MODULE_SITES, MAX_SITES, SLOTS,
+};
+use profcc_abi::{COUNTER_STRIDE, NO_STRING};
 
 struct Registered {
     desc: *const ModuleDesc,
@@ -157,17 +125,18 @@ pub unsafe fn after_fork_child() {
 }
 
 fn kind_of(k: u8) -> AccessKind {
-    match k {
-        0 => AccessKind::Read,
-        1 => AccessKind::Write,
-        2 => AccessKind::Atomic,
-        3 => AccessKind::CopyRead,
-        _ => AccessKind::CopyWrite,
+    use profcc_abi::AccessKind as K;
+    match K::from_code(k) {
+        Some(K::Read) => AccessKind::Read,
+        Some(K::Write) => AccessKind::Write,
+        Some(K::Atomic) => AccessKind::Atomic,
+        Some(K::CopyRead) => AccessKind::CopyRead,
+        Some(K::CopyWrite) | None => AccessKind::CopyWrite,
     }
 }
 
 unsafe fn string_at(strings: *const u8, off: u32) -> String {
-    if off == u32::MAX {
+    if off == NO_STRING {
         return String::new();
     }
     let p = strings.add(off as usize) as *const libc::c_char;
@@ -206,10 +175,10 @@ pub fn snapshot() -> Snapshot {
             let g = (base + leader) as usize;
             let (mut count, mut bytes, mut nthreads) = (0u64, 0u64, 0u32);
             for (i, &(_, c)) in threads.iter().enumerate() {
-                let n = unsafe { *c.add(2 * g) };
+                let n = unsafe { *c.add(COUNTER_STRIDE * g) };
                 if n != 0 {
                     count += n;
-                    bytes += unsafe { *c.add(2 * g + 1) };
+                    bytes += unsafe { *c.add(COUNTER_STRIDE * g + profcc_abi::BYTES_SLOT) };
                     nthreads += 1;
                     per_thread[i].1 += n;
                 }
@@ -240,7 +209,7 @@ pub fn snapshot() -> Snapshot {
     for (i, &(_, c)) in threads.iter().enumerate() {
         for local in 0..max_local.max(1) {
             let g = (LIMBO + local) as usize;
-            let n = unsafe { *c.add(2 * g) };
+            let n = unsafe { *c.add(COUNTER_STRIDE * g) };
             unattributed += n;
             per_thread[i].1 += n;
         }

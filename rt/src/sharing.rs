@@ -1,34 +1,12 @@
 //! Cache-line sharing analysis: the line shadow, the cold door the inlined hooks call, the
 //! tracked-line table, and the profile's `sharing` section.
 //!
-//! # Address map (x86-64, 47-bit user space)
+//! The address map (the line shadow and its neighbours) and the line's shadow word
+//! ([`ShadowWord`]: owner, reader mask, field, hot/retired) are part of the hook ABI, defined
+//! and tested in the profcc-abi crate (abi/src/lib.rs). The line shadow is reserved with
+//! `MAP_FIXED_NOREPLACE`, so it never clobbers a mapping.
 //!
-//! ```text
-//! [0x0000_0000_0000, 0x1000_0000_0000)  application (low: non-PIE executables, brk heap)
-//! [0x1000_0000_0000, 0x2000_0000_0000)  LINE SHADOW, 16 TiB, MAP_NORESERVE: 8 bytes per 64-byte line
-//!                                       shadow(a) = 0x1000_0000_0000 + (a >> 6) * 8
-//! [0x2000_0000_0000, 0x2020_0000_0000)  page shadow, 128 GiB (reserved for the NUMA analysis:
-//!                                       4 bytes per 4 KiB page; not mapped yet)
-//! [0x2020_0000_0000, 0x8000_0000_0000)  application (PIE executables, mmap, stacks)
-//! ```
-//! Invariants (tested below): shadow(a) lies in the line-shadow range for every user address;
-//! the shadow of the shadow range is never read (the runtime's own memory is not instrumented);
-//! the reservation uses `MAP_FIXED_NOREPLACE`, so it never clobbers a mapping.
-//!
-//! # The line's shadow word
-//!
-//! ```text
-//! cold:  bit 63 = 0 | bit 62 retired | bits 48-61 field | bits 16-47 reader mask | bits 0-15 owner
-//! hot:   bit 63 = 1 | bits 0-62 index of the line's record in the tracked-line table
-//! ```
-//! - owner: id+1 of the line's last writer (0: never written). Thread ids beyond 65534 wrap.
-//! - reader mask: bit 16 + (id+1) % 32 for each thread that accessed the line since its last
-//!   write; the writer's own bit is set by its write. With more than 32 threads, threads that
-//!   share a bit hide each other's reads of cold lines (tracked lines are exact).
-//! - field, cold line: invalidations (bits 48-55) and write-volume samples (56-61) so far;
-//!   retired line (tracked once, let go): its table index (0x3fff: table was full).
-//!
-//! The inlined hooks (passes/hooks/fastpath.c) leave at once when a write finds the word
+//! The inlined hooks (hooks/sharing.c) leave at once when a write finds the word
 //! equal to the thread's owner word (it wrote last and nobody read since; counters masked
 //! out) and when a read finds its reader bit set on a cold line. Everything else comes here:
 //! ownership changes (Cheetah's rule: a write after another thread's access is one
@@ -47,31 +25,12 @@
 
 use crate::threads;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use profcc_abi::{
+    line_shadow as shadow_of, ShadowWord, APP_LIMIT, COUNTER_STRIDE, FLAG_SHARING, INFO_EXTRA_MAX,
+    INFO_EXTRA_READS_SHIFT, INFO_EXTRA_WRITES_SHIFT, INFO_SAMPLED, INFO_SITE_SHIFT, INFO_SIZE_MASK,
+    INFO_WRITE, LINE_SHADOW, LINE_SHADOW_SIZE,
+};
 use profcc_schema::sharing as schema;
-
-pub const LINE_SHADOW: u64 = 0x1000_0000_0000;
-pub const LINE_SHADOW_SIZE: u64 = 1 << 44;
-pub const PAGE_SHADOW: u64 = 0x2000_0000_0000;
-pub const APP_LIMIT: u64 = 1 << 47;
-
-const HOT: u64 = 1 << 63;
-const RETIRED: u64 = 1 << 62;
-const OWNER: u64 = 0xffff;
-const READERS: u64 = 0xffff_ffff << 16;
-const FIELD_SHIFT: u32 = 48;
-const FIELD: u64 = 0x3fff;
-pub(crate) const NO_RECORD: u64 = 0x3fff;
-const INFO_WRITE: u64 = 1 << 8;
-const INFO_SAMPLED: u64 = 1 << 9;
-/// The unchecked reads and writes of the same bytes in the same basic block that the access
-/// stands for (6 bits each; e.g. the load of a load/add/store, or an unrolled loop's copies).
-const INFO_EXTRA_READS_SHIFT: u32 = 12;
-const INFO_EXTRA_WRITES_SHIFT: u32 = 18;
-
-#[inline]
-pub fn shadow_of(addr: u64) -> u64 {
-    LINE_SHADOW + ((addr >> 6) << 3)
-}
 
 #[inline]
 fn word(addr: u64) -> &'static AtomicU64 {
@@ -166,13 +125,14 @@ fn reserve() {
 /// A module registers: if it reads the shadow and the shadow could not be reserved, the
 /// program cannot run instrumented; say why and how to fix it, and stop.
 pub fn check_module(flags: u32) {
-    if flags & 1 == 0 {
+    if flags & FLAG_SHARING == 0 {
         return;
     }
     reserve();
     if SHADOW.load(Relaxed) == 2 {
         crate::writer::stderr_line(&format!(
-            "profcc: cannot reserve 16 TiB of address space at {LINE_SHADOW:#x} for the cache-line shadow (errno {}); lift `ulimit -v`, use vm.overcommit_memory=0 or 1, or rebuild with PROFCC_INSTRUMENT=accesses",
+            "profcc: cannot reserve {} TiB of address space at {LINE_SHADOW:#x} for the cache-line shadow (errno {}); lift `ulimit -v`, use vm.overcommit_memory=0 or 1, or rebuild with PROFCC_INSTRUMENT=accesses",
+            LINE_SHADOW_SIZE >> 40,
             SHADOW_ERRNO.load(Relaxed)
         ));
         unsafe { libc::_exit(1) };
@@ -209,13 +169,12 @@ pub fn init() {
 /// The calling thread got its dense id (main thread at initialisation, others in their start
 /// trampoline): set its owner word, reader bit and sample mask; record its stack.
 pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) {
-    let t = (id as u64 % 0xffff) + 1;
-    let rb = 1u64 << (16 + t % 32);
+    let me = ShadowWord::thread(id);
     let v = tvars();
     let w = WATCH.load(Relaxed) as u64;
     unsafe {
-        *v.me = t | rb;
-        *v.rb = rb;
+        *v.me = me.0;
+        *v.rb = me.readers();
         *v.wmask = if w == 0 { u64::MAX } else { w - 1 };
         *v.countdown = next_period();
     }
@@ -373,15 +332,8 @@ pub fn object_freed(o: &crate::alloc::ObjectInfo) {
     let n = NEXT.load(Relaxed) as u64;
     let mut line = first;
     while line < end {
-        let w = word(line).load(Relaxed);
-        let idx = if w & HOT != 0 {
-            Some(w & !HOT)
-        } else if w & RETIRED != 0 && (w >> FIELD_SHIFT) & FIELD != NO_RECORD {
-            Some((w >> FIELD_SHIFT) & FIELD)
-        } else {
-            None
-        };
-        if let Some(i) = idx.filter(|&i| i < n) {
+        let w = ShadowWord(word(line).load(Relaxed));
+        if let Some(i) = w.record().filter(|&i| i < n) {
             note_object(record(i), o);
         }
         line += 64;
@@ -415,23 +367,24 @@ fn neighbour_of_other(line: u64, t: u64) -> bool {
         if n >= APP_LIMIT {
             return false;
         }
-        let w = word(n).load(Relaxed);
-        if w & HOT != 0 {
-            let tb = record(w & !HOT).table.load(Relaxed);
+        let w = ShadowWord(word(n).load(Relaxed));
+        if w.is_hot() {
+            let tb = record(w.hot_index()).table.load(Relaxed);
             return [tb & 0xffff_ffff, tb >> 32]
                 .into_iter()
                 .any(|e| e & 1 != 0 && e >> 1 != 0 && e >> 1 != t);
         }
-        let o = w & OWNER;
+        let o = w.owner();
         o != 0 && o != t
     })
 }
 
 /// Global site id of the access: `slot` is its group's counter in the thread's array, and
-/// `info >> 32` the access's distance from the group's first site.
+/// `info >> INFO_SITE_SHIFT` the access's distance from the group's first site.
 fn site_of(slot: *mut u64, info: u64) -> u32 {
     let base = unsafe { *profcc_counts_slot() } as usize;
-    (((slot as usize).wrapping_sub(base) / 16) as u32).wrapping_add((info >> 32) as u32)
+    (((slot as usize).wrapping_sub(base) / (COUNTER_STRIDE * 8)) as u32)
+        .wrapping_add((info >> INFO_SITE_SHIFT) as u32)
 }
 
 /// The cold door, after the C part (`__profcc_slow` in rt/csrc/tls.c) let through a hot
@@ -474,14 +427,20 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
     while a < end {
         let next = (a & !63) + 64;
         let n = next.min(end) - a;
-        let w = word(a).load(Relaxed);
+        let w = ShadowWord(word(a).load(Relaxed));
         let fast = if write {
-            w & (HOT | READERS | OWNER) == me
+            w.is_fast_write(me)
         } else {
-            w & (HOT | rb) == rb
+            w.is_fast_read(rb)
         };
         if !fast {
-            slow(a, (info & !0xff) | n.min(255), me, slot, true);
+            slow(
+                a,
+                (info & !INFO_SIZE_MASK) | n.min(INFO_SIZE_MASK),
+                me,
+                slot,
+                true,
+            );
         }
         a = next;
     }
@@ -492,42 +451,42 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
 unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
     let line = addr & !63;
     let sh = word(line);
-    let t = me & OWNER;
-    let rb = me & READERS;
+    let t = ShadowWord(me).owner();
+    let rb = ShadowWord(me).readers();
     let write = info & INFO_WRITE != 0;
-    let sampled = info & INFO_SAMPLED != 0; // set for writes only (rt/csrc/tls.c)
+    let sampled = info & INFO_SAMPLED != 0; // set for writes only (hooks/sharing_door.c)
     let multi = multi();
     for _ in 0..8 {
-        let w = sh.load(Relaxed);
-        if w & HOT != 0 {
-            let r = record(w & !HOT);
+        let w = ShadowWord(sh.load(Relaxed));
+        if w.is_hot() {
+            let r = record(w.hot_index());
             if sampled && multi {
                 r.volume.fetch_add(1, Relaxed);
             }
             if due {
-                hot_access(r, w & !HOT, sh, addr, info, me, slot, multi);
+                hot_access(r, w.hot_index(), sh, addr, info, me, slot, multi);
             }
             return;
         }
         if !write {
             // First read of the line by this thread since its last write.
             if sh
-                .compare_exchange_weak(w, w | rb, Relaxed, Relaxed)
+                .compare_exchange_weak(w.0, w.0 | rb, Relaxed, Relaxed)
                 .is_ok()
             {
                 return;
             }
             continue;
         }
-        let owner = w & OWNER;
+        let owner = w.owner();
         // A write after another thread's access: one invalidation (counted while >1 thread).
-        let inval = multi && ((owner != 0 && owner != t) || (w & READERS & !rb) != 0);
+        let inval = multi && ((owner != 0 && owner != t) || (w.readers() & !rb) != 0);
         let volume = multi && sampled;
-        let field = (w >> FIELD_SHIFT) & FIELD;
-        let mut new = me;
+        let field = w.field();
+        let mut new;
         let mut heat: Option<u64> = None; // index of the record the line becomes hot with
-        if w & RETIRED != 0 {
-            if field != NO_RECORD {
+        if w.is_retired() {
+            if field != ShadowWord::NO_RECORD {
                 let r = record(field);
                 if volume {
                     r.volume.fetch_add(1, Relaxed);
@@ -539,11 +498,11 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
                     }
                 }
             }
-            new |= RETIRED | (field << FIELD_SHIFT);
+            new = ShadowWord::retired(me, field).0;
         } else {
-            let inv = (field & 0xff) + inval as u64;
-            let vol = ((field >> 8) + volume as u64).min(63);
-            new |= (inv.min(255) | (vol << 8)) << FIELD_SHIFT;
+            let inv = w.invalidations() + inval as u64;
+            let vol = (w.volume_samples() + volume as u64).min(ShadowWord::VOLUME_MAX);
+            new = ShadowWord::cold(me, inv.min(ShadowWord::INVALIDATIONS_MAX), vol).0;
             let contended = inv >= THRESHOLD.load(Relaxed) as u64;
             let watch = !contended
                 && volume
@@ -555,19 +514,19 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
                         record(i).volume.store(vol, Relaxed);
                         heat = Some(i);
                     }
-                    None => new = me | RETIRED | (NO_RECORD << FIELD_SHIFT),
+                    None => new = ShadowWord::retired(me, ShadowWord::NO_RECORD).0,
                 }
             }
         }
         if let Some(i) = heat {
             let r = record(i);
-            if w & RETIRED != 0 {
+            if w.is_retired() {
                 r.contended.store(1, Relaxed);
                 r.since_retired.store(0, Relaxed);
             }
             r.budget.store(0, Relaxed);
-            new = HOT | i;
-            if sh.compare_exchange(w, new, Relaxed, Relaxed).is_ok() {
+            new = ShadowWord::hot(i).0;
+            if sh.compare_exchange(w.0, new, Relaxed, Relaxed).is_ok() {
                 // The table starts with this write.
                 r.table.store((t << 1) | 1, Relaxed);
                 record_bytes(r, addr, info, t, slot);
@@ -575,7 +534,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
             }
             continue;
         }
-        if sh.compare_exchange_weak(w, new, Relaxed, Relaxed).is_ok() {
+        if sh.compare_exchange_weak(w.0, new, Relaxed, Relaxed).is_ok() {
             return;
         }
     }
@@ -592,7 +551,7 @@ unsafe fn hot_access(
     slot: *mut u64,
     multi: bool,
 ) {
-    let t = me & OWNER;
+    let t = ShadowWord(me).owner();
     let write = info & INFO_WRITE != 0;
     if !multi {
         return;
@@ -638,8 +597,8 @@ unsafe fn hot_access(
         if r.invalidations.load(Relaxed) >= THRESHOLD.load(Relaxed) as u64 {
             r.contended.store(1, Relaxed);
         } else if r.budget.fetch_add(1, Relaxed) + 1 >= BUDGET.load(Relaxed) {
-            let w = HOT | idx;
-            let cold = me | RETIRED | (idx << FIELD_SHIFT);
+            let w = ShadowWord::hot(idx).0;
+            let cold = ShadowWord::retired(me, idx).0;
             let _ = sh.compare_exchange(w, cold, Relaxed, Relaxed);
         }
     }
@@ -648,11 +607,11 @@ unsafe fn hot_access(
 unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64) {
     let write = info & INFO_WRITE != 0;
     let off = (addr & 63) as usize;
-    let size = (info & 0xff).max(1);
+    let size = (info & INFO_SIZE_MASK).max(1);
     let bit = 1u64 << ((t - 1) % 64);
     let b = &r.bytes[off];
-    let extra_reads = ((info >> INFO_EXTRA_READS_SHIFT) & 63) as u32;
-    let extra_writes = ((info >> INFO_EXTRA_WRITES_SHIFT) & 63) as u32;
+    let extra_reads = ((info >> INFO_EXTRA_READS_SHIFT) & INFO_EXTRA_MAX as u64) as u32;
+    let extra_writes = ((info >> INFO_EXTRA_WRITES_SHIFT) & INFO_EXTRA_MAX as u64) as u32;
     let set = if write { &b.writers } else { &b.readers };
     if set.load(Relaxed) & bit == 0 {
         set.fetch_or(bit, Relaxed);
@@ -1007,26 +966,12 @@ mod tests {
     }
 
     #[test]
-    fn address_map_invariants() {
-        // Every user address maps into the line shadow, in order, 8 bytes per line.
+    fn shadow_words_are_the_abis() {
+        // The address map and the word are tested in profcc-abi (abi/tests/address_map.rs);
+        // here, that this module reads them through it.
         assert_eq!(shadow_of(0), LINE_SHADOW);
         assert_eq!(shadow_of(APP_LIMIT - 1), LINE_SHADOW + LINE_SHADOW_SIZE - 8);
-        assert_eq!(shadow_of(64) - shadow_of(0), 8);
-        assert_eq!(shadow_of(63), shadow_of(0));
-        // The shadow and the page shadow do not overlap, and neither reaches the usual
-        // places of PIE executables (0x55..), mmap and stacks (0x7f..).
-        assert!(LINE_SHADOW + LINE_SHADOW_SIZE <= PAGE_SHADOW);
-        assert!(PAGE_SHADOW + (APP_LIMIT >> 12) * 4 < 0x5500_0000_0000);
-        // Owner, reader mask, field and flags do not overlap.
-        assert_eq!(OWNER & READERS, 0);
-        assert_eq!(
-            (FIELD << FIELD_SHIFT) & (READERS | OWNER | HOT | RETIRED),
-            0
-        );
-        assert_eq!(HOT & RETIRED, 0);
-        // The write hook's mask (passes/hooks/fastpath.c): hot, readers and owner; a retired
-        // line's field and flag do not slow its owner down.
-        assert_eq!(0x8000_ffff_ffff_ffffu64, HOT | READERS | OWNER);
+        assert_eq!(ShadowWord::NO_RECORD, ShadowWord::FIELD);
     }
 
     #[test]

@@ -1,0 +1,55 @@
+/* profcc's hook ABI for C: GENERATED from the profcc-abi crate (abi/src/header.rs).
+ * Do not edit; regenerate with `UPDATE_ABI_HEADER=1 cargo test -p profcc-abi`. */
+#ifndef PROFCC_ABI_H
+#define PROFCC_ABI_H
+
+#include <stdint.h>
+
+/* Address map (profcc-abi: abi/src/lib.rs) */
+#define PROFCC_APP_BITS 47 /* user space is [0, 1 << APP_BITS) */
+#define PROFCC_APP_LIMIT 0x800000000000ull
+#define PROFCC_LINE_SHIFT 6 /* 64-byte cache lines */
+#define PROFCC_SHADOW_WORD_SHIFT 3 /* 8-byte shadow words */
+#define PROFCC_LINE_SHADOW 0x100000000000ull /* 16 TiB: one word per line */
+#define PROFCC_LINE_SHADOW_SIZE 0x100000000000ull
+#define PROFCC_LINE_SHADOW_OF(a) (PROFCC_LINE_SHADOW + (((uint64_t)(a) >> PROFCC_LINE_SHIFT) << PROFCC_SHADOW_WORD_SHIFT)) /* address of the shadow word of the line holding a */
+#define PROFCC_PAGE_SHIFT 12 /* 4 KiB pages */
+#define PROFCC_PAGE_ENTRY_SHIFT 2 /* 4-byte page entries */
+#define PROFCC_PAGE_SHADOW 0x200000000000ull /* 128 GiB: one entry per page */
+#define PROFCC_PAGE_SHADOW_SIZE 0x2000000000ull
+
+/* The line's shadow word */
+#define PROFCC_HOT 0x8000000000000000ull /* tracked line: the rest is its record index */
+#define PROFCC_RETIRED 0x4000000000000000ull
+#define PROFCC_FIELD_SHIFT 48
+#define PROFCC_FIELD 0x3fffull
+#define PROFCC_READERS 0xffffffff0000ull /* reader mask */
+#define PROFCC_OWNER 0xffffull /* last writer's id+1 */
+#define PROFCC_WRITE_MASK 0x8000ffffffffffffull /* a write leaves at once when (word & WRITE_MASK) == owner word */
+
+/* The `info` argument of the sharing hooks */
+#define PROFCC_INFO_SIZE_MASK 0xffull /* access size, capped at 255 */
+#define PROFCC_INFO_WRITE 0x100ull
+#define PROFCC_INFO_SAMPLED_SHIFT 9 /* set by the door */
+#define PROFCC_INFO_SAMPLED 0x200ull
+#define PROFCC_INFO_ATOMIC 0x400ull
+#define PROFCC_INFO_EXTRA_READS_SHIFT 12
+#define PROFCC_INFO_EXTRA_WRITES_SHIFT 18
+#define PROFCC_INFO_EXTRA_MAX 63
+#define PROFCC_INFO_SITE_SHIFT 32 /* site - group leader */
+
+/* Counter arrays */
+#define PROFCC_COUNTER_STRIDE 2 /* u64 slots per site */
+#define PROFCC_COUNT_SLOT 0 /* executions */
+#define PROFCC_BYTES_SLOT 1 /* bytes of run-time-length accesses */
+#define PROFCC_MAX_SITES 4194304u
+#define PROFCC_MAX_MODULE_SITES 1048576u
+#define PROFCC_LIMBO 4194304u /* site base of an unregistered module */
+#define PROFCC_SLOTS 10485760u /* u64 slots of one thread's counter array */
+
+/* Module descriptor */
+#define PROFCC_ABI_VERSION 4u
+#define PROFCC_FLAG_SHARING 1u /* the module reads the line shadow */
+#define PROFCC_CTOR_PRIORITY 1
+
+#endif /* PROFCC_ABI_H */

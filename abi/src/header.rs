@@ -1,0 +1,167 @@
+//! The C view of the contract: `include/profcc_abi.h`, generated from the constants of this
+//! crate so the hook bodies and the runtime's C parts never hold copies of their own.
+//!
+//! The committed header must equal [`write_c_header`]'s output (tests/header.rs fails
+//! otherwise); `UPDATE_ABI_HEADER=1 cargo test -p profcc-abi` rewrites it.
+
+use crate::*;
+use core::fmt::{Result, Write};
+
+/// Where the header lives, relative to the crate.
+pub const PATH: &str = "include/profcc_abi.h";
+/// How to regenerate it.
+pub const REGENERATE: &str = "UPDATE_ABI_HEADER=1 cargo test -p profcc-abi";
+
+enum Item {
+    Section(&'static str),
+    /// Name (without `PROFCC_`), value, C suffix (`ull`, `u`, or none), hex?, comment.
+    Def(&'static str, u64, &'static str, bool, &'static str),
+    /// A macro with arguments, verbatim.
+    Macro(&'static str, &'static str, &'static str),
+}
+use Item::*;
+
+const fn hex(name: &'static str, v: u64, comment: &'static str) -> Item {
+    Def(name, v, "ull", true, comment)
+}
+const fn int(name: &'static str, v: u64, comment: &'static str) -> Item {
+    Def(name, v, "", false, comment)
+}
+const fn uint(name: &'static str, v: u64, comment: &'static str) -> Item {
+    Def(name, v, "u", false, comment)
+}
+
+const ITEMS: &[Item] = &[
+    Section("Address map (profcc-abi: abi/src/lib.rs)"),
+    int(
+        "APP_BITS",
+        APP_BITS as u64,
+        "user space is [0, 1 << APP_BITS)",
+    ),
+    hex("APP_LIMIT", APP_LIMIT, ""),
+    int("LINE_SHIFT", LINE_SHIFT as u64, "64-byte cache lines"),
+    int(
+        "SHADOW_WORD_SHIFT",
+        SHADOW_WORD_SHIFT as u64,
+        "8-byte shadow words",
+    ),
+    hex("LINE_SHADOW", LINE_SHADOW, "16 TiB: one word per line"),
+    hex("LINE_SHADOW_SIZE", LINE_SHADOW_SIZE, ""),
+    Macro(
+        "LINE_SHADOW_OF(a)",
+        "(PROFCC_LINE_SHADOW + (((uint64_t)(a) >> PROFCC_LINE_SHIFT) << PROFCC_SHADOW_WORD_SHIFT))",
+        "address of the shadow word of the line holding a",
+    ),
+    int("PAGE_SHIFT", PAGE_SHIFT as u64, "4 KiB pages"),
+    int(
+        "PAGE_ENTRY_SHIFT",
+        PAGE_ENTRY_SHIFT as u64,
+        "4-byte page entries",
+    ),
+    hex("PAGE_SHADOW", PAGE_SHADOW, "128 GiB: one entry per page"),
+    hex("PAGE_SHADOW_SIZE", PAGE_SHADOW_SIZE, ""),
+    Section("The line's shadow word"),
+    hex(
+        "HOT",
+        ShadowWord::HOT,
+        "tracked line: the rest is its record index",
+    ),
+    hex("RETIRED", ShadowWord::RETIRED, ""),
+    int("FIELD_SHIFT", ShadowWord::FIELD_SHIFT as u64, ""),
+    hex("FIELD", ShadowWord::FIELD, ""),
+    hex("READERS", ShadowWord::READERS, "reader mask"),
+    hex("OWNER", ShadowWord::OWNER, "last writer's id+1"),
+    hex(
+        "WRITE_MASK",
+        ShadowWord::WRITE_MASK,
+        "a write leaves at once when (word & WRITE_MASK) == owner word",
+    ),
+    Section("The `info` argument of the sharing hooks"),
+    hex(
+        "INFO_SIZE_MASK",
+        INFO_SIZE_MASK,
+        "access size, capped at 255",
+    ),
+    hex("INFO_WRITE", INFO_WRITE, ""),
+    int(
+        "INFO_SAMPLED_SHIFT",
+        INFO_SAMPLED_SHIFT as u64,
+        "set by the door",
+    ),
+    hex("INFO_SAMPLED", INFO_SAMPLED, ""),
+    hex("INFO_ATOMIC", INFO_ATOMIC, ""),
+    int("INFO_EXTRA_READS_SHIFT", INFO_EXTRA_READS_SHIFT as u64, ""),
+    int(
+        "INFO_EXTRA_WRITES_SHIFT",
+        INFO_EXTRA_WRITES_SHIFT as u64,
+        "",
+    ),
+    int("INFO_EXTRA_MAX", INFO_EXTRA_MAX as u64, ""),
+    int(
+        "INFO_SITE_SHIFT",
+        INFO_SITE_SHIFT as u64,
+        "site - group leader",
+    ),
+    Section("Counter arrays"),
+    int(
+        "COUNTER_STRIDE",
+        COUNTER_STRIDE as u64,
+        "u64 slots per site",
+    ),
+    int("COUNT_SLOT", COUNT_SLOT as u64, "executions"),
+    int(
+        "BYTES_SLOT",
+        BYTES_SLOT as u64,
+        "bytes of run-time-length accesses",
+    ),
+    uint("MAX_SITES", MAX_SITES as u64, ""),
+    uint("MAX_MODULE_SITES", MAX_MODULE_SITES as u64, ""),
+    uint("LIMBO", LIMBO as u64, "site base of an unregistered module"),
+    uint(
+        "SLOTS",
+        SLOTS as u64,
+        "u64 slots of one thread's counter array",
+    ),
+    Section("Module descriptor"),
+    uint("ABI_VERSION", ABI_VERSION as u64, ""),
+    uint(
+        "FLAG_SHARING",
+        FLAG_SHARING as u64,
+        "the module reads the line shadow",
+    ),
+    int("CTOR_PRIORITY", CTOR_PRIORITY, ""),
+];
+
+/// Write the header.
+pub fn write_c_header(out: &mut dyn Write) -> Result {
+    out.write_str(
+        "/* profcc's hook ABI for C: GENERATED from the profcc-abi crate (abi/src/header.rs).\n",
+    )?;
+    writeln!(out, " * Do not edit; regenerate with `{REGENERATE}`. */")?;
+    out.write_str("#ifndef PROFCC_ABI_H\n#define PROFCC_ABI_H\n\n#include <stdint.h>\n")?;
+    for item in ITEMS {
+        match *item {
+            Section(title) => writeln!(out, "\n/* {title} */")?,
+            Def(name, v, suffix, is_hex, comment) => {
+                if is_hex {
+                    write!(out, "#define PROFCC_{name} {v:#x}{suffix}")?;
+                } else {
+                    write!(out, "#define PROFCC_{name} {v}{suffix}")?;
+                }
+                end_line(out, comment)?;
+            }
+            Macro(name, body, comment) => {
+                write!(out, "#define PROFCC_{name} {body}")?;
+                end_line(out, comment)?;
+            }
+        }
+    }
+    out.write_str("\n#endif /* PROFCC_ABI_H */\n")
+}
+
+fn end_line(out: &mut dyn Write, comment: &str) -> Result {
+    if !comment.is_empty() {
+        write!(out, " /* {comment} */")?;
+    }
+    out.write_str("\n")
+}

@@ -1,0 +1,478 @@
+//! The contract between instrumented code and the runtime: one definition of everything the
+//! pass (`passes/`), the C hook bodies (`hooks/*.c`) and the runtime (`rt/`) must agree on.
+//!
+//! The pass and the runtime import it; the C side includes `include/profcc_abi.h`, generated
+//! from this crate by [`header::write_c_header`] (a test fails when the committed copy is
+//! stale: `UPDATE_ABI_HEADER=1 cargo test -p profcc-abi` rewrites it). A change to anything
+//! here that alters what an instrumented object contains or expects bumps [`ABI_VERSION`].
+//!
+//! # Address map (x86-64 Linux, 47-bit user space)
+//!
+//! ```text
+//! start          end              size     region
+//! 0000 0000 0000 - 1000 0000 0000:  16 TiB  APP_LOW      non-PIE executables (0x40_0000), their brk
+//!                                                        heap, MAP_32BIT mappings
+//! 1000 0000 0000 - 2000 0000 0000:  16 TiB  LINE_SHADOW  8 bytes per 64-byte line of user space;
+//!                                                        reserved before any constructor runs
+//!                                                        (MAP_NORESERVE | MAP_FIXED_NOREPLACE)
+//! 2000 0000 0000 - 2020 0000 0000: 128 GiB  PAGE_SHADOW  4 bytes per 4 KiB page of user space, for
+//!                                                        the NUMA analysis (not reserved yet)
+//! 2020 0000 0000 - 8000 0000 0000: ~96 TiB  APP_HIGH     PIE executables (0x55.., 0x56..), mmap,
+//!                                                        shared libraries, stacks (0x7f..)
+//!
+//! line_shadow(a) = 0x1000_0000_0000 + (a >> 6) * 8      line_of_shadow(s) = (s - 0x1000_0000_0000) / 8 * 64
+//! page_shadow(a) = 0x2000_0000_0000 + (a >> 12) * 4     page_of_shadow(s) = (s - 0x2000_0000_0000) / 4 * 4096
+//! ```
+//!
+//! Invariants (tests/address_map.rs): the regions tile `[0, 2^47)`; the shadow of every address
+//! of an application region lies in the shadow region, and maps back to the address's line
+//! (page) base; shadow regions are disjoint from each other and from the application regions.
+//! Every user address has a shadow, the shadow regions' own included, but nothing reads those:
+//! the runtime's memory is not instrumented, and the hooks' door drops addresses at or above
+//! [`APP_LIMIT`].
+//!
+//! # The line's shadow word ([`ShadowWord`])
+//!
+//! ```text
+//! cold:  bit 63 = 0 | bit 62 retired | bits 48-61 field | bits 16-47 reader mask | bits 0-15 owner
+//! hot:   bit 63 = 1 | bits 0-62 index of the line's record in the tracked-line table
+//! ```
+//! - owner: id+1 of the line's last writer (0: never written). Thread ids beyond 65534 wrap.
+//! - reader mask: bit 16 + (id+1) % 32 for each thread that accessed the line since its last
+//!   write; the writer's own bit is set by its write. With more than 32 threads, threads that
+//!   share a bit hide each other's reads of cold lines (tracked lines are exact).
+//! - field, cold line: invalidations (bits 48-55) and write-volume samples (56-61) so far;
+//!   retired line (tracked once, let go): its table index (0x3fff: table was full).
+//!
+//! A thread's *owner word* ([`ShadowWord::thread`]) has the layout of a cold word written by
+//! that thread and read by nobody else: its id+1 and its own reader bit. The inlined hooks leave
+//! at once when a write finds the line's word equal to it, counters masked out
+//! ([`ShadowWord::is_fast_write`]), and when a read finds its reader bit set on a cold line
+//! ([`ShadowWord::is_fast_read`]); everything else goes through the cold door.
+//!
+//! # Counter arrays
+//!
+//! One per thread, [`SLOTS`] u64 words, [`COUNTER_STRIDE`] per site:
+//!
+//! ```text
+//! slot 2*g + COUNT_SLOT    executions of global site g    g in [0, MAX_SITES)                  registered sites
+//! slot 2*g + BYTES_SLOT    bytes of run-time-length       g in [LIMBO, LIMBO + MAX_MODULE_SITES) sites of modules
+//!                          accesses (memory intrinsics)                                         not registered yet
+//! ```
+//!
+//! # Module descriptor and site records
+//!
+//! Each instrumented module carries one [`ModuleDesc`] (private constant) that its priority
+//! [`CTOR_PRIORITY`] constructor passes to [`names::REGISTER`]; its `sites` are
+//! [`SITE_WORDS`] u32 words each, read by the runtime as [`SiteDesc`].
+#![no_std]
+
+pub mod header;
+
+// ---- the address map ----
+
+/// User space ends here (47-bit virtual addresses); the door drops addresses at or above it.
+pub const APP_BITS: u32 = 47;
+pub const APP_LIMIT: u64 = 1 << APP_BITS;
+/// Cache lines are `1 << LINE_SHIFT` bytes.
+pub const LINE_SHIFT: u32 = 6;
+pub const LINE_SIZE: u64 = 1 << LINE_SHIFT;
+/// A line's shadow word is `1 << SHADOW_WORD_SHIFT` bytes.
+pub const SHADOW_WORD_SHIFT: u32 = 3;
+pub const LINE_SHADOW: u64 = 0x1000_0000_0000;
+pub const LINE_SHADOW_SIZE: u64 = (APP_LIMIT >> LINE_SHIFT) << SHADOW_WORD_SHIFT;
+pub const LINE_SHADOW_END: u64 = LINE_SHADOW + LINE_SHADOW_SIZE;
+/// Pages (first-touch owner, NUMA) are `1 << PAGE_SHIFT` bytes.
+pub const PAGE_SHIFT: u32 = 12;
+/// A page's shadow entry is `1 << PAGE_ENTRY_SHIFT` bytes.
+pub const PAGE_ENTRY_SHIFT: u32 = 2;
+pub const PAGE_SHADOW: u64 = 0x2000_0000_0000;
+pub const PAGE_SHADOW_SIZE: u64 = (APP_LIMIT >> PAGE_SHIFT) << PAGE_ENTRY_SHIFT;
+pub const PAGE_SHADOW_END: u64 = PAGE_SHADOW + PAGE_SHADOW_SIZE;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionKind {
+    /// The program's memory: every address here may be accessed by instrumented code.
+    App,
+    LineShadow,
+    PageShadow,
+}
+
+/// One region of the address map: `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub name: &'static str,
+    pub kind: RegionKind,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// The whole address map, in address order; the regions tile `[0, APP_LIMIT)`.
+pub const REGIONS: [Region; 4] = [
+    Region {
+        name: "app (low)",
+        kind: RegionKind::App,
+        start: 0,
+        end: LINE_SHADOW,
+    },
+    Region {
+        name: "line shadow",
+        kind: RegionKind::LineShadow,
+        start: LINE_SHADOW,
+        end: LINE_SHADOW_END,
+    },
+    Region {
+        name: "page shadow",
+        kind: RegionKind::PageShadow,
+        start: PAGE_SHADOW,
+        end: PAGE_SHADOW_END,
+    },
+    Region {
+        name: "app (high)",
+        kind: RegionKind::App,
+        start: PAGE_SHADOW_END,
+        end: APP_LIMIT,
+    },
+];
+
+/// Address of the shadow word of the line holding `addr` (`addr < APP_LIMIT`).
+#[inline(always)]
+pub const fn line_shadow(addr: u64) -> u64 {
+    LINE_SHADOW + ((addr >> LINE_SHIFT) << SHADOW_WORD_SHIFT)
+}
+
+/// The first byte of the line whose shadow word is at `shadow` (inverse of [`line_shadow`]).
+#[inline]
+pub const fn line_of_shadow(shadow: u64) -> u64 {
+    ((shadow - LINE_SHADOW) >> SHADOW_WORD_SHIFT) << LINE_SHIFT
+}
+
+/// Address of the shadow entry of the page holding `addr` (`addr < APP_LIMIT`).
+#[inline(always)]
+pub const fn page_shadow(addr: u64) -> u64 {
+    PAGE_SHADOW + ((addr >> PAGE_SHIFT) << PAGE_ENTRY_SHIFT)
+}
+
+/// The first byte of the page whose shadow entry is at `shadow` (inverse of [`page_shadow`]).
+#[inline]
+pub const fn page_of_shadow(shadow: u64) -> u64 {
+    ((shadow - PAGE_SHADOW) >> PAGE_ENTRY_SHIFT) << PAGE_SHIFT
+}
+
+// ---- the line's shadow word ----
+
+/// A line's shadow word (layout in the crate documentation). Also the layout of a thread's
+/// owner word ([`ShadowWord::thread`]), which the write hook compares with the line's word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct ShadowWord(pub u64);
+
+impl ShadowWord {
+    /// The line is tracked; the other bits are its record's index.
+    pub const HOT: u64 = 1 << 63;
+    /// Cold line that was tracked once; the field is its record's index.
+    pub const RETIRED: u64 = 1 << 62;
+    pub const FIELD_SHIFT: u32 = 48;
+    pub const FIELD: u64 = 0x3fff;
+    /// A retired line's field when the table had no room for its record.
+    pub const NO_RECORD: u64 = 0x3fff;
+    /// In a cold line's field: invalidations in bits 0-7, volume samples above.
+    pub const INVALIDATIONS_MAX: u64 = 0xff;
+    pub const VOLUME_SHIFT: u32 = 8;
+    pub const VOLUME_MAX: u64 = 63;
+    pub const READER_SHIFT: u32 = 16;
+    /// Reader bits: threads beyond this share bits.
+    pub const READER_BITS: u32 = 32;
+    pub const READERS: u64 = 0xffff_ffff << Self::READER_SHIFT;
+    pub const OWNER: u64 = 0xffff;
+    /// What the write hook compares with the thread's owner word: a retired line's field and
+    /// flag do not slow its owner down.
+    pub const WRITE_MASK: u64 = Self::HOT | Self::READERS | Self::OWNER;
+
+    /// The owner word of the thread with dense id `id`: id+1 (wrapping beyond 65534) and its
+    /// reader bit.
+    #[inline]
+    pub const fn thread(id: u32) -> ShadowWord {
+        let t = (id as u64 % Self::OWNER) + 1;
+        ShadowWord(t | Self::reader_bit(t))
+    }
+
+    /// The reader bit of owner `t` (id+1).
+    #[inline]
+    pub const fn reader_bit(t: u64) -> u64 {
+        1 << (Self::READER_SHIFT as u64 + t % Self::READER_BITS as u64)
+    }
+
+    /// A tracked line whose record is `index`.
+    #[inline]
+    pub const fn hot(index: u64) -> ShadowWord {
+        ShadowWord(Self::HOT | index)
+    }
+
+    /// A cold line last written by the thread with owner word `me`, read by nobody since, with
+    /// its counters (at most `INVALIDATIONS_MAX` and `VOLUME_MAX`: the caller caps them).
+    #[inline]
+    pub const fn cold(me: u64, invalidations: u64, volume: u64) -> ShadowWord {
+        ShadowWord(me | ((invalidations | (volume << Self::VOLUME_SHIFT)) << Self::FIELD_SHIFT))
+    }
+
+    /// A retired line last written by `me`, its record `index` (or `NO_RECORD`).
+    #[inline]
+    pub const fn retired(me: u64, index: u64) -> ShadowWord {
+        ShadowWord(me | (Self::RETIRED | (index << Self::FIELD_SHIFT)))
+    }
+
+    #[inline]
+    pub const fn is_hot(self) -> bool {
+        self.0 & Self::HOT != 0
+    }
+
+    /// A hot line's record index.
+    #[inline]
+    pub const fn hot_index(self) -> u64 {
+        self.0 & !Self::HOT
+    }
+
+    #[inline]
+    pub const fn is_retired(self) -> bool {
+        self.0 & Self::RETIRED != 0
+    }
+
+    /// A cold line's field: counters, or a retired line's record index.
+    #[inline]
+    pub const fn field(self) -> u64 {
+        (self.0 >> Self::FIELD_SHIFT) & Self::FIELD
+    }
+
+    /// Invalidations counted on a cold line (not retired).
+    #[inline]
+    pub const fn invalidations(self) -> u64 {
+        self.field() & Self::INVALIDATIONS_MAX
+    }
+
+    /// Write-volume samples counted on a cold line (not retired).
+    #[inline]
+    pub const fn volume_samples(self) -> u64 {
+        self.field() >> Self::VOLUME_SHIFT
+    }
+
+    /// id+1 of the last writer (0: never written); of a cold word or an owner word.
+    #[inline]
+    pub const fn owner(self) -> u64 {
+        self.0 & Self::OWNER
+    }
+
+    /// The reader mask, in place (bits 16-47).
+    #[inline]
+    pub const fn readers(self) -> u64 {
+        self.0 & Self::READERS
+    }
+
+    /// The line's record in the tracked-line table, if it has one: a hot line's, or a retired
+    /// line's that found room.
+    #[inline]
+    pub const fn record(self) -> Option<u64> {
+        if self.is_hot() {
+            Some(self.hot_index())
+        } else if self.is_retired() && self.field() != Self::NO_RECORD {
+            Some(self.field())
+        } else {
+            None
+        }
+    }
+
+    /// A read by the thread with reader bit `rb` needs nothing: the line is cold and the
+    /// thread read it since its last write.
+    #[inline(always)]
+    pub const fn is_fast_read(self, rb: u64) -> bool {
+        self.0 & (Self::HOT | rb) == rb
+    }
+
+    /// A write by the thread with owner word `me` needs nothing: the line is cold, the thread
+    /// wrote it last and nobody read it since.
+    #[inline(always)]
+    pub const fn is_fast_write(self, me: u64) -> bool {
+        self.0 & Self::WRITE_MASK == me
+    }
+}
+
+// ---- the `info` argument of the sharing hooks ----
+
+/// `info` = size (bits 0-7, capped at 255) | write << 8 | volume sample << 9 (set by the
+/// door) | atomic << 10 | extra reads << 12 | extra writes << 18 (6 bits each: the unchecked
+/// accesses of the same address this one stands for) | (site - group leader) << 32.
+pub const INFO_SIZE_MASK: u64 = 0xff;
+pub const INFO_WRITE: u64 = 1 << 8;
+pub const INFO_SAMPLED_SHIFT: u32 = 9;
+pub const INFO_SAMPLED: u64 = 1 << INFO_SAMPLED_SHIFT;
+pub const INFO_ATOMIC: u64 = 1 << 10;
+pub const INFO_EXTRA_READS_SHIFT: u32 = 12;
+pub const INFO_EXTRA_WRITES_SHIFT: u32 = 18;
+/// Most extra reads (and writes) one checked access stands for.
+pub const INFO_EXTRA_MAX: u32 = 63;
+pub const INFO_SITE_SHIFT: u32 = 32;
+
+// ---- counter arrays ----
+
+/// u64 slots per site in a thread's counter array.
+pub const COUNTER_STRIDE: usize = 2;
+/// Executions of the site (fixed-size sites: bytes are count x size).
+pub const COUNT_SLOT: usize = 0;
+/// Bytes of a run-time-length access (memory intrinsics).
+pub const BYTES_SLOT: usize = 1;
+/// Global site ids of registered modules: `[0, MAX_SITES)`.
+pub const MAX_SITES: u32 = 1 << 22;
+/// Most sites one module may have; further accesses are skipped with a counted reason.
+pub const MAX_MODULE_SITES: u32 = 1 << 20;
+/// Site base of a module that has not registered yet: its counts land in
+/// `[LIMBO, LIMBO + MAX_MODULE_SITES)` and are reported as unattributed.
+pub const LIMBO: u32 = MAX_SITES;
+/// u64 slots of one thread's counter array.
+pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usize;
+
+// ---- the module descriptor ----
+
+pub const ABI_VERSION: u32 = 4;
+/// Module descriptor flag: the module's accesses read the line shadow.
+pub const FLAG_SHARING: u32 = 1;
+/// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`
+/// runs after their destructors.
+pub const CTOR_PRIORITY: u64 = 1;
+
+/// What an instrumented module passes to `__profcc_register_module`.
+#[repr(C)]
+pub struct ModuleDesc {
+    pub abi_version: u32,
+    pub nsites: u32,
+    pub sites: *const SiteDesc,
+    /// NUL-separated strings; offsets in [`SiteDesc`] point into it.
+    pub strings: *const u8,
+    /// The module's first global site id, `LIMBO` until the runtime assigns it.
+    pub site_base: *mut u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+}
+
+/// Word indices of a site record (`SITE_WORDS` u32 words).
+pub const SITE_FILE: usize = 0;
+pub const SITE_LINE: usize = 1;
+pub const SITE_COL: usize = 2;
+pub const SITE_FUNC: usize = 3;
+pub const SITE_INLINED_AT: usize = 4;
+/// `size | kind << SITE_KIND_SHIFT` (size 0: run-time length).
+pub const SITE_SIZE_KIND: usize = 5;
+pub const SITE_LEADER: usize = 6;
+pub const SITE_WORDS: usize = 7;
+pub const SITE_KIND_SHIFT: u32 = 16;
+/// A string offset for "none" (e.g. not inlined).
+pub const NO_STRING: u32 = u32::MAX;
+
+/// One access site as the runtime reads it: the `SITE_WORDS` words the pass emits
+/// ([`SiteDesc::words`]), little-endian.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteDesc {
+    /// String offsets: file, function, "file:line" of the outermost inlined-at call
+    /// (`NO_STRING`: not inlined).
+    pub file: u32,
+    pub line: u32,
+    pub col: u32,
+    pub func: u32,
+    pub inlined_at: u32,
+    pub size: u16,
+    /// An [`AccessKind`].
+    pub kind: u8,
+    pub pad: u8,
+    /// The module-local site whose counter this one shares (the first access of its group;
+    /// itself for a site with its own counter). Sites of one group execute equally often.
+    pub leader: u32,
+}
+
+impl SiteDesc {
+    /// The record as the pass emits it.
+    pub const fn words(&self) -> [u32; SITE_WORDS] {
+        let mut w = [0; SITE_WORDS];
+        w[SITE_FILE] = self.file;
+        w[SITE_LINE] = self.line;
+        w[SITE_COL] = self.col;
+        w[SITE_FUNC] = self.func;
+        w[SITE_INLINED_AT] = self.inlined_at;
+        w[SITE_SIZE_KIND] = self.size as u32 | (self.kind as u32) << SITE_KIND_SHIFT;
+        w[SITE_LEADER] = self.leader;
+        w
+    }
+}
+
+/// `SiteDesc::kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AccessKind {
+    Read = 0,
+    Write = 1,
+    Atomic = 2,
+    CopyRead = 3,
+    CopyWrite = 4,
+}
+
+impl AccessKind {
+    pub const ALL: [AccessKind; 5] = [
+        AccessKind::Read,
+        AccessKind::Write,
+        AccessKind::Atomic,
+        AccessKind::CopyRead,
+        AccessKind::CopyWrite,
+    ];
+
+    /// Does the access write memory (stores, atomics, memcpy/memset destinations)?
+    pub const fn writes(self) -> bool {
+        matches!(
+            self,
+            AccessKind::Write | AccessKind::Atomic | AccessKind::CopyWrite
+        )
+    }
+
+    pub const fn from_code(code: u8) -> Option<AccessKind> {
+        match code {
+            0 => Some(AccessKind::Read),
+            1 => Some(AccessKind::Write),
+            2 => Some(AccessKind::Atomic),
+            3 => Some(AccessKind::CopyRead),
+            4 => Some(AccessKind::CopyWrite),
+            _ => None,
+        }
+    }
+}
+
+// ---- names ----
+
+/// Symbol names shared by the pass, the hook bodies and the runtime.
+pub mod names {
+    /// Hook bodies (hooks/counting.c, hooks/sharing.c), linked into each module and inlined:
+    /// function prologue values, counting-only accesses, and the sharing accesses.
+    pub const FN_COUNTERS: &str = "__profcc_fn_counters";
+    pub const FN_ME: &str = "__profcc_fn_me";
+    pub const FN_RB: &str = "__profcc_fn_rb";
+    pub const FN_WMASK: &str = "__profcc_fn_wmask";
+    pub const COUNT: &str = "__profcc_count";
+    pub const COUNT_N: &str = "__profcc_count_n";
+    pub const READ: &str = "__profcc_read";
+    pub const WRITE: &str = "__profcc_write";
+    pub const RANGE: &str = "__profcc_range";
+    pub const RANGE_N: &str = "__profcc_range_n";
+    pub const HOOKS: [&str; 10] = [
+        FN_COUNTERS,
+        FN_ME,
+        FN_RB,
+        FN_WMASK,
+        COUNT,
+        COUNT_N,
+        READ,
+        WRITE,
+        RANGE,
+        RANGE_N,
+    ];
+    /// Runtime entry the module constructor calls with the module descriptor.
+    pub const REGISTER: &str = "__profcc_register_module";
+    /// Per-module internal global holding the module's first global site id.
+    pub const SITE_BASE: &str = "__profcc_site_base";
+}

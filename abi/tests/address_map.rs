@@ -1,0 +1,245 @@
+//! The address map's invariants, after compiler-rt's tsan shadow test: walk every application
+//! region (its ends and points inside), check that each address's shadow lies in its shadow
+//! region and maps back to the address's line (page); shadow regions are disjoint from each
+//! other and from the application.
+
+use profcc_abi::*;
+
+/// Points of `[start, end)` to check: both ends, their neighbours, line and page boundaries
+/// near them, and a spread of points inside (a fixed pseudo-random walk and even steps).
+fn samples(start: u64, end: u64) -> Vec<u64> {
+    let mut v = vec![
+        start,
+        start + 1,
+        start + 63,
+        start + 64,
+        start + 4095,
+        start + 4096,
+        end - 1,
+        end - 2,
+        end - 64,
+        end - 65,
+        end - 4096,
+        end - 4097,
+        start + (end - start) / 2,
+    ];
+    let len = end - start;
+    for i in 1..1024u64 {
+        v.push(start + len / 1024 * i + i % 64);
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..4096 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.push(start + x % len);
+    }
+    v
+}
+
+fn region_of(a: u64) -> Option<&'static Region> {
+    REGIONS.iter().find(|r| r.start <= a && a < r.end)
+}
+
+#[test]
+fn regions_tile_user_space_in_order() {
+    assert_eq!(REGIONS[0].start, 0);
+    assert_eq!(REGIONS.last().unwrap().end, APP_LIMIT);
+    for r in &REGIONS {
+        assert!(r.start < r.end, "{r:?} is empty");
+        // Boundaries on page boundaries (so each page, and line, lies in one region).
+        assert_eq!(r.start % (1 << PAGE_SHIFT), 0, "{r:?}");
+        assert_eq!(r.end % (1 << PAGE_SHIFT), 0, "{r:?}");
+    }
+    for w in REGIONS.windows(2) {
+        assert_eq!(
+            w[0].end, w[1].start,
+            "{:?} and {:?} do not touch",
+            w[0], w[1]
+        );
+    }
+    // Exactly one region of each shadow kind, with the sizes the reservation uses.
+    let one = |k: RegionKind| {
+        let v: Vec<_> = REGIONS.iter().filter(|r| r.kind == k).collect();
+        assert_eq!(v.len(), 1, "{k:?}");
+        *v[0]
+    };
+    let line = one(RegionKind::LineShadow);
+    assert_eq!(
+        (line.start, line.end - line.start),
+        (LINE_SHADOW, LINE_SHADOW_SIZE)
+    );
+    assert_eq!(LINE_SHADOW_SIZE, 16 << 40, "16 TiB");
+    let page = one(RegionKind::PageShadow);
+    assert_eq!(
+        (page.start, page.end - page.start),
+        (PAGE_SHADOW, PAGE_SHADOW_SIZE)
+    );
+    assert_eq!(PAGE_SHADOW_SIZE, 128 << 30, "128 GiB");
+}
+
+#[test]
+fn regions_are_pairwise_disjoint() {
+    for (i, a) in REGIONS.iter().enumerate() {
+        for b in &REGIONS[i + 1..] {
+            assert!(a.end <= b.start || b.end <= a.start, "{a:?} overlaps {b:?}");
+        }
+    }
+}
+
+#[test]
+fn every_app_address_has_its_shadow_in_the_shadow_regions() {
+    for r in REGIONS.iter().filter(|r| r.kind == RegionKind::App) {
+        for a in samples(r.start, r.end) {
+            assert_eq!(region_of(a).unwrap().kind, RegionKind::App, "{a:#x}");
+            let s = line_shadow(a);
+            assert_eq!(
+                region_of(s).map(|r| r.kind),
+                Some(RegionKind::LineShadow),
+                "line shadow of {a:#x} is {s:#x}"
+            );
+            assert_eq!(s % 8, 0, "{a:#x}: shadow word unaligned");
+            assert_eq!(line_of_shadow(s), a & !(LINE_SIZE - 1), "{a:#x}");
+            // One word per line: the line's bytes share it, the next line has the next word.
+            assert_eq!(line_shadow(a & !(LINE_SIZE - 1)), s);
+            assert_eq!(line_shadow(a | (LINE_SIZE - 1)), s);
+            if a + LINE_SIZE < APP_LIMIT {
+                assert_eq!(line_shadow(a + LINE_SIZE), s + 8);
+            }
+
+            let p = page_shadow(a);
+            assert_eq!(
+                region_of(p).map(|r| r.kind),
+                Some(RegionKind::PageShadow),
+                "page shadow of {a:#x} is {p:#x}"
+            );
+            assert_eq!(p % 4, 0);
+            assert_eq!(page_of_shadow(p), a & !((1 << PAGE_SHIFT) - 1), "{a:#x}");
+        }
+    }
+}
+
+#[test]
+fn shadow_ranges_cover_exactly_user_space() {
+    assert_eq!(line_shadow(0), LINE_SHADOW);
+    assert_eq!(line_shadow(APP_LIMIT - 1), LINE_SHADOW_END - 8);
+    assert_eq!(page_shadow(0), PAGE_SHADOW);
+    assert_eq!(page_shadow(APP_LIMIT - 1), PAGE_SHADOW_END - 4);
+    // Even a stray access to shadow memory would read shadow, never an application page.
+    for r in REGIONS.iter().filter(|r| r.kind != RegionKind::App) {
+        for a in samples(r.start, r.end) {
+            assert_eq!(
+                region_of(line_shadow(a)).unwrap().kind,
+                RegionKind::LineShadow
+            );
+            assert_eq!(
+                region_of(page_shadow(a)).unwrap().kind,
+                RegionKind::PageShadow
+            );
+        }
+    }
+}
+
+#[test]
+fn usual_program_addresses_are_application_memory() {
+    for a in [
+        0x40_0000u64,       // non-PIE executable
+        0x60_0000_0000,     // a large brk heap
+        0x5555_5555_4000,   // PIE executable (no ASLR)
+        0x5600_0000_0000,   // PIE executable (ASLR)
+        0x7f00_0000_0000,   // mmap, shared libraries
+        0x7ffc_0000_0000,   // main thread stack
+        APP_LIMIT - 0x1000, // the last page
+    ] {
+        assert_eq!(region_of(a).unwrap().kind, RegionKind::App, "{a:#x}");
+    }
+}
+
+#[test]
+fn shadow_word_fields_do_not_overlap() {
+    type W = ShadowWord;
+    let fields = [
+        W::HOT,
+        W::RETIRED,
+        W::FIELD << W::FIELD_SHIFT,
+        W::READERS,
+        W::OWNER,
+    ];
+    for (i, a) in fields.iter().enumerate() {
+        for b in &fields[i + 1..] {
+            assert_eq!(a & b, 0, "{a:#x} & {b:#x}");
+        }
+    }
+    assert_eq!(
+        fields.iter().fold(0, |x, f| x | f),
+        u64::MAX,
+        "every bit is used"
+    );
+    // The write hook's mask: hot, readers and owner (a retired line's field and flag do not
+    // slow its owner down).
+    assert_eq!(W::WRITE_MASK, 0x8000_ffff_ffff_ffff);
+    assert_eq!(W::READERS >> W::READER_SHIFT, (1 << W::READER_BITS) - 1);
+    assert_eq!(
+        W::INVALIDATIONS_MAX | (W::VOLUME_MAX << W::VOLUME_SHIFT),
+        W::FIELD
+    );
+}
+
+#[test]
+fn owner_words_and_fast_paths() {
+    type W = ShadowWord;
+    for id in [0u32, 1, 30, 31, 32, 65533, 65534, 65535, u32::MAX] {
+        let me = W::thread(id);
+        let t = me.owner();
+        assert!((1..=0xffff).contains(&t), "{id}: owner {t}");
+        assert_eq!(t, (id as u64 % 0xffff) + 1);
+        assert_eq!(me.readers().count_ones(), 1, "{id}");
+        assert_eq!(me.readers(), W::reader_bit(t));
+        assert_eq!(
+            me.0,
+            t | me.readers(),
+            "an owner word is owner | own reader bit"
+        );
+        // Its own cold write, with counters or retired: the next write and read stay inline.
+        for w in [
+            W::cold(me.0, 0, 0),
+            W::cold(me.0, 255, 63),
+            W::retired(me.0, 7),
+            W::retired(me.0, W::NO_RECORD),
+        ] {
+            assert!(w.is_fast_write(me.0), "{id}: {w:?}");
+            assert!(w.is_fast_read(me.readers()), "{id}: {w:?}");
+        }
+        // Another thread read it: the write leaves through the door; the read stays inline.
+        let other = W::thread(id ^ 1);
+        assert_ne!(other.readers(), me.readers(), "{id}");
+        let read = ShadowWord(W::cold(me.0, 0, 0).0 | other.readers());
+        assert!(!read.is_fast_write(me.0));
+        assert!(read.is_fast_read(me.readers()));
+        assert!(!W::cold(other.0, 0, 0).is_fast_write(me.0));
+        assert!(!W::cold(other.0, 0, 0).is_fast_read(me.readers()));
+        // A hot line never passes inline, whatever its index's bits are.
+        let hot = W::hot(me.0);
+        assert!(!hot.is_fast_write(me.0) && !hot.is_fast_read(me.readers()));
+    }
+}
+
+#[test]
+fn shadow_word_accessors_read_back_what_was_built() {
+    type W = ShadowWord;
+    let me = W::thread(4).0;
+    let c = W::cold(me, 17, 5);
+    assert!(!c.is_hot() && !c.is_retired());
+    assert_eq!(
+        (c.invalidations(), c.volume_samples(), c.owner()),
+        (17, 5, 5)
+    );
+    assert_eq!(c.record(), None);
+    let r = W::retired(me, 123);
+    assert!(r.is_retired() && !r.is_hot());
+    assert_eq!((r.field(), r.record(), r.owner()), (123, Some(123), 5));
+    assert_eq!(W::retired(me, W::NO_RECORD).record(), None);
+    let h = W::hot(4242);
+    assert!(h.is_hot());
+    assert_eq!((h.hot_index(), h.record()), (4242, Some(4242)));
+}

@@ -1,0 +1,29 @@
+/* What the inlined hook bodies (counting.c, sharing.c) and the runtime's C parts
+ * (sharing_door.c, rt/csrc/tls.c) share besides the constants of profcc_abi.h: the
+ * thread-local words the hooks read and the doors they call. Declared once here so that the
+ * compiler checks the runtime's definitions against what the hooks expect. */
+#ifndef PROFCC_HOOKS_H
+#define PROFCC_HOOKS_H
+
+#include "profcc_abi.h"
+
+/* Defined by the runtime (rt/csrc/tls.c); the executable's static TLS block. */
+/* The thread's counter array (COUNTER_STRIDE u64 per site; never null). */
+extern __thread uint64_t *__profcc_counts __attribute__((tls_model("initial-exec")));
+/* The thread's owner word (id+1 | its reader bit), its reader bit, write-sample mask. */
+extern __thread uint64_t __profcc_me __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t __profcc_rb __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t __profcc_wmask __attribute__((tls_model("initial-exec")));
+/* Countdown to the thread's next sampled access to a tracked line (the runtime re-arms it). */
+extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
+
+/* The cold door (sharing_door.c, then rt/src/sharing.rs). slot: the group's counter in the
+ * thread's array (gives the site with info >> PROFCC_INFO_SITE_SHIFT and, for writes, the
+ * volume sample); info: the PROFCC_INFO_* bits. Kept to three arguments and one call: the code
+ * after each access stays small. preserve_most: the callee saves the general registers, so
+ * the instrumented function spills nothing around the rarely taken call. */
+__attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info);
+/* Every line of [p, p+len) (rt/src/sharing.rs). */
+void __profcc_range_slow(const void *p, uint64_t len, uint64_t info, uint64_t *slot);
+
+#endif /* PROFCC_HOOKS_H */

@@ -1,0 +1,20 @@
+/* The cold door of the inlined sharing hooks (sharing.c, next to this file). Compiled into
+ * the runtime archive (rt/build.rs) with clang-22 for the preserve_most calling convention.
+ *
+ * A hot line's access arrives here only when the hook's countdown reached zero (the thread's
+ * sampled access, one in fs_sample) or when it is its group's write-volume sample; the latter
+ * leaves at once unless it is also due. Everything else goes to the runtime
+ * (`profcc_line_slow`, rt/src/sharing.rs), which re-arms a spent countdown. */
+#include "profcc_hooks.h"
+
+void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
+
+__attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info) {
+  uint64_t a = (uint64_t)p;
+  if (a >> PROFCC_APP_BITS) return;
+  uint64_t w = *(volatile uint64_t *)PROFCC_LINE_SHADOW_OF(a);
+  int sampled = (info & PROFCC_INFO_WRITE) && (*slot & __profcc_wmask) == 0;
+  int due = __profcc_hot_cd == 0;
+  if ((w & PROFCC_HOT) && !due && !sampled) return;
+  profcc_line_slow(p, info | ((uint64_t)sampled << PROFCC_INFO_SAMPLED_SHIFT), slot, due);
+}
