@@ -400,7 +400,7 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
         human(t.allocations),
         bytes(t.live_bytes_peak)
     )];
-    let sharing = crate::sharing::summary_lines(p, 3);
+    let sharing = profcc_analysis::sharing::summary_lines(p, 3);
     let top = (options::get().top as usize).min(if sharing.is_empty() { 6 } else { 3 });
     // Aggregate by file:line (unrolling splits one line into many sites).
     // A map, not a list search: sqlite3 has tens of thousands of sites.

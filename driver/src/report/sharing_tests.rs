@@ -855,3 +855,201 @@ int main() { ds[1].y = ns::D::k; ns::hits[2]++; return bump() == nullptr; }
     assert_eq!(f[2]["objects"][0]["name"], "bump()::local");
     assert_eq!(fields(2), ["bump()::local[0]", "bump()::local[1]"]);
 }
+
+/// The exit summary (the runtime prints `profcc_analysis::sharing::summary_lines`) and the
+/// report's sharing section give the same findings of one profile in the same order, with the
+/// same counts (scaled by `fs_sample` once), predictions and gain threshold.
+#[test]
+fn exit_summary_and_report_rank_the_same_findings() {
+    use profcc_analysis::sharing::{summary_findings, summary_lines};
+    let mut p = profile(
+        5,
+        vec![
+            site(
+                "/src/fs.c",
+                30,
+                5,
+                "worker",
+                AccessKind::Write,
+                8,
+                10_000,
+                2,
+            ),
+            site("/src/t.c", 21, 3, "lookup", AccessKind::Read, 8, 90_000, 3),
+            site("/src/u.c", 40, 3, "other", AccessKind::Write, 8, 10_000, 2),
+        ],
+    );
+    let h = 0x7000_0000_0000u64;
+    let w = |o: u32, t: u32| byte(o, 8, 0, 5000, &[], &[t]);
+    let table = |addr: u64, inv: u64| {
+        line(
+            addr,
+            inv,
+            vec![byte(0, 8, 90_000, 100, &[1, 2, 3], &[1])],
+            &[(1, 90_000, 100)],
+            vec![static_line(addr)],
+        )
+    };
+    let mut la = line(
+        h + 0x2000,
+        0,
+        vec![byte(56, 8, 0, 500, &[], &[1])],
+        &[(0, 0, 500)],
+        vec![heap(h + 0x2000, 128, 4, "malloc", 0)],
+    );
+    let mut lb = line(
+        h + 0x2040,
+        0,
+        vec![byte(0, 8, 0, 500, &[], &[2])],
+        &[(0, 0, 500)],
+        vec![heap(h + 0x2000, 128, 4, "malloc", 0)],
+    );
+    la.contended = false;
+    lb.contended = false;
+    let mut sh = sharing(vec![
+        // Heap false sharing: 5M invalidations by 2 threads, 150 ms of 1.5 s: 1.11x, shown.
+        line(
+            h,
+            5_000_000,
+            vec![w(0, 1), w(8, 2)],
+            &[(0, 0, 10_000)],
+            vec![heap(h, 64, 4, "calloc", 0)],
+        ),
+        // Allocator-induced: 2M, 60 ms: 1.04x, a saving but no gain shown (the summary used to
+        // show it from 1.01x).
+        line(
+            h + 0x1000,
+            2_000_000,
+            vec![w(16, 1), w(48, 2)],
+            &[(0, 0, 10_000)],
+            vec![
+                heap(h + 0x1010, 24, 4, "calloc", 1),
+                heap(h + 0x1030, 24, 5, "malloc", 2),
+            ],
+        ),
+        la,
+        lb,
+        // Two static lines with equal counts at other places: ranked by address.
+        line(
+            0x5600_0000_1000,
+            1000,
+            vec![w(0, 3), w(8, 4)],
+            &[(2, 0, 10_000)],
+            vec![static_line(0x5600_0000_1000)],
+        ),
+        line(
+            0x5600_0000_0f00,
+            1000,
+            vec![w(0, 1), w(8, 2)],
+            &[(0, 0, 10_000)],
+            vec![static_line(0x5600_0000_0f00)],
+        ),
+        // Three lines of one static table read at one place: one finding of 600.
+        table(0x5600_0000_2000, 300),
+        table(0x5600_0000_2040, 200),
+        table(0x5600_0000_2080, 100),
+    ]);
+    sh.settings.sample = 4;
+    sh.lines.sort_by_key(|l| l.addr);
+    p.sharing = Some(sh);
+
+    let j = json_of(
+        vec![Input::new("a.json", p.clone(), None)],
+        &Options::default(),
+    );
+    let report = findings(&j);
+    let summary = summary_findings(&p, usize::MAX);
+    let lines = |f: &Value| -> Vec<u64> {
+        f["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_u64().unwrap())
+            .collect()
+    };
+    // The expected ranking, so that the comparison below compares something.
+    let order: Vec<Vec<u64>> = report.iter().map(lines).collect();
+    assert_eq!(
+        order,
+        vec![
+            vec![h],
+            vec![h + 0x1000],
+            vec![0x5600_0000_0f00],
+            vec![0x5600_0000_1000],
+            vec![0x5600_0000_2000, 0x5600_0000_2040, 0x5600_0000_2080],
+            vec![h + 0x2000, h + 0x2040],
+        ]
+    );
+    assert_eq!(summary.len(), report.len());
+    for (r, s) in report.iter().zip(&summary) {
+        let what = format!("report {r}\nsummary {s:?}");
+        assert_eq!(lines(r), s.lines, "{what}");
+        assert_eq!(r["kind"], serde_json::to_value(s.kind).unwrap(), "{what}");
+        assert_eq!(r["allocator_induced"], s.allocator_induced, "{what}");
+        assert_eq!(r["invalidations"], s.invalidations, "{what}");
+        assert_eq!(r["threads"], serde_json::json!(s.threads), "{what}");
+        // Estimates, scaled by fs_sample = 4 once.
+        assert_eq!(
+            (r["reads"].as_u64(), r["writes"].as_u64()),
+            (Some(s.reads), Some(s.writes)),
+            "{what}"
+        );
+        let sum = |k: &str| -> u64 {
+            r["places"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x[k].as_u64().unwrap())
+                .sum()
+        };
+        let site_sum = |f: fn(&LineSite) -> u64| s.sites.iter().map(f).sum::<u64>();
+        assert_eq!(sum("reads"), site_sum(|x| x.reads), "{what}");
+        assert_eq!(sum("writes"), site_sum(|x| x.writes), "{what}");
+        assert_eq!(r["predicted_saving_ns"], s.predicted_saving_ns, "{what}");
+        assert_eq!(
+            r["predicted_speedup"].as_f64(),
+            Some(s.predicted_speedup),
+            "{what}"
+        );
+    }
+    assert_eq!(report[0]["writes"], 40_000);
+    assert_eq!(report[0]["places"][0]["writes"], 40_000);
+
+    // The text: the summary's three lines and the report's first three findings say the same
+    // kind and count, and show a gain for the same ones.
+    let t = text_of(
+        vec![Input::new("a.json", p.clone(), None)],
+        &Options::default(),
+    );
+    let heads: Vec<&str> = t.lines().filter(|l| l.starts_with(" #")).collect();
+    let sl = summary_lines(&p, 3);
+    assert_eq!(sl.len(), 3, "{sl:?}");
+    for ((s, r), f) in sl.iter().zip(&heads).zip(report) {
+        let kind = f["kind_text"].as_str().unwrap();
+        assert!(
+            s.starts_with(&format!("  {kind}")) && r.contains(kind),
+            "{s}\n{r}"
+        );
+        assert!(
+            s.contains(&format!("): {} invalidations", f["invalidations"])),
+            "{s}"
+        );
+        assert_eq!(s.contains("faster"), r.contains("faster"), "{s}\n{r}");
+    }
+    assert!(
+        sl[0].ends_with(", fixing it: up to 1.11x faster"),
+        "{}",
+        sl[0]
+    );
+    assert!(
+        heads[0].contains("fixing it: up to 1.1x faster"),
+        "{}",
+        heads[0]
+    );
+    assert!(
+        heads[1].contains("fixing it: saves up to 60.0 ms (1.04x)"),
+        "{}",
+        heads[1]
+    );
+    assert!(sl[1].ends_with(": 2000000 invalidations"), "{}", sl[1]);
+}

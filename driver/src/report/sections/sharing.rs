@@ -1,6 +1,7 @@
 //! Cache-line sharing (false sharing, true sharing, read-mostly lines, latent false sharing):
-//! the schema's `analyze` turns each profile's line records into findings; this section ranks
-//! the findings of all inputs together and names what they are about: access sites as
+//! `profcc_analysis` turns each profile's line records into ranked findings (the same ones the
+//! exit summary prints); this section orders the findings of all inputs with the analysis's
+//! ranking and names what they are about: access sites as
 //! `file:line` and function, heap objects by their allocation call, globals by the symbol
 //! table (fields inside them by DWARF), stack objects by their thread.
 //!
@@ -12,7 +13,8 @@ use crate::report::dwarf;
 use crate::report::fmt;
 use crate::report::merge::Merged;
 use crate::report::symbolize::{demangle, normalize_path, user_frame, Frame, Global};
-use profcc_schema::sharing::{self, Confidence, Finding, Kind, Latent, ObjectKind, Settings};
+use profcc_analysis::sharing::{self as analysis, Confidence, Finding, Kind, Latent};
+use profcc_schema::sharing::{self, ObjectKind, Settings};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -120,22 +122,14 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
         lines_tracked += s.lines.len() as u64;
         dropped_lines += s.dropped_lines;
         all.extend(
-            sharing::analyze_with(s, inp.profile.duration_ns, &|a| {
-                m.global(i, a).map(|g| g.start)
-            })
-            .into_iter()
-            .map(|f| (i, f)),
+            analysis::findings(&inp.profile, &|a| m.global(i, a).map(|g| g.start))
+                .into_iter()
+                .map(|f| (i, f)),
         );
     }
     let settings = settings?;
-    // Stable: equal findings keep their input's order.
-    all.sort_by(|(_, a), (_, b)| {
-        let latent = |f: &Finding| f.kind == Kind::LatentFalseSharing;
-        latent(a)
-            .cmp(&latent(b))
-            .then(b.invalidations.cmp(&a.invalidations))
-            .then(b.writes.cmp(&a.writes))
-    });
+    // The analysis's ranking; stable: equal findings keep their input's order.
+    all.sort_by(|(_, a), (_, b)| analysis::rank_order(a, b));
     let findings_total = all.len();
     all.truncate(opts.limit(findings_total));
     let mut fields = FieldRequests::default();
@@ -200,10 +194,6 @@ fn resolve(
     fields: &mut FieldRequests,
 ) -> FindingOut {
     let p = &m.inputs[input].profile;
-    let sample = p
-        .sharing
-        .as_ref()
-        .map_or(1, |s| s.settings.sample.max(1) as u64);
 
     // Places: the line's sites by file:line and function, most accesses first.
     let mut places: Vec<Place> = Vec::new();
@@ -228,8 +218,8 @@ fn resolve(
                 places.len() - 1
             }
         };
-        places[at].reads += ls.reads * sample;
-        places[at].writes += ls.writes * sample;
+        places[at].reads += ls.reads;
+        places[at].writes += ls.writes;
     }
     places.sort_by(|a, b| {
         (b.reads + b.writes)
@@ -426,7 +416,7 @@ fn frame_text(f: &Frame) -> String {
     )
 }
 
-/// What the fix is about, to put in front of the schema's fix text.
+/// What the fix is about, to put in front of the analysis's fix text.
 fn subject(objects: &[ObjectOut]) -> String {
     let mut names: Vec<String> = Vec::new();
     for o in objects {
@@ -627,7 +617,7 @@ impl Sharing {
                 ));
             }
             None => {
-                let gain = if f.predicted_speedup >= 1.1 {
+                let gain = if analysis::gain_shown(f.predicted_speedup) {
                     format!("up to {:.1}x faster", f.predicted_speedup)
                 } else if f.predicted_saving_ns > 0 {
                     format!(

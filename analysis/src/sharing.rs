@@ -1,0 +1,674 @@
+//! Cache-line sharing: the analysis that turns the runtime's line records (the profile's
+//! `sharing` section, `profcc_schema::sharing`) into findings — classification (false, true,
+//! read-mostly; latent and allocator-induced sharing), merging (one finding per thing to fix),
+//! ranking, predicted gain, confidence and fix text — and the exit summary's lines.
+//!
+//! Model (Cheetah, Predator): every thread runs on its own core with an infinite private
+//! cache; a write to a line that another thread accessed since the line's last write is one
+//! invalidation. Only lines whose invalidations pass a threshold (contended lines), or which
+//! neighbour a line written by another thread (watched, for latent sharing), are tracked per
+//! byte.
+//!
+//! Counts on tracked lines are a sample (one access in `fs_sample` per thread);
+//! [`estimate`] is the one place they are scaled, and findings carry estimates only.
+
+use profcc_schema::sharing::{
+    LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing, LINE,
+};
+use profcc_schema::{AccessSite, Profile};
+use serde::Serialize;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+// ---------------------------------------------------------------------------------------------
+// Thresholds. Each is defined here and nowhere else; the runtime's summary and the report use
+// these through the functions below.
+// ---------------------------------------------------------------------------------------------
+
+/// Smallest predicted speed-up shown as a gain, by the exit summary (", fixing it: up to 1.34x
+/// faster") and the report ("up to 1.3x faster"); below it the report gives the saved time
+/// instead and the summary says nothing.
+///
+/// Why 1.1: the prediction is an upper bound (every invalidation costs `fs_inv_ns`), and the
+/// gains measured by padding were well under it (docs/benchmarks.md, "Predicted speed-up vs
+/// padding": 4.2x for a bound of 9.8x; 1.0x for bounds of 9.9x and 6.8x). A bound under 10%
+/// therefore promises a gain too small to tell from the noise of timing one run, and saying
+/// "faster" for it would send users after nothing. The summary used to show gains from 1.01x
+/// and the report from 1.1x; this is now the one value, the report's.
+pub const MIN_SHOWN_SPEEDUP: f64 = 1.1;
+
+/// Reads are this many times the writes, or more, for a shared line to count as read-mostly.
+pub const READ_MOSTLY_RATIO: u64 = 8;
+
+/// Reads of another thread's bytes make a line truly shared only when they are at least this
+/// percentage of the line's recorded accesses: a reduction that reads per-thread slots once
+/// after a parallel loop does not share the slots.
+pub const CROSS_READ_MIN_PERCENT: u64 = 1;
+
+/// Recorded writes on each of two watched lines below which the pair is ignored for latent
+/// sharing.
+pub const LATENT_MIN_WRITES: u64 = 16;
+
+/// The shifts of the data against the line grid tried for latent sharing: multiples of this
+/// many bytes (a word), below one line.
+pub const LATENT_SHIFT_STEP: u32 = 8;
+
+/// Confidence is high when the invalidations reach this many times `fs_threshold` and the
+/// recorded accesses reach [`HIGH_CONFIDENCE_RECORDED`].
+pub const HIGH_CONFIDENCE_THRESHOLDS: u64 = 100;
+/// Recorded accesses behind a high-confidence finding.
+pub const HIGH_CONFIDENCE_RECORDED: u64 = 1000;
+/// Recorded accesses behind a medium-confidence finding (fewer: low).
+pub const MEDIUM_CONFIDENCE_RECORDED: u64 = 100;
+
+/// The predicted saving is at most this percentage of the parallel time (as in Cheetah: the
+/// threads still do their work once the line is no longer shared).
+pub const MAX_SAVING_PERCENT: u64 = 90;
+
+// ---------------------------------------------------------------------------------------------
+// Findings.
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    FalseSharing,
+    TrueSharing,
+    ReadMostly,
+    LatentFalseSharing,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::FalseSharing => "false sharing",
+            Kind::TrueSharing => "true sharing",
+            Kind::ReadMostly => "read-mostly",
+            Kind::LatentFalseSharing => "latent false sharing",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+/// Why a latent finding would share.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Latent {
+    /// The two lines form one 128-byte unit that adjacent-line prefetch moves together.
+    pub prefetch_pair: bool,
+    /// Smallest shift (bytes, multiple of 8) of the data against the line grid that puts two
+    /// threads' written bytes in one line.
+    pub shift: Option<u32>,
+}
+
+/// One contended word (or byte range) of a finding.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Word {
+    pub line: u64,
+    /// Offset inside the line and inside the object it belongs to (if known).
+    pub offset: u32,
+    pub object_offset: Option<u64>,
+    /// Index into `Finding::objects`.
+    pub object: Option<usize>,
+    pub size: u32,
+    /// Estimated accesses ([`estimate`]).
+    pub reads: u64,
+    pub writes: u64,
+    pub readers: Vec<u32>,
+    pub writers: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Finding {
+    pub kind: Kind,
+    /// Different threads write different heap objects that the allocator put on one line.
+    pub allocator_induced: bool,
+    pub latent: Option<Latent>,
+    pub lines: Vec<u64>,
+    pub invalidations: u64,
+    /// Estimated accesses to the line(s) while tracked ([`estimate`]).
+    pub reads: u64,
+    pub writes: u64,
+    pub threads: Vec<u32>,
+    pub objects: Vec<ObjectRef>,
+    pub words: Vec<Word>,
+    /// Access sites of the line(s), most accesses first per line; estimated counts
+    /// ([`estimate`]).
+    pub sites: Vec<LineSite>,
+    /// Element stride seen between different threads' words (bytes), when they form an array.
+    pub stride: Option<u64>,
+    /// Cycles lost to invalidations as wall-clock time, and the run's speed-up if they vanish:
+    /// an upper bound, as in Cheetah. Without hardware latencies every counted invalidation
+    /// costs `invalidation_ns`; a core that batches its stores to the line while it holds it
+    /// loses less (docs/benchmarks.md compares the bound with padding, measured).
+    pub predicted_saving_ns: u64,
+    pub predicted_speedup: f64,
+    /// How sure the finding (its kind and object) is: from the invalidations and the recorded
+    /// accesses behind it; it does not grade the predicted speed-up.
+    pub confidence: Confidence,
+    pub fix: String,
+}
+
+/// Whether a predicted speed-up is shown as a gain ([`MIN_SHOWN_SPEEDUP`]).
+pub fn gain_shown(speedup: f64) -> bool {
+    speedup >= MIN_SHOWN_SPEEDUP
+}
+
+/// All accesses estimated from recorded ones: on a tracked line one access in `fs_sample` per
+/// thread is recorded. The only place a count is scaled by `fs_sample`.
+pub fn estimate(settings: &Settings, recorded: u64) -> u64 {
+    recorded.saturating_mul(settings.sample.max(1) as u64)
+}
+
+/// The order of findings, most important first: actual sharing before latent, then by
+/// invalidations, then by writes, then by line address. The exit summary and the report (also
+/// across several profiles) rank with this and nothing else.
+pub fn rank_order(a: &Finding, b: &Finding) -> Ordering {
+    let latent = |f: &Finding| f.kind == Kind::LatentFalseSharing;
+    latent(a)
+        .cmp(&latent(b))
+        .then(b.invalidations.cmp(&a.invalidations))
+        .then(b.writes.cmp(&a.writes))
+        .then_with(|| a.lines.cmp(&b.lines))
+}
+
+/// Findings of one profile, ranked ([`rank_order`]); none when it has no sharing records.
+///
+/// `global_of(addr)` gives the start of the global or static variable that holds a run-time
+/// address, when the caller knows the symbol table (the report does, the runtime does not):
+/// the contended lines of one global then make one finding, as lines of one heap block do.
+/// Static lines that no symbol is known for make one finding when they read the same: same
+/// kind, same first access site (`file:line`) and same threads — the lines of one array
+/// walked by one loop.
+pub fn findings(p: &Profile, global_of: &dyn Fn(u64) -> Option<u64>) -> Vec<Finding> {
+    match &p.sharing {
+        Some(s) => analyze(s, &p.sites, p.duration_ns, global_of),
+        None => Vec::new(),
+    }
+}
+
+fn analyze(
+    s: &Sharing,
+    sites: &[AccessSite],
+    duration_ns: u64,
+    global_of: &dyn Fn(u64) -> Option<u64>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let by_addr: BTreeMap<u64, &LineRecord> = s.lines.iter().map(|l| (l.addr, l)).collect();
+    let mut contended_lines = BTreeSet::new();
+    for l in &s.lines {
+        if !l.contended || l.invalidations < s.settings.threshold as u64 {
+            continue;
+        }
+        if let Some(f) = classify_line(s, l, duration_ns) {
+            contended_lines.insert(l.addr);
+            out.push(f);
+        }
+    }
+    let mut out = merge(out, s, sites, duration_ns, global_of);
+    for l in &s.lines {
+        let Some(r) = by_addr.get(&(l.addr + LINE)) else {
+            continue;
+        };
+        if contended_lines.contains(&l.addr) || contended_lines.contains(&r.addr) {
+            continue;
+        }
+        if let Some(f) = latent_pair(s, l, r) {
+            out.push(f);
+        }
+    }
+    out.sort_by(rank_order);
+    out
+}
+
+/// The first of a finding's access sites that the profile has.
+fn first_site<'a>(sites: &'a [AccessSite], f: &Finding) -> Option<&'a AccessSite> {
+    f.sites.iter().find_map(|ls| sites.get(ls.site as usize))
+}
+
+/// What merges two findings: the same object, or for a static line no symbol is known for,
+/// the same place and threads.
+#[derive(PartialEq)]
+enum MergeKey {
+    Object(Kind, bool, ObjectKind, u64),
+    Place(Kind, bool, String, u32, Vec<u32>),
+}
+
+/// One finding per thing to fix: a heap block, global or stack that spans several contended
+/// lines is one finding per kind. A static line's object is the global holding its first
+/// word; failing that, its place and threads ([`findings`]).
+fn merge(
+    found: Vec<Finding>,
+    s: &Sharing,
+    sites: &[AccessSite],
+    duration_ns: u64,
+    global_of: &dyn Fn(u64) -> Option<u64>,
+) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    let key = |x: &Finding| {
+        let o = x.objects.first()?;
+        if o.kind != ObjectKind::Static {
+            return Some(MergeKey::Object(
+                x.kind,
+                x.allocator_induced,
+                o.kind,
+                o.start,
+            ));
+        }
+        let w = x.words.first()?;
+        if let Some(start) = global_of(w.line + w.offset as u64) {
+            return Some(MergeKey::Object(x.kind, x.allocator_induced, o.kind, start));
+        }
+        let site = first_site(sites, x)?;
+        Some(MergeKey::Place(
+            x.kind,
+            x.allocator_induced,
+            site.file.clone(),
+            site.line,
+            x.threads.clone(),
+        ))
+    };
+    let mut keys: Vec<Option<MergeKey>> = Vec::new();
+    for f in found {
+        let k = key(&f);
+        let target = k
+            .as_ref()
+            .and_then(|k| keys.iter().position(|x| x.as_ref() == Some(k)));
+        let Some(m) = target.map(|i| &mut out[i]) else {
+            keys.push(k);
+            out.push(f);
+            continue;
+        };
+        m.lines.extend(f.lines.iter().copied());
+        m.invalidations += f.invalidations;
+        m.reads += f.reads;
+        m.writes += f.writes;
+        let threads: BTreeSet<u32> = m.threads.iter().chain(&f.threads).copied().collect();
+        m.threads = threads.into_iter().collect();
+        let base = m.objects.len();
+        for o in &f.objects {
+            if !m.objects.contains(o) {
+                m.objects.push(o.clone());
+            }
+        }
+        for mut w in f.words {
+            w.object = w.object.and_then(|i| {
+                let o = &f.objects[i];
+                m.objects.iter().position(|x| x == o).or(Some(base + i))
+            });
+            m.words.push(w);
+        }
+        add_sites(&mut m.sites, &f.sites);
+        m.confidence = m.confidence.max(f.confidence);
+        m.stride = stride_of(&m.words);
+        (m.predicted_saving_ns, m.predicted_speedup) =
+            predict(s, m.invalidations, m.threads.len(), duration_ns);
+        m.fix = fix_text(m);
+    }
+    out
+}
+
+/// Cheetah-style gain, an upper bound: the invalidations' cost (`invalidation_ns` each) spread
+/// over the threads involved, as wall-clock time saved (at most [`MAX_SAVING_PERCENT`] of the
+/// parallel time), and the run's speed-up if that time vanished.
+pub fn predict(s: &Sharing, invalidations: u64, threads: usize, duration_ns: u64) -> (u64, f64) {
+    let lost =
+        invalidations.saturating_mul(s.settings.invalidation_ns as u64) / threads.max(1) as u64;
+    let window = if s.parallel_ns > 0 {
+        s.parallel_ns.min(duration_ns.max(1))
+    } else {
+        duration_ns
+    };
+    let saving = lost.min(window.saturating_mul(MAX_SAVING_PERCENT) / 100);
+    let speedup = if duration_ns > saving && duration_ns > 0 {
+        duration_ns as f64 / (duration_ns - saving) as f64
+    } else {
+        1.0
+    };
+    (saving, speedup)
+}
+
+/// How sure a finding is, from the invalidations and the recorded accesses behind it.
+fn confidence(s: &Settings, invalidations: u64, recorded: u64) -> Confidence {
+    if invalidations >= HIGH_CONFIDENCE_THRESHOLDS * s.threshold as u64
+        && recorded >= HIGH_CONFIDENCE_RECORDED
+    {
+        Confidence::High
+    } else if recorded >= MEDIUM_CONFIDENCE_RECORDED {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    }
+}
+
+/// A line's recorded site counts as estimates.
+fn estimated_sites(s: &Settings, sites: &[LineSite]) -> Vec<LineSite> {
+    sites
+        .iter()
+        .map(|x| LineSite {
+            site: x.site,
+            reads: estimate(s, x.reads),
+            writes: estimate(s, x.writes),
+        })
+        .collect()
+}
+
+/// Add `more` to `sites`, summing the counts of a site present in both.
+fn add_sites(sites: &mut Vec<LineSite>, more: &[LineSite]) {
+    for x in more {
+        match sites.iter_mut().find(|y| y.site == x.site) {
+            Some(y) => {
+                y.reads += x.reads;
+                y.writes += x.writes;
+            }
+            None => sites.push(x.clone()),
+        }
+    }
+}
+
+fn ids(mask: &[u32]) -> BTreeSet<u32> {
+    mask.iter().copied().collect()
+}
+
+/// Threads that wrote / read each byte of a line (a byte written by one access of size n at
+/// offset o covers [o, o+n)).
+fn byte_sets(l: &LineRecord) -> (Vec<BTreeSet<u32>>, Vec<BTreeSet<u32>>) {
+    let mut w = vec![BTreeSet::new(); LINE as usize];
+    let mut r = vec![BTreeSet::new(); LINE as usize];
+    for b in &l.bytes {
+        let end = (b.offset + b.size.max(1)).min(LINE as u32);
+        for i in b.offset..end {
+            w[i as usize].extend(ids(&b.writers));
+            r[i as usize].extend(ids(&b.readers));
+        }
+    }
+    (w, r)
+}
+
+fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Finding> {
+    let (w, r) = byte_sets(l);
+    let writers: BTreeSet<u32> = w.iter().flatten().copied().collect();
+    let readers: BTreeSet<u32> = r.iter().flatten().copied().collect();
+    let threads: BTreeSet<u32> = writers.union(&readers).copied().collect();
+    if threads.len() < 2 || writers.is_empty() {
+        return None;
+    }
+    let reads = estimate(&s.settings, l.bytes.iter().map(|b| b.reads).sum());
+    let writes = estimate(&s.settings, l.bytes.iter().map(|b| b.writes).sum());
+    // A byte written by two threads, or written by one and read by another, is truly shared.
+    let write_shared = w.iter().any(|s| s.len() >= 2);
+    // Reads of another thread's bytes count when they are more than a trace.
+    let recorded: u64 = l.bytes.iter().map(|b| b.reads + b.writes).sum();
+    let cross: u64 = l.bytes.iter().map(|b| b.cross_reads).sum();
+    let read_shared = cross * 100 >= CROSS_READ_MIN_PERCENT * recorded.max(1)
+        && (0..LINE as usize).any(|i| !w[i].is_empty() && r[i].difference(&w[i]).next().is_some());
+    let kind = if (write_shared || read_shared)
+        && reads >= READ_MOSTLY_RATIO * writes.max(1)
+        && readers.len() >= 2
+    {
+        Kind::ReadMostly
+    } else if write_shared || read_shared {
+        Kind::TrueSharing
+    } else {
+        Kind::FalseSharing
+    };
+    let objects = l.objects.clone();
+    let words = words_of(s, l, &objects);
+    // Allocator-induced: different threads write different heap objects on this line.
+    let mut writer_objects: BTreeMap<usize, BTreeSet<u32>> = BTreeMap::new();
+    for wd in &words {
+        if let (Some(o), false) = (wd.object, wd.writers.is_empty()) {
+            if objects[o].kind == ObjectKind::Heap {
+                writer_objects
+                    .entry(o)
+                    .or_default()
+                    .extend(wd.writers.iter().copied());
+            }
+        }
+    }
+    let allocator_induced = kind == Kind::FalseSharing
+        && writer_objects.len() >= 2
+        && writer_objects.values().collect::<BTreeSet<_>>().len() >= 2;
+    let stride = stride_of(&words);
+    let (saving, speedup) = predict(s, l.invalidations, threads.len(), duration_ns);
+    let mut f = Finding {
+        kind,
+        allocator_induced,
+        latent: None,
+        lines: vec![l.addr],
+        invalidations: l.invalidations,
+        reads,
+        writes,
+        threads: threads.into_iter().collect(),
+        objects,
+        words,
+        sites: estimated_sites(&s.settings, &l.sites),
+        stride,
+        predicted_saving_ns: saving,
+        predicted_speedup: speedup,
+        confidence: confidence(&s.settings, l.invalidations, recorded),
+        fix: String::new(),
+    };
+    f.fix = fix_text(&f);
+    Some(f)
+}
+
+/// Contended words: byte uses merged per (object, offset), with estimated counts.
+fn words_of(s: &Sharing, l: &LineRecord, objects: &[ObjectRef]) -> Vec<Word> {
+    l.bytes
+        .iter()
+        .map(|b| {
+            let a = l.addr + b.offset as u64;
+            let object = objects
+                .iter()
+                .position(|o| o.start <= a && a < o.start + o.size.max(1));
+            Word {
+                line: l.addr,
+                offset: b.offset,
+                object_offset: object.map(|o| a - objects[o].start),
+                object,
+                size: b.size,
+                reads: estimate(&s.settings, b.reads),
+                writes: estimate(&s.settings, b.writes),
+                readers: b.readers.clone(),
+                writers: b.writers.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Distance between the first written words of consecutive writer threads, if it is regular.
+fn stride_of(words: &[Word]) -> Option<u64> {
+    let mut firsts: BTreeMap<u32, u64> = BTreeMap::new();
+    for w in words.iter().filter(|w| w.writers.len() == 1) {
+        let a = w.line + w.offset as u64;
+        let e = firsts.entry(w.writers[0]).or_insert(a);
+        *e = (*e).min(a);
+    }
+    let mut addrs: Vec<u64> = firsts.values().copied().collect();
+    addrs.sort();
+    let gaps: BTreeSet<u64> = addrs.windows(2).map(|p| p[1] - p[0]).collect();
+    (gaps.len() == 1).then(|| *gaps.iter().next().unwrap())
+}
+
+fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
+    let (wa, _) = byte_sets(a);
+    let (wb, _) = byte_sets(b);
+    let wr: BTreeSet<u32> = wa.iter().flatten().copied().collect();
+    let wl: BTreeSet<u32> = wb.iter().flatten().copied().collect();
+    let writes_a: u64 = a.bytes.iter().map(|x| x.writes).sum();
+    let writes_b: u64 = b.bytes.iter().map(|x| x.writes).sum();
+    if writes_a < LATENT_MIN_WRITES
+        || writes_b < LATENT_MIN_WRITES
+        || wr.is_empty()
+        || wl.is_empty()
+    {
+        return None;
+    }
+    // Some thread writes one line that another thread (not writing it) writes the other of.
+    if wr == wl && wr.len() == 1 {
+        return None;
+    }
+    let mut w: Vec<BTreeSet<u32>> = wa;
+    w.extend(wb);
+    let prefetch_pair =
+        a.addr.is_multiple_of(2 * LINE) && wr.symmetric_difference(&wl).next().is_some();
+    // Shift the grid: does some 64-byte window across the boundary hold two threads' writes
+    // on disjoint bytes?
+    let shift = (1..LINE as u32 / LATENT_SHIFT_STEP)
+        .map(|k| k * LATENT_SHIFT_STEP)
+        .find(|&d| {
+            let win = &w[(LINE as usize - d as usize)..(2 * LINE as usize - d as usize)];
+            let all: BTreeSet<u32> = win.iter().flatten().copied().collect();
+            all.len() >= 2 && win.iter().all(|s| s.len() <= 1)
+        });
+    if !prefetch_pair && shift.is_none() {
+        return None;
+    }
+    let mut objects: Vec<ObjectRef> = a.objects.clone();
+    for o in &b.objects {
+        if !objects.contains(o) {
+            objects.push(o.clone());
+        }
+    }
+    let mut words = words_of(s, a, &objects);
+    words.extend(words_of(s, b, &objects));
+    words.retain(|w| !w.writers.is_empty());
+    let threads: BTreeSet<u32> = wr.union(&wl).copied().collect();
+    let mut sites = estimated_sites(&s.settings, &a.sites);
+    add_sites(&mut sites, &estimated_sites(&s.settings, &b.sites));
+    // Each volume sample stands for `watch_interval` writes (not an `fs_sample` estimate).
+    let vol = a.volume_samples.min(b.volume_samples) * s.settings.watch_interval as u64;
+    let stride = stride_of(&words);
+    let mut f = Finding {
+        kind: Kind::LatentFalseSharing,
+        allocator_induced: false,
+        latent: Some(Latent {
+            prefetch_pair,
+            shift,
+        }),
+        lines: vec![a.addr, b.addr],
+        invalidations: 0,
+        reads: 0,
+        writes: vol.max(estimate(&s.settings, writes_a.min(writes_b))),
+        threads: threads.into_iter().collect(),
+        objects,
+        words,
+        sites,
+        stride,
+        predicted_saving_ns: 0,
+        predicted_speedup: 1.0,
+        confidence: Confidence::Low,
+        fix: String::new(),
+    };
+    f.fix = fix_text(&f);
+    Some(f)
+}
+
+/// What to change, in words (the report adds the object's name in front).
+pub fn fix_text(f: &Finding) -> String {
+    match f.kind {
+        Kind::FalseSharing if f.allocator_induced => {
+            "the allocator placed objects written by different threads on one line: allocate them 64-byte aligned and rounded up to 64 bytes (aligned_alloc(64, ...)), or use an allocator with per-thread heaps (jemalloc, tcmalloc, mimalloc)".into()
+        }
+        Kind::FalseSharing => match f.stride {
+            Some(s) if s < LINE => format!(
+                "threads write neighbouring elements {s} bytes apart: pad or align each per-thread element to 64 bytes (alignas(64), or {} bytes of padding after it), or accumulate in a local variable and store once",
+                LINE - s
+            ),
+            _ => "threads write different fields of one line: move the fields each thread writes onto their own 64-byte line (alignas(64) on each, or reorder and pad), or keep them in thread-local copies".into(),
+        },
+        Kind::TrueSharing => {
+            "threads update the same word: give each thread its own copy (a per-thread counter, reduced at the end, or an OpenMP reduction), or update it less often".into()
+        }
+        Kind::ReadMostly => {
+            "read by many threads and written rarely: every write invalidates all the readers' copies; replicate it per thread (or per NUMA node), or move the written field to a line of its own".into()
+        }
+        Kind::LatentFalseSharing => {
+            let l = f.latent.clone().unwrap_or_default();
+            let mut why = Vec::new();
+            if l.prefetch_pair {
+                why.push("adjacent-line prefetch moves both lines together".to_string());
+            }
+            if let Some(d) = l.shift {
+                why.push(format!("the data {d} bytes off its current 64-byte alignment would put two threads' words on one line"));
+            }
+            format!(
+                "no sharing now, but {}: align the object to 128 bytes and pad per-thread elements to 128 bytes",
+                why.join(", and ")
+            )
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The exit summary.
+// ---------------------------------------------------------------------------------------------
+
+/// The findings the runtime's exit summary lists: the first `top` of [`findings`] without a
+/// symbol table (the runtime has none), so static lines merge by place and threads.
+pub fn summary_findings(p: &Profile, top: usize) -> Vec<Finding> {
+    let mut f = findings(p, &|_| None);
+    f.truncate(top);
+    f
+}
+
+/// The exit summary's sharing lines, one per finding of [`summary_findings`]:
+/// `  false sharing at t.c:21 (heap object, threads 1,2): 1200 invalidations, fixing it: up to
+/// 1.34x faster`.
+pub fn summary_lines(p: &Profile, top: usize) -> Vec<String> {
+    summary_findings(p, top)
+        .iter()
+        .map(|f| summary_line(p, f))
+        .collect()
+}
+
+fn summary_line(p: &Profile, f: &Finding) -> String {
+    let place = first_site(&p.sites, f)
+        .map(|s| format!("{}:{}", basename(&s.file), s.line))
+        .unwrap_or_else(|| "?".into());
+    let obj = match f.objects.first().map(|o| o.kind) {
+        Some(ObjectKind::Heap) => "heap object",
+        Some(ObjectKind::Stack) => "stack object",
+        _ => "global/static",
+    };
+    let induced = if f.allocator_induced {
+        " (allocator-induced)"
+    } else {
+        ""
+    };
+    let lines = if f.lines.len() > 1 {
+        format!(", {} lines", f.lines.len())
+    } else {
+        String::new()
+    };
+    let threads = f
+        .threads
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let gain = if gain_shown(f.predicted_speedup) {
+        format!(", fixing it: up to {:.2}x faster", f.predicted_speedup)
+    } else {
+        String::new()
+    };
+    format!(
+        "  {}{induced} at {place} ({obj}{lines}, threads {threads}): {} invalidations{gain}",
+        f.kind.as_str(),
+        f.invalidations
+    )
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,435 @@
+//! Unit tests of the sharing analysis (moved from the schema crate and the runtime's summary).
+
+use super::*;
+use profcc_schema::sharing::ByteUse;
+use profcc_schema::AccessKind;
+
+/// Findings of sharing records alone (no access sites, no symbol table).
+fn analyze(s: &Sharing, duration_ns: u64) -> Vec<Finding> {
+    super::analyze(s, &[], duration_ns, &|_| None)
+}
+
+/// [`analyze`] with a symbol table.
+fn analyze_with(
+    s: &Sharing,
+    duration_ns: u64,
+    global_of: &dyn Fn(u64) -> Option<u64>,
+) -> Vec<Finding> {
+    super::analyze(s, &[], duration_ns, global_of)
+}
+
+fn byte(
+    offset: u32,
+    size: u32,
+    reads: u64,
+    writes: u64,
+    readers: &[u32],
+    writers: &[u32],
+) -> ByteUse {
+    ByteUse {
+        offset,
+        size,
+        reads,
+        writes,
+        readers: readers.to_vec(),
+        writers: writers.to_vec(),
+        // Reads by threads that are not writers of the byte.
+        cross_reads: if readers.iter().any(|t| !writers.contains(t)) {
+            reads
+        } else {
+            0
+        },
+    }
+}
+
+fn line(addr: u64, inv: u64, bytes: Vec<ByteUse>) -> LineRecord {
+    LineRecord {
+        addr,
+        invalidations: inv,
+        contended: inv > 0,
+        volume_samples: 4,
+        bytes,
+        sites: vec![],
+        objects: vec![ObjectRef {
+            kind: ObjectKind::Heap,
+            start: 0x1000,
+            size: 256,
+            alloc_stack: Some(1),
+            alloc_thread: Some(0),
+            alloc_kind: Some("malloc".into()),
+            stack_thread: None,
+        }],
+    }
+}
+
+fn sharing(lines: Vec<LineRecord>) -> Sharing {
+    Sharing {
+        settings: Settings::default(),
+        parallel_ns: 1_000_000_000,
+        lines,
+        dropped_lines: 0,
+    }
+}
+
+#[test]
+fn disjoint_writers_are_false_sharing_with_stride() {
+    let s = sharing(vec![line(
+        0x1000,
+        100_000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    )]);
+    let f = analyze(&s, 2_000_000_000);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].kind, Kind::FalseSharing);
+    assert_eq!(f[0].stride, Some(8));
+    assert_eq!(f[0].words[1].object_offset, Some(8));
+    assert!(f[0].predicted_speedup > 1.0);
+    assert!(f[0].fix.contains("56 bytes of padding"), "{}", f[0].fix);
+}
+
+#[test]
+fn same_word_is_true_sharing_and_reads_make_read_mostly() {
+    let s = sharing(vec![line(
+        0x1000,
+        5000,
+        vec![byte(0, 8, 10, 5000, &[1, 2], &[1, 2])],
+    )]);
+    assert_eq!(analyze(&s, 1)[0].kind, Kind::TrueSharing);
+    let s = sharing(vec![line(
+        0x1000,
+        5000,
+        vec![byte(0, 8, 90_000, 100, &[1, 2, 3], &[0])],
+    )]);
+    assert_eq!(analyze(&s, 1)[0].kind, Kind::ReadMostly);
+}
+
+#[test]
+fn lines_of_one_global_make_one_finding_when_the_symbol_is_known() {
+    // Two read-mostly lines of a static table at 0x5000..0x5080 (the runtime only knows
+    // the lines; the report's symbol table knows the variable).
+    let table_line = |addr: u64, inv: u64| {
+        let mut l = line(addr, inv, vec![byte(0, 8, 90_000, 100, &[1, 2, 3], &[1])]);
+        l.objects = vec![ObjectRef {
+            kind: ObjectKind::Static,
+            start: addr,
+            size: 64,
+            ..ObjectRef::default()
+        }];
+        l
+    };
+    let s = sharing(vec![table_line(0x5000, 300), table_line(0x5040, 200)]);
+    assert_eq!(
+        analyze(&s, 1).len(),
+        2,
+        "without symbols: one finding per line"
+    );
+    let table = |a: u64| (0x5000..0x5080).contains(&a).then_some(0x5000);
+    let f = analyze_with(&s, 1, &table);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].kind, Kind::ReadMostly);
+    assert_eq!(f[0].lines, vec![0x5000, 0x5040]);
+    assert_eq!(f[0].invalidations, 500);
+    // A line of another variable stays apart.
+    let s = sharing(vec![table_line(0x5000, 300), table_line(0x5080, 200)]);
+    assert_eq!(analyze_with(&s, 1, &table).len(), 2);
+}
+
+#[test]
+fn a_trace_of_reads_by_another_thread_leaves_false_sharing_false() {
+    // Two writers of their own slots; thread 0 reads both once at the end (a reduction).
+    let mut a = byte(0, 8, 5000, 5000, &[0, 1], &[1]);
+    a.cross_reads = 1;
+    let mut b = byte(8, 8, 5000, 5000, &[0, 2], &[2]);
+    b.cross_reads = 1;
+    let s = sharing(vec![line(0x1000, 100_000, vec![a, b])]);
+    assert_eq!(analyze(&s, 1)[0].kind, Kind::FalseSharing);
+}
+
+#[test]
+fn one_thread_or_few_invalidations_is_nothing() {
+    let s = sharing(vec![line(
+        0x1000,
+        5000,
+        vec![byte(0, 8, 0, 5000, &[], &[1])],
+    )]);
+    assert!(analyze(&s, 1).is_empty());
+    let s = sharing(vec![line(
+        0x1000,
+        3,
+        vec![byte(0, 8, 0, 50, &[], &[1]), byte(8, 8, 0, 50, &[], &[2])],
+    )]);
+    assert!(analyze(&s, 1).is_empty());
+}
+
+#[test]
+fn one_object_over_two_lines_is_one_finding() {
+    let a = line(
+        0x1000,
+        50_000,
+        vec![
+            byte(48, 8, 0, 5000, &[], &[1]),
+            byte(56, 8, 0, 5000, &[], &[2]),
+        ],
+    );
+    let b = line(
+        0x1040,
+        70_000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[3]),
+            byte(8, 8, 0, 5000, &[], &[4]),
+        ],
+    );
+    let f = analyze(&sharing(vec![a, b]), 2_000_000_000);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].lines, vec![0x1000, 0x1040]);
+    assert_eq!(f[0].invalidations, 120_000);
+    assert_eq!(f[0].threads, vec![1, 2, 3, 4]);
+    assert_eq!(f[0].stride, Some(8));
+    assert_eq!(f[0].words.len(), 4);
+}
+
+#[test]
+fn neighbouring_lines_of_two_writers_are_latent() {
+    let mut a = line(0x1000, 0, vec![byte(56, 8, 0, 500, &[], &[1])]);
+    let mut b = line(0x1040, 0, vec![byte(0, 8, 0, 500, &[], &[2])]);
+    a.contended = false;
+    b.contended = false;
+    let f = analyze(&sharing(vec![a, b]), 1);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].kind, Kind::LatentFalseSharing);
+    let l = f[0].latent.clone().unwrap();
+    assert!(l.prefetch_pair);
+    assert_eq!(l.shift, Some(8));
+}
+
+#[test]
+fn two_heap_objects_of_two_threads_are_allocator_induced() {
+    let mut l = line(
+        0x1000,
+        10_000,
+        vec![
+            byte(16, 8, 0, 900, &[], &[1]),
+            byte(48, 8, 0, 900, &[], &[2]),
+        ],
+    );
+    let obj = |start, t| ObjectRef {
+        kind: ObjectKind::Heap,
+        start,
+        size: 24,
+        alloc_stack: Some(t),
+        alloc_thread: Some(t),
+        alloc_kind: Some("malloc".into()),
+        stack_thread: None,
+    };
+    l.objects = vec![obj(0x1010, 1), obj(0x1030, 2)];
+    let f = analyze(&sharing(vec![l]), 1);
+    assert!(f[0].allocator_induced);
+    assert_eq!(f[0].words[1].object, Some(1));
+    assert_eq!(f[0].words[1].object_offset, Some(0));
+}
+
+/// A profile whose site 0 is `/src/t.c:21` and site 1 `/src/t.c:30`.
+fn profile(s: Sharing) -> Profile {
+    let site = |line| AccessSite {
+        file: "/src/t.c".into(),
+        line,
+        col: 3,
+        function: "work".into(),
+        inlined_at: None,
+        kind: AccessKind::Read,
+        size: 8,
+        count: 1,
+        bytes: 8,
+        threads: 3,
+    };
+    Profile {
+        duration_ns: 1_000_000_000,
+        sites: vec![site(21), site(30)],
+        sharing: Some(s),
+        ..Profile::default()
+    }
+}
+
+/// A read-mostly line of a static table, read at `site`.
+fn table_line(addr: u64, inv: u64, site: u32, readers: &[u32]) -> LineRecord {
+    LineRecord {
+        addr,
+        invalidations: inv,
+        contended: true,
+        volume_samples: 0,
+        bytes: vec![byte(0, 8, 90_000, 100, readers, &[1])],
+        sites: vec![LineSite {
+            site,
+            reads: 90_000,
+            writes: 100,
+        }],
+        objects: vec![ObjectRef {
+            kind: ObjectKind::Static,
+            start: addr,
+            size: 64,
+            ..ObjectRef::default()
+        }],
+    }
+}
+
+#[test]
+fn summary_adds_up_the_lines_of_one_static_variable() {
+    // Three read-mostly lines of one static table, read at one site: one summary line.
+    let p = profile(sharing(vec![
+        table_line(0x5000, 300, 0, &[1, 2, 3]),
+        table_line(0x5040, 200, 0, &[1, 2, 3]),
+        table_line(0x5080, 100, 0, &[1, 2, 3]),
+    ]));
+    assert_eq!(
+        summary_lines(&p, 3),
+        vec!["  read-mostly at t.c:21 (global/static, 3 lines, threads 1,2,3): 600 invalidations"]
+    );
+}
+
+#[test]
+fn static_lines_without_a_symbol_stay_apart_at_other_places_or_threads() {
+    let p = profile(sharing(vec![
+        table_line(0x5000, 300, 0, &[1, 2, 3]),
+        table_line(0x5040, 200, 1, &[1, 2, 3]),
+        table_line(0x5080, 100, 0, &[1, 2]),
+        table_line(0x50c0, 50, 0, &[1, 2, 3]),
+    ]));
+    let f = findings(&p, &|_| None);
+    let lines: Vec<Vec<u64>> = f.iter().map(|f| f.lines.clone()).collect();
+    assert_eq!(
+        lines,
+        vec![vec![0x5000, 0x50c0], vec![0x5040], vec![0x5080]]
+    );
+    assert_eq!(f[0].invalidations, 350);
+    // The symbol table, when known, decides: here each line is its own variable.
+    let own = |a: u64| Some(a & !63);
+    assert_eq!(findings(&p, &own).len(), 4);
+}
+
+/// Two writers of one heap line with `inv` invalidations over a 1 s run: the predicted
+/// speed-up is 1 / (1 - inv * 60 ns / 2 threads / 1 s).
+fn heap_profile(inv: u64) -> Profile {
+    let mut l = line(
+        0x1000,
+        inv,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    );
+    l.sites = vec![LineSite {
+        site: 1,
+        reads: 0,
+        writes: 10_000,
+    }];
+    profile(sharing(vec![l]))
+}
+
+#[test]
+fn gain_is_shown_from_the_one_threshold() {
+    assert!(gain_shown(MIN_SHOWN_SPEEDUP));
+    assert!(!gain_shown(MIN_SHOWN_SPEEDUP - 0.001));
+    // 3.1M invalidations: 93 ms saved of 1 s, 1.10x; 2.9M: 87 ms, 1.095x (the summary used to
+    // show gains from 1.01x).
+    let above = summary_lines(&heap_profile(3_100_000), 3);
+    assert_eq!(
+        above,
+        vec!["  false sharing at t.c:30 (heap object, threads 1,2): 3100000 invalidations, fixing it: up to 1.10x faster"]
+    );
+    let below = summary_lines(&heap_profile(2_900_000), 3);
+    assert_eq!(
+        below,
+        vec!["  false sharing at t.c:30 (heap object, threads 1,2): 2900000 invalidations"]
+    );
+    let f = findings(&heap_profile(2_900_000), &|_| None);
+    assert_eq!(f[0].predicted_saving_ns, 87_000_000);
+    assert!(f[0].predicted_speedup > 1.09 && f[0].predicted_speedup < MIN_SHOWN_SPEEDUP);
+}
+
+#[test]
+fn the_saving_is_capped_at_the_parallel_time() {
+    let mut p = heap_profile(1_000_000_000);
+    p.sharing.as_mut().unwrap().parallel_ns = 500_000_000;
+    let f = findings(&p, &|_| None);
+    assert_eq!(f[0].predicted_saving_ns, 450_000_000);
+    assert!((f[0].predicted_speedup - 1.0 / 0.55).abs() < 1e-9);
+}
+
+#[test]
+fn counts_are_estimates_scaled_by_fs_sample() {
+    let mut p = heap_profile(100_000);
+    p.sharing.as_mut().unwrap().settings.sample = 4;
+    let f = &findings(&p, &|_| None)[0];
+    assert_eq!((f.reads, f.writes), (0, 40_000));
+    assert_eq!(f.words[0].writes, 20_000);
+    assert_eq!(f.sites[0].writes, 40_000);
+    // Latent pairs: the recorded writes scaled, or the volume samples if more.
+    let mut a = line(0x1000, 0, vec![byte(56, 8, 0, 500, &[], &[1])]);
+    let mut b = line(0x1040, 0, vec![byte(0, 8, 0, 500, &[], &[2])]);
+    a.contended = false;
+    b.contended = false;
+    a.sites = vec![LineSite {
+        site: 0,
+        reads: 0,
+        writes: 500,
+    }];
+    let mut s = sharing(vec![a, b]);
+    s.settings.sample = 4;
+    let f = &analyze(&s, 1)[0];
+    assert_eq!(f.kind, Kind::LatentFalseSharing);
+    assert_eq!(f.writes, 2000);
+    assert_eq!(f.sites[0].writes, 2000);
+    assert_eq!(estimate(&s.settings, 3), 12);
+}
+
+#[test]
+fn ranking_is_actual_first_then_invalidations_writes_and_address() {
+    let mut a = line(
+        0x1000,
+        5000,
+        vec![byte(0, 8, 0, 100, &[], &[1]), byte(8, 8, 0, 100, &[], &[2])],
+    );
+    a.objects.clear();
+    let mut b = a.clone();
+    b.addr = 0x3000;
+    let mut c = a.clone();
+    c.addr = 0x5000;
+    c.bytes[0].writes = 200;
+    let mut d = a.clone();
+    d.addr = 0x7000;
+    d.invalidations = 6000;
+    // A latent pair with many writes still comes last.
+    let mut l1 = line(0x9000, 0, vec![byte(56, 8, 0, 90_000, &[], &[1])]);
+    let mut l2 = line(0x9040, 0, vec![byte(0, 8, 0, 90_000, &[], &[2])]);
+    l1.contended = false;
+    l2.contended = false;
+    let f = analyze(&sharing(vec![a, b, c, d, l1, l2]), 1);
+    let order: Vec<u64> = f.iter().map(|f| f.lines[0]).collect();
+    assert_eq!(order, vec![0x7000, 0x5000, 0x1000, 0x3000, 0x9000]);
+    for w in f.windows(2) {
+        assert_eq!(rank_order(&w[0], &w[1]), Ordering::Less);
+    }
+}
+
+#[test]
+fn confidence_grows_with_invalidations_and_recorded_accesses() {
+    let conf = |inv: u64, writes: u64| {
+        let s = sharing(vec![line(
+            0x1000,
+            inv,
+            vec![
+                byte(0, 8, 0, writes, &[], &[1]),
+                byte(8, 8, 0, writes, &[], &[2]),
+            ],
+        )]);
+        analyze(&s, 1)[0].confidence
+    };
+    // fs_threshold is 16: high from 1600 invalidations and 1000 recorded accesses.
+    assert_eq!(conf(1600, 500), Confidence::High);
+    assert_eq!(conf(1599, 500), Confidence::Medium);
+    assert_eq!(conf(100_000, 499), Confidence::Medium);
+    assert_eq!(conf(100_000, 49), Confidence::Low);
+}
