@@ -24,7 +24,6 @@
 mod args;
 mod exec;
 mod plan;
-mod report;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -36,7 +35,7 @@ fn main() {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        std::process::exit(report::run(&rest));
+        std::process::exit(profcc_report::run(&rest));
     }
     std::process::exit(driver(argv));
 }

@@ -8,10 +8,10 @@
 //! are analysed and resolved per input, before they are ranked together.
 
 use super::{section, Options, Section};
-use crate::report::dwarf;
-use crate::report::fmt;
-use crate::report::merge::Merged;
-use crate::report::symbolize::{demangle, normalize_path, user_frame, Frame, Global};
+use crate::dwarf;
+use crate::fmt;
+use crate::merge::Merged;
+use crate::symbolize::{demangle, normalize_path, user_frame, Frame, Global};
 use profcc_schema::sharing::{self, Confidence, Finding, Kind, Latent, ObjectKind, Settings};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};

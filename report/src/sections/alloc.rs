@@ -1,9 +1,9 @@
 //! Allocation sites with their symbolised call stacks.
 
 use super::{section, Options, Section};
-use crate::report::fmt;
-use crate::report::merge::Merged;
-use crate::report::symbolize::Frame;
+use crate::fmt;
+use crate::merge::Merged;
+use crate::symbolize::Frame;
 use serde::Serialize;
 
 #[derive(Serialize)]

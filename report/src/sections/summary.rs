@@ -1,8 +1,8 @@
 //! Header: what was profiled (one entry per input file) and the summed totals.
 
 use super::{section, Options, Section};
-use crate::report::fmt;
-use crate::report::merge::Merged;
+use crate::fmt;
+use crate::merge::Merged;
 use profcc_schema::Totals;
 use serde::Serialize;
 

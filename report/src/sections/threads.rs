@@ -1,9 +1,9 @@
 //! Threads, per input file: id, parent, accesses, where they were created.
 
 use super::{section, Options, Section};
-use crate::report::fmt;
-use crate::report::merge::Merged;
-use crate::report::symbolize::{user_frame, Frame};
+use crate::fmt;
+use crate::merge::Merged;
+use crate::symbolize::{user_frame, Frame};
 use serde::Serialize;
 
 #[derive(Serialize)]

@@ -1,7 +1,7 @@
 //! What the runtime could not observe, and what the report could not symbolise.
 
 use super::{section, Options, Section};
-use crate::report::merge::Merged;
+use crate::merge::Merged;
 use serde::Serialize;
 
 #[derive(Serialize)]

@@ -2,9 +2,9 @@
 //! into many sites; the user thinks in lines).
 
 use super::{section, Options, Section};
-use crate::report::fmt;
-use crate::report::merge::Merged;
-use crate::report::symbolize::demangle;
+use crate::fmt;
+use crate::merge::Merged;
+use crate::symbolize::demangle;
 use profcc_schema::AccessKind;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};

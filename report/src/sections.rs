@@ -65,7 +65,7 @@ pub const SECTIONS: &[Builder] = &[
 /// Implements [`Section`] for a `Serialize` type with a text method.
 macro_rules! section {
     ($ty:ty, $key:literal) => {
-        impl $crate::report::sections::Section for $ty {
+        impl $crate::sections::Section for $ty {
             fn key(&self) -> &'static str {
                 $key
             }
