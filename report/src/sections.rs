@@ -1,9 +1,10 @@
 //! The report is a list of sections. Each section is one function over the merged profile that
-//! returns a value knowing how to print itself as text and as JSON; adding an analysis (false
-//! sharing, NUMA, allocator) to the report is one more module here and one more entry in
-//! [`SECTIONS`].
+//! returns its part of the [`Report`] model; the renderers (`crate::render`) print the model.
+//! Adding an analysis (NUMA, allocator, ...) to the report is one more module here, one more
+//! field of [`Report`], and one function per renderer (a text block, a CSV table).
 
-use super::merge::Merged;
+use crate::merge::Merged;
+use crate::model::{Report, REPORT_FORMAT, REPORT_VERSION};
 
 pub mod access;
 pub mod alloc;
@@ -12,21 +13,17 @@ pub mod sharing;
 pub mod summary;
 pub mod threads;
 
-/// Report settings that sections may use.
+/// Report settings that sections may use (what the model holds; how it is printed is the
+/// renderers' business).
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Rows per ranked table; 0 = all.
     pub top: usize,
-    /// Frames per call stack in text output; 0 = all (JSON always has the whole stack).
-    pub stack_depth: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            top: 10,
-            stack_depth: 8,
-        }
+        Options { top: 10 }
     }
 }
 
@@ -40,42 +37,23 @@ impl Options {
     }
 }
 
-pub trait Section {
-    /// Its key in the JSON report (stable).
-    fn key(&self) -> &'static str;
-    /// Its JSON value, pretty-printed (fields in declaration order).
-    fn json(&self) -> String;
-    /// Its text, ending in a newline; empty to print nothing.
-    fn text(&self, out: &mut String);
+/// Build every section over the merged view, in report order. `notes` comes last: it collects
+/// the symbolisation warnings that the sections before it produced.
+pub fn build(m: &Merged, opts: &Options) -> Report {
+    let summary = summary::build(m, opts);
+    let access_sites = access::build(m, opts);
+    let alloc_sites = alloc::build(m, opts);
+    let sharing = sharing::build(m, opts);
+    let threads = threads::build(m, opts);
+    let notes = notes::build(m, opts);
+    Report {
+        format: REPORT_FORMAT.into(),
+        version: REPORT_VERSION,
+        summary,
+        access_sites,
+        alloc_sites,
+        sharing,
+        threads,
+        notes,
+    }
 }
-
-pub type Builder = fn(&Merged, &Options) -> Option<Box<dyn Section>>;
-
-/// Sections in report order. `notes` stays last: it collects the symbolisation warnings that the
-/// sections before it produced.
-pub const SECTIONS: &[Builder] = &[
-    summary::build,
-    access::build,
-    alloc::build,
-    sharing::build,
-    threads::build,
-    notes::build,
-];
-
-/// Implements [`Section`] for a `Serialize` type with a text method.
-macro_rules! section {
-    ($ty:ty, $key:literal) => {
-        impl $crate::sections::Section for $ty {
-            fn key(&self) -> &'static str {
-                $key
-            }
-            fn json(&self) -> String {
-                serde_json::to_string_pretty(self).expect("section serialises")
-            }
-            fn text(&self, out: &mut String) {
-                self.render(out)
-            }
-        }
-    };
-}
-pub(crate) use section;

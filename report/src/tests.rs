@@ -88,19 +88,32 @@ pub(super) fn profile(pid: u32, sites: Vec<AccessSite>) -> Profile {
 
 /// Render to JSON and parse it back.
 pub(super) fn json_of(inputs: Vec<Input>, opts: &Options) -> Value {
-    let m = Merged::new(inputs);
-    let text = render(&m, Format::Json, opts);
+    let report = sections::build(&Merged::new(inputs), opts);
+    let mut bytes = Vec::new();
+    render::json::write(&report, &mut bytes).unwrap();
+    let text = String::from_utf8(bytes).unwrap();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{text}"))
 }
 
 pub(super) fn text_of(inputs: Vec<Input>, opts: &Options) -> String {
-    render(&Merged::new(inputs), Format::Text, opts)
+    let report = sections::build(&Merged::new(inputs), opts);
+    render::text::render(&report, &render::text::TextOptions::default())
 }
 
-fn run_args(args: &[&str]) -> (i32, String, String) {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+/// `profcc report ARGS` as the driver runs it (parsing and its usage errors are tested on the
+/// binary, in driver/tests/cli.rs).
+pub(super) fn run_args(args: &[&str]) -> (i32, String, String) {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        report: ReportArgs,
+    }
+    let cli = <Cli as clap::Parser>::try_parse_from(
+        std::iter::once("report").chain(args.iter().copied()),
+    )
+    .unwrap_or_else(|e| panic!("{args:?}: {e}"));
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = run_with(&args, &mut out, &mut err);
+    let code = run_with(&cli.report, &mut out, &mut err);
     (
         code,
         String::from_utf8(out).unwrap(),
@@ -474,29 +487,6 @@ fn truncated_foreign_missing_files_fail_with_one_line() {
         err.starts_with("profcc report: /nonexistent/profcc.x.1.json: cannot read it:"),
         "{err}"
     );
-}
-
-#[test]
-fn usage_errors() {
-    let (code, _, err) = run_args(&[]);
-    assert_eq!(code, 2);
-    assert!(err.starts_with("usage: profcc report"), "{err}");
-    let (code, _, err) = run_args(&["--format", "xml", "p.json"]);
-    assert_eq!(code, 2);
-    assert!(
-        err.lines()
-            .next()
-            .unwrap()
-            .contains("unknown format \"xml\"; valid formats: text, json"),
-        "{err}"
-    );
-    let (code, _, _) = run_args(&["--top", "many", "p.json"]);
-    assert_eq!(code, 2);
-    let (code, _, _) = run_args(&["--frobnicate", "p.json"]);
-    assert_eq!(code, 2);
-    let (code, out, _) = run_args(&["--help"]);
-    assert_eq!(code, 0);
-    assert!(out.contains("--format text|json"));
 }
 
 // ---------------------------------------------------------------------------------------------

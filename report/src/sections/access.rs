@@ -1,64 +1,11 @@
 //! Top access sites, aggregated by file:line (unrolling and vectorisation split one source line
 //! into many sites; the user thinks in lines).
 
-use super::{section, Options, Section};
-use crate::fmt;
+use super::Options;
 use crate::merge::Merged;
+use crate::model::{AccessSites, Line, Site};
 use crate::symbolize::demangle;
-use profcc_schema::AccessKind;
-use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-
-#[derive(Serialize)]
-pub struct AccessSites {
-    /// Accesses that `percent` is relative to (all accesses of all inputs).
-    pub total_accesses: u64,
-    /// Distinct file:line pairs with at least one access.
-    pub lines_total: usize,
-    /// The top lines, by accesses (then bytes), at most `--top`.
-    pub lines: Vec<Line>,
-}
-
-#[derive(Serialize)]
-pub struct Line {
-    pub rank: usize,
-    pub file: String,
-    pub line: u32,
-    /// Demangled function with the most accesses on this line.
-    pub function: String,
-    /// All functions the line's accesses were compiled into, most accesses first.
-    pub functions: Vec<String>,
-    /// Distinct inlined-at places (`file:line`), if the code was inlined.
-    pub inlined_at: Vec<String>,
-    pub accesses: u64,
-    /// Accesses that read (read, atomic, copy-read).
-    pub reads: u64,
-    /// Accesses that write (write, atomic, copy-write).
-    pub writes: u64,
-    pub bytes: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Share of all accesses, 0–100.
-    pub percent: f64,
-    /// Threads that executed the line: per input the largest site count (a lower bound), summed
-    /// over inputs.
-    pub threads: u32,
-    /// The individual sites, most accesses first.
-    pub sites: Vec<Site>,
-}
-
-#[derive(Serialize)]
-pub struct Site {
-    pub col: u32,
-    /// read, write, atomic, copy_read, copy_write (as in the profile).
-    pub kind: AccessKind,
-    /// Bytes per access; 0 when the length is known only at run time.
-    pub size: u32,
-    pub count: u64,
-    pub bytes: u64,
-    pub function: String,
-    pub inlined_at: Option<String>,
-}
 
 #[derive(Default)]
 struct Acc {
@@ -74,7 +21,7 @@ struct Acc {
     sites: Vec<Site>,
 }
 
-pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
+pub fn build(m: &Merged, opts: &Options) -> AccessSites {
     let mut by_line: HashMap<(&str, u32), Acc> = HashMap::new();
     let mut demangled: HashMap<&str, String> = HashMap::new();
     for s in &m.sites {
@@ -160,80 +107,9 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
     for (n, l) in lines.iter_mut().enumerate() {
         l.rank = n + 1;
     }
-    Some(Box::new(AccessSites {
+    AccessSites {
         total_accesses: total,
         lines_total,
         lines,
-    }))
-}
-
-section!(AccessSites, "access_sites");
-
-impl AccessSites {
-    fn render(&self, out: &mut String) {
-        out.push('\n');
-        if self.lines.is_empty() {
-            out.push_str("Access sites: none recorded (was the program built with profcc?)\n");
-            return;
-        }
-        out.push_str(&format!(
-            "Top access sites by line ({} of {} lines, {} accesses in all)\n",
-            self.lines.len(),
-            self.lines_total,
-            fmt::count(self.total_accesses)
-        ));
-        let places: Vec<String> = self
-            .lines
-            .iter()
-            .map(|l| fmt::tail(&place(&l.file, l.line), 48))
-            .collect();
-        let pw = places
-            .iter()
-            .map(|p| p.chars().count())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        out.push_str(&format!(
-            "  {:>3}  {:>13}  {:>6}  {:>13}  {:>13}  {:>10}  {:>4}  {:<pw$}  {}\n",
-            "#", "accesses", "%", "reads", "writes", "bytes", "thr", "place", "function"
-        ));
-        for (l, place) in self.lines.iter().zip(&places) {
-            let more = if l.functions.len() > 1 {
-                format!(" (+{} more)", l.functions.len() - 1)
-            } else {
-                String::new()
-            };
-            let inl = match l.inlined_at.as_slice() {
-                [] => String::new(),
-                [one] => format!(", via inlined call at {one}"),
-                many => format!(
-                    ", via inlined calls at {} and {} more",
-                    many[0],
-                    many.len() - 1
-                ),
-            };
-            out.push_str(&format!(
-                "  {:>3}  {:>13}  {:>6}  {:>13}  {:>13}  {:>10}  {:>4}  {:<pw$}  {}{}{}\n",
-                l.rank,
-                fmt::count(l.accesses),
-                fmt::percent(l.percent),
-                fmt::count(l.reads),
-                fmt::count(l.writes),
-                fmt::bytes(l.bytes),
-                l.threads,
-                place,
-                l.function,
-                more,
-                inl,
-            ));
-        }
-    }
-}
-
-fn place(file: &str, line: u32) -> String {
-    match (file, line) {
-        ("", _) => "(no debug location)".into(),
-        (f, 0) => f.into(),
-        (f, l) => format!("{f}:{l}"),
     }
 }

@@ -7,108 +7,18 @@
 //! Line records refer to their own profile (site indices, stack ids, addresses), so findings
 //! are analysed and resolved per input, before they are ranked together.
 
-use super::{section, Options, Section};
+use super::Options;
 use crate::dwarf;
-use crate::fmt;
 use crate::merge::Merged;
+// The model's finding, object and word; `Finding`, `ObjectKind` here are the analysis's.
+use crate::model::{
+    self, Finding as FindingOut, Object as ObjectOut, Place, Sharing, Word as WordOut,
+};
 use crate::symbolize::{demangle, normalize_path, user_frame, Frame, Global};
-use profcc_schema::sharing::{self, Confidence, Finding, Kind, Latent, ObjectKind, Settings};
-use serde::Serialize;
+use profcc_schema::sharing::{self, Finding, Kind, ObjectKind, Settings};
 use std::collections::{BTreeMap, HashMap};
 
-#[derive(Serialize)]
-pub struct Sharing {
-    /// The first input's settings (`fs_*` run-time options).
-    pub settings: Settings,
-    /// Lines tracked in detail, summed over inputs.
-    pub lines_tracked: u64,
-    /// Lines that passed a threshold after the runtime's table was full, summed over inputs.
-    pub dropped_lines: u64,
-    /// Findings of all inputs before `--top`.
-    pub findings_total: usize,
-    /// Actual findings by invalidations then writes, latent ones after them; at most `--top`.
-    pub findings: Vec<FindingOut>,
-    #[serde(skip)]
-    several_inputs: bool,
-}
-
-#[derive(Serialize)]
-pub struct FindingOut {
-    pub rank: usize,
-    /// Index of the input file the finding comes from (see `summary.inputs`).
-    pub input: usize,
-    pub kind: Kind,
-    /// `Kind::as_str`: "false sharing", "true sharing", "read-mostly", "latent false sharing".
-    pub kind_text: String,
-    pub allocator_induced: bool,
-    pub latent: Option<Latent>,
-    /// Addresses of the line(s): one, or two for a latent pair.
-    pub lines: Vec<u64>,
-    pub invalidations: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub threads: Vec<u32>,
-    pub objects: Vec<ObjectOut>,
-    pub words: Vec<WordOut>,
-    pub places: Vec<Place>,
-    pub stride: Option<u64>,
-    pub predicted_saving_ns: u64,
-    pub predicted_speedup: f64,
-    pub confidence: Confidence,
-    /// What to change, the object named in front (`` `counters`: threads write ... ``).
-    pub fix: String,
-}
-
-#[derive(Serialize, Clone)]
-pub struct ObjectOut {
-    /// "heap", "global" (globals and statics) or "stack".
-    pub kind: &'static str,
-    /// Global: the symbol's demangled name (null when no symbol holds the address).
-    pub name: Option<String>,
-    /// Runtime address and size: the allocation, the symbol, or the thread's stack.
-    pub start: u64,
-    pub size: u64,
-    pub alloc_kind: Option<String>,
-    pub alloc_thread: Option<u32>,
-    /// Heap: `file:line` of the allocation call's first frame in the program's own source.
-    pub alloc_site: Option<String>,
-    /// Heap: the allocation call stack, innermost first, as `function file:line`.
-    pub alloc_stack: Vec<String>,
-    pub stack_thread: Option<u32>,
-    /// Heap: the function of `alloc_site`; stack: the function of the first place that writes
-    /// the line.
-    pub function: Option<String>,
-}
-
-#[derive(Serialize, Clone)]
-pub struct WordOut {
-    /// Index into the finding's `objects`.
-    pub object: Option<usize>,
-    pub object_offset: Option<u64>,
-    /// The line's address and the word's offset inside it.
-    pub line: u64,
-    pub line_offset: u32,
-    pub size: u32,
-    /// Globals with DWARF types: `counters[1]`, `workers[2].count`, `s.b`.
-    pub field: Option<String>,
-    pub reads: u64,
-    pub writes: u64,
-    pub readers: Vec<u32>,
-    pub writers: Vec<u32>,
-}
-
-#[derive(Serialize, Clone)]
-pub struct Place {
-    /// As in `access_sites`: the path the compiler recorded, `.`/`..` resolved.
-    pub file: String,
-    pub line: u32,
-    pub function: String,
-    /// Estimated accesses to the line(s) from this place while tracked.
-    pub reads: u64,
-    pub writes: u64,
-}
-
-pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
+pub fn build(m: &Merged, opts: &Options) -> Option<Sharing> {
     let mut settings: Option<Settings> = None;
     let (mut lines_tracked, mut dropped_lines) = (0u64, 0u64);
     let mut all: Vec<(usize, Finding)> = Vec::new();
@@ -148,17 +58,14 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Box<dyn Section>> {
     for f in &mut findings {
         f.fix = format!("{}{}", subject(&f.objects), f.fix);
     }
-    Some(Box::new(Sharing {
+    Some(Sharing {
         settings,
         lines_tracked,
         dropped_lines,
         findings_total,
         findings,
-        several_inputs: m.inputs.len() > 1,
-    }))
+    })
 }
-
-section!(Sharing, "sharing");
 
 /// A word inside a global: (finding, word, variable's file address, offset, variable's name).
 type FieldRequest = (usize, usize, u64, u64, String);
@@ -272,7 +179,7 @@ fn resolve(
                 let s = slot_of(Slot::Global(g.start), &|| {
                     (
                         ObjectOut {
-                            kind: "global",
+                            kind: model::ObjectKind::Global,
                             name: Some(g.name.clone()),
                             start: g.start,
                             size: g.size,
@@ -366,7 +273,7 @@ fn resolve(
 
 fn empty_object() -> ObjectOut {
     ObjectOut {
-        kind: "global",
+        kind: model::ObjectKind::Global,
         name: None,
         start: 0,
         size: 0,
@@ -398,17 +305,17 @@ fn object_out(
                 .unwrap_or_default();
             let user = user_frame(&stack);
             ObjectOut {
-                kind: "heap",
+                kind: model::ObjectKind::Heap,
                 alloc_kind: o.alloc_kind.clone(),
                 alloc_thread: o.alloc_thread,
                 alloc_site: user.and_then(Frame::place),
-                alloc_stack: stack.iter().map(frame_text).collect(),
+                alloc_stack: stack.iter().map(Frame::short).collect(),
                 function: user.and_then(|f| f.function.clone()),
                 ..base
             }
         }
         ObjectKind::Stack => ObjectOut {
-            kind: "stack",
+            kind: model::ObjectKind::Stack,
             stack_thread: o.stack_thread,
             function: writing_function.clone(),
             ..base
@@ -417,27 +324,18 @@ fn object_out(
     }
 }
 
-/// `function file:line` (or the raw place) for JSON stacks.
-fn frame_text(f: &Frame) -> String {
-    format!(
-        "{} {}",
-        f.function.as_deref().unwrap_or("??"),
-        f.place().unwrap_or_else(|| f.raw_place())
-    )
-}
-
 /// What the fix is about, to put in front of the schema's fix text.
 fn subject(objects: &[ObjectOut]) -> String {
     let mut names: Vec<String> = Vec::new();
     for o in objects {
         let s = match (o.kind, &o.name) {
-            ("global", Some(n)) => format!("`{n}`"),
-            ("global", None) => format!("the static data at {:#x}", o.start),
-            ("stack", _) => match o.stack_thread {
+            (model::ObjectKind::Global, Some(n)) => format!("`{n}`"),
+            (model::ObjectKind::Global, None) => format!("the static data at {:#x}", o.start),
+            (model::ObjectKind::Stack, _) => match o.stack_thread {
                 Some(t) => format!("the stack of thread {t}"),
                 None => "a thread's stack".into(),
             },
-            _ => match (&o.alloc_kind, &o.alloc_site) {
+            (model::ObjectKind::Heap, _) => match (&o.alloc_kind, &o.alloc_site) {
                 (Some(k), Some(s)) => format!("the {k} block from {s}"),
                 (None, Some(s)) => format!("the heap block from {s}"),
                 _ => format!("the heap block at {:#x}", o.start),
@@ -454,246 +352,5 @@ fn subject(objects: &[ObjectOut]) -> String {
             let last = names.pop().unwrap();
             format!("{} and {last}: ", names.join(", "))
         }
-    }
-}
-
-fn ids(v: &[u32]) -> String {
-    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-}
-
-fn threads_text(v: &[u32]) -> String {
-    format!("thread{} {}", if v.len() == 1 { "" } else { "s" }, ids(v))
-}
-
-fn object_text(o: &ObjectOut) -> String {
-    match o.kind {
-        "heap" => {
-            let mut s = format!("heap {}", fmt::bytes(o.size));
-            if let Some(k) = &o.alloc_kind {
-                s.push_str(&format!(" from {k}"));
-            }
-            match &o.alloc_site {
-                Some(site) => s.push_str(&format!(" at {site}")),
-                None if o.alloc_stack.is_empty() => s.push_str(" (no allocation stack)"),
-                None => {}
-            }
-            if let Some(f) = &o.function {
-                s.push_str(&format!(" in {f}"));
-            }
-            if let Some(t) = o.alloc_thread {
-                s.push_str(&format!(" (thread {t})"));
-            }
-            s
-        }
-        "stack" => {
-            let mut s = match o.stack_thread {
-                Some(t) => format!("stack of thread {t}"),
-                None => "a thread's stack".into(),
-            };
-            if let Some(f) = &o.function {
-                s.push_str(&format!(", written by {f}"));
-            }
-            s
-        }
-        _ => match &o.name {
-            Some(n) => format!("global `{n}` ({})", fmt::bytes(o.size)),
-            None => format!(
-                "static data at {:#x} (no symbol holds it: thread-local, an anonymous mapping, or a stripped binary)",
-                o.start
-            ),
-        },
-    }
-}
-
-fn word_text(w: &WordOut, objects: &[ObjectOut]) -> String {
-    let label = match (&w.field, w.object, w.object_offset) {
-        (Some(f), _, _) => f.clone(),
-        (None, Some(o), Some(off)) if objects[o].kind != "stack" => {
-            let name = match (&objects[o].name, objects.len()) {
-                (Some(n), _) => n.clone(),
-                (None, 1) => String::new(),
-                (None, _) => format!("[{}]", o + 1),
-            };
-            format!("{name}+{off}..{}", off + w.size.max(1) as u64)
-        }
-        _ => format!(
-            "{:#x}+{}..{}",
-            w.line,
-            w.line_offset,
-            w.line_offset + w.size.max(1)
-        ),
-    };
-    let only_readers: Vec<u32> = w
-        .readers
-        .iter()
-        .copied()
-        .filter(|r| !w.writers.contains(r))
-        .collect();
-    let mut who = Vec::new();
-    if !w.writers.is_empty() {
-        who.push(format!("written by {}", threads_text(&w.writers)));
-    }
-    if !only_readers.is_empty() {
-        who.push(format!("read by {}", threads_text(&only_readers)));
-    }
-    format!("{label} {}", who.join(", "))
-}
-
-fn counts_text(reads: u64, writes: u64) -> String {
-    match (reads, writes) {
-        (0, w) => format!("{} writes", fmt::short(w)),
-        (r, 0) => format!("{} reads", fmt::short(r)),
-        (r, w) => format!("{} reads, {} writes", fmt::short(r), fmt::short(w)),
-    }
-}
-
-impl Sharing {
-    fn render(&self, out: &mut String) {
-        let s = &self.settings;
-        out.push('\n');
-        if self.findings.is_empty() {
-            out.push_str(&format!(
-                "Cache-line sharing: no contended lines ({} lines tracked; threshold {} invalidations)\n",
-                self.lines_tracked, s.threshold
-            ));
-            return;
-        }
-        let shown = if self.findings.len() < self.findings_total {
-            format!(
-                ", {} of {} findings",
-                self.findings.len(),
-                self.findings_total
-            )
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "Cache-line sharing (model: each thread its own core; {} ns per invalidation assumed{shown})\n",
-            s.invalidation_ns
-        ));
-        if s.sample > 1 {
-            out.push_str(&format!(
-                "  one access in {} per thread to a tracked line was analysed; counts are estimates\n",
-                s.sample
-            ));
-        }
-        if self.dropped_lines > 0 {
-            out.push_str(&format!(
-                "  {} more contended lines were not tracked: the table of {} lines was full (raise fs_max_lines)\n",
-                fmt::count(self.dropped_lines),
-                s.max_lines
-            ));
-        }
-        for f in &self.findings {
-            self.render_finding(f, out);
-        }
-    }
-
-    fn render_finding(&self, f: &FindingOut, out: &mut String) {
-        let input = if self.several_inputs {
-            format!("[{}] ", f.input)
-        } else {
-            String::new()
-        };
-        let mut kind = f.kind_text.clone();
-        if f.allocator_induced {
-            kind.push_str(" (allocator-induced)");
-        }
-        let conf = match f.confidence {
-            Confidence::High => "high",
-            Confidence::Medium => "medium",
-            Confidence::Low => "low",
-        };
-        match &f.latent {
-            Some(l) => {
-                let mut why = Vec::new();
-                if l.prefetch_pair {
-                    why.push("adjacent-line prefetch pair".to_string());
-                }
-                if let Some(d) = l.shift {
-                    why.push(format!("{d}-byte shift of the data would share a line"));
-                }
-                out.push_str(&format!(
-                    " #{} {input}{kind} ({}): no invalidations yet, about {} writes, {}; lines {} (finding confidence {conf})\n",
-                    f.rank,
-                    why.join("; "),
-                    fmt::short(f.writes),
-                    threads_text(&f.threads),
-                    f.lines
-                        .iter()
-                        .map(|l| format!("{l:#x}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                ));
-            }
-            None => {
-                let gain = if f.predicted_speedup >= 1.1 {
-                    format!("up to {:.1}x faster", f.predicted_speedup)
-                } else if f.predicted_saving_ns > 0 {
-                    format!(
-                        "saves up to {} ({:.2}x)",
-                        fmt::duration(f.predicted_saving_ns),
-                        f.predicted_speedup
-                    )
-                } else {
-                    "little gain expected".into()
-                };
-                out.push_str(&format!(
-                    " #{} {input}{kind}: {} invalidations, {}; fixing it: {gain} (finding confidence {conf})\n",
-                    f.rank,
-                    fmt::short(f.invalidations),
-                    threads_text(&f.threads),
-                ));
-            }
-        }
-        match f.objects.as_slice() {
-            [] => {}
-            [one] => out.push_str(&format!("    object: {}\n", object_text(one))),
-            many => {
-                for (i, o) in many.iter().enumerate() {
-                    out.push_str(&format!("    object [{}]: {}\n", i + 1, object_text(o)));
-                }
-            }
-        }
-        const WORDS: usize = 8;
-        if !f.words.is_empty() {
-            let mut w: Vec<String> = f
-                .words
-                .iter()
-                .take(WORDS)
-                .map(|w| word_text(w, &f.objects))
-                .collect();
-            if f.words.len() > WORDS {
-                w.push(format!("+{} more", f.words.len() - WORDS));
-            }
-            out.push_str(&format!("    words: {}\n", w.join("; ")));
-        }
-        const PLACES: usize = 4;
-        if !f.places.is_empty() {
-            let mut p: Vec<String> = f
-                .places
-                .iter()
-                .take(PLACES)
-                .map(|p| {
-                    let at = if p.line > 0 {
-                        format!("{}:{}", p.file, p.line)
-                    } else if p.file.is_empty() {
-                        "(no debug location)".into()
-                    } else {
-                        p.file.clone()
-                    };
-                    format!(
-                        "{at} in {} ({})",
-                        p.function,
-                        counts_text(p.reads, p.writes)
-                    )
-                })
-                .collect();
-            if f.places.len() > PLACES {
-                p.push(format!("+{} more", f.places.len() - PLACES));
-            }
-            out.push_str(&format!("    at: {}\n", p.join(", ")));
-        }
-        out.push_str(&format!("    fix: {}\n", f.fix));
     }
 }
