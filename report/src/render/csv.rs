@@ -314,3 +314,116 @@ pub fn write_dir(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, CsvError> {
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::sample_report;
+
+    /// `docs/report.md`'s CSV tables: (file, columns) in document order.
+    fn documented() -> Vec<(String, Vec<String>)> {
+        let doc = include_str!("../../../docs/report.md");
+        let csv = &doc[doc
+            .find("## CSV files")
+            .expect("docs/report.md: ## CSV files")..];
+        let csv = &csv[..csv[3..].find("\n## ").map_or(csv.len(), |i| i + 3)];
+        let mut tables: Vec<(String, Vec<String>)> = Vec::new();
+        for line in csv.lines() {
+            if let Some(name) = line.strip_prefix("### `").and_then(|l| l.strip_suffix('`')) {
+                tables.push((name.to_string(), Vec::new()));
+            } else if let (Some(t), Some(cell)) = (tables.last_mut(), line.strip_prefix("| `")) {
+                let col = cell.split('`').next().unwrap();
+                t.1.push(col.to_string());
+            }
+        }
+        tables
+    }
+
+    /// One place for the column list: the doc's tables are the headers written here.
+    #[test]
+    fn headers_match_docs_report_md() {
+        let r = sample_report();
+        let written: Vec<(String, Vec<String>)> = TABLES
+            .iter()
+            .map(|t| {
+                let t = t(&r);
+                (
+                    t.file.to_string(),
+                    t.header.iter().map(|h| h.to_string()).collect(),
+                )
+            })
+            .collect();
+        let doc = documented();
+        assert_eq!(
+            doc.iter().map(|d| &d.0).collect::<Vec<_>>(),
+            written.iter().map(|w| &w.0).collect::<Vec<_>>(),
+            "CSV files in docs/report.md vs TABLES"
+        );
+        for (d, w) in doc.iter().zip(&written) {
+            assert_eq!(
+                d.1, w.1,
+                "columns of {} in docs/report.md vs the header",
+                d.0
+            );
+        }
+    }
+
+    /// Every row has the header's width, quoting survives commas and quotes, and a directory
+    /// is created, reused, or refused when it is a file.
+    #[test]
+    fn tables_written_and_read_back() {
+        let r = sample_report();
+        for t in TABLES {
+            let t = t(&r);
+            assert!(!t.rows.is_empty(), "{} has no row in the sample", t.file);
+            for row in &t.rows {
+                assert_eq!(row.len(), t.header.len(), "{}: {row:?}", t.file);
+            }
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        let files = write_dir(&r, &dir).unwrap();
+        assert_eq!(files.len(), TABLES.len());
+        let mut rd = csv::Reader::from_path(dir.join("sharing_findings.csv")).unwrap();
+        let header = rd.headers().unwrap().clone();
+        let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 3);
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        assert_eq!(&rows[0][col("kind")], "false_sharing");
+        assert_eq!(
+            &rows[0][col("fix")],
+            "`counters`: pad, \"quoted\", and a comma"
+        );
+        assert_eq!(&rows[0][col("threads")], "1; 2");
+        assert_eq!(&rows[0][col("lines")], "0x560000004000; 0x560000004040");
+        assert_eq!(&rows[2][col("latent")], "prefetch pair; shift 8");
+        assert_eq!(&rows[0][col("objects")], "global `counters` (64 B)");
+        let mut rd = csv::Reader::from_path(dir.join("alloc_sites.csv")).unwrap();
+        let row = rd.records().next().unwrap().unwrap();
+        // The program's own frame, past the unsymbolised one.
+        assert_eq!((&row[11], &row[12], &row[13]), ("make", "/src/k.c", "21"));
+        assert_eq!(
+            &row[14],
+            "?? 0x7f0000000001; make /src/k.c:21; main /src/k.c:40"
+        );
+
+        // Again into the same directory, beside a file of the user's: it stays.
+        std::fs::write(dir.join("mine.txt"), "mine").unwrap();
+        let mut no_sharing = r.clone();
+        no_sharing.sharing = None;
+        write_dir(&no_sharing, &dir).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("mine.txt")).unwrap(),
+            "mine"
+        );
+        // No stale findings from the first report: the header only.
+        let text = std::fs::read_to_string(dir.join("sharing_findings.csv")).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+
+        let file = tmp.path().join("f.csv");
+        std::fs::write(&file, "user data").unwrap();
+        let e = write_dir(&r, &file).unwrap_err().to_string();
+        assert!(e.contains("exists and is not a directory"), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "user data");
+    }
+}
