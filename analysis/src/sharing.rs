@@ -16,7 +16,7 @@ use profcc_schema::sharing::{
     LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing, LINE,
 };
 use profcc_schema::{AccessSite, Profile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -69,7 +69,7 @@ pub const MAX_SAVING_PERCENT: u64 = 90;
 // Findings.
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     FalseSharing,
@@ -89,7 +89,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
     Low,
@@ -98,7 +98,7 @@ pub enum Confidence {
 }
 
 /// Why a latent finding would share.
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Latent {
     /// The two lines form one 128-byte unit that adjacent-line prefetch moves together.
     pub prefetch_pair: bool,

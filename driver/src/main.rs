@@ -5,7 +5,7 @@
 //! profcc clang-22 ARGS...        prefix mode (CMAKE_<LANG>_COMPILER_LAUNCHER; also set
 //!                                CMAKE_<LANG>_LINKER_LAUNCHER, CMake >= 3.21, so the link
 //!                                gets the runtime)
-//! profcc report FILE...          the report of a profile
+//! profcc report PROFILE...       the report of profiles (text, JSON, CSV); `--help` for more
 //! profcc --profcc-version        profcc's own version
 //! profcc --print-cmake-toolchain path of configs/profcc.cmake
 //! ```
@@ -24,19 +24,15 @@
 mod args;
 mod exec;
 mod plan;
-mod report;
+mod subcommands;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 fn main() {
     let argv: Vec<OsString> = std::env::args_os().collect();
-    if argv.get(1).map(|a| a == "report").unwrap_or(false) {
-        let rest: Vec<String> = argv[2..]
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        std::process::exit(report::run(&rest));
+    if argv.get(1).is_some_and(subcommands::is_subcommand) {
+        std::process::exit(subcommands::run(argv));
     }
     std::process::exit(driver(argv));
 }

@@ -322,3 +322,127 @@ fn dry_run_does_nothing() {
     );
     assert_eq!(s.files(), vec!["lib.c"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Subcommands (clap): `profcc report ...`. Usage errors are one line naming the problem and the
+// way out, exit code 2; a first argument that only looks like a subcommand stays clang's.
+
+/// A minimal profile the report accepts.
+const PROFILE: &str = r#"{"format": "profcc-profile", "version": 2, "exe": "/bin/k", "pid": 7,
+  "host": "h", "argv": ["k"], "duration_ns": 1000, "trigger": "exit", "options": {},
+  "modules": [], "threads": [{"id": 0, "parent": null, "created_at": null, "accesses": 1}],
+  "sites": [{"file": "k.c", "line": 3, "col": 1, "function": "main", "inlined_at": null,
+             "kind": "read", "size": 4, "count": 1, "bytes": 4, "threads": 1}],
+  "stacks": [], "alloc_sites": [],
+  "totals": {"accesses": 1, "reads": 1, "writes": 0, "bytes_read": 4, "bytes_written": 0,
+             "unattributed": 0, "allocations": 0, "frees": 0, "bytes_allocated": 0,
+             "live_bytes_peak": 0, "threads": 1},
+  "notes": []}"#;
+
+fn one_line_usage_error(o: &Output, wanted: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("profcc report: "), "{err}");
+    assert!(
+        err.contains("profcc report --help"),
+        "names the way out: {err}"
+    );
+    for w in wanted {
+        assert!(err.contains(w), "{w:?} missing from: {err}");
+    }
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn report_usage_errors() {
+    let s = Scratch::new();
+    one_line_usage_error(
+        &s.profcc(&["report"]),
+        &["<PROFILE>", "usage: profcc report"],
+    );
+    one_line_usage_error(
+        &s.profcc(&["report", "--format", "xml", "p.json"]),
+        &["'xml'", "--format", "text, json"],
+    );
+    one_line_usage_error(
+        &s.profcc(&["report", "--top", "many", "p.json"]),
+        &["'many'", "--top"],
+    );
+    one_line_usage_error(
+        &s.profcc(&["report", "--frobnicate", "p.json"]),
+        &["'--frobnicate'"],
+    );
+    one_line_usage_error(
+        &s.profcc(&["report", "--csv", "d", "-o", "f", "p.json"]),
+        &["--csv", "--output"],
+    );
+    // --csv never replaces a file that is not a directory.
+    s.write("p.json", PROFILE);
+    s.write("taken.csv", "mine\n");
+    let o = s.profcc(&["report", "--csv", "taken.csv", "p.json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("taken.csv: exists and is not a directory"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.work().join("taken.csv")).unwrap(),
+        "mine\n"
+    );
+
+    let o = s.profcc(&["report", "--help"]);
+    ok(&o);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for w in [
+        "--format",
+        "text",
+        "json",
+        "--top",
+        "--stack-depth",
+        "--output",
+        "--csv",
+    ] {
+        assert!(help.contains(w), "{w} missing from --help:\n{help}");
+    }
+}
+
+#[test]
+fn report_csv_writes_one_file_per_table() {
+    let s = Scratch::new();
+    s.write("p.json", PROFILE);
+    let o = s.profcc(&["report", "p.json", "--csv", "out/tables"]);
+    ok(&o);
+    assert!(o.stdout.is_empty());
+    let mut files: Vec<String> = std::fs::read_dir(s.work().join("out/tables"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "access_sites.csv",
+            "alloc_sites.csv",
+            "sharing_findings.csv",
+            "threads.csv"
+        ]
+    );
+    let threads = std::fs::read_to_string(s.work().join("out/tables/threads.csv")).unwrap();
+    assert!(
+        threads.starts_with("input,pid,id,parent,accesses,"),
+        "{threads}"
+    );
+}
+
+#[test]
+fn only_an_exact_subcommand_name_leaves_clang_path() {
+    // `profcc report.c -c` is a compile (clang's command line), not the report subcommand.
+    let s = Scratch::new();
+    s.write("report.c", "int f(void) { return 1; }\n");
+    let o = s.profcc(&["report.c", "-c", "-o", "report.o"]);
+    ok(&o);
+    assert!(s.work().join("report.o").is_file());
+}

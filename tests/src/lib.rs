@@ -264,22 +264,27 @@ pub fn compile_many(
     objects
 }
 
-/// `profcc report --format json FILE`: the profile with its stacks symbolised.
-pub fn report_json(profile: &Path) -> serde_json::Value {
+/// `profcc report --format json ARGS... PROFILE`, read back into the report model (the profile
+/// with its stacks symbolised, ranked, its findings named).
+pub fn report(profile: &Path, args: &[&str]) -> profcc_report::Report {
     let out = sh(Command::new(profcc())
         .args(["report", "--format", "json"])
+        .args(args)
         .arg(profile));
-    serde_json::from_slice(&out.stdout).expect("profcc report --format json printed no JSON")
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "profcc report --format json printed no report ({e}):\n{}",
+            tail(&String::from_utf8_lossy(&out.stdout), 40)
+        )
+    })
 }
 
-/// Function names of the first `depth` symbolised frames of a report stack.
-pub fn frame_functions(stack: &serde_json::Value, depth: usize) -> Vec<String> {
+/// Function names of the first `depth` symbolised frames of a report stack (`?` if unknown).
+pub fn frame_functions(stack: &[profcc_report::model::Frame], depth: usize) -> Vec<String> {
     stack
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .take(depth)
-        .map(|f| f["function"].as_str().unwrap_or("?").to_string())
+        .map(|f| f.function.as_deref().unwrap_or("?").to_string())
         .collect()
 }
 

@@ -1,9 +1,11 @@
 //! Allocation sites end to end: exact counts and bytes per site, the call stack's first
 //! frame at the allocating line (symbolised offline by `profcc report`), live objects at exit.
 
+use profcc_report::model::AllocSite;
+use profcc_report::Report;
 use profcc_tests::*;
-use serde_json::Value;
 use std::process::Command;
+use std::sync::OnceLock;
 
 const ALLOC_CPP: &str = r#"
 #include <cstdio>
@@ -30,104 +32,95 @@ int main() {
 }
 "#;
 
-fn report_json(profile: &std::path::Path) -> Value {
-    let out = Command::new(profcc())
-        .args(["report", "--format", "json", "--top", "0"])
-        .arg(profile)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+/// alloc.cpp built with profcc at each optimisation level, run once, and its report (all
+/// sites), shared by the tests below.
+fn reports() -> &'static [(&'static str, Report)] {
+    static R: OnceLock<Vec<(&'static str, Report)>> = OnceLock::new();
+    R.get_or_init(|| {
+        ["-O0", "-O2"]
+            .into_iter()
+            .map(|opt| {
+                let s = Scratch::new();
+                s.write("alloc.cpp", ALLOC_CPP);
+                s.compile(&profcxx(), &[opt, "-g", "alloc.cpp", "-o", "alloc"]);
+                let (out, _) = s.run_profiled("alloc", &[], "summary=0");
+                assert_eq!(String::from_utf8_lossy(&out.stdout), "0 0\n", "{opt}");
+                (opt, report(&s.path("alloc.profile.json"), &["--top", "0"]))
+            })
+            .collect()
+    })
 }
 
-/// The allocation site whose stack's innermost frame in alloc.cpp is at `line`.
-fn site_at<'a>(r: &'a Value, line: u32, kind: &str) -> &'a Value {
-    r["alloc_sites"]["sites"]
-        .as_array()
-        .unwrap()
+/// The allocation site whose stack has a frame in alloc.cpp at `line`.
+fn site_at<'a>(r: &'a Report, line: u32, kind: &str) -> &'a AllocSite {
+    r.alloc_sites
+        .sites
         .iter()
         .find(|s| {
-            s["kind"] == kind
-                && s["stack"].as_array().unwrap().iter().any(|f| {
-                    f["file"].as_str().is_some_and(|x| x.ends_with("alloc.cpp"))
-                        && f["line"] == line
+            s.kind == kind
+                && s.stack.iter().any(|f| {
+                    f.file.as_deref().is_some_and(|x| x.ends_with("alloc.cpp"))
+                        && f.line == Some(line)
                 })
         })
-        .unwrap_or_else(|| {
-            panic!(
-                "no {kind} site at alloc.cpp:{line}:\n{}",
-                serde_json::to_string_pretty(&r["alloc_sites"]).unwrap()
-            )
-        })
+        .unwrap_or_else(|| panic!("no {kind} site at alloc.cpp:{line}:\n{:#?}", r.alloc_sites))
 }
+
+/// (marker of the allocating line, kind, calls, bytes, frees, live objects at exit, live
+/// bytes at exit): what alloc.cpp does, written once.
+const EXPECTED: [(&str, &str, u64, u64, u64, u64, u64); 4] = [
+    ("MARK_MAKE", "malloc", 10, 1000, 5, 5, 500),
+    ("MARK_CALLOC", "calloc", 1, 21, 1, 0, 0),
+    ("MARK_NEW", "new", 1, 32, 1, 0, 0),
+    ("MARK_NEW_ARRAY", "new[]", 1, 96, 1, 0, 0),
+];
 
 #[test]
 fn allocation_sites_exact() {
-    for opt in ["-O0", "-O2"] {
-        let s = Scratch::new();
-        s.write("alloc.cpp", ALLOC_CPP);
-        s.compile(&profcxx(), &[opt, "-g", "alloc.cpp", "-o", "alloc"]);
-        let (out, _) = s.run_profiled("alloc", &[], "summary=0");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "0 0\n");
-        let r = report_json(&s.path("alloc.profile.json"));
+    for (opt, r) in reports() {
+        for (marker, kind, count, bytes, frees, live_objects, live_bytes) in EXPECTED {
+            let a = site_at(r, line_of(ALLOC_CPP, marker), kind);
+            assert_eq!(
+                (
+                    a.count,
+                    a.bytes,
+                    a.frees,
+                    a.live_objects_at_exit,
+                    a.live_bytes_at_exit
+                ),
+                (count, bytes, frees, live_objects, live_bytes),
+                "{opt} {marker} (count, bytes, frees, live objects, live bytes)"
+            );
+        }
+    }
+}
 
-        let m = site_at(&r, line_of(ALLOC_CPP, "MARK_MAKE"), "malloc");
-        assert_eq!(m["count"], 10, "{opt}");
-        assert_eq!(m["bytes"], 1000, "{opt}");
-        assert_eq!(m["frees"], 5, "{opt}");
-        assert_eq!(m["live_objects_at_exit"], 5, "{opt}");
-        assert_eq!(m["live_bytes_at_exit"], 500, "{opt}");
-        // The caller of make() is on the stack too (inlined or not).
-        let loop_line = line_of(ALLOC_CPP, "MARK_LOOP");
+/// The caller of make() is on the malloc site's stack too (inlined or not).
+#[test]
+fn allocation_stack_has_the_caller() {
+    let loop_line = line_of(ALLOC_CPP, "MARK_LOOP");
+    for (opt, r) in reports() {
+        let m = site_at(r, line_of(ALLOC_CPP, "MARK_MAKE"), "malloc");
         assert!(
-            m["stack"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|f| f["line"] == loop_line),
-            "{opt}: {m}"
+            m.stack.iter().any(|f| f.line == Some(loop_line)),
+            "{opt}: {m:#?}"
         );
+    }
+}
 
-        // new/new[] are recorded once, as new, never again as the malloc inside them.
-        for site in r["alloc_sites"]["sites"].as_array().unwrap() {
-            for f in site["stack"].as_array().unwrap() {
+/// new/new[] are recorded once, as new, never again as the malloc inside them: no stack has
+/// a frame of the runtime.
+#[test]
+fn no_runtime_frames_in_allocation_stacks() {
+    for (opt, r) in reports() {
+        for site in &r.alloc_sites.sites {
+            for f in &site.stack {
                 assert!(
-                    !f["file"].as_str().unwrap_or("").contains("/rt/"),
-                    "{opt}: runtime frame in {site}"
+                    !f.file.as_deref().unwrap_or("").contains("/rt/"),
+                    "{opt}: runtime frame in {site:#?}"
                 );
             }
         }
-        let c = site_at(&r, line_of(ALLOC_CPP, "MARK_CALLOC"), "calloc");
-        assert_eq!(
-            (
-                c["count"].as_u64(),
-                c["bytes"].as_u64(),
-                c["frees"].as_u64()
-            ),
-            (Some(1), Some(21), Some(1))
-        );
-        let n = site_at(&r, line_of(ALLOC_CPP, "MARK_NEW"), "new");
-        assert_eq!(
-            (
-                n["count"].as_u64(),
-                n["bytes"].as_u64(),
-                n["frees"].as_u64()
-            ),
-            (Some(1), Some(32), Some(1))
-        );
-        let a = site_at(&r, line_of(ALLOC_CPP, "MARK_NEW_ARRAY"), "new[]");
-        assert_eq!(
-            (
-                a["count"].as_u64(),
-                a["bytes"].as_u64(),
-                a["frees"].as_u64()
-            ),
-            (Some(1), Some(96), Some(1))
-        );
     }
 }
 

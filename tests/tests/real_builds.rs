@@ -245,40 +245,32 @@ fn sqlite3_multithreaded_driver() {
 
     // Allocation sites: sqlite's allocator wrapper, from the worker threads, symbolised.
     assert!(p.totals.allocations > 100 && p.totals.frees > 100);
-    let r = report_json(&s.path("drv_profcc.profile.json"));
-    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    let r = report(&s.path("drv_profcc.profile.json"), &[]);
+    let sites = &r.alloc_sites.sites;
     let mem_malloc: Vec<_> = sites
         .iter()
-        .filter(|a| frame_functions(&a["stack"], 1) == ["sqlite3MemMalloc"])
+        .filter(|a| frame_functions(&a.stack, 1) == ["sqlite3MemMalloc"])
         .collect();
     assert!(
         !mem_malloc.is_empty(),
         "no allocation site in sqlite3MemMalloc"
     );
-    let total: u64 = mem_malloc
-        .iter()
-        .map(|a| a["count"].as_u64().unwrap())
-        .sum();
+    let total: u64 = mem_malloc.iter().map(|a| a.count).sum();
     assert!(total > 100, "{total} allocations from sqlite3MemMalloc");
-    assert!(mem_malloc
-        .iter()
-        .any(|a| a["threads"] == 3 && a["bytes"].as_u64().unwrap() > 0));
-    assert!(mem_malloc.iter().all(|a| a["stack"][0]["file"]
-        .as_str()
+    assert!(mem_malloc.iter().any(|a| a.threads == 3 && a.bytes > 0));
+    assert!(mem_malloc.iter().all(|a| a
+        .stack
+        .first()
+        .and_then(|f| f.file.as_deref())
         .unwrap_or("")
         .ends_with("sqlite3.c")));
     // Worker threads were created in the driver's main.
-    for t in r["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["id"] != 0)
-    {
-        let first = &t["created_at"][0];
-        assert_eq!(first["function"], "main", "{t}");
+    for t in r.threads.iter().filter(|t| t.id != 0) {
+        let first = t.created_at.first().unwrap_or_else(|| panic!("{t:?}"));
+        assert_eq!(first.function.as_deref(), Some("main"), "{t:?}");
         assert!(
-            first["file"].as_str().unwrap().ends_with("sqlite_driver.c"),
-            "{t}"
+            first.file.as_deref().unwrap().ends_with("sqlite_driver.c"),
+            "{t:?}"
         );
     }
 }
@@ -383,26 +375,23 @@ fn lua_static_archive_with_host_program() {
 
     // Lua allocates through l_alloc (lauxlib.c), whose realloc is a tail call: the first frame
     // of its allocation sites is l_alloc or, tail-called away, Lua's luaM_* in lmem.c.
-    let r = report_json(&s.path("lua_profcc.profile.json"));
-    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    let r = report(&s.path("lua_profcc.profile.json"), &[]);
+    let sites = &r.alloc_sites.sites;
     let lua_sites: Vec<_> = sites
         .iter()
         .filter(|a| {
-            let f = &a["stack"][0];
+            let f = a.stack.first();
             let (func, file) = (
-                f["function"].as_str().unwrap_or(""),
-                f["file"].as_str().unwrap_or(""),
+                f.and_then(|f| f.function.as_deref()).unwrap_or(""),
+                f.and_then(|f| f.file.as_deref()).unwrap_or(""),
             );
             (func == "l_alloc" && file.ends_with("lua-5.4.8/lauxlib.c"))
                 || (func.starts_with("luaM_") && file.ends_with("lua-5.4.8/lmem.c"))
         })
         .collect();
-    let count: u64 = lua_sites.iter().map(|a| a["count"].as_u64().unwrap()).sum();
-    let frees: u64 = lua_sites.iter().map(|a| a["frees"].as_u64().unwrap()).sum();
-    let firsts: Vec<_> = sites
-        .iter()
-        .map(|a| frame_functions(&a["stack"], 2))
-        .collect();
+    let count: u64 = lua_sites.iter().map(|a| a.count).sum();
+    let frees: u64 = lua_sites.iter().map(|a| a.frees).sum();
+    let firsts: Vec<_> = sites.iter().map(|a| frame_functions(&a.stack, 2)).collect();
     assert!(
         count > 10_000 && frees > 1_000,
         "Lua's allocation sites: {count} allocations, {frees} frees; first frames {firsts:?}"
@@ -519,39 +508,31 @@ fn zlib_shared_library_round_trip() {
     assert!(count_in(&p, "zlib_roundtrip.c", "main") >= 1 << 20);
 
     // deflate's windows are allocated inside the DSO, symbolised to deflate.c.
-    let r = report_json(&s.path("profcc/zlib_roundtrip.profile.json"));
-    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    let r = report(&s.path("profcc/zlib_roundtrip.profile.json"), &[]);
+    let sites = &r.alloc_sites.sites;
     let in_deflate: Vec<_> = sites
         .iter()
-        .filter(|a| frame_functions(&a["stack"], 1) == ["deflateInit2_"])
+        .filter(|a| frame_functions(&a.stack, 1) == ["deflateInit2_"])
         .collect();
     assert!(
         in_deflate.len() >= 4,
         "allocation sites in deflateInit2_: {in_deflate:?}"
     );
     for a in &in_deflate {
+        assert!(a.count > 0 && a.frees == a.count, "{a:?}");
+        let first = &a.stack[0];
         assert!(
-            a["count"].as_u64().unwrap() > 0 && a["frees"] == a["count"],
-            "{a}"
+            first.file.as_deref().unwrap().ends_with("deflate.c"),
+            "{a:?}"
         );
         assert!(
-            a["stack"][0]["file"]
-                .as_str()
-                .unwrap()
-                .ends_with("deflate.c"),
-            "{a}"
-        );
-        assert!(
-            a["stack"][0]["module"]
-                .as_str()
-                .unwrap()
-                .ends_with("libz.so.1"),
-            "{a}"
+            first.module.as_deref().unwrap().ends_with("libz.so.1"),
+            "{a:?}"
         );
     }
     assert!(sites
         .iter()
-        .any(|a| frame_functions(&a["stack"], 1) == ["inflateInit2_"]));
+        .any(|a| frame_functions(&a.stack, 1) == ["inflateInit2_"]));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -878,37 +859,30 @@ fn cxx_iostream_threads_exceptions_static_dtors() {
 
     // Allocation sites, symbolised: new in make_node, new[] in Global's constructor freed by
     // the static destructor before the profile was written, vector growth on 4 threads.
-    let r = report_json(&s.path("cxx_profcc.profile.json"));
-    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    let r = report(&s.path("cxx_profcc.profile.json"), &[]);
+    let sites = &r.alloc_sites.sites;
     let find = |first: &str, kind: &str| {
         sites
             .iter()
-            .find(|a| a["kind"] == kind && frame_functions(&a["stack"], 1)[0].starts_with(first))
+            .find(|a| a.kind == kind && frame_functions(&a.stack, 1)[0].starts_with(first))
             .unwrap_or_else(|| panic!("no {kind} site in {first}: {sites:?}"))
     };
     let node = find("make_node", "new");
-    assert_eq!(
-        (node["count"].as_u64(), node["frees"].as_u64()),
-        (Some(1000), Some(1000))
-    );
+    assert_eq!((node.count, node.frees), (1000, 1000));
     let global = find("Global", "new[]");
     assert_eq!(
-        (
-            global["bytes"].as_u64(),
-            global["frees"].as_u64(),
-            global["live_objects_at_exit"].as_u64()
-        ),
-        (Some(100), Some(1), Some(0))
+        (global.bytes, global.frees, global.live_objects_at_exit),
+        (100, 1, 0)
     );
     assert!(
         sites
             .iter()
-            .any(|a| a["kind"] == "new" && a["threads"] == 4 && a["count"] == 40),
+            .any(|a| a.kind == "new" && a.threads == 4 && a.count == 40),
         "vector growth site"
     );
     assert!(sites
         .iter()
-        .any(|a| frame_functions(&a["stack"], 1)[0] == "__cxa_allocate_exception"));
+        .any(|a| frame_functions(&a.stack, 1)[0] == "__cxa_allocate_exception"));
 }
 
 #[test]
@@ -951,21 +925,16 @@ fn check_openmp_fixture_profile(s: &Scratch, p: &Profile, text: &str, profile: &
         .sites
         .iter()
         .any(|s| s.function.contains(".omp_outlined") && s.threads == 4));
-    let r = report_json(&s.path(profile));
-    let a = r["alloc_sites"]["sites"]
-        .as_array()
-        .unwrap()
+    let r = report(&s.path(profile), &[]);
+    let a = r
+        .alloc_sites
+        .sites
         .iter()
-        .find(|a| frame_functions(&a["stack"], 1) == ["work"])
+        .find(|a| frame_functions(&a.stack, 1) == ["work"])
         .expect("no allocation site in work()");
     assert_eq!(
-        (
-            a["count"].as_u64(),
-            a["bytes"].as_u64(),
-            a["frees"].as_u64(),
-            a["threads"].as_u64()
-        ),
-        (Some(64), Some(64 * 256), Some(64), Some(4))
+        (a.count, a.bytes, a.frees, a.threads),
+        (64, 64 * 256, 64, 4)
     );
 }
 

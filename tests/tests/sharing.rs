@@ -8,8 +8,10 @@
 //! Each test checks every variant it runs and fails once at the end, listing every problem
 //! with the findings of the run it saw, so one failure does not hide the others.
 
+use profcc_analysis::sharing::Kind;
+use profcc_report::model::{Finding, Object, ObjectKind, Word};
+use profcc_report::Report;
 use profcc_tests::*;
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -97,7 +99,7 @@ impl Built {
             profile.exists(),
             tail(&String::from_utf8_lossy(&out.stderr), 30)
         );
-        let report = report(&profile);
+        let report = report(&profile, &["--top", "0"]);
         Run {
             what,
             file: self.file.clone(),
@@ -114,34 +116,35 @@ fn exe_name(opt: &str) -> String {
     format!("prog{opt}")
 }
 
-/// `profcc report --format json --top 0` (all findings).
-fn report(profile: &std::path::Path) -> Value {
-    let out = sh(Command::new(profcc())
-        .args(["report", "--format", "json", "--top", "0"])
-        .arg(profile));
-    serde_json::from_slice(&out.stdout).expect("profcc report --format json printed no JSON")
-}
-
 struct Run {
     what: String,
     file: String,
     out: Output,
     profile: PathBuf,
-    report: Value,
+    /// `profcc report --format json --top 0` (all findings).
+    report: Report,
 }
 
 impl Run {
-    fn findings(&self) -> Vec<&Value> {
-        self.report["sharing"]["findings"]
-            .as_array()
-            .map(|a| a.iter().collect())
-            .unwrap_or_default()
+    fn findings(&self) -> Vec<&Finding> {
+        self.report
+            .sharing
+            .iter()
+            .flat_map(|s| &s.findings)
+            .collect()
     }
 
-    fn actual(&self) -> Vec<&Value> {
+    fn actual(&self) -> Vec<&Finding> {
         self.findings()
             .into_iter()
-            .filter(|f| f["kind"] != "latent_false_sharing")
+            .filter(|f| f.kind != Kind::LatentFalseSharing)
+            .collect()
+    }
+
+    fn latent(&self) -> Vec<&Finding> {
+        self.findings()
+            .into_iter()
+            .filter(|f| f.kind == Kind::LatentFalseSharing)
             .collect()
     }
 
@@ -149,102 +152,91 @@ impl Run {
     /// profile's tracked lines.
     fn evidence(&self) -> String {
         let mut s = String::new();
-        let sh = &self.report["sharing"];
-        if sh.is_null() {
+        if self.report.sharing.is_none() {
             s.push_str("    report has no sharing section\n");
         }
         for f in self.findings() {
             s.push_str(&format!(
-                "    finding #{} {}{} latent={} lines={} invalidations={} threads={} stride={} reads={} writes={}\n",
-                f["rank"],
-                f["kind"].as_str().unwrap_or("?"),
-                if f["allocator_induced"] == true { " (allocator-induced)" } else { "" },
-                f["latent"],
-                hex_list(&f["lines"]),
-                f["invalidations"],
-                f["threads"],
-                f["stride"],
-                f["reads"],
-                f["writes"]
+                "    finding #{} {:?}{} latent={:?} lines={} invalidations={} threads={:?} stride={:?} reads={} writes={}\n",
+                f.rank,
+                f.kind,
+                if f.allocator_induced { " (allocator-induced)" } else { "" },
+                f.latent,
+                hex_list(&f.lines),
+                f.invalidations,
+                f.threads,
+                f.stride,
+                f.reads,
+                f.writes
             ));
-            for (i, o) in arr(&f["objects"]).iter().enumerate() {
+            for (i, o) in f.objects.iter().enumerate() {
                 s.push_str(&format!(
-                    "      object [{i}] {} name={} start={:#x} size={} alloc_kind={} alloc_site={} stack_thread={} function={}\n",
-                    o["kind"].as_str().unwrap_or("?"),
-                    o["name"],
-                    o["start"].as_u64().unwrap_or(0),
-                    o["size"],
-                    o["alloc_kind"],
-                    o["alloc_site"],
-                    o["stack_thread"],
-                    o["function"]
+                    "      object [{i}] {} name={:?} start={:#x} size={} alloc_kind={:?} alloc_site={:?} stack_thread={:?} function={:?}\n",
+                    o.kind.as_str(),
+                    o.name,
+                    o.start,
+                    o.size,
+                    o.alloc_kind,
+                    o.alloc_site,
+                    o.stack_thread,
+                    o.function
                 ));
             }
-            for w in arr(&f["words"]) {
+            for w in &f.words {
                 s.push_str(&format!(
-                    "      word object={} object_offset={} line={:#x}+{} size={} field={} reads={} writes={} readers={} writers={}\n",
-                    w["object"],
-                    w["object_offset"],
-                    w["line"].as_u64().unwrap_or(0),
-                    w["line_offset"],
-                    w["size"],
-                    w["field"],
-                    w["reads"],
-                    w["writes"],
-                    w["readers"],
-                    w["writers"]
+                    "      word object={:?} object_offset={:?} line={:#x}+{} size={} field={:?} reads={} writes={} readers={:?} writers={:?}\n",
+                    w.object,
+                    w.object_offset,
+                    w.line,
+                    w.line_offset,
+                    w.size,
+                    w.field,
+                    w.reads,
+                    w.writes,
+                    w.readers,
+                    w.writers
                 ));
             }
-            for p in arr(&f["places"]) {
+            for p in &f.places {
                 s.push_str(&format!(
                     "      place {}:{} {} reads={} writes={}\n",
-                    basename(p["file"].as_str().unwrap_or("?")),
-                    p["line"],
-                    p["function"].as_str().unwrap_or("?"),
-                    p["reads"],
-                    p["writes"]
+                    basename(&p.file),
+                    p.line,
+                    p.function,
+                    p.reads,
+                    p.writes
                 ));
             }
         }
         // The raw records, for when the analysis had nothing (or the wrong thing) to say.
-        if let Ok(text) = std::fs::read_to_string(&self.profile) {
-            let p: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            let sharing = &p["sharing"];
+        if let Ok(p) = profcc_schema::read(&self.profile) {
+            let sharing = p.sharing.unwrap_or_default();
             s.push_str(&format!(
                 "    profile: parallel_ns={} dropped_lines={} duration_ns={}\n",
-                sharing["parallel_ns"], sharing["dropped_lines"], p["duration_ns"]
+                sharing.parallel_ns, sharing.dropped_lines, p.duration_ns
             ));
-            for l in arr(&sharing["lines"]).iter().take(12) {
-                let bytes: Vec<String> = arr(&l["bytes"])
+            for l in sharing.lines.iter().take(12) {
+                let bytes: Vec<String> = l
+                    .bytes
                     .iter()
                     .map(|b| {
                         format!(
-                            "+{}:{} r{} w{} readers{} writers{}",
-                            b["offset"],
-                            b["size"],
-                            b["reads"],
-                            b["writes"],
-                            b["readers"],
-                            b["writers"]
+                            "+{}:{} r{} w{} readers{:?} writers{:?}",
+                            b.offset, b.size, b.reads, b.writes, b.readers, b.writers
                         )
                     })
                     .collect();
-                let objects: Vec<String> = arr(&l["objects"])
+                let objects: Vec<String> = l
+                    .objects
                     .iter()
-                    .map(|o| {
-                        format!(
-                            "{}@{:#x}",
-                            o["kind"].as_str().unwrap_or("?"),
-                            o["start"].as_u64().unwrap_or(0)
-                        )
-                    })
+                    .map(|o| format!("{:?}@{:#x}", o.kind, o.start))
                     .collect();
                 s.push_str(&format!(
                     "    line {:#x} invalidations={} contended={} volume_samples={} bytes=[{}] objects=[{}]\n",
-                    l["addr"].as_u64().unwrap_or(0),
-                    l["invalidations"],
-                    l["contended"],
-                    l["volume_samples"],
+                    l.addr,
+                    l.invalidations,
+                    l.contended,
+                    l.volume_samples,
                     bytes.join(", "),
                     objects.join(", ")
                 ));
@@ -254,28 +246,13 @@ impl Run {
     }
 }
 
-fn arr(v: &Value) -> Vec<Value> {
-    v.as_array().cloned().unwrap_or_default()
-}
-
-fn hex_list(v: &Value) -> String {
-    let items: Vec<String> = arr(v)
-        .iter()
-        .map(|x| format!("{:#x}", x.as_u64().unwrap_or(0)))
-        .collect();
+fn hex_list(v: &[u64]) -> String {
+    let items: Vec<String> = v.iter().map(|x| format!("{x:#x}")).collect();
     format!("[{}]", items.join(", "))
 }
 
 fn basename(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
-}
-
-fn u32s(v: &Value) -> Vec<u32> {
-    arr(v)
-        .iter()
-        .filter_map(|x| x.as_u64())
-        .map(|x| x as u32)
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -321,21 +298,21 @@ enum Obj<'a> {
 }
 
 impl Obj<'_> {
-    fn matches(&self, o: &Value, file: &str) -> bool {
+    fn matches(&self, o: &Object, file: &str) -> bool {
         match *self {
             Obj::Heap { kind, line } => {
-                o["kind"] == "heap"
-                    && o["alloc_kind"] == kind
-                    && o["alloc_site"]
-                        .as_str()
+                o.kind == ObjectKind::Heap
+                    && o.alloc_kind.as_deref() == Some(kind)
+                    && o.alloc_site
+                        .as_deref()
                         .is_some_and(|s| s.ends_with(&format!("/{file}:{line}")))
             }
-            Obj::Global(name) => o["kind"] == "global" && o["name"] == name,
+            Obj::Global(name) => o.kind == ObjectKind::Global && o.name.as_deref() == Some(name),
             Obj::Stack { thread, function } => {
-                o["kind"] == "stack"
-                    && o["stack_thread"] == thread
-                    && o["function"]
-                        .as_str()
+                o.kind == ObjectKind::Stack
+                    && o.stack_thread == Some(thread)
+                    && o.function
+                        .as_deref()
                         .is_some_and(|f| f == function || f.starts_with(&format!("{function}(")))
             }
         }
@@ -378,18 +355,17 @@ fn array(n: u32, stride: u64, field_offset: u64, name: Option<&str>, suffix: &st
 fn base_of(run: &Run, obj: &Obj, elems: &[Elem], from_object: bool) -> Option<u64> {
     if from_object {
         for f in run.findings() {
-            for o in arr(&f["objects"]) {
-                if obj.matches(&o, &run.file) {
-                    return o["start"].as_u64();
+            for o in &f.objects {
+                if obj.matches(o, &run.file) {
+                    return Some(o.start);
                 }
             }
         }
     }
     for f in run.findings() {
-        for w in arr(&f["words"]) {
-            let writers = u32s(&w["writers"]);
-            let addr = w["line"].as_u64()? + w["line_offset"].as_u64()?;
-            if let [t] = writers[..] {
+        for w in &f.words {
+            let addr = w.line + w.line_offset as u64;
+            if let [t] = w.writers[..] {
                 if let Some(e) = elems.iter().find(|e| e.writer == Some(t)) {
                     return Some(addr - e.offset);
                 }
@@ -403,57 +379,42 @@ fn base_of(run: &Run, obj: &Obj, elems: &[Elem], from_object: bool) -> Option<u6
 /// every place is in the fixture at one of `allowed`.
 fn check_places(
     p: &mut Vec<String>,
-    f: &Value,
+    f: &Finding,
     file: &str,
     required: &[(u32, bool)],
     allowed: &[u32],
 ) {
-    let places = arr(&f["places"]);
     for &(line, writes) in required {
         let key = if writes { "writes" } else { "reads" };
-        let ok = places.iter().any(|pl| {
-            pl["file"]
-                .as_str()
-                .is_some_and(|x| x.ends_with(&format!("/{file}")))
-                && pl["line"] == line
-                && pl[key].as_u64().unwrap_or(0) > 0
+        let ok = f.places.iter().any(|pl| {
+            pl.file.ends_with(&format!("/{file}"))
+                && pl.line == line
+                && (if writes { pl.writes } else { pl.reads }) > 0
         });
         if !ok {
             p.push(format!(
                 "finding #{}: no place {file}:{line} with {key}",
-                f["rank"]
+                f.rank
             ));
         }
     }
-    for pl in &places {
-        let ok = pl["file"]
-            .as_str()
-            .is_some_and(|x| x.ends_with(&format!("/{file}")))
-            && pl["line"]
-                .as_u64()
-                .is_some_and(|l| allowed.contains(&(l as u32)));
+    for pl in &f.places {
+        let ok = pl.file.ends_with(&format!("/{file}")) && allowed.contains(&pl.line);
         if !ok {
             p.push(format!(
                 "finding #{}: unexpected place {}:{} (expected only {file}:{allowed:?})",
-                f["rank"],
-                pl["file"].as_str().unwrap_or("?"),
-                pl["line"]
+                f.rank, pl.file, pl.line
             ));
         }
     }
 }
 
 /// The words of finding `f`, each as (object offset, writers, field), sorted.
-fn words_of(f: &Value) -> Vec<(Option<u64>, Vec<u32>, Option<String>)> {
-    let mut v: Vec<_> = arr(&f["words"])
+fn words_of(f: &Finding) -> Vec<(Option<u64>, Vec<u32>, Option<String>)> {
+    let mut v: Vec<_> = f
+        .words
         .iter()
-        .map(|w| {
-            (
-                w["object_offset"].as_u64(),
-                u32s(&w["writers"]),
-                w["field"].as_str().map(str::to_string),
-            )
-        })
+        .map(|w| (w.object_offset, w.writers.clone(), w.field.clone()))
         .collect();
     v.sort();
     v
@@ -504,28 +465,28 @@ fn check_false_sharing(
     let mut covered: Vec<u64> = Vec::new();
     let mut got: Vec<(Option<u64>, Vec<u32>, Option<String>)> = Vec::new();
     for f in run.findings() {
-        let flines: Vec<u64> = arr(&f["lines"]).iter().filter_map(|x| x.as_u64()).collect();
-        let rank = &f["rank"];
+        let flines = &f.lines;
+        let rank = f.rank;
         if !flines.iter().any(|l| want_lines.contains(l)) {
             p.push(format!(
-                "unexpected finding #{rank}: {} on {}",
-                f["kind"],
-                hex_list(&f["lines"])
+                "unexpected finding #{rank}: {:?} on {}",
+                f.kind,
+                hex_list(&f.lines)
             ));
             continue;
         }
-        covered.extend(&flines);
-        if f["kind"] != "false_sharing" {
+        covered.extend(flines);
+        if f.kind != Kind::FalseSharing {
             p.push(format!(
-                "finding #{rank} on {}: kind {} (expected false_sharing)",
-                hex_list(&f["lines"]),
-                f["kind"]
+                "finding #{rank} on {}: kind {:?} (expected false_sharing)",
+                hex_list(&f.lines),
+                f.kind
             ));
         }
-        if f["allocator_induced"] != false {
+        if f.allocator_induced {
             p.push(format!("finding #{rank}: allocator_induced is not false"));
         }
-        let objects = arr(&f["objects"]);
+        let objects = &f.objects;
         if objects.len() != 1 || !obj.matches(&objects[0], file) {
             p.push(format!(
                 "finding #{rank}: objects should be exactly the {}",
@@ -534,10 +495,10 @@ fn check_false_sharing(
         }
         got.extend(words_of(f));
         if let Some(s) = stride {
-            if f["stride"] != s {
+            if f.stride != Some(s) {
                 p.push(format!(
-                    "finding #{rank}: stride {}, expected {s}",
-                    f["stride"]
+                    "finding #{rank}: stride {:?}, expected {s}",
+                    f.stride
                 ));
             }
         }
@@ -550,8 +511,8 @@ fn check_false_sharing(
     if covered != want_covered {
         p.push(format!(
             "findings cover lines {}, expected the lines holding two or more elements: {}",
-            hex_list(&Value::from(covered.clone())),
-            hex_list(&Value::from(want_covered))
+            hex_list(&covered),
+            hex_list(&want_covered)
         ));
     }
     got.sort();
@@ -609,9 +570,9 @@ fn check_false_sharing(
 /// the elements' base (container objects start with their elements).
 fn object_start(run: &Run, obj: &Obj, base: u64) -> u64 {
     for f in run.findings() {
-        for o in arr(&f["objects"]) {
-            if obj.matches(&o, &run.file) {
-                return o["start"].as_u64().unwrap_or(base);
+        for o in &f.objects {
+            if obj.matches(o, &run.file) {
+                return o.start;
             }
         }
     }
@@ -871,13 +832,13 @@ fn small_blocks_on_one_line_are_allocator_induced() {
             p.push(format!("{} findings, expected exactly one", all.len()));
         }
         if let Some(f) = all.first() {
-            if f["kind"] != "false_sharing" || f["allocator_induced"] != true {
+            if f.kind != Kind::FalseSharing || !f.allocator_induced {
                 p.push(format!(
-                    "kind {} allocator_induced {}: expected allocator-induced false sharing",
-                    f["kind"], f["allocator_induced"]
+                    "kind {:?} allocator_induced {}: expected allocator-induced false sharing",
+                    f.kind, f.allocator_induced
                 ));
             }
-            let objects = arr(&f["objects"]);
+            let objects = &f.objects;
             let fi = objects.iter().position(|o| first.matches(o, &r.file));
             let si = objects.iter().position(|o| second.matches(o, &r.file));
             if objects.len() != 2 || fi.is_none() || si.is_none() {
@@ -888,22 +849,14 @@ fn small_blocks_on_one_line_are_allocator_induced() {
                 ));
             }
             if let (Some(fi), Some(si)) = (fi, si) {
-                let mut got: Vec<(Value, Value, Vec<u32>)> = arr(&f["words"])
+                let mut got: Vec<(Option<usize>, Option<u64>, Vec<u32>)> = f
+                    .words
                     .iter()
-                    .map(|w| {
-                        (
-                            w["object"].clone(),
-                            w["object_offset"].clone(),
-                            u32s(&w["writers"]),
-                        )
-                    })
+                    .map(|w| (w.object, w.object_offset, w.writers.clone()))
                     .collect();
-                got.sort_by_key(|w| w.0.as_u64());
-                let mut want = vec![
-                    (Value::from(fi), Value::from(0), vec![1]),
-                    (Value::from(si), Value::from(0), vec![2]),
-                ];
-                want.sort_by_key(|w| w.0.as_u64());
+                got.sort_by_key(|w| w.0);
+                let mut want = vec![(Some(fi), Some(0), vec![1]), (Some(si), Some(0), vec![2])];
+                want.sort_by_key(|w| w.0);
                 if got != want {
                     p.push(format!(
                         "words (object, object offset, writers) {got:?}, expected {want:?}"
@@ -930,19 +883,19 @@ fn check_true_sharing(run: &Run, name: &str, n: u32, place: u32) -> Vec<String> 
     let Some(f) = all.first() else {
         return p;
     };
-    if f["kind"] != "true_sharing" {
-        p.push(format!("kind {}, expected true_sharing", f["kind"]));
+    if f.kind != Kind::TrueSharing {
+        p.push(format!("kind {:?}, expected true_sharing", f.kind));
     }
-    let objects = arr(&f["objects"]);
+    let objects = &f.objects;
     if objects.len() != 1 || !Obj::Global(name).matches(&objects[0], &run.file) {
         p.push(format!("objects should be exactly the global `{name}`"));
     }
-    let words = arr(&f["words"]);
+    let words = &f.words;
     let everyone: Vec<u32> = (1..=n).collect();
     let ok = words.len() == 1
-        && words[0]["object_offset"] == 0
-        && words[0]["size"] == 8
-        && u32s(&words[0]["writers"]) == everyone;
+        && words[0].object_offset == Some(0)
+        && words[0].size == 8
+        && words[0].writers == everyone;
     if !ok {
         p.push(format!(
             "words should be one 8-byte word at object offset 0 written by threads {everyone:?}"
@@ -994,21 +947,18 @@ fn check_read_mostly(run: &Run, n: u32, read: u32, write: u32) -> Vec<String> {
     let Some(f) = all.first() else {
         return p;
     };
-    if f["kind"] != "read_mostly" {
-        p.push(format!("kind {}, expected read_mostly", f["kind"]));
+    if f.kind != Kind::ReadMostly {
+        p.push(format!("kind {:?}, expected read_mostly", f.kind));
     }
-    let objects = arr(&f["objects"]);
+    let objects = &f.objects;
     if objects.len() != 1 || !Obj::Global("table").matches(&objects[0], &run.file) {
         p.push("objects should be exactly the global `table`".into());
     }
-    let words = arr(&f["words"]);
+    let words: &[Word] = &f.words;
     let everyone: Vec<u32> = (1..=n).collect();
-    match words.iter().find(|w| w["object_offset"] == 0) {
+    match words.iter().find(|w| w.object_offset == Some(0)) {
         Some(w) => {
-            if u32s(&w["writers"]) != [1]
-                || u32s(&w["readers"]) != everyone
-                || w["field"] != "table[0]"
-            {
+            if w.writers != [1] || w.readers != everyone || w.field.as_deref() != Some("table[0]") {
                 p.push(format!(
                     "table[0] should be written by thread 1 only and read by threads {everyone:?}"
                 ));
@@ -1016,9 +966,9 @@ fn check_read_mostly(run: &Run, n: u32, read: u32, write: u32) -> Vec<String> {
         }
         None => p.push("no word at object offset 0 (table[0])".into()),
     }
-    for w in &words {
-        if w["object_offset"] != 0 && !u32s(&w["writers"]).is_empty() {
-            p.push(format!("word {} is written, only table[0] is", w["field"]));
+    for w in words {
+        if w.object_offset != Some(0) && !w.writers.is_empty() {
+            p.push(format!("word {:?} is written, only table[0] is", w.field));
         }
     }
     check_places(
@@ -1074,24 +1024,19 @@ fn check_padded(run: &Run, obj: Obj, n: u32, fields: Option<&str>, store: u32) -
     let mut p = Vec::new();
     for f in run.actual() {
         p.push(format!(
-            "finding #{}: {} on padded data, expected none",
-            f["rank"], f["kind"]
+            "finding #{}: {:?} on padded data, expected none",
+            f.rank, f.kind
         ));
     }
     let elems = array(n, 64, 0, fields, if fields.is_some() { ".v" } else { "" });
-    let latent: Vec<&Value> = run
-        .findings()
-        .into_iter()
-        .filter(|f| f["kind"] == "latent_false_sharing")
-        .collect();
+    let latent = run.latent();
     let Some(base) = base_of(run, &obj, &elems, true) else {
         if !latent.is_empty() {
             p.push("latent findings without the object or its words".into());
         }
         // Without findings, where the elements are is unknown: look them up in the profile.
-        let pr: Value =
-            serde_json::from_str(&std::fs::read_to_string(&run.profile).unwrap()).unwrap();
-        if !arr(&pr["sharing"]["lines"]).is_empty() && n >= 2 {
+        let pr = profcc_schema::read(&run.profile).unwrap();
+        if pr.sharing.is_some_and(|s| !s.lines.is_empty()) && n >= 2 {
             p.push(
                 "no finding names the padded object; cannot tell which latent pairs were due"
                     .into(),
@@ -1105,34 +1050,38 @@ fn check_padded(run: &Run, obj: Obj, n: u32, fields: Option<&str>, store: u32) -
         .collect();
     let mut seen = Vec::new();
     for f in &latent {
-        let lines: Vec<u64> = arr(&f["lines"]).iter().filter_map(|x| x.as_u64()).collect();
+        let lines = &f.lines;
         let i = lines
             .first()
             .and_then(|l| l.checked_sub(base))
             .map(|d| (d / 64) as u32);
         let Some(i) = i.filter(|i| {
-            due.contains(i) && lines == [base + 64 * *i as u64, base + 64 * *i as u64 + 64]
+            due.contains(i) && *lines == [base + 64 * *i as u64, base + 64 * *i as u64 + 64]
         }) else {
             p.push(format!(
                 "latent finding #{} on {} is not a 128-byte-aligned pair of neighbouring elements (due: elements {:?} and the next)",
-                f["rank"],
-                hex_list(&f["lines"]),
+                f.rank,
+                hex_list(&f.lines),
                 due
             ));
             continue;
         };
         seen.push(i);
-        if f["latent"]["prefetch_pair"] != true || !f["latent"]["shift"].is_null() {
+        if !f
+            .latent
+            .as_ref()
+            .is_some_and(|l| l.prefetch_pair && l.shift.is_none())
+        {
             p.push(format!(
-                "latent finding #{}: latent {}, expected prefetch_pair true and shift null",
-                f["rank"], f["latent"]
+                "latent finding #{}: latent {:?}, expected prefetch_pair true and shift null",
+                f.rank, f.latent
             ));
         }
-        let objects = arr(&f["objects"]);
+        let objects = &f.objects;
         if objects.is_empty() || !objects.iter().all(|o| obj.matches(o, &run.file)) {
             p.push(format!(
                 "latent finding #{}: objects should be the {}",
-                f["rank"],
+                f.rank,
                 obj.describe(&run.file)
             ));
         }
@@ -1148,7 +1097,7 @@ fn check_padded(run: &Run, obj: Obj, n: u32, fields: Option<&str>, store: u32) -
         if got != want {
             p.push(format!(
                 "latent finding #{}: words (object offset, writers, field) {got:?}, expected {want:?}",
-                f["rank"]
+                f.rank
             ));
         }
         check_places(&mut p, f, &run.file, &[(store, true)], &[store]);
@@ -1229,15 +1178,11 @@ fn words_astride_a_line_boundary_are_latent_false_sharing() {
             let mut p = Vec::new();
             for f in r.actual() {
                 p.push(format!(
-                    "finding #{}: {}, expected no actual sharing",
-                    f["rank"], f["kind"]
+                    "finding #{}: {:?}, expected no actual sharing",
+                    f.rank, f.kind
                 ));
             }
-            let latent: Vec<&Value> = r
-                .findings()
-                .into_iter()
-                .filter(|f| f["kind"] == "latent_false_sharing")
-                .collect();
+            let latent = r.latent();
             if latent.len() != 1 {
                 p.push(format!(
                     "{} latent findings, expected exactly one",
@@ -1245,22 +1190,24 @@ fn words_astride_a_line_boundary_are_latent_false_sharing() {
                 ));
             }
             if let Some(f) = latent.first() {
-                if f["latent"]["prefetch_pair"] != true || f["latent"]["shift"] != 8 {
+                if !f
+                    .latent
+                    .as_ref()
+                    .is_some_and(|l| l.prefetch_pair && l.shift == Some(8))
+                {
                     p.push(format!(
-                        "latent {}, expected prefetch_pair true and shift 8",
-                        f["latent"]
+                        "latent {:?}, expected prefetch_pair true and shift 8",
+                        f.latent
                     ));
                 }
-                let objects = arr(&f["objects"]);
+                let objects = &f.objects;
                 match objects.iter().find(|o| obj.matches(o, &r.file)) {
                     Some(o) if objects.len() == 1 => {
-                        let s = o["start"].as_u64().unwrap_or(1);
-                        if !s.is_multiple_of(128)
-                            || arr(&f["lines"]) != [Value::from(s), Value::from(s + 64)]
-                        {
+                        let s = o.start;
+                        if !s.is_multiple_of(128) || f.lines != [s, s + 64] {
                             p.push(format!(
                                 "lines {}, expected the object's first two lines ({s:#x}, {:#x})",
-                                hex_list(&f["lines"]),
+                                hex_list(&f.lines),
                                 s + 64
                             ));
                         }
@@ -1301,16 +1248,16 @@ fn contended_word_write_estimates_are_within_2x() {
     for opt in OPTS {
         let r = b.run(opt, &["calloc", "2"], &[], "");
         let mut p = Vec::new();
-        let words: Vec<Value> = r.findings().iter().flat_map(|f| arr(&f["words"])).collect();
+        let words: Vec<&Word> = r.findings().into_iter().flat_map(|f| &f.words).collect();
         if words.is_empty() {
             p.push("no contended words".into());
         }
         for w in &words {
-            let v = w["writes"].as_u64().unwrap_or(0);
+            let v = w.writes;
             if !(INCREMENTS / 2..=INCREMENTS * 2).contains(&v) {
                 p.push(format!(
-                    "word at object offset {} (writers {}): writes estimated {v}, the program did {INCREMENTS}",
-                    w["object_offset"], w["writers"]
+                    "word at object offset {:?} (writers {:?}): writes estimated {v}, the program did {INCREMENTS}",
+                    w.object_offset, w.writers
                 ));
             }
         }
@@ -1369,7 +1316,7 @@ fn exit_summary_names_the_top_finding() {
         )),
     }
     match r.findings().first() {
-        Some(f) if f["kind"] == "false_sharing" => {}
+        Some(f) if f.kind == Kind::FalseSharing => {}
         _ => p.push("the report's top finding is not false sharing".into()),
     }
     probs.run(&r, p);
@@ -1388,13 +1335,12 @@ fn sigusr2_profile_has_the_sharing_findings() {
     );
     let mut probs = Problems::default();
     let r = b.run("-O2", &["2"], &[], "exit_dump=0");
-    let profile: Value =
-        serde_json::from_str(&std::fs::read_to_string(&r.profile).unwrap()).unwrap();
+    let profile = profcc_schema::read(&r.profile).unwrap();
     let mut p = Vec::new();
-    if profile["trigger"] != "signal" {
+    if profile.trigger != "signal" {
         p.push(format!(
-            "profile trigger {}, expected \"signal\"",
-            profile["trigger"]
+            "profile trigger {:?}, expected \"signal\"",
+            profile.trigger
         ));
     }
     p.extend(global_counters(&b, &r, 2));
@@ -1423,13 +1369,13 @@ fn padded_struct_fields_and_openmp_sums_have_no_sharing() {
                 .iter()
                 .map(|f| {
                     format!(
-                        "finding #{}: {} on padded data, expected none",
-                        f["rank"], f["kind"]
+                        "finding #{}: {:?} on padded data, expected none",
+                        f.rank, f.kind
                     )
                 })
                 .collect();
             // No finding must mean the analysis ran and saw the lines, not that it was off.
-            if r.report["sharing"]["settings"].is_null() {
+            if r.report.sharing.is_none() {
                 p.push("the report has no sharing section".into());
             }
             probs.run(r, p);
@@ -1444,15 +1390,15 @@ fn threads_streaming_their_own_chunks_share_nothing() {
     let mut probs = Problems::default();
     for opt in OPTS {
         let r = b.run(opt, &["2"], &[], "");
-        let s = &r.report["sharing"];
+        let s = r.report.sharing.as_ref();
         let mut p = Vec::new();
-        let findings = arr(&s["findings"]);
+        let findings = r.findings();
         if !findings.is_empty() {
             p.push(format!("{} finding(s), expected none", findings.len()));
         }
         // 16384 lines are written by two threads after the main thread: a cascade of
         // watches along the array would track thousands (it once filled the 8192-line table).
-        let tracked = s["lines_tracked"].as_u64().unwrap_or(u64::MAX);
+        let tracked = s.map_or(u64::MAX, |s| s.lines_tracked);
         if tracked > 64 {
             p.push(format!("{tracked} lines tracked, expected at most 64"));
         }
@@ -1473,18 +1419,22 @@ fn fs_options_are_recorded_in_the_report() {
         "fs_threshold=40:fs_sample=16:fs_inv_ns=100:fs_watch=1024:fs_budget=777:fs_max_lines=99",
     );
     let mut p = Vec::new();
-    let s = &r.report["sharing"]["settings"];
-    for (key, want) in [
-        ("threshold", 40),
-        ("sample", 16),
-        ("invalidation_ns", 100),
-        ("watch_interval", 1024),
-        ("watch_budget", 777),
-        ("max_lines", 99),
-    ] {
-        if s[key] != want {
-            p.push(format!("settings.{key} = {}, expected {want}", s[key]));
+    match r.report.sharing.as_ref().map(|s| &s.settings) {
+        Some(s) => {
+            for (key, got, want) in [
+                ("threshold", s.threshold, 40),
+                ("sample", s.sample, 16),
+                ("invalidation_ns", s.invalidation_ns, 100),
+                ("watch_interval", s.watch_interval, 1024),
+                ("watch_budget", s.watch_budget, 777),
+                ("max_lines", s.max_lines, 99),
+            ] {
+                if got != want {
+                    p.push(format!("settings.{key} = {got}, expected {want}"));
+                }
+            }
         }
+        None => p.push("the report has no sharing section".into()),
     }
     // The analysis runs with them: still the same false sharing.
     p.extend(counters(

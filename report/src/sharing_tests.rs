@@ -525,13 +525,7 @@ fn heap_stack_allocator_induced_and_latent_findings() {
     assert!(sec.contains(" #4 latent false sharing (adjacent-line prefetch pair; 8-byte shift of the data would share a line): no invalidations yet"), "{sec}");
 
     // --top 2: the first two, and how many there were.
-    let j = json_of(
-        vec![Input::new("a.json", p, None)],
-        &Options {
-            top: 2,
-            ..Default::default()
-        },
-    );
+    let j = json_of(vec![Input::new("a.json", p, None)], &Options { top: 2 });
     assert_eq!(findings(&j).len(), 2);
     assert_eq!(j["sharing"]["findings_total"], 4);
 }
@@ -659,13 +653,7 @@ fn merged_profiles_keep_their_own_sites() {
         t.contains(" #2 [0] false sharing: 1000 invalidations"),
         "{t}"
     );
-    let j = json_of(
-        inputs(),
-        &Options {
-            top: 1,
-            ..Default::default()
-        },
-    );
+    let j = json_of(inputs(), &Options { top: 1 });
     assert_eq!(findings(&j).len(), 1);
     assert_eq!(j["sharing"]["findings_total"], 2);
 }

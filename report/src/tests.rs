@@ -88,19 +88,34 @@ pub(super) fn profile(pid: u32, sites: Vec<AccessSite>) -> Profile {
 
 /// Render to JSON and parse it back.
 pub(super) fn json_of(inputs: Vec<Input>, opts: &Options) -> Value {
-    let m = Merged::new(inputs);
-    let text = render(&m, Format::Json, opts);
+    let report = sections::build(&Merged::new(inputs), opts);
+    let mut bytes = Vec::new();
+    render::json::write(&report, &mut bytes).unwrap();
+    let back: Report = serde_json::from_slice(&bytes).expect("the JSON reads back as a Report");
+    assert_eq!(back, report, "model -> JSON -> model");
+    let text = String::from_utf8(bytes).unwrap();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{text}"))
 }
 
 pub(super) fn text_of(inputs: Vec<Input>, opts: &Options) -> String {
-    render(&Merged::new(inputs), Format::Text, opts)
+    let report = sections::build(&Merged::new(inputs), opts);
+    render::text::render(&report, &render::text::TextOptions::default())
 }
 
-fn run_args(args: &[&str]) -> (i32, String, String) {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+/// `profcc report ARGS` as the driver runs it (parsing and its usage errors are tested on the
+/// binary, in driver/tests/cli.rs).
+pub(super) fn run_args(args: &[&str]) -> (i32, String, String) {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        report: ReportArgs,
+    }
+    let cli = <Cli as clap::Parser>::try_parse_from(
+        std::iter::once("report").chain(args.iter().copied()),
+    )
+    .unwrap_or_else(|e| panic!("{args:?}: {e}"));
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = run_with(&args, &mut out, &mut err);
+    let code = run_with(&cli.report, &mut out, &mut err);
     (
         code,
         String::from_utf8(out).unwrap(),
@@ -158,10 +173,7 @@ fn aggregates_by_line() {
             ),
             None,
         )],
-        &Options {
-            top: 1,
-            ..Default::default()
-        },
+        &Options { top: 1 },
     );
     assert_eq!(j["access_sites"]["lines"].as_array().unwrap().len(), 1);
     assert_eq!(j["access_sites"]["lines"][0]["line"], 2);
@@ -474,29 +486,6 @@ fn truncated_foreign_missing_files_fail_with_one_line() {
         err.starts_with("profcc report: /nonexistent/profcc.x.1.json: cannot read it:"),
         "{err}"
     );
-}
-
-#[test]
-fn usage_errors() {
-    let (code, _, err) = run_args(&[]);
-    assert_eq!(code, 2);
-    assert!(err.starts_with("usage: profcc report"), "{err}");
-    let (code, _, err) = run_args(&["--format", "xml", "p.json"]);
-    assert_eq!(code, 2);
-    assert!(
-        err.lines()
-            .next()
-            .unwrap()
-            .contains("unknown format \"xml\"; valid formats: text, json"),
-        "{err}"
-    );
-    let (code, _, _) = run_args(&["--top", "many", "p.json"]);
-    assert_eq!(code, 2);
-    let (code, _, _) = run_args(&["--frobnicate", "p.json"]);
-    assert_eq!(code, 2);
-    let (code, out, _) = run_args(&["--help"]);
-    assert_eq!(code, 0);
-    assert!(out.contains("--format text|json"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -829,4 +818,231 @@ fn without_debug_info_the_sized_symbol_table_names_the_function() {
     let past = sym.frames(&modules, 0x1000 + hi, None);
     assert!(past[0].function.as_deref() != Some("leaf"), "{past:?}");
     assert!(sym.warnings().is_empty(), "{:?}", sym.warnings());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model and its renderers.
+
+/// A report with a row in every table and every kind of object, latent and plain findings:
+/// for round trips and table shapes.
+pub(crate) fn sample_report() -> Report {
+    use crate::model::*;
+    use profcc_analysis::sharing::{Confidence, Kind, Latent};
+    use profcc_schema::sharing::Settings;
+    let frame = |function: &str, line: u32| Frame {
+        address: 0x5600_0000_1234,
+        module: Some("/bin/k".into()),
+        offset: Some(0x1234),
+        function: Some(function.into()),
+        file: Some("/src/k.c".into()),
+        line: Some(line),
+        column: Some(3),
+        inlined: false,
+    };
+    let raw = Frame {
+        address: 0x7f00_0000_0001,
+        module: None,
+        offset: None,
+        function: None,
+        file: None,
+        line: None,
+        column: None,
+        inlined: true,
+    };
+    let heap = Object {
+        alloc_kind: Some("malloc".into()),
+        alloc_thread: Some(0),
+        alloc_site: Some("/src/k.c:21".into()),
+        alloc_stack: vec!["make /src/k.c:21".into(), "main /src/k.c:40".into()],
+        function: Some("make".into()),
+        ..Object::new(ObjectKind::Heap, 0x7000_0000_0000, 24)
+    };
+    let global = Object {
+        name: Some("counters".into()),
+        ..Object::new(ObjectKind::Global, 0x5600_0000_4000, 64)
+    };
+    let stack = Object {
+        stack_thread: Some(2),
+        function: Some("worker(void*)".into()),
+        ..Object::new(ObjectKind::Stack, 0x7ffc_0000_0000, 8 << 20)
+    };
+    let word = |object: Option<usize>, field: Option<&str>, writer: u32| Word {
+        object,
+        object_offset: object.map(|_| 8 * writer as u64),
+        line: 0x5600_0000_4000,
+        line_offset: 8 * writer,
+        size: 8,
+        field: field.map(String::from),
+        reads: 3,
+        writes: 1000,
+        readers: vec![writer, 9],
+        writers: vec![writer],
+    };
+    let finding = |rank: usize, kind: Kind, objects: Vec<Object>, latent: Option<Latent>| Finding {
+        rank,
+        input: rank % 2,
+        kind,
+        kind_text: kind.as_str().into(),
+        allocator_induced: rank == 2,
+        latent,
+        lines: vec![0x5600_0000_4000, 0x5600_0000_4040],
+        invalidations: 1_200_000,
+        reads: 7,
+        writes: 2_000_000,
+        threads: vec![1, 2],
+        words: vec![word(Some(0), Some("counters[1]"), 1), word(None, None, 2)],
+        objects,
+        places: vec![Place {
+            file: "/src/k.c".into(),
+            line: 30,
+            function: "worker".into(),
+            reads: 0,
+            writes: 2_000_000,
+        }],
+        stride: Some(8),
+        predicted_saving_ns: 36_000_000,
+        predicted_speedup: 1.8,
+        confidence: Confidence::High,
+        fix: "`counters`: pad, \"quoted\", and a comma".into(),
+    };
+    Report {
+        format: REPORT_FORMAT.into(),
+        version: REPORT_VERSION,
+        summary: Summary {
+            inputs: vec![InputInfo {
+                path: "p.json".into(),
+                exe: "/bin/k".into(),
+                pid: 42,
+                host: "h".into(),
+                argv: vec!["k".into(), "4".into()],
+                duration_ns: 1_500_000_000,
+                trigger: "exit".into(),
+                threads: 3,
+                accesses: 1000,
+            }],
+            totals: Totals {
+                accesses: 1000,
+                reads: 600,
+                writes: 400,
+                threads: 3,
+                ..Default::default()
+            },
+        },
+        access_sites: AccessSites {
+            total_accesses: 1000,
+            lines_total: 1,
+            lines: vec![Line {
+                rank: 1,
+                file: "/src/k.c".into(),
+                line: 30,
+                function: "worker".into(),
+                functions: vec!["worker".into(), "ns::f(int)".into()],
+                inlined_at: vec!["/src/k.c:44".into()],
+                accesses: 1000,
+                reads: 600,
+                writes: 400,
+                bytes: 8000,
+                bytes_read: 4800,
+                bytes_written: 3200,
+                percent: 100.0 / 3.0,
+                threads: 2,
+                sites: vec![Site {
+                    col: 5,
+                    kind: AccessKind::Atomic,
+                    size: 8,
+                    count: 1000,
+                    bytes: 8000,
+                    function: "worker".into(),
+                    inlined_at: Some("/src/k.c:44".into()),
+                }],
+            }],
+        },
+        alloc_sites: AllocSites {
+            sites_total: 1,
+            sites: vec![AllocSite {
+                rank: 1,
+                kind: "new[]".into(),
+                count: 10,
+                bytes: 640,
+                frees: 9,
+                max_size: 64,
+                live_bytes_peak: 128,
+                live_bytes_at_exit: 64,
+                live_objects_at_exit: 1,
+                threads: 2,
+                merged_sites: 2,
+                stack: vec![raw.clone(), frame("make", 21), frame("main", 40)],
+            }],
+        },
+        sharing: Some(Sharing {
+            settings: Settings::default(),
+            lines_tracked: 12,
+            dropped_lines: 1,
+            findings_total: 3,
+            findings: vec![
+                finding(1, Kind::FalseSharing, vec![global.clone()], None),
+                finding(2, Kind::TrueSharing, vec![heap, stack], None),
+                finding(
+                    3,
+                    Kind::LatentFalseSharing,
+                    vec![global],
+                    Some(Latent {
+                        prefetch_pair: true,
+                        shift: Some(8),
+                    }),
+                ),
+            ],
+        }),
+        threads: vec![
+            Thread {
+                input: 0,
+                pid: 42,
+                id: 0,
+                parent: None,
+                accesses: 10,
+                created_at: vec![],
+            },
+            Thread {
+                input: 0,
+                pid: 42,
+                id: 1,
+                parent: Some(0),
+                accesses: 990,
+                created_at: vec![raw, frame("main", 45)],
+            },
+        ],
+        notes: Notes {
+            notes: vec!["a note".into()],
+            warnings: vec!["/bin/k: missing".into()],
+        },
+    }
+}
+
+/// Model -> JSON -> model gives the model back, with and without the optional sharing section
+/// (every report the tests above render goes through the same check in `json_of`).
+#[test]
+fn json_round_trips_the_model() {
+    let mut r = sample_report();
+    for _ in 0..2 {
+        let mut bytes = Vec::new();
+        render::json::write(&r, &mut bytes).unwrap();
+        let back: Report = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back, r);
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v.get("sharing").is_some(), r.sharing.is_some(), "{v}");
+        r.sharing = None;
+    }
+    // The enums are written as docs/report.md says.
+    let v = serde_json::to_value(sample_report()).unwrap();
+    let f = &v["sharing"]["findings"];
+    assert_eq!(f[0]["kind"], "false_sharing");
+    assert_eq!(f[0]["objects"][0]["kind"], "global");
+    assert_eq!(f[1]["objects"][0]["kind"], "heap");
+    assert_eq!(f[1]["objects"][1]["kind"], "stack");
+    assert_eq!(
+        f[2]["latent"],
+        serde_json::json!({"prefetch_pair": true, "shift": 8})
+    );
+    assert_eq!(f[0]["confidence"], "high");
+    assert_eq!(v["access_sites"]["lines"][0]["sites"][0]["kind"], "atomic");
 }

@@ -10,29 +10,11 @@
 //! recorded is not an error: its frames are shown as `module+0xoffset`, and one warning per
 //! module says why.
 
+pub use crate::model::Frame;
 use profcc_schema::Module;
-use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
-
-/// One symbolised frame. An address inside inlined code yields several frames: the inlined
-/// callees first (`inlined: true`), then the function they were inlined into.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Frame {
-    /// Absolute return address as recorded by the runtime.
-    pub address: u64,
-    /// Path of the module that holds the address; null when no recorded module does.
-    pub module: Option<String>,
-    /// Return address minus the module's load bias (the call instruction ends just before it).
-    pub offset: Option<u64>,
-    /// Demangled function name, from DWARF or else the symbol table.
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub column: Option<u32>,
-    pub inlined: bool,
-}
 
 impl Frame {
     fn raw(address: u64, module: Option<&Module>) -> Frame {
@@ -68,6 +50,16 @@ impl Frame {
             }
             _ => format!("{:#x}", self.address),
         }
+    }
+
+    /// `function file:line` (or the raw place), `??` for an unknown function: a frame inside
+    /// one string (a sharing object's `alloc_stack`, a CSV cell).
+    pub fn short(&self) -> String {
+        format!(
+            "{} {}",
+            self.function.as_deref().unwrap_or("??"),
+            self.place().unwrap_or_else(|| self.raw_place())
+        )
     }
 
     /// One line for text output: `function  file:line`, falling back to the raw place.

@@ -11,7 +11,8 @@
 //! global variable asks [`Merged::global`]; both take the input's index, since stack ids and
 //! addresses belong to one process.
 
-use super::symbolize::{normalize_path, Frame, FrameKey, Global, Symbolizer};
+use crate::model::{AllocSite, Thread};
+use crate::symbolize::{normalize_path, Frame, FrameKey, Global, Symbolizer};
 use profcc_schema::{AccessKind, AccessSite, Profile, Totals};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -62,39 +63,11 @@ pub struct MergedSite {
     pub threads_by_input: Vec<(usize, u32)>,
 }
 
-#[derive(Debug, Clone)]
-pub struct MergedAlloc {
-    pub kind: String,
-    /// Symbolised stack, innermost first (inlined frames expanded).
-    pub stack: Vec<Frame>,
-    pub count: u64,
-    pub bytes: u64,
-    pub frees: u64,
-    pub max_size: u64,
-    pub live_bytes_peak: u64,
-    pub live_bytes_at_exit: u64,
-    pub live_objects_at_exit: u64,
-    pub threads: u32,
-    /// How many recorded sites (over all inputs) were merged into this one.
-    pub merged_sites: u32,
-}
-
-#[derive(Debug, Clone)]
-pub struct MergedThread {
-    pub input: usize,
-    pub pid: u32,
-    pub id: u32,
-    pub parent: Option<u32>,
-    pub accesses: u64,
-    /// Symbolised `pthread_create` call stack; empty for the main thread.
-    pub created_at: Vec<Frame>,
-}
-
 pub struct Merged {
     pub inputs: Vec<Input>,
     pub sites: Vec<MergedSite>,
-    pub alloc_sites: Vec<MergedAlloc>,
-    pub threads: Vec<MergedThread>,
+    pub alloc_sites: Vec<AllocSite>,
+    pub threads: Vec<Thread>,
     pub totals: Totals,
     /// The runtime's notes, deduplicated, plus anything merging noticed.
     pub notes: Vec<String>,
@@ -217,7 +190,8 @@ impl Merged {
                     stack.iter().map(Frame::key).collect::<Vec<_>>(),
                 );
                 let at = *index.entry(key).or_insert_with(|| {
-                    self.alloc_sites.push(MergedAlloc {
+                    self.alloc_sites.push(AllocSite {
+                        rank: 0,
                         kind: a.kind.clone(),
                         stack,
                         count: 0,
@@ -257,7 +231,7 @@ impl Merged {
             let pid = self.inputs[i].profile.pid;
             for t in threads {
                 let created_at = t.created_at.map(|id| self.stack(i, id)).unwrap_or_default();
-                self.threads.push(MergedThread {
+                self.threads.push(Thread {
                     input: i,
                     pid,
                     id: t.id,

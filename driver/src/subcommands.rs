@@ -1,0 +1,108 @@
+//! profcc's own subcommands (`profcc report ...`), parsed with clap. Only an argv whose first
+//! argument is exactly a subcommand name comes here ([`is_subcommand`]); every other command
+//! line is clang's and keeps the table-driven path (`args.rs`, `plan.rs`).
+//!
+//! A subcommand is one variant of [`Command`] with its arguments' type and one arm in [`run`].
+//! Usage errors are one line on stderr naming the problem and the way out, exit code 2.
+
+use clap::{CommandFactory, Parser, Subcommand};
+use std::ffi::OsString;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "profcc",
+    bin_name = "profcc",
+    about = "profcc's own commands; any other command line is a clang-22 one",
+    disable_help_subcommand = true,
+    disable_version_flag = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    #[command(
+        about = profcc_report::ABOUT,
+        long_about = profcc_report::LONG_ABOUT,
+        after_help = profcc_report::AFTER_HELP
+    )]
+    Report(profcc_report::ReportArgs),
+}
+
+/// Is `arg` (argv[1]) exactly the name of one of profcc's subcommands?
+pub fn is_subcommand(arg: &OsString) -> bool {
+    let Some(name) = arg.to_str() else {
+        return false;
+    };
+    Cli::command()
+        .get_subcommands()
+        .any(|c| c.get_name() == name)
+}
+
+/// Parse `argv` (argv[0], subcommand, arguments) and run the subcommand; returns the exit code.
+pub fn run(argv: Vec<OsString>) -> i32 {
+    let sub = argv
+        .get(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{}", e.render());
+                return 0;
+            }
+            eprintln!("{}", one_line(&sub, &e));
+            return 2;
+        }
+    };
+    match cli.command {
+        Command::Report(a) => profcc_report::run(&a),
+    }
+}
+
+/// clap's error on one line: `profcc SUB: <problem>; <tips>; usage: ...; see 'profcc SUB --help'`.
+fn one_line(sub: &str, e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        let line = match line.strip_prefix("Usage: ") {
+            Some(u) => format!("usage: {u}"),
+            None => line.to_string(),
+        };
+        // "the following required arguments were not provided:" + the list on the next lines.
+        match parts.last_mut() {
+            Some(prev) if prev.ends_with(':') => {
+                prev.push(' ');
+                prev.push_str(&line);
+            }
+            _ => parts.push(line),
+        }
+    }
+    parts.push(format!("see 'profcc {sub} --help'"));
+    format!("profcc {sub}: {}", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn subcommand_names_are_exact() {
+        assert!(super::is_subcommand(&"report".into()));
+        for a in ["Report", "report.c", "reports", "-report", "--help", ""] {
+            assert!(!super::is_subcommand(&a.into()), "{a}");
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

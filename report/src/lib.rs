@@ -1,0 +1,157 @@
+//! `profcc report PROFILE...`: the offline half of profcc (heaptrack's recorder/analyser
+//! split). The profiled process writes addresses, counts and its module map; this reads one or
+//! more profiles, merges them, symbolises call stacks with DWARF, ranks, and prints text, JSON
+//! or CSV.
+//!
+//! Code map:
+//! - [`merge`]: several profiles → one [`merge::Merged`] view (sites summed, allocation sites
+//!   merged by symbolised stack, totals summed, threads per file);
+//! - [`symbolize`]: return address → module → function/inlined frames/file:line (addr2line),
+//!   cached per module and per offset; data address → global variable (ELF symbol table);
+//! - [`dwarf`]: byte offset inside a global → field path (`[2].count`) from DWARF types;
+//! - [`sections`]: one function per section over the merged view, each building its part of
+//!   the [`model::Report`];
+//! - [`model`]: the report as serialisable data (serde), one type per concept;
+//! - [`render`]: the renderers, each taking the model and nothing else: [`render::text`],
+//!   [`render::json`] (the model through serde), [`render::csv`] (one file per table);
+//! - [`fmt`]: number formatting for text.
+//!
+//! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
+
+pub mod dwarf;
+pub mod fmt;
+pub mod merge;
+pub mod model;
+pub mod render;
+pub mod sections;
+pub mod symbolize;
+
+#[cfg(test)]
+mod sharing_tests;
+#[cfg(test)]
+mod tests;
+
+pub use model::{Report, REPORT_FORMAT, REPORT_VERSION};
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// One line for `profcc --help`'s list of subcommands.
+pub const ABOUT: &str = "Turn profiles into a ranked report (text, JSON or CSV files)";
+
+/// `profcc report --help`: what comes before the options.
+pub const LONG_ABOUT: &str = "\
+Turn profcc profiles (profcc.<exe>.<pid>.json) into a ranked report. Several profiles
+(one per MPI rank, per fork, ...) are merged into one report.";
+
+/// `profcc report --help`: what comes after the options.
+pub const AFTER_HELP: &str = "\
+Call stacks are symbolised from the binaries named in the profile; when one is missing or was
+rebuilt since the run, its frames are shown as module+offset and the report says so.
+docs/report.md describes the JSON shape and every CSV column.
+
+Exit codes: 0 success, 1 an input cannot be read or the output cannot be written, 2 usage error.";
+
+/// How the report is printed (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people (default)
+    Text,
+    /// The report model as JSON (docs/report.md)
+    Json,
+}
+
+/// `profcc report`'s command line.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// Profiles to read; several are merged into one report
+    #[arg(value_name = "PROFILE", required = true)]
+    pub profiles: Vec<PathBuf>,
+    /// Output format
+    #[arg(short = 'f', long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Rows per ranked table (0 = all); applies to JSON and CSV too
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Call-stack frames per site in text output (0 = all); JSON and CSV have whole stacks
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub stack_depth: usize,
+    /// Write the report to FILE instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write one CSV file per table into DIR (created if missing) instead of printing the report
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "format"])]
+    pub csv: Option<PathBuf>,
+}
+
+/// `profcc report`: returns the process exit code.
+pub fn run(args: &ReportArgs) -> i32 {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    run_with(args, &mut stdout.lock(), &mut stderr.lock())
+}
+
+/// [`run`] with the output streams given (for tests).
+pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if let Some(Err(e)) = a.csv.as_deref().map(render::csv::check_dir) {
+        let _ = writeln!(err, "profcc report: {e}");
+        return 2;
+    }
+    let mut inputs = Vec::new();
+    for f in &a.profiles {
+        match load(f) {
+            Ok(i) => inputs.push(i),
+            Err(e) => {
+                let _ = writeln!(err, "profcc report: {}: {e}", f.display());
+                return 1;
+            }
+        }
+    }
+    let report = sections::build(
+        &merge::Merged::new(inputs),
+        &sections::Options { top: a.top },
+    );
+    if let Some(dir) = &a.csv {
+        return match render::csv::write_dir(&report, dir) {
+            Ok(_) => 0,
+            Err(e) => {
+                let _ = writeln!(err, "profcc report: {e}");
+                1
+            }
+        };
+    }
+    let mut bytes = Vec::new();
+    match a.format {
+        Format::Text => {
+            let opts = render::text::TextOptions {
+                stack_depth: a.stack_depth,
+            };
+            bytes = render::text::render(&report, &opts).into_bytes();
+        }
+        Format::Json => render::json::write(&report, &mut bytes).expect("JSON into memory"),
+    }
+    match &a.output {
+        None => {
+            if let Err(e) = out.write_all(&bytes).and_then(|_| out.flush()) {
+                // A closed pipe (`| head`) is not worth a message.
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    let _ = writeln!(err, "profcc report: cannot write the report: {e}");
+                    return 1;
+                }
+            }
+        }
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &bytes) {
+                let _ = writeln!(err, "profcc report: cannot write {}: {e}", path.display());
+                return 1;
+            }
+        }
+    }
+    0
+}
+
+fn load(p: &std::path::Path) -> Result<merge::Input, profcc_schema::ReadError> {
+    let profile = profcc_schema::read(p)?;
+    let mtime = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    Ok(merge::Input::new(p.display().to_string(), profile, mtime))
+}

@@ -1,0 +1,310 @@
+//! The report model: what `profcc report` found, as plain serialisable data. The sections
+//! (`sections/*.rs`) build it from the merged profiles; the renderers (`render/*.rs`: text,
+//! JSON, CSV) take it and nothing else. JSON is this model as serde writes it
+//! (`docs/report.md` shows the shape), and reads back into it, so programs (and the
+//! end-to-end tests) can use these types instead of JSON paths.
+//!
+//! One type per concept: an allocation site is [`AllocSite`] from merging to every renderer,
+//! a thread is [`Thread`], a sharing finding is [`Finding`].
+
+use profcc_analysis::sharing::{Confidence, Kind, Latent};
+use profcc_schema::sharing::Settings;
+use profcc_schema::{AccessKind, Totals};
+use serde::{Deserialize, Serialize};
+
+pub const REPORT_FORMAT: &str = "profcc-report";
+/// Bumped when a JSON field changes meaning or is removed; adding fields does not bump it.
+pub const REPORT_VERSION: u32 = 1;
+
+/// The whole report, in output order.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    /// Always [`REPORT_FORMAT`].
+    pub format: String,
+    /// [`REPORT_VERSION`] of the profcc that wrote it.
+    pub version: u32,
+    pub summary: Summary,
+    pub access_sites: AccessSites,
+    pub alloc_sites: AllocSites,
+    /// Only when an input has sharing records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<Sharing>,
+    /// Every thread of every input.
+    pub threads: Vec<Thread>,
+    pub notes: Notes,
+}
+
+/// What was profiled (one entry per input file) and the summed totals.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub inputs: Vec<InputInfo>,
+    /// Totals summed over inputs (`live_bytes_peak` and `threads` too).
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InputInfo {
+    pub path: String,
+    pub exe: String,
+    pub pid: u32,
+    pub host: String,
+    pub argv: Vec<String>,
+    pub duration_ns: u64,
+    /// "exit" or "signal".
+    pub trigger: String,
+    pub threads: u32,
+    pub accesses: u64,
+}
+
+/// Top access sites, aggregated by file:line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AccessSites {
+    /// Accesses that `percent` is relative to (all accesses of all inputs).
+    pub total_accesses: u64,
+    /// Distinct file:line pairs with at least one access.
+    pub lines_total: usize,
+    /// The top lines, by accesses (then bytes), at most `--top`.
+    pub lines: Vec<Line>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Line {
+    pub rank: usize,
+    pub file: String,
+    pub line: u32,
+    /// Demangled function with the most accesses on this line.
+    pub function: String,
+    /// All functions the line's accesses were compiled into, most accesses first.
+    pub functions: Vec<String>,
+    /// Distinct inlined-at places (`file:line`), if the code was inlined.
+    pub inlined_at: Vec<String>,
+    pub accesses: u64,
+    /// Accesses that read (read, atomic, copy-read).
+    pub reads: u64,
+    /// Accesses that write (write, atomic, copy-write).
+    pub writes: u64,
+    pub bytes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Share of all accesses, 0–100.
+    pub percent: f64,
+    /// Threads that executed the line: per input the largest site count (a lower bound), summed
+    /// over inputs.
+    pub threads: u32,
+    /// The individual sites, most accesses first.
+    pub sites: Vec<Site>,
+}
+
+/// One access site of a [`Line`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Site {
+    pub col: u32,
+    /// read, write, atomic, copy_read, copy_write (as in the profile).
+    pub kind: AccessKind,
+    /// Bytes per access; 0 when the length is known only at run time.
+    pub size: u32,
+    pub count: u64,
+    pub bytes: u64,
+    pub function: String,
+    pub inlined_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocSites {
+    /// Distinct allocation sites after merging by symbolised stack.
+    pub sites_total: usize,
+    /// The top sites by bytes allocated (then count), at most `--top`.
+    pub sites: Vec<AllocSite>,
+}
+
+/// An allocation site after merging the inputs' sites by symbolised stack and kind.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocSite {
+    /// Position in the ranking, from 1 (0 before ranking).
+    pub rank: usize,
+    /// malloc, calloc, realloc, new, new[], mmap, ...
+    pub kind: String,
+    pub count: u64,
+    pub bytes: u64,
+    pub frees: u64,
+    pub max_size: u64,
+    /// Summed over merged sites/processes: an upper bound when several were merged.
+    pub live_bytes_peak: u64,
+    pub live_bytes_at_exit: u64,
+    pub live_objects_at_exit: u64,
+    pub threads: u32,
+    /// How many recorded sites (over all inputs) were merged into this one.
+    pub merged_sites: u32,
+    /// Call stack, innermost first, inlined frames expanded.
+    pub stack: Vec<Frame>,
+}
+
+/// One symbolised frame. An address inside inlined code yields several frames: the inlined
+/// callees first (`inlined: true`), then the function they were inlined into.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Frame {
+    /// Absolute return address as recorded by the runtime.
+    pub address: u64,
+    /// Path of the module that holds the address; null when no recorded module does.
+    pub module: Option<String>,
+    /// Return address minus the module's load bias (the call instruction ends just before it).
+    pub offset: Option<u64>,
+    /// Demangled function name, from DWARF or else the symbol table.
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub inlined: bool,
+}
+
+/// Cache-line sharing findings of all inputs, ranked together.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Sharing {
+    /// The first input's settings (`fs_*` run-time options).
+    pub settings: Settings,
+    /// Lines tracked in detail, summed over inputs.
+    pub lines_tracked: u64,
+    /// Lines that passed a threshold after the runtime's table was full, summed over inputs.
+    pub dropped_lines: u64,
+    /// Findings of all inputs before `--top`.
+    pub findings_total: usize,
+    /// Actual findings by invalidations then writes, latent ones after them; at most `--top`.
+    pub findings: Vec<Finding>,
+}
+
+/// One finding of the sharing analysis with its objects, words and places named.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    pub rank: usize,
+    /// Index of the input file the finding comes from (see `summary.inputs`).
+    pub input: usize,
+    pub kind: Kind,
+    /// `Kind::as_str`: "false sharing", "true sharing", "read-mostly", "latent false sharing".
+    pub kind_text: String,
+    pub allocator_induced: bool,
+    pub latent: Option<Latent>,
+    /// Addresses of the line(s): one, or two for a latent pair.
+    pub lines: Vec<u64>,
+    pub invalidations: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub threads: Vec<u32>,
+    pub objects: Vec<Object>,
+    pub words: Vec<Word>,
+    pub places: Vec<Place>,
+    pub stride: Option<u64>,
+    pub predicted_saving_ns: u64,
+    pub predicted_speedup: f64,
+    pub confidence: Confidence,
+    /// What to change, the object named in front (`` `counters`: threads write ... ``).
+    pub fix: String,
+}
+
+/// What an object of a finding is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectKind {
+    Heap,
+    /// A global or static variable (or static data no symbol holds).
+    Global,
+    Stack,
+}
+
+impl ObjectKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::Heap => "heap",
+            ObjectKind::Global => "global",
+            ObjectKind::Stack => "stack",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Object {
+    pub kind: ObjectKind,
+    /// Global: the symbol's demangled name (null when no symbol holds the address).
+    pub name: Option<String>,
+    /// Runtime address and size: the allocation, the symbol, or the thread's stack.
+    pub start: u64,
+    pub size: u64,
+    pub alloc_kind: Option<String>,
+    pub alloc_thread: Option<u32>,
+    /// Heap: `file:line` of the allocation call's first frame in the program's own source.
+    pub alloc_site: Option<String>,
+    /// Heap: the allocation call stack, innermost first, as `function file:line`.
+    pub alloc_stack: Vec<String>,
+    pub stack_thread: Option<u32>,
+    /// Heap: the function of `alloc_site`; stack: the function of the first place that writes
+    /// the line.
+    pub function: Option<String>,
+}
+
+impl Object {
+    /// An object of `kind` at `start` with nothing else known yet.
+    pub fn new(kind: ObjectKind, start: u64, size: u64) -> Object {
+        Object {
+            kind,
+            name: None,
+            start,
+            size,
+            alloc_kind: None,
+            alloc_thread: None,
+            alloc_site: None,
+            alloc_stack: Vec::new(),
+            stack_thread: None,
+            function: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Word {
+    /// Index into the finding's `objects`.
+    pub object: Option<usize>,
+    pub object_offset: Option<u64>,
+    /// The line's address and the word's offset inside it.
+    pub line: u64,
+    pub line_offset: u32,
+    pub size: u32,
+    /// Globals with DWARF types: `counters[1]`, `workers[2].count`, `s.b`.
+    pub field: Option<String>,
+    pub reads: u64,
+    pub writes: u64,
+    pub readers: Vec<u32>,
+    pub writers: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Place {
+    /// As in `access_sites`: the path the compiler recorded, `.`/`..` resolved.
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+    /// Estimated accesses to the line(s) from this place while tracked.
+    pub reads: u64,
+    pub writes: u64,
+}
+
+/// A thread of one input.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Thread {
+    /// Index of the input file (see `summary.inputs`).
+    pub input: usize,
+    pub pid: u32,
+    /// Dense id within its process: 0 is the main thread.
+    pub id: u32,
+    pub parent: Option<u32>,
+    pub accesses: u64,
+    /// Symbolised `pthread_create` call stack, innermost first; empty for the main thread.
+    pub created_at: Vec<Frame>,
+}
+
+/// What the runtime could not observe, and what the report could not symbolise.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Notes {
+    /// The runtime's notes (deduplicated over inputs) and merging remarks.
+    pub notes: Vec<String>,
+    /// Symbolisation problems, one per module (missing, changed, no debug info readable).
+    pub warnings: Vec<String>,
+}

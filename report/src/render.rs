@@ -1,0 +1,6 @@
+//! Renderers: each takes the [`Report`](crate::model::Report) model and nothing else (plus its
+//! own presentation settings), so a new one (HTML, callgrind) is one more module here.
+
+pub mod csv;
+pub mod json;
+pub mod text;

@@ -1,0 +1,429 @@
+//! CSV: `profcc report PROFILE... --csv DIR` writes one file per table, each with a header row
+//! (for spreadsheets, pandas, SQL imports). Every table is one function in [`TABLES`] that
+//! returns its file name, its header and its rows from the model; adding a table is adding
+//! one. docs/report.md lists every file and column, and a unit test compares that list with
+//! the headers here.
+//!
+//! Lists inside a cell (functions, stack frames, threads, objects) are joined with `; `;
+//! numbers are written as in JSON (addresses in hex, `0x...`, as in the text report).
+
+use crate::model::{Frame, Report};
+use crate::render::text;
+use crate::symbolize::user_frame;
+use std::path::{Path, PathBuf};
+
+/// One CSV file: its name inside DIR, the header row and the data rows (each as long as the
+/// header).
+pub struct Table {
+    pub file: &'static str,
+    pub header: &'static [&'static str],
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Every table, in the order they are written. A table whose section is absent from the
+/// report (no sharing records) is still written, with its header only, so that a directory
+/// never mixes files from two reports.
+pub const TABLES: &[fn(&Report) -> Table] = &[access_sites, alloc_sites, threads, sharing_findings];
+
+/// Cells that hold several values are joined with this.
+const LIST: &str = "; ";
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(T::to_string).unwrap_or_default()
+}
+
+/// The columns that locate a call stack: its frame in the program's own source (function,
+/// file, line) and the whole stack.
+fn stack_cells(stack: &[Frame]) -> [String; 4] {
+    let u = user_frame(stack);
+    [
+        u.and_then(|f| f.function.clone()).unwrap_or_default(),
+        u.and_then(|f| f.file.clone()).unwrap_or_default(),
+        u.and_then(|f| f.line)
+            .map(|l| l.to_string())
+            .unwrap_or_default(),
+        stack
+            .iter()
+            .map(Frame::short)
+            .collect::<Vec<_>>()
+            .join(LIST),
+    ]
+}
+
+/// `access_sites.csv`: the ranked source lines of `access_sites`.
+pub fn access_sites(r: &Report) -> Table {
+    let rows = r
+        .access_sites
+        .lines
+        .iter()
+        .map(|l| {
+            vec![
+                l.rank.to_string(),
+                l.file.clone(),
+                l.line.to_string(),
+                l.function.clone(),
+                l.functions.join(LIST),
+                l.inlined_at.join(LIST),
+                l.accesses.to_string(),
+                l.reads.to_string(),
+                l.writes.to_string(),
+                l.bytes.to_string(),
+                l.bytes_read.to_string(),
+                l.bytes_written.to_string(),
+                l.percent.to_string(),
+                l.threads.to_string(),
+                l.sites.len().to_string(),
+            ]
+        })
+        .collect();
+    Table {
+        file: "access_sites.csv",
+        header: &[
+            "rank",
+            "file",
+            "line",
+            "function",
+            "functions",
+            "inlined_at",
+            "accesses",
+            "reads",
+            "writes",
+            "bytes",
+            "bytes_read",
+            "bytes_written",
+            "percent",
+            "threads",
+            "sites",
+        ],
+        rows,
+    }
+}
+
+/// `alloc_sites.csv`: the ranked allocation sites.
+pub fn alloc_sites(r: &Report) -> Table {
+    let rows = r
+        .alloc_sites
+        .sites
+        .iter()
+        .map(|a| {
+            let mut row = vec![
+                a.rank.to_string(),
+                a.kind.clone(),
+                a.count.to_string(),
+                a.bytes.to_string(),
+                a.frees.to_string(),
+                a.max_size.to_string(),
+                a.live_bytes_peak.to_string(),
+                a.live_bytes_at_exit.to_string(),
+                a.live_objects_at_exit.to_string(),
+                a.threads.to_string(),
+                a.merged_sites.to_string(),
+            ];
+            row.extend(stack_cells(&a.stack));
+            row
+        })
+        .collect();
+    Table {
+        file: "alloc_sites.csv",
+        header: &[
+            "rank",
+            "kind",
+            "count",
+            "bytes",
+            "frees",
+            "max_size",
+            "live_bytes_peak",
+            "live_bytes_at_exit",
+            "live_objects_at_exit",
+            "threads",
+            "merged_sites",
+            "function",
+            "file",
+            "line",
+            "stack",
+        ],
+        rows,
+    }
+}
+
+/// `threads.csv`: every thread of every input.
+pub fn threads(r: &Report) -> Table {
+    let rows = r
+        .threads
+        .iter()
+        .map(|t| {
+            let mut row = vec![
+                t.input.to_string(),
+                t.pid.to_string(),
+                t.id.to_string(),
+                opt(&t.parent),
+                t.accesses.to_string(),
+            ];
+            row.extend(stack_cells(&t.created_at));
+            row
+        })
+        .collect();
+    Table {
+        file: "threads.csv",
+        header: &[
+            "input",
+            "pid",
+            "id",
+            "parent",
+            "accesses",
+            "created_function",
+            "created_file",
+            "created_line",
+            "created_stack",
+        ],
+        rows,
+    }
+}
+
+/// `sharing_findings.csv`: the ranked cache-line sharing findings (header only when the
+/// profiles have no sharing records).
+pub fn sharing_findings(r: &Report) -> Table {
+    let findings = r.sharing.iter().flat_map(|s| &s.findings);
+    let rows = findings
+        .map(|f| {
+            let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(LIST);
+            let latent = f.latent.as_ref().map(|l| {
+                let mut why = Vec::new();
+                if l.prefetch_pair {
+                    why.push("prefetch pair".to_string());
+                }
+                if let Some(d) = l.shift {
+                    why.push(format!("shift {d}"));
+                }
+                why.join(LIST)
+            });
+            vec![
+                f.rank.to_string(),
+                f.input.to_string(),
+                serde_plain(&f.kind),
+                f.allocator_induced.to_string(),
+                latent.unwrap_or_default(),
+                f.lines
+                    .iter()
+                    .map(|l| format!("{l:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(LIST),
+                f.invalidations.to_string(),
+                f.reads.to_string(),
+                f.writes.to_string(),
+                ids(&f.threads),
+                f.objects
+                    .iter()
+                    .map(text::object_text)
+                    .collect::<Vec<_>>()
+                    .join(LIST),
+                f.words
+                    .iter()
+                    .map(|w| text::word_text(w, &f.objects))
+                    .collect::<Vec<_>>()
+                    .join(LIST),
+                f.places
+                    .iter()
+                    .map(|p| format!("{}:{} in {}", p.file, p.line, p.function))
+                    .collect::<Vec<_>>()
+                    .join(LIST),
+                opt(&f.stride),
+                f.predicted_saving_ns.to_string(),
+                f.predicted_speedup.to_string(),
+                serde_plain(&f.confidence),
+                f.fix.clone(),
+            ]
+        })
+        .collect();
+    Table {
+        file: "sharing_findings.csv",
+        header: &[
+            "rank",
+            "input",
+            "kind",
+            "allocator_induced",
+            "latent",
+            "lines",
+            "invalidations",
+            "reads",
+            "writes",
+            "threads",
+            "objects",
+            "words",
+            "places",
+            "stride",
+            "predicted_saving_ns",
+            "predicted_speedup",
+            "confidence",
+            "fix",
+        ],
+        rows,
+    }
+}
+
+/// A unit enum as its JSON name (`false_sharing`, `high`): one spelling for JSON and CSV.
+fn serde_plain<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Why the CSV files could not be written.
+#[derive(Debug)]
+pub struct CsvError(String);
+
+impl std::fmt::Display for CsvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `--csv DIR` must be a directory or nothing yet: a file of that name is never replaced.
+pub fn check_dir(dir: &Path) -> Result<(), CsvError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(CsvError(format!(
+            "--csv {}: exists and is not a directory; give a directory (created if missing)",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Write every table into `dir` (created if missing; an error if it exists and is not a
+/// directory). Returns the files written, in [`TABLES`] order.
+pub fn write_dir(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, CsvError> {
+    check_dir(dir)?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CsvError(format!("cannot create {}: {e}", dir.display())))?;
+    let mut written = Vec::new();
+    for table in TABLES {
+        let t = table(r);
+        let path = dir.join(t.file);
+        let fail =
+            |e: &dyn std::fmt::Display| CsvError(format!("cannot write {}: {e}", path.display()));
+        let mut w = csv::Writer::from_path(&path).map_err(|e| fail(&e))?;
+        w.write_record(t.header).map_err(|e| fail(&e))?;
+        for row in &t.rows {
+            debug_assert_eq!(row.len(), t.header.len(), "{}", t.file);
+            w.write_record(row).map_err(|e| fail(&e))?;
+        }
+        w.flush().map_err(|e| fail(&e))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::sample_report;
+
+    /// `docs/report.md`'s CSV tables: (file, columns) in document order.
+    fn documented() -> Vec<(String, Vec<String>)> {
+        let doc = include_str!("../../../docs/report.md");
+        let csv = &doc[doc
+            .find("## CSV files")
+            .expect("docs/report.md: ## CSV files")..];
+        let csv = &csv[..csv[3..].find("\n## ").map_or(csv.len(), |i| i + 3)];
+        let mut tables: Vec<(String, Vec<String>)> = Vec::new();
+        for line in csv.lines() {
+            if let Some(name) = line.strip_prefix("### `").and_then(|l| l.strip_suffix('`')) {
+                tables.push((name.to_string(), Vec::new()));
+            } else if let (Some(t), Some(cell)) = (tables.last_mut(), line.strip_prefix("| `")) {
+                let col = cell.split('`').next().unwrap();
+                t.1.push(col.to_string());
+            }
+        }
+        tables
+    }
+
+    /// One place for the column list: the doc's tables are the headers written here.
+    #[test]
+    fn headers_match_docs_report_md() {
+        let r = sample_report();
+        let written: Vec<(String, Vec<String>)> = TABLES
+            .iter()
+            .map(|t| {
+                let t = t(&r);
+                (
+                    t.file.to_string(),
+                    t.header.iter().map(|h| h.to_string()).collect(),
+                )
+            })
+            .collect();
+        let doc = documented();
+        assert_eq!(
+            doc.iter().map(|d| &d.0).collect::<Vec<_>>(),
+            written.iter().map(|w| &w.0).collect::<Vec<_>>(),
+            "CSV files in docs/report.md vs TABLES"
+        );
+        for (d, w) in doc.iter().zip(&written) {
+            assert_eq!(
+                d.1, w.1,
+                "columns of {} in docs/report.md vs the header",
+                d.0
+            );
+        }
+    }
+
+    /// Every row has the header's width, quoting survives commas and quotes, and a directory
+    /// is created, reused, or refused when it is a file.
+    #[test]
+    fn tables_written_and_read_back() {
+        let r = sample_report();
+        for t in TABLES {
+            let t = t(&r);
+            assert!(!t.rows.is_empty(), "{} has no row in the sample", t.file);
+            for row in &t.rows {
+                assert_eq!(row.len(), t.header.len(), "{}: {row:?}", t.file);
+            }
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        let files = write_dir(&r, &dir).unwrap();
+        assert_eq!(files.len(), TABLES.len());
+        let mut rd = csv::Reader::from_path(dir.join("sharing_findings.csv")).unwrap();
+        let header = rd.headers().unwrap().clone();
+        let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 3);
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        assert_eq!(&rows[0][col("kind")], "false_sharing");
+        assert_eq!(
+            &rows[0][col("fix")],
+            "`counters`: pad, \"quoted\", and a comma"
+        );
+        assert_eq!(&rows[0][col("threads")], "1; 2");
+        assert_eq!(&rows[0][col("lines")], "0x560000004000; 0x560000004040");
+        assert_eq!(&rows[2][col("latent")], "prefetch pair; shift 8");
+        assert_eq!(&rows[0][col("objects")], "global `counters` (64 B)");
+        let mut rd = csv::Reader::from_path(dir.join("alloc_sites.csv")).unwrap();
+        let row = rd.records().next().unwrap().unwrap();
+        // The program's own frame, past the unsymbolised one.
+        assert_eq!((&row[11], &row[12], &row[13]), ("make", "/src/k.c", "21"));
+        assert_eq!(
+            &row[14],
+            "?? 0x7f0000000001; make /src/k.c:21; main /src/k.c:40"
+        );
+
+        // Again into the same directory, beside a file of the user's: it stays.
+        std::fs::write(dir.join("mine.txt"), "mine").unwrap();
+        let mut no_sharing = r.clone();
+        no_sharing.sharing = None;
+        write_dir(&no_sharing, &dir).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("mine.txt")).unwrap(),
+            "mine"
+        );
+        // No stale findings from the first report: the header only.
+        let text = std::fs::read_to_string(dir.join("sharing_findings.csv")).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+
+        let file = tmp.path().join("f.csv");
+        std::fs::write(&file, "user data").unwrap();
+        let e = write_dir(&r, &file).unwrap_err().to_string();
+        assert!(e.contains("exists and is not a directory"), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "user data");
+    }
+}

@@ -1,0 +1,542 @@
+//! The text report: what a person reads in a terminal. One function per section, over the
+//! model only.
+
+use crate::fmt;
+use crate::model::{
+    AccessSites, AllocSites, Finding, Frame, Notes, Object, ObjectKind, Report, Sharing, Summary,
+    Thread, Word,
+};
+use crate::symbolize::user_frame;
+use profcc_analysis::sharing::Confidence;
+
+/// Text settings.
+#[derive(Debug, Clone)]
+pub struct TextOptions {
+    /// Frames per call stack; 0 = all.
+    pub stack_depth: usize,
+}
+
+impl Default for TextOptions {
+    fn default() -> Self {
+        TextOptions { stack_depth: 8 }
+    }
+}
+
+/// The whole report as text, sections in model order.
+pub fn render(r: &Report, opts: &TextOptions) -> String {
+    let several_inputs = r.summary.inputs.len() > 1;
+    let mut out = String::new();
+    summary(&r.summary, &mut out);
+    access_sites(&r.access_sites, &mut out);
+    alloc_sites(&r.alloc_sites, opts.stack_depth, &mut out);
+    if let Some(s) = &r.sharing {
+        sharing(s, several_inputs, &mut out);
+    }
+    threads(&r.threads, several_inputs, &mut out);
+    notes(&r.notes, &mut out);
+    out
+}
+
+fn summary(s: &Summary, out: &mut String) {
+    let t = &s.totals;
+    match s.inputs.as_slice() {
+        [one] => {
+            out.push_str(&format!(
+                "profcc report: {} (pid {}{}), {}, {} thread{}, {}\n",
+                one.exe,
+                one.pid,
+                if one.host.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on {}", one.host)
+                },
+                fmt::duration(one.duration_ns),
+                one.threads,
+                if one.threads == 1 { "" } else { "s" },
+                written(&one.trigger),
+            ));
+            if one.argv.len() > 1 {
+                out.push_str(&format!("  command: {}\n", one.argv.join(" ")));
+            }
+        }
+        many => {
+            let pids: Vec<String> = many.iter().map(|i| i.pid.to_string()).collect();
+            let mut exes: Vec<&str> = Vec::new();
+            for i in many {
+                if !exes.contains(&i.exe.as_str()) {
+                    exes.push(&i.exe);
+                }
+            }
+            out.push_str(&format!(
+                "profcc report: {} profiles merged: {} (pids {}), {} threads in all\n",
+                many.len(),
+                exes.join(", "),
+                pids.join(", "),
+                t.threads,
+            ));
+            for (n, i) in many.iter().enumerate() {
+                out.push_str(&format!(
+                    "  [{n}] {}: pid {}{}, {}, {} threads, {} accesses, {}\n",
+                    i.path,
+                    i.pid,
+                    if i.host.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" on {}", i.host)
+                    },
+                    fmt::duration(i.duration_ns),
+                    i.threads,
+                    fmt::count(i.accesses),
+                    written(&i.trigger),
+                ));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "  accesses {} (reads {} = {}, writes {} = {}){}\n",
+        fmt::count(t.accesses),
+        fmt::count(t.reads),
+        fmt::bytes(t.bytes_read),
+        fmt::count(t.writes),
+        fmt::bytes(t.bytes_written),
+        if t.unattributed > 0 {
+            format!(", {} unattributed", fmt::count(t.unattributed))
+        } else {
+            String::new()
+        },
+    ));
+    out.push_str(&format!(
+        "  allocations {} ({}), frees {}, peak live {}\n",
+        fmt::count(t.allocations),
+        fmt::bytes(t.bytes_allocated),
+        fmt::count(t.frees),
+        fmt::bytes(t.live_bytes_peak),
+    ));
+}
+
+fn written(trigger: &str) -> String {
+    match trigger {
+        "exit" => "written at exit".into(),
+        "signal" => "written on signal (the program was still running)".into(),
+        "" => "written at an unknown point".into(),
+        other => format!("written on {other}"),
+    }
+}
+
+fn access_sites(a: &AccessSites, out: &mut String) {
+    out.push('\n');
+    if a.lines.is_empty() {
+        out.push_str("Access sites: none recorded (was the program built with profcc?)\n");
+        return;
+    }
+    out.push_str(&format!(
+        "Top access sites by line ({} of {} lines, {} accesses in all)\n",
+        a.lines.len(),
+        a.lines_total,
+        fmt::count(a.total_accesses)
+    ));
+    let places: Vec<String> = a
+        .lines
+        .iter()
+        .map(|l| fmt::tail(&place(&l.file, l.line), 48))
+        .collect();
+    let pw = places
+        .iter()
+        .map(|p| p.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    out.push_str(&format!(
+        "  {:>3}  {:>13}  {:>6}  {:>13}  {:>13}  {:>10}  {:>4}  {:<pw$}  {}\n",
+        "#", "accesses", "%", "reads", "writes", "bytes", "thr", "place", "function"
+    ));
+    for (l, place) in a.lines.iter().zip(&places) {
+        let more = if l.functions.len() > 1 {
+            format!(" (+{} more)", l.functions.len() - 1)
+        } else {
+            String::new()
+        };
+        let inl = match l.inlined_at.as_slice() {
+            [] => String::new(),
+            [one] => format!(", via inlined call at {one}"),
+            many => format!(
+                ", via inlined calls at {} and {} more",
+                many[0],
+                many.len() - 1
+            ),
+        };
+        out.push_str(&format!(
+            "  {:>3}  {:>13}  {:>6}  {:>13}  {:>13}  {:>10}  {:>4}  {:<pw$}  {}{}{}\n",
+            l.rank,
+            fmt::count(l.accesses),
+            fmt::percent(l.percent),
+            fmt::count(l.reads),
+            fmt::count(l.writes),
+            fmt::bytes(l.bytes),
+            l.threads,
+            place,
+            l.function,
+            more,
+            inl,
+        ));
+    }
+}
+
+fn place(file: &str, line: u32) -> String {
+    match (file, line) {
+        ("", _) => "(no debug location)".into(),
+        (f, 0) => f.into(),
+        (f, l) => format!("{f}:{l}"),
+    }
+}
+
+fn alloc_sites(a: &AllocSites, stack_depth: usize, out: &mut String) {
+    out.push('\n');
+    if a.sites.is_empty() {
+        out.push_str("Allocation sites: none recorded\n");
+        return;
+    }
+    out.push_str(&format!(
+        "Top allocation sites by bytes allocated ({} of {})\n",
+        a.sites.len(),
+        a.sites_total
+    ));
+    for s in &a.sites {
+        out.push_str(&format!(
+            "  {:>3}  {}: {} calls, {} (largest {}), peak live {}, live at exit {} in {} objects, {} frees, {} thread{}\n",
+            s.rank,
+            s.kind,
+            fmt::count(s.count),
+            fmt::bytes(s.bytes),
+            fmt::bytes(s.max_size),
+            fmt::bytes(s.live_bytes_peak),
+            fmt::bytes(s.live_bytes_at_exit),
+            fmt::count(s.live_objects_at_exit),
+            fmt::count(s.frees),
+            s.threads,
+            if s.threads == 1 { "" } else { "s" },
+        ));
+        write_stack(out, &s.stack, stack_depth, "         ");
+    }
+}
+
+/// Print a stack one frame a line, `depth` frames at most (0 = all).
+pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str) {
+    if stack.is_empty() {
+        out.push_str(indent);
+        out.push_str("(no call stack recorded)\n");
+        return;
+    }
+    // Frames below `main` (libc's start-up code) say nothing; stop after it.
+    let through_main = stack
+        .iter()
+        .position(|f| !f.inlined && f.function.as_deref() == Some("main"))
+        .map_or(stack.len(), |i| i + 1);
+    let stack = &stack[..through_main];
+    let shown = if depth == 0 {
+        stack.len()
+    } else {
+        stack.len().min(depth)
+    };
+    for f in &stack[..shown] {
+        out.push_str(indent);
+        out.push_str(&f.describe());
+        out.push('\n');
+    }
+    if shown < stack.len() {
+        out.push_str(&format!(
+            "{indent}... {} more frames (--stack-depth 0 shows all)\n",
+            stack.len() - shown
+        ));
+    }
+}
+
+fn sharing(sh: &Sharing, several_inputs: bool, out: &mut String) {
+    let s = &sh.settings;
+    out.push('\n');
+    if sh.findings.is_empty() {
+        out.push_str(&format!(
+            "Cache-line sharing: no contended lines ({} lines tracked; threshold {} invalidations)\n",
+            sh.lines_tracked, s.threshold
+        ));
+        return;
+    }
+    let shown = if sh.findings.len() < sh.findings_total {
+        format!(", {} of {} findings", sh.findings.len(), sh.findings_total)
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "Cache-line sharing (model: each thread its own core; {} ns per invalidation assumed{shown})\n",
+        s.invalidation_ns
+    ));
+    if s.sample > 1 {
+        out.push_str(&format!(
+            "  one access in {} per thread to a tracked line was analysed; counts are estimates\n",
+            s.sample
+        ));
+    }
+    if sh.dropped_lines > 0 {
+        out.push_str(&format!(
+            "  {} more contended lines were not tracked: the table of {} lines was full (raise fs_max_lines)\n",
+            fmt::count(sh.dropped_lines),
+            s.max_lines
+        ));
+    }
+    for f in &sh.findings {
+        finding(f, several_inputs, out);
+    }
+}
+
+fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
+    let input = if several_inputs {
+        format!("[{}] ", f.input)
+    } else {
+        String::new()
+    };
+    let mut kind = f.kind_text.clone();
+    if f.allocator_induced {
+        kind.push_str(" (allocator-induced)");
+    }
+    let conf = match f.confidence {
+        Confidence::High => "high",
+        Confidence::Medium => "medium",
+        Confidence::Low => "low",
+    };
+    match &f.latent {
+        Some(l) => {
+            let mut why = Vec::new();
+            if l.prefetch_pair {
+                why.push("adjacent-line prefetch pair".to_string());
+            }
+            if let Some(d) = l.shift {
+                why.push(format!("{d}-byte shift of the data would share a line"));
+            }
+            out.push_str(&format!(
+                " #{} {input}{kind} ({}): no invalidations yet, about {} writes, {}; lines {} (finding confidence {conf})\n",
+                f.rank,
+                why.join("; "),
+                fmt::short(f.writes),
+                threads_text(&f.threads),
+                f.lines
+                    .iter()
+                    .map(|l| format!("{l:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
+        }
+        None => {
+            let gain = if profcc_analysis::sharing::gain_shown(f.predicted_speedup) {
+                format!("up to {:.1}x faster", f.predicted_speedup)
+            } else if f.predicted_saving_ns > 0 {
+                format!(
+                    "saves up to {} ({:.2}x)",
+                    fmt::duration(f.predicted_saving_ns),
+                    f.predicted_speedup
+                )
+            } else {
+                "little gain expected".into()
+            };
+            out.push_str(&format!(
+                " #{} {input}{kind}: {} invalidations, {}; fixing it: {gain} (finding confidence {conf})\n",
+                f.rank,
+                fmt::short(f.invalidations),
+                threads_text(&f.threads),
+            ));
+        }
+    }
+    match f.objects.as_slice() {
+        [] => {}
+        [one] => out.push_str(&format!("    object: {}\n", object_text(one))),
+        many => {
+            for (i, o) in many.iter().enumerate() {
+                out.push_str(&format!("    object [{}]: {}\n", i + 1, object_text(o)));
+            }
+        }
+    }
+    const WORDS: usize = 8;
+    if !f.words.is_empty() {
+        let mut w: Vec<String> = f
+            .words
+            .iter()
+            .take(WORDS)
+            .map(|w| word_text(w, &f.objects))
+            .collect();
+        if f.words.len() > WORDS {
+            w.push(format!("+{} more", f.words.len() - WORDS));
+        }
+        out.push_str(&format!("    words: {}\n", w.join("; ")));
+    }
+    const PLACES: usize = 4;
+    if !f.places.is_empty() {
+        let mut p: Vec<String> = f
+            .places
+            .iter()
+            .take(PLACES)
+            .map(|p| {
+                let at = if p.line > 0 {
+                    format!("{}:{}", p.file, p.line)
+                } else if p.file.is_empty() {
+                    "(no debug location)".into()
+                } else {
+                    p.file.clone()
+                };
+                format!(
+                    "{at} in {} ({})",
+                    p.function,
+                    counts_text(p.reads, p.writes)
+                )
+            })
+            .collect();
+        if f.places.len() > PLACES {
+            p.push(format!("+{} more", f.places.len() - PLACES));
+        }
+        out.push_str(&format!("    at: {}\n", p.join(", ")));
+    }
+    out.push_str(&format!("    fix: {}\n", f.fix));
+}
+
+fn ids(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn threads_text(v: &[u32]) -> String {
+    format!("thread{} {}", if v.len() == 1 { "" } else { "s" }, ids(v))
+}
+
+pub(crate) fn object_text(o: &Object) -> String {
+    match o.kind {
+        ObjectKind::Heap => {
+            let mut s = format!("heap {}", fmt::bytes(o.size));
+            if let Some(k) = &o.alloc_kind {
+                s.push_str(&format!(" from {k}"));
+            }
+            match &o.alloc_site {
+                Some(site) => s.push_str(&format!(" at {site}")),
+                None if o.alloc_stack.is_empty() => s.push_str(" (no allocation stack)"),
+                None => {}
+            }
+            if let Some(f) = &o.function {
+                s.push_str(&format!(" in {f}"));
+            }
+            if let Some(t) = o.alloc_thread {
+                s.push_str(&format!(" (thread {t})"));
+            }
+            s
+        }
+        ObjectKind::Stack => {
+            let mut s = match o.stack_thread {
+                Some(t) => format!("stack of thread {t}"),
+                None => "a thread's stack".into(),
+            };
+            if let Some(f) = &o.function {
+                s.push_str(&format!(", written by {f}"));
+            }
+            s
+        }
+        ObjectKind::Global => match &o.name {
+            Some(n) => format!("global `{n}` ({})", fmt::bytes(o.size)),
+            None => format!(
+                "static data at {:#x} (no symbol holds it: thread-local, an anonymous mapping, or a stripped binary)",
+                o.start
+            ),
+        },
+    }
+}
+
+pub(crate) fn word_text(w: &Word, objects: &[Object]) -> String {
+    let label = match (&w.field, w.object, w.object_offset) {
+        (Some(f), _, _) => f.clone(),
+        (None, Some(o), Some(off)) if objects[o].kind != ObjectKind::Stack => {
+            let name = match (&objects[o].name, objects.len()) {
+                (Some(n), _) => n.clone(),
+                (None, 1) => String::new(),
+                (None, _) => format!("[{}]", o + 1),
+            };
+            format!("{name}+{off}..{}", off + w.size.max(1) as u64)
+        }
+        _ => format!(
+            "{:#x}+{}..{}",
+            w.line,
+            w.line_offset,
+            w.line_offset + w.size.max(1)
+        ),
+    };
+    let only_readers: Vec<u32> = w
+        .readers
+        .iter()
+        .copied()
+        .filter(|r| !w.writers.contains(r))
+        .collect();
+    let mut who = Vec::new();
+    if !w.writers.is_empty() {
+        who.push(format!("written by {}", threads_text(&w.writers)));
+    }
+    if !only_readers.is_empty() {
+        who.push(format!("read by {}", threads_text(&only_readers)));
+    }
+    format!("{label} {}", who.join(", "))
+}
+
+fn counts_text(reads: u64, writes: u64) -> String {
+    match (reads, writes) {
+        (0, w) => format!("{} writes", fmt::short(w)),
+        (r, 0) => format!("{} reads", fmt::short(r)),
+        (r, w) => format!("{} reads, {} writes", fmt::short(r), fmt::short(w)),
+    }
+}
+
+fn threads(threads: &[Thread], several_inputs: bool, out: &mut String) {
+    out.push('\n');
+    if threads.is_empty() {
+        out.push_str("Threads: none recorded\n");
+        return;
+    }
+    out.push_str(&format!("Threads ({})\n", threads.len()));
+    let pid_col = if several_inputs {
+        format!("{:>8}  ", "pid")
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "  {pid_col}{:>5}  {:>6}  {:>14}  {}\n",
+        "id", "parent", "accesses", "created at"
+    ));
+    for t in threads {
+        let pid = if several_inputs {
+            format!("{:>8}  ", t.pid)
+        } else {
+            String::new()
+        };
+        let parent = t
+            .parent
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| "-".into());
+        let created = user_frame(&t.created_at)
+            .map(Frame::describe)
+            .unwrap_or_else(|| {
+                if t.id == 0 {
+                    "(main thread)".into()
+                } else {
+                    "-".into()
+                }
+            });
+        out.push_str(&format!(
+            "  {pid}{:>5}  {:>6}  {:>14}  {}\n",
+            t.id,
+            parent,
+            fmt::count(t.accesses),
+            created
+        ));
+    }
+}
+
+fn notes(n: &Notes, out: &mut String) {
+    if n.notes.is_empty() && n.warnings.is_empty() {
+        return;
+    }
+    out.push_str("\nNotes\n");
+    for n in n.warnings.iter().chain(&n.notes) {
+        out.push_str(&format!("  - {n}\n"));
+    }
+}

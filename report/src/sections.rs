@@ -1,0 +1,59 @@
+//! The report is a list of sections. Each section is one function over the merged profile that
+//! returns its part of the [`Report`] model; the renderers (`crate::render`) print the model.
+//! Adding an analysis (NUMA, allocator, ...) to the report is one more module here, one more
+//! field of [`Report`], and one function per renderer (a text block, a CSV table).
+
+use crate::merge::Merged;
+use crate::model::{Report, REPORT_FORMAT, REPORT_VERSION};
+
+pub mod access;
+pub mod alloc;
+pub mod notes;
+pub mod sharing;
+pub mod summary;
+pub mod threads;
+
+/// Report settings that sections may use (what the model holds; how it is printed is the
+/// renderers' business).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Rows per ranked table; 0 = all.
+    pub top: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { top: 10 }
+    }
+}
+
+impl Options {
+    pub fn limit(&self, n: usize) -> usize {
+        if self.top == 0 {
+            n
+        } else {
+            n.min(self.top)
+        }
+    }
+}
+
+/// Build every section over the merged view, in report order. `notes` comes last: it collects
+/// the symbolisation warnings that the sections before it produced.
+pub fn build(m: &Merged, opts: &Options) -> Report {
+    let summary = summary::build(m, opts);
+    let access_sites = access::build(m, opts);
+    let alloc_sites = alloc::build(m, opts);
+    let sharing = sharing::build(m, opts);
+    let threads = threads::build(m, opts);
+    let notes = notes::build(m, opts);
+    Report {
+        format: REPORT_FORMAT.into(),
+        version: REPORT_VERSION,
+        summary,
+        access_sites,
+        alloc_sites,
+        sharing,
+        threads,
+        notes,
+    }
+}

@@ -1,0 +1,27 @@
+//! Allocation sites with their symbolised call stacks.
+
+use super::Options;
+use crate::merge::Merged;
+use crate::model::{AllocSites, Frame};
+
+pub fn build(m: &Merged, opts: &Options) -> AllocSites {
+    let mut sites = m.alloc_sites.clone();
+    sites.sort_by(|x, y| {
+        y.bytes
+            .cmp(&x.bytes)
+            .then(y.count.cmp(&x.count))
+            .then(y.live_bytes_peak.cmp(&x.live_bytes_peak))
+            .then_with(|| {
+                x.stack
+                    .first()
+                    .map(Frame::key)
+                    .cmp(&y.stack.first().map(Frame::key))
+            })
+    });
+    let sites_total = sites.len();
+    sites.truncate(opts.limit(sites_total));
+    for (n, s) in sites.iter_mut().enumerate() {
+        s.rank = n + 1;
+    }
+    AllocSites { sites_total, sites }
+}
