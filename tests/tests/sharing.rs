@@ -1034,13 +1034,35 @@ fn check_padded(run: &Run, obj: Obj, n: u32, fields: Option<&str>, store: u32) -
         if !latent.is_empty() {
             p.push("latent findings without the object or its words".into());
         }
-        // Without findings, where the elements are is unknown: look them up in the profile.
+        // No finding names the object: then no pair of its elements may have been due. The
+        // profile's tracked lines are the elements' lines (each written by one thread); a
+        // 128-byte-aligned line whose next line another thread wrote is a due pair.
         let pr = profcc_schema::read(&run.profile).unwrap();
-        if pr.sharing.is_some_and(|s| !s.lines.is_empty()) && n >= 2 {
-            p.push(
-                "no finding names the padded object; cannot tell which latent pairs were due"
-                    .into(),
-            );
+        let lines = pr.sharing.map(|s| s.lines).unwrap_or_default();
+        let writers = |l: &profcc_schema::sharing::LineRecord| -> Vec<u32> {
+            let mut w: Vec<u32> = l.bytes.iter().flat_map(|b| b.writers.clone()).collect();
+            w.sort_unstable();
+            w.dedup();
+            w
+        };
+        let due: Vec<u64> = lines
+            .iter()
+            .filter(|a| a.addr.is_multiple_of(128))
+            .filter(|a| {
+                lines.iter().any(|b| {
+                    b.addr == a.addr + 64 && {
+                        let (wa, wb) = (writers(a), writers(b));
+                        !wa.is_empty() && !wb.is_empty() && wa.iter().all(|t| !wb.contains(t))
+                    }
+                })
+            })
+            .map(|l| l.addr)
+            .collect();
+        if !due.is_empty() && n >= 2 {
+            p.push(format!(
+                "no finding names the padded object, but lines {} and their next lines are 128-byte-aligned pairs written by different threads: a latent finding was due",
+                hex_list(&due)
+            ));
         }
         return p;
     };
