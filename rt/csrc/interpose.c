@@ -385,60 +385,62 @@ static void *boot_pvalloc(size_t n) { /* the pool block is page-aligned, its siz
 
 static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p) : 0; }
 
-/* ---- malloc family ---- */
+/* ---- malloc family ----
+ *
+ * The allocator runs with the guard set: what it does inside (its own mmap/munmap, a malloc
+ * while it initialises) is the allocator's work, not the program's, just as glibc malloc's
+ * internal mmaps are invisible to any interposer. The guard's value on entry says whether the
+ * call is the program's (0: record it) or made inside the runtime, an allocator or new/delete
+ * (forward only). */
 
-void *malloc(size_t n) {
-    void *p = REAL(malloc)(n);
-    RECORD(p, n, K_MALLOC);
-    return p;
-}
+#define FORWARD_AND_RECORD(call, n, kind)                                   \
+    do {                                                                    \
+        uint32_t outer = tls.in_rt;                                         \
+        tls.in_rt = 1;                                                      \
+        void *p = (call);                                                   \
+        if (LIKELY(!outer) && LIKELY(p != 0)) profcc_on_alloc(p, (n), (kind), FP()); \
+        tls.in_rt = outer;                                                  \
+        return p;                                                           \
+    } while (0)
+
+void *malloc(size_t n) { FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC); }
 
 void free(void *p) {
-    forget(p);
-    if (UNLIKELY(in_pool(p))) return;
-    REAL(free)(p);
+    uint32_t outer = tls.in_rt;
+    tls.in_rt = 1;
+    struct profcc_obj o;
+    if (!outer && p && profcc_take(p, &o)) profcc_account_free(&o);
+    if (LIKELY(!in_pool(p))) REAL(free)(p); /* a pool block is never handed to any free */
+    tls.in_rt = outer;
 }
 
 void cfree(void *p) { free(p); }
 
-void *calloc(size_t n, size_t m) {
-    void *p = REAL(calloc)(n, m);
-    RECORD(p, n * m, K_CALLOC);
-    return p;
-}
-
-/* The allocator's realloc; a pool block moves out of the pool. */
-static inline void *forward_realloc(void *old, size_t n) {
-    if (UNLIKELY(in_pool(old))) return pool_realloc(old, n);
-    return REAL(realloc)(old, n);
-}
+void *calloc(size_t n, size_t m) { FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC); }
 
 static void *realloc_impl(void *old, size_t n, void *fp) {
-    if (UNLIKELY(tls.in_rt)) return forward_realloc(old, n);
-    struct profcc_obj o;
-    int had = 0;
-    if (old) {
-        tls.in_rt = 1;
-        had = profcc_take(old, &o);
-        tls.in_rt = 0;
-    }
-    void *p = forward_realloc(old, n);
+    uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
-    if (!p && n != 0 && old) {
-        if (had) profcc_put_back(&o); /* failed: the old block is still the program's */
-    } else {
-        if (had) profcc_account_free(&o);
-        if (p) profcc_on_alloc(p, n, K_REALLOC, fp);
+    struct profcc_obj o;
+    int had = !outer && old && profcc_take(old, &o);
+    /* The allocator's realloc; a pool block moves out of the pool. */
+    void *p = UNLIKELY(in_pool(old)) ? pool_realloc(old, n) : REAL(realloc)(old, n);
+    if (!outer) {
+        if (!p && n != 0 && old) {
+            if (had) profcc_put_back(&o); /* failed: the old block is still the program's */
+        } else {
+            if (had) profcc_account_free(&o);
+            if (p) profcc_on_alloc(p, n, K_REALLOC, fp);
+        }
     }
-    tls.in_rt = 0;
+    tls.in_rt = outer;
     return p;
 }
 
 void *realloc(void *old, size_t n) { return realloc_impl(old, n, FP()); }
 
 /* reallocarray is realloc with an overflow check in every allocator (glibc's calls realloc
- * through the PLT, i.e. us, which would record it twice): computed here, forwarded to the
- * allocator's realloc. */
+ * through the PLT, i.e. us): computed here, forwarded to the allocator's realloc. */
 void *reallocarray(void *old, size_t n, size_t m) {
     size_t bytes;
     if (__builtin_mul_overflow(n, m, &bytes)) {
@@ -449,34 +451,21 @@ void *reallocarray(void *old, size_t n, size_t m) {
 }
 
 int posix_memalign(void **out, size_t al, size_t n) {
+    uint32_t outer = tls.in_rt;
+    tls.in_rt = 1;
     int rc = REAL(posix_memalign)(out, al, n);
-    if (rc == 0) RECORD(*out, n, K_POSIX_MEMALIGN);
+    if (LIKELY(!outer) && rc == 0 && *out) profcc_on_alloc(*out, n, K_POSIX_MEMALIGN, FP());
+    tls.in_rt = outer;
     return rc;
 }
 
-void *aligned_alloc(size_t al, size_t n) {
-    void *p = REAL(aligned_alloc)(al, n);
-    RECORD(p, n, K_ALIGNED_ALLOC);
-    return p;
-}
+void *aligned_alloc(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(aligned_alloc)(al, n), n, K_ALIGNED_ALLOC); }
 
-void *memalign(size_t al, size_t n) {
-    void *p = REAL(memalign)(al, n);
-    RECORD(p, n, K_MEMALIGN);
-    return p;
-}
+void *memalign(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(memalign)(al, n), n, K_MEMALIGN); }
 
-void *valloc(size_t n) {
-    void *p = REAL(valloc)(n);
-    RECORD(p, n, K_VALLOC);
-    return p;
-}
+void *valloc(size_t n) { FORWARD_AND_RECORD(REAL(valloc)(n), n, K_VALLOC); }
 
-void *pvalloc(size_t n) {
-    void *p = REAL(pvalloc)(n);
-    RECORD(p, n, K_PVALLOC);
-    return p;
-}
+void *pvalloc(size_t n) { FORWARD_AND_RECORD(REAL(pvalloc)(n), n, K_PVALLOC); }
 
 size_t malloc_usable_size(void *p) {
     if (!p) return 0;

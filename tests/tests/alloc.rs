@@ -235,6 +235,10 @@ fn run_env(s: &Scratch, exe: &str, env: &[(&str, &str)]) -> std::process::Output
 fn assert_owner_sites(what: &str, profile: &std::path::Path, allocs_in_file: &str, src: &str) {
     let r = report_json(profile);
     let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    // The fixture maps nothing itself; the allocator's own mmaps are its work, not the
+    // program's (glibc malloc's are invisible to any interposer).
+    let mmaps: Vec<&Value> = sites.iter().filter(|s| s["kind"] == "mmap").collect();
+    assert!(mmaps.is_empty(), "{what}: mmap sites {mmaps:?}");
     for (name, marker, kind, bytes) in OWNER_BATCHES {
         let line = line_of(src, marker);
         let at: Vec<&Value> = sites
@@ -431,7 +435,7 @@ fn allocations_during_resolution_come_from_the_pool() {
 /// A statically linked jemalloc with the redis-style `je_` prefix (built here with clang-22
 /// from the tikv-jemalloc-sys sources): the program's je_malloc calls reach jemalloc and are
 /// not interposed, its plain mallocs stay glibc's and are profiled. (An unprefixed static
-/// allocator that defines malloc itself keeps it: runtime.rs `own_allocator_links` and
+/// allocator that defines malloc itself keeps it: `own_malloc_wins_the_link` below and
 /// real_builds.rs `jemalloc_autogen_configure_make`.)
 #[test]
 fn prefixed_static_jemalloc() {
@@ -499,4 +503,38 @@ fn prefixed_static_jemalloc() {
     };
     assert_eq!(at_line("MARK_MALLOC"), [(100, 9600)]);
     assert_eq!(at_line("MARK_JE_MALLOC"), []);
+}
+
+/// A program that defines malloc itself, as a statically linked unprefixed allocator does:
+/// profcc's weak interposers lose the link, the program keeps its own malloc (which served
+/// main's three calls), and the profile is still written, with no allocation site in main.
+#[test]
+fn own_malloc_wins_the_link() {
+    let s = Scratch::new();
+    let src = fixture("rt/own_allocator_links.c");
+    s.compile(
+        &profcc(),
+        &["-O1", "-g", src.to_str().unwrap(), "-o", "own"],
+    );
+    let (out, _) = s.run_profiled("own", &[], "summary=0");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "own=3 ok\n");
+    let r = report_json(&s.path("own.profile.json"));
+    let in_main: Vec<&Value> = r["alloc_sites"]["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|site| {
+            site["stack"].as_array().unwrap().iter().any(|f| {
+                f["file"]
+                    .as_str()
+                    .is_some_and(|x| x.ends_with("own_allocator_links.c"))
+            })
+        })
+        .collect();
+    assert!(in_main.is_empty(), "{in_main:?}");
 }
