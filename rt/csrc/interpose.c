@@ -13,8 +13,9 @@
  *   allocator" below). While resolution runs (dlsym may allocate) calls are served from a static
  *   bootstrap pool whose blocks free/realloc/malloc_usable_size recognise. A static link (no
  *   dlsym) falls back to glibc's `__libc_*`. mmap/munmap/mremap use the raw syscall.
- * - `tls.in_rt` is the one re-entrancy guard: while it is set (the runtime itself runs, or a libc
- *   function the runtime called runs) every interposer forwards without recording.
+ * - `tls.in_rt` is the one re-entrancy guard: while it is set (the runtime itself runs, a libc
+ *   function the runtime called runs, or the allocator runs inside one of our calls) every
+ *   interposer forwards without recording.
  * - An object is removed from the object map *before* the real free/munmap, so another thread
  *   that gets the same address back cannot have its fresh entry deleted by us.
  * - Every interposer is a weak definition (`#pragma weak` below): a program that brings its own
@@ -139,8 +140,8 @@ static inline void forget(void *p) {
 
 /* ---- the real allocator ----
  *
- * `next_alloc` holds the functions the interposers forward to. Each entry starts as a boot stub; the
- * first call of any of them resolves all entries at once with dlsym(RTLD_NEXT, name): the first
+ * `next_alloc` holds the functions the interposers forward to. Each entry starts as a boot
+ * stub; the first call of any of them resolves all entries at once with dlsym(RTLD_NEXT, name): the first
  * definition after the executable in the lookup order, i.e. what the program's own references
  * would have bound to without profcc (an LD_PRELOADed allocator, then the libraries it links, in
  * link order, glibc last). Each symbol is looked up on its own, as the dynamic linker would bind
@@ -153,12 +154,14 @@ static inline void forget(void *p) {
  * block that is not the pool's cannot arrive before resolution except from another thread
  * racing it; that one yields until resolution is done. The entries are published with release
  * stores before the state turns RESOLVED, and never change again: after resolution each
- * interposer is one load and an indirect call (free/realloc/malloc_usable_size add one
- * predictable range check for pool blocks).
+ * interposer is one load and an indirect call between two stores of the guard, no branch
+ * before the call (free/realloc/malloc_usable_size add one predictable range check for pool
+ * blocks). The pool holds 64 KiB; past that, allocations during resolution fail (ENOMEM).
  *
- * The fallback when dlsym does not resolve `malloc` (a -static link, where glibc's own strong
- * malloc also wins over our weak one, so only operator new/delete are ours) or resolves it to
- * ourselves: glibc's `__libc_*` for the whole family. */
+ * The fallback when dlsym does not resolve `malloc` (a -static link: there glibc's strong
+ * malloc, free and realloc also win over our weak ones, while calloc, the aligned family and
+ * operator new/delete stay ours) or resolves it to ourselves: glibc's `__libc_*` for the whole
+ * family. */
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -186,8 +189,11 @@ static struct real_alloc next_alloc; /* defined below, with the boot stubs */
 
 /* ---- bootstrap pool: static, bump-allocated, never reused ---- */
 
+/* Only 16-aligned, like malloc's blocks: a page-aligned .bss object would raise the alignment of
+ * the executable's whole .bss and move the program's own globals (their cache-line placement,
+ * which the sharing analysis reports, then differs from the clang-22 build). */
 enum { POOL_SIZE = 64 * 1024, POOL_HDR = 16 };
-static _Alignas(4096) char pool[POOL_SIZE];
+static _Alignas(16) char pool[POOL_SIZE];
 static size_t pool_used;
 
 static inline int in_pool(const void *p) { return (uintptr_t)p - (uintptr_t)pool < POOL_SIZE; }
@@ -197,13 +203,14 @@ static inline size_t pool_size_of(const void *p) { return ((const size_t *)p)[-2
 
 static void *pool_alloc(size_t n, size_t al) {
     if (al < POOL_HDR) al = POOL_HDR;
-    if (n > POOL_SIZE || al > 4096) {
+    if (n > POOL_SIZE || al > 4096 || (al & (al - 1)) != 0) {
         errno = ENOMEM;
         return 0;
     }
+    uintptr_t base = (uintptr_t)pool;
     size_t old = __atomic_load_n(&pool_used, __ATOMIC_RELAXED);
     for (;;) {
-        size_t at = (old + POOL_HDR + al - 1) & ~(al - 1);
+        size_t at = ((base + old + POOL_HDR + al - 1) & ~(uintptr_t)(al - 1)) - base;
         size_t end = at + ((n + POOL_HDR - 1) & ~(size_t)(POOL_HDR - 1));
         if (end > POOL_SIZE) {
             errno = ENOMEM;
