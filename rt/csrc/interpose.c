@@ -140,8 +140,8 @@ static inline void forget(void *p) {
 
 /* ---- the real allocator ----
  *
- * `next_alloc` holds the functions the interposers forward to. Each entry starts as a boot
- * stub; the first call of any of them resolves all entries at once with dlsym(RTLD_NEXT, name): the first
+ * `next_alloc` holds the functions the interposers forward to. Until an entry is set, REAL()
+ * calls its boot stub; the first call of any of them resolves all entries at once with dlsym(RTLD_NEXT, name): the first
  * definition after the executable in the lookup order, i.e. what the program's own references
  * would have bound to without profcc (an LD_PRELOADed allocator, then the libraries it links, in
  * link order, glibc last). Each symbol is looked up on its own, as the dynamic linker would bind
@@ -154,9 +154,9 @@ static inline void forget(void *p) {
  * block that is not the pool's cannot arrive before resolution except from another thread
  * racing it; that one yields until resolution is done. The entries are published with release
  * stores before the state turns RESOLVED, and never change again: after resolution each
- * interposer is one load and an indirect call between two stores of the guard, no branch
- * before the call (free/realloc/malloc_usable_size add one predictable range check for pool
- * blocks). The pool holds 64 KiB; past that, allocations during resolution fail (ENOMEM).
+ * interposer is one load, one predictable branch (the entry is set) and an indirect call
+ * between two stores of the guard (free/realloc/malloc_usable_size add one predictable range
+ * check for pool blocks). The pool holds 64 KiB; past that, allocations during resolution fail (ENOMEM).
  *
  * The fallback when dlsym does not resolve `malloc` (a -static link: there glibc's strong
  * malloc, free and realloc also win over our weak ones, while calloc, the aligned family and
@@ -184,8 +184,14 @@ struct real_alloc {
     usable_fn usable;
 };
 
-static struct real_alloc next_alloc; /* defined below, with the boot stubs */
-#define REAL(f) __atomic_load_n(&next_alloc.f, __ATOMIC_ACQUIRE) /* a plain load on x86-64 */
+/* Zero (in .bss, after the program's own: no .data or TLS of ours moves the program's globals)
+ * until resolution fills it. REAL(f): the entry, or its boot stub while it is still null. */
+static struct real_alloc next_alloc;
+#define REAL(f)                                                                               \
+    ({                                                                                        \
+        __typeof__(next_alloc.f) f_ = __atomic_load_n(&next_alloc.f, __ATOMIC_ACQUIRE);        \
+        UNLIKELY(!f_) ? boot_##f : f_;                                                        \
+    })
 
 /* ---- bootstrap pool: static, bump-allocated, never reused ---- */
 
@@ -223,6 +229,8 @@ static void *pool_alloc(size_t n, size_t al) {
     }
 }
 
+static void *boot_malloc(size_t n);
+
 /* realloc out of the pool: a fresh block from the current allocator, the old contents copied;
  * the pool block is never handed to any free. */
 static void *pool_realloc(void *old, size_t n) {
@@ -236,7 +244,7 @@ static void *pool_realloc(void *old, size_t n) {
 
 enum { UNRESOLVED, RESOLVING, RESOLVED };
 static int real_state;
-__attribute__((tls_model("initial-exec"))) static __thread int resolving_here;
+static struct profcc_tls *resolver; /* &tls of the thread that resolves */
 
 /* __libc_* fallbacks with the checks glibc's public entry points make. */
 static int libc_posix_memalign(void **out, size_t al, size_t n) {
@@ -270,7 +278,6 @@ static void *next_or(const char *name, void *self, void *fallback) {
     return f && f != self ? f : fallback;
 }
 
-static void *boot_malloc(size_t n);
 static void *boot_calloc(size_t n, size_t m);
 static void *boot_realloc(void *p, size_t n);
 static void boot_free(void *p);
@@ -281,10 +288,6 @@ static void *boot_valloc(size_t n);
 static void *boot_pvalloc(size_t n);
 static size_t boot_usable(void *p);
 
-static struct real_alloc next_alloc = {
-    boot_malloc, boot_calloc, boot_realloc, boot_free, boot_memalign, boot_posix_memalign,
-    boot_aligned_alloc, boot_valloc, boot_pvalloc, boot_usable,
-};
 
 /* Resolve once; returns RESOLVED, or RESOLVING while some thread (maybe this one) resolves. */
 __attribute__((noinline)) static int resolve(void) {
@@ -292,7 +295,7 @@ __attribute__((noinline)) static int resolve(void) {
     if (s != UNRESOLVED ||
         !__atomic_compare_exchange_n(&real_state, &s, RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return s == UNRESOLVED ? RESOLVING : s;
-    resolving_here = 1;
+    __atomic_store_n(&resolver, &tls, __ATOMIC_RELAXED);
     uint32_t saved = tls.in_rt;
     tls.in_rt = 1; /* dlsym's own allocations (served by the pool) are not the program's */
     struct real_alloc r;
@@ -327,7 +330,6 @@ __attribute__((noinline)) static int resolve(void) {
     __atomic_store_n(&next_alloc.pvalloc, r.pvalloc, __ATOMIC_RELEASE);
     __atomic_store_n(&next_alloc.usable, r.usable, __ATOMIC_RELEASE);
     __atomic_store_n(&real_state, RESOLVED, __ATOMIC_RELEASE);
-    resolving_here = 0;
     return RESOLVED;
 }
 
@@ -336,12 +338,12 @@ __attribute__((noinline)) static int resolve(void) {
 static int resolved_or_wait(void) {
     for (;;) {
         if (resolve() == RESOLVED) return 1;
-        if (resolving_here) return 0;
+        if (__atomic_load_n(&resolver, __ATOMIC_RELAXED) == &tls) return 0;
         sched_yield();
     }
 }
 
-/* The boot stubs: the entries of `next_alloc` until resolution is done. */
+/* The boot stubs: what REAL() calls until resolution is done. */
 static void *boot_malloc(size_t n) { return resolve() == RESOLVED ? REAL(malloc)(n) : pool_alloc(n, 0); }
 
 static void *boot_calloc(size_t n, size_t m) {
