@@ -7,10 +7,15 @@
  * is Rust (`alloc.rs`, `threads.rs`, `stack.rs`); this file only forwards and guards.
  *
  * Invariants:
- * - The real allocator is reached through glibc's `__libc_*` entry points: no dlsym on the
- *   malloc path, so nothing can recurse. mmap/munmap/mremap use the raw syscall.
- * - `tls.in_rt` is the one re-entrancy guard: while it is set (the runtime itself runs, or a libc
- *   function the runtime called runs) every interposer forwards without recording.
+ * - The malloc family forwards to the allocator the program would have used without profcc: the
+ *   next definition after the executable (`dlsym(RTLD_NEXT, ...)`: an LD_PRELOADed or linked
+ *   jemalloc/mimalloc/tcmalloc, else glibc), resolved once by the first call (see "the real
+ *   allocator" below). While resolution runs (dlsym may allocate) calls are served from a static
+ *   bootstrap pool whose blocks free/realloc/malloc_usable_size recognise. A static link (no
+ *   dlsym) falls back to glibc's `__libc_*`. mmap/munmap/mremap use the raw syscall.
+ * - `tls.in_rt` is the one re-entrancy guard: while it is set (the runtime itself runs, a libc
+ *   function the runtime called runs, or the allocator runs inside one of our calls) every
+ *   interposer forwards without recording.
  * - An object is removed from the object map *before* the real free/munmap, so another thread
  *   that gets the same address back cannot have its fresh entry deleted by us.
  * - Every interposer is a weak definition (`#pragma weak` below): a program that brings its own
@@ -22,7 +27,9 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter" /* operator new/delete take tags they ignore */
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,53 +138,318 @@ static inline void forget(void *p) {
     tls.in_rt = 0;
 }
 
-/* ---- malloc family ---- */
+/* ---- the real allocator ----
+ *
+ * `next_alloc` holds the functions the interposers forward to. Until an entry is set, REAL()
+ * calls its boot stub; the first call of any of them resolves all entries at once with dlsym(RTLD_NEXT, name): the first
+ * definition after the executable in the lookup order, i.e. what the program's own references
+ * would have bound to without profcc (an LD_PRELOADed allocator, then the libraries it links, in
+ * link order, glibc last). Each symbol is looked up on its own, as the dynamic linker would bind
+ * it: jemalloc 5.3 has no pvalloc, so its pvalloc is glibc's, with or without profcc.
+ *
+ * Thread safety: one thread wins the UNRESOLVED -> RESOLVING transition and calls dlsym; every
+ * allocation made meanwhile, by dlsym itself (guard set: not recorded) or by another thread
+ * (recorded as usual), comes from the static bootstrap pool, so nobody waits for the resolver (a
+ * thread waiting inside malloc could hold the loader lock dlsym needs). A free/realloc of a
+ * block that is not the pool's cannot arrive before resolution except from another thread
+ * racing it; that one yields until resolution is done. The entries are published with release
+ * stores before the state turns RESOLVED, and never change again: after resolution each
+ * interposer is one load, one predictable branch (the entry is set) and an indirect call
+ * between two stores of the guard (free/realloc/malloc_usable_size add one predictable range
+ * check for pool blocks). The pool holds 64 KiB; past that, allocations during resolution fail (ENOMEM).
+ *
+ * The fallback when dlsym does not resolve `malloc` (a -static link: there glibc's strong
+ * malloc, free and realloc also win over our weak ones, while calloc, the aligned family and
+ * operator new/delete stay ours) or resolves it to ourselves: glibc's `__libc_*` for the whole
+ * family. */
 
-void *malloc(size_t n) {
-    void *p = __libc_malloc(n);
-    RECORD(p, n, K_MALLOC);
+typedef void *(*malloc_fn)(size_t);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void (*free_fn)(void *);
+typedef void *(*memalign_fn)(size_t, size_t);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef size_t (*usable_fn)(void *);
+
+struct real_alloc {
+    malloc_fn malloc;
+    calloc_fn calloc;
+    realloc_fn realloc;
+    free_fn free;
+    memalign_fn memalign;
+    posix_memalign_fn posix_memalign;
+    memalign_fn aligned_alloc;
+    malloc_fn valloc;
+    malloc_fn pvalloc;
+    usable_fn usable;
+};
+
+/* Zero (in .bss, after the program's own: no .data or TLS of ours moves the program's globals)
+ * until resolution fills it. REAL(f): the entry, or its boot stub while it is still null. */
+static struct real_alloc next_alloc;
+#define REAL(f)                                                                               \
+    ({                                                                                        \
+        __typeof__(next_alloc.f) f_ = __atomic_load_n(&next_alloc.f, __ATOMIC_ACQUIRE);        \
+        UNLIKELY(!f_) ? boot_##f : f_;                                                        \
+    })
+
+/* ---- bootstrap pool: static, bump-allocated, never reused ---- */
+
+/* Only 16-aligned, like malloc's blocks: a page-aligned .bss object would raise the alignment of
+ * the executable's whole .bss and move the program's own globals (their cache-line placement,
+ * which the sharing analysis reports, then differs from the clang-22 build). */
+enum { POOL_SIZE = 64 * 1024, POOL_HDR = 16 };
+static _Alignas(16) char pool[POOL_SIZE];
+static size_t pool_used;
+
+static inline int in_pool(const void *p) { return (uintptr_t)p - (uintptr_t)pool < POOL_SIZE; }
+
+/* The size asked for, kept in the 16 bytes before each block (for realloc and usable_size). */
+static inline size_t pool_size_of(const void *p) { return ((const size_t *)p)[-2]; }
+
+static void *pool_alloc(size_t n, size_t al) {
+    if (al < POOL_HDR) al = POOL_HDR;
+    if (n > POOL_SIZE || al > 4096 || (al & (al - 1)) != 0) {
+        errno = ENOMEM;
+        return 0;
+    }
+    uintptr_t base = (uintptr_t)pool;
+    size_t old = __atomic_load_n(&pool_used, __ATOMIC_RELAXED);
+    for (;;) {
+        size_t at = ((base + old + POOL_HDR + al - 1) & ~(uintptr_t)(al - 1)) - base;
+        size_t end = at + ((n + POOL_HDR - 1) & ~(size_t)(POOL_HDR - 1));
+        if (end > POOL_SIZE) {
+            errno = ENOMEM;
+            return 0;
+        }
+        if (__atomic_compare_exchange_n(&pool_used, &old, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            ((size_t *)(pool + at))[-2] = n;
+            return pool + at; /* zeroed: .bss, never handed out twice */
+        }
+    }
+}
+
+static void *boot_malloc(size_t n);
+
+/* realloc out of the pool: a fresh block from the current allocator, the old contents copied;
+ * the pool block is never handed to any free. */
+static void *pool_realloc(void *old, size_t n) {
+    void *p = REAL(malloc)(n);
+    size_t have = pool_size_of(old);
+    if (p) __builtin_memcpy(p, old, have < n ? have : n);
     return p;
 }
+
+/* ---- resolution ---- */
+
+enum { UNRESOLVED, RESOLVING, RESOLVED };
+static int real_state;
+static struct profcc_tls *resolver; /* &tls of the thread that resolves */
+
+/* __libc_* fallbacks with the checks glibc's public entry points make. */
+static int libc_posix_memalign(void **out, size_t al, size_t n) {
+    if (al == 0 || (al & (al - 1)) != 0 || al % sizeof(void *) != 0) return EINVAL;
+    int saved = errno;
+    void *p = __libc_memalign(al, n);
+    if (!p) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+static void *libc_aligned_alloc(size_t al, size_t n) {
+    if (al == 0 || (al & (al - 1)) != 0) { /* glibc 2.36 semantics */
+        errno = EINVAL;
+        return 0;
+    }
+    return __libc_memalign(al, n);
+}
+
+static size_t libc_usable(void *p) { /* glibc chunk header: size with flag bits, minus header */
+    size_t h = ((size_t *)p)[-1];
+    return (h & 2) ? (h & ~(size_t)7) - 2 * sizeof(size_t) : (h & ~(size_t)7) - sizeof(size_t);
+}
+
+/* dlsym(RTLD_NEXT, name), or `fallback` when it finds nothing or finds our own `self`. */
+static void *next_or(const char *name, void *self, void *fallback) {
+    void *f = dlsym(RTLD_NEXT, name);
+    return f && f != self ? f : fallback;
+}
+
+static void *boot_calloc(size_t n, size_t m);
+static void *boot_realloc(void *p, size_t n);
+static void boot_free(void *p);
+static void *boot_memalign(size_t al, size_t n);
+static int boot_posix_memalign(void **out, size_t al, size_t n);
+static void *boot_aligned_alloc(size_t al, size_t n);
+static void *boot_valloc(size_t n);
+static void *boot_pvalloc(size_t n);
+static size_t boot_usable(void *p);
+
+
+/* Resolve once; returns RESOLVED, or RESOLVING while some thread (maybe this one) resolves. */
+__attribute__((noinline)) static int resolve(void) {
+    int s = __atomic_load_n(&real_state, __ATOMIC_ACQUIRE);
+    if (s != UNRESOLVED ||
+        !__atomic_compare_exchange_n(&real_state, &s, RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return s == UNRESOLVED ? RESOLVING : s;
+    __atomic_store_n(&resolver, &tls, __ATOMIC_RELAXED);
+    uint32_t saved = tls.in_rt;
+    tls.in_rt = 1; /* dlsym's own allocations (served by the pool) are not the program's */
+    struct real_alloc r;
+    r.malloc = (malloc_fn)next_or("malloc", (void *)malloc, 0);
+    if (!r.malloc) {
+        r = (struct real_alloc){__libc_malloc, __libc_calloc, __libc_realloc, __libc_free,
+                                __libc_memalign, libc_posix_memalign, libc_aligned_alloc,
+                                __libc_valloc, __libc_pvalloc, libc_usable};
+    } else {
+        r.calloc = (calloc_fn)next_or("calloc", (void *)calloc, (void *)__libc_calloc);
+        r.realloc = (realloc_fn)next_or("realloc", (void *)realloc, (void *)__libc_realloc);
+        r.free = (free_fn)next_or("free", (void *)free, (void *)__libc_free);
+        r.memalign = (memalign_fn)next_or("memalign", (void *)memalign, (void *)__libc_memalign);
+        r.posix_memalign = (posix_memalign_fn)next_or("posix_memalign", (void *)posix_memalign,
+                                                      (void *)libc_posix_memalign);
+        r.aligned_alloc = (memalign_fn)next_or("aligned_alloc", (void *)aligned_alloc,
+                                               (void *)libc_aligned_alloc);
+        r.valloc = (malloc_fn)next_or("valloc", (void *)valloc, (void *)__libc_valloc);
+        r.pvalloc = (malloc_fn)next_or("pvalloc", (void *)pvalloc, (void *)__libc_pvalloc);
+        r.usable = (usable_fn)next_or("malloc_usable_size", (void *)malloc_usable_size,
+                                      (void *)libc_usable);
+    }
+    tls.in_rt = saved;
+    __atomic_store_n(&next_alloc.malloc, r.malloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.calloc, r.calloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.realloc, r.realloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.free, r.free, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.memalign, r.memalign, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.posix_memalign, r.posix_memalign, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.aligned_alloc, r.aligned_alloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.valloc, r.valloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.pvalloc, r.pvalloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_alloc.usable, r.usable, __ATOMIC_RELEASE);
+    __atomic_store_n(&real_state, RESOLVED, __ATOMIC_RELEASE);
+    return RESOLVED;
+}
+
+/* For calls that must reach the real allocator (free/realloc of a block that is not the
+ * pool's): wait while another thread resolves. 0 only inside this thread's own resolution. */
+static int resolved_or_wait(void) {
+    for (;;) {
+        if (resolve() == RESOLVED) return 1;
+        if (__atomic_load_n(&resolver, __ATOMIC_RELAXED) == &tls) return 0;
+        sched_yield();
+    }
+}
+
+/* The boot stubs: what REAL() calls until resolution is done. */
+static void *boot_malloc(size_t n) { return resolve() == RESOLVED ? REAL(malloc)(n) : pool_alloc(n, 0); }
+
+static void *boot_calloc(size_t n, size_t m) {
+    if (resolve() == RESOLVED) return REAL(calloc)(n, m);
+    size_t bytes;
+    if (__builtin_mul_overflow(n, m, &bytes)) {
+        errno = ENOMEM;
+        return 0;
+    }
+    return pool_alloc(bytes, 0);
+}
+
+static void *boot_realloc(void *p, size_t n) {
+    if (!p) return boot_malloc(n);
+    if (resolved_or_wait()) return REAL(realloc)(p, n);
+    errno = ENOMEM; /* a foreign block inside our own resolution: cannot happen, never crash */
+    return 0;
+}
+
+static void boot_free(void *p) {
+    if (p && resolved_or_wait()) REAL(free)(p); /* else leaked: see boot_realloc */
+}
+
+static void *boot_memalign(size_t al, size_t n) {
+    return resolve() == RESOLVED ? REAL(memalign)(al, n) : pool_alloc(n, al);
+}
+
+static int boot_posix_memalign(void **out, size_t al, size_t n) {
+    if (resolve() == RESOLVED) return REAL(posix_memalign)(out, al, n);
+    if (al == 0 || (al & (al - 1)) != 0 || al % sizeof(void *) != 0) return EINVAL;
+    void *p = pool_alloc(n, al);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+static void *boot_aligned_alloc(size_t al, size_t n) {
+    return resolve() == RESOLVED ? REAL(aligned_alloc)(al, n) : pool_alloc(n, al);
+}
+
+static void *boot_valloc(size_t n) {
+    return resolve() == RESOLVED ? REAL(valloc)(n) : pool_alloc(n, 4096);
+}
+
+static void *boot_pvalloc(size_t n) { /* the pool block is page-aligned, its size not rounded */
+    return resolve() == RESOLVED ? REAL(pvalloc)(n) : pool_alloc(n, 4096);
+}
+
+static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p) : 0; }
+
+/* ---- malloc family ----
+ *
+ * The allocator runs with the guard set: what it does inside (its own mmap/munmap, a malloc
+ * while it initialises) is the allocator's work, not the program's, just as glibc malloc's
+ * internal mmaps are invisible to any interposer. The guard's value on entry says whether the
+ * call is the program's (0: record it) or made inside the runtime, an allocator or new/delete
+ * (forward only). */
+
+#define FORWARD_AND_RECORD(call, n, kind)                                   \
+    do {                                                                    \
+        uint32_t outer = tls.in_rt;                                         \
+        tls.in_rt = 1;                                                      \
+        void *p = (call);                                                   \
+        if (LIKELY(!outer) && LIKELY(p != 0)) profcc_on_alloc(p, (n), (kind), FP()); \
+        tls.in_rt = outer;                                                  \
+        return p;                                                           \
+    } while (0)
+
+void *malloc(size_t n) { FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC); }
 
 void free(void *p) {
-    forget(p);
-    __libc_free(p);
+    uint32_t outer = tls.in_rt;
+    tls.in_rt = 1;
+    struct profcc_obj o;
+    if (!outer && p && profcc_take(p, &o)) profcc_account_free(&o);
+    if (LIKELY(!in_pool(p))) REAL(free)(p); /* a pool block is never handed to any free */
+    tls.in_rt = outer;
 }
 
-void cfree(void *p) {
-    forget(p);
-    __libc_free(p);
-}
+void cfree(void *p) { free(p); }
 
-void *calloc(size_t n, size_t m) {
-    void *p = __libc_calloc(n, m);
-    RECORD(p, n * m, K_CALLOC);
-    return p;
-}
+void *calloc(size_t n, size_t m) { FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC); }
 
 static void *realloc_impl(void *old, size_t n, void *fp) {
-    if (UNLIKELY(tls.in_rt)) return __libc_realloc(old, n);
-    struct profcc_obj o;
-    int had = 0;
-    if (old) {
-        tls.in_rt = 1;
-        had = profcc_take(old, &o);
-        tls.in_rt = 0;
-    }
-    void *p = __libc_realloc(old, n);
+    uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
-    if (!p && n != 0 && old) {
-        if (had) profcc_put_back(&o); /* failed: the old block is still the program's */
-    } else {
-        if (had) profcc_account_free(&o);
-        if (p) profcc_on_alloc(p, n, K_REALLOC, fp);
+    struct profcc_obj o;
+    int had = !outer && old && profcc_take(old, &o);
+    /* The allocator's realloc; a pool block moves out of the pool. */
+    void *p = UNLIKELY(in_pool(old)) ? pool_realloc(old, n) : REAL(realloc)(old, n);
+    if (!outer) {
+        if (!p && n != 0 && old) {
+            if (had) profcc_put_back(&o); /* failed: the old block is still the program's */
+        } else {
+            if (had) profcc_account_free(&o);
+            if (p) profcc_on_alloc(p, n, K_REALLOC, fp);
+        }
     }
-    tls.in_rt = 0;
+    tls.in_rt = outer;
     return p;
 }
 
 void *realloc(void *old, size_t n) { return realloc_impl(old, n, FP()); }
 
+/* reallocarray is realloc with an overflow check in every allocator (glibc's calls realloc
+ * through the PLT, i.e. us): computed here, forwarded to the allocator's realloc. */
 void *reallocarray(void *old, size_t n, size_t m) {
     size_t bytes;
     if (__builtin_mul_overflow(n, m, &bytes)) {
@@ -188,65 +460,26 @@ void *reallocarray(void *old, size_t n, size_t m) {
 }
 
 int posix_memalign(void **out, size_t al, size_t n) {
-    if (al == 0 || (al & (al - 1)) != 0 || al % sizeof(void *) != 0) return EINVAL;
-    int saved = errno;
-    void *p = __libc_memalign(al, n);
-    if (!p) {
-        errno = saved;
-        return ENOMEM;
-    }
-    *out = p;
-    RECORD(p, n, K_POSIX_MEMALIGN);
-    return 0;
+    uint32_t outer = tls.in_rt;
+    tls.in_rt = 1;
+    int rc = REAL(posix_memalign)(out, al, n);
+    if (LIKELY(!outer) && rc == 0 && *out) profcc_on_alloc(*out, n, K_POSIX_MEMALIGN, FP());
+    tls.in_rt = outer;
+    return rc;
 }
 
-void *aligned_alloc(size_t al, size_t n) {
-    if (al == 0 || (al & (al - 1)) != 0) { /* glibc 2.36 semantics */
-        errno = EINVAL;
-        return 0;
-    }
-    void *p = __libc_memalign(al, n);
-    RECORD(p, n, K_ALIGNED_ALLOC);
-    return p;
-}
+void *aligned_alloc(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(aligned_alloc)(al, n), n, K_ALIGNED_ALLOC); }
 
-void *memalign(size_t al, size_t n) {
-    void *p = __libc_memalign(al, n);
-    RECORD(p, n, K_MEMALIGN);
-    return p;
-}
+void *memalign(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(memalign)(al, n), n, K_MEMALIGN); }
 
-void *valloc(size_t n) {
-    void *p = __libc_valloc(n);
-    RECORD(p, n, K_VALLOC);
-    return p;
-}
+void *valloc(size_t n) { FORWARD_AND_RECORD(REAL(valloc)(n), n, K_VALLOC); }
 
-void *pvalloc(size_t n) {
-    void *p = __libc_pvalloc(n);
-    RECORD(p, n, K_PVALLOC);
-    return p;
-}
-
-typedef size_t (*usable_fn)(void *);
-static usable_fn real_usable;
+void *pvalloc(size_t n) { FORWARD_AND_RECORD(REAL(pvalloc)(n), n, K_PVALLOC); }
 
 size_t malloc_usable_size(void *p) {
     if (!p) return 0;
-    usable_fn f = __atomic_load_n(&real_usable, __ATOMIC_ACQUIRE);
-    if (UNLIKELY(!f)) {
-        /* dlsym may allocate: that malloc goes to __libc_malloc, never back here. */
-        uint32_t saved = tls.in_rt;
-        tls.in_rt = 1;
-        f = (usable_fn)dlsym(RTLD_NEXT, "malloc_usable_size");
-        tls.in_rt = saved;
-        if (!f) { /* glibc chunk header: size with flag bits, minus the header word */
-            size_t h = ((size_t *)p)[-1];
-            return (h & 2) ? (h & ~(size_t)7) - 2 * sizeof(size_t) : (h & ~(size_t)7) - sizeof(size_t);
-        }
-        __atomic_store_n(&real_usable, f, __ATOMIC_RELEASE);
-    }
-    return f(p);
+    if (UNLIKELY(in_pool(p))) return pool_size_of(p);
+    return REAL(usable)(p);
 }
 
 /* ---- operator new / delete ---- */
@@ -420,11 +653,18 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     return rc;
 }
 
-struct internal_start { void *(*fn)(void *); void *arg; };
+/* A runtime thread's start record lives in a static slot, in no heap at all: the runtime never
+ * calls the program's allocator (jemalloc, mimalloc, ... when the program uses one; glibc's heap
+ * when it does not, where even a 16-byte block moves every later block of the program, see
+ * DESIGN.md "Ways a profiler disturbs"). What glibc itself allocates for the thread (malloc with
+ * the guard set) goes to the program's allocator, as it does for the program's own threads. */
+struct internal_start { void *(*fn)(void *); void *arg; int busy; };
+static struct internal_start internal_slots[4];
 
 static void *internal_trampoline(void *p) {
-    struct internal_start s = *(struct internal_start *)p;
-    __libc_free(p);
+    struct internal_start *slot = p;
+    struct internal_start s = *slot;
+    __atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
     tls.in_rt = 1;                  /* a runtime thread never records anything */
     tls.tid_plus1 = 0xffffffffu;    /* threads::INTERNAL + 1 (wraps to the INTERNAL marker) */
     sigset_t all;
@@ -437,8 +677,10 @@ static void *internal_trampoline(void *p) {
 int profcc_spawn_internal(void *(*fn)(void *), void *arg) {
     create_fn real = resolve_create();
     if (!real) return -1;
-    struct internal_start *s = __libc_malloc(sizeof *s);
-    if (!s) return -1;
+    struct internal_start *s = 0;
+    for (unsigned i = 0; i < sizeof internal_slots / sizeof *internal_slots && !s; i++)
+        if (!__atomic_exchange_n(&internal_slots[i].busy, 1, __ATOMIC_ACQUIRE)) s = &internal_slots[i];
+    if (!s) return -1; /* more runtime threads starting at once than slots */
     s->fn = fn;
     s->arg = arg;
     uint32_t saved = tls.in_rt;
@@ -451,7 +693,7 @@ int profcc_spawn_internal(void *(*fn)(void *), void *arg) {
     int rc = real(&t, &a, internal_trampoline, s);
     pthread_attr_destroy(&a);
     tls.in_rt = saved;
-    if (rc != 0) __libc_free(s);
+    if (rc != 0) __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
     return rc;
 }
 

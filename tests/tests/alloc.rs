@@ -151,3 +151,383 @@ fn report_rejects_truncated_and_foreign_files() {
         assert!(out.stdout.is_empty());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The program's own allocator: the interposers forward to the allocator the program would use
+// without profcc (rt/csrc/interpose.c, "the real allocator"), whether it is linked with `-l`,
+// preloaded, glibc, linked statically, or reached while that allocator is being resolved.
+
+/// tests/fixtures/alloc/allocator_owner.cpp: one batch of 100 allocations per kind, each at
+/// one line, each asked of the allocator in use.
+const OWNER: &str = "alloc/allocator_owner.cpp";
+
+/// (name the fixture prints, soname of the Debian package's library).
+const ALLOCATORS: [(&str, &str); 3] = [
+    ("jemalloc", "libjemalloc.so.2"),
+    ("mimalloc", "libmimalloc.so.2"),
+    ("tcmalloc", "libtcmalloc_minimal.so.4"),
+];
+
+/// The fixture's batches: (name it prints, its line's marker, profile kind, bytes of 100).
+const OWNER_BATCHES: [(&str, &str, &str, u64); 8] = [
+    ("malloc", "MARK_MALLOC", "malloc", 100 * 96),
+    ("realloc", "MARK_REALLOC", "realloc", 100 * 160),
+    ("calloc", "MARK_CALLOC", "calloc", 100 * 96),
+    ("memalign", "MARK_MEMALIGN", "memalign", 100 * 96),
+    (
+        "aligned_alloc",
+        "MARK_ALIGNED_ALLOC",
+        "aligned_alloc",
+        100 * 128,
+    ),
+    (
+        "posix_memalign",
+        "MARK_POSIX_MEMALIGN",
+        "posix_memalign",
+        100 * 96,
+    ),
+    ("new", "MARK_NEW", "new", 100 * 96),
+    ("new[]", "MARK_NEW_ARRAY", "new[]", 100 * 96),
+];
+
+/// What the fixture prints when every allocation reached `allocator`.
+fn owner_stdout(allocator: &str) -> String {
+    let mut s = format!("allocator={allocator}\n");
+    for (kind, ..) in OWNER_BATCHES {
+        s += &format!("{kind} 100/100\n");
+    }
+    s
+}
+
+/// Full path of a shared library, as the linker finds it (`clang-22 -print-file-name`).
+fn lib_path(soname: &str) -> String {
+    let out = Command::new("clang-22")
+        .arg(format!("-print-file-name={soname}"))
+        .output()
+        .unwrap();
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        p.starts_with('/') && std::path::Path::new(&p).exists(),
+        "{soname} not found: run `cargo xtask setup` (installs libjemalloc2, libmimalloc2.0, \
+         libtcmalloc-minimal4)"
+    );
+    p
+}
+
+/// Run `exe` in the scratch dir with extra environment variables.
+fn run_env(s: &Scratch, exe: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new(s.path(exe));
+    c.current_dir(s.dir.path());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    output_within(&mut c)
+}
+
+/// Each batch of the owner fixture is one allocation site at its line with count 100.
+fn assert_owner_sites(what: &str, profile: &std::path::Path, allocs_in_file: &str, src: &str) {
+    let r = report_json(profile);
+    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    // The fixture maps nothing itself; the allocator's own mmaps are its work, not the
+    // program's (glibc malloc's are invisible to any interposer).
+    let mmaps: Vec<&Value> = sites.iter().filter(|s| s["kind"] == "mmap").collect();
+    assert!(mmaps.is_empty(), "{what}: mmap sites {mmaps:?}");
+    for (name, marker, kind, bytes) in OWNER_BATCHES {
+        let line = line_of(src, marker);
+        let at: Vec<&Value> = sites
+            .iter()
+            .filter(|s| {
+                s["kind"] == kind
+                    && s["stack"].as_array().unwrap().iter().any(|f| {
+                        f["file"]
+                            .as_str()
+                            .is_some_and(|x| x.ends_with(allocs_in_file))
+                            && f["line"] == line
+                    })
+            })
+            .collect();
+        assert_eq!(
+            at.iter()
+                .map(|s| (s["count"].as_u64(), s["bytes"].as_u64()))
+                .collect::<Vec<_>>(),
+            [(Some(100), Some(bytes))],
+            "{what}: {name} at {allocs_in_file}:{line}:\n{}",
+            serde_json::to_string_pretty(&r["alloc_sites"]).unwrap()
+        );
+    }
+}
+
+/// Build the owner fixture with clang++-22 and profcc++ (`link` extra arguments), run both
+/// with `env`, and check: same output (faithfulness), every allocation reached `allocator`,
+/// every allocation is in the profile.
+fn check_owner(what: &str, allocator: &str, link: &[&str], env: &[(&str, &str)]) {
+    let s = Scratch::new();
+    let src_path = fixture(OWNER);
+    let src = std::fs::read_to_string(&src_path).unwrap();
+    let mut args = vec!["-O1", "-g", src_path.to_str().unwrap()];
+    args.extend_from_slice(link);
+    for (cxx, out) in [
+        (std::path::PathBuf::from("clang++-22"), "native"),
+        (profcxx(), "profiled"),
+    ] {
+        let mut a = args.clone();
+        a.extend_from_slice(&["-o", out]);
+        s.compile(&cxx, &a);
+    }
+    let native = run_env(&s, "native", env);
+    let profile = s.path("profiled.json");
+    let opts = format!("out={}:summary=0", profile.display());
+    let mut penv = env.to_vec();
+    penv.push(("PROFCC_OPTIONS", &opts));
+    let profiled = run_env(&s, "profiled", &penv);
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        owner_stdout(allocator),
+        "{what}: the clang-22 build; stderr:\n{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    assert_same_run(what, &native, &profiled);
+    assert_owner_sites(what, &profile, "allocator_owner.cpp", &src);
+}
+
+#[test]
+fn program_allocator_linked_with_l() {
+    for (name, soname) in ALLOCATORS {
+        lib_path(soname);
+        let l = format!("-l:{soname}");
+        check_owner(&format!("{name} -l"), name, &[&l], &[]);
+    }
+}
+
+#[test]
+fn program_allocator_preloaded() {
+    for (name, soname) in ALLOCATORS {
+        let lib = lib_path(soname);
+        check_owner(
+            &format!("{name} LD_PRELOAD"),
+            name,
+            &[],
+            &[("LD_PRELOAD", &lib)],
+        );
+    }
+}
+
+#[test]
+fn glibc_allocator_unchanged() {
+    check_owner("glibc", "glibc", &[], &[]);
+}
+
+/// A -static link: glibc's malloc, free and realloc are strong symbols and win over the weak
+/// interposers (so those calls are not profiled); dlsym resolves nothing, and the interposers
+/// that remain (calloc, the aligned family, new/delete) forward to glibc's `__libc_*`.
+#[test]
+fn static_link_falls_back_to_glibc() {
+    let s = Scratch::new();
+    let src_path = fixture(OWNER);
+    let src = std::fs::read_to_string(&src_path).unwrap();
+    for (cxx, out) in [
+        (std::path::PathBuf::from("clang++-22"), "native"),
+        (profcxx(), "profiled"),
+    ] {
+        s.compile(
+            &cxx,
+            &[
+                "-O1",
+                "-g",
+                "-static",
+                src_path.to_str().unwrap(),
+                "-o",
+                out,
+            ],
+        );
+    }
+    let native = s.run_plain("native", &[]);
+    let (profiled, _) = s.run_profiled("profiled", &[], "summary=0");
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        owner_stdout("glibc")
+    );
+    assert_same_run("-static", &native, &profiled);
+    let r = report_json(&s.path("profiled.profile.json"));
+    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    for (name, marker, kind, bytes) in OWNER_BATCHES {
+        if matches!(kind, "malloc" | "realloc") {
+            continue; // glibc's own (strong) definitions: not interposed in a static link
+        }
+        let line = line_of(&src, marker);
+        let site = sites.iter().find(|s| {
+            s["kind"] == kind
+                && s["stack"].as_array().unwrap().iter().any(|f| {
+                    f["file"]
+                        .as_str()
+                        .is_some_and(|x| x.ends_with("allocator_owner.cpp"))
+                        && f["line"] == line
+                })
+        });
+        let site = site.unwrap_or_else(|| panic!("-static: no {name} site at line {line}"));
+        assert_eq!(
+            (site["count"].as_u64(), site["bytes"].as_u64()),
+            (Some(100), Some(bytes)),
+            "-static: {name}"
+        );
+    }
+}
+
+/// An LD_PRELOADed library whose dlsym allocates: those allocations arrive while the runtime
+/// resolves the program's allocator and come from the bootstrap pool; freeing them, reallocating
+/// them out of the pool and malloc_usable_size work, under glibc and under each allocator.
+#[test]
+fn allocations_during_resolution_come_from_the_pool() {
+    let s = Scratch::new();
+    let shim = fixture("alloc/dlsym_allocates.c");
+    s.compile(
+        std::path::Path::new("clang-22"),
+        &[
+            "-shared",
+            "-fPIC",
+            "-O1",
+            shim.to_str().unwrap(),
+            "-o",
+            "libdlsym_allocates.so",
+        ],
+    );
+    let owner = fixture(OWNER);
+    s.compile(
+        &profcxx(),
+        &["-O1", "-g", owner.to_str().unwrap(), "-o", "profiled"],
+    );
+    let shim_lib = s.path("libdlsym_allocates.so").display().to_string();
+    let mut cases = vec![("glibc", shim_lib.clone())];
+    for (name, soname) in ALLOCATORS {
+        cases.push((name, format!("{shim_lib} {}", lib_path(soname))));
+    }
+    for (allocator, preload) in cases {
+        let profile = s.path("profiled.json");
+        let opts = format!("out={}:summary=0", profile.display());
+        let out = run_env(
+            &s,
+            "profiled",
+            &[("LD_PRELOAD", &preload), ("PROFCC_OPTIONS", &opts)],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success()
+                && stdout
+                    .contains("dlsym_allocates: calls>0 first-block-in-executable=yes checks=ok\n")
+                && stdout.replace(
+                    "dlsym_allocates: calls>0 first-block-in-executable=yes checks=ok\n",
+                    ""
+                ) == owner_stdout(allocator),
+            "{allocator}: {}\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A statically linked jemalloc with the redis-style `je_` prefix (built here with clang-22
+/// from the tikv-jemalloc-sys sources): the program's je_malloc calls reach jemalloc and are
+/// not interposed, its plain mallocs stay glibc's and are profiled. (An unprefixed static
+/// allocator that defines malloc itself keeps it: `own_malloc_wins_the_link` below and
+/// real_builds.rs `jemalloc_autogen_configure_make`.)
+#[test]
+fn prefixed_static_jemalloc() {
+    let s = Scratch::new();
+    let je = s.path("jemalloc");
+    copy_tree(&crate_dir("tikv-jemalloc-sys").join("jemalloc"), &je);
+    sh(Command::new("./autogen.sh")
+        .args([
+            "--with-jemalloc-prefix=je_",
+            "--disable-cxx",
+            "--disable-doc",
+        ])
+        .current_dir(&je)
+        .env("CC", "clang-22")
+        .env("CXX", "clang++-22"));
+    sh(Command::new("make")
+        .args(["-j2", "lib/libjemalloc.a"])
+        .current_dir(&je));
+    let lib = je.join("lib/libjemalloc.a");
+    let src_path = fixture("alloc/je_prefixed.c");
+    let src = std::fs::read_to_string(&src_path).unwrap();
+    for (cc, out) in [
+        (std::path::PathBuf::from("clang-22"), "native"),
+        (profcc(), "profiled"),
+    ] {
+        s.compile(
+            &cc,
+            &[
+                "-O1",
+                "-g",
+                src_path.to_str().unwrap(),
+                lib.to_str().unwrap(),
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-o",
+                out,
+            ],
+        );
+    }
+    let native = s.run_plain("native", &[]);
+    let (profiled, _) = s.run_profiled("profiled", &[], "summary=0");
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        "je_malloc: 100/100 in jemalloc\nmalloc: 0/100 in jemalloc, 100/100 in glibc's heap\n"
+    );
+    assert_same_run("je_ prefixed jemalloc", &native, &profiled);
+    let r = report_json(&s.path("profiled.profile.json"));
+    let at_line = |marker: &str| -> Vec<(u64, u64)> {
+        let line = line_of(&src, marker);
+        r["alloc_sites"]["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| {
+                s["stack"].as_array().unwrap().iter().any(|f| {
+                    f["file"]
+                        .as_str()
+                        .is_some_and(|x| x.ends_with("je_prefixed.c"))
+                        && f["line"] == line
+                })
+            })
+            .map(|s| (s["count"].as_u64().unwrap(), s["bytes"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(at_line("MARK_MALLOC"), [(100, 9600)]);
+    assert_eq!(at_line("MARK_JE_MALLOC"), []);
+}
+
+/// A program that defines malloc itself, as a statically linked unprefixed allocator does:
+/// profcc's weak interposers lose the link, the program keeps its own malloc (which served
+/// main's three calls), and the profile is still written, with no allocation site in main.
+#[test]
+fn own_malloc_wins_the_link() {
+    let s = Scratch::new();
+    let src = fixture("rt/own_allocator_links.c");
+    s.compile(
+        &profcc(),
+        &["-O1", "-g", src.to_str().unwrap(), "-o", "own"],
+    );
+    let (out, _) = s.run_profiled("own", &[], "summary=0");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "own=3 ok\n");
+    let r = report_json(&s.path("own.profile.json"));
+    let in_main: Vec<&Value> = r["alloc_sites"]["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|site| {
+            site["stack"].as_array().unwrap().iter().any(|f| {
+                f["file"]
+                    .as_str()
+                    .is_some_and(|x| x.ends_with("own_allocator_links.c"))
+            })
+        })
+        .collect();
+    assert!(in_main.is_empty(), "{in_main:?}");
+}

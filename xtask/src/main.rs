@@ -20,6 +20,10 @@ const TEST_PACKAGES: &[&str] = &[
     "libnuma-dev",
     "pkg-config",
     "binutils",
+    // The program's own allocator (tests/tests/alloc.rs), linked by soname: no -dev needed.
+    "libjemalloc2",
+    "libmimalloc2.0",
+    "libtcmalloc-minimal4",
 ];
 
 fn main() -> ExitCode {
