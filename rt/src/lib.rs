@@ -14,10 +14,11 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod alloc;
+pub mod analyses;
 pub mod counts;
 pub mod mem;
 pub mod options;
-pub mod sharing;
+pub use analyses::sharing;
 pub mod stack;
 pub mod threads;
 pub mod writer;
