@@ -398,18 +398,18 @@ impl ObjectMap {
         self.len() == 0
     }
 
-    fn lock_all(&self) {
+    pub(crate) fn lock_all(&self) {
         self.primary.lock_all();
         self.big.lock_all();
     }
-    unsafe fn unlock_all(&self) {
+    pub(crate) unsafe fn unlock_all(&self) {
         self.primary.unlock_all();
         self.big.unlock_all();
     }
 }
 
-static OBJECTS: ObjectMap = ObjectMap::new();
-static MMAPS: SpinLock<BTreeMap<u64, Region>> = SpinLock::new(BTreeMap::new());
+pub(crate) static OBJECTS: ObjectMap = ObjectMap::new();
+pub(crate) static MMAPS: SpinLock<BTreeMap<u64, Region>> = SpinLock::new(BTreeMap::new());
 
 // ---------------------------------------------------------------------------------------------
 // Sites and totals.
@@ -442,7 +442,7 @@ const SITE_OF_BYTES: usize = stack::MAX_STACKS * KINDS * 4;
 const SITES_BYTES: usize = MAX_SITES * core::mem::size_of::<Site>();
 
 static SITES: AtomicPtr<Sites> = AtomicPtr::new(core::ptr::null_mut());
-static THREAD_SET: SpinLock<BTreeSet<u64>> = SpinLock::new(BTreeSet::new());
+pub(crate) static THREAD_SET: SpinLock<BTreeSet<u64>> = SpinLock::new(BTreeSet::new());
 
 #[repr(align(64))]
 struct Totals {
@@ -611,13 +611,21 @@ pub unsafe extern "C" fn profcc_on_alloc(
         return;
     };
     account_alloc(site, tid, n as u64);
-    if let Some(stale) = OBJECTS.insert(Obj {
+    let o = Obj {
         addr: p as u64,
         size: n as u64,
         site,
         tid,
-    }) {
+    };
+    if let Some(stale) = OBJECTS.insert(o) {
         account_release(stale.site, stale.size, true);
+    }
+    let reg = crate::analysis::all();
+    if !reg.is_empty() {
+        let i = info(&o);
+        for a in reg {
+            a.object_alloc(&i);
+        }
     }
 }
 
@@ -636,7 +644,10 @@ pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32
 #[no_mangle]
 pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
-    crate::sharing::object_freed(&info(o));
+    let i = info(o);
+    for a in crate::analysis::all() {
+        a.object_free(&i);
+    }
     account_release(o.site, o.size, true);
 }
 
@@ -905,20 +916,6 @@ pub struct AllocTotals {
     pub frees: u64,
     pub bytes_allocated: u64,
     pub live_bytes_peak: u64,
-}
-
-/// fork: take every lock of the object map so the child inherits consistent tables.
-pub fn fork_prepare() {
-    OBJECTS.lock_all();
-    core::mem::forget(MMAPS.lock());
-    core::mem::forget(THREAD_SET.lock());
-}
-
-/// fork, in both parent and child: release what `fork_prepare` took.
-pub unsafe fn fork_release() {
-    THREAD_SET.force_unlock();
-    MMAPS.force_unlock();
-    OBJECTS.unlock_all();
 }
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ impl Value {
     }
 }
 
-static OPTIONS: SpinLock<Options> = SpinLock::new(Options {
+pub(crate) static OPTIONS: SpinLock<Options> = SpinLock::new(Options {
     values: [Value::empty(); FLAGS.len()],
 });
 

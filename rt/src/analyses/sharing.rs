@@ -45,6 +45,7 @@
 //! Nothing is counted while only one thread exists (initialisation before `pthread_create`
 //! and the serial tail after the last join are not sharing).
 
+use crate::analysis::{Analysis, DumpContext, SummarySection, ThreadStart};
 use crate::threads;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use profcc_schema::sharing as schema;
@@ -162,7 +163,7 @@ fn reserve() {
 
 /// A module registers: if it reads the shadow and the shadow could not be reserved, the
 /// program cannot run instrumented; say why and how to fix it, and stop.
-pub fn check_module(flags: u32) {
+fn check_module(flags: u32) {
     if flags & 1 == 0 {
         return;
     }
@@ -176,9 +177,12 @@ pub fn check_module(flags: u32) {
     }
 }
 
-/// From `ensure_init`: read the settings.
-pub fn init() {
-    use crate::options::get_uint;
+/// From `ensure_init`: read the settings (only flags named in `OPTIONS`).
+fn init() {
+    let get_uint = |name: &str| {
+        debug_assert!(OPTIONS.contains(&name), "{name} not in sharing's OPTIONS");
+        crate::options::get_uint(name)
+    };
     let clamp = |v: u64, lo: u64, hi: u64| v.clamp(lo, hi) as u32;
     THRESHOLD.store(clamp(get_uint("fs_threshold"), 1, 255), Relaxed);
     SAMPLE.store(clamp(get_uint("fs_sample"), 1, 1 << 20), Relaxed);
@@ -206,8 +210,10 @@ pub fn init() {
 }
 
 /// The calling thread got its dense id (main thread at initialisation, others in their start
-/// trampoline): set its owner word, reader bit and sample mask; record its stack.
-pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) {
+/// trampoline): set its owner word, reader bit and sample mask; record its stack in its
+/// per-thread state (the dump names stack objects by thread).
+fn thread_started(ts: &ThreadStart) {
+    let (id, is_main) = (ts.id, ts.is_main);
     let t = (id as u64 % 0xffff) + 1;
     let rb = 1u64 << (16 + t % 32);
     let v = tvars();
@@ -218,17 +224,18 @@ pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) 
         *v.wmask = if w == 0 { u64::MAX } else { w - 1 };
         *v.countdown = next_period();
     }
-    let mut s = STACKS.lock();
-    s.retain(|x| x.0 != id);
-    s.push((id, stack_lo as u64, stack_hi as u64));
-    drop(s);
+    if let Some(st) = unsafe { (ts.state as *const ThreadState).as_ref() } {
+        st.id.store(id, Relaxed);
+        st.stack_lo.store(ts.stack_lo, Relaxed);
+        st.stack_hi.store(ts.stack_hi, Relaxed);
+    }
     if !is_main && LIVE.fetch_add(1, Relaxed) == 1 {
         PARALLEL_SINCE.store(crate::writer::now_ns(), Relaxed);
     }
 }
 
 /// The calling thread's start routine returned.
-pub fn thread_exiting() {
+fn thread_exiting() {
     let v = tvars();
     unsafe {
         *v.me = 0;
@@ -243,14 +250,96 @@ pub fn thread_exiting() {
     }
 }
 
-/// After fork, in the child: one thread.
-pub fn after_fork_child() {
+/// After fork, in the child: one thread. (The analysis has no lock of its own: the
+/// tracked-line table and the settings are atomics.)
+fn after_fork_child() {
     LIVE.store(1, Relaxed);
     PARALLEL_SINCE.store(0, Relaxed);
-    unsafe { STACKS.force_unlock() };
 }
 
-static STACKS: crate::mem::SpinLock<Vec<(u32, u64, u64)>> = crate::mem::SpinLock::new(Vec::new());
+/// Per-thread state (the core's per-thread block): the thread's stack, for naming stack
+/// objects. (The hooks' per-thread words are the hook ABI's TLS in rt/csrc/tls.c.)
+#[repr(C)]
+struct ThreadState {
+    id: AtomicU32,
+    stack_lo: AtomicU64,
+    stack_hi: AtomicU64,
+}
+
+/// Every started thread's stack: (id, lo, hi).
+fn stacks() -> Vec<(u32, u64, u64)> {
+    let mut out = Vec::new();
+    crate::analysis::each_state(&SHARING, |_, p| {
+        let st = unsafe { &*(p as *const ThreadState) };
+        let (lo, hi) = (st.stack_lo.load(Relaxed), st.stack_hi.load(Relaxed));
+        if hi > lo {
+            out.push((st.id.load(Relaxed), lo, hi));
+        }
+    });
+    out
+}
+
+/// The sharing analysis in the registry (`analyses/mod.rs`).
+pub struct Sharing;
+pub static SHARING: Sharing = Sharing;
+
+/// The flags of `options::FLAGS` this analysis reads (at initialisation).
+const OPTIONS: &[&str] = &[
+    "fs_budget",
+    "fs_inv_ns",
+    "fs_max_lines",
+    "fs_sample",
+    "fs_threshold",
+    "fs_watch",
+    "fs_watch_samples",
+];
+
+impl Analysis for Sharing {
+    fn name(&self) -> &'static str {
+        "sharing"
+    }
+    fn options(&self) -> &'static [&'static str] {
+        OPTIONS
+    }
+    fn thread_state_bytes(&self) -> usize {
+        core::mem::size_of::<ThreadState>()
+    }
+    fn init(&self) {
+        init();
+    }
+    fn module_registered(&self, flags: u32) {
+        check_module(flags);
+    }
+    fn thread_start(&self, t: &ThreadStart) {
+        thread_started(t);
+    }
+    fn thread_exit(&self) {
+        thread_exiting();
+    }
+    fn object_free(&self, o: &crate::alloc::ObjectInfo) {
+        object_freed(o);
+    }
+    fn fork_child(&self) {
+        after_fork_child();
+    }
+    fn dump(&self, cx: &DumpContext, p: &mut profcc_schema::Profile) {
+        p.sharing = snapshot(cx.site_index);
+        if let Some(s) = &p.sharing {
+            if s.dropped_lines > 0 {
+                p.notes.push(format!(
+                    "{} cache lines passed a sharing threshold after the table of tracked lines was full (raise fs_max_lines)",
+                    s.dropped_lines
+                ));
+            }
+        }
+    }
+    fn summary(&self, p: &profcc_schema::Profile, top: usize) -> Option<SummarySection> {
+        Some(SummarySection {
+            title: "cache-line sharing (top findings):".into(),
+            lines: summary_lines(p, top),
+        })
+    }
+}
 
 // ---- tracked lines ----
 
@@ -359,7 +448,7 @@ fn note_object(r: &Record, o: &crate::alloc::ObjectInfo) {
 const FREE_SCAN_LINES: u64 = 4096;
 
 /// A heap block is being freed: tracked lines inside it keep its name for the report.
-pub fn object_freed(o: &crate::alloc::ObjectInfo) {
+fn object_freed(o: &crate::alloc::ObjectInfo) {
     if TABLE.load(Relaxed) == 0 || SHADOW.load(Relaxed) != 1 || o.start >= APP_LIMIT {
         return;
     }
@@ -724,7 +813,7 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
     if since != 0 {
         parallel_ns += crate::writer::now_ns().saturating_sub(since);
     }
-    let stacks = STACKS.lock().clone();
+    let stacks = stacks();
     let n = if TABLE.load(Relaxed) == 0 {
         0
     } else {
