@@ -220,6 +220,55 @@ mod tests {
         }
     }
 
+    /// Per-thread state: each analysis gets its own zeroed, 64-byte aligned part of the
+    /// thread's block, handed to `thread_start`, found again by `current_state`, and listed
+    /// by `each_state` after the thread ended.
+    #[test]
+    fn per_thread_state_blocks() {
+        use super::*;
+        use core::sync::atomic::AtomicU64;
+        struct Fake(usize, AtomicU64);
+        impl Analysis for Fake {
+            fn name(&self) -> &'static str {
+                "fake"
+            }
+            fn thread_state_bytes(&self) -> usize {
+                self.0
+            }
+            fn thread_start(&self, t: &ThreadStart) {
+                if !t.state.is_null() {
+                    assert_eq!(t.state as usize % 64, 0);
+                    // Zeroed (past the word a previous start of the same thread wrote).
+                    assert!((4..self.0).all(|i| unsafe { *t.state.add(i) } == 0));
+                    unsafe { *(t.state as *mut u32) = t.id + 1000 };
+                }
+                self.1.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        static A: Fake = Fake(8, AtomicU64::new(0));
+        static NONE: Fake = Fake(0, AtomicU64::new(0));
+        static B: Fake = Fake(100, AtomicU64::new(0));
+        static REG: Registry = &[&A, &NONE, &B];
+        install(&REG);
+        assert_eq!(OFFSETS[3].load(Ordering::Relaxed), 64 + 128);
+        // (The unit-test binary's pthread_create is interposed too: the thread may already
+        // have its id and block; starting it again keeps the block.)
+        let t = std::thread::spawn(|| {
+            let id = crate::threads::current_id();
+            thread_started(id, 0, 0, false);
+            let (a, b) = (current_state(&A), current_state(&B));
+            assert_eq!(b as usize - a as usize, 64);
+            assert!(current_state(&NONE).is_null());
+            (id, unsafe { *(b as *const u32) })
+        });
+        let (id, v) = t.join().unwrap();
+        assert_eq!(v, id + 1000);
+        assert!(NONE.1.load(Ordering::Relaxed) >= 1);
+        let mut seen = Vec::new();
+        each_state(&B, |tid, p| seen.push((tid, unsafe { *(p as *const u32) })));
+        assert!(seen.contains(&(id, id + 1000)), "{seen:?}");
+    }
+
     #[test]
     fn analysis_names_are_unique() {
         let names: Vec<&str> = crate::analyses::ANALYSES.iter().map(|a| a.name()).collect();
