@@ -733,29 +733,54 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
         return;
     };
     let size = round_page(n as u64);
+    let obj = Obj {
+        addr: p as u64,
+        size,
+        site,
+        tid,
+    };
     let mut m = MMAPS.lock();
-    unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region replaces it
+    let replaced = unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region
     m.insert(
         p as u64,
         Region {
-            obj: Obj {
-                addr: p as u64,
-                size,
-                site,
-                tid,
-            },
+            obj,
             fragment: false,
         },
     );
     drop(m);
     account_alloc(site, tid, size);
+    tell_analyses(&replaced, Some(&obj));
+}
+
+/// Mapped regions to the analyses (after the map's lock is released): `gone` pieces freed,
+/// then `new` allocated.
+fn tell_analyses(gone: &[Obj], new: Option<&Obj>) {
+    let reg = crate::analysis::all();
+    if reg.is_empty() {
+        return;
+    }
+    for o in gone {
+        let i = info(o);
+        for a in reg {
+            a.object_free(&i);
+        }
+    }
+    if let Some(o) = new {
+        let i = info(o);
+        for a in reg {
+            a.object_alloc(&i);
+        }
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn profcc_on_munmap(p: *mut libc::c_void, n: usize) {
     let mut m = MMAPS.lock();
     if !m.is_empty() {
-        unmap_range(&mut m, p as u64, n as u64, true);
+        let gone = unmap_range(&mut m, p as u64, n as u64, true);
+        drop(m);
+        tell_analyses(&gone, None);
     }
 }
 
@@ -773,20 +798,23 @@ pub unsafe extern "C" fn profcc_on_mremap(
     };
     let removed: u64 = gone.iter().map(|o| o.size).sum();
     let size = round_page(n as u64);
-    unmap_range(&mut m, p as u64, size, true);
+    let replaced = unmap_range(&mut m, p as u64, size, true);
+    let obj = Obj {
+        addr: p as u64,
+        size,
+        site: first.site,
+        tid: first.tid,
+    };
     m.insert(
         p as u64,
         Region {
-            obj: Obj {
-                addr: p as u64,
-                size,
-                site: first.site,
-                tid: first.tid,
-            },
+            obj,
             fragment: false,
         },
     );
     drop(m);
+    // The analyses see a move as the old pieces freed and the new region allocated.
+    tell_analyses(&[&gone[..], &replaced[..]].concat(), Some(&obj));
     if let Some(ss) = sites() {
         let s = ss.site(first.site);
         if size >= removed {

@@ -67,9 +67,11 @@ pub trait Analysis: Sync {
     fn thread_start(&self, _t: &ThreadStart) {}
     /// On the thread whose start routine returned.
     fn thread_exit(&self) {}
-    /// A heap object or mapping was recorded in the object map.
+    /// A heap object (malloc family, new) or an mmap region was recorded (a region that
+    /// mremap moved or a MAP_FIXED mapping replaced: its old pieces are freed first).
     fn object_alloc(&self, _o: &crate::alloc::ObjectInfo) {}
-    /// A heap object or mapping is being freed (still in the program's hands).
+    /// A heap object is being freed (before the real free: still in the program's hands),
+    /// or (pieces of) an mmap region were unmapped.
     fn object_free(&self, _o: &crate::alloc::ObjectInfo) {}
     /// Take every lock the analysis owns (see `fork.rs` for when this runs).
     fn fork_prepare(&self) {}
