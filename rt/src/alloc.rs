@@ -620,13 +620,7 @@ pub unsafe extern "C" fn profcc_on_alloc(
     if let Some(stale) = OBJECTS.insert(o) {
         account_release(stale.site, stale.size, true);
     }
-    let reg = crate::analysis::all();
-    if !reg.is_empty() {
-        let i = info(&o);
-        for a in reg {
-            a.object_alloc(&i);
-        }
-    }
+    crate::analysis::object_allocated(|| info(&o));
 }
 
 /// Remove `p` from the object map (before the real free); 1 when it was there.
@@ -644,10 +638,7 @@ pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32
 #[no_mangle]
 pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
-    let i = info(o);
-    for a in crate::analysis::all() {
-        a.object_free(&i);
-    }
+    crate::analysis::object_freed(|| info(o));
     account_release(o.site, o.size, true);
 }
 
@@ -756,21 +747,11 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
 /// Mapped regions to the analyses (after the map's lock is released): `gone` pieces freed,
 /// then `new` allocated.
 fn tell_analyses(gone: &[Obj], new: Option<&Obj>) {
-    let reg = crate::analysis::all();
-    if reg.is_empty() {
-        return;
-    }
     for o in gone {
-        let i = info(o);
-        for a in reg {
-            a.object_free(&i);
-        }
+        crate::analysis::object_freed(|| info(o));
     }
     if let Some(o) = new {
-        let i = info(o);
-        for a in reg {
-            a.object_alloc(&i);
-        }
+        crate::analysis::object_allocated(|| info(o));
     }
 }
 

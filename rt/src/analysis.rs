@@ -20,8 +20,9 @@
 //!   gives every thread (see [`ThreadStart::state`], [`current_state`], [`each_state`]);
 //!   blocks are never freed, so the dump can read the state of threads that have ended.
 
+use crate::alloc::ObjectInfo;
 use crate::mem::SpinLock;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::cell::Cell;
 
 /// A thread got its dense id (the main thread at initialisation, others in their start
@@ -39,6 +40,14 @@ pub struct ThreadStart {
 pub struct DumpContext<'a> {
     /// Index in the profile's `sites` of a global site id (None: the site has no count).
     pub site_index: &'a dyn Fn(u32) -> Option<u32>,
+}
+
+/// The object events an analysis asks for. They come with every allocation and free, so
+/// the core builds and sends them only to the analyses that asked.
+#[derive(Clone, Copy, Default)]
+pub struct ObjectEvents {
+    pub alloc: bool,
+    pub free: bool,
 }
 
 /// An analysis's part of the exit summary: a title line and its findings, one line each.
@@ -67,12 +76,16 @@ pub trait Analysis: Sync {
     fn thread_start(&self, _t: &ThreadStart) {}
     /// On the thread whose start routine returned.
     fn thread_exit(&self) {}
+    /// Which of `object_alloc` and `object_free` it wants called (default: neither).
+    fn object_events(&self) -> ObjectEvents {
+        ObjectEvents::default()
+    }
     /// A heap object (malloc family, new) or an mmap region was recorded (a region that
     /// mremap moved or a MAP_FIXED mapping replaced: its old pieces are freed first).
-    fn object_alloc(&self, _o: &crate::alloc::ObjectInfo) {}
+    fn object_alloc(&self, _o: &ObjectInfo) {}
     /// A heap object is being freed (before the real free: still in the program's hands),
     /// or (pieces of) an mmap region were unmapped.
-    fn object_free(&self, _o: &crate::alloc::ObjectInfo) {}
+    fn object_free(&self, _o: &ObjectInfo) {}
     /// Take every lock the analysis owns (see `fork.rs` for when this runs).
     fn fork_prepare(&self) {}
     /// Release what `fork_prepare` took, in the parent.
@@ -98,14 +111,24 @@ pub const MAX_ANALYSES: usize = 16;
 /// Offset of each analysis's part of a thread's block, and the block's size (last entry).
 static OFFSETS: [AtomicUsize; MAX_ANALYSES + 1] = [const { AtomicUsize::new(0) }; MAX_ANALYSES + 1];
 
+/// Bit i: analysis i asked for object allocations (frees).
+static WANT_ALLOC: AtomicU32 = AtomicU32::new(0);
+static WANT_FREE: AtomicU32 = AtomicU32::new(0);
+
 /// Once, from `ensure_init`, before anything else: the table the core calls.
 pub fn install(registry: &'static Registry) {
     assert!(registry.len() <= MAX_ANALYSES, "raise MAX_ANALYSES");
     let mut off = 0usize;
+    let (mut alloc, mut free) = (0u32, 0u32);
     for (i, a) in registry.iter().enumerate() {
         OFFSETS[i].store(off, Ordering::Relaxed);
         off += a.thread_state_bytes().next_multiple_of(64);
+        let ev = a.object_events();
+        alloc |= (ev.alloc as u32) << i;
+        free |= (ev.free as u32) << i;
     }
+    WANT_ALLOC.store(alloc, Ordering::Relaxed);
+    WANT_FREE.store(free, Ordering::Relaxed);
     OFFSETS[registry.len()].store(off, Ordering::Relaxed);
     REGISTRY.store(
         registry as *const Registry as *mut Registry,
@@ -121,6 +144,33 @@ pub fn all() -> Registry {
     } else {
         unsafe { *p }
     }
+}
+
+fn send(mask: &AtomicU32, o: impl FnOnce() -> ObjectInfo, f: impl Fn(&dyn Analysis, &ObjectInfo)) {
+    let mut m = mask.load(Ordering::Relaxed);
+    if m == 0 {
+        return;
+    }
+    let o = o();
+    let reg = all();
+    while m != 0 {
+        if let Some(a) = reg.get(m.trailing_zeros() as usize) {
+            f(*a, &o);
+        }
+        m &= m - 1;
+    }
+}
+
+/// An object was allocated: `o` builds its description, only if some analysis asked.
+#[inline]
+pub fn object_allocated(o: impl FnOnce() -> ObjectInfo) {
+    send(&WANT_ALLOC, o, |a, o| a.object_alloc(o));
+}
+
+/// An object is being freed: `o` builds its description, only if some analysis asked.
+#[inline]
+pub fn object_freed(o: impl FnOnce() -> ObjectInfo) {
+    send(&WANT_FREE, o, |a, o| a.object_free(o));
 }
 
 fn index_of(a: &dyn Analysis) -> Option<usize> {

@@ -45,7 +45,7 @@
 //! Nothing is counted while only one thread exists (initialisation before `pthread_create`
 //! and the serial tail after the last join are not sharing).
 
-use crate::analysis::{Analysis, DumpContext, SummarySection, ThreadStart};
+use crate::analysis::{Analysis, DumpContext, ObjectEvents, SummarySection, ThreadStart};
 use crate::threads;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use profcc_schema::sharing as schema;
@@ -315,6 +315,12 @@ impl Analysis for Sharing {
     }
     fn thread_exit(&self) {
         thread_exiting();
+    }
+    fn object_events(&self) -> ObjectEvents {
+        ObjectEvents {
+            alloc: false,
+            free: true,
+        }
     }
     fn object_free(&self, o: &crate::alloc::ObjectInfo) {
         object_freed(o);
