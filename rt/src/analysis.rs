@@ -9,9 +9,10 @@
 //! path and the door pay no dispatch.
 //!
 //! Rules for an analysis (each one a module under `analyses/` plus one line in the registry):
-//! - Its callbacks run with the re-entrancy guard set or from runtime threads, never inside
-//!   a signal handler, and never while the core holds one of its own locks (so an analysis
-//!   may call the core while it holds its own locks: see `fork.rs` for the lock order).
+//! - Its callbacks run with the re-entrancy guard set or from runtime threads, and never
+//!   while the core holds one of its locks other than the dump lock (`dump`, `summary` and
+//!   the fork callbacks run under it; it is the outermost lock). So an analysis may call the
+//!   core while it holds its own locks: see `fork.rs` for the lock order.
 //! - Every lock it owns is taken in `fork_prepare` and released in `fork_parent` and
 //!   `fork_child`; `fork_child` then resets what the child must not inherit.
 //! - Its options are flags of the one table in `options.rs`, read through `options::get_*`;
