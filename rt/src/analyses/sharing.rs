@@ -163,7 +163,7 @@ fn reserve() {
 
 /// A module registers: if it reads the shadow and the shadow could not be reserved, the
 /// program cannot run instrumented; say why and how to fix it, and stop.
-fn check_module(flags: u32) {
+pub fn check_module(flags: u32) {
     if flags & 1 == 0 {
         return;
     }
@@ -178,7 +178,7 @@ fn check_module(flags: u32) {
 }
 
 /// From `ensure_init`: read the settings (only flags named in `OPTIONS`).
-fn init() {
+pub fn init() {
     let get_uint = |name: &str| {
         debug_assert!(OPTIONS.contains(&name), "{name} not in sharing's OPTIONS");
         crate::options::get_uint(name)
@@ -210,10 +210,8 @@ fn init() {
 }
 
 /// The calling thread got its dense id (main thread at initialisation, others in their start
-/// trampoline): set its owner word, reader bit and sample mask; record its stack in its
-/// per-thread state (the dump names stack objects by thread).
-fn thread_started(ts: &ThreadStart) {
-    let (id, is_main) = (ts.id, ts.is_main);
+/// trampoline): set its owner word, reader bit and sample mask; record its stack.
+pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) {
     let t = (id as u64 % 0xffff) + 1;
     let rb = 1u64 << (16 + t % 32);
     let v = tvars();
@@ -224,18 +222,14 @@ fn thread_started(ts: &ThreadStart) {
         *v.wmask = if w == 0 { u64::MAX } else { w - 1 };
         *v.countdown = next_period();
     }
-    if let Some(st) = unsafe { (ts.state as *const ThreadState).as_ref() } {
-        st.id.store(id, Relaxed);
-        st.stack_lo.store(ts.stack_lo, Relaxed);
-        st.stack_hi.store(ts.stack_hi, Relaxed);
-    }
+    let _ = (stack_lo, stack_hi); // in the per-thread state (`Sharing::thread_start`)
     if !is_main && LIVE.fetch_add(1, Relaxed) == 1 {
         PARALLEL_SINCE.store(crate::writer::now_ns(), Relaxed);
     }
 }
 
 /// The calling thread's start routine returned.
-fn thread_exiting() {
+pub fn thread_exiting() {
     let v = tvars();
     unsafe {
         *v.me = 0;
@@ -252,7 +246,7 @@ fn thread_exiting() {
 
 /// After fork, in the child: one thread. (The analysis has no lock of its own: the
 /// tracked-line table and the settings are atomics.)
-fn after_fork_child() {
+pub fn after_fork_child() {
     LIVE.store(1, Relaxed);
     PARALLEL_SINCE.store(0, Relaxed);
 }
@@ -311,7 +305,13 @@ impl Analysis for Sharing {
         check_module(flags);
     }
     fn thread_start(&self, t: &ThreadStart) {
-        thread_started(t);
+        // The thread's stack, for naming stack objects in the dump.
+        if let Some(st) = unsafe { (t.state as *const ThreadState).as_ref() } {
+            st.id.store(t.id, Relaxed);
+            st.stack_lo.store(t.stack_lo, Relaxed);
+            st.stack_hi.store(t.stack_hi, Relaxed);
+        }
+        thread_started(t.id, t.stack_lo as usize, t.stack_hi as usize, t.is_main);
     }
     fn thread_exit(&self) {
         thread_exiting();
@@ -454,7 +454,7 @@ fn note_object(r: &Record, o: &crate::alloc::ObjectInfo) {
 const FREE_SCAN_LINES: u64 = 4096;
 
 /// A heap block is being freed: tracked lines inside it keep its name for the report.
-fn object_freed(o: &crate::alloc::ObjectInfo) {
+pub fn object_freed(o: &crate::alloc::ObjectInfo) {
     if TABLE.load(Relaxed) == 0 || SHADOW.load(Relaxed) != 1 || o.start >= APP_LIMIT {
         return;
     }
