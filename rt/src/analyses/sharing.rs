@@ -177,12 +177,9 @@ pub fn check_module(flags: u32) {
     }
 }
 
-/// From `ensure_init`: read the settings (only flags named in `OPTIONS`).
+/// From `ensure_init`: read the settings.
 pub fn init() {
-    let get_uint = |name: &str| {
-        debug_assert!(OPTIONS.contains(&name), "{name} not in sharing's OPTIONS");
-        crate::options::get_uint(name)
-    };
+    use crate::options::get_uint;
     let clamp = |v: u64, lo: u64, hi: u64| v.clamp(lo, hi) as u32;
     THRESHOLD.store(clamp(get_uint("fs_threshold"), 1, 255), Relaxed);
     SAMPLE.store(clamp(get_uint("fs_sample"), 1, 1 << 20), Relaxed);
