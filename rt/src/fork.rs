@@ -11,7 +11,7 @@
 //!    does not start while a fork waits for it (`writer::FORKS_WAITING`).
 //! 2. Each analysis's own locks (`Analysis::fork_prepare`, registry order). Analyses may call
 //!    the core while holding their locks; the core never calls an analysis while holding
-//!    one of its own.
+//!    one of its own, except `DUMPING`.
 //! 3. `options::OPTIONS` (its readers allocate their copy while holding it).
 //! 4. `counts::MODULES`, then `counts::THREAD_COUNTS`.
 //! 5. `analysis::BLOCKS` (per-thread state blocks).
@@ -39,14 +39,17 @@
 //! name is expanded at dump time, so `%p` is the child's pid.
 //!
 //! Handlers registered after the runtime's (libomp's, the program's) run their prepare step
-//! before this one and their parent/child steps after, so they may allocate freely.
+//! before this one and their parent/child steps after, so they may allocate freely. One
+//! registered before it (by a library constructor that runs before the runtime initialises)
+//! runs its prepare step after this one: if it allocates through the interposers it waits
+//! for the object map's locks forever (not seen so far).
 //!
 //! Tested end to end by `fork_storm_children_all_write_their_profiles` (tests/tests/runtime.rs).
 
 use crate::mem::SpinLock;
 use core::sync::atomic::Ordering;
 
-/// Take a spin lock and keep it past the guard (released by [`release`]).
+/// Take a spin lock and keep it past the guard (released by [`release_core`]).
 fn hold<T>(l: &SpinLock<T>) {
     core::mem::forget(l.lock());
 }
