@@ -398,18 +398,18 @@ impl ObjectMap {
         self.len() == 0
     }
 
-    fn lock_all(&self) {
+    pub(crate) fn lock_all(&self) {
         self.primary.lock_all();
         self.big.lock_all();
     }
-    unsafe fn unlock_all(&self) {
+    pub(crate) unsafe fn unlock_all(&self) {
         self.primary.unlock_all();
         self.big.unlock_all();
     }
 }
 
-static OBJECTS: ObjectMap = ObjectMap::new();
-static MMAPS: SpinLock<BTreeMap<u64, Region>> = SpinLock::new(BTreeMap::new());
+pub(crate) static OBJECTS: ObjectMap = ObjectMap::new();
+pub(crate) static MMAPS: SpinLock<BTreeMap<u64, Region>> = SpinLock::new(BTreeMap::new());
 
 // ---------------------------------------------------------------------------------------------
 // Sites and totals.
@@ -442,7 +442,7 @@ const SITE_OF_BYTES: usize = stack::MAX_STACKS * KINDS * 4;
 const SITES_BYTES: usize = MAX_SITES * core::mem::size_of::<Site>();
 
 static SITES: AtomicPtr<Sites> = AtomicPtr::new(core::ptr::null_mut());
-static THREAD_SET: SpinLock<BTreeSet<u64>> = SpinLock::new(BTreeSet::new());
+pub(crate) static THREAD_SET: SpinLock<BTreeSet<u64>> = SpinLock::new(BTreeSet::new());
 
 #[repr(align(64))]
 struct Totals {
@@ -611,14 +611,16 @@ pub unsafe extern "C" fn profcc_on_alloc(
         return;
     };
     account_alloc(site, tid, n as u64);
-    if let Some(stale) = OBJECTS.insert(Obj {
+    let o = Obj {
         addr: p as u64,
         size: n as u64,
         site,
         tid,
-    }) {
+    };
+    if let Some(stale) = OBJECTS.insert(o) {
         account_release(stale.site, stale.size, true);
     }
+    crate::analysis::object_allocated(|| info(&o));
 }
 
 /// Remove `p` from the object map (before the real free); 1 when it was there.
@@ -636,7 +638,7 @@ pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32
 #[no_mangle]
 pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
-    crate::sharing::object_freed(&info(o));
+    crate::analysis::object_freed(|| info(o));
     account_release(o.site, o.size, true);
 }
 
@@ -722,29 +724,44 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
         return;
     };
     let size = round_page(n as u64);
+    let obj = Obj {
+        addr: p as u64,
+        size,
+        site,
+        tid,
+    };
     let mut m = MMAPS.lock();
-    unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region replaces it
+    let replaced = unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region
     m.insert(
         p as u64,
         Region {
-            obj: Obj {
-                addr: p as u64,
-                size,
-                site,
-                tid,
-            },
+            obj,
             fragment: false,
         },
     );
     drop(m);
     account_alloc(site, tid, size);
+    tell_analyses(&replaced, Some(&obj));
+}
+
+/// Mapped regions to the analyses (after the map's lock is released): `gone` pieces freed,
+/// then `new` allocated.
+fn tell_analyses(gone: &[Obj], new: Option<&Obj>) {
+    for o in gone {
+        crate::analysis::object_freed(|| info(o));
+    }
+    if let Some(o) = new {
+        crate::analysis::object_allocated(|| info(o));
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn profcc_on_munmap(p: *mut libc::c_void, n: usize) {
     let mut m = MMAPS.lock();
     if !m.is_empty() {
-        unmap_range(&mut m, p as u64, n as u64, true);
+        let gone = unmap_range(&mut m, p as u64, n as u64, true);
+        drop(m);
+        tell_analyses(&gone, None);
     }
 }
 
@@ -762,20 +779,23 @@ pub unsafe extern "C" fn profcc_on_mremap(
     };
     let removed: u64 = gone.iter().map(|o| o.size).sum();
     let size = round_page(n as u64);
-    unmap_range(&mut m, p as u64, size, true);
+    let replaced = unmap_range(&mut m, p as u64, size, true);
+    let obj = Obj {
+        addr: p as u64,
+        size,
+        site: first.site,
+        tid: first.tid,
+    };
     m.insert(
         p as u64,
         Region {
-            obj: Obj {
-                addr: p as u64,
-                size,
-                site: first.site,
-                tid: first.tid,
-            },
+            obj,
             fragment: false,
         },
     );
     drop(m);
+    // The analyses see a move as the old pieces freed and the new region allocated.
+    tell_analyses(&[&gone[..], &replaced[..]].concat(), Some(&obj));
     if let Some(ss) = sites() {
         let s = ss.site(first.site);
         if size >= removed {
@@ -905,20 +925,6 @@ pub struct AllocTotals {
     pub frees: u64,
     pub bytes_allocated: u64,
     pub live_bytes_peak: u64,
-}
-
-/// fork: take every lock of the object map so the child inherits consistent tables.
-pub fn fork_prepare() {
-    OBJECTS.lock_all();
-    core::mem::forget(MMAPS.lock());
-    core::mem::forget(THREAD_SET.lock());
-}
-
-/// fork, in both parent and child: release what `fork_prepare` took.
-pub unsafe fn fork_release() {
-    THREAD_SET.force_unlock();
-    MMAPS.force_unlock();
-    OBJECTS.unlock_all();
 }
 
 #[cfg(test)]

@@ -30,22 +30,22 @@ pub use profcc_abi::{
 };
 use profcc_abi::{COUNTER_STRIDE, NO_STRING};
 
-struct Registered {
+pub(crate) struct Registered {
     desc: *const ModuleDesc,
     base: u32,
 }
 unsafe impl Send for Registered {}
 
-static MODULES: SpinLock<Vec<Registered>> = SpinLock::new(Vec::new());
+pub(crate) static MODULES: SpinLock<Vec<Registered>> = SpinLock::new(Vec::new());
 static NEXT_BASE: AtomicU32 = AtomicU32::new(0);
 static DROPPED_SITES: AtomicU32 = AtomicU32::new(0);
 
-struct ThreadCounts {
+pub(crate) struct ThreadCounts {
     tid: u32,
     counts: *mut u64,
 }
 unsafe impl Send for ThreadCounts {}
-static THREAD_COUNTS: SpinLock<Vec<ThreadCounts>> = SpinLock::new(Vec::new());
+pub(crate) static THREAD_COUNTS: SpinLock<Vec<ThreadCounts>> = SpinLock::new(Vec::new());
 
 extern "C" {
     fn profcc_counts_slot() -> *mut *mut u64;
@@ -66,7 +66,9 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
         );
         return;
     }
-    crate::sharing::check_module((*m).flags);
+    for a in crate::analysis::all() {
+        a.module_registered((*m).flags);
+    }
     let n = (*m).nsites.min(MAX_MODULE_SITES);
     let base = NEXT_BASE.fetch_add(n, Ordering::Relaxed);
     if base.checked_add(n).is_none_or(|end| end > MAX_SITES) {
@@ -91,6 +93,9 @@ pub fn thread_counts() -> *mut u64 {
         if p.is_null() {
             return *slot;
         }
+        // Before the lock: a thread's first id may start it (analyses' callbacks), and the
+        // core calls analyses with none of its locks held (see fork.rs).
+        let tid = crate::threads::current_id();
         let mut all = THREAD_COUNTS.lock();
         if all.is_empty() {
             all.push(ThreadCounts {
@@ -98,30 +103,34 @@ pub fn thread_counts() -> *mut u64 {
                 counts: scratch,
             });
         }
-        all.push(ThreadCounts {
-            tid: crate::threads::current_id(),
-            counts: p,
-        });
+        all.push(ThreadCounts { tid, counts: p });
         *slot = p;
         p
     }
 }
 
-/// After `fork`, in the child: the counts so far are the parent's history, which the
-/// parent's own profile reports; the child starts from zero (`MADV_DONTNEED` turns the
-/// private pages back into zero pages without touching the untouched ones).
-pub unsafe fn after_fork_child() {
-    MODULES.force_unlock();
-    THREAD_COUNTS.force_unlock();
-    for t in THREAD_COUNTS.lock().iter() {
-        if t.tid != SCRATCH_TID {
+/// After `fork`, in the child (locks released): the counts so far are the parent's
+/// history, which the parent's own profile reports; the child starts from zero
+/// (`MADV_DONTNEED` turns the calling thread's private pages back into zero pages without
+/// touching the untouched ones). The other threads' arrays belong to threads the child
+/// does not have: they are unmapped and leave the list.
+pub(crate) unsafe fn after_fork_child() {
+    let mine = *profcc_counts_slot();
+    THREAD_COUNTS.lock().retain(|t| {
+        if t.tid == SCRATCH_TID {
+            return true;
+        }
+        if t.counts == mine {
             libc::madvise(
                 t.counts as *mut libc::c_void,
                 SLOTS * 8,
                 libc::MADV_DONTNEED,
             );
+            return true;
         }
-    }
+        mem::unmap(t.counts as *mut u8, SLOTS * 8);
+        false
+    });
 }
 
 fn kind_of(k: u8) -> AccessKind {

@@ -7,17 +7,22 @@
 //!   inlined fast path bumps (branch-free: a static scratch array until a thread has its own).
 //! - `threads`: `pthread_create` interposition, dense thread ids, stack bounds.
 //! - `stack`: frame-pointer stack capture and the stack depot.
-//! - `sharing`: the cache-line shadow, the hooks' cold door, tracked lines (false sharing).
 //! - `alloc`: the malloc family / operator new/delete / mmap interposers and the object map.
 //! - `writer`: profile assembly, atomic write, stderr summary, exit and SIGUSR2 dumps.
+//! - `fork`: the one `pthread_atfork` registration: every runtime lock, in one order.
+//! - `analysis`: the interface the core calls the analyses through, per-thread state.
+//! - `analyses`: the analyses (`sharing`: the cache-line shadow, the hooks' cold door,
+//!   tracked lines) and the registry `analyses::ANALYSES`. Core modules never import them.
 
 #![allow(clippy::missing_safety_doc)]
 
 pub mod alloc;
+pub mod analyses;
+pub mod analysis;
 pub mod counts;
+pub mod fork;
 pub mod mem;
 pub mod options;
-pub mod sharing;
 pub mod stack;
 pub mod threads;
 pub mod writer;
@@ -52,6 +57,7 @@ fn init_slow() {
     }
     // Whatever libc allocates for the runtime during initialisation is not the program's.
     let _guard = threads::RtGuard::enter();
+    analysis::install(&analyses::ANALYSES);
     let spec = env("PROFCC_OPTIONS").unwrap_or_default();
     for w in options::init(&spec) {
         writer::stderr_line(&w);
@@ -59,8 +65,10 @@ fn init_slow() {
     if options::get().help {
         writer::stderr_line(&options::help_text());
     }
-    sharing::init();
-    mem::install_fork_handlers();
+    for a in analysis::all() {
+        a.init();
+    }
+    fork::install();
     threads::init_main_thread();
     counts::thread_counts();
     writer::install();

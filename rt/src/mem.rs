@@ -97,14 +97,14 @@ pub fn unmap(p: *mut u8, len: usize) {
 const CLASSES: usize = 13; // 16 B .. 64 KiB
 const CHUNK: usize = 1 << 20;
 
-struct Heap {
+pub(crate) struct Heap {
     free: [*mut u8; CLASSES],
     bump: *mut u8,
     end: *mut u8,
 }
 unsafe impl Send for Heap {}
 
-static HEAP: SpinLock<Heap> = SpinLock::new(Heap {
+pub(crate) static HEAP: SpinLock<Heap> = SpinLock::new(Heap {
     free: [core::ptr::null_mut(); CLASSES],
     bump: core::ptr::null_mut(),
     end: core::ptr::null_mut(),
@@ -161,18 +161,4 @@ unsafe impl GlobalAlloc for RtAlloc {
 
 fn round_page(n: usize) -> usize {
     (n + 4095) & !4095
-}
-
-/// `pthread_atfork` handlers: hold the heap lock across `fork` so the child never inherits a
-/// free list that another thread was halfway through changing. Registered before every
-/// other runtime handler, so its prepare step runs last (handlers that allocate run first).
-extern "C" fn fork_prepare() {
-    core::mem::forget(HEAP.lock());
-}
-extern "C" fn fork_release() {
-    unsafe { HEAP.force_unlock() };
-}
-
-pub fn install_fork_handlers() {
-    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_release), Some(fork_release)) };
 }

@@ -33,11 +33,6 @@ extern "C" {
         f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
         arg: *mut libc::c_void,
     ) -> i32;
-    fn pthread_atfork(
-        prepare: Option<unsafe extern "C" fn()>,
-        parent: Option<unsafe extern "C" fn()>,
-        child: Option<unsafe extern "C" fn()>,
-    ) -> i32;
 }
 
 /// The calling thread's runtime state.
@@ -64,19 +59,19 @@ impl Drop for RtGuard {
 }
 
 #[derive(Clone, Copy)]
-struct Rec {
+pub(crate) struct Rec {
     id: u32,
     parent: Option<u32>,
     created_at: Option<u32>,
     failed: bool,
 }
 
-struct Registry {
+pub(crate) struct Registry {
     next: u32,
     recs: Vec<Rec>,
 }
 
-static REG: SpinLock<Registry> = SpinLock::new(Registry {
+pub(crate) static REG: SpinLock<Registry> = SpinLock::new(Registry {
     next: 1,
     recs: Vec::new(),
 });
@@ -92,24 +87,22 @@ fn set_bounds(main: bool) {
     unsafe { profcc_stack_bounds_self(main as i32, &mut lo, &mut hi) };
     t.stack_lo = lo;
     t.stack_hi = hi;
-    crate::sharing::thread_started(t.tid_plus1.wrapping_sub(1), lo, hi, main);
+    crate::analysis::thread_started(t.tid_plus1.wrapping_sub(1), lo as u64, hi as u64, main);
 }
 
 /// From the start trampoline, after the user's start routine returned.
 #[no_mangle]
 pub extern "C" fn profcc_thread_exiting() {
-    crate::sharing::thread_exiting();
+    for a in crate::analysis::all() {
+        a.thread_exit();
+    }
 }
 
 /// Called once from `ensure_init`, on whichever thread initialises (normally the main thread
-/// before or during the first allocation). Registers the fork handlers of `threads`, `stack`
-/// and `alloc`.
+/// before or during the first allocation).
 pub fn init_main_thread() {
     let _g = RtGuard::enter();
     current_id();
-    unsafe {
-        pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
-    }
 }
 
 /// From the runtime's constructor (`csrc/interpose.c`, priority 101).
@@ -253,21 +246,9 @@ pub unsafe extern "C" fn profcc_thread_failed(rec: *mut libc::c_void) {
     }
 }
 
-// ---- fork: hold every runtime lock across fork so the child sees consistent tables ----
-
-unsafe extern "C" fn fork_prepare() {
-    core::mem::forget(REG.lock());
-    crate::alloc::fork_prepare();
-}
-
-unsafe extern "C" fn fork_parent() {
-    crate::alloc::fork_release();
-    REG.force_unlock();
-}
-
-unsafe extern "C" fn fork_child() {
-    crate::alloc::fork_release();
-    REG.force_unlock();
-    crate::stack::after_fork_child();
-    crate::sharing::after_fork_child();
+/// In the child after fork (locks released): the calling thread is the only one; the
+/// others' records go (ids are not handed out again: `next` stays).
+pub(crate) fn after_fork_child() {
+    let me = tls().tid_plus1.wrapping_sub(1);
+    REG.lock().recs.retain(|r| r.id == me);
 }

@@ -4,13 +4,16 @@
 //! does the dump, so nothing allocates or locks inside the signal handler).
 
 use crate::{counts, mem::SpinLock, options};
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use profcc_schema as schema;
 use std::io::Write;
 
 static START_NS: AtomicU64 = AtomicU64::new(0);
 static PIPE_W: AtomicI32 = AtomicI32::new(-1);
-static DUMPING: SpinLock<()> = SpinLock::new(());
+pub(crate) static DUMPING: SpinLock<()> = SpinLock::new(());
+/// Threads in `fork` waiting for `DUMPING` (fork.rs): the next signal dump waits for them,
+/// so a stream of SIGUSR2 cannot keep a fork waiting (the spin lock is not fair).
+pub(crate) static FORKS_WAITING: AtomicU32 = AtomicU32::new(0);
 static EXITED: AtomicBool = AtomicBool::new(false);
 
 /// Write one line to stderr with a single `write` call.
@@ -49,10 +52,15 @@ extern "C" fn on_sigusr2(_: libc::c_int) {
 
 extern "C" fn dumper(arg: *mut libc::c_void) -> *mut libc::c_void {
     let fd = arg as usize as i32;
-    let mut b = 0u8;
+    // One read takes every signal pending so far: signals that arrived during a dump make
+    // one more dump, not one each.
+    let mut buf = [0u8; 256];
     loop {
-        let n = unsafe { libc::read(fd, &mut b as *mut u8 as *mut libc::c_void, 1) };
-        if n == 1 && !EXITED.load(Ordering::Acquire) {
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if n >= 1 && !EXITED.load(Ordering::Acquire) {
+            while FORKS_WAITING.load(Ordering::Acquire) != 0 {
+                unsafe { libc::sched_yield() };
+            }
             dump("signal");
         } else if n <= 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return core::ptr::null_mut();
@@ -60,12 +68,9 @@ extern "C" fn dumper(arg: *mut libc::c_void) -> *mut libc::c_void {
     }
 }
 
-extern "C" fn fork_child() {
-    unsafe {
-        counts::after_fork_child();
-        DUMPING.force_unlock();
-    }
-    // The dumper thread did not survive the fork; SIGUSR2 in the child is ignored quietly.
+/// In the child after fork (locks released): the dumper thread did not survive the fork,
+/// so SIGUSR2 in the child is ignored quietly; the child's run starts now.
+pub(crate) fn after_fork_child() {
     PIPE_W.store(-1, Ordering::Relaxed);
     START_NS.store(now_ns(), Ordering::Relaxed);
 }
@@ -74,7 +79,6 @@ pub fn install() {
     START_NS.store(now_ns(), Ordering::Relaxed);
     unsafe {
         libc::atexit(at_exit);
-        libc::pthread_atfork(None, None, Some(fork_child));
     }
 }
 
@@ -206,13 +210,13 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
     let snap = counts::snapshot();
     let (alloc_sites, at) = crate::alloc::snapshot();
     let mut threads = crate::threads::snapshot();
+    // A map, not a search per thread: a program may have started 100k threads.
+    let mut per_thread: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for &(tid, n) in &snap.per_thread {
+        *per_thread.entry(tid).or_default() += n;
+    }
     for t in threads.iter_mut() {
-        t.accesses = snap
-            .per_thread
-            .iter()
-            .filter(|p| p.0 == t.id)
-            .map(|p| p.1)
-            .sum();
+        t.accesses = per_thread.get(&t.id).copied().unwrap_or(0);
     }
     let mut totals = schema::Totals {
         unattributed: snap.unattributed,
@@ -242,17 +246,8 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         .enumerate()
         .map(|(i, &g)| (g, i as u32))
         .collect();
-    let sharing = crate::sharing::snapshot(&|g| ids.get(&g).copied());
-    if let Some(s) = &sharing {
-        if s.dropped_lines > 0 {
-            notes.push(format!(
-                "{} cache lines passed a sharing threshold after the table of tracked lines was full (raise fs_max_lines)",
-                s.dropped_lines
-            ));
-        }
-    }
     let exe = exe_path();
-    schema::Profile {
+    let mut p = schema::Profile {
         format: schema::FORMAT.into(),
         version: schema::VERSION,
         pid: unsafe { libc::getpid() } as u32,
@@ -269,8 +264,16 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         totals,
         notes,
         exe,
-        sharing,
+        ..Default::default()
+    };
+    // Each analysis adds its section and notes.
+    let cx = crate::analysis::DumpContext {
+        site_index: &|g| ids.get(&g).copied(),
+    };
+    for a in crate::analysis::all() {
+        a.dump(&cx, &mut p);
     }
+    p
 }
 
 /// Write the profile atomically: a temporary file in the target directory, then rename.
@@ -400,8 +403,12 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
         human(t.allocations),
         bytes(t.live_bytes_peak)
     )];
-    let sharing = profcc_analysis::sharing::summary_lines(p, 3);
-    let top = (options::get().top as usize).min(if sharing.is_empty() { 6 } else { 3 });
+    let sections: Vec<crate::analysis::SummarySection> = crate::analysis::all()
+        .iter()
+        .filter_map(|a| a.summary(p, 3))
+        .filter(|s| !s.lines.is_empty())
+        .collect();
+    let top = (options::get().top as usize).min(if sections.is_empty() { 6 } else { 3 });
     // Aggregate by file:line (unrolling splits one line into many sites).
     // A map, not a list search: sqlite3 has tens of thousands of sites.
     let mut lines: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
@@ -430,9 +437,9 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
             human(*n)
         ));
     }
-    if !sharing.is_empty() {
-        out.push("profcc: cache-line sharing (top findings):".into());
-        out.extend(sharing.into_iter().map(|l| format!("profcc: {l}")));
+    for s in sections {
+        out.push(format!("profcc: {}", s.title));
+        out.extend(s.lines.into_iter().map(|l| format!("profcc: {l}")));
     }
     match written {
         Some(path) => out.push(format!(

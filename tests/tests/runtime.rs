@@ -318,3 +318,51 @@ int main(void) {
   return 0;
 }
 "#;
+
+/// 200 forks while other threads allocate, create threads and take SIGUSR2 dumps: every lock
+/// of the runtime is busy somewhere at some fork (rt/src/fork.rs). Every child finishes (the
+/// fixture kills and reports a child that hangs for 30 s; the run is bounded by an alarm and
+/// by `output_within`) and writes its own profile with its pid, its own counts and threads.
+#[test]
+fn fork_storm_children_all_write_their_profiles() {
+    let s = Scratch::new();
+    let src = fixture("rt/fork_storm.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    s.compile(
+        &profcc(),
+        &["-O1", "-pthread", src.to_str().unwrap(), "-o", "storm"],
+    );
+    let out = output_within(
+        Command::new(s.path("storm"))
+            .current_dir(s.dir.path())
+            .env("PROFCC_OPTIONS", "out=storm.%p.json:summary=0"),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
+    assert!(stdout.ends_with("parent ok\n"), "{stdout}");
+    let pids: Vec<u32> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("child "))
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 200, "{stdout}");
+    let child_line = line_of(&text, "MARK_CHILD");
+    for pid in pids {
+        let path = s.path(&format!("storm.{pid}.json"));
+        let p = profcc_schema::read(&path)
+            .unwrap_or_else(|e| panic!("child {pid}: no profile ({e}); stderr:\n{stderr}"));
+        assert_eq!(p.pid, pid);
+        assert_eq!(p.trigger, "exit", "child {pid}");
+        assert_eq!(
+            count_at(&p, "fork_storm.c", child_line, Write),
+            30,
+            "child {pid}: the child's own loop, not the parent's counts"
+        );
+        // The child's threads: its main thread and the one it created (the parent's
+        // allocator, creator and signaller threads are not in the child).
+        assert_eq!(p.threads.len(), 2, "child {pid}: {:?}", p.threads);
+        assert_eq!(p.threads[0].id, 0);
+        assert_eq!(p.threads[1].parent, Some(0), "child {pid}: {:?}", p.threads);
+    }
+}

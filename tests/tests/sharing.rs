@@ -648,6 +648,24 @@ fn heap_counters_freed_before_exit_are_still_named() {
     probs.finish();
 }
 
+/// The same with the counters in an anonymous mmap region unmapped before exit: the
+/// analyses learn of munmap as of free, so the region is still the object.
+#[test]
+fn mmap_counters_unmapped_before_exit_are_still_named() {
+    let b = Built::new("counters_heap.c", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "mmap",
+        line: b.line("MARK_MMAP"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &["mmap", "2", "free"], &[], "");
+        let p = counters(&r, obj, 2, None, b.line("MARK_STORE"));
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
 #[test]
 fn cxx_new_array_counters_are_false_sharing() {
     let b = Built::new("counters_new.cpp", &["-pthread"]);

@@ -23,6 +23,7 @@
 //! Nothing is counted while only one thread exists (initialisation before `pthread_create`
 //! and the serial tail after the last join are not sharing).
 
+use crate::analysis::{Analysis, DumpContext, ObjectEvents, SummarySection, ThreadStart};
 use crate::threads;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use profcc_abi::{
@@ -178,10 +179,7 @@ pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) 
         *v.wmask = if w == 0 { u64::MAX } else { w - 1 };
         *v.countdown = next_period();
     }
-    let mut s = STACKS.lock();
-    s.retain(|x| x.0 != id);
-    s.push((id, stack_lo as u64, stack_hi as u64));
-    drop(s);
+    let _ = (stack_lo, stack_hi); // in the per-thread state (`Sharing::thread_start`)
     if !is_main && LIVE.fetch_add(1, Relaxed) == 1 {
         PARALLEL_SINCE.store(crate::writer::now_ns(), Relaxed);
     }
@@ -203,14 +201,94 @@ pub fn thread_exiting() {
     }
 }
 
-/// After fork, in the child: one thread.
+/// After fork, in the child: one thread. (The analysis has no lock of its own: the
+/// tracked-line table and the settings are atomics.)
 pub fn after_fork_child() {
     LIVE.store(1, Relaxed);
     PARALLEL_SINCE.store(0, Relaxed);
-    unsafe { STACKS.force_unlock() };
 }
 
-static STACKS: crate::mem::SpinLock<Vec<(u32, u64, u64)>> = crate::mem::SpinLock::new(Vec::new());
+/// Per-thread state (the core's per-thread block): the thread's stack, for naming stack
+/// objects. (The hooks' per-thread words are the hook ABI's TLS in rt/csrc/tls.c.)
+#[repr(C)]
+struct ThreadState {
+    id: AtomicU32,
+    stack_lo: AtomicU64,
+    stack_hi: AtomicU64,
+}
+
+/// Every started thread's stack: (id, lo, hi).
+fn stacks() -> Vec<(u32, u64, u64)> {
+    let mut out = Vec::new();
+    crate::analysis::each_state(&SHARING, |_, p| {
+        let st = unsafe { &*(p as *const ThreadState) };
+        let (lo, hi) = (st.stack_lo.load(Relaxed), st.stack_hi.load(Relaxed));
+        if hi > lo {
+            out.push((st.id.load(Relaxed), lo, hi));
+        }
+    });
+    out
+}
+
+/// The sharing analysis in the registry (`analyses/mod.rs`).
+pub struct Sharing;
+pub static SHARING: Sharing = Sharing;
+
+impl Analysis for Sharing {
+    fn name(&self) -> &'static str {
+        "sharing"
+    }
+    fn thread_state_bytes(&self) -> usize {
+        core::mem::size_of::<ThreadState>()
+    }
+    fn init(&self) {
+        init();
+    }
+    fn module_registered(&self, flags: u32) {
+        check_module(flags);
+    }
+    fn thread_start(&self, t: &ThreadStart) {
+        // The thread's stack, for naming stack objects in the dump.
+        if let Some(st) = unsafe { (t.state as *const ThreadState).as_ref() } {
+            st.id.store(t.id, Relaxed);
+            st.stack_lo.store(t.stack_lo, Relaxed);
+            st.stack_hi.store(t.stack_hi, Relaxed);
+        }
+        thread_started(t.id, t.stack_lo as usize, t.stack_hi as usize, t.is_main);
+    }
+    fn thread_exit(&self) {
+        thread_exiting();
+    }
+    fn object_events(&self) -> ObjectEvents {
+        ObjectEvents {
+            alloc: false,
+            free: true,
+        }
+    }
+    fn object_free(&self, o: &crate::alloc::ObjectInfo) {
+        object_freed(o);
+    }
+    fn fork_child(&self) {
+        after_fork_child();
+    }
+    fn dump(&self, cx: &DumpContext, p: &mut profcc_schema::Profile) {
+        p.sharing = snapshot(cx.site_index);
+        if let Some(s) = &p.sharing {
+            if s.dropped_lines > 0 {
+                p.notes.push(format!(
+                    "{} cache lines passed a sharing threshold after the table of tracked lines was full (raise fs_max_lines)",
+                    s.dropped_lines
+                ));
+            }
+        }
+    }
+    fn summary(&self, p: &profcc_schema::Profile, top: usize) -> Option<SummarySection> {
+        Some(SummarySection {
+            title: "cache-line sharing (top findings):".into(),
+            lines: profcc_analysis::sharing::summary_lines(p, top),
+        })
+    }
+}
 
 // ---- tracked lines ----
 
@@ -684,7 +762,7 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
     if since != 0 {
         parallel_ns += crate::writer::now_ns().saturating_sub(since);
     }
-    let stacks = STACKS.lock().clone();
+    let stacks = stacks();
     let n = if TABLE.load(Relaxed) == 0 {
         0
     } else {

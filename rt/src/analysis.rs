@@ -1,0 +1,332 @@
+//! The interface between the core and the analyses, and the core's side of the registry.
+//!
+//! The core (threads, objects, stacks, counters, options, the dump lifecycle, fork) never
+//! names an analysis: it calls every analysis of the registry (`analyses::ANALYSES`, handed
+//! to [`install`] once by `ensure_init`) through the [`Analysis`] trait at lifecycle events.
+//! Analyses import the core; no core module imports an analysis. The per-access cold door
+//! is not a lifecycle event: the inlined hooks call their analysis's door directly (for the
+//! sharing analysis, `__profcc_slow` in rt/csrc/tls.c, then `profcc_line_slow`), so the hot
+//! path and the door pay no dispatch.
+//!
+//! Rules for an analysis (each one a module under `analyses/` plus one line in the registry):
+//! - Its callbacks run with the re-entrancy guard set or from runtime threads, and never
+//!   while the core holds one of its locks other than the dump lock (`dump`, `summary` and
+//!   the fork callbacks run under it; it is the outermost lock). So an analysis may call the
+//!   core while it holds its own locks: see `fork.rs` for the lock order.
+//! - Every lock it owns is taken in `fork_prepare` and released in `fork_parent` and
+//!   `fork_child`; `fork_child` then resets what the child must not inherit.
+//! - Its options are rows of the one table in `options.rs` whose owner column is the
+//!   analysis's `name()`, read through `options::get()` (a unit test checks every owner is
+//!   the core or a registered analysis).
+//! - Its per-thread state is a zeroed block of `thread_state_bytes()` bytes that the core
+//!   gives every thread (see [`ThreadStart::state`], [`current_state`], [`each_state`]);
+//!   blocks are never freed, so the dump can read the state of threads that have ended.
+
+use crate::alloc::ObjectInfo;
+use crate::mem::SpinLock;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::cell::Cell;
+
+/// A thread got its dense id (the main thread at initialisation, others in their start
+/// trampoline, threads started behind the runtime's back at their first call into it).
+pub struct ThreadStart {
+    pub id: u32,
+    pub stack_lo: u64,
+    pub stack_hi: u64,
+    pub is_main: bool,
+    /// This analysis's zeroed per-thread block (null when it asked for none or memory ran out).
+    pub state: *mut u8,
+}
+
+/// What the dump gives an analysis besides the profile it adds its section to.
+pub struct DumpContext<'a> {
+    /// Index in the profile's `sites` of a global site id (None: the site has no count).
+    pub site_index: &'a dyn Fn(u32) -> Option<u32>,
+}
+
+/// The object events an analysis asks for. They come with every allocation and free, so
+/// the core builds and sends them only to the analyses that asked.
+#[derive(Clone, Copy, Default)]
+pub struct ObjectEvents {
+    pub alloc: bool,
+    pub free: bool,
+}
+
+/// An analysis's part of the exit summary: a title line and its findings, one line each.
+pub struct SummarySection {
+    pub title: String,
+    pub lines: Vec<String>,
+}
+
+/// One analysis, as the core sees it. Every callback has an empty default.
+pub trait Analysis: Sync {
+    /// Short name (for messages and tests).
+    fn name(&self) -> &'static str;
+    /// Bytes of zeroed per-thread state (0: none). Blocks are 64-byte aligned.
+    fn thread_state_bytes(&self) -> usize {
+        0
+    }
+    /// Once, from `ensure_init`, after the options were parsed.
+    fn init(&self) {}
+    /// An instrumented module registered (`flags`: its descriptor's flags word).
+    fn module_registered(&self, _flags: u32) {}
+    /// On the thread that starts.
+    fn thread_start(&self, _t: &ThreadStart) {}
+    /// On the thread whose start routine returned.
+    fn thread_exit(&self) {}
+    /// Which of `object_alloc` and `object_free` it wants called (default: neither).
+    fn object_events(&self) -> ObjectEvents {
+        ObjectEvents::default()
+    }
+    /// A heap object (malloc family, new) or an mmap region was recorded (a region that
+    /// mremap moved or a MAP_FIXED mapping replaced: its old pieces are freed first).
+    fn object_alloc(&self, _o: &ObjectInfo) {}
+    /// A heap object is being freed (before the real free: still in the program's hands),
+    /// or (pieces of) an mmap region were unmapped.
+    fn object_free(&self, _o: &ObjectInfo) {}
+    /// Take every lock the analysis owns (see `fork.rs` for when this runs).
+    fn fork_prepare(&self) {}
+    /// Release what `fork_prepare` took, in the parent.
+    fn fork_parent(&self) {}
+    /// Release what `fork_prepare` took, in the child, then reset what the child must not
+    /// inherit (it has one thread: the one that called `fork`).
+    fn fork_child(&self) {}
+    /// Add the analysis's section (and notes) to the profile being written.
+    fn dump(&self, _cx: &DumpContext, _p: &mut profcc_schema::Profile) {}
+    /// Its part of the exit summary, at most `top` findings; None or no lines: nothing to say.
+    fn summary(&self, _p: &profcc_schema::Profile, _top: usize) -> Option<SummarySection> {
+        None
+    }
+}
+
+pub type Registry = &'static [&'static dyn Analysis];
+
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Most analyses in the registry (per-thread block offsets are kept in a fixed array).
+pub const MAX_ANALYSES: usize = 16;
+
+/// Offset of each analysis's part of a thread's block, and the block's size (last entry).
+static OFFSETS: [AtomicUsize; MAX_ANALYSES + 1] = [const { AtomicUsize::new(0) }; MAX_ANALYSES + 1];
+
+/// Bit i: analysis i asked for object allocations (frees).
+static WANT_ALLOC: AtomicU32 = AtomicU32::new(0);
+static WANT_FREE: AtomicU32 = AtomicU32::new(0);
+
+/// Once, from `ensure_init`, before anything else: the table the core calls.
+pub fn install(registry: &'static Registry) {
+    assert!(registry.len() <= MAX_ANALYSES, "raise MAX_ANALYSES");
+    let mut off = 0usize;
+    let (mut alloc, mut free) = (0u32, 0u32);
+    for (i, a) in registry.iter().enumerate() {
+        OFFSETS[i].store(off, Ordering::Relaxed);
+        off += a.thread_state_bytes().next_multiple_of(64);
+        let ev = a.object_events();
+        alloc |= (ev.alloc as u32) << i;
+        free |= (ev.free as u32) << i;
+    }
+    WANT_ALLOC.store(alloc, Ordering::Relaxed);
+    WANT_FREE.store(free, Ordering::Relaxed);
+    OFFSETS[registry.len()].store(off, Ordering::Relaxed);
+    REGISTRY.store(
+        registry as *const Registry as *mut Registry,
+        Ordering::Release,
+    );
+}
+
+/// Every analysis, in registry order (empty before `install`).
+pub fn all() -> Registry {
+    let p = REGISTRY.load(Ordering::Acquire);
+    if p.is_null() {
+        &[]
+    } else {
+        unsafe { *p }
+    }
+}
+
+fn send(mask: &AtomicU32, o: impl FnOnce() -> ObjectInfo, f: impl Fn(&dyn Analysis, &ObjectInfo)) {
+    let mut m = mask.load(Ordering::Relaxed);
+    if m == 0 {
+        return;
+    }
+    let o = o();
+    let reg = all();
+    while m != 0 {
+        if let Some(a) = reg.get(m.trailing_zeros() as usize) {
+            f(*a, &o);
+        }
+        m &= m - 1;
+    }
+}
+
+/// An object was allocated: `o` builds its description, only if some analysis asked.
+#[inline]
+pub fn object_allocated(o: impl FnOnce() -> ObjectInfo) {
+    send(&WANT_ALLOC, o, |a, o| a.object_alloc(o));
+}
+
+/// An object is being freed: `o` builds its description, only if some analysis asked.
+#[inline]
+pub fn object_freed(o: impl FnOnce() -> ObjectInfo) {
+    send(&WANT_FREE, o, |a, o| a.object_free(o));
+}
+
+fn index_of(a: &dyn Analysis) -> Option<usize> {
+    all()
+        .iter()
+        .position(|x| core::ptr::addr_eq(*x as *const dyn Analysis, a as *const dyn Analysis))
+}
+
+// ---- per-thread state ----
+
+/// A thread's block (every analysis's part) and the dense id of its thread.
+pub(crate) struct Block {
+    tid: u32,
+    mem: *mut u8,
+}
+unsafe impl Send for Block {}
+
+pub(crate) static BLOCKS: SpinLock<Vec<Block>> = SpinLock::new(Vec::new());
+
+thread_local! {
+    /// The calling thread's block (plain initial-exec TLS: no allocation, no destructor).
+    static MINE: Cell<*mut u8> = const { Cell::new(core::ptr::null_mut()) };
+}
+
+/// The calling thread's part of `a`'s per-thread state (null before the thread started or
+/// when `a` asked for none).
+pub fn current_state(a: &dyn Analysis) -> *mut u8 {
+    let (Some(i), p) = (index_of(a), MINE.with(|m| m.get())) else {
+        return core::ptr::null_mut();
+    };
+    if p.is_null() || a.thread_state_bytes() == 0 {
+        return core::ptr::null_mut();
+    }
+    unsafe { p.add(OFFSETS[i].load(Ordering::Relaxed)) }
+}
+
+/// `f(thread id, a's part of its block)` for every thread that started, in start order.
+pub fn each_state(a: &dyn Analysis, mut f: impl FnMut(u32, *mut u8)) {
+    let Some(i) = index_of(a).filter(|_| a.thread_state_bytes() > 0) else {
+        return;
+    };
+    let off = OFFSETS[i].load(Ordering::Relaxed);
+    let blocks: Vec<(u32, *mut u8)> = BLOCKS.lock().iter().map(|b| (b.tid, b.mem)).collect();
+    for (tid, mem) in blocks {
+        f(tid, unsafe { mem.add(off) });
+    }
+}
+
+/// The calling thread got its id: give it its block, then tell every analysis.
+pub fn thread_started(id: u32, stack_lo: u64, stack_hi: u64, is_main: bool) {
+    let reg = all();
+    let size = OFFSETS[reg.len()].load(Ordering::Relaxed);
+    let mut mem = MINE.with(|m| m.get());
+    if mem.is_null() && size > 0 {
+        // From the runtime heap (packed, unlike one mapping per thread).
+        mem = match std::alloc::Layout::from_size_align(size, 64) {
+            Ok(l) => unsafe { std::alloc::alloc_zeroed(l) },
+            Err(_) => core::ptr::null_mut(),
+        };
+        if !mem.is_null() {
+            MINE.with(|m| m.set(mem));
+            BLOCKS.lock().push(Block { tid: id, mem });
+        }
+    }
+    for (i, a) in reg.iter().enumerate() {
+        let state = if mem.is_null() || a.thread_state_bytes() == 0 {
+            core::ptr::null_mut()
+        } else {
+            unsafe { mem.add(OFFSETS[i].load(Ordering::Relaxed)) }
+        };
+        a.thread_start(&ThreadStart {
+            id,
+            stack_lo,
+            stack_hi,
+            is_main,
+            state,
+        });
+    }
+}
+
+/// In the child after fork (lock released): only the calling thread's block stays listed.
+pub(crate) fn blocks_after_fork_child() {
+    let mine = MINE.with(|m| m.get());
+    BLOCKS.lock().retain(|b| b.mem == mine);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_option_belongs_to_the_core_or_a_registered_analysis() {
+        for f in crate::options::FLAGS {
+            assert!(
+                f.owner == "core"
+                    || crate::analyses::ANALYSES
+                        .iter()
+                        .any(|a| a.name() == f.owner),
+                "option {} names owner {}, which is neither `core` nor a registered analysis",
+                f.name,
+                f.owner
+            );
+        }
+    }
+
+    /// Per-thread state: each analysis gets its own zeroed, 64-byte aligned part of the
+    /// thread's block, handed to `thread_start`, found again by `current_state`, and listed
+    /// by `each_state` after the thread ended.
+    #[test]
+    fn per_thread_state_blocks() {
+        use super::*;
+        use core::sync::atomic::AtomicU64;
+        struct Fake(usize, AtomicU64);
+        impl Analysis for Fake {
+            fn name(&self) -> &'static str {
+                "fake"
+            }
+            fn thread_state_bytes(&self) -> usize {
+                self.0
+            }
+            fn thread_start(&self, t: &ThreadStart) {
+                if !t.state.is_null() {
+                    assert_eq!(t.state as usize % 64, 0);
+                    // Zeroed (past the word a previous start of the same thread wrote).
+                    assert!((4..self.0).all(|i| unsafe { *t.state.add(i) } == 0));
+                    unsafe { *(t.state as *mut u32) = t.id + 1000 };
+                }
+                self.1.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        static A: Fake = Fake(8, AtomicU64::new(0));
+        static NONE: Fake = Fake(0, AtomicU64::new(0));
+        static B: Fake = Fake(100, AtomicU64::new(0));
+        static REG: Registry = &[&A, &NONE, &B];
+        install(&REG);
+        assert_eq!(OFFSETS[3].load(Ordering::Relaxed), 64 + 128);
+        // (The unit-test binary's pthread_create is interposed too: the thread may already
+        // have its id and block; starting it again keeps the block.)
+        let t = std::thread::spawn(|| {
+            let id = crate::threads::current_id();
+            thread_started(id, 0, 0, false);
+            let (a, b) = (current_state(&A), current_state(&B));
+            assert_eq!(b as usize - a as usize, 64);
+            assert!(current_state(&NONE).is_null());
+            (id, unsafe { *(b as *const u32) })
+        });
+        let (id, v) = t.join().unwrap();
+        assert_eq!(v, id + 1000);
+        assert!(NONE.1.load(Ordering::Relaxed) >= 1);
+        let mut seen = Vec::new();
+        each_state(&B, |tid, p| seen.push((tid, unsafe { *(p as *const u32) })));
+        assert!(seen.contains(&(id, id + 1000)), "{seen:?}");
+    }
+
+    #[test]
+    fn analysis_names_are_unique() {
+        let names: Vec<&str> = crate::analyses::ANALYSES.iter().map(|a| a.name()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(names.len(), sorted.len(), "{names:?}");
+    }
+}
