@@ -471,3 +471,32 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod atomic_write_tests {
+    use super::write_atomically;
+
+    /// A profile replaces an existing file whole (a reader sees the old or the new bytes,
+    /// never a mix), leaves no temporary behind, and a failed write leaves nothing either.
+    #[test]
+    fn written_atomically_replaces_whole_files() {
+        let dir = std::env::temp_dir().join(format!("profcc-rt-atomic-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("p.json");
+        std::fs::write(&target, b"old profile, longer than the new one").unwrap();
+        write_atomically(&target, b"{\"new\":1}").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"{\"new\":1}");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["p.json"], "no temporary file stays behind");
+        assert!(write_atomically(&dir.join("missing/p.json"), b"x").is_err());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        // Not a regular file (a pipe, /dev/stdout): written in place, never replaced.
+        write_atomically(std::path::Path::new("/dev/null"), b"x").unwrap();
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
