@@ -226,35 +226,48 @@ fn run_env(s: &Scratch, exe: &str, env: &[(&str, &str)]) -> std::process::Output
 
 /// Each batch of the owner fixture is one allocation site at its line with count 100.
 fn assert_owner_sites(what: &str, profile: &std::path::Path, allocs_in_file: &str, src: &str) {
-    let r = report_json(profile);
-    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    let r = report(profile, &[]);
     // The fixture maps nothing itself; the allocator's own mmaps are its work, not the
     // program's (glibc malloc's are invisible to any interposer).
-    let mmaps: Vec<&Value> = sites.iter().filter(|s| s["kind"] == "mmap").collect();
+    let mmaps: Vec<_> = r
+        .alloc_sites
+        .sites
+        .iter()
+        .filter(|s| s.kind == "mmap")
+        .collect();
     assert!(mmaps.is_empty(), "{what}: mmap sites {mmaps:?}");
     for (name, marker, kind, bytes) in OWNER_BATCHES {
         let line = line_of(src, marker);
-        let at: Vec<&Value> = sites
-            .iter()
-            .filter(|s| {
-                s["kind"] == kind
-                    && s["stack"].as_array().unwrap().iter().any(|f| {
-                        f["file"]
-                            .as_str()
-                            .is_some_and(|x| x.ends_with(allocs_in_file))
-                            && f["line"] == line
-                    })
-            })
+        let at: Vec<(u64, u64)> = sites_in(&r, allocs_in_file, Some(line))
+            .into_iter()
+            .filter(|s| s.kind == kind)
+            .map(|s| (s.count, s.bytes))
             .collect();
         assert_eq!(
-            at.iter()
-                .map(|s| (s["count"].as_u64(), s["bytes"].as_u64()))
-                .collect::<Vec<_>>(),
-            [(Some(100), Some(bytes))],
-            "{what}: {name} at {allocs_in_file}:{line}:\n{}",
-            serde_json::to_string_pretty(&r["alloc_sites"]).unwrap()
+            at,
+            [(100, bytes)],
+            "{what}: {name} at {allocs_in_file}:{line}:\n{:#?}",
+            r.alloc_sites
         );
     }
+}
+
+/// The report's allocation sites with a frame at `file_suffix` (and `line`, if given).
+fn sites_in<'a>(
+    r: &'a profcc_report::Report,
+    file_suffix: &str,
+    line: Option<u32>,
+) -> Vec<&'a profcc_report::model::AllocSite> {
+    r.alloc_sites
+        .sites
+        .iter()
+        .filter(|s| {
+            s.stack.iter().any(|f| {
+                f.file.as_deref().is_some_and(|x| x.ends_with(file_suffix))
+                    && line.is_none_or(|l| f.line == Some(l))
+            })
+        })
+        .collect()
 }
 
 /// Build the owner fixture with clang++-22 and profcc++ (`link` extra arguments), run both
@@ -348,28 +361,17 @@ fn static_link_falls_back_to_glibc() {
         owner_stdout("glibc")
     );
     assert_same_run("-static", &native, &profiled);
-    let r = report_json(&s.path("profiled.profile.json"));
-    let sites = r["alloc_sites"]["sites"].as_array().unwrap();
+    let r = report(&s.path("profiled.profile.json"), &[]);
     for (name, marker, kind, bytes) in OWNER_BATCHES {
         if matches!(kind, "malloc" | "realloc") {
             continue; // glibc's own (strong) definitions: not interposed in a static link
         }
         let line = line_of(&src, marker);
-        let site = sites.iter().find(|s| {
-            s["kind"] == kind
-                && s["stack"].as_array().unwrap().iter().any(|f| {
-                    f["file"]
-                        .as_str()
-                        .is_some_and(|x| x.ends_with("allocator_owner.cpp"))
-                        && f["line"] == line
-                })
-        });
-        let site = site.unwrap_or_else(|| panic!("-static: no {name} site at line {line}"));
-        assert_eq!(
-            (site["count"].as_u64(), site["bytes"].as_u64()),
-            (Some(100), Some(bytes)),
-            "-static: {name}"
-        );
+        let site = sites_in(&r, "allocator_owner.cpp", Some(line))
+            .into_iter()
+            .find(|s| s.kind == kind)
+            .unwrap_or_else(|| panic!("-static: no {name} site at line {line}"));
+        assert_eq!((site.count, site.bytes), (100, bytes), "-static: {name}");
     }
 }
 
@@ -476,22 +478,11 @@ fn prefixed_static_jemalloc() {
         "je_malloc: 100/100 in jemalloc\nmalloc: 0/100 in jemalloc, 100/100 in glibc's heap\n"
     );
     assert_same_run("je_ prefixed jemalloc", &native, &profiled);
-    let r = report_json(&s.path("profiled.profile.json"));
+    let r = report(&s.path("profiled.profile.json"), &[]);
     let at_line = |marker: &str| -> Vec<(u64, u64)> {
-        let line = line_of(&src, marker);
-        r["alloc_sites"]["sites"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| {
-                s["stack"].as_array().unwrap().iter().any(|f| {
-                    f["file"]
-                        .as_str()
-                        .is_some_and(|x| x.ends_with("je_prefixed.c"))
-                        && f["line"] == line
-                })
-            })
-            .map(|s| (s["count"].as_u64().unwrap(), s["bytes"].as_u64().unwrap()))
+        sites_in(&r, "je_prefixed.c", Some(line_of(&src, marker)))
+            .into_iter()
+            .map(|s| (s.count, s.bytes))
             .collect()
     };
     assert_eq!(at_line("MARK_MALLOC"), [(100, 9600)]);
@@ -516,18 +507,7 @@ fn own_malloc_wins_the_link() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "own=3 ok\n");
-    let r = report_json(&s.path("own.profile.json"));
-    let in_main: Vec<&Value> = r["alloc_sites"]["sites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|site| {
-            site["stack"].as_array().unwrap().iter().any(|f| {
-                f["file"]
-                    .as_str()
-                    .is_some_and(|x| x.ends_with("own_allocator_links.c"))
-            })
-        })
-        .collect();
+    let r = report(&s.path("own.profile.json"), &[]);
+    let in_main = sites_in(&r, "own_allocator_links.c", None);
     assert!(in_main.is_empty(), "{in_main:?}");
 }
