@@ -372,6 +372,7 @@ fn cases() -> Vec<Case> {
 #[test]
 fn faithful_cases_match_clang22() {
     let mut cases = cases();
+    let all = cases.len();
     if let Ok(filter) = std::env::var("PROFCC_FAITHFUL") {
         let words: Vec<&str> = filter.split(',').filter(|w| !w.is_empty()).collect();
         cases.retain(|c| words.iter().any(|w| c.name.contains(w)));
@@ -385,7 +386,8 @@ fn faithful_cases_match_clang22() {
     let rows = run_all(&cases, work.path(), 2);
     let md = format!(
         "Native (clang-22) vs profcc, same flags; produced by `cargo xtask faithful` \
-         (tests/tests/faithful.rs), {:.0} s on {} cores.\n\n{}",
+         (tests/tests/faithful.rs), {} of {all} cases, {:.0} s on {} cores.\n\n{}",
+        rows.len(),
         t0.elapsed().as_secs_f64(),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         table(&rows)
