@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests in tests/tests/*.rs: build C/C++ programs with profcc
 //! (and with plain clang-22 for comparison), run them, read their profiles.
 
+pub mod faithful;
+
 use profcc_schema::Profile;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -5,6 +5,9 @@
 //! - `demo`: setup + build, profile the bundled example, print the report.
 //! - `test`: setup + build, then every test of the workspace.
 //! - `bench`: setup + build, then the benchmarks (ratios measured side by side).
+//! - `faithful [case,...]`: setup + build, then the faithful test set (tests/tests/faithful.rs:
+//!   each case built with clang-22 and with profcc, runs compared); prints the table of cases
+//!   it writes to target/faithful.md.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -24,6 +27,9 @@ const TEST_PACKAGES: &[&str] = &[
     "libjemalloc2",
     "libmimalloc2.0",
     "libtcmalloc-minimal4",
+    // The faithful test set's expat-like project (tests/tests/faithful.rs): autoreconf + libtool.
+    "automake",
+    "libtool",
 ];
 
 fn main() -> ExitCode {
@@ -35,11 +41,14 @@ fn main() -> ExitCode {
         "build" => setup(false).and_then(|_| build()),
         "demo" => setup(false).and_then(|_| build()).and_then(|_| demo()),
         "test" => setup(true).and_then(|_| build()).and_then(|_| test(rest)),
+        "faithful" => setup(true)
+            .and_then(|_| build())
+            .and_then(|_| faithful(rest)),
         "bench" => setup(true)
             .and_then(|_| build())
             .and_then(|_| bench::run(&root(), rest)),
         _ => {
-            eprintln!("usage: cargo xtask <setup|build|demo|test|bench>");
+            eprintln!("usage: cargo xtask <setup|build|demo|test|faithful|bench>");
             return ExitCode::from(2);
         }
     };
@@ -189,4 +198,29 @@ fn test(rest: &[String]) -> Result<(), String> {
     ]);
     c.args(rest);
     run(&mut c)
+}
+
+/// The faithful test set; `rest` may name cases (substrings, comma-separated). Prints the table
+/// the test writes (also when some case differs: the table says which).
+fn faithful(rest: &[String]) -> Result<(), String> {
+    let table = root().join("target/faithful.md");
+    let _ = std::fs::remove_file(&table);
+    let mut c = Command::new(env!("CARGO"));
+    c.current_dir(root()).args([
+        "test",
+        "--release",
+        "-p",
+        "profcc-tests",
+        "--test",
+        "faithful",
+    ]);
+    if !rest.is_empty() {
+        c.env("PROFCC_FAITHFUL", rest.join(","));
+    }
+    let result = run(&mut c);
+    match std::fs::read_to_string(&table) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("xtask faithful: no table ({}: {e})", table.display()),
+    }
+    result
 }
