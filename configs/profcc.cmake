@@ -56,3 +56,23 @@ endif()
 
 set(CMAKE_C_COMPILER "${_profcc}")
 set(CMAKE_CXX_COMPILER "${_profcc_dir}/profcc++")
+
+# The tools (CMAKE_AR, CMAKE_NM, CMAKE_RANLIB, CMAKE_OBJCOPY, ...): CMake looks for them
+# beside the compiler, with the compiler's version suffix (clang-22 -> llvm-ar-22 in its
+# directory, CMakeDetermineCCompiler.cmake), which it cannot read from the name "profcc".
+# Give it the directory and suffix of the clang profcc runs, so it finds what it finds with
+# CMAKE_C_COMPILER=clang-22 (not the unversioned llvm-ar of another LLVM on PATH).
+# _CMAKE_TOOLCHAIN_LOCATION/_SUFFIX are CMake's own (internal) inputs to that search.
+execute_process(COMMAND "${_profcc}" --profcc-clang
+  OUTPUT_VARIABLE _profcc_clang OUTPUT_STRIP_TRAILING_WHITESPACE
+  ERROR_VARIABLE _profcc_clang_err RESULT_VARIABLE _profcc_clang_rc)
+if(NOT _profcc_clang_rc EQUAL 0 OR NOT _profcc_clang)
+  message(FATAL_ERROR "profcc.cmake: ${_profcc} --profcc-clang failed: ${_profcc_clang_err}")
+endif()
+get_filename_component(_CMAKE_TOOLCHAIN_LOCATION "${_profcc_clang}" DIRECTORY)
+get_filename_component(_profcc_clang_name "${_profcc_clang}" NAME)
+# The same pattern CMake applies to a compiler's name (prefix, clang, -VERSION, suffix).
+if(_profcc_clang_name MATCHES "^(.+-)?(clang|g?cc)(-cl)?(-[0-9]+(\\.[0-9]+)*)?(-[^.]+)?(\\.exe)?$")
+  set(_CMAKE_TOOLCHAIN_PREFIX "${CMAKE_MATCH_1}")
+  set(_CMAKE_TOOLCHAIN_SUFFIX "${CMAKE_MATCH_4}")
+endif()

@@ -45,8 +45,6 @@ pub enum Role {
     EmitLlvm,
     /// `-MD -MMD -MF -MT -MQ -MP -MG -MV`: frontend only, see `plan::DepFix`.
     Dep(Dep),
-    /// `-flto*`: stripped from compile steps with one notice (objects stay native).
-    Lto,
     /// `-shared`, `-r`, `-nostdlib`, `-nodefaultlibs`, `-nolibc`: link step, no runtime.
     NoRuntime,
     /// `-static`: link step; the runtime is linked statically too.
@@ -110,6 +108,7 @@ pub static TABLE: &[Opt] = &[
     o("--ld-path=", Joined, S_LK),
     o("--output", Sep, Output),
     o("--output=", Joined, Output),
+    o("--precompile", Flag, PassThrough(Reason::CxxModule)),
     o("--print-", Joined, QUERY),
     o("--rtlib=", Joined, S_LK),
     o("--save-temps", Flag, PassThrough(Reason::SaveTemps)),
@@ -170,7 +169,9 @@ pub static TABLE: &[Opt] = &[
     o("-emit-llvm", Flag, EmitLlvm),
     o("-f", Joined, S_ALL),
     o("-fdriver-only", Flag, QUERY),
-    o("-flto", Joined, Lto),
+    // -flto reaches every step: objects are (instrumented) bitcode as with clang-22, so a link
+    // without -flto fails where clang-22's fails (CMake's check_c_compiler_flag(-flto)).
+    o("-flto", Joined, S_ALL),
     o("-fno-lto", Flag, S_ALL),
     o("-fopenmp-targets=", Joined, PassThrough(Reason::Offload)),
     o("-foptimization-record-file=", Joined, UNSURE),

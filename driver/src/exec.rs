@@ -16,12 +16,20 @@ pub const NESTED_ENV: &str = "PROFCC_NESTED";
 /// anything more also resolves the program's own symbols, so a link that fails with clang-22
 /// (e.g. `log` without `-lm`) would succeed, and autoconf's `AC_SEARCH_LIBS` would find
 /// "none required" where clang-22 needs the library (configure results would differ).
+/// No `-lpthread -ldl`: glibc >= 2.34 has both in libc (libpthread.a/libdl.a are empty), and
+/// CMake would record them as implicit link libraries of the compiler.
 pub const RUNTIME_LINK_FLAGS: &[&str] = &[
     "-Wl,-u,__profcc_force_link",
     "-Wl,--export-dynamic-symbol=__profcc_*",
-    "-lpthread",
-    "-ldl",
 ];
+
+/// The linker response file that names the runtime archive (in the build's temp directory).
+/// The link passes `-Wl,@FILE` instead of the archive's path: CMake parses the `-v` link
+/// line of its compiler probe and records every `/path/lib*.a` as an implicit link library of
+/// the compiler (`CMAKE_C_IMPLICIT_LINK_LIBRARIES`, which FindOpenMP and mixed-language links
+/// then use); an `@file` it ignores, as clang-22's own link line has no such archive.
+/// (`-Wl,`, not `-Xlinker @FILE`: clang expands every argument that starts with `@` itself.)
+const RUNTIME_RSP: &str = "runtime.rsp";
 
 static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
@@ -174,6 +182,43 @@ pub fn find_clang(named: Option<&str>, cxx: bool) -> Result<Clang, String> {
     Ok(Clang { path, pre })
 }
 
+/// Is this compiler call a configure probe? autoconf/libtool name their files `conftest*`;
+/// CMake's try_compile and compiler identification run under `CMakeFiles/`; Meson's checks
+/// under `meson-private/`. Probes compare compiler output (CMake's check_*_compiler_flag
+/// FAIL_REGEX, autoconf with AC_LANG_WERROR, libtool's `-c -o` check), so profcc adds no
+/// line to it.
+pub fn configure_probe(args: &[String]) -> bool {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let cwd = cwd.to_string_lossy();
+    cwd.contains("/CMakeFiles/")
+        || cwd.contains("/meson-private/")
+        || args.iter().any(|a| {
+            Path::new(a.strip_prefix("-o").unwrap_or(a))
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("conftest"))
+        })
+}
+
+/// A pass-through that compiles C/C++ code the user expects to be profiled says so in one
+/// line on stderr: which source, why (the `Reason`), what to do. Not for configure probes
+/// (`configure_probe`); always in `PROFCC_LOG`.
+pub fn notice_unprofiled(reason: Reason, detail: &str, args: &[String]) {
+    let (Some(fix), Some(src)) = (reason.unprofiled_fix(), crate::plan::source_named(args)) else {
+        return;
+    };
+    let what = if detail.is_empty() || detail == src || reason.describe().contains(detail) {
+        reason.describe().to_string()
+    } else {
+        format!("{}: {detail}", reason.describe())
+    };
+    let src = if src == "-" { "<stdin>" } else { &src };
+    let line = format!("profcc: note: {src} compiled by clang-22 without instrumentation, so no profile ({what}); {fix}");
+    log(&line);
+    if !configure_probe(args) {
+        eprintln!("{line}");
+    }
+}
+
 /// Replace this process with clang and the original arguments.
 pub fn exec_clang(clang: &Clang, args: &[OsString], reason: Reason, detail: &str) -> i32 {
     log(&format!(
@@ -314,7 +359,9 @@ fn codegen_cmd(job: &Job, input: &Path, out: &str) -> Vec<String> {
     v
 }
 
-fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&Path>) -> Vec<String> {
+/// The link's arguments; `runtime` is the argument that names the runtime archive
+/// (`runtime_link_arg`).
+fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<String> {
     let mut v: Vec<String> = link
         .iter()
         .map(|a| match a {
@@ -323,10 +370,30 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&Path>) -> Vec<S
         })
         .collect();
     if let Some(rt) = runtime {
-        v.push(rt.display().to_string());
+        v.push(rt.to_string());
         v.extend(RUNTIME_LINK_FLAGS.iter().map(|s| s.to_string()));
     }
     v
+}
+
+/// The link argument that names the runtime archive: `-Wl,@<tmp>/runtime.rsp`, after writing
+/// that response file (`RUNTIME_RSP`).
+fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, String> {
+    let rsp = tmp.join(RUNTIME_RSP);
+    if rsp.to_string_lossy().contains(',') {
+        // `-Wl,` would split the path: name the archive itself (CMake then lists it).
+        return Ok(archive.display().to_string());
+    }
+    let text = quote_gnu(&archive.display().to_string());
+    if dry {
+        println!("  {} contains: {text}", rsp.display());
+    } else if let Err(e) = std::fs::write(&rsp, format!("{text}\n")) {
+        return Err(format!(
+            "profcc: error: cannot write {}: {e}",
+            rsp.display()
+        ));
+    }
+    Ok(format!("-Wl,@{}", rsp.display()))
 }
 
 fn show(clang: &Clang, args: &[String]) -> String {
@@ -504,14 +571,23 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
     }
     let mut rc = 0;
     if let Some(link) = &b.link {
+        let rt = match runtime.as_deref().map(|a| runtime_link_arg(&tmp, a, dry)) {
+            Some(Ok(p)) => Some(p),
+            Some(Err(e)) => {
+                eprintln!("{e}");
+                keep_temps(tmpdir);
+                return 1;
+            }
+            None => None,
+        };
         let args = if b.jobs.is_empty() {
             link_cmd(
                 &orig.iter().cloned().map(LinkArg::Arg).collect::<Vec<_>>(),
                 &objs,
-                runtime.as_deref(),
+                rt.as_deref(),
             )
         } else {
-            link_cmd(link, &objs, runtime.as_deref())
+            link_cmd(link, &objs, rt.as_deref())
         };
         if dry {
             println!("[link]\n  {}", show(clang, &args));

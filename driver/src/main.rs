@@ -8,6 +8,7 @@
 //! profcc report PROFILE...       the report of profiles (text, JSON, CSV); `--help` for more
 //! profcc --profcc-version        profcc's own version
 //! profcc --print-cmake-toolchain path of configs/profcc.cmake
+//! profcc --profcc-clang          path of the clang-22 profcc runs
 //! ```
 //!
 //! Environment: PROFCC_DISABLE=1 (plain clang), PROFCC_CLANG=/path (another clang-22),
@@ -15,9 +16,16 @@
 //! PROFCC_STATS=1.
 //!
 //! Executables (not `-shared`, `-r`, `-nostdlib`, `-nodefaultlibs`, `-nolibc`) are linked with
-//! `<dir of profcc>/libprofcc_rt.a -Wl,-u,__profcc_force_link
-//! -Wl,--export-dynamic-symbol=__profcc_* -lpthread -ldl` appended, so instrumented shared
+//! `-Wl,@<tmp>/runtime.rsp -Wl,-u,__profcc_force_link -Wl,--export-dynamic-symbol=__profcc_*`
+//! appended (the response file names `<dir of profcc>/libprofcc_rt.a`, so CMake does not
+//! take the archive for an implicit library of the compiler), so instrumented shared
 //! libraries (linked or dlopen'ed) resolve the hooks against the executable.
+//! `-flto` reaches every step: objects are instrumented bitcode, as clang-22's are bitcode.
+//! `-x c -` is instrumented (the frontend reads stdin). A command line that compiles C/C++
+//! but goes to clang unchanged (`-fsanitize=`, `-save-temps`, C++ module units, an option
+//! profcc's table does not know, ...) prints one line on stderr naming the reason and the
+//! fix, except in configure probes (`conftest*` files, cwd under `CMakeFiles/` or
+//! `meson-private/`), whose checks read compiler output; `PROFCC_LOG` always gets it.
 //! Compile jobs add `-gline-tables-only` (when no `-g*` was given) and `-fno-omit-frame-pointer`
 //! (after the user's flags, so it wins over `-fomit-frame-pointer`).
 
@@ -80,6 +88,20 @@ fn driver(argv: Vec<OsString>) -> i32 {
             return 0;
         }
         Some("--print-cmake-toolchain") => return print_toolchain(),
+        Some("--profcc-clang") => {
+            // The clang profcc runs (as found, symlinks kept): the toolchain file derives the
+            // directory and version suffix CMake searches llvm-ar-22 & co. with from it.
+            return match exec::find_clang(None, cxx) {
+                Ok(c) => {
+                    println!("{}", c.path.display());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    1
+                }
+            };
+        }
         _ => {}
     }
 
@@ -186,7 +208,10 @@ fn driver(argv: Vec<OsString>) -> i32 {
             .join(" ")
     ));
     match plan::classify(&expanded) {
-        plan::Plan::PassThrough(r, detail) => exec::exec_clang(&clang, &rest, r, &detail),
+        plan::Plan::PassThrough(r, detail) => {
+            exec::notice_unprofiled(r, &detail, &expanded);
+            exec::exec_clang(&clang, &rest, r, &detail)
+        }
         plan::Plan::Build(b) => {
             exec::log(&format!(
                 "build: {} compile job(s){}",

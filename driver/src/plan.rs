@@ -25,7 +25,7 @@ pub enum Reason {
     VerboseNoInputs,
     /// No input file at all (clang reports the error).
     NoInputs,
-    /// Source from stdin (`-`).
+    /// Source from stdin (`-`) without `-x` (clang reports the error).
     Stdin,
     /// Assembler sources only (`.s`, `.S`, `-x assembler`), or any with `-c`/`-S`.
     AssemblerInput,
@@ -35,6 +35,8 @@ pub enum Reason {
     EmitLlvm,
     /// A language profcc does not instrument (headers/PCH, Objective-C, CUDA, OpenCL, ...).
     UnsupportedLanguage,
+    /// A C++20 module unit (`.cppm`, `-x c++-module`, `.pcm`, `--precompile`).
+    CxxModule,
     /// An option the table does not know.
     UnknownOption,
     /// An option whose separate argument is missing (clang reports it).
@@ -80,11 +82,12 @@ impl Reason {
             SyntaxOnly => "syntax check only (-fsyntax-only)",
             VerboseNoInputs => "-v without input",
             NoInputs => "no input file",
-            Stdin => "source from stdin (-)",
+            Stdin => "source from stdin (-) without -x",
             AssemblerInput => "assembler input",
             IrInput => "LLVM IR input",
             EmitLlvm => "-emit-llvm",
             UnsupportedLanguage => "language not instrumented",
+            CxxModule => "C++ module unit",
             UnknownOption => "option not in profcc's table",
             MissingArgument => "option without its argument",
             ResponseFile => "unreadable response file",
@@ -104,6 +107,84 @@ impl Reason {
     }
 }
 
+impl Reason {
+    /// For a pass-through that compiles code the user expects to be profiled: what to do to
+    /// get a profile (the driver prints it in one line, see `exec::notice_unprofiled`). None
+    /// for the reasons that compile no code (queries, preprocessing, errors clang reports,
+    /// assembler/IR, an explicit PROFCC_DISABLE). The words avoid what configure probes match
+    /// in compiler output (CMake's "unknown .*option", "option .*not supported", ...).
+    pub fn unprofiled_fix(self) -> Option<&'static str> {
+        use Reason::*;
+        Some(match self {
+            Sanitizer => "a sanitizer runtime and profcc's runtime both replace malloc; build without -fsanitize= to profile",
+            SaveTemps => "build without -save-temps to profile (PROFCC_KEEP_TEMPS=1 keeps profcc's own intermediate files)",
+            CxxModule => "profcc compiles no C++ module units; put the code to profile in an ordinary translation unit",
+            Coverage => "build without --coverage/-fprofile-arcs/-ftest-coverage to profile",
+            SplitDwarf => "build without -gsplit-dwarf to profile",
+            Offload => "build without -fopenmp-targets= to profile",
+            CompilationDatabase => "build without -MJ to profile (CMake/bear can write compile_commands.json)",
+            UnsureOption => "build without that option to profile",
+            UnknownOption => "build without that option to profile, or add it to profcc's table (driver/src/args.rs)",
+            ForeignTarget => "profcc instruments x86-64 Linux code only",
+            UnsupportedLanguage => "profcc instruments C and C++ only",
+            _ => return None,
+        })
+    }
+}
+
+/// The first argument that names a C/C++ source (a file, or `-` under `-x c`/`-x c++`): a
+/// pass-through of such a command line compiles code that gets no profile. Does not stop at
+/// options the table does not know (their values may be taken for inputs: only a hint).
+pub fn source_named(args: &[String]) -> Option<String> {
+    let mut lang: Option<String> = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if a == "-" || !a.starts_with('-') {
+            if !a.starts_with('@')
+                && matches!(
+                    classify_input(a, lang.as_deref()),
+                    InputClass::Instrument | InputClass::Unsupported | InputClass::CxxModule
+                )
+                && !matches!(classify_header(a, lang.as_deref()), Some(true))
+            {
+                return Some(a.clone());
+            }
+            continue;
+        }
+        if let Some(opt) = args::lookup(a) {
+            if matches!(opt.kind, args::Kind::Sep | args::Kind::JoinedOrSep)
+                && a.len() == opt.name.len()
+            {
+                let v = args.get(i).cloned().unwrap_or_default();
+                i += 1;
+                if opt.role == Role::Lang {
+                    lang = (v != "none").then_some(v);
+                }
+            } else if opt.role == Role::Lang {
+                let v = a[opt.name.len()..].to_string();
+                lang = (v != "none").then_some(v);
+            }
+        }
+    }
+    None
+}
+
+/// Is this input a header (compiled to a PCH, no code)? None when it is not a source at all.
+fn classify_header(path: &str, lang: Option<&str>) -> Option<bool> {
+    if let Some(l) = lang {
+        return Some(l.ends_with("-header") || l.ends_with("header-unit"));
+    }
+    let ext = std::path::Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())?;
+    Some(matches!(
+        ext,
+        "h" | "hh" | "hpp" | "hxx" | "H" | "h++" | "tcc"
+    ))
+}
+
 #[derive(Debug, PartialEq)]
 pub enum Plan {
     /// Exec clang with the original argv. The string names the argument that decided it.
@@ -118,7 +199,7 @@ pub struct Build {
     pub link: Option<Vec<LinkArg>>,
     /// Append profcc's runtime to the link.
     pub runtime: bool,
-    /// One line each on stderr before the build (e.g. `-flto` stripped).
+    /// One line each on stderr before the build.
     pub notices: Vec<String>,
 }
 
@@ -153,22 +234,26 @@ enum InputClass {
     Asm,
     Ir,
     Unsupported,
+    CxxModule,
     Linker,
     Stdin,
 }
 
 fn classify_input(path: &str, lang: Option<&str>) -> InputClass {
     use InputClass::*;
-    if path == "-" {
-        return Stdin;
-    }
     if let Some(l) = lang {
+        // `-x c -`: the frontend reads stdin itself (it inherits profcc's), so the source
+        // is instrumented like a file and clang's diagnostics still name `<stdin>`.
         return match l {
             "c" | "c++" | "cpp-output" | "c-cpp-output" | "c++-cpp-output" => Instrument,
             "assembler" | "assembler-with-cpp" => Asm,
             "ir" => Ir,
+            "c++-module" | "c++-module-cpp-output" => CxxModule,
             _ => Unsupported,
         };
+    }
+    if path == "-" {
+        return Stdin;
     }
     let ext = std::path::Path::new(path)
         .extension()
@@ -180,8 +265,8 @@ fn classify_input(path: &str, lang: Option<&str>) -> InputClass {
         "ll" | "bc" => Ir,
         "h" | "hh" | "hpp" | "hxx" | "H" | "h++" | "tcc" | "m" | "mm" | "M" | "mi" | "mii"
         | "cu" | "cuh" | "cl" | "clcpp" | "hip" | "hlsl" | "f" | "for" | "f90" | "f95" | "F"
-        | "FOR" | "F90" | "F95" | "ads" | "adb" | "cppm" | "ccm" | "cxxm" | "c++m" | "pcm"
-        | "iim" | "ast" => Unsupported,
+        | "FOR" | "F90" | "F95" | "ads" | "adb" | "iim" | "ast" => Unsupported,
+        "cppm" | "ccm" | "cxxm" | "c++m" | "pcm" => CxxModule,
         _ => Linker,
     }
 }
@@ -239,7 +324,6 @@ pub fn classify(args: &[String]) -> Plan {
     let mut user_debug = false;
     let mut verbose = false;
     let mut no_runtime = false;
-    let mut lto: Option<String> = None;
     let (mut md, mut mf, mut mt) = (false, false, false);
     let mut sources = Vec::new();
     let mut linker_inputs = 0;
@@ -265,7 +349,6 @@ pub fn classify(args: &[String]) -> Plan {
                     Role::Debug => user_debug = true,
                     Role::Verbose => verbose = true,
                     Role::NoRuntime => no_runtime = true,
-                    Role::Lto => lto = Some(tokens.join(" ")),
                     Role::Dep(Dep::MD | Dep::MMD) => md = true,
                     Role::Dep(Dep::MF) => mf = true,
                     Role::Dep(Dep::MT | Dep::MQ) => mt = true,
@@ -313,6 +396,7 @@ pub fn classify(args: &[String]) -> Plan {
                 InputClass::Unsupported => {
                     return Plan::PassThrough(Reason::UnsupportedLanguage, path.clone())
                 }
+                InputClass::CxxModule => return Plan::PassThrough(Reason::CxxModule, path.clone()),
                 InputClass::Linker => linker_inputs += 1,
                 c @ (InputClass::Asm | InputClass::Ir) => {
                     has_plain.get_or_insert((c, path.clone()));
@@ -358,11 +442,6 @@ pub fn classify(args: &[String]) -> Plan {
     }
 
     let mut b = Build::default();
-    if let Some(l) = &lto {
-        b.notices.push(format!(
-            "profcc: note: '{l}' ignored for compiling: profcc emits native objects"
-        ));
-    }
 
     // Flags per step, in the user's order.
     let mut frontend = Vec::new();
@@ -454,7 +533,7 @@ pub fn classify(args: &[String]) -> Plan {
                 Item::Opt { opt, tokens, .. } => {
                     let keep = match opt.role {
                         Role::Steps(b) => b & LK != 0,
-                        Role::Debug | Role::Verbose | Role::Output | Role::Lto => true,
+                        Role::Debug | Role::Verbose | Role::Output => true,
                         Role::LinkInput | Role::LinkerFlags | Role::NoRuntime | Role::Static => {
                             true
                         }
@@ -539,7 +618,11 @@ mod tests {
         pt_v_alone: "-v" => VerboseNoInputs;
         pt_no_inputs: "-O2 -Wall" => NoInputs;
         pt_nothing: "" => NoInputs;
-        pt_stdin: "-x c -c - -o a.o" => Stdin;
+        pt_stdin_without_x: "-c - -o a.o" => Stdin;
+        pt_module_unit: "-std=c++20 -c m.cppm -o m.o" => CxxModule;
+        pt_module_x: "-std=c++20 -x c++-module -c m.cc" => CxxModule;
+        pt_module_precompile: "-std=c++20 --precompile m.cppm -o m.pcm" => CxxModule;
+        pt_module_pcm: "-c m.pcm -o m.o" => CxxModule;
         pt_asm_c: "-c a.s" => AssemblerInput;
         pt_asm_cpp_c: "-c a.S -o a.o" => AssemblerInput;
         pt_asm_x: "-c -x assembler-with-cpp a.foo" => AssemblerInput;
@@ -753,14 +836,60 @@ mod tests {
     }
 
     #[test]
-    fn lto_is_stripped_with_one_notice() {
+    fn lto_reaches_every_step() {
+        // objects are bitcode as with clang-22: a link without -flto fails the same way
         let b = build("-flto=thin -O2 -c a.c");
-        assert_eq!(b.notices.len(), 1);
-        assert!(!b.jobs[0].frontend.iter().any(|a| a.starts_with("-flto")));
-        assert!(!b.jobs[0].codegen.iter().any(|a| a.starts_with("-flto")));
-        // the link keeps it (native objects link fine with it; foreign bitcode objects need it)
+        assert!(b.notices.is_empty());
+        assert!(b.jobs[0].frontend.contains(&"-flto=thin".to_string()));
+        assert!(b.jobs[0].codegen.contains(&"-flto=thin".to_string()));
         let b = build("-flto a.c -o p");
         assert!(link_strs(&b).contains(&"-flto".to_string()));
+    }
+
+    #[test]
+    fn stdin_with_x_is_instrumented() {
+        let b = build("-x c -c - -o a.o");
+        assert_eq!(b.jobs.len(), 1);
+        assert_eq!(b.jobs[0].source, "-");
+        assert_eq!(b.jobs[0].lang.as_deref(), Some("c"));
+        assert!(b.jobs[0].instrument);
+        // clang's default output for `-c -` is `-.o`
+        assert_eq!(build("-xc -c -").jobs[0].output.as_deref(), Some("-.o"));
+        let b = build("-O2 -x c - -o prog");
+        assert!(b.jobs[0].output.is_none() && b.runtime);
+    }
+
+    #[test]
+    fn unprofiled_pass_throughs_name_a_fix() {
+        for r in [
+            Reason::Sanitizer,
+            Reason::SaveTemps,
+            Reason::CxxModule,
+            Reason::UnknownOption,
+        ] {
+            let fix = r.unprofiled_fix().unwrap();
+            // nothing configure probes read as "flag rejected" (CMake's FAIL_REGEX list)
+            for bad in ["not supported", "nknown", "nrecogni", "ignored", "arning"] {
+                assert!(!fix.contains(bad) && !r.describe().contains(bad), "{r:?}");
+            }
+        }
+        for r in [
+            Reason::Query,
+            Reason::Preprocess,
+            Reason::Disabled,
+            Reason::Stdin,
+        ] {
+            assert!(r.unprofiled_fix().is_none(), "{r:?}");
+        }
+        assert_eq!(
+            source_named(&sv("-fsanitize=address -I inc -c src/a.c -o a.o")).as_deref(),
+            Some("src/a.c")
+        );
+        assert_eq!(source_named(&sv("-x c -c -")).as_deref(), Some("-"));
+        assert_eq!(source_named(&sv("-c - -o x.o")), None);
+        assert_eq!(source_named(&sv("-fsanitize=address a.o -o p")), None);
+        assert_eq!(source_named(&sv("-x c-header a.h -o a.pch")), None);
+        assert_eq!(source_named(&sv("-c m.cppm")).as_deref(), Some("m.cppm"));
     }
 
     #[test]
