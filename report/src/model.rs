@@ -50,10 +50,14 @@ pub struct InputInfo {
     pub host: String,
     pub argv: Vec<String>,
     pub duration_ns: u64,
-    /// "exit" or "signal".
+    /// "exit", "signal", "_exit", "abort", "assert" or "fatal signal N".
     pub trigger: String,
     pub threads: u32,
     pub accesses: u64,
+    /// The exit summary the program kept in its profile instead of printing it (its stderr
+    /// was not a terminal).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exit_summary: Vec<String>,
 }
 
 /// Top access sites, aggregated by file:line.

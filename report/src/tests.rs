@@ -919,6 +919,7 @@ pub(crate) fn sample_report() -> Report {
                 trigger: "exit".into(),
                 threads: 3,
                 accesses: 1000,
+                exit_summary: vec![],
             }],
             totals: Totals {
                 accesses: 1000,
@@ -1045,4 +1046,40 @@ fn json_round_trips_the_model() {
     );
     assert_eq!(f[0]["confidence"], "high");
     assert_eq!(v["access_sites"]["lines"][0]["sites"][0]["kind"], "atomic");
+}
+
+/// An exit summary the program kept in its profile (stderr was not a terminal) is shown in the
+/// text header and kept in the JSON; an older (version 2) profile without one reads as before.
+#[test]
+fn exit_summary_kept_in_the_profile_is_shown() {
+    let mut p = profile(1, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 9, 1)]);
+    p.exit_summary = vec![
+        "profcc: 9 accesses (9 reads, 0 writes) by 2 threads; 0 allocations, 0 B live at peak"
+            .into(),
+    ];
+    let text = text_of(
+        vec![Input::new("p.json", p.clone(), None)],
+        &Options::default(),
+    );
+    let at = text
+        .find("exit summary (kept in the profile")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text[at..].contains("\n    profcc: 9 accesses (9 reads"),
+        "{text}"
+    );
+    let j = json_of(
+        vec![Input::new("p.json", p.clone(), None)],
+        &Options::default(),
+    );
+    assert_eq!(
+        j["summary"]["inputs"][0]["exit_summary"][0],
+        p.exit_summary[0]
+    );
+
+    let mut old = p;
+    old.exit_summary.clear();
+    old.version = 2;
+    let text = text_of(vec![Input::new("p.json", old, None)], &Options::default());
+    assert!(!text.contains("exit summary"), "{text}");
 }

@@ -86,6 +86,10 @@ extern void *__libc_stack_end;
 #pragma weak munmap
 #pragma weak mremap
 #pragma weak pthread_create
+#pragma weak _exit
+#pragma weak _Exit
+#pragma weak abort
+#pragma weak __assert_fail
 
 /* ---- per-thread state (initial-exec TLS: no __tls_get_addr, no malloc) ---- */
 
@@ -753,6 +757,47 @@ __attribute__((noinline)) unsigned profcc_walk(void *start_fp, uint64_t *out, un
  * pointers of its own: the walk then starts at the nearest C/C++ frame that has one). */
 __attribute__((noinline)) unsigned profcc_walk_here(uint64_t *out, unsigned max) {
     return profcc_walk(__builtin_frame_address(0), out, max);
+}
+
+/* ---- the final dump before `_exit`/`_Exit`, `abort` and a failed `assert` (writer.rs, "dump
+ * lifecycle": once per process, not in a vfork child, not when the runtime itself aborts). These
+ * run no atexit handler, so without them the profile would be lost without a word. What glibc
+ * calls internally (its own aborts on heap corruption, `quick_exit`) does not come through here.
+ * The real `abort`/`__assert_fail` are resolved only when called: nothing at start. ---- */
+void profcc_before_exit(uint32_t how);
+
+__attribute__((noreturn)) void _exit(int status) {
+    profcc_before_exit(0);
+    for (;;) syscall(SYS_exit_group, status);
+}
+
+__attribute__((noreturn)) void _Exit(int status) { _exit(status); }
+
+static void *next_symbol(const char *name) {
+    uint32_t saved = tls.in_rt;
+    tls.in_rt = 1;
+    void *f = dlsym(RTLD_NEXT, name);
+    tls.in_rt = saved;
+    return f;
+}
+
+__attribute__((noreturn)) void abort(void) {
+    profcc_before_exit(1);
+    void (*real)(void) = (void (*)(void))next_symbol("abort");
+    if (real) real();
+    /* No libc abort found (cannot happen with glibc): what it does, minus its locking. */
+    signal(SIGABRT, SIG_DFL);
+    raise(SIGABRT);
+    for (;;) syscall(SYS_exit_group, 127);
+}
+
+__attribute__((noreturn)) void __assert_fail(const char *what, const char *file, unsigned int line,
+                                             const char *function) {
+    profcc_before_exit(2);
+    void (*real)(const char *, const char *, unsigned int, const char *) =
+        (void (*)(const char *, const char *, unsigned int, const char *))next_symbol("__assert_fail");
+    if (real) real(what, file, line, function);
+    abort();
 }
 
 /* ---- initialisation before main, even when no instrumented module and no interposed call

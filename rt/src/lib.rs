@@ -8,7 +8,8 @@
 //! - `threads`: `pthread_create` interposition, dense thread ids, stack bounds.
 //! - `stack`: frame-pointer stack capture and the stack depot.
 //! - `alloc`: the malloc family / operator new/delete / mmap interposers and the object map.
-//! - `writer`: profile assembly, atomic write, stderr summary, exit and SIGUSR2 dumps.
+//! - `writer`: profile assembly, atomic write, the exit summary, and when dumps happen (exit,
+//!   `_exit`/abort, the opt-in dump signal and fatal signals).
 //! - `fork`: the one `pthread_atfork` registration: every runtime lock, in one order.
 //! - `analysis`: the interface the core calls the analyses through, per-thread state.
 //! - `analyses`: the analyses (`sharing`: the cache-line shadow, the hooks' cold door,
@@ -45,6 +46,11 @@ pub fn ensure_init() {
         return;
     }
     init_slow();
+}
+
+/// Has initialisation finished?
+pub fn initialised() -> bool {
+    INIT.load(Ordering::Acquire) == DONE
 }
 
 #[cold]

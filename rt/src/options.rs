@@ -88,6 +88,88 @@ impl Kind for Text {
     }
 }
 
+/// Where the exit summary goes (`summary`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Summary {
+    /// On stderr when stderr is the terminal the program started with (and still is at
+    /// exit); otherwise into the profile, where `profcc report` shows it.
+    Auto,
+    /// On stderr, wherever it points (what the user asked for).
+    Always,
+    /// Nowhere.
+    Never,
+}
+
+impl Kind for Summary {
+    const NAME: &'static str = "when";
+    fn parse(v: &str, _: u64, _: u64) -> Result<Self, String> {
+        match v {
+            "auto" => Ok(Summary::Auto),
+            _ => bool::parse(v, 0, 0)
+                .map(|b| if b { Summary::Always } else { Summary::Never })
+                .map_err(|_| "expected 0 or 1, or auto".into()),
+        }
+    }
+    fn show(&self) -> String {
+        match self {
+            Summary::Auto => "auto",
+            Summary::Always => "1",
+            Summary::Never => "0",
+        }
+        .into()
+    }
+}
+
+/// A signal number (`dump_signal`); 0: none.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Signal(pub i32);
+
+impl Signal {
+    /// The names `dump_signal` accepts (with or without `SIG`): signals whose default action
+    /// ends the program and that nothing in the runtime or the C library sends by itself.
+    const NAMES: &'static [(&'static str, i32)] = &[
+        ("HUP", libc::SIGHUP),
+        ("INT", libc::SIGINT),
+        ("QUIT", libc::SIGQUIT),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("ALRM", libc::SIGALRM),
+        ("TERM", libc::SIGTERM),
+    ];
+}
+
+impl Kind for Signal {
+    const NAME: &'static str = "sig";
+    fn parse(v: &str, _: u64, _: u64) -> Result<Self, String> {
+        if v == "0" || v == "off" {
+            return Ok(Signal(0));
+        }
+        let name = v.strip_prefix("SIG").unwrap_or(v);
+        if let Some(&(_, n)) = Signal::NAMES.iter().find(|(s, _)| *s == name) {
+            return Ok(Signal(n));
+        }
+        match v.parse::<i32>() {
+            Ok(n)
+                if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&n)
+                    || Signal::NAMES.iter().any(|&(_, s)| s == n) =>
+            {
+                Ok(Signal(n))
+            }
+            _ => Err(
+                "expected off, USR1, USR2, HUP, INT, QUIT, ALRM, TERM or a real-time signal number"
+                    .into(),
+            ),
+        }
+    }
+    fn show(&self) -> String {
+        match Signal::NAMES.iter().find(|&&(_, n)| n == self.0) {
+            _ if self.0 == 0 => "off".into(),
+            Some((name, _)) => (*name).into(),
+            None => self.0.to_string(),
+        }
+    }
+}
+
 /// One row of the table, for `help=1`, the docs and the profile.
 pub struct Flag {
     pub name: &'static str,
@@ -134,7 +216,9 @@ macro_rules! options {
 
 // name: type = default, range (uints), owner, help. Keep sorted by name.
 options! {
-    exit_dump: bool = true, 0..=1, "core", "write the profile at exit (SIGUSR2 dumps happen either way)";
+    dump_signal: Signal = Signal(0), 0..=0, "core", "write the profile (trigger `signal`) each time this signal arrives (USR2, USR1, ...; the runtime then has a handler for it and one helper thread); off: the signal keeps the program's disposition";
+    exit_dump: bool = true, 0..=1, "core", "write the profile at exit, at `_exit`/`_Exit`, and before `abort` or a failed `assert` (a `dump_signal` dump happens either way)";
+    fatal_dump: bool = false, 0..=1, "core", "on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGTERM, SIGINT, SIGHUP, SIGQUIT (those left at their default at start): write the profile, then let the signal act as it would have; off: such a death loses the profile";
     fs_budget: u32 = 4096, 1..=4294967295, "sharing", "accesses recorded on a watched (uncontended) line before it is let go";
     fs_inv_ns: u32 = 60, 1..=100000, "sharing", "assumed cost of one cache-line invalidation in ns, for the predicted gain";
     fs_max_lines: u32 = 8192, 0..=16382, "sharing", "most cache lines tracked in detail (about 2.3 KiB each)";
@@ -144,7 +228,7 @@ options! {
     fs_watch_samples: u32 = 2, 1..=63, "sharing", "volume samples after which a line next to another thread's line is watched";
     help: bool = false, 0..=1, "core", "print this table on stderr and run on";
     out: Text = Text::new("profcc.%e.%p.json"), 0..=0, "core", "profile path; %p pid, %h host, %e executable name";
-    summary: bool = true, 0..=1, "core", "print a summary of at most 10 lines on stderr at exit";
+    summary: Summary = Summary::Auto, 0..=0, "core", "exit summary of at most 10 lines: auto = on stderr when stderr is the terminal the program started with, otherwise into the profile (`profcc report` shows it); 1 = on stderr wherever it points; 0 = nowhere";
     top: u32 = 5, 0..=1000, "core", "how many entries each summary section lists";
     verbose: bool = false, 0..=1, "core", "say where the profile went and why";
     write: bool = true, 0..=1, "core", "write the profile file at all";
@@ -323,6 +407,8 @@ mod tests {
                 let d: u64 = (f.show)(&Options::DEFAULT).parse().unwrap();
                 if d == hi { hi - 1 } else { d + 1 }.to_string()
             }
+            ("when", _) => "0".into(),
+            ("sig", _) => "USR2".into(),
             _ => "x.%p.json".into(),
         }
     }
@@ -362,7 +448,7 @@ mod tests {
         assert!(p.warnings[3].contains("unknown option 'nosuch'"));
         assert_eq!(p.options.fs_sample, Options::DEFAULT.fs_sample);
         assert_eq!(p.options.fs_threshold, Options::DEFAULT.fs_threshold);
-        assert!(p.options.summary);
+        assert_eq!(p.options.summary, Summary::Auto);
         assert_eq!(p.options.top, 12);
         assert_eq!(p.options.out.as_str(), "");
         let long = format!("out={}", "a".repeat(Text::MAX + 1));
@@ -370,6 +456,20 @@ mod tests {
         assert_eq!(p.warnings.len(), 1);
         assert_eq!(p.options.out.as_str(), "profcc.%e.%p.json");
         assert!(parse("help").options.help, "a bare key means key=1");
+        assert_eq!(parse("summary").options.summary, Summary::Always);
+        assert_eq!(
+            parse("dump_signal=SIGUSR2").options.dump_signal,
+            Signal(libc::SIGUSR2)
+        );
+        assert_eq!(
+            parse("dump_signal=12").options.dump_signal,
+            Signal(libc::SIGUSR2)
+        );
+        assert_eq!(
+            parse("dump_signal=9").warnings.len(),
+            1,
+            "SIGKILL cannot be caught"
+        );
     }
 
     #[test]

@@ -1,7 +1,21 @@
-//! Profile assembly and output: at exit (after C++ static destructors: the `atexit` is
-//! registered from the priority-1 constructor, before any static constructor registers its
-//! destructor) and on `SIGUSR2` (the handler only writes a byte to a pipe; a runtime thread
-//! does the dump, so nothing allocates or locks inside the signal handler).
+//! Profile assembly and output, and the dump lifecycle: when a profile is written.
+//!
+//! - At exit (after C++ static destructors: the `atexit` is registered from the priority-1
+//!   constructor, before any static constructor registers its destructor).
+//! - At `_exit`/`_Exit`, and before `abort` and a failed `assert` (interposers in
+//!   `csrc/interpose.c` call [`before_exit`]), once per process, only in the process the
+//!   runtime started in or a `fork` child (never in a `vfork`/`clone` child, which shares the
+//!   parent's memory: it runs no fork handler, so its pid differs from [`PID`]).
+//! - On `dump_signal` (off by default): the handler only writes a byte to a pipe; a runtime
+//!   thread, started only then, does the dump, so nothing allocates or locks inside the
+//!   handler. By default the runtime has no thread and no signal handler.
+//! - On a fatal signal with `fatal_dump=1` (off by default): a handler on each fatal signal
+//!   left at its default at start dumps, puts the default back and raises the signal again.
+//!
+//! The exit summary goes to stderr only when stderr is the terminal it was at start (same
+//! device and inode at exit: a program that closed fd 2 and opened a data file gets nothing in
+//! it); otherwise it goes into the profile (`Profile::exit_summary`), which `profcc report`
+//! shows. `summary=1` prints it on stderr wherever that points; `summary=0` drops it.
 
 use crate::{counts, mem::SpinLock, options};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -12,9 +26,16 @@ static START_NS: AtomicU64 = AtomicU64::new(0);
 static PIPE_W: AtomicI32 = AtomicI32::new(-1);
 pub(crate) static DUMPING: SpinLock<()> = SpinLock::new(());
 /// Threads in `fork` waiting for `DUMPING` (fork.rs): the next signal dump waits for them,
-/// so a stream of SIGUSR2 cannot keep a fork waiting (the spin lock is not fair).
+/// so a stream of signals cannot keep a fork waiting (the spin lock is not fair).
 pub(crate) static FORKS_WAITING: AtomicU32 = AtomicU32::new(0);
+/// The final dump (exit, `_exit`, abort, fatal signal) has started in this process.
 static EXITED: AtomicBool = AtomicBool::new(false);
+/// The process whose final dump is ours: set at start and in a fork child.
+static PID: AtomicI32 = AtomicI32::new(0);
+/// stderr at start when it was a terminal: device and inode (`TTY_SET` says it was).
+static TTY_SET: AtomicBool = AtomicBool::new(false);
+static TTY_DEV: AtomicU64 = AtomicU64::new(0);
+static TTY_INO: AtomicU64 = AtomicU64::new(0);
 
 /// Write one line to stderr with a single `write` call.
 pub fn stderr_line(s: &str) {
@@ -35,18 +56,65 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Device and inode of what fd 2 is, when it is a terminal.
+fn stderr_terminal() -> Option<(u64, u64)> {
+    unsafe {
+        if libc::isatty(2) != 1 {
+            return None;
+        }
+        let mut st: libc::stat = core::mem::zeroed();
+        if libc::fstat(2, &mut st) != 0 {
+            return None;
+        }
+        Some((st.st_rdev, st.st_ino))
+    }
+}
+
+/// Is stderr still the terminal it was at start?
+fn stderr_is_start_terminal() -> bool {
+    TTY_SET.load(Ordering::Relaxed)
+        && stderr_terminal().is_some_and(|(dev, ino)| {
+            dev == TTY_DEV.load(Ordering::Relaxed) && ino == TTY_INO.load(Ordering::Relaxed)
+        })
+}
+
 extern "C" fn at_exit() {
-    EXITED.store(true, Ordering::Release);
+    if EXITED.swap(true, Ordering::AcqRel) {
+        return;
+    }
     if options::get().exit_dump {
         dump("exit");
     }
 }
 
-extern "C" fn on_sigusr2(_: libc::c_int) {
+/// From the `_exit`/`_Exit`/`abort`/`__assert_fail` interposers, before the real call: the
+/// final dump, unless it already ran, the runtime is not initialised, the caller is the
+/// runtime itself, or this is a child that shares its parent's memory (vfork).
+#[no_mangle]
+pub extern "C" fn profcc_before_exit(how: u32) {
+    if !crate::initialised()
+        || crate::threads::tls().in_rt != 0
+        || unsafe { libc::getpid() } != PID.load(Ordering::Relaxed)
+        || EXITED.swap(true, Ordering::AcqRel)
+    {
+        return;
+    }
+    if options::get().exit_dump {
+        dump(match how {
+            0 => "_exit",
+            1 => "abort",
+            _ => "assert",
+        });
+    }
+}
+
+extern "C" fn on_dump_signal(_: libc::c_int) {
     let fd = PIPE_W.load(Ordering::Relaxed);
     if fd >= 0 {
         let b = 1u8;
+        let e = unsafe { *libc::__errno_location() };
         unsafe { libc::write(fd, &b as *const u8 as *const libc::c_void, 1) };
+        unsafe { *libc::__errno_location() = e };
     }
 }
 
@@ -56,6 +124,21 @@ extern "C" fn dumper(arg: *mut libc::c_void) -> *mut libc::c_void {
     // one more dump, not one each.
     let mut buf = [0u8; 256];
     loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ready = unsafe { libc::poll(&mut pfd, 1, 1000) };
+        if ready == 0 {
+            if main_thread_gone() {
+                // `main` called pthread_exit: natively the process ends with its last
+                // thread, so this one must not stay. The signal gets its old disposition.
+                stop_dump_signal();
+                return core::ptr::null_mut();
+            }
+            continue;
+        }
         let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
         if n >= 1 && !EXITED.load(Ordering::Acquire) {
             while FORKS_WAITING.load(Ordering::Acquire) != 0 {
@@ -68,28 +151,123 @@ extern "C" fn dumper(arg: *mut libc::c_void) -> *mut libc::c_void {
     }
 }
 
+/// Has the main thread ended (`pthread_exit` from `main`: it stays a zombie until the last
+/// thread ends)? Read with plain syscalls: nothing from the program's allocator.
+fn main_thread_gone() -> bool {
+    let pid = unsafe { libc::getpid() };
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{pid}/stat")).unwrap_or_default();
+    matches!(
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next()),
+        Some("Z" | "X") | None
+    )
+}
+
+/// The signal's disposition before `start_dumper` took it.
+static OLD_DISPOSITION: SpinLock<Option<libc::sigaction>> = SpinLock::new(None);
+
+fn stop_dump_signal() {
+    let sig = options::get().dump_signal.0;
+    if let Some(old) = *OLD_DISPOSITION.lock() {
+        unsafe { libc::sigaction(sig, &old, core::ptr::null_mut()) };
+    }
+    let fd = PIPE_W.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// In the child after fork (locks released): the dumper thread did not survive the fork,
-/// so SIGUSR2 in the child is ignored quietly; the child's run starts now.
+/// so the dump signal in the child is ignored quietly; the child's run starts now, and its
+/// final dump is its own.
 pub(crate) fn after_fork_child() {
     PIPE_W.store(-1, Ordering::Relaxed);
     START_NS.store(now_ns(), Ordering::Relaxed);
+    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
 }
 
+/// At initialisation: no thread, no allocation through the program's allocator, and no signal
+/// handler unless `fatal_dump` asks for one.
 pub fn install() {
     START_NS.store(now_ns(), Ordering::Relaxed);
+    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+    if let Some((dev, ino)) = stderr_terminal() {
+        TTY_DEV.store(dev, Ordering::Relaxed);
+        TTY_INO.store(ino, Ordering::Relaxed);
+        TTY_SET.store(true, Ordering::Relaxed);
+    }
     unsafe {
         libc::atexit(at_exit);
+    }
+    if options::get().fatal_dump {
+        install_fatal_handlers();
+    }
+}
+
+/// The signals `fatal_dump` catches (`options.rs` names them in its help).
+const FATAL: [libc::c_int; 11] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGABRT,
+    libc::SIGTRAP,
+    libc::SIGSYS,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+];
+
+fn install_fatal_handlers() {
+    for sig in FATAL {
+        unsafe {
+            let mut old: libc::sigaction = core::mem::zeroed();
+            if libc::sigaction(sig, core::ptr::null(), &mut old) != 0
+                || old.sa_sigaction != libc::SIG_DFL
+            {
+                continue; // ignored or handled already: not ours to change
+            }
+            let mut sa: libc::sigaction = core::mem::zeroed();
+            sa.sa_sigaction = on_fatal as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigaction(sig, &sa, core::ptr::null_mut());
+        }
+    }
+}
+
+/// A fatal signal with `fatal_dump=1`: the final dump (not when the signal hit the runtime
+/// itself, which may hold the locks the dump needs: one line says so), then the default
+/// disposition back and the signal again, so the program dies as it would have (status,
+/// core file). The signal is blocked while this runs, so the raised one acts on return.
+extern "C" fn on_fatal(sig: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    let e = unsafe { *libc::__errno_location() };
+    if crate::threads::tls().in_rt != 0 {
+        stderr_line(&format!(
+            "profcc: fatal signal {sig} arrived inside the runtime: profile not written"
+        ));
+    } else if unsafe { libc::getpid() } == PID.load(Ordering::Relaxed)
+        && !EXITED.swap(true, Ordering::AcqRel)
+    {
+        dump(&format!("fatal signal {sig}"));
+    }
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+        *libc::__errno_location() = e;
     }
 }
 
 static DUMPER_STARTED: AtomicBool = AtomicBool::new(false);
 
-/// Start the SIGUSR2 dumper thread, once. Only from constructors, never from `install` (which
-/// may run inside an interposer called by the program's own allocator under its lock, e.g.
-/// jemalloc's `malloc_init_hard` mmapping): `pthread_create` callocs the new thread's DTV, and
-/// that calloc would wait for the same lock forever.
+/// Start the dump-signal thread and handler, once, when `dump_signal` asks for them. Only
+/// from constructors, never from `install` (which may run inside an interposer called by the
+/// program's own allocator under its lock, e.g. jemalloc's `malloc_init_hard` mmapping):
+/// `pthread_create` callocs the new thread's DTV, and that calloc would wait for the same lock
+/// forever.
 pub fn start_dumper() {
-    if DUMPER_STARTED.swap(true, Ordering::AcqRel) {
+    let sig = options::get().dump_signal.0;
+    if sig == 0 || DUMPER_STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
     let _guard = crate::threads::RtGuard::enter();
@@ -99,12 +277,18 @@ pub fn start_dumper() {
             if crate::threads::spawn_internal(dumper, fds[0] as usize as *mut libc::c_void) {
                 PIPE_W.store(fds[1], Ordering::Relaxed);
                 let mut sa: libc::sigaction = core::mem::zeroed();
-                sa.sa_sigaction = on_sigusr2 as *const () as usize;
+                sa.sa_sigaction = on_dump_signal as *const () as usize;
                 sa.sa_flags = libc::SA_RESTART;
-                libc::sigaction(libc::SIGUSR2, &sa, core::ptr::null_mut());
+                let mut old: libc::sigaction = core::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut old) == 0 {
+                    *OLD_DISPOSITION.lock() = Some(old);
+                }
             } else {
                 libc::close(fds[0]);
                 libc::close(fds[1]);
+                stderr_line(
+                    "profcc: cannot start the dump_signal thread; the signal keeps its disposition",
+                );
             }
         }
     }
@@ -319,6 +503,9 @@ pub fn is_build_probe(exe: &str) -> bool {
 }
 
 pub fn dump(trigger: &str) {
+    // What libc allocates for the dump is not the program's; an `abort` inside it is not a
+    // second final dump.
+    let _rt = crate::threads::RtGuard::enter();
     let _g = DUMPING.lock();
     if !options::given("out") && is_build_probe(&exe_path()) {
         if options::get().verbose {
@@ -326,7 +513,19 @@ pub fn dump(trigger: &str) {
         }
         return;
     }
-    let p = build_profile(trigger);
+    let mut p = build_profile(trigger);
+    let on_stderr = match options::get().summary {
+        options::Summary::Always => true,
+        options::Summary::Never => false,
+        options::Summary::Auto => stderr_is_start_terminal(),
+    };
+    let lines = match options::get().summary {
+        options::Summary::Never => Vec::new(),
+        _ => summary(&p),
+    };
+    if !on_stderr {
+        p.exit_summary = lines.clone();
+    }
     let mut written: Option<String> = None;
     if options::get().write {
         let json = serde_json::to_vec(&p).unwrap_or_default();
@@ -365,10 +564,14 @@ pub fn dump(trigger: &str) {
             (None, true) => format!("profcc: {trigger} profile lost (see the error above)"),
         });
     }
-    if options::get().summary {
-        for line in summary(&p, written.as_deref()) {
-            stderr_line(&line);
+    if on_stderr {
+        for line in &lines {
+            stderr_line(line);
         }
+        stderr_line(&match written {
+            Some(path) => format!("profcc: profile {path}; full report: profcc report {path}"),
+            None => "profcc: no profile written".into(),
+        });
     }
 }
 
@@ -390,8 +593,8 @@ fn bytes(n: u64) -> String {
     }
 }
 
-/// At most 10 lines.
-pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
+/// At most 9 lines; the dump adds a tenth, where the profile went, when it prints them.
+pub fn summary(p: &schema::Profile) -> Vec<String> {
     let t = &p.totals;
     let mut out = vec![format!(
         "profcc: {} accesses ({} reads, {} writes) by {} thread{}; {} allocations, {} live at peak",
@@ -441,13 +644,7 @@ pub fn summary(p: &schema::Profile, written: Option<&str>) -> Vec<String> {
         out.push(format!("profcc: {}", s.title));
         out.extend(s.lines.into_iter().map(|l| format!("profcc: {l}")));
     }
-    match written {
-        Some(path) => out.push(format!(
-            "profcc: profile {path}; full report: profcc report {path}"
-        )),
-        None => out.push("profcc: no profile written".into()),
-    }
-    out.truncate(10);
+    out.truncate(9);
     out
 }
 

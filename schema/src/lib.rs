@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 pub mod sharing;
 
 pub const FORMAT: &str = "profcc-profile";
-pub const VERSION: u32 = 2;
+/// 3: `exit_summary` added (older profiles read with it empty).
+pub const VERSION: u32 = 3;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {
@@ -23,8 +24,13 @@ pub struct Profile {
     pub argv: Vec<String>,
     /// Wall-clock run time up to the dump, nanoseconds.
     pub duration_ns: u64,
-    /// Why the profile was written: "exit" or "signal".
+    /// Why the profile was written: "exit", "signal" (the `dump_signal` option), "_exit",
+    /// "abort", "assert", or "fatal signal N" (the `fatal_dump` option).
     pub trigger: String,
+    /// The exit summary, when it was not printed because stderr was not the terminal the
+    /// program started with (`summary=auto`, the default); `profcc report` shows it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exit_summary: Vec<String>,
     /// Run-time options in force (every flag of the table, as text).
     pub options: BTreeMap<String, String>,
     /// ELF objects mapped in the process, for offline symbolisation of stack frames.
@@ -307,10 +313,27 @@ mod tests {
     }
 
     #[test]
+    fn older_version_without_exit_summary_reads() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v["version"] = 2.into();
+        v.as_object_mut().unwrap().remove("exit_summary");
+        let p = from_str(&v.to_string()).unwrap();
+        assert_eq!(p.version, 2);
+        assert!(p.exit_summary.is_empty());
+    }
+
+    #[test]
     fn newer_version_rejected() {
         let mut p = sample();
         p.version = VERSION + 1;
         let text = serde_json::to_string(&p).unwrap();
-        assert!(matches!(from_str(&text), Err(ReadError::TooNew(_))));
+        let e = from_str(&text).unwrap_err();
+        assert!(matches!(e, ReadError::TooNew(_)));
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("version {}", VERSION + 1))
+                && msg.contains(&format!("({VERSION})")),
+            "{msg}"
+        );
     }
 }

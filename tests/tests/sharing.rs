@@ -1374,7 +1374,7 @@ fn sigusr2_profile_has_the_sharing_findings() {
         &["-O2"],
     );
     let mut probs = Problems::default();
-    let r = b.run("-O2", &["2"], &[], "exit_dump=0");
+    let r = b.run("-O2", &["2"], &[], "exit_dump=0:dump_signal=USR2");
     let profile = profcc_schema::read(&r.profile).unwrap();
     let mut p = Vec::new();
     if profile.trigger != "signal" {

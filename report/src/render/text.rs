@@ -112,12 +112,32 @@ fn summary(s: &Summary, out: &mut String) {
         fmt::count(t.frees),
         fmt::bytes(t.live_bytes_peak),
     ));
+    let several = s.inputs.len() > 1;
+    for (n, i) in s.inputs.iter().enumerate() {
+        if i.exit_summary.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "  exit summary{} (kept in the profile: the program's stderr was not a terminal):\n",
+            if several {
+                format!(" of [{n}]")
+            } else {
+                String::new()
+            }
+        ));
+        for l in &i.exit_summary {
+            out.push_str(&format!("    {l}\n"));
+        }
+    }
 }
 
 fn written(trigger: &str) -> String {
     match trigger {
         "exit" => "written at exit".into(),
         "signal" => "written on signal (the program was still running)".into(),
+        "_exit" => "written at _exit".into(),
+        "abort" => "written at abort".into(),
+        "assert" => "written at a failed assert".into(),
         "" => "written at an unknown point".into(),
         other => format!("written on {other}"),
     }

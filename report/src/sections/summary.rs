@@ -20,6 +20,7 @@ pub fn build(m: &Merged, _: &Options) -> Summary {
                 trigger: p.trigger.clone(),
                 threads: p.totals.threads.max(p.threads.len() as u32),
                 accesses: p.totals.accesses,
+                exit_summary: p.exit_summary.clone(),
             }
         })
         .collect();
