@@ -22,7 +22,8 @@ pub struct Toolchain {
     pub cxx: PathBuf,
     /// How CMake is pointed at this toolchain (compilers, or profcc's toolchain file).
     pub cmake_args: Vec<String>,
-    /// Environment for the build and the runs (for profcc: where the profile goes, no summary).
+    /// Environment for the build and the runs (for profcc: where the profile goes; the summary
+    /// stays at its default, which keeps it off a stderr that is not the start terminal).
     pub env: Vec<(String, String)>,
 }
 
@@ -51,12 +52,9 @@ impl Toolchain {
                 format!("-DCMAKE_TOOLCHAIN_FILE={}", toolchain_file.display()),
                 format!("-DPROFCC_EXECUTABLE={}", profcc().display()),
             ],
-            // The exit summary still goes to stderr by default (issue 9, item 6, being made
-            // quiet by default on another branch): stderr is compared with summary=0 until
-            // then. Drop `:summary=0` once the summary no longer writes to stderr.
             env: vec![(
                 "PROFCC_OPTIONS".into(),
-                format!("out={}/%e.%p.json:summary=0", profile_dir.display()),
+                format!("out={}/%e.%p.json", profile_dir.display()),
             )],
         }
     }

@@ -8,8 +8,8 @@
 //! `PROFCC_FAITHFUL=name,name` runs only the cases whose name contains one of the words;
 //! `PROFCC_TEST_KEEP=1` keeps the build directories (path printed).
 //!
-//! stderr is compared with `PROFCC_OPTIONS=...:summary=0` for now: the exit summary still goes
-//! to stderr by default (issue 9, item 6, fixed on another branch); see `Toolchain::profcc`.
+//! stderr is compared with the summary at its default: runs here write stderr to a pipe, so the
+//! summary goes into the profile, never into the compared output.
 
 use profcc_tests::faithful::*;
 use profcc_tests::{compile_many, crate_dir, fixture, root};
