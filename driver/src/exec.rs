@@ -31,6 +31,11 @@ pub const RUNTIME_LINK_FLAGS: &[&str] = &[
 /// (`-Wl,`, not `-Xlinker @FILE`: clang expands every argument that starts with `@` itself.)
 const RUNTIME_RSP: &str = "runtime.rsp";
 
+/// A static link: the runtime's `pthread_create` interposer leaves glibc's (a weak alias of
+/// `__pthread_create` in libc.a) out of the link, and there is no `dlsym(RTLD_NEXT)` to find it;
+/// pull it in so the interposer can call it.
+pub const STATIC_LINK_FLAG: &str = "-Wl,-u,__pthread_create";
+
 static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
@@ -274,14 +279,26 @@ pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
 pub fn runtime_archive() -> Result<PathBuf, String> {
     let exe = self_exe().ok_or("profcc: error: cannot locate the profcc executable")?;
     let p = exe.with_file_name("libprofcc_rt.a");
-    if p.is_file() {
-        Ok(p)
-    } else {
-        Err(format!(
-            "profcc: error: runtime library {} is missing; build it with `cargo xtask build` (or `cargo build --release -p profcc-rt`)",
+    if !p.is_file() {
+        return Err(format!(
+            "profcc: error: runtime library {} is missing; build it with `cargo xtask build`",
             p.display()
-        ))
+        ));
     }
+    // In a build tree, cargo's staticlib beside it (libprofcc_rt_raw.a) is what `cargo xtask
+    // build` made it from: a newer one means a plain `cargo build` rebuilt the runtime since.
+    let raw = exe.with_file_name("libprofcc_rt_raw.a");
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(r), Some(a)) = (mtime(&raw), mtime(&p)) {
+        if r > a {
+            return Err(format!(
+                "profcc: error: runtime library {} is older than {}; run `cargo xtask build`",
+                p.display(),
+                raw.display()
+            ));
+        }
+    }
+    Ok(p)
 }
 
 struct JobPaths {
@@ -372,6 +389,9 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<St
     if let Some(rt) = runtime {
         v.push(rt.to_string());
         v.extend(RUNTIME_LINK_FLAGS.iter().map(|s| s.to_string()));
+        if v.iter().any(|a| a == "-static" || a == "-static-pie") {
+            v.push(STATIC_LINK_FLAG.to_string());
+        }
     }
     v
 }

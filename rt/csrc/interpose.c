@@ -619,8 +619,15 @@ void *mremap(void *old, size_t old_len, size_t len, int flags, ...) {
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static create_fn real_create;
 
+/* glibc's pthread_create in a static link (libc.a defines `pthread_create` as a weak alias of
+ * it): the driver adds `-u __pthread_create` to -static links, since this interposer keeps
+ * libc.a's member out otherwise. Null in a dynamic link (libc.so does not export it). */
+extern int __pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+    __attribute__((weak));
+
 /* The real pthread_create, resolved once. dlvsym/dlsym may allocate; those mallocs are forwarded
- * (guard set) and never reach pthread_create, so resolution cannot recurse. */
+ * (guard set) and never reach pthread_create, so resolution cannot recurse. A static binary has
+ * no RTLD_NEXT definition: glibc's `__pthread_create` then. */
 static create_fn resolve_create(void) {
     create_fn f = __atomic_load_n(&real_create, __ATOMIC_ACQUIRE);
     if (LIKELY(f != 0)) return f;
@@ -628,6 +635,7 @@ static create_fn resolve_create(void) {
     tls.in_rt = 1;
     f = (create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.34");
     if (!f) f = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (!f || f == pthread_create) f = __pthread_create;
     tls.in_rt = saved;
     if (f) __atomic_store_n(&real_create, f, __ATOMIC_RELEASE);
     return f;
@@ -804,9 +812,26 @@ __attribute__((noreturn)) void __assert_fail(const char *what, const char *file,
  * triggers it (a program with its own malloc). Priority 101: before every default-priority
  * static constructor, so the exit dump's atexit still runs after their destructors. ---- */
 void profcc_ctor_init(void);
+
+/* Our own `malloc`, whichever definition the link chose for the symbol. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+static void *own_malloc(size_t) __attribute__((alias("malloc")));
+#pragma GCC diagnostic pop
+/* Null in a static (non-PIE) executable. */
+extern char _DYNAMIC[] __attribute__((weak, visibility("hidden")));
+
 __attribute__((constructor(101))) static void profcc_ctor(void) {
     uint32_t saved = tls.in_rt;
     tls.in_rt = 1;
     profcc_ctor_init();
+    /* A -static link: libc.a's strong malloc/free/realloc (in the member that also defines the
+     * __libc_* functions forwarded to) win over the weak interposers; the one thing of a static
+     * program profcc cannot observe, said once. */
+    if (!_DYNAMIC && (void *)malloc != (void *)own_malloc) {
+        static const char note[] = "profcc: note: static executable: glibc's malloc/free/realloc "
+                                   "are linked, not profcc's; their blocks are not in the profile\n";
+        (void)!write(2, note, sizeof note - 1);
+    }
     tls.in_rt = saved;
 }

@@ -147,10 +147,122 @@ fn build() -> Result<(), String> {
         "-p",
         "profcc-rt",
     ]))?;
+    runtime_archive()?;
     let link = bin_dir().join("profcc++");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink("profcc", &link)
         .map_err(|e| format!("cannot create {}: {e}", link.display()))
+}
+
+/// cargo's staticlib of the runtime (the runtime, Rust std, compiler-builtins, serde...).
+pub const RAW_RUNTIME: &str = "libprofcc_rt_raw.a";
+/// The archive the driver links: the same code partially linked into one object whose only
+/// global symbols are the runtime's own.
+pub const RUNTIME: &str = "libprofcc_rt.a";
+
+/// Whether the runtime archive keeps `name` global: the runtime's entry points (`__profcc_*`,
+/// `profcc_*`) and the interposers (`interposers`, the `#pragma weak` names of
+/// rt/csrc/interpose.c). Everything else (std, compiler-builtins' libm: `cbrt`, `floor`...)
+/// would otherwise win over the program's libraries or satisfy its link where clang-22's fails.
+pub fn runtime_exports(name: &str, interposers: &[String]) -> bool {
+    name.starts_with("__profcc_")
+        || name.starts_with("profcc_")
+        || interposers.iter().any(|i| i == name)
+}
+
+/// The interposers: every `#pragma weak NAME` line of rt/csrc/interpose.c.
+pub fn interposers(root: &Path) -> Result<Vec<String>, String> {
+    let p = root.join("rt/csrc/interpose.c");
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("#pragma weak "))
+        .map(|n| n.trim().to_string())
+        .collect())
+}
+
+fn output(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Turn cargo's staticlib into the archive the driver links (target/release/libprofcc_rt.a):
+/// 1. drop the LLVM bitcode std's objects embed (`.llvmbc`: the system ld's LLVM plugin may be
+///    older than rustc's LLVM and fail on it);
+/// 2. `ld -r --gc-sections` of every member into one object, rooted at the exported symbols:
+///    std pieces the runtime never calls (`env::home_dir` -> getpwuid_r, `net` -> getaddrinfo,
+///    whose glibc link warnings a `-static` link would print) are not linked at all;
+/// 3. every other global symbol becomes local (`--keep-global-symbols`), and undefined symbols
+///    no kept section uses are dropped.
+///
+/// The result is written beside and renamed into place; the driver refuses an archive older
+/// than cargo's staticlib (a `cargo build` without this step).
+fn runtime_archive() -> Result<(), String> {
+    let dir = bin_dir();
+    let raw = dir.join(RAW_RUNTIME);
+    let work = dir.join("rt-archive.tmp");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let nobc = work.join("nobc.a");
+    run(Command::new("llvm-objcopy-22")
+        .args(["--remove-section=.llvmbc", "--remove-section=.llvmcmd"])
+        .arg(&raw)
+        .arg(&nobc))?;
+    let interposers = interposers(&root())?;
+    let names = output(
+        Command::new("llvm-nm-22")
+            .args(["-g", "--defined-only", "-j"])
+            .arg(&nobc),
+    )?;
+    let keep: std::collections::BTreeSet<&str> = names
+        .lines()
+        .map(str::trim)
+        .filter(|n| !n.ends_with(':') && runtime_exports(n, &interposers))
+        .collect();
+    if !keep.contains("__profcc_force_link") {
+        return Err(format!("{}: no __profcc_force_link", raw.display()));
+    }
+    let obj = work.join("profcc_rt.o");
+    let mut ld = Command::new("ld.bfd");
+    ld.args(["-r", "--gc-sections", "-o"]).arg(&obj);
+    for k in &keep {
+        ld.arg(format!("--undefined={k}"));
+    }
+    ld.arg("--whole-archive")
+        .arg(&nobc)
+        .arg("--no-whole-archive");
+    run(&mut ld)?;
+    // `ld -r` keeps the undefined symbols of the sections it collected (getaddrinfo,
+    // getpwuid_r...) in the symbol table; one that no relocation uses would still pull its
+    // libc.a member (and glibc's warning) into a -static link: strip those.
+    let undefined = output(Command::new("llvm-nm-22").args(["-u", "-j"]).arg(&obj))?;
+    let write = |name: &str, lines: Vec<&str>| -> Result<PathBuf, String> {
+        let p = work.join(name);
+        let text: String = lines.iter().map(|k| format!("{k}\n")).collect();
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok(p)
+    };
+    let keep_list = write("keep.txt", keep.iter().copied().collect())?;
+    let undef_list = write("undefined.txt", undefined.lines().map(str::trim).collect())?;
+    run(Command::new("llvm-objcopy-22")
+        .arg(format!("--strip-unneeded-symbols={}", undef_list.display()))
+        .arg(format!("--keep-global-symbols={}", keep_list.display()))
+        .arg(&obj))?;
+    let ar = work.join(RUNTIME);
+    run(Command::new("llvm-ar-22").arg("rcsD").arg(&ar).arg(&obj))?;
+    let out = dir.join(RUNTIME);
+    std::fs::rename(&ar, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
 }
 
 fn demo() -> Result<(), String> {
