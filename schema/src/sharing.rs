@@ -80,7 +80,8 @@ pub struct LineRecord {
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct ByteUse {
     pub offset: u32,
-    /// Largest access that started at this byte.
+    /// Bytes the record covers: the largest write that started at this byte, or the largest
+    /// read where no write did (a wider read by another thread does not widen the writers').
     pub size: u32,
     pub reads: u64,
     pub writes: u64,

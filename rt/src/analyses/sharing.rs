@@ -709,8 +709,18 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64)
             b.cross_reads.fetch_add(1 + extra_reads, Relaxed);
         }
     }
-    if (b.size.load(Relaxed) as u64) < size {
-        b.size.fetch_max(size as u32, Relaxed);
+    // Low half: the largest access starting here; high half: the largest write. The
+    // writers' extent is the writes' own: a wide read (say a vectorised reduction over
+    // several threads' counters) must not stretch one thread's writes over its neighbours'
+    // bytes, which made false sharing look like true sharing.
+    let size = size as u32;
+    let cur = b.size.load(Relaxed);
+    if cur & 0xffff < size || (write && cur >> 16 < size) {
+        let _ = b.size.fetch_update(Relaxed, Relaxed, |v| {
+            let any = (v & 0xffff).max(size);
+            let w = if write { (v >> 16).max(size) } else { v >> 16 };
+            Some(any | w << 16)
+        });
     }
     let site = site_of(slot, info) + 1;
     for s in &r.sites {
@@ -780,7 +790,14 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
             }
             bytes.push(schema::ByteUse {
                 offset: off as u32,
-                size: b.size.load(Relaxed),
+                size: {
+                    let v = b.size.load(Relaxed);
+                    if v >> 16 != 0 {
+                        v >> 16
+                    } else {
+                        v & 0xffff
+                    }
+                },
                 reads,
                 writes,
                 readers: ids(b.readers.load(Relaxed)),
