@@ -64,7 +64,9 @@
 //!
 //! Each instrumented module carries one [`ModuleDesc`] (private constant) that its priority
 //! [`CTOR_PRIORITY`] constructor passes to [`names::REGISTER`]; its `sites` are
-//! [`SITE_WORDS`] u32 words each, read by the runtime as [`SiteDesc`].
+//! [`SITE_WORDS`] u32 words each, read by the runtime as [`SiteDesc`]. The module's
+//! destructor of the same priority passes it to [`names::UNREGISTER`], so a module that
+//! `dlclose` unmaps has its counts and site records folded in (copied) before it goes.
 #![no_std]
 
 pub mod header;
@@ -473,6 +475,9 @@ pub mod names {
     ];
     /// Runtime entry the module constructor calls with the module descriptor.
     pub const REGISTER: &str = "__profcc_register_module";
+    /// Runtime entry the module destructor (priority `CTOR_PRIORITY`) calls with the same
+    /// descriptor: the runtime copies what it needs of the module before it is unmapped.
+    pub const UNREGISTER: &str = "__profcc_unregister_module";
     /// Per-module internal global holding the module's first global site id.
     pub const SITE_BASE: &str = "__profcc_site_base";
 }

@@ -264,22 +264,44 @@ pub unsafe fn emit(
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
 
-    append_global_ctor(ctx, m, ctor, CTOR_PRIORITY);
+    append_global_xtor(ctx, m, ctor, CTOR_PRIORITY, "llvm.global_ctors");
+
+    // define internal void @profcc.module_dtor() { call @__profcc_unregister_module(@desc) }
+    // Same priority: it runs after the module's other destructors (and, at exit, after the
+    // runtime's exit dump, which it then leaves alone); on `dlclose` the runtime copies the
+    // module's counts and site records before the module is unmapped.
+    let unreg_name = cstr(names::UNREGISTER);
+    let mut unreg = LLVMGetNamedFunction(m, unreg_name.as_ptr());
+    if unreg.is_null() {
+        unreg = LLVMAddFunction(m, unreg_name.as_ptr(), reg_ty);
+    }
+    let dtor = LLVMAddFunction(m, cstr("profcc.module_dtor").as_ptr(), ctor_ty);
+    LLVMSetLinkage(dtor, LLVMLinkage::LLVMInternalLinkage);
+    let bb = LLVMAppendBasicBlockInContext(ctx, dtor, cstr("entry").as_ptr());
+    let b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, bb);
+    let mut args = [desc];
+    LLVMBuildCall2(b, reg_ty, unreg, args.as_mut_ptr(), 1, cstr("").as_ptr());
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    append_global_xtor(ctx, m, dtor, CTOR_PRIORITY, "llvm.global_dtors");
     Ok(base)
 }
 
-/// Append `{priority, f, null}` to @llvm.global_ctors, rebuilding the array.
-unsafe fn append_global_ctor(
+/// Append `{priority, f, null}` to @llvm.global_ctors or @llvm.global_dtors (`list`),
+/// rebuilding the array.
+unsafe fn append_global_xtor(
     ctx: LLVMContextRef,
     m: LLVMModuleRef,
     f: LLVMValueRef,
     priority: u64,
+    list: &str,
 ) {
     let i32t = LLVMInt32TypeInContext(ctx);
     let ptr = LLVMPointerTypeInContext(ctx, 0);
     let mut fields = [i32t, ptr, ptr];
     let entry_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 3, 0);
-    let name = CString::new("llvm.global_ctors").unwrap();
+    let name = CString::new(list).unwrap();
     let mut entries: Vec<LLVMValueRef> = Vec::new();
     let old = LLVMGetNamedGlobal(m, name.as_ptr());
     if !old.is_null() {

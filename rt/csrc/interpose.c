@@ -641,14 +641,24 @@ static create_fn resolve_create(void) {
     return f;
 }
 
+static void thread_exiting(void *unused) {
+    (void)unused;
+    profcc_thread_exiting();
+}
+
+/* The thread ends when its start routine returns, calls pthread_exit or is cancelled: the
+ * runtime hears of it in each case (a cleanup handler), so its per-thread resources are
+ * recycled (rt/src/counts.rs). */
 static void *user_trampoline(void *rec) {
     void *(*fn)(void *);
     void *arg;
+    void *ret;
     tls.in_rt = 1;
     profcc_thread_started(rec, &fn, &arg);
     tls.in_rt = 0;
-    void *ret = fn(arg);
-    profcc_thread_exiting();
+    pthread_cleanup_push(thread_exiting, 0);
+    ret = fn(arg);
+    pthread_cleanup_pop(1);
     return ret;
 }
 

@@ -887,7 +887,11 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
     for i in 0..n {
         let s = ss.site(i);
         let count = s.count.load(Ordering::Relaxed);
-        if s.state.load(Ordering::Acquire) != 1 || count == 0 {
+        // (A fork child lists the sites it freed inherited objects of, even if it allocated
+        // nothing there: see `after_fork_child`.)
+        if s.state.load(Ordering::Acquire) != 1
+            || (count == 0 && s.frees.load(Ordering::Relaxed) == 0)
+        {
             continue;
         }
         let kind = s.kind.load(Ordering::Relaxed) as usize;
@@ -912,6 +916,42 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
     }
     out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.stack.cmp(&b.stack)));
     (out, totals)
+}
+
+/// After `fork`, in the child (locks released): the child's profile reports what happens in
+/// the child, like its access counts (`counts::after_fork_child`), so a report merging the
+/// parent's and the child's profiles counts every allocation once. The statistics restart
+/// from zero; the objects inherited from the parent stay in the object map (they are live
+/// in the child too), so the child's frees of them are recognised and counted as the
+/// child's frees. Live bytes stay what is live; peaks restart from there.
+pub(crate) fn after_fork_child() {
+    let z = |a: &AtomicU64| a.store(0, Ordering::Relaxed);
+    z(&TOTALS.allocations);
+    z(&TOTALS.frees);
+    z(&TOTALS.bytes);
+    TOTALS
+        .peak
+        .store(TOTALS.live.load(Ordering::Relaxed), Ordering::Relaxed);
+    THREAD_SET.lock().clear();
+    let p = SITES.load(Ordering::Acquire);
+    if p.is_null() {
+        return;
+    }
+    let ss = unsafe { &*p };
+    let n = (ss.next.load(Ordering::Acquire) as usize).min(MAX_SITES) as u32;
+    for i in 0..n {
+        let s = ss.site(i);
+        z(&s.count);
+        z(&s.bytes);
+        z(&s.frees);
+        z(&s.max_size);
+        s.extra_threads.store(0, Ordering::Relaxed);
+        for b in &s.tbits {
+            z(b);
+        }
+        s.live_peak
+            .store(s.live_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
 }
 
 /// Number of live objects in the object map (not counting mmap regions).

@@ -72,7 +72,7 @@ pub trait Analysis: Sync {
     fn module_registered(&self, _flags: u32) {}
     /// On the thread that starts.
     fn thread_start(&self, _t: &ThreadStart) {}
-    /// On the thread whose start routine returned.
+    /// On the thread that ends (its start routine returned, or `pthread_exit`, or cancelled).
     fn thread_exit(&self) {}
     /// Which of `object_alloc` and `object_free` it wants called (default: neither).
     fn object_events(&self) -> ObjectEvents {

@@ -1,7 +1,6 @@
 //! Module registration and per-thread access-site counters.
 //!
-//! Address map of the counter array (one per thread, `MAP_NORESERVE`, never freed so that
-//! the exit dump can read the counts of threads that have ended):
+//! Address map of the counter array (one per live thread, `MAP_NORESERVE`):
 //!
 //! ```text
 //! slot 2*g     executions of global site g      g in [0, MAX_SITES)            registered sites
@@ -13,8 +12,16 @@
 //! Before a thread has its own array, `__profcc_counts` points at a static scratch array of
 //! the same layout (rt/csrc/tls.c), so the inlined fast path never needs a branch.
 //!
-//! ```text
-//! ```
+//! Lifetimes:
+//! - A thread that ends (its start routine returned) adds its counts to the ended threads'
+//!   sums (one array of the same layout, plus how many ended threads ran each site), records
+//!   its accesses, and leaves its array zeroed (`MADV_DONTNEED`) on a free list the next
+//!   thread takes: a process that creates threads forever uses the address space of the
+//!   threads alive at once, not of every thread it ever had.
+//! - A module that unregisters before exit (its priority-1 destructor, run by `dlclose`)
+//!   leaves a copy of its sites with their counts (strings included) and of where it was
+//!   mapped; the dump never reads an unloaded module's memory. Global site ids are never
+//!   handed out twice, so its slots in the counter arrays are simply not read again.
 //!
 //! Invariants (tested in `tests`): a module's sites get the global ids
 //! `[base, base + nsites)` with `base + nsites <= MAX_SITES`; an unregistered module's base
@@ -36,16 +43,55 @@ pub(crate) struct Registered {
 }
 unsafe impl Send for Registered {}
 
-pub(crate) static MODULES: SpinLock<Vec<Registered>> = SpinLock::new(Vec::new());
+/// The registered modules, and what unloaded modules left behind (copied when they
+/// unregistered: their memory may be gone by the time the profile is written).
+pub(crate) struct Modules {
+    live: Vec<Registered>,
+    /// Sites of unloaded modules, with their global ids, counts final.
+    gone_sites: Vec<(u32, AccessSite)>,
+    /// Accesses of unloaded modules' sites per thread (threads alive when it unloaded).
+    gone_accesses: Vec<(u32, u64)>,
+    /// Where the unloaded modules were mapped (for symbolising their code addresses).
+    gone_maps: Vec<profcc_schema::Module>,
+}
+unsafe impl Send for Modules {}
+
+pub(crate) static MODULES: SpinLock<Modules> = SpinLock::new(Modules {
+    live: Vec::new(),
+    gone_sites: Vec::new(),
+    gone_accesses: Vec::new(),
+    gone_maps: Vec::new(),
+});
 static NEXT_BASE: AtomicU32 = AtomicU32::new(0);
 static DROPPED_SITES: AtomicU32 = AtomicU32::new(0);
+/// Most sites of one registered module (the limbo range in use is `[LIMBO, LIMBO + this)`).
+static MAX_LOCAL: AtomicU32 = AtomicU32::new(0);
 
 pub(crate) struct ThreadCounts {
     tid: u32,
     counts: *mut u64,
 }
-unsafe impl Send for ThreadCounts {}
-pub(crate) static THREAD_COUNTS: SpinLock<Vec<ThreadCounts>> = SpinLock::new(Vec::new());
+
+/// Counter arrays: the live threads' (and the scratch array), arrays of ended threads ready
+/// for reuse (zeroed), and the sums of ended threads.
+pub(crate) struct Counters {
+    live: Vec<ThreadCounts>,
+    free: Vec<*mut u64>,
+    /// Counts of ended threads, summed (the counter array's layout); null until one ends.
+    retired: *mut u64,
+    /// Per global site: how many ended threads executed it (`SLOTS / COUNTER_STRIDE` u32).
+    retired_threads: *mut u32,
+    /// Accesses of each ended thread.
+    retired_accesses: Vec<(u32, u64)>,
+}
+unsafe impl Send for Counters {}
+pub(crate) static THREAD_COUNTS: SpinLock<Counters> = SpinLock::new(Counters {
+    live: Vec::new(),
+    free: Vec::new(),
+    retired: core::ptr::null_mut(),
+    retired_threads: core::ptr::null_mut(),
+    retired_accesses: Vec::new(),
+});
 
 extern "C" {
     fn profcc_counts_slot() -> *mut *mut u64;
@@ -70,18 +116,77 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
         a.module_registered((*m).flags);
     }
     let n = (*m).nsites.min(MAX_MODULE_SITES);
+    // Bases are never handed out twice (a module loaded again gets a new range), so the
+    // slots of an unloaded module are simply never read again.
     let base = NEXT_BASE.fetch_add(n, Ordering::Relaxed);
     if base.checked_add(n).is_none_or(|end| end > MAX_SITES) {
         DROPPED_SITES.fetch_add(n, Ordering::Relaxed);
         return;
     }
+    MAX_LOCAL.fetch_max(n, Ordering::Relaxed);
     *(*m).site_base = base;
-    MODULES.lock().push(Registered { desc: m, base });
+    MODULES.lock().live.push(Registered { desc: m, base });
 }
 
-/// Give the calling thread its own counter array (idempotent). Called for the main thread
-/// during initialisation and for every other thread in its start trampoline, before user
-/// code runs on it. If mapping fails the thread keeps counting in the scratch array.
+/// Called by every instrumented module's destructor (priority 1): on `dlclose`, before the
+/// module is unmapped, copy its sites (strings included) with their counts so far, and
+/// where it was mapped. At exit the profile is already written (the exit dump is an
+/// `atexit` handler, which runs before the destructors), so there is nothing to do.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_unregister_module(m: *mut ModuleDesc) {
+    if m.is_null() || crate::writer::exited() {
+        return;
+    }
+    let _g = crate::threads::RtGuard::enter();
+    let map = mapping_of(m as *const u8);
+    let mut modules = MODULES.lock();
+    let Some(i) = modules.live.iter().position(|r| r.desc == m as *const _) else {
+        return;
+    };
+    let r = modules.live.remove(i);
+    let counters = THREAD_COUNTS.lock();
+    let mut per_thread: Vec<(u32, u64)> = counters.live.iter().map(|t| (t.tid, 0)).collect();
+    let mut out = Vec::new();
+    module_sites(&r, &counters, &mut per_thread, |g, s| out.push((g, s)));
+    drop(counters);
+    modules.gone_sites.extend(out);
+    modules
+        .gone_accesses
+        .extend(per_thread.into_iter().filter(|t| t.1 != 0));
+    modules.gone_maps.extend(map);
+}
+
+/// The loaded object that contains `p` (by its path, as the profile lists modules).
+fn mapping_of(p: *const u8) -> Option<profcc_schema::Module> {
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    if unsafe { libc::dladdr(p as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null()
+    {
+        return None;
+    }
+    let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    crate::writer::loaded_modules()
+        .into_iter()
+        .find(|x| x.path == name)
+}
+
+/// The profile's module list plus the modules that were unloaded before it was written.
+pub(crate) fn with_unloaded(mut loaded: Vec<profcc_schema::Module>) -> Vec<profcc_schema::Module> {
+    let modules = MODULES.lock();
+    for g in &modules.gone_maps {
+        if !loaded
+            .iter()
+            .any(|l| l.start == g.start && l.path == g.path)
+        {
+            loaded.push(g.clone());
+        }
+    }
+    loaded
+}
+
+/// Give the calling thread its own counter array (idempotent): an ended thread's array if
+/// one is free, else a new mapping. Called for the main thread during initialisation and
+/// for every other thread in its start trampoline, before user code runs on it. If mapping
+/// fails the thread keeps counting in the scratch array.
 pub fn thread_counts() -> *mut u64 {
     unsafe {
         let slot = profcc_counts_slot();
@@ -89,36 +194,123 @@ pub fn thread_counts() -> *mut u64 {
         if *slot != scratch && !(*slot).is_null() {
             return *slot;
         }
-        let p = mem::map(SLOTS * 8, true) as *mut u64;
-        if p.is_null() {
-            return *slot;
-        }
         // Before the lock: a thread's first id may start it (analyses' callbacks), and the
         // core calls analyses with none of its locks held (see fork.rs).
         let tid = crate::threads::current_id();
         let mut all = THREAD_COUNTS.lock();
-        if all.is_empty() {
-            all.push(ThreadCounts {
+        let p = match all.free.pop() {
+            Some(p) => p,
+            None => {
+                let p = mem::map(SLOTS * 8, true) as *mut u64;
+                if p.is_null() {
+                    return *slot;
+                }
+                p
+            }
+        };
+        if all.live.is_empty() {
+            all.live.push(ThreadCounts {
                 tid: SCRATCH_TID,
                 counts: scratch,
             });
         }
-        all.push(ThreadCounts { tid, counts: p });
+        all.live.push(ThreadCounts { tid, counts: p });
         *slot = p;
         p
     }
 }
 
+/// The calling thread is ending (its start routine returned): add its counts to the ended
+/// threads' sums, record its accesses, and put its array, zeroed, on the free list for the
+/// next thread. Whatever the thread still runs (TLS destructors) counts in the scratch
+/// array. Without this every thread ever created kept its array (about 80 MB of address
+/// space) and its row in every dump.
+pub fn thread_ended() {
+    unsafe {
+        let slot = profcc_counts_slot();
+        let scratch = profcc_scratch();
+        let c = *slot;
+        if c == scratch || c.is_null() {
+            return;
+        }
+        let tid = crate::threads::current_id();
+        let modules = MODULES.lock();
+        let mut all = THREAD_COUNTS.lock();
+        let Some(i) = all.live.iter().rposition(|t| t.counts == c) else {
+            return;
+        };
+        if all.retired.is_null() {
+            let r = mem::map(SLOTS * 8, true) as *mut u64;
+            let t = mem::map(SLOTS / COUNTER_STRIDE * 4, true) as *mut u32;
+            if r.is_null() || t.is_null() {
+                return; // keep the row: the counts stay readable where they are
+            }
+            all.retired = r;
+            all.retired_threads = t;
+        }
+        *slot = scratch;
+        let mut accesses = 0u64;
+        for r in &modules.live {
+            let d = &*r.desc;
+            for local in 0..d.nsites.min(MAX_MODULE_SITES) {
+                let s = *d.sites.add(local as usize);
+                let leader = if s.leader < d.nsites { s.leader } else { local };
+                accesses += *c.add(COUNTER_STRIDE * (r.base + leader) as usize);
+            }
+        }
+        let used = NEXT_BASE.load(Ordering::Relaxed).min(MAX_SITES) as usize;
+        for g in 0..used {
+            let n = *c.add(COUNTER_STRIDE * g);
+            if n != 0 {
+                *all.retired.add(COUNTER_STRIDE * g) += n;
+                *all.retired.add(COUNTER_STRIDE * g + profcc_abi::BYTES_SLOT) +=
+                    *c.add(COUNTER_STRIDE * g + profcc_abi::BYTES_SLOT);
+                *all.retired_threads.add(g) += 1;
+            }
+        }
+        let limbo = MAX_LOCAL.load(Ordering::Relaxed).max(1) as usize;
+        for local in 0..limbo {
+            let g = LIMBO as usize + local;
+            let n = *c.add(COUNTER_STRIDE * g);
+            *all.retired.add(COUNTER_STRIDE * g) += n;
+            accesses += n;
+        }
+        zero(c, 0, used);
+        zero(c, LIMBO as usize, limbo);
+        all.live.swap_remove(i);
+        all.free.push(c);
+        all.retired_accesses.push((tid, accesses));
+    }
+}
+
+/// Zero the slots of global sites `[first, first + n)` of a counter array: the pages go
+/// back to the kernel and read as zero again.
+unsafe fn zero(c: *mut u64, first: usize, n: usize) {
+    let page = 4096usize;
+    let start = c as usize + first * COUNTER_STRIDE * 8;
+    let end = start + n * COUNTER_STRIDE * 8;
+    let lo = start & !(page - 1);
+    let hi = (end + page - 1) & !(page - 1);
+    libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED);
+}
+
 /// After `fork`, in the child (locks released): the counts so far are the parent's
 /// history, which the parent's own profile reports; the child starts from zero
 /// (`MADV_DONTNEED` turns the calling thread's private pages back into zero pages without
-/// touching the untouched ones). The other threads' arrays belong to threads the child
-/// does not have: they are unmapped and leave the list.
+/// touching the untouched ones), and so do the ended threads' sums and the unloaded
+/// modules' copies. The other threads' arrays belong to threads the child does not have:
+/// they are unmapped and leave the list.
 pub(crate) unsafe fn after_fork_child() {
     let mine = *profcc_counts_slot();
-    THREAD_COUNTS.lock().retain(|t| {
+    {
+        let mut m = MODULES.lock();
+        m.gone_sites.clear();
+        m.gone_accesses.clear();
+    }
+    let mut all = THREAD_COUNTS.lock();
+    all.live.retain(|t| {
         if t.tid == SCRATCH_TID {
-            return true;
+            return true; // static storage next to the program's: kept as it is
         }
         if t.counts == mine {
             libc::madvise(
@@ -131,6 +323,19 @@ pub(crate) unsafe fn after_fork_child() {
         mem::unmap(t.counts as *mut u8, SLOTS * 8);
         false
     });
+    if !all.retired.is_null() {
+        libc::madvise(
+            all.retired as *mut libc::c_void,
+            SLOTS * 8,
+            libc::MADV_DONTNEED,
+        );
+        libc::madvise(
+            all.retired_threads as *mut libc::c_void,
+            SLOTS / COUNTER_STRIDE * 4,
+            libc::MADV_DONTNEED,
+        );
+    }
+    all.retired_accesses.clear();
 }
 
 fn kind_of(k: u8) -> AccessKind {
@@ -162,67 +367,103 @@ pub struct Snapshot {
     pub dropped_sites: u32,
 }
 
-/// Merge every thread's counters. Threads still running may add counts while this reads.
-pub fn snapshot() -> Snapshot {
-    let threads: Vec<(u32, *mut u64)> = THREAD_COUNTS
-        .lock()
-        .iter()
-        .map(|t| (t.tid, t.counts))
-        .collect();
-    let modules: Vec<(*const ModuleDesc, u32)> =
-        MODULES.lock().iter().map(|m| (m.desc, m.base)).collect();
-    let mut per_thread: Vec<(u32, u64)> = threads.iter().map(|t| (t.0, 0)).collect();
-    let mut sites = Vec::new();
-    let mut global_ids = Vec::new();
-    let mut max_local = 0u32;
-    for &(desc, base) in &modules {
-        let d = unsafe { &*desc };
-        max_local = max_local.max(d.nsites.min(MAX_MODULE_SITES));
-        for local in 0..d.nsites.min(MAX_MODULE_SITES) {
-            let s = unsafe { *d.sites.add(local as usize) };
-            let leader = if s.leader < d.nsites { s.leader } else { local };
-            let g = (base + leader) as usize;
-            let (mut count, mut bytes, mut nthreads) = (0u64, 0u64, 0u32);
-            for (i, &(_, c)) in threads.iter().enumerate() {
-                let n = unsafe { *c.add(COUNTER_STRIDE * g) };
-                if n != 0 {
-                    count += n;
-                    bytes += unsafe { *c.add(COUNTER_STRIDE * g + profcc_abi::BYTES_SLOT) };
-                    nthreads += 1;
-                    per_thread[i].1 += n;
-                }
+/// One module's sites with counts (live threads' plus ended threads'), each as
+/// `f(global id, site)`; adds each live thread's accesses to `per_thread` (in
+/// `counters.live` order).
+unsafe fn module_sites(
+    r: &Registered,
+    counters: &Counters,
+    per_thread: &mut [(u32, u64)],
+    mut f: impl FnMut(u32, AccessSite),
+) {
+    let d = &*r.desc;
+    let base = r.base;
+    for local in 0..d.nsites.min(MAX_MODULE_SITES) {
+        let s = *d.sites.add(local as usize);
+        let leader = if s.leader < d.nsites { s.leader } else { local };
+        let g = (base + leader) as usize;
+        let (mut count, mut bytes, mut nthreads) = (0u64, 0u64, 0u32);
+        for (i, t) in counters.live.iter().enumerate() {
+            let c = t.counts;
+            let n = *c.add(COUNTER_STRIDE * g);
+            if n != 0 {
+                count += n;
+                bytes += *c.add(COUNTER_STRIDE * g + profcc_abi::BYTES_SLOT);
+                nthreads += 1;
+                per_thread[i].1 += n;
             }
-            if count == 0 {
-                continue;
-            }
-            if s.size != 0 {
-                bytes = count * s.size as u64;
-            }
-            let inl = unsafe { string_at(d.strings, s.inlined_at) };
-            global_ids.push(base + local);
-            sites.push(AccessSite {
-                file: unsafe { string_at(d.strings, s.file) },
+        }
+        if !counters.retired.is_null() {
+            count += *counters.retired.add(COUNTER_STRIDE * g);
+            bytes += *counters
+                .retired
+                .add(COUNTER_STRIDE * g + profcc_abi::BYTES_SLOT);
+            nthreads += *counters.retired_threads.add(g);
+        }
+        if count == 0 {
+            continue;
+        }
+        if s.size != 0 {
+            bytes = count * s.size as u64;
+        }
+        let inl = string_at(d.strings, s.inlined_at);
+        f(
+            base + local,
+            AccessSite {
+                file: string_at(d.strings, s.file),
                 line: s.line,
                 col: s.col,
-                function: unsafe { string_at(d.strings, s.func) },
+                function: string_at(d.strings, s.func),
                 inlined_at: if inl.is_empty() { None } else { Some(inl) },
                 kind: kind_of(s.kind),
                 size: s.size as u32,
                 count,
                 bytes,
                 threads: nthreads,
-            });
-        }
+            },
+        );
+    }
+}
+
+/// Merge every thread's counters (live, ended) and the unloaded modules' copies. Threads
+/// still running may add counts while this reads; none starts or ends meanwhile (the locks
+/// are held throughout, so no array changes hands while it is read).
+pub fn snapshot() -> Snapshot {
+    let modules = MODULES.lock();
+    let counters = THREAD_COUNTS.lock();
+    let mut per_thread: Vec<(u32, u64)> = counters.live.iter().map(|t| (t.tid, 0)).collect();
+    let mut sites = Vec::new();
+    let mut global_ids = Vec::new();
+    for r in &modules.live {
+        unsafe {
+            module_sites(r, &counters, &mut per_thread, |g, s| {
+                global_ids.push(g);
+                sites.push(s);
+            })
+        };
+    }
+    for (g, s) in &modules.gone_sites {
+        global_ids.push(*g);
+        sites.push(s.clone());
     }
     let mut unattributed = 0;
-    for (i, &(_, c)) in threads.iter().enumerate() {
-        for local in 0..max_local.max(1) {
+    let limbo = MAX_LOCAL.load(Ordering::Relaxed).max(1);
+    for (i, t) in counters.live.iter().enumerate() {
+        for local in 0..limbo {
             let g = (LIMBO + local) as usize;
-            let n = unsafe { *c.add(COUNTER_STRIDE * g) };
+            let n = unsafe { *t.counts.add(COUNTER_STRIDE * g) };
             unattributed += n;
             per_thread[i].1 += n;
         }
     }
+    if !counters.retired.is_null() {
+        for local in 0..limbo {
+            let g = (LIMBO + local) as usize;
+            unattributed += unsafe { *counters.retired.add(COUNTER_STRIDE * g) };
+        }
+    }
+    per_thread.extend_from_slice(&counters.retired_accesses);
+    per_thread.extend_from_slice(&modules.gone_accesses);
     Snapshot {
         sites,
         global_ids,

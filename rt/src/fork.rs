@@ -33,8 +33,12 @@
 //! # What the child resets (after the release)
 //!
 //! The child has one thread, the one that called `fork`: the thread registry, the counter
-//! arrays (`counts`) and the per-thread blocks keep only that thread (its counts restart
-//! from zero: the parent's profile reports the history); the stack depot drops abandoned
+//! arrays (`counts`) and the per-thread blocks keep only that thread. The child's profile
+//! reports what happens in the child, the parent's the history before the fork, so a report
+//! merging both counts everything once: the counts (ended threads' and unloaded modules'
+//! included), the allocation statistics (`alloc::after_fork_child`; inherited objects stay
+//! known, so their frees in the child count there) and the sharing analysis's lines restart
+//! from zero. The stack depot drops abandoned
 //! slots; the writer forgets the dumper thread (SIGUSR2 is ignored in the child) and restarts
 //! the run's clock; each analysis resets its own state (`Analysis::fork_child`). The output
 //! name is expanded at dump time, so `%p` is the child's pid.
@@ -99,6 +103,7 @@ unsafe extern "C" fn child() {
     let _g = crate::threads::RtGuard::enter();
     crate::threads::after_fork_child();
     crate::counts::after_fork_child();
+    crate::alloc::after_fork_child();
     crate::analysis::blocks_after_fork_child();
     crate::stack::after_fork_child();
     crate::writer::after_fork_child();

@@ -90,12 +90,16 @@ fn set_bounds(main: bool) {
     crate::analysis::thread_started(t.tid_plus1.wrapping_sub(1), lo as u64, hi as u64, main);
 }
 
-/// From the start trampoline, after the user's start routine returned.
+/// From the start trampoline when the thread ends: its start routine returned, it called
+/// `pthread_exit` or it was cancelled (a cleanup handler).
 #[no_mangle]
 pub extern "C" fn profcc_thread_exiting() {
     for a in crate::analysis::all() {
         a.thread_exit();
     }
+    // Its counter array goes back to the pool for the next thread (counts folded in).
+    let _g = RtGuard::enter();
+    crate::counts::thread_ended();
 }
 
 /// Called once from `ensure_init`, on whichever thread initialises (normally the main thread

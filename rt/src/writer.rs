@@ -343,7 +343,13 @@ pub fn expand(pattern: &str, pid: u32, host: &str, exe: &str) -> String {
     out
 }
 
-fn modules() -> Vec<schema::Module> {
+/// Has the exit dump started (the `atexit` handler ran)?
+pub(crate) fn exited() -> bool {
+    EXITED.load(Ordering::Acquire)
+}
+
+/// The loaded objects with executable code (the profile's `modules`).
+pub(crate) fn loaded_modules() -> Vec<schema::Module> {
     unsafe extern "C" fn cb(
         info: *mut libc::dl_phdr_info,
         _: libc::size_t,
@@ -440,7 +446,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         duration_ns: now_ns().saturating_sub(START_NS.load(Ordering::Relaxed)),
         trigger: trigger.into(),
         options: options::all().into_iter().collect(),
-        modules: modules(),
+        modules: counts::with_unloaded(loaded_modules()),
         threads,
         sites: snap.sites,
         stacks: crate::stack::snapshot(),

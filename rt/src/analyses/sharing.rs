@@ -111,6 +111,12 @@ fn reserve() {
             0usize,
         )
     };
+    // `syscall` returns -1 and leaves the error in errno (read it before munmap can change it).
+    let errno = if p == -1 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    } else {
+        0
+    };
     if p as u64 == LINE_SHADOW {
         SHADOW.store(1, Relaxed);
     } else {
@@ -118,7 +124,7 @@ fn reserve() {
             // An old kernel without MAP_FIXED_NOREPLACE placed it elsewhere: give it back.
             unsafe { libc::syscall(libc::SYS_munmap, p as usize, LINE_SHADOW_SIZE as usize) };
         }
-        SHADOW_ERRNO.store((-p).max(0) as u32, Relaxed);
+        SHADOW_ERRNO.store(errno as u32, Relaxed);
         SHADOW.store(2, Relaxed);
     }
 }
@@ -132,9 +138,12 @@ pub fn check_module(flags: u32) {
     reserve();
     if SHADOW.load(Relaxed) == 2 {
         crate::writer::stderr_line(&format!(
-            "profcc: cannot reserve {} TiB of address space at {LINE_SHADOW:#x} for the cache-line shadow (errno {}); lift `ulimit -v`, use vm.overcommit_memory=0 or 1, or rebuild with PROFCC_INSTRUMENT=accesses",
+            "profcc: cannot reserve {} TiB of address space at {LINE_SHADOW:#x} for the cache-line shadow ({}); lift `ulimit -v`, use vm.overcommit_memory=0 or 1, or rebuild with PROFCC_INSTRUMENT=accesses",
             LINE_SHADOW_SIZE >> 40,
-            SHADOW_ERRNO.load(Relaxed)
+            match SHADOW_ERRNO.load(Relaxed) {
+                0 => "the kernel placed it elsewhere".to_string(),
+                e => std::io::Error::from_raw_os_error(e as i32).to_string(),
+            }
         ));
         unsafe { libc::_exit(1) };
     }
@@ -201,11 +210,30 @@ pub fn thread_exiting() {
     }
 }
 
-/// After fork, in the child: one thread. (The analysis has no lock of its own: the
-/// tracked-line table and the settings are atomics.)
+/// After fork, in the child: one thread, and a profile of the child's own accesses (its
+/// counts restart from zero too), so the parent's lines are not reported twice by a merged
+/// report: the line shadow and the tracked-line table go back to zero pages. (The analysis
+/// has no lock of its own: the tracked-line table and the settings are atomics.)
 pub fn after_fork_child() {
     LIVE.store(1, Relaxed);
     PARALLEL_SINCE.store(0, Relaxed);
+    PARALLEL_NS.store(0, Relaxed);
+    if SHADOW.load(Relaxed) == 1 {
+        unsafe {
+            libc::madvise(
+                LINE_SHADOW as *mut libc::c_void,
+                LINE_SHADOW_SIZE as usize,
+                libc::MADV_DONTNEED,
+            )
+        };
+    }
+    let t = TABLE.load(Relaxed);
+    if t != 0 {
+        let len = MAX_LINES.load(Relaxed) as usize * core::mem::size_of::<Record>();
+        unsafe { libc::madvise(t as *mut libc::c_void, len.max(4096), libc::MADV_DONTNEED) };
+    }
+    NEXT.store(0, Relaxed);
+    DROPPED.store(0, Relaxed);
 }
 
 /// Per-thread state (the core's per-thread block): the thread's stack, for naming stack
@@ -392,29 +420,114 @@ fn note_object(r: &Record, o: &crate::alloc::ObjectInfo) {
     }
 }
 
-/// Most lines of a freed block whose records learn the block (larger blocks are named only
-/// if still live when the profile is written).
+/// A freed block at most this many lines long has its lines' shadow words walked one by one;
+/// a longer one has the tracked-line table searched instead (at most `fs_max_lines` records)
+/// and its shadow pages given back whole.
 const FREE_SCAN_LINES: u64 = 4096;
 
-/// A heap block is being freed: tracked lines inside it keep its name for the report.
+/// A heap block is being freed. Tracked lines inside it learn the block, so the report names
+/// its allocation site after it is gone (whatever its size). Then the lines wholly inside it
+/// start afresh: the next block allocated there (by any thread) is a new object, and the
+/// accesses of the freed one's threads must not count against it (no invalidation, no
+/// shared byte across two lifetimes). A tracked line keeps its record (the freed block's
+/// history, reported with the block); a new lifetime that contends gets a record of its own.
+/// Lines the block shares with its neighbours keep their state.
 pub fn object_freed(o: &crate::alloc::ObjectInfo) {
-    if TABLE.load(Relaxed) == 0 || SHADOW.load(Relaxed) != 1 || o.start >= APP_LIMIT {
+    if SHADOW.load(Relaxed) != 1 || o.start >= APP_LIMIT || o.size == 0 {
         return;
     }
     let first = o.start & !63;
-    let end = o
-        .start
-        .saturating_add(o.size)
-        .min(first + FREE_SCAN_LINES * 64)
-        .min(APP_LIMIT);
-    let n = NEXT.load(Relaxed) as u64;
-    let mut line = first;
-    while line < end {
-        let w = ShadowWord(word(line).load(Relaxed));
-        if let Some(i) = w.record().filter(|&i| i < n) {
-            note_object(record(i), o);
+    let end = o.start.saturating_add(o.size).min(APP_LIMIT);
+    let n = if TABLE.load(Relaxed) == 0 {
+        0
+    } else {
+        (NEXT.load(Relaxed).min(MAX_LINES.load(Relaxed))) as u64
+    };
+    let lines = (end - first).div_ceil(64);
+    if lines <= FREE_SCAN_LINES || lines <= n {
+        let mut line = first;
+        while line < end {
+            let w = ShadowWord(word(line).load(Relaxed));
+            if let Some(i) = w.record().filter(|&i| i < n) {
+                note_object(record(i), o);
+            }
+            line += 64;
         }
-        line += 64;
+    } else {
+        for i in 0..n {
+            let r = record(i);
+            let a = r.addr.load(Relaxed);
+            if first <= a && a < end {
+                note_object(r, o);
+            }
+        }
+    }
+    // Lines wholly inside [o.start, end).
+    let lo = (o.start + 63) & !63;
+    let hi = end & !63;
+    if lo < hi {
+        clear_shadow(lo, hi);
+    }
+    // Lines it shares with its neighbours (or with the allocator's headers): reset too,
+    // unless the line is tracked and bytes outside the block were accessed (a live
+    // neighbour's record stays; a cold neighbour loses at most the one invalidation its
+    // next write would have been).
+    let last = (end - 1) & !63;
+    let edges = [Some(first), (last != first).then_some(last)];
+    for line in edges.into_iter().flatten() {
+        if line >= o.start && line + 64 <= end {
+            continue; // wholly inside: done above
+        }
+        let sh = word(line);
+        let w = ShadowWord(sh.load(Relaxed));
+        let keep = match w.record() {
+            None => false,
+            Some(i) if i < n => used_outside(record(i), line, o.start, end),
+            Some(_) => true,
+        };
+        if !keep && w.0 != 0 {
+            sh.store(0, Relaxed);
+        }
+    }
+}
+
+/// Were bytes of `line` outside `[start, end)` accessed while the line was tracked?
+fn used_outside(r: &Record, line: u64, start: u64, end: u64) -> bool {
+    r.bytes.iter().enumerate().any(|(off, b)| {
+        let a = line + off as u64;
+        (a < start || a >= end) && b.reads.load(Relaxed) + b.writes.load(Relaxed) != 0
+    })
+}
+
+/// Reset the shadow words of the lines `[lo, hi)` to zero (cold, no owner, no reader):
+/// whole shadow pages go back to the kernel, the words at the edges are stored (only if
+/// not zero already, so untouched shadow stays unmapped).
+fn clear_shadow(lo: u64, hi: u64) {
+    const PAGE: u64 = 4096;
+    let (a, b) = (shadow_of(lo), shadow_of(hi));
+    let (pa, pb) = ((a + PAGE - 1) & !(PAGE - 1), b & !(PAGE - 1));
+    let store = |from: u64, to: u64| {
+        let mut x = from;
+        while x < to {
+            let w = unsafe { &*(x as *const AtomicU64) };
+            if w.load(Relaxed) != 0 {
+                w.store(0, Relaxed);
+            }
+            x += 8;
+        }
+    };
+    if pb > pa {
+        store(a, pa);
+        unsafe {
+            libc::madvise(
+                pa as *mut libc::c_void,
+                (pb - pa) as usize,
+                libc::MADV_DONTNEED,
+            )
+        };
+        store(pb, b);
+    } else {
+        store(a, b);
     }
 }
 
