@@ -21,8 +21,14 @@ extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec"
  * thread's array (gives the site with info >> PROFCC_INFO_SITE_SHIFT and, for writes, the
  * volume sample); info: the PROFCC_INFO_* bits. Kept to three arguments and one call: the code
  * after each access stays small. preserve_most: the callee saves the general registers, so
- * the instrumented function spills nothing around the rarely taken call. */
+ * the instrumented function spills nothing around the rarely taken call. The pass declares
+ * both doors nonlazybind: a shared library calls them through the GOT, never through a lazy
+ * PLT entry (its resolver clobbers r10, which preserve_most keeps). Shared libraries define
+ * weak stubs of everything here (stub.c) for programs without the runtime. */
 __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info);
+/* Defined by the runtime only (rt/csrc/tls.c): shared libraries' stubs (stub.c) refer to it
+ * weakly to tell whether the executable has the runtime. */
+extern const char __profcc_runtime;
 /* Every line of [p, p+len) (rt/src/sharing.rs). */
 void __profcc_range_slow(const void *p, uint64_t len, uint64_t info, uint64_t *slot);
 

@@ -1,6 +1,8 @@
 //! Compile the hook bodies (../hooks/counting.c, ../hooks/sharing.c) to LLVM bitcode with
 //! clang-22; the pass links them into every instrumented module. The ABI constants come from
 //! the header the profcc-abi crate generates (../abi/include/profcc_abi.h).
+//! Also the hook stubs (../hooks/stub.c) as an archive, libprofcc_stub.a, which the driver
+//! adds to shared links (`profcc_passes::STUB_ARCHIVE`).
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,6 +13,7 @@ fn main() {
     println!("cargo:rerun-if-changed=../hooks");
     println!("cargo:rerun-if-changed=../abi/include");
     println!("cargo:rerun-if-env-changed=PROFCC_CLANG");
+    println!("cargo:rerun-if-env-changed=PROFCC_LLVM_AR");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let clang = std::env::var("PROFCC_CLANG").unwrap_or_else(|_| "clang-22".into());
     for name in HOOKS {
@@ -36,4 +39,34 @@ fn main() {
             });
         assert!(status.success(), "{clang} failed to compile {src}");
     }
+    stub_archive(&clang, &out_dir);
+}
+
+/// ../hooks/stub.c as an object in an archive: the linker takes it only for a library that
+/// refers to the hooks' symbols.
+fn stub_archive(clang: &str, out_dir: &std::path::Path) {
+    let obj = out_dir.join("profcc_stub.o");
+    let status = Command::new(clang)
+        .args(["-O2", "-c", "-fPIC", "-fno-stack-protector", "-g0"])
+        .args(["-I", "../abi/include"])
+        .arg("../hooks/stub.c")
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {clang} ({e})"));
+    assert!(
+        status.success(),
+        "{clang} failed to compile ../hooks/stub.c"
+    );
+    // llvm-ar of the same LLVM as clang (clang-22 -> llvm-ar-22).
+    let ar = std::env::var("PROFCC_LLVM_AR").unwrap_or_else(|_| clang.replace("clang", "llvm-ar"));
+    let lib = out_dir.join("libprofcc_stub.a");
+    let _ = std::fs::remove_file(&lib);
+    let status = Command::new(&ar)
+        .arg("rcs")
+        .arg(&lib)
+        .arg(&obj)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {ar} ({e})"));
+    assert!(status.success(), "{ar} failed to archive {}", obj.display());
 }

@@ -473,6 +473,14 @@ pub mod names {
         RANGE,
         RANGE_N,
     ];
+    /// The doors the hook bodies call (hooks/sharing.c): the `preserve_most` cold door of a
+    /// checked access and the per-line loop of a range. Declared `nonlazybind` by the pass:
+    /// from a shared library they are called through the GOT, bound at load time, never
+    /// through a lazy PLT entry (the lazy resolver clobbers registers `preserve_most` keeps,
+    /// e.g. r10); in an executable the linker relaxes the GOT call to a direct call.
+    pub const SLOW: &str = "__profcc_slow";
+    pub const RANGE_SLOW: &str = "__profcc_range_slow";
+    pub const DOORS: [&str; 2] = [SLOW, RANGE_SLOW];
     /// Runtime entry the module constructor calls with the module descriptor.
     pub const REGISTER: &str = "__profcc_register_module";
     /// Runtime entry the module destructor (priority `CTOR_PRIORITY`) calls with the same

@@ -28,6 +28,12 @@ use std::path::Path;
 
 pub use abi::{AccessKind, MAX_MODULE_SITES};
 
+/// hooks/stub.c in an archive (build.rs): weak definitions of every symbol an instrumented
+/// module refers to, for shared links. A library links with `-z defs` and loads into a program
+/// without profcc's runtime (not profiled there); in a profcc-built executable the runtime's
+/// definitions win.
+pub const STUB_ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libprofcc_stub.a"));
+
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Instrument memory accesses (loads, stores, atomics, memory intrinsics).

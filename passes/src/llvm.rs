@@ -128,6 +128,20 @@ impl Context {
                 return Err(format!("linking the hook bodies ({name}) failed"));
             }
         }
+        // The doors: bound at load time (see `abi::names::DOORS`).
+        let nonlazybind = LLVMGetEnumAttributeKindForName("nonlazybind".as_ptr() as *const _, 11);
+        for name in crate::abi::names::DOORS {
+            let cname = CString::new(name).unwrap();
+            let door = LLVMGetNamedFunction(module.m, cname.as_ptr());
+            if door.is_null() {
+                return Err(format!("hook door {name} missing after linking"));
+            }
+            LLVMAddAttributeAtIndex(
+                door,
+                u32::MAX,
+                LLVMCreateEnumAttribute(self.0, nonlazybind, 0),
+            );
+        }
         let mut out = Vec::new();
         for name in crate::abi::names::HOOKS {
             let cname = CString::new(name).unwrap();

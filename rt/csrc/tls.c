@@ -36,6 +36,16 @@ void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t
   *countdown = &__profcc_hot_cd;
 }
 
+/* The door's object (hooks/sharing_door.c) comes with this one out of the runtime archive.
+ * An instrumented library defines stubs of every hook symbol (hooks/stub.c); linked before
+ * the archive, it would otherwise satisfy the executable's calls of the door. The other
+ * symbols the stubs define are in this object or in the runtime's Rust object, which the
+ * link always takes (`-u __profcc_force_link`, and the Rust code refers to this object). */
+extern const char profcc_door_anchor;
+/* The stubs' constructor looks for it (a weak reference) to tell a profcc-built executable. */
+__attribute__((visibility("default"))) const char __profcc_runtime = 1;
+__attribute__((used)) static const char *const profcc_door_ref = &profcc_door_anchor;
+
 /* Reserve the shadow before any initialiser runs: .preinit_array entries of the executable
  * run before the constructors of every shared library, so even an instrumented library's
  * constructor finds it mapped. */
