@@ -1083,3 +1083,126 @@ fn own_allocator_mmapping_under_its_lock() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
     assert!(count_in(&p, "own_malloc_lock.c", "malloc") > 0);
 }
+
+/// libexpat 2.1.0 (the `expat-sys` crate's bundled sources), built as upstream ships it:
+/// `./configure` (autoconf + libtool, shared library), `make`, `make check` (its own test
+/// suites, C and C++, linked against the shared library), then `xmlwf` (a libtool wrapper
+/// over the shared libexpat, lazily bound) on well-formed and malformed documents. The
+/// profcc build must print and exit exactly as the clang-22 build, and profile the library.
+#[test]
+fn libexpat_libtool_shared_library_xmlwf_and_test_suite() {
+    let s = scratch("expat");
+    let src = crate_dir("expat-sys").join("expat");
+    let good = s.write(
+        "good.xml",
+        "<?xml version=\"1.0\"?>\n<doc a=\"1\"><item>one &amp; two</item><item b='x'/><!-- c --></doc>\n",
+    );
+    let bad = s.write("bad.xml", "<doc><item></doc>\n");
+    let mut runs = Vec::new();
+    for (cc, cxx, tag) in [
+        (clang(), clangxx(), "clang"),
+        (profcc(), profcxx(), "profcc"),
+    ] {
+        let dir = s.path(tag);
+        copy_tree(&src, &dir);
+        let env = [
+            ("CC", cc.display().to_string()),
+            ("CXX", cxx.display().to_string()),
+        ];
+        timed(&format!("expat: configure + make with {tag}"), || {
+            sh(Command::new("./configure")
+                .current_dir(&dir)
+                .envs(env.iter().cloned())
+                .env("CFLAGS", "-O2")
+                .env("CXXFLAGS", "-O2"));
+            sh(Command::new("make").arg("-j2").current_dir(&dir));
+        });
+        assert!(
+            dir.join(".libs/libexpat.so").exists(),
+            "{tag}: no shared libexpat"
+        );
+        let profile = s.path(&format!("{tag}.%p.json"));
+        let opts = format!("out={}", profile.display());
+        let check = output_within(
+            Command::new("make")
+                .arg("check")
+                .current_dir(&dir)
+                .env("PROFCC_OPTIONS", &opts),
+        );
+        let xmlwf = |args: &[&Path], out_dir: Option<&Path>| {
+            let mut c = Command::new(dir.join("xmlwf/xmlwf"));
+            if let Some(d) = out_dir {
+                std::fs::create_dir_all(d).unwrap();
+                c.arg("-d").arg(d);
+            }
+            output_within(
+                c.args(args)
+                    .current_dir(s.dir.path())
+                    .env("PROFCC_OPTIONS", &opts),
+            )
+        };
+        let canon_dir = s.path(&format!("canon-{tag}"));
+        let both = xmlwf(&[&good, &bad], None);
+        let canon = xmlwf(&[&good], Some(&canon_dir));
+        let canonical = std::fs::read(canon_dir.join("good.xml")).unwrap_or_default();
+        runs.push((tag, check, both, canon, canonical));
+    }
+    let (n, p) = (&runs[0], &runs[1]);
+    // make's own lines name the directory; the test programs' output is what is compared.
+    let suite = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.contains("Checks:"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        n.1.status.success(),
+        "clang-22 make check failed:\n{}",
+        tail(&String::from_utf8_lossy(&n.1.stdout), 30)
+    );
+    assert_eq!(
+        suite(&n.1).len(),
+        2,
+        "runtests and runtestspp: {:?}",
+        suite(&n.1)
+    );
+    assert_eq!(
+        suite(&p.1),
+        suite(&n.1),
+        "make check: the test suites' results differ"
+    );
+    assert_eq!(p.1.status.code(), n.1.status.code());
+    assert_same_run("xmlwf good.xml bad.xml", &n.2, &p.2);
+    assert!(
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&n.2.stdout),
+            String::from_utf8_lossy(&n.2.stderr)
+        )
+        .contains("bad.xml:1:"),
+        "xmlwf reports the malformed document: {:?}",
+        n.2
+    );
+    assert_same_run("xmlwf -d", &n.3, &p.3);
+    assert!(
+        !n.4.is_empty() && p.4 == n.4,
+        "canonical output differs or is empty"
+    );
+    // The profcc runs wrote profiles that count accesses in the shared library's parser.
+    let profiles: Vec<Profile> = std::fs::read_dir(s.dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("profcc."))
+        .filter_map(|e| profcc_schema::read(&e.path()).ok())
+        .collect();
+    assert!(
+        !profiles.is_empty(),
+        "no profile from the profcc-built xmlwf or test suites"
+    );
+    let in_lib: u64 = profiles
+        .iter()
+        .map(|p| count_in_file(p, "lib/xmlparse.c"))
+        .sum();
+    assert!(in_lib > 0, "no access counted in libexpat's xmlparse.c");
+}
