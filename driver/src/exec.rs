@@ -419,14 +419,7 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
 /// A shared link gets the hook stubs (hooks/stub.c, `profcc_passes::STUB_ARCHIVE`) last, so an
 /// instrumented library links with `-z defs` and loads without the runtime, which only
 /// executables link. An archive: a library without instrumented code takes nothing from it.
-fn with_hook_stubs(mut args: Vec<String>, tmp: &Path, dry: bool) -> Vec<String> {
-    let linker_shared = |w: &str| matches!(w, "-shared" | "--shared" | "-Bshareable");
-    let shared = args.iter().enumerate().any(|(i, a)| {
-        matches!(a.as_str(), "-shared" | "--shared")
-            || a.strip_prefix("-Wl,")
-                .is_some_and(|w| w.split(',').any(linker_shared))
-            || (a == "-Xlinker" && args.get(i + 1).is_some_and(|w| linker_shared(w)))
-    });
+fn with_hook_stubs(mut args: Vec<String>, shared: bool, tmp: &Path, dry: bool) -> Vec<String> {
     if shared {
         let stubs = tmp.join("libprofcc_stub.a");
         match if dry { Ok(()) } else { std::fs::write(&stubs, profcc_passes::STUB_ARCHIVE) } {
@@ -633,7 +626,7 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
         } else {
             link_cmd(link, &objs, rt.as_deref())
         };
-        let args = with_hook_stubs(args, &tmp, dry);
+        let args = with_hook_stubs(args, b.shared, &tmp, dry);
         if dry {
             println!("[link]\n  {}", show(clang, &args));
         } else {

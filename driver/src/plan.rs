@@ -199,6 +199,9 @@ pub struct Build {
     pub link: Option<Vec<LinkArg>>,
     /// Append profcc's runtime to the link.
     pub runtime: bool,
+    /// The link makes a shared library (`-shared`, `-Wl,-shared`, `-Xlinker -shared`): it gets
+    /// the hook stubs instead of the runtime.
+    pub shared: bool,
     /// One line each on stderr before the build.
     pub notices: Vec<String>,
 }
@@ -324,6 +327,8 @@ pub fn classify(args: &[String]) -> Plan {
     let mut user_debug = false;
     let mut verbose = false;
     let mut no_runtime = false;
+    let mut shared = false;
+    let is_shared = |w: &str| matches!(w, "-shared" | "--shared" | "-Bshareable");
     let (mut md, mut mf, mut mt) = (false, false, false);
     let mut sources = Vec::new();
     let mut linker_inputs = 0;
@@ -348,7 +353,10 @@ pub fn classify(args: &[String]) -> Plan {
                     Role::Output => output = Some(v.to_string()),
                     Role::Debug => user_debug = true,
                     Role::Verbose => verbose = true,
-                    Role::NoRuntime => no_runtime = true,
+                    Role::NoRuntime => {
+                        no_runtime = true;
+                        shared |= is_shared(opt.name);
+                    }
                     Role::Dep(Dep::MD | Dep::MMD) => md = true,
                     Role::Dep(Dep::MF) => mf = true,
                     Role::Dep(Dep::MT | Dep::MQ) => mt = true,
@@ -366,6 +374,7 @@ pub fn classify(args: &[String]) -> Plan {
                         }) =>
                     {
                         no_runtime = true;
+                        shared |= v.split(',').any(is_shared);
                     }
                     Role::Steps(_)
                         if (opt.name == "-m" && matches!(v, "32" | "x32" | "16"))
@@ -385,6 +394,7 @@ pub fn classify(args: &[String]) -> Plan {
                     Role::Steps(_) if opt.name == "-Xlinker" => {
                         if matches!(v, "-shared" | "--shared" | "-r" | "--relocatable") {
                             no_runtime = true;
+                            shared |= is_shared(v);
                         }
                     }
                     Role::LinkInput => linker_inputs += 1,
@@ -555,6 +565,7 @@ pub fn classify(args: &[String]) -> Plan {
         }
         b.link = Some(link);
         b.runtime = !no_runtime;
+        b.shared = shared;
     }
     Plan::Build(b)
 }
@@ -804,6 +815,16 @@ mod tests {
             "-Xlinker -shared a.o -o x",
         ] {
             assert!(!build(argv).runtime, "{argv}");
+        }
+        for (argv, shared) in [
+            ("-shared -fPIC a.c -o liba.so", true),
+            ("-Wl,-shared a.o -o liba.so", true),
+            ("-Xlinker -shared a.o -o x", true),
+            ("-r a.o b.o -o c.o", false),
+            ("-nostdlib a.c -o x", false),
+            ("a.c -o x", false),
+        ] {
+            assert_eq!(build(argv).shared, shared, "{argv}");
         }
         // -shared still instruments the code
         let b = build("-shared -fPIC a.c -o liba.so");
