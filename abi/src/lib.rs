@@ -334,7 +334,8 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 
 // ---- the module descriptor ----
 
-pub const ABI_VERSION: u32 = 4;
+/// 5: `ModuleDesc::wrappers` (the module's allocation wrappers).
+pub const ABI_VERSION: u32 = 5;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
 /// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`
@@ -353,7 +354,14 @@ pub struct ModuleDesc {
     pub site_base: *mut u32,
     /// `FLAG_*` bits.
     pub flags: u32,
+    /// String offset of the module's allocation wrappers (functions that only call an
+    /// allocator, or another wrapper, and return the block): their linkage names separated by
+    /// [`WRAPPER_SEPARATOR`]; `NO_STRING` when it has none.
+    pub wrappers: u32,
 }
+
+/// Separates the names in [`ModuleDesc::wrappers`] (no linkage name contains it).
+pub const WRAPPER_SEPARATOR: char = ' ';
 
 /// Word indices of a site record (`SITE_WORDS` u32 words).
 pub const SITE_FILE: usize = 0;

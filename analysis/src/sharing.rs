@@ -13,7 +13,7 @@
 //! [`estimate`] is the one place they are scaled, and findings carry estimates only.
 
 use profcc_schema::sharing::{
-    LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing, LINE,
+    ByteUse, LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing, LINE,
 };
 use profcc_schema::{AccessSite, Profile};
 use serde::{Deserialize, Serialize};
@@ -60,6 +60,9 @@ pub const HIGH_CONFIDENCE_THRESHOLDS: u64 = 100;
 pub const HIGH_CONFIDENCE_RECORDED: u64 = 1000;
 /// Recorded accesses behind a medium-confidence finding (fewer: low).
 pub const MEDIUM_CONFIDENCE_RECORDED: u64 = 100;
+
+/// Thread ids a line of text lists before it says how many more there are ([`threads_list`]).
+pub const LISTED_THREADS: usize = 8;
 
 /// The predicted saving is at most this percentage of the parallel time (as in Cheetah: the
 /// threads still do their work once the line is no longer shared).
@@ -135,7 +138,11 @@ pub struct Finding {
     /// Estimated accesses to the line(s) while tracked ([`estimate`]).
     pub reads: u64,
     pub writes: u64,
+    /// Threads that accessed the line(s), real ids.
     pub threads: Vec<u32>,
+    /// Some byte had more readers or writers than the runtime names (two per byte): `threads`
+    /// lists the ones it named.
+    pub more_threads: bool,
     pub objects: Vec<ObjectRef>,
     pub words: Vec<Word>,
     /// Access sites of the line(s), most accesses first per line; estimated counts
@@ -291,6 +298,7 @@ fn merge(
         m.writes += f.writes;
         let threads: BTreeSet<u32> = m.threads.iter().chain(&f.threads).copied().collect();
         m.threads = threads.into_iter().collect();
+        m.more_threads |= f.more_threads;
         let base = m.objects.len();
         for o in &f.objects {
             if !m.objects.contains(o) {
@@ -372,23 +380,48 @@ fn add_sites(sites: &mut Vec<LineSite>, more: &[LineSite]) {
     }
 }
 
-fn ids(mask: &[u32]) -> BTreeSet<u32> {
-    mask.iter().copied().collect()
+// Per-byte thread sets. The runtime keeps, per byte, the first two threads (real ids) that
+// read and that wrote it, and whether a third came ([`ByteUse`]); the classification reads them
+// only through these accessors.
+
+/// Threads known to have written the byte range (real ids).
+pub fn byte_writers(b: &ByteUse) -> BTreeSet<u32> {
+    b.writers.iter().copied().collect()
+}
+
+/// Threads known to have read the byte range (real ids).
+pub fn byte_readers(b: &ByteUse) -> BTreeSet<u32> {
+    b.readers.iter().copied().collect()
+}
+
+/// Two or more threads wrote the same byte.
+pub fn written_by_several(b: &ByteUse) -> bool {
+    b.writers.len() >= 2 || b.more_writers
 }
 
 /// Threads that wrote / read each byte of a line (a byte written by one access of size n at
-/// offset o covers [o, o+n)).
+/// offset o covers [o, o+n)); the second vector's sets also say whether a reader that is not a
+/// writer of the byte is known to exist beyond the listed ids.
 fn byte_sets(l: &LineRecord) -> (Vec<BTreeSet<u32>>, Vec<BTreeSet<u32>>) {
     let mut w = vec![BTreeSet::new(); LINE as usize];
     let mut r = vec![BTreeSet::new(); LINE as usize];
     for b in &l.bytes {
         let end = (b.offset + b.size.max(1)).min(LINE as u32);
         for i in b.offset..end {
-            w[i as usize].extend(ids(&b.writers));
-            r[i as usize].extend(ids(&b.readers));
+            w[i as usize].extend(byte_writers(b));
+            r[i as usize].extend(byte_readers(b));
         }
     }
     (w, r)
+}
+
+/// Some byte has a reader that is not among its writers: a listed reader that wrote nothing
+/// there, or more than two readers while at most two threads wrote it.
+fn read_by_non_writer(l: &LineRecord, w: &[BTreeSet<u32>], r: &[BTreeSet<u32>]) -> bool {
+    (0..LINE as usize).any(|i| !w[i].is_empty() && r[i].difference(&w[i]).next().is_some())
+        || l.bytes
+            .iter()
+            .any(|b| b.more_readers && !b.writers.is_empty() && !b.more_writers)
 }
 
 fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Finding> {
@@ -402,12 +435,12 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
     let reads = estimate(&s.settings, l.bytes.iter().map(|b| b.reads).sum());
     let writes = estimate(&s.settings, l.bytes.iter().map(|b| b.writes).sum());
     // A byte written by two threads, or written by one and read by another, is truly shared.
-    let write_shared = w.iter().any(|s| s.len() >= 2);
+    let write_shared = w.iter().any(|s| s.len() >= 2) || l.bytes.iter().any(written_by_several);
     // Reads of another thread's bytes count when they are more than a trace.
     let recorded: u64 = l.bytes.iter().map(|b| b.reads + b.writes).sum();
     let cross: u64 = l.bytes.iter().map(|b| b.cross_reads).sum();
-    let read_shared = cross * 100 >= CROSS_READ_MIN_PERCENT * recorded.max(1)
-        && (0..LINE as usize).any(|i| !w[i].is_empty() && r[i].difference(&w[i]).next().is_some());
+    let read_shared =
+        cross * 100 >= CROSS_READ_MIN_PERCENT * recorded.max(1) && read_by_non_writer(l, &w, &r);
     let kind = if (write_shared || read_shared)
         && reads >= READ_MOSTLY_RATIO * writes.max(1)
         && readers.len() >= 2
@@ -446,6 +479,7 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
         reads,
         writes,
         threads: threads.into_iter().collect(),
+        more_threads: l.bytes.iter().any(|b| b.more_readers || b.more_writers),
         objects,
         words,
         sites: estimated_sites(&s.settings, &l.sites),
@@ -558,6 +592,7 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
         reads: 0,
         writes: vol.max(estimate(&s.settings, writes_a.min(writes_b))),
         threads: threads.into_iter().collect(),
+        more_threads: false,
         objects,
         words,
         sites,
@@ -648,12 +683,10 @@ fn summary_line(p: &Profile, f: &Finding) -> String {
     } else {
         String::new()
     };
-    let threads = f
-        .threads
-        .iter()
-        .map(|t| t.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let mut threads = threads_list(&f.threads);
+    if f.more_threads {
+        threads.push_str(",+others");
+    }
     let gain = if gain_shown(f.predicted_speedup) {
         format!(", fixing it: up to {:.2}x faster", f.predicted_speedup)
     } else {
@@ -664,6 +697,21 @@ fn summary_line(p: &Profile, f: &Finding) -> String {
         f.kind.as_str(),
         f.invalidations
     )
+}
+
+/// Thread ids listed in one line of text: at most [`LISTED_THREADS`], then how many more
+/// (`1,2,3,+390 more`).
+pub fn threads_list(threads: &[u32]) -> String {
+    let mut s = threads
+        .iter()
+        .take(LISTED_THREADS)
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    if threads.len() > LISTED_THREADS {
+        s.push_str(&format!(",+{} more", threads.len() - LISTED_THREADS));
+    }
+    s
 }
 
 fn basename(p: &str) -> &str {

@@ -13,6 +13,8 @@
 //! - `metadata`: the site table (file, line, column, function, inlined-at, kind, size) and a
 //!   string table travel inside the object as private constants; a priority-1 constructor
 //!   registers them with the runtime, which assigns the module's global site base.
+//! - `wrappers`: the module's allocation wrappers (functions that only allocate and return the
+//!   block), listed in the descriptor so the report names heap objects by their callers.
 //!
 //! The crate does no I/O except [`instrument_file`]'s reading and writing of the bitcode the
 //! driver names, and never panics on valid IR.
@@ -23,6 +25,7 @@ mod llvm;
 mod metadata;
 mod rewrite;
 mod select;
+mod wrappers;
 
 use std::path::Path;
 
@@ -106,10 +109,15 @@ pub fn instrument_module(
     }
     let mut selection = select::select(module.raw(), &mut stats);
     select::plan(&mut selection, &mut stats);
-    if selection.accesses.is_empty() {
+    let wrappers = unsafe { wrappers::find(module.raw()) };
+    if !wrappers.is_empty() {
+        stats.bump("alloc-wrapper", wrappers.len() as u64);
+    }
+    if selection.accesses.is_empty() && wrappers.is_empty() {
         return Ok(stats);
     }
-    let table = metadata::SiteTable::build(module.raw(), &selection);
+    let mut table = metadata::SiteTable::build(module.raw(), &selection);
+    table.set_wrappers(&wrappers);
     unsafe {
         let hooks = ctx.link_hooks(module)?;
         let flags = if opts.sharing { abi::FLAG_SHARING } else { 0 };

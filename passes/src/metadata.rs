@@ -17,11 +17,23 @@ pub struct SiteTable {
     pub words: Vec<u32>,
     pub strings: Vec<u8>,
     index: HashMap<String, u32>,
+    /// String offset of the allocation wrappers' names (`ModuleDesc::wrappers`).
+    pub wrappers: u32,
 }
 
 impl SiteTable {
     pub fn len(&self) -> usize {
         self.words.len() / SITE_WORDS
+    }
+
+    /// List the module's allocation wrappers (linkage names) in the string table.
+    pub fn set_wrappers(&mut self, names: &[String]) {
+        self.wrappers = if names.is_empty() {
+            NO_STRING
+        } else {
+            let sep = WRAPPER_SEPARATOR.to_string();
+            self.intern(&names.join(&sep))
+        };
     }
 
     fn intern(&mut self, s: &str) -> u32 {
@@ -36,7 +48,10 @@ impl SiteTable {
     }
 
     pub fn build(_m: LLVMModuleRef, sel: &Selection) -> SiteTable {
-        let mut t = SiteTable::default();
+        let mut t = SiteTable {
+            wrappers: NO_STRING,
+            ..Default::default()
+        };
         let mut fn_names: HashMap<LLVMValueRef, u32> = HashMap::new();
         for a in &sel.accesses {
             let loc = unsafe { location(a) };
@@ -225,7 +240,7 @@ pub unsafe fn emit(
     LLVMSetLinkage(base, LLVMLinkage::LLVMInternalLinkage);
 
     // profcc_abi::ModuleDesc (passes/tests/abi.rs checks the layouts agree).
-    let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t];
+    let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t, i32t];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
     let mut vals = [
         LLVMConstInt(i32t, ABI_VERSION as u64, 0),
@@ -234,6 +249,7 @@ pub unsafe fn emit(
         strings,
         base,
         LLVMConstInt(i32t, flags as u64, 0),
+        LLVMConstInt(i32t, t.wrappers as u64, 0),
     ];
     let desc = LLVMAddGlobal(m, desc_ty, cstr("__profcc_module").as_ptr());
     LLVMSetInitializer(

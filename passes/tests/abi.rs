@@ -75,7 +75,7 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
         // The descriptor: same size and field offsets as profcc_abi::ModuleDesc.
         let desc = p.global("__profcc_module");
         let ty = LLVMGlobalGetValueType(desc);
-        assert_eq!(LLVMCountStructElementTypes(ty), 6);
+        assert_eq!(LLVMCountStructElementTypes(ty), 7);
         let offsets = [
             offset_of!(ModuleDesc, abi_version),
             offset_of!(ModuleDesc, nsites),
@@ -83,6 +83,7 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
             offset_of!(ModuleDesc, strings),
             offset_of!(ModuleDesc, site_base),
             offset_of!(ModuleDesc, flags),
+            offset_of!(ModuleDesc, wrappers),
         ];
         for (i, off) in offsets.iter().enumerate() {
             assert_eq!(
@@ -98,6 +99,11 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
         let nsites = int_at(init, 1) as usize;
         assert_eq!(nsites, 2);
         assert_eq!(int_at(init, 5), FLAG_SHARING as u64);
+        assert_eq!(
+            int_at(init, 6),
+            NO_STRING as u64,
+            "load_store.ll has no wrappers"
+        );
         let base = p.global("__profcc_site_base");
         assert_eq!(
             LLVMConstIntGetZExtValue(LLVMGetInitializer(base)),
@@ -148,7 +154,7 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
 
 #[test]
 fn golden_descriptors_carry_the_crates_abi_version() {
-    let prefix = "@__profcc_module = private constant { i32, i32, ptr, ptr, ptr, i32 } { i32 ";
+    let prefix = "@__profcc_module = private constant { i32, i32, ptr, ptr, ptr, i32, i32 } { i32 ";
     let mut seen = 0;
     for e in std::fs::read_dir(golden_dir()).unwrap() {
         let path = e.unwrap().path();

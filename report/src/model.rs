@@ -238,6 +238,10 @@ pub struct Object {
     pub alloc_site: Option<String>,
     /// Heap: the allocation call stack, innermost first, as `function file:line`.
     pub alloc_stack: Vec<String>,
+    /// Heap: the allocation wrappers the call went through before `alloc_site`, innermost
+    /// first, as `function (file:line)` (the profile's `alloc_wrappers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alloc_wrappers: Vec<String>,
     pub stack_thread: Option<u32>,
     /// Heap: the function of `alloc_site`; stack: the function of the first place that writes
     /// the line.
@@ -256,6 +260,7 @@ impl Object {
             alloc_thread: None,
             alloc_site: None,
             alloc_stack: Vec::new(),
+            alloc_wrappers: Vec::new(),
             stack_thread: None,
             function: None,
         }

@@ -32,6 +32,7 @@ fn byte(
         } else {
             0
         },
+        ..Default::default()
     }
 }
 

@@ -172,11 +172,27 @@ impl Symbolizer {
                 unusable: None,
                 mtime,
             },
-            Err(e) => ModFile::unusable(
-                format!("its debug information cannot be read ({e})"),
-                Some(range),
-                mtime,
-            ),
+            // No readable debug information: its ELF symbols still name its functions.
+            Err(e) => {
+                let symbols = function_symbols(&data);
+                if symbols.is_empty() {
+                    ModFile::unusable(
+                        format!("its debug information cannot be read ({e})"),
+                        Some(range),
+                        mtime,
+                    )
+                } else {
+                    ModFile {
+                        loader: None,
+                        symbols,
+                        data_symbols: data_symbols(&data),
+                        loads: load_ranges(&data),
+                        exec_range: Some(range),
+                        unusable: None,
+                        mtime,
+                    }
+                }
+            }
         }
     }
 
@@ -263,8 +279,14 @@ impl Symbolizer {
                 .collect();
         }
         let f = self.files.get(&m.path).expect("usable module was opened");
-        let loader = f.loader.as_ref().expect("usable module has a loader");
-        let out = lookup(loader, &f.symbols, address, m, offset - 1);
+        let out = match f.loader.as_ref() {
+            Some(loader) => lookup(loader, &f.symbols, address, m, offset - 1),
+            None => {
+                let mut raw = Frame::raw(address, Some(m));
+                raw.function = symbol_name(&f.symbols, offset - 1);
+                vec![raw]
+            }
+        };
         self.cache.insert(ck, out.clone());
         out
     }
@@ -335,13 +357,37 @@ pub struct Global {
 /// program's own source (allocator wrappers, std::thread and libstdc++ frames from `/usr/`
 /// come first), else any with a source place, else any with a name, else the innermost.
 pub fn user_frame(stack: &[Frame]) -> Option<&Frame> {
+    user_frame_index(stack, &|_| false).map(|i| &stack[i])
+}
+
+/// [`user_frame`] among the frames `skip` does not reject (its index in `stack`); when `skip`
+/// rejects every frame that has a place or name, among all frames.
+pub fn user_frame_index(stack: &[Frame], skip: &dyn Fn(&Frame) -> bool) -> Option<usize> {
     let system = |f: &Frame| f.file.as_deref().is_some_and(|p| p.starts_with("/usr/"));
-    stack
-        .iter()
-        .find(|f| f.file.is_some() && !system(f))
-        .or_else(|| stack.iter().find(|f| f.file.is_some()))
-        .or_else(|| stack.iter().find(|f| f.function.is_some()))
-        .or(stack.first())
+    let pick = |skip: &dyn Fn(&Frame) -> bool| {
+        stack
+            .iter()
+            .position(|f| !skip(f) && f.file.is_some() && !system(f))
+            .or_else(|| stack.iter().position(|f| !skip(f) && f.file.is_some()))
+            .or_else(|| stack.iter().position(|f| !skip(f) && f.function.is_some()))
+    };
+    pick(skip)
+        .or_else(|| pick(&|_| false))
+        .or(if stack.is_empty() { None } else { Some(0) })
+}
+
+/// Whether `f` is one of the allocation wrappers `wrappers` names: linkage names as the
+/// profile lists them (demangled here) or names a user gave, with or without the parameter
+/// list (`xmalloc` matches `xmalloc(unsigned long)`).
+pub fn is_wrapper(f: &Frame, wrappers: &[String]) -> bool {
+    let Some(func) = f.function.as_deref() else {
+        return false;
+    };
+    let bare = func.split('(').next().unwrap_or(func);
+    wrappers.iter().any(|w| {
+        let d = demangle(w);
+        d == func || d == bare || w == func || w == bare
+    })
 }
 
 fn lookup(
@@ -381,16 +427,13 @@ fn lookup(
     if out.is_empty() {
         out.push(Frame::raw(address, Some(m)));
     }
-    // No DWARF function (e.g. a library without -g): the symbol table may still name it, but
-    // only a symbol whose extent holds the address (stripped libraries keep only exported
-    // symbols; the nearest one below an internal function is someone else).
+    // No DWARF function (e.g. a library without -g, or a distribution's libc whose debug
+    // file is not installed): the symbol table names it. A symbol whose extent holds the
+    // address gives its name; otherwise the address is in an internal function a stripped
+    // library keeps no name for, shown as the nearest symbol below plus the offset, as
+    // glibc's backtrace_symbols and perf do (`mrand48_r+0x2b3`: code after mrand48_r).
     if out.last().is_some_and(|f| f.function.is_none()) {
-        let i = symbols.partition_point(|s| s.0 <= probe);
-        if let Some((addr, size, name)) = i.checked_sub(1).map(|i| &symbols[i]) {
-            if probe < addr + size {
-                out.last_mut().unwrap().function = Some(name.clone());
-            }
-        }
+        out.last_mut().unwrap().function = symbol_name(symbols, probe);
     }
     for f in &mut out {
         if let Some(file) = &mut f.file {
@@ -398,6 +441,19 @@ fn lookup(
         }
     }
     out
+}
+
+/// The function symbol that holds file address `probe`, else the nearest one below it with
+/// the offset (`name+0x2b3`); None below the first symbol.
+fn symbol_name(symbols: &[(u64, u64, String)], probe: u64) -> Option<String> {
+    let i = symbols.partition_point(|s| s.0 <= probe);
+    let (addr, size, name) = i.checked_sub(1).map(|i| &symbols[i])?;
+    Some(if probe < addr + size {
+        name.clone()
+    } else {
+        // The return address's offset (probe is one byte before it).
+        format!("{name}+{:#x}", probe + 1 - addr)
+    })
 }
 
 /// Function symbols with a size (the static table, else the dynamic one), sorted by address.
@@ -520,4 +576,53 @@ pub fn demangle(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+#[cfg(test)]
+mod names_tests {
+    use super::*;
+
+    #[test]
+    fn stripped_code_is_named_by_the_nearest_symbol_below() {
+        let syms = vec![
+            (0x1000, 0x20, "strdup".to_string()),
+            (0x2000, 0x10, "qsort_r".to_string()),
+        ];
+        assert_eq!(symbol_name(&syms, 0x1010).as_deref(), Some("strdup"));
+        // Past qsort_r's extent: an internal function (msort_with_tmp), return address 0x22b4.
+        assert_eq!(symbol_name(&syms, 0x22b3).as_deref(), Some("qsort_r+0x2b4"));
+        assert_eq!(symbol_name(&syms, 0x800), None);
+    }
+
+    #[test]
+    fn wrappers_match_by_linkage_name_or_name() {
+        let f = |name: &str| Frame {
+            function: Some(name.into()),
+            ..Frame::raw(0x1000, None)
+        };
+        let w = vec!["_Z7xmallocm".to_string(), "pool_get".to_string()];
+        assert!(is_wrapper(&f("xmalloc(unsigned long)"), &w));
+        assert!(is_wrapper(&f("pool_get"), &w));
+        assert!(!is_wrapper(&f("main"), &w));
+        // The first frame outside them names the object.
+        let stack = vec![
+            Frame {
+                file: Some("/src/m.c".into()),
+                line: Some(3),
+                ..f("pool_get")
+            },
+            Frame {
+                file: Some("/src/main.c".into()),
+                line: Some(88),
+                ..f("main")
+            },
+        ];
+        assert_eq!(user_frame_index(&stack, &|x| is_wrapper(x, &w)), Some(1));
+        assert_eq!(user_frame_index(&stack, &|_| false), Some(0));
+        // Only wrappers: the stack as it is.
+        assert_eq!(
+            user_frame_index(&stack[..1], &|x| is_wrapper(x, &w)),
+            Some(0)
+        );
+    }
 }

@@ -655,6 +655,8 @@ static void *user_trampoline(void *rec) {
     void *ret;
     tls.in_rt = 1;
     profcc_thread_started(rec, &fn, &arg);
+    /* The walker's top for this thread: no frame from here up is the program's. */
+    tls.stack_hi = (uintptr_t)FP();
     tls.in_rt = 0;
     pthread_cleanup_push(thread_exiting, 0);
     ret = fn(arg);
@@ -764,6 +766,7 @@ __attribute__((noinline)) unsigned profcc_walk(void *start_fp, uint64_t *out, un
         if (fp <= prev || (fp & 7) != 0 || fp + 16 > hi) break;
         uintptr_t ret = ((uintptr_t *)fp)[1];
         if (ret < 4096 || ret >= (1ul << 47)) break; /* not a user-space code address */
+        if (((uintptr_t *)fp)[0] == hi) break; /* returns into user_trampoline: the runtime's */
         out[n++] = ret;
         prev = fp;
         fp = ((uintptr_t *)fp)[0];

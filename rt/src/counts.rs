@@ -53,6 +53,9 @@ pub(crate) struct Modules {
     gone_accesses: Vec<(u32, u64)>,
     /// Where the unloaded modules were mapped (for symbolising their code addresses).
     gone_maps: Vec<profcc_schema::Module>,
+    /// Allocation wrappers the pass listed in registered modules (linkage names, sorted,
+    /// unique; kept after a module unloads).
+    wrappers: Vec<String>,
 }
 unsafe impl Send for Modules {}
 
@@ -61,6 +64,7 @@ pub(crate) static MODULES: SpinLock<Modules> = SpinLock::new(Modules {
     gone_sites: Vec::new(),
     gone_accesses: Vec::new(),
     gone_maps: Vec::new(),
+    wrappers: Vec::new(),
 });
 static NEXT_BASE: AtomicU32 = AtomicU32::new(0);
 static DROPPED_SITES: AtomicU32 = AtomicU32::new(0);
@@ -115,6 +119,7 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
     for a in crate::analysis::all() {
         a.module_registered((*m).flags);
     }
+    note_wrappers(&*m);
     let n = (*m).nsites.min(MAX_MODULE_SITES);
     // Bases are never handed out twice (a module loaded again gets a new range), so the
     // slots of an unloaded module are simply never read again.
@@ -347,6 +352,34 @@ fn kind_of(k: u8) -> AccessKind {
         Some(K::CopyRead) => AccessKind::CopyRead,
         Some(K::CopyWrite) | None => AccessKind::CopyWrite,
     }
+}
+
+unsafe fn note_wrappers(d: &ModuleDesc) {
+    if d.wrappers == NO_STRING {
+        return;
+    }
+    let list = string_at(d.strings, d.wrappers);
+    let mut m = MODULES.lock();
+    let w = &mut m.wrappers;
+    for name in list.split(profcc_abi::WRAPPER_SEPARATOR) {
+        if let Err(at) = w.binary_search_by(|x| x.as_str().cmp(name)) {
+            w.insert(at, name.to_string());
+        }
+    }
+}
+
+/// The allocation wrappers of every module registered so far, and those the `alloc_wrappers`
+/// option names (comma-separated), sorted and unique.
+pub fn alloc_wrappers() -> Vec<String> {
+    let mut v = MODULES.lock().wrappers.clone();
+    for name in crate::options::get().alloc_wrappers.as_str().split(',') {
+        let name = name.trim();
+        if !name.is_empty() && !v.iter().any(|x| x == name) {
+            v.push(name.to_string());
+        }
+    }
+    v.sort();
+    v
 }
 
 unsafe fn string_at(strings: *const u8, off: u32) -> String {

@@ -216,6 +216,7 @@ macro_rules! options {
 
 // name: type = default, range (uints), owner, help. Keep sorted by name.
 options! {
+    alloc_wrappers: Text = Text::new(""), 0..=0, "core", "more allocation wrappers, comma-separated function names (`xmalloc,pool_get`): a heap object is named by the first frame of its allocation stack outside them and the wrappers the compiler recognised (a C++ name as the report prints it, e.g. `make_block(unsigned long)`)";
     dump_signal: Signal = Signal(0), 0..=0, "core", "write the profile (trigger `signal`) each time this signal arrives (USR2, USR1, ...; the runtime then has a handler for it and one helper thread); off: the signal keeps the program's disposition";
     exit_dump: bool = true, 0..=1, "core", "write the profile at exit, at `_exit`/`_Exit`, and before `abort` or a failed `assert` (a `dump_signal` dump happens either way)";
     fatal_dump: bool = false, 0..=1, "core", "on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGTERM, SIGINT, SIGHUP, SIGQUIT (those left at their default at start): write the profile, then let the signal act as it would have; off: such a death loses the profile";

@@ -454,6 +454,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         totals,
         notes,
         exe,
+        alloc_wrappers: counts::alloc_wrappers(),
         ..Default::default()
     };
     // Each analysis adds its section and notes.

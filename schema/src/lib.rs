@@ -11,7 +11,9 @@ pub mod sharing;
 
 pub const FORMAT: &str = "profcc-profile";
 /// 3: `exit_summary` added (older profiles read with it empty).
-pub const VERSION: u32 = 3;
+/// 4: the sharing section's per-byte `readers`/`writers` are real thread ids (at most two,
+/// `more_readers`/`more_writers` for a third), no longer ids modulo 64; `alloc_wrappers` added.
+pub const VERSION: u32 = 4;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {
@@ -47,6 +49,11 @@ pub struct Profile {
     /// Cache-line sharing records (absent when the program was built without the analysis).
     #[serde(default)]
     pub sharing: Option<sharing::Sharing>,
+    /// Functions that only allocate and return the block (allocation wrappers): those the
+    /// compiler pass recognised in the program's modules and those the `alloc_wrappers` option
+    /// names. A heap object is named by the first frame of its allocation stack outside them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alloc_wrappers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

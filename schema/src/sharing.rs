@@ -85,12 +85,21 @@ pub struct ByteUse {
     pub size: u32,
     pub reads: u64,
     pub writes: u64,
-    /// Threads that read / wrote any byte of [offset, offset+size) — ids modulo 64.
+    /// Threads that read / wrote the byte range: real thread ids, at most the first two of each
+    /// (the runtime keeps per-byte state bounded); `more_*` says a third or later thread did too.
     pub readers: Vec<u32>,
     pub writers: Vec<u32>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub more_readers: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub more_writers: bool,
     /// Reads (recorded) by a thread that did not write the byte, after another thread had.
     #[serde(default)]
     pub cross_reads: u64,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -1495,3 +1495,329 @@ fn fs_options_are_recorded_in_the_report() {
     probs.run(&r, p);
     probs.finish();
 }
+
+// ---------------------------------------------------------------------------------------------
+// names and thread ids
+
+/// wrappers.c built with wrap_mem.c (the wrappers of another file) at -O0 and -O2.
+fn built_with_wrappers() -> Built {
+    let mem = fixture("sharing/wrap_mem.c");
+    Built::new("wrappers.c", &["-pthread", mem.to_str().unwrap()])
+}
+
+/// The heap object of the run's false-sharing finding: its allocation wrappers as the report
+/// lists them ("function (file:line)"), or a problem.
+fn wrappers_of_object(r: &Run, obj: &Obj) -> Result<Vec<String>, String> {
+    r.findings()
+        .iter()
+        .flat_map(|f| &f.objects)
+        .find(|o| obj.matches(o, &r.file))
+        .map(|o| o.alloc_wrappers.clone())
+        .ok_or_else(|| format!("no object is the {}", obj.describe(&r.file)))
+}
+
+/// A heap block allocated through a wrapper is named by the caller's line, and the report says
+/// which wrapper the call went through: a function of another file (Phoenix's `mem_calloc`), a
+/// static inline function in a header (Phoenix's `MALLOC`, inlined at -O2), a macro.
+#[test]
+fn heap_blocks_from_allocation_wrappers_are_named_by_the_callers_line() {
+    let b = built_with_wrappers();
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for (mode, kind, mark, wrapper) in [
+            ("func", "calloc", "MARK_FUNC", Some("mem_calloc")),
+            ("inline", "malloc", "MARK_INLINE", Some("MALLOC")),
+            ("macro", "calloc", "MARK_MACRO", None),
+        ] {
+            let r = b.run(opt, &[mode, "4"], &[], "");
+            let obj = Obj::Heap {
+                kind,
+                line: b.line(mark),
+            };
+            let mut p = counters(&r, obj, 4, None, b.line("MARK_STORE"));
+            match (wrappers_of_object(&r, &obj), wrapper) {
+                (Err(e), _) => p.push(e),
+                (Ok(w), None) if !w.is_empty() => {
+                    p.push(format!("a macro is no frame, yet wrappers {w:?}"))
+                }
+                (Ok(w), Some(name))
+                    if !(w.len() == 1 && w[0].starts_with(&format!("{name} ("))) =>
+                {
+                    p.push(format!("wrappers {w:?}, expected only {name}"))
+                }
+                _ => {}
+            }
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+/// A function that does more than allocate (pool_get counts its calls) is not a wrapper to
+/// the compiler; `PROFCC_OPTIONS=alloc_wrappers=pool_get` makes it one, and the option is
+/// recorded in the profile.
+#[test]
+fn alloc_wrappers_option_names_more_wrappers() {
+    let b = built_with_wrappers();
+    let mut probs = Problems::default();
+    let pool = Obj::Heap {
+        kind: "malloc",
+        line: b.line("MARK_POOL"),
+    };
+    for opt in OPTS {
+        let r = b.run(opt, &["pool", "2"], &[], "alloc_wrappers=pool_get");
+        let mut p = counters(&r, pool, 2, None, b.line("MARK_STORE"));
+        match wrappers_of_object(&r, &pool) {
+            Ok(w) if w.len() == 1 && w[0].starts_with("pool_get (") => {}
+            Ok(w) => p.push(format!("wrappers {w:?}, expected pool_get")),
+            Err(e) => p.push(e),
+        }
+        let prof = profcc_schema::read(&r.profile).unwrap();
+        if !prof.alloc_wrappers.iter().any(|w| w == "pool_get")
+            || prof.options.get("alloc_wrappers").map(String::as_str) != Some("pool_get")
+        {
+            p.push(format!(
+                "profile: alloc_wrappers {:?}, option {:?}",
+                prof.alloc_wrappers,
+                prof.options.get("alloc_wrappers")
+            ));
+        }
+        probs.run(&r, p);
+        // Without the option the block is pool_get's own malloc (wrap_mem.c).
+        let r = b.run(opt, &["pool", "2"], &[], "");
+        let text = std::fs::read_to_string(fixture("sharing/wrap_mem.c")).unwrap();
+        let own = Obj::Heap {
+            kind: "malloc",
+            line: line_of(&text, "MARK_POOL_MALLOC"),
+        };
+        let named = r
+            .findings()
+            .iter()
+            .flat_map(|f| &f.objects)
+            .any(|o| own.matches(o, "wrap_mem.c"));
+        probs.run(
+            &r,
+            if named {
+                vec![]
+            } else {
+                vec!["without the option the block should be named by wrap_mem.c's malloc".into()]
+            },
+        );
+    }
+    probs.finish();
+}
+
+/// The runtime's own frames (the thread start trampoline in rt/csrc/interpose.c) never appear
+/// in an allocation stack: a worker's malloc has the worker as its outermost frame.
+#[test]
+fn runtime_frames_never_appear_in_allocation_stacks() {
+    let b = built_with_wrappers();
+    let mut probs = Problems::default();
+    let worker_line = b.line("MARK_WORKER_MALLOC");
+    for opt in OPTS {
+        let r = b.run(opt, &["func", "2"], &[], "");
+        let mut p = Vec::new();
+        for s in &r.report.alloc_sites.sites {
+            for f in &s.stack {
+                let runtime = f.function.as_deref() == Some("user_trampoline")
+                    || f.file.as_deref().is_some_and(|x| x.contains("rt/csrc/"));
+                if runtime {
+                    p.push(format!(
+                        "runtime frame {f:?} in the stack of a {} site",
+                        s.kind
+                    ));
+                }
+            }
+        }
+        let worker = r.report.alloc_sites.sites.iter().find(|s| {
+            s.stack.first().is_some_and(|f| {
+                f.file
+                    .as_deref()
+                    .is_some_and(|x| x.ends_with("/wrappers.c"))
+                    && f.line == Some(worker_line)
+            })
+        });
+        match worker {
+            Some(s) if s.stack.len() == 1 && s.count == 2 => {}
+            Some(s) => p.push(format!(
+                "the workers' malloc: {} calls, stack {:?}; expected 2 calls, the worker frame only",
+                s.count,
+                s.stack.iter().map(|f| f.function.clone()).collect::<Vec<_>>()
+            )),
+            None => p.push(format!("no allocation site at wrappers.c:{worker_line}")),
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+/// libc has no debug information here (and no frame pointers): its frames are named from its
+/// ELF symbols, never `??` — strdup's malloc, and a malloc in qsort's comparison callback
+/// (whose caller is qsort's internal merge sort, named after the nearest symbol).
+#[test]
+fn libc_frames_in_allocation_stacks_are_symbolised() {
+    let b = Built::new("libc_frames.c", &[]);
+    let mut probs = Problems::default();
+    let cmp_line = b.line("MARK_CMP_MALLOC");
+    for opt in OPTS {
+        let r = b.run(opt, &[], &[], "");
+        let mut p = Vec::new();
+        let libc = |f: &profcc_report::model::Frame| {
+            f.module.as_deref().is_some_and(|m| m.contains("/libc.so"))
+        };
+        let sites = &r.report.alloc_sites.sites;
+        for s in sites {
+            for f in s.stack.iter().filter(|f| libc(f)) {
+                if f.function.is_none() {
+                    p.push(format!(
+                        "unnamed libc frame {:#x} ({:?})",
+                        f.address, f.offset
+                    ));
+                }
+            }
+        }
+        if !sites.iter().any(|s| {
+            s.stack.first().is_some_and(|f| {
+                libc(f) && f.function.as_deref().is_some_and(|n| n.contains("strdup"))
+            })
+        }) {
+            p.push("no allocation site whose first frame is libc's strdup".into());
+        }
+        let cmp = sites.iter().find(|s| {
+            s.stack.first().is_some_and(|f| {
+                f.file
+                    .as_deref()
+                    .is_some_and(|x| x.ends_with("/libc_frames.c"))
+                    && f.line == Some(cmp_line)
+            })
+        });
+        match cmp {
+            Some(s)
+                if s.stack
+                    .get(1)
+                    .is_some_and(|f| libc(f) && f.function.is_some()) => {}
+            Some(s) => p.push(format!(
+                "the callback's malloc: the frame after cmp should be a named libc frame: {:?}",
+                s.stack
+                    .iter()
+                    .map(|f| (f.function.clone(), f.module.clone()))
+                    .collect::<Vec<_>>()
+            )),
+            None => p.push(format!("no allocation site at libc_frames.c:{cmp_line}")),
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+/// 256 workers (started in overlapping waves of 32) each write their own counter of one
+/// calloc'ed array: false sharing, never true sharing, with the real thread ids (not ids
+/// modulo 64): every word has one writer, the worker whose counter it is.
+#[test]
+fn two_hundred_fifty_six_threads_are_false_sharing_with_real_ids() {
+    let b = Built::new("many_threads.c", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "calloc",
+        line: b.line("MARK_CALLOC"),
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &[], &[], "");
+        let mut p = Vec::new();
+        let actual = r.actual();
+        let mine: Vec<&&Finding> = actual
+            .iter()
+            .filter(|f| f.objects.iter().any(|o| obj.matches(o, &r.file)))
+            .collect();
+        if mine.is_empty() {
+            p.push(format!("no finding names the {}", obj.describe(&r.file)));
+        }
+        for f in &mine {
+            if f.kind != Kind::FalseSharing {
+                p.push(format!(
+                    "finding #{} is {:?}, expected false sharing",
+                    f.rank, f.kind
+                ));
+            }
+            let start = f
+                .objects
+                .iter()
+                .find(|o| obj.matches(o, &r.file))
+                .map(|o| o.start)
+                .unwrap_or(0);
+            for w in &f.words {
+                let at = w.line + w.line_offset as u64;
+                let owner = (at.wrapping_sub(start) / 8 + 1) as u32;
+                if w.writers.len() > 1 || w.writers.iter().any(|&t| t != owner) {
+                    p.push(format!(
+                        "word at object offset {} written by {:?}, expected thread {owner} alone",
+                        at.wrapping_sub(start),
+                        w.writers
+                    ));
+                }
+            }
+        }
+        let threads: BTreeSet<u32> = mine
+            .iter()
+            .flat_map(|f| f.threads.iter().copied())
+            .collect();
+        if threads.iter().filter(|&&t| t > 63).count() < 64 || threads.iter().any(|&t| t > 256) {
+            p.push(format!(
+                "threads named {} (max {:?}): expected most of 1..=256, many above 63",
+                threads.len(),
+                threads.iter().max()
+            ));
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+/// Threads 1 and 65 (one residue modulo 64) update one counter: true sharing written by
+/// both; ids taken modulo 64 saw one writer and no sharing at all.
+#[test]
+fn threads_1_and_65_on_one_word_are_true_sharing() {
+    let b = Built::new("residue.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &[], &[], "");
+        let mut p = Vec::new();
+        let all = r.findings();
+        match all.first() {
+            None => p.push("no finding".into()),
+            Some(f) => {
+                if all.len() != 1 || f.kind != Kind::TrueSharing {
+                    p.push(format!(
+                        "{} findings, first {:?}: expected one true sharing",
+                        all.len(),
+                        f.kind
+                    ));
+                }
+                if f.objects.len() != 1
+                    || !Obj::Global("shared_count").matches(&f.objects[0], &r.file)
+                {
+                    p.push("the object should be the global `shared_count`".into());
+                }
+                if f.threads != [1, 65] || f.words.len() != 1 || f.words[0].writers != [1, 65] {
+                    p.push(format!(
+                        "threads {:?}, words' writers {:?}: expected one word written by [1, 65]",
+                        f.threads,
+                        f.words
+                            .iter()
+                            .map(|w| w.writers.clone())
+                            .collect::<Vec<_>>()
+                    ));
+                }
+                check_places(
+                    &mut p,
+                    f,
+                    &r.file,
+                    &[(b.line("MARK_ADD"), true)],
+                    &[b.line("MARK_ADD")],
+                );
+            }
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}

@@ -39,6 +39,7 @@ fn byte(
         } else {
             0
         },
+        ..Default::default()
     }
 }
 
@@ -432,4 +433,53 @@ fn confidence_grows_with_invalidations_and_recorded_accesses() {
     assert_eq!(conf(1599, 500), Confidence::Medium);
     assert_eq!(conf(100_000, 499), Confidence::Medium);
     assert_eq!(conf(100_000, 49), Confidence::Low);
+}
+
+// names and thread ids
+
+#[test]
+fn thread_ids_are_real_and_a_residue_is_not_a_thread() {
+    // Threads 1 and 65 (same residue mod 64) write disjoint words: false sharing, both named.
+    let s = sharing(vec![line(
+        0x1000,
+        100_000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[65]),
+        ],
+    )]);
+    let f = analyze(&s, 2_000_000_000);
+    assert_eq!(f[0].kind, Kind::FalseSharing);
+    assert_eq!(f[0].threads, vec![1, 65]);
+    // Threads 1 and 65 write the same word: two writers of one byte, true sharing.
+    let s = sharing(vec![line(
+        0x1000,
+        100_000,
+        vec![byte(0, 8, 0, 5000, &[], &[1, 65])],
+    )]);
+    assert_eq!(analyze(&s, 1)[0].kind, Kind::TrueSharing);
+    // Eight threads above 63 on one line of per-thread counters.
+    let bytes = (0..8u32)
+        .map(|i| byte(8 * i, 8, 0, 5000, &[], &[200 + i]))
+        .collect();
+    let f = analyze(&sharing(vec![line(0x1000, 100_000, bytes)]), 1);
+    assert_eq!(f[0].kind, Kind::FalseSharing);
+    assert_eq!(f[0].threads, (200..208).collect::<Vec<_>>());
+    assert!(!f[0].more_threads);
+}
+
+#[test]
+fn a_third_writer_or_reader_beyond_the_named_two_still_classifies() {
+    // One writer named, more than two readers (none of them listed as writer): cross reads.
+    let mut b = byte(0, 8, 5000, 500, &[2, 3], &[1]);
+    b.more_readers = true;
+    let f = analyze(&sharing(vec![line(0x1000, 100_000, vec![b])]), 1);
+    assert_eq!(f[0].kind, Kind::ReadMostly);
+    assert!(f[0].more_threads);
+    // A byte with the "more writers" flag is written by several threads.
+    let mut b = byte(0, 8, 0, 5000, &[], &[4, 5]);
+    b.more_writers = true;
+    let f = analyze(&sharing(vec![line(0x1000, 100_000, vec![b])]), 1);
+    assert_eq!(f[0].kind, Kind::TrueSharing);
+    assert!(threads_list(&(0..20).collect::<Vec<_>>()).ends_with(",7,+12 more"));
 }

@@ -416,8 +416,9 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
     out.push_str(&format!("    fix: {}\n", f.fix));
 }
 
+/// At most `LISTED_THREADS` ids, then how many more (a finding of kmeans names 393 threads).
 fn ids(v: &[u32]) -> String {
-    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    profcc_analysis::sharing::threads_list(v)
 }
 
 fn threads_text(v: &[u32]) -> String {
@@ -431,6 +432,8 @@ pub(crate) fn object_text(o: &Object) -> String {
             if let Some(k) = &o.alloc_kind {
                 s.push_str(&format!(" from {k}"));
             }
+            // The user's line first: "from calloc at main.c:88 in main, through mem_calloc
+            // (memory.c:12)".
             match &o.alloc_site {
                 Some(site) => s.push_str(&format!(" at {site}")),
                 None if o.alloc_stack.is_empty() => s.push_str(" (no allocation stack)"),
@@ -438,6 +441,9 @@ pub(crate) fn object_text(o: &Object) -> String {
             }
             if let Some(f) = &o.function {
                 s.push_str(&format!(" in {f}"));
+            }
+            if !o.alloc_wrappers.is_empty() {
+                s.push_str(&format!(", through {}", o.alloc_wrappers.join(" in ")));
             }
             if let Some(t) = o.alloc_thread {
                 s.push_str(&format!(" (thread {t})"));

@@ -15,7 +15,7 @@ use crate::merge::Merged;
 use crate::model::{
     self, Finding as FindingOut, Object as ObjectOut, Place, Sharing, Word as WordOut,
 };
-use crate::symbolize::{demangle, normalize_path, user_frame, Frame, Global};
+use crate::symbolize::{demangle, is_wrapper, normalize_path, user_frame_index, Frame, Global};
 use profcc_analysis::sharing::{self as analysis, Finding};
 use profcc_schema::sharing::{self, ObjectKind, Settings};
 use std::collections::{BTreeMap, HashMap};
@@ -271,6 +271,7 @@ fn empty_object() -> ObjectOut {
         alloc_thread: None,
         alloc_site: None,
         alloc_stack: Vec::new(),
+        alloc_wrappers: Vec::new(),
         stack_thread: None,
         function: None,
     }
@@ -293,13 +294,29 @@ fn object_out(
                 .alloc_stack
                 .map(|id| m.stack(input, id))
                 .unwrap_or_default();
-            let user = user_frame(&stack);
+            // The first frame outside allocation wrappers names it; the wrappers it skipped
+            // are listed ("calloc in mem_calloc (memory.c:12), called from main.c:88").
+            let wrappers = &m.inputs[input].profile.alloc_wrappers;
+            let at = user_frame_index(&stack, &|f| is_wrapper(f, wrappers));
+            let user = at.map(|i| &stack[i]);
+            let skipped = stack[..at.unwrap_or(0)]
+                .iter()
+                .filter(|f| is_wrapper(f, wrappers))
+                .map(|f| {
+                    let name = f.function.as_deref().unwrap_or("??");
+                    match f.place() {
+                        Some(p) => format!("{name} ({p})"),
+                        None => name.to_string(),
+                    }
+                })
+                .collect();
             ObjectOut {
                 kind: model::ObjectKind::Heap,
                 alloc_kind: o.alloc_kind.clone(),
                 alloc_thread: o.alloc_thread,
                 alloc_site: user.and_then(Frame::place),
                 alloc_stack: stack.iter().map(Frame::short).collect(),
+                alloc_wrappers: skipped,
                 function: user.and_then(|f| f.function.clone()),
                 ..base
             }

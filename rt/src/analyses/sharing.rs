@@ -322,6 +322,8 @@ impl Analysis for Sharing {
 
 #[repr(C)]
 struct ByteSlot {
+    /// The byte's readers and writers: [`ThreadPair`] words (the first two threads, real ids,
+    /// and whether more came), so thread 65 is never taken for thread 1.
     readers: AtomicU64,
     writers: AtomicU64,
     reads: AtomicU32,
@@ -720,7 +722,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
             if sh.compare_exchange(w.0, new, Relaxed, Relaxed).is_ok() {
                 // The table starts with this write.
                 r.table.store((t << 1) | 1, Relaxed);
-                record_bytes(r, addr, info, t, slot);
+                record_bytes(r, addr, info, slot);
                 return;
             }
             continue;
@@ -782,7 +784,7 @@ unsafe fn hot_access(
         }
     }
     // Per-byte detail: the hooks already sampled (one access in fs_sample per thread).
-    record_bytes(r, addr, info, t, slot);
+    record_bytes(r, addr, info, slot);
     // A watched line that stays uncontended is let go after its budget.
     if r.contended.load(Relaxed) == 0 {
         if r.invalidations.load(Relaxed) >= THRESHOLD.load(Relaxed) as u64 {
@@ -795,20 +797,18 @@ unsafe fn hot_access(
     }
 }
 
-unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64) {
+unsafe fn record_bytes(r: &Record, addr: u64, info: u64, slot: *mut u64) {
     let write = info & INFO_WRITE != 0;
     let off = (addr & 63) as usize;
     let size = (info & INFO_SIZE_MASK).max(1);
-    let bit = 1u64 << ((t - 1) % 64);
+    // The real dense id + 1 (the owner word's id wraps at 65535; ids here never wrap).
+    let me = threads::tls().tid_plus1 as u64;
     let b = &r.bytes[off];
     let extra_reads = ((info >> INFO_EXTRA_READS_SHIFT) & INFO_EXTRA_MAX as u64) as u32;
     let extra_writes = ((info >> INFO_EXTRA_WRITES_SHIFT) & INFO_EXTRA_MAX as u64) as u32;
-    let set = if write { &b.writers } else { &b.readers };
-    if set.load(Relaxed) & bit == 0 {
-        set.fetch_or(bit, Relaxed);
-    }
-    if write && extra_reads != 0 && b.readers.load(Relaxed) & bit == 0 {
-        b.readers.fetch_or(bit, Relaxed);
+    ThreadPair::add(if write { &b.writers } else { &b.readers }, me);
+    if write && extra_reads != 0 {
+        ThreadPair::add(&b.readers, me);
     }
     if write {
         b.writes.fetch_add(1 + extra_writes, Relaxed);
@@ -817,8 +817,8 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64)
         }
     } else {
         b.reads.fetch_add(1 + extra_reads, Relaxed);
-        let w = b.writers.load(Relaxed);
-        if w != 0 && w & bit == 0 {
+        let w = ThreadPair(b.writers.load(Relaxed));
+        if !w.is_empty() && !w.has(me) {
             b.cross_reads.fetch_add(1 + extra_reads, Relaxed);
         }
     }
@@ -858,11 +858,71 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, t: u64, slot: *mut u64)
     }
 }
 
-// ---- the profile section ----
+/// A byte's readers or writers in one word, bounded whatever the number of threads: the first
+/// two distinct threads (real dense id + 1 each, 0 = none; the second below bit 63) and bit 63,
+/// set once a third thread came. That is all the classification needs: one writer alone, two
+/// threads writing the same byte, reads by a thread that is not the writer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct ThreadPair(u64);
 
-fn ids(mask: u64) -> Vec<u32> {
-    (0..64).filter(|b| mask & (1u64 << b) != 0).collect()
+impl ThreadPair {
+    const MORE: u64 = 1 << 63;
+    const SECOND_MASK: u64 = 0x7fff_ffff;
+
+    fn first(self) -> u64 {
+        self.0 & 0xffff_ffff
+    }
+    fn second(self) -> u64 {
+        (self.0 >> 32) & Self::SECOND_MASK
+    }
+    fn more(self) -> bool {
+        self.0 & Self::MORE != 0
+    }
+    fn is_empty(self) -> bool {
+        self.first() == 0
+    }
+    fn has(self, t: u64) -> bool {
+        self.first() == t || self.second() == t
+    }
+    /// The word after thread `t` (id + 1) touched the byte.
+    fn with(self, t: u64) -> ThreadPair {
+        if self.has(t) {
+            self
+        } else if self.first() == 0 {
+            ThreadPair(self.0 | t)
+        } else if self.second() == 0 {
+            ThreadPair(self.0 | (t & Self::SECOND_MASK) << 32)
+        } else {
+            ThreadPair(self.0 | Self::MORE)
+        }
+    }
+    /// Add `t` to the pair in `a`; stores only when it changes (the common case reads only).
+    fn add(a: &AtomicU64, t: u64) {
+        let mut cur = a.load(Relaxed);
+        loop {
+            let new = ThreadPair(cur).with(t).0;
+            if new == cur {
+                return;
+            }
+            match a.compare_exchange_weak(cur, new, Relaxed, Relaxed) {
+                Ok(_) => return,
+                Err(x) => cur = x,
+            }
+        }
+    }
+    /// Real ids (dense ids, main thread 0) and whether more threads came.
+    fn ids(self) -> (Vec<u32>, bool) {
+        let mut v: Vec<u32> = [self.first(), self.second()]
+            .into_iter()
+            .filter(|&t| t != 0)
+            .map(|t| (t - 1) as u32)
+            .collect();
+        v.sort_unstable();
+        (v, self.more())
+    }
 }
+
+// ---- the profile section ----
 
 /// The `sharing` section: settings and every tracked line. `site_index` maps a global site id
 /// to its index in the profile's `sites`.
@@ -901,6 +961,8 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
             if reads + writes == 0 {
                 continue;
             }
+            let readers = ThreadPair(b.readers.load(Relaxed)).ids();
+            let writers = ThreadPair(b.writers.load(Relaxed)).ids();
             bytes.push(schema::ByteUse {
                 offset: off as u32,
                 size: {
@@ -913,8 +975,10 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
                 },
                 reads,
                 writes,
-                readers: ids(b.readers.load(Relaxed)),
-                writers: ids(b.writers.load(Relaxed)),
+                readers: readers.0,
+                writers: writers.0,
+                more_readers: readers.1,
+                more_writers: writers.1,
                 cross_reads: b.cross_reads.load(Relaxed) as u64,
             });
         }
@@ -1023,6 +1087,22 @@ mod tests {
         assert_eq!(shadow_of(0), LINE_SHADOW);
         assert_eq!(shadow_of(APP_LIMIT - 1), LINE_SHADOW + LINE_SHADOW_SIZE - 8);
         assert_eq!(ShadowWord::NO_RECORD, ShadowWord::FIELD);
+    }
+
+    #[test]
+    fn thread_pairs_keep_real_ids_and_count_more() {
+        let a = AtomicU64::new(0);
+        ThreadPair::add(&a, 2); // thread 1
+        ThreadPair::add(&a, 2);
+        assert_eq!(ThreadPair(a.load(Relaxed)).ids(), (vec![1], false));
+        ThreadPair::add(&a, 66); // thread 65: same residue mod 64, a different thread
+        assert_eq!(ThreadPair(a.load(Relaxed)).ids(), (vec![1, 65], false));
+        assert!(ThreadPair(a.load(Relaxed)).has(66) && !ThreadPair(a.load(Relaxed)).has(130));
+        ThreadPair::add(&a, 1000);
+        assert_eq!(ThreadPair(a.load(Relaxed)).ids(), (vec![1, 65], true));
+        let b = AtomicU64::new(0);
+        ThreadPair::add(&b, 394); // thread 393
+        assert_eq!(ThreadPair(b.load(Relaxed)).ids(), (vec![393], false));
     }
 
     #[test]
