@@ -85,8 +85,9 @@ pub struct ByteUse {
     pub size: u32,
     pub reads: u64,
     pub writes: u64,
-    /// Threads that read / wrote the byte range: real thread ids, at most the first two of each
-    /// (the runtime keeps per-byte state bounded); `more_*` says a third or later thread did too.
+    /// Threads that read / wrote the byte range, real thread ids: all of them while no thread
+    /// id of 64 or more touched the byte; beyond, the runtime (whose per-byte state is bounded)
+    /// names the first two writers and the first reader, and `more_*` says others did too.
     pub readers: Vec<u32>,
     pub writers: Vec<u32>,
     #[serde(default, skip_serializing_if = "is_false")]

@@ -96,6 +96,8 @@ fn every_flag_is_recorded_in_the_profile() {
             (_, "bool") => if default == "1" { "0" } else { "1" }.to_string(),
             (_, "when") => if default == "0" { "1" } else { "0" }.to_string(),
             (_, "sig") => if default == "USR2" { "USR1" } else { "USR2" }.to_string(),
+            // A text flag (its default may be empty): any other text.
+            (_, "text") => "profcc_test_text".to_string(),
             (_, "uint") => {
                 let (lo, hi) = w[2].split_once('-').unwrap();
                 let (lo, hi, d): (u64, u64, u64) = (

@@ -322,10 +322,12 @@ impl Analysis for Sharing {
 
 #[repr(C)]
 struct ByteSlot {
-    /// The byte's readers and writers: [`ThreadPair`] words (the first two threads, real ids,
-    /// and whether more came), so thread 65 is never taken for thread 1.
+    /// The byte's readers and writers, one bit per thread id modulo 64: exact while no thread
+    /// id of 64 or more touched the byte; then `ids` names them ([`ByteIds`]).
     readers: AtomicU64,
     writers: AtomicU64,
+    /// [`ByteIds`]: the first two writers' and the first reader's real ids, and flags.
+    ids: AtomicU64,
     reads: AtomicU32,
     writes: AtomicU32,
     size: AtomicU32,
@@ -806,9 +808,18 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, slot: *mut u64) {
     let b = &r.bytes[off];
     let extra_reads = ((info >> INFO_EXTRA_READS_SHIFT) & INFO_EXTRA_MAX as u64) as u32;
     let extra_writes = ((info >> INFO_EXTRA_WRITES_SHIFT) & INFO_EXTRA_MAX as u64) as u32;
-    ThreadPair::add(if write { &b.writers } else { &b.readers }, me);
+    let id = me - 1;
+    let bit = 1u64 << (id % 64);
+    let mask = if write { &b.writers } else { &b.readers };
+    if mask.load(Relaxed) & bit == 0 {
+        mask.fetch_or(bit, Relaxed);
+    }
+    ByteIds::add(&b.ids, me, write);
     if write && extra_reads != 0 {
-        ThreadPair::add(&b.readers, me);
+        if b.readers.load(Relaxed) & bit == 0 {
+            b.readers.fetch_or(bit, Relaxed);
+        }
+        ByteIds::add(&b.ids, me, false);
     }
     if write {
         b.writes.fetch_add(1 + extra_writes, Relaxed);
@@ -817,8 +828,9 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, slot: *mut u64) {
         }
     } else {
         b.reads.fetch_add(1 + extra_reads, Relaxed);
-        let w = ThreadPair(b.writers.load(Relaxed));
-        if !w.is_empty() && !w.has(me) {
+        let w = b.writers.load(Relaxed);
+        let ids = ByteIds(b.ids.load(Relaxed));
+        if w != 0 && !ids.wrote(me, w) {
             b.cross_reads.fetch_add(1 + extra_reads, Relaxed);
         }
     }
@@ -858,49 +870,64 @@ unsafe fn record_bytes(r: &Record, addr: u64, info: u64, slot: *mut u64) {
     }
 }
 
-/// A byte's readers or writers in one word, bounded whatever the number of threads: the first
-/// two distinct threads (real dense id + 1 each, 0 = none; the second below bit 63) and bit 63,
-/// set once a third thread came. That is all the classification needs: one writer alone, two
-/// threads writing the same byte, reads by a thread that is not the writer.
+/// The real ids behind a byte's residue masks, bounded whatever the number of threads: the
+/// first two distinct writers and the first reader (id + 1 each, 20 bits, 0 = none; ids from
+/// 2^20 - 1 up share the last value), a flag for a third writer, and flags saying a thread
+/// with an id of 64 or more wrote / read the byte (then the masks are ambiguous: thread 65
+/// has thread 1's bit). That is all the classification needs: one writer alone, two threads
+/// writing the same byte, reads by a thread that is not a writer.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct ThreadPair(u64);
+struct ByteIds(u64);
 
-impl ThreadPair {
-    const MORE: u64 = 1 << 63;
-    const SECOND_MASK: u64 = 0x7fff_ffff;
+impl ByteIds {
+    const ID: u64 = 0xf_ffff;
+    const W2_SHIFT: u32 = 20;
+    const R1_SHIFT: u32 = 40;
+    const MORE_W: u64 = 1 << 60;
+    const BIG_W: u64 = 1 << 61;
+    const BIG_R: u64 = 1 << 62;
 
-    fn first(self) -> u64 {
-        self.0 & 0xffff_ffff
+    fn w1(self) -> u64 {
+        self.0 & Self::ID
     }
-    fn second(self) -> u64 {
-        (self.0 >> 32) & Self::SECOND_MASK
+    fn w2(self) -> u64 {
+        (self.0 >> Self::W2_SHIFT) & Self::ID
     }
-    fn more(self) -> bool {
-        self.0 & Self::MORE != 0
+    fn r1(self) -> u64 {
+        (self.0 >> Self::R1_SHIFT) & Self::ID
     }
-    fn is_empty(self) -> bool {
-        self.first() == 0
-    }
-    fn has(self, t: u64) -> bool {
-        self.first() == t || self.second() == t
-    }
-    /// The word after thread `t` (id + 1) touched the byte.
-    fn with(self, t: u64) -> ThreadPair {
-        if self.has(t) {
-            self
-        } else if self.first() == 0 {
-            ThreadPair(self.0 | t)
-        } else if self.second() == 0 {
-            ThreadPair(self.0 | (t & Self::SECOND_MASK) << 32)
+    /// The word after thread `t` (id + 1) wrote or read the byte.
+    fn with(self, t: u64, write: bool) -> ByteIds {
+        let big = t > 64;
+        let t = t.min(Self::ID);
+        let mut v = self.0;
+        if write {
+            if big {
+                v |= Self::BIG_W;
+            }
+            if self.w1() == t || self.w2() == t {
+            } else if self.w1() == 0 {
+                v |= t;
+            } else if self.w2() == 0 {
+                v |= t << Self::W2_SHIFT;
+            } else {
+                v |= Self::MORE_W;
+            }
         } else {
-            ThreadPair(self.0 | Self::MORE)
+            if big {
+                v |= Self::BIG_R;
+            }
+            if self.r1() == 0 {
+                v |= t << Self::R1_SHIFT;
+            }
         }
+        ByteIds(v)
     }
-    /// Add `t` to the pair in `a`; stores only when it changes (the common case reads only).
-    fn add(a: &AtomicU64, t: u64) {
+    /// Record thread `t`'s access in `a`; stores only when the word changes.
+    fn add(a: &AtomicU64, t: u64, write: bool) {
         let mut cur = a.load(Relaxed);
         loop {
-            let new = ThreadPair(cur).with(t).0;
+            let new = ByteIds(cur).with(t, write).0;
             if new == cur {
                 return;
             }
@@ -910,16 +937,44 @@ impl ThreadPair {
             }
         }
     }
-    /// Real ids (dense ids, main thread 0) and whether more threads came.
-    fn ids(self) -> (Vec<u32>, bool) {
-        let mut v: Vec<u32> = [self.first(), self.second()]
+    /// Whether thread `t` (id + 1) is among the writers (`wmask` the residue mask).
+    fn wrote(self, t: u64, wmask: u64) -> bool {
+        let bit = wmask & (1 << ((t - 1) % 64)) != 0;
+        if self.0 & Self::BIG_W == 0 {
+            bit
+        } else {
+            let t = t.min(Self::ID);
+            self.w1() == t || self.w2() == t || (self.0 & Self::MORE_W != 0 && bit)
+        }
+    }
+    /// Writers as real ids and whether more wrote than listed.
+    fn writers(self, wmask: u64) -> (Vec<u32>, bool) {
+        if self.0 & Self::BIG_W == 0 {
+            return (ids(wmask), false);
+        }
+        let mut v: Vec<u32> = [self.w1(), self.w2()]
             .into_iter()
             .filter(|&t| t != 0)
             .map(|t| (t - 1) as u32)
             .collect();
         v.sort_unstable();
-        (v, self.more())
+        (v, self.0 & Self::MORE_W != 0)
     }
+    /// Readers as real ids and whether more read than listed.
+    fn readers(self, rmask: u64) -> (Vec<u32>, bool) {
+        if self.0 & Self::BIG_R == 0 {
+            return (ids(rmask), false);
+        }
+        let v: Vec<u32> = (self.r1() != 0)
+            .then(|| (self.r1() - 1) as u32)
+            .into_iter()
+            .collect();
+        (v, rmask.count_ones() > 1)
+    }
+}
+
+fn ids(mask: u64) -> Vec<u32> {
+    (0..64).filter(|b| mask & (1u64 << b) != 0).collect()
 }
 
 // ---- the profile section ----
@@ -961,8 +1016,9 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
             if reads + writes == 0 {
                 continue;
             }
-            let readers = ThreadPair(b.readers.load(Relaxed)).ids();
-            let writers = ThreadPair(b.writers.load(Relaxed)).ids();
+            let ids = ByteIds(b.ids.load(Relaxed));
+            let readers = ids.readers(b.readers.load(Relaxed));
+            let writers = ids.writers(b.writers.load(Relaxed));
             bytes.push(schema::ByteUse {
                 offset: off as u32,
                 size: {
@@ -1090,19 +1146,36 @@ mod tests {
     }
 
     #[test]
-    fn thread_pairs_keep_real_ids_and_count_more() {
-        let a = AtomicU64::new(0);
-        ThreadPair::add(&a, 2); // thread 1
-        ThreadPair::add(&a, 2);
-        assert_eq!(ThreadPair(a.load(Relaxed)).ids(), (vec![1], false));
-        ThreadPair::add(&a, 66); // thread 65: same residue mod 64, a different thread
-        assert_eq!(ThreadPair(a.load(Relaxed)).ids(), (vec![1, 65], false));
-        assert!(ThreadPair(a.load(Relaxed)).has(66) && !ThreadPair(a.load(Relaxed)).has(130));
-        ThreadPair::add(&a, 1000);
-        assert_eq!(ThreadPair(a.load(Relaxed)).ids(), (vec![1, 65], true));
-        let b = AtomicU64::new(0);
-        ThreadPair::add(&b, 394); // thread 393
-        assert_eq!(ThreadPair(b.load(Relaxed)).ids(), (vec![393], false));
+    fn byte_ids_are_exact_below_64_and_real_beyond() {
+        // Threads 1..4: the residue masks are the ids.
+        let (ids, mut w) = (AtomicU64::new(0), 0u64);
+        for t in [2u64, 3, 4, 5] {
+            ByteIds::add(&ids, t, true);
+            w |= 1 << ((t - 1) % 64);
+        }
+        let b = ByteIds(ids.load(Relaxed));
+        assert_eq!(b.writers(w), (vec![1, 2, 3, 4], false));
+        assert!(b.wrote(3, w) && !b.wrote(6, w));
+        // Threads 1 and 65 share bit 1 of the mask; the ids tell them apart.
+        let ids = AtomicU64::new(0);
+        ByteIds::add(&ids, 2, true);
+        ByteIds::add(&ids, 66, true);
+        ByteIds::add(&ids, 2, true);
+        let b = ByteIds(ids.load(Relaxed));
+        assert_eq!(b.writers(1 << 1), (vec![1, 65], false));
+        assert!(b.wrote(66, 1 << 1) && !b.wrote(130, 1 << 1));
+        ByteIds::add(&ids, 1000, true);
+        assert_eq!(
+            ByteIds(ids.load(Relaxed)).writers(1 << 1),
+            (vec![1, 65], true)
+        );
+        // One reader above 63.
+        let ids = AtomicU64::new(0);
+        ByteIds::add(&ids, 394, false);
+        assert_eq!(
+            ByteIds(ids.load(Relaxed)).readers(1 << 9),
+            (vec![393], false)
+        );
     }
 
     #[test]
