@@ -192,7 +192,11 @@ pub struct Finding {
     pub invalidations: u64,
     pub reads: u64,
     pub writes: u64,
+    /// Real thread ids; `more_threads`: some byte had more readers or writers than the runtime
+    /// names beyond id 63 (its per-byte state is bounded).
     pub threads: Vec<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more_threads: bool,
     pub objects: Vec<Object>,
     pub words: Vec<Word>,
     pub places: Vec<Place>,

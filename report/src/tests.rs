@@ -890,6 +890,7 @@ pub(crate) fn sample_report() -> Report {
         reads: 7,
         writes: 2_000_000,
         threads: vec![1, 2],
+        more_threads: false,
         words: vec![word(Some(0), Some("counters[1]"), 1), word(None, None, 2)],
         objects,
         places: vec![Place {

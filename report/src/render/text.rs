@@ -357,8 +357,9 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
             } else {
                 "little gain expected".into()
             };
+            let others = if f.more_threads { " and others" } else { "" };
             out.push_str(&format!(
-                " #{} {input}{kind}: {} invalidations, {}; fixing it: {gain} (finding confidence {conf})\n",
+                " #{} {input}{kind}: {} invalidations, {}{others}; fixing it: {gain} (finding confidence {conf})\n",
                 f.rank,
                 fmt::short(f.invalidations),
                 threads_text(&f.threads),

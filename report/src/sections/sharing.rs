@@ -250,6 +250,7 @@ fn resolve(
         reads: f.reads,
         writes: f.writes,
         threads: f.threads.clone(),
+        more_threads: f.more_threads,
         objects,
         words,
         places,
