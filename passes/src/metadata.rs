@@ -223,6 +223,9 @@ pub unsafe fn emit(
     let base = LLVMAddGlobal(m, i32t, cstr(names::SITE_BASE).as_ptr());
     LLVMSetInitializer(base, LLVMConstInt(i32t, LIMBO as u64, 0));
     LLVMSetLinkage(base, LLVMLinkage::LLVMInternalLinkage);
+    // Runtime data, not the program's: the link places `.profcc.data` after the program's
+    // `.bss` (driver/src/layout.rs), so the program's `.data` and `.bss` keep their layout.
+    LLVMSetSection(base, c".profcc.data".as_ptr());
 
     // profcc_abi::ModuleDesc (passes/tests/abi.rs checks the layouts agree).
     let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t];
