@@ -481,10 +481,15 @@ fn with_native_layout(
             .filter(|a| a.ends_with(".o") && !a.starts_with('-'))
             .map(PathBuf::from),
     );
-    let names = layout::interposed_plt_names(&inputs, pie);
+    let imports = runtime_archive()
+        .map(|a| layout::runtime_imports(&a))
+        .unwrap_or_default();
+    let mut lost: Vec<&str> = layout::interposers();
+    lost.extend(imports.iter().map(String::as_str));
+    let names = layout::plt_names(&inputs, pie, &lost);
     let n = layout::filler_count(names.len());
     log(&format!(
-        "native layout: {} interposed names called through the PLT ({}), {n} filler slots",
+        "native layout: {} names the runtime defines or imports called through the PLT ({}), {n} filler slots",
         names.len(),
         names.iter().cloned().collect::<Vec<_>>().join(" ")
     ));

@@ -124,12 +124,30 @@ pub fn user_script(args: &[String]) -> bool {
     false
 }
 
-/// The interposed names the objects call through the PLT (or, in a non-PIE link, whose address
+/// The names the runtime imports (`libprofcc_rt.imports` beside the archive, written by
+/// `cargo xtask build`).
+pub fn runtime_imports(archive: &Path) -> Vec<String> {
+    std::fs::read_to_string(archive.with_extension("imports"))
+        .map(|t| {
+            t.lines()
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The names of `names` the objects call through the PLT (or, in a non-PIE link, whose address
 /// they take with an absolute relocation: a canonical PLT entry): each one a slot in the
-/// clang-22 build. Archives are not read (their members' calls are not counted).
-pub fn interposed_plt_names(objects: &[PathBuf], pie: bool) -> std::collections::BTreeSet<String> {
+/// clang-22 build that the instrumented link does not make (an interposed name: the runtime
+/// defines it; a runtime import: ld's `.plt.got` entry jumps through the runtime's GOT entry).
+/// Archives are not read (their members' calls are not counted).
+pub fn plt_names(
+    objects: &[PathBuf],
+    pie: bool,
+    names: &[&str],
+) -> std::collections::BTreeSet<String> {
     use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
-    let names = interposers();
     let mut found = std::collections::BTreeSet::new();
     for path in objects {
         let Ok(data) = std::fs::read(path) else {

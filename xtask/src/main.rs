@@ -160,6 +160,9 @@ pub const RAW_RUNTIME: &str = "libprofcc_rt_raw.a";
 /// global symbols are the runtime's own.
 pub const RUNTIME: &str = "libprofcc_rt.a";
 
+/// The names the runtime archive leaves undefined, one a line (written beside it).
+pub const RUNTIME_IMPORTS: &str = "libprofcc_rt.imports";
+
 /// Whether the runtime archive keeps `name` global: the runtime's entry points (`__profcc_*`,
 /// `profcc_*`) and the interposers (`interposers`, the `#pragma weak` names of
 /// rt/csrc/interpose.c). Everything else (std, compiler-builtins' libm: `cbrt`, `floor`...)
@@ -283,6 +286,12 @@ fn runtime_archive() -> Result<(), String> {
         .arg(&obj))?;
     let ar = work.join(RUNTIME);
     run(Command::new("llvm-ar-22").arg("rcsD").arg(&ar).arg(&obj))?;
+    // The functions the runtime imports (through the GOT): a program's PLT call of one of them
+    // takes no `.got.plt` slot in the executable (ld's `.plt.got` serves both), so the driver
+    // counts them among the filler slots (driver/src/layout.rs).
+    let imports = output(Command::new("llvm-nm-22").args(["-u", "-j"]).arg(&obj))?;
+    let list = dir.join(RUNTIME_IMPORTS);
+    std::fs::write(&list, imports).map_err(|e| format!("{}: {e}", list.display()))?;
     let out = dir.join(RUNTIME);
     std::fs::rename(&ar, &out).map_err(|e| format!("{}: {e}", out.display()))?;
     let _ = std::fs::remove_dir_all(&work);
