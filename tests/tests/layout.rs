@@ -48,6 +48,28 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// Without thread-locals of its own: glibc's per-thread vector (calloc'ed in the creating
+/// thread) has its native size, so blocks allocated after each thread start stay in place.
+const RESIDUES_NO_TLS: &str = r#"
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define R(p) ((unsigned)((uintptr_t)(p) & 4095))
+long counts[8];
+static void *th(void *a) { counts[(long)a] += 1; return 0; }
+int main(void) {
+  printf("G %u\n", R(counts));
+  void *first = malloc(10);
+  pthread_t t[3];
+  for (long i = 0; i < 3; i++) pthread_create(&t[i], 0, th, (void *)i);
+  void *mid = calloc(4, 64);
+  for (int i = 0; i < 3; i++) pthread_join(t[i], 0);
+  printf("H %u %u %u\n", R(first), R(mid), R(malloc(24)));
+  return 0;
+}
+"#;
+
 const RESIDUES_CXX: &str = r#"
 #include <cstdint>
 #include <cstdio>
@@ -117,14 +139,17 @@ fn checked(text: &str) -> Vec<&str> {
 fn globals_and_heap_keep_their_native_residues() {
     let s = Scratch::new();
     let mut problems = Vec::new();
-    for (cxx, src) in [(false, RESIDUES_C), (true, RESIDUES_CXX)] {
+    for (cxx, src, lines) in [
+        (false, RESIDUES_C, 4),
+        (false, RESIDUES_NO_TLS, 2),
+        (true, RESIDUES_CXX, 2),
+    ] {
         for opt in ["-O0", "-O2"] {
             for pie in [None, Some("-no-pie")] {
                 let mut flags = vec![opt];
                 flags.extend(pie);
-                let name = format!("res{}{}{}", cxx as u8, opt, pie.is_some() as u8);
+                let name = format!("res{}{lines}{}{}", cxx as u8, opt, pie.is_some() as u8);
                 for (native, profiled) in residues(&s, &name, src, cxx, &flags) {
-                    let lines = if cxx { 2 } else { 4 };
                     if checked(&native) != checked(&profiled) || checked(&native).len() != lines {
                         problems.push(format!(
                             "{} {flags:?}:\nclang-22:\n{native}profcc:\n{profiled}",
