@@ -302,9 +302,16 @@ fn runtime_archive() -> Result<(), String> {
 /// and zero-filled) leaves the program's output sections for its own, which the driver's link
 /// script (`driver/src/exec.rs`, `LAYOUT_SCRIPT`) places after the program's `.bss`. So the
 /// program's `.data` and `.bss` keep the addresses (mod 4096) of its clang-22 build.
+///
+/// The runtime's thread-locals join the executable's TLS block, after the program's (its
+/// `.tdata` after the program's `.tdata`, its `.tbss` last): each is padded to a multiple of
+/// 4096 bytes, so the program's thread-locals keep their offsets from the thread pointer mod
+/// 4096, and so do the static TLS size and with it each thread's stack top.
 const RUNTIME_SECTIONS: &str = "SECTIONS {
   .profcc.data : { *(.data .data.* .data.rel .data.rel.* .data.rel.ro .data.rel.ro.*) }
   .profcc.bss : { *(.bss .bss.* COMMON) }
+  .tdata : { pcc_tdata_start = .; *(.tdata .tdata.*) . = . + (4096 - (. - pcc_tdata_start) % 4096) % 4096; }
+  .tbss : { pcc_tbss_start = .; *(.tbss .tbss.*) . = . + (4096 - (. - pcc_tbss_start) % 4096) % 4096; }
 }
 ";
 
