@@ -798,6 +798,19 @@ int profcc_spawn_internal(void *(*fn)(void *), void *arg) {
     return rc;
 }
 
+/* Our own allocation functions, whichever definitions the link chose for the symbols. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+static void *own_malloc(size_t) __attribute__((alias("malloc")));
+static void *own_calloc(size_t, size_t) __attribute__((alias("calloc")));
+static void *own_realloc(void *, size_t) __attribute__((alias("realloc")));
+static void own_free(void *) __attribute__((alias("free")));
+#pragma GCC diagnostic pop
+static int own_allocator_linked(void) {
+    return (void *)malloc == (void *)own_malloc && (void *)calloc == (void *)own_calloc &&
+           (void *)realloc == (void *)own_realloc && (void *)free == (void *)own_free;
+}
+
 /* Bounds of the calling thread's stack. `is_main`: use __libc_stack_end (no /proc read). */
 void profcc_stack_bounds_self(int is_main, uintptr_t *lo, uintptr_t *hi) {
     *lo = *hi = 0;
@@ -813,7 +826,9 @@ void profcc_stack_bounds_self(int is_main, uintptr_t *lo, uintptr_t *hi) {
     }
     _Alignas(16) char buf[4096];
     struct scratch s = {buf, buf, buf + sizeof buf};
-    scratch = &s;
+    /* Only when every function that may allocate or free the blocks is ours (not in a -static
+     * link, where libc.a's malloc/free/realloc win). */
+    if (own_allocator_linked()) scratch = &s;
     pthread_attr_t a;
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
         void *addr = 0;
@@ -907,11 +922,6 @@ __attribute__((noreturn)) void __assert_fail(const char *what, const char *file,
  * static constructor, so the exit dump's atexit still runs after their destructors. ---- */
 void profcc_ctor_init(void);
 
-/* Our own `malloc`, whichever definition the link chose for the symbol. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wignored-attributes"
-static void *own_malloc(size_t) __attribute__((alias("malloc")));
-#pragma GCC diagnostic pop
 /* Null in a static (non-PIE) executable. */
 extern char _DYNAMIC[] __attribute__((weak, visibility("hidden")));
 
