@@ -284,6 +284,12 @@ pub unsafe fn emit(
     let b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(b, bb);
     let mut args = [desc];
+    // Both called through the GOT, like the doors: a lazy PLT slot in a shared library's
+    // `.got.plt` would move its `.data` (ARCHITECTURE.md, "Native layout").
+    let nonlazybind = LLVMGetEnumAttributeKindForName(c"nonlazybind".as_ptr(), 11);
+    for f in [reg, unreg] {
+        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, nonlazybind, 0));
+    }
     LLVMBuildCall2(b, reg_ty, unreg, args.as_mut_ptr(), 1, cstr("").as_ptr());
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);

@@ -250,3 +250,84 @@ int main(void) {
         sharing.findings
     );
 }
+
+/// An instrumented shared library keeps its own `.data`/`.bss` residues: its module
+/// descriptor's `__profcc_site_base` goes to `.profcc.data` and its module constructor and
+/// destructor call the runtime through the GOT (no lazy PLT slot of their own).
+#[test]
+fn shared_library_globals_keep_their_native_residues() {
+    let s = Scratch::new();
+    let lib = s.write(
+        "lib.c",
+        r#"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define R(p) ((unsigned)((uintptr_t)(p) & 4095))
+int d1 = 3; long b1[10]; static char b2[100]; const int c1[20] = {1};
+void show(void) { b2[0]++; printf("G %u %u %u %u\nH %u\n", R(&d1), R(b1), R(b2), R(c1), R(malloc(10))); }
+"#,
+    );
+    let main = s.write(
+        "main.c",
+        "void show(void);\nint main(void) { show(); return 0; }\n",
+    );
+    let mut outs = Vec::new();
+    for (name, compiler) in [
+        ("native", std::path::PathBuf::from("clang-22")),
+        ("profcc", profcc()),
+    ] {
+        let so = s.path(&format!("lib{name}.so"));
+        let exe = s.path(&format!("main-{name}"));
+        sh(Command::new(&compiler)
+            .args(["-O0", "-fPIC", "-shared"])
+            .arg(&lib)
+            .arg("-o")
+            .arg(&so));
+        sh(Command::new("clang-22")
+            .arg(&main)
+            .arg(&so)
+            .arg("-o")
+            .arg(&exe));
+        outs.push(output_within(&mut Command::new(&exe)));
+    }
+    assert_same_run("shared library residues", &outs[0], &outs[1]);
+}
+
+/// A link with its own linker script gets no layout script from profcc (one logged line): it
+/// links and runs as with clang-22.
+#[test]
+fn user_linker_script_links_without_the_layout_script() {
+    let s = Scratch::new();
+    let src = s.write(
+        "p.c",
+        "#include <stdio.h>\nint g = 4;\nint main(void) { printf(\"%d\\n\", g); return 0; }\n",
+    );
+    let script = s.path("default.ld");
+    let text = sh(Command::new("ld").arg("--verbose")).stdout;
+    let text = String::from_utf8_lossy(&text);
+    let body: String = text
+        .split("==================================================")
+        .nth(1)
+        .expect("ld --verbose prints its default script")
+        .to_string();
+    std::fs::write(&script, body).unwrap();
+    let exe = s.path("p");
+    let log = s.path("log");
+    let out = output_within(
+        Command::new(profcc())
+            .env("PROFCC_LOG", &log)
+            .arg(&src)
+            .arg(format!("-Wl,-T,{}", script.display()))
+            .arg("-o")
+            .arg(&exe),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains("native layout: the link has its own linker script"),
+        "{logged}"
+    );
+    let run = output_within(&mut Command::new(&exe));
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "4\n", "{run:?}");
+}
