@@ -464,31 +464,7 @@ void free(void *p) {
 
 void cfree(void *p) { free(p); }
 
-/* The dynamic thread vector glibc callocs for each new thread has one entry per TLS module plus
- * 16: an executable without thread-locals of its own has one more module with profcc (the
- * runtime's), so every thread would take a 16-byte larger block from the program's heap than
- * natively, moving every later block. When the driver says the program has no TLS of its own
- * (`--defsym=__profcc_native_tls_absent=1`), the vector gets the native size; the new thread
- * then lowers the vector's recorded capacity to what was allocated (dtv_fit), so glibc grows
- * it one module earlier if a dlopen ever needs it. */
-extern char __profcc_native_tls_absent __attribute__((weak)); /* through the GOT: 0 or 1 */
-#define DTV_ENTRY 16 /* sizeof(dtv_t) on x86-64 */
-__attribute__((tls_model("initial-exec"))) static __thread uint32_t creating_thread;
-
-static void dtv_fit(void) {
-    if (!&__profcc_native_tls_absent) return;
-    size_t *dtv;
-    __asm__("mov %%fs:8, %0" : "=r"(dtv)); /* tcbhead_t.dtv */
-    size_t *counter = (size_t *)((char *)dtv - DTV_ENTRY);
-    size_t entries = REAL(usable)(counter) / DTV_ENTRY;
-    if (entries >= 2 && *counter + 2 > entries) *counter = entries - 2;
-}
-
 void *calloc(size_t n, size_t m) {
-    if (UNLIKELY(creating_thread) && m == DTV_ENTRY && n > 2 && &__profcc_native_tls_absent) {
-        creating_thread = 0;
-        n -= 1;
-    }
     if (UNLIKELY(scratch != 0) && m != 0 && n <= 4096 / m) {
         void *p = scratch_alloc(n * m);
         if (p) return __builtin_memset(p, 0, n * m);
@@ -730,7 +706,6 @@ static void *user_trampoline(void *rec) {
     void *arg;
     void *ret;
     tls.in_rt = 1;
-    dtv_fit();
     profcc_thread_started(rec, &fn, &arg);
     tls.in_rt = 0;
     pthread_cleanup_push(thread_exiting, 0);
@@ -746,9 +721,7 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     tls.in_rt = 1;
     void *rec = profcc_thread_prepare(fn, arg, FP());
     /* glibc's own allocations for the thread (TLS blocks) are not the program's: guard stays on. */
-    creating_thread = rec != 0;
     int rc = rec ? real(t, attr, user_trampoline, rec) : real(t, attr, fn, arg);
-    creating_thread = 0;
     if (rc != 0 && rec) profcc_thread_failed(rec);
     tls.in_rt = 0;
     return rc;

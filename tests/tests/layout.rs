@@ -53,8 +53,9 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Without thread-locals of its own: glibc's per-thread vector (calloc'ed in the creating
-/// thread) has its native size, so blocks allocated after each thread start stay in place.
+/// Without thread-locals of its own. The blocks allocated after a thread start (`A`) are
+/// printed, not compared: glibc's per-thread vector, calloc'ed in the creating thread, has one
+/// entry more with the runtime's TLS module (ARCHITECTURE.md, "Native layout", limits).
 const RESIDUES_NO_TLS: &str = r#"
 #include <pthread.h>
 #include <stdint.h>
@@ -70,7 +71,8 @@ int main(void) {
   for (long i = 0; i < 3; i++) pthread_create(&t[i], 0, th, (void *)i);
   void *mid = calloc(4, 64);
   for (int i = 0; i < 3; i++) pthread_join(t[i], 0);
-  printf("H %u %u %u\n", R(first), R(mid), R(malloc(24)));
+  printf("H %u\n", R(first));
+  printf("A %u %u\n", R(mid), R(malloc(24)));
   return 0;
 }
 "#;
@@ -136,7 +138,7 @@ fn residues(
 
 fn checked(text: &str, aslr_off: bool) -> Vec<&str> {
     text.lines()
-        .filter(|l| aslr_off || !l.starts_with("S "))
+        .filter(|l| (aslr_off || !l.starts_with("S ")) && !l.starts_with("A "))
         .collect()
 }
 
@@ -146,7 +148,7 @@ fn globals_heap_tls_and_stacks_keep_their_native_residues() {
     let mut problems = Vec::new();
     for (cxx, src, lines) in [
         (false, RESIDUES_C, 8),
-        (false, RESIDUES_NO_TLS, 2),
+        (false, RESIDUES_NO_TLS, 3),
         (true, RESIDUES_CXX, 2),
     ] {
         for opt in ["-O0", "-O2"] {
@@ -184,9 +186,11 @@ fn linear_regression_layout_is_false_sharing() {
 #include <stdio.h>
 #include <stdlib.h>
 typedef struct { long long sx, sy, sxx, syy, sxy; int id; char *pts; int n; } lreg_args;
+static pthread_barrier_t start; /* the threads overlap even on a loaded machine */
 static void *worker(void *p) {
   lreg_args *a = p;
-  for (int r = 0; r < 20; r++)
+  pthread_barrier_wait(&start);
+  for (int r = 0; r < 40; r++)
     for (int i = 0; i < a->n; i++) {
       long long x = a->pts[i], y = a->pts[i] + 1;
       a->sx += x; a->sy += y; a->sxx += x * x; a->syy += y * y; a->sxy += x * y;
@@ -200,6 +204,7 @@ int main(void) {
   pthread_t *tid = malloc(9 * sizeof *tid); /* an 80-byte chunk: the calloc lands at 48 mod 64 */
   lreg_args *args = calloc(nt, sizeof *args);
   printf("args at %u mod 64\n", (unsigned)((uintptr_t)args & 63));
+  pthread_barrier_init(&start, 0, nt);
   for (int i = 0; i < nt; i++) {
     args[i].id = i; args[i].pts = pts; args[i].n = n;
     pthread_create(&tid[i], 0, worker, &args[i]);
