@@ -248,12 +248,15 @@ int main(void) {
     let f = sharing
         .findings
         .iter()
-        .find(|f| f.kind == Kind::FalseSharing);
-    assert!(
-        f.is_some(),
-        "no false-sharing finding: {:#?}",
-        sharing.findings
-    );
+        .find(|f| f.kind == Kind::FalseSharing)
+        .unwrap_or_else(|| panic!("no false-sharing finding: {:#?}", sharing.findings));
+    // The object is the calloc'ed array (128 bytes at 48 mod 64); both workers write it.
+    let o = &f.objects[0];
+    assert_eq!(o.kind, profcc_report::model::ObjectKind::Heap, "{f:#?}");
+    assert_eq!(o.size, 128, "{f:#?}");
+    assert_eq!(o.start % 64, 48, "{f:#?}");
+    assert_eq!(o.alloc_kind.as_deref(), Some("calloc"), "{f:#?}");
+    assert!(f.threads.len() >= 2, "{f:#?}");
 }
 
 /// An instrumented shared library keeps its own `.data`/`.bss` residues: its module
