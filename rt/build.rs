@@ -23,6 +23,9 @@ fn main() {
         // compiler may assume malloc cannot see the guard and drop the store.
         .flag("-fno-builtin")
         .flag("-fPIC")
+        // Calls of libc through the GOT: a PLT slot would move the program's `.data`
+        // (xtask's `plt_thunks` does the same for the Rust code's calls).
+        .flag("-fno-plt")
         .opt_level(2)
         .compile("profcc_shim");
 }

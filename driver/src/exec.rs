@@ -433,6 +433,94 @@ fn with_hook_stubs(mut args: Vec<String>, shared: bool, tmp: &Path, dry: bool) -
     args
 }
 
+/// The link arguments that keep the program's native layout (`crate::layout`): the layout script
+/// (executables with the runtime, and shared libraries, whose modules' `__profcc_site_base`
+/// is runtime data too) and, for a dynamic executable, the filler PLT slots. Never fails the
+/// link: what cannot be done is logged and left out.
+fn with_native_layout(
+    clang: &Clang,
+    mut args: Vec<String>,
+    objs: &[PathBuf],
+    runtime: bool,
+    shared: bool,
+    tmp: &Path,
+    dry: bool,
+) -> Vec<String> {
+    use crate::layout;
+    if !runtime && !shared {
+        return args;
+    }
+    if layout::user_script(&args) {
+        log("native layout: the link has its own linker script; the runtime's data goes where ld puts orphan sections");
+    } else {
+        match if dry {
+            Ok(tmp.join("profcc-layout.ld"))
+        } else {
+            layout::write_script(tmp)
+        } {
+            Ok(p) => args.push(format!("-Wl,-T,{}", p.display())),
+            Err(e) => log(&format!(
+                "native layout: cannot write the layout script: {e}"
+            )),
+        }
+    }
+    let has = |f: &str| args.iter().any(|a| a == f);
+    if shared
+        || !runtime
+        || has("-static")
+        || has("-static-pie")
+        || has("-nostdlib")
+        || has("-nodefaultlibs")
+    {
+        return args;
+    }
+    let pie = !(has("-no-pie") || has("-nopie"));
+    let mut inputs: Vec<PathBuf> = objs.to_vec();
+    inputs.extend(
+        args.iter()
+            .filter(|a| a.ends_with(".o") && !a.starts_with('-'))
+            .map(PathBuf::from),
+    );
+    let imports = runtime_archive()
+        .map(|a| layout::runtime_imports(&a))
+        .unwrap_or_default();
+    let mut lost: Vec<&str> = layout::interposers();
+    lost.extend(imports.iter().map(String::as_str));
+    let names = layout::plt_names(&inputs, pie, &lost);
+    let n = layout::filler_count(names.len());
+    log(&format!(
+        "native layout: {} names the runtime defines or imports called through the PLT ({}), {n} filler slots",
+        names.len(),
+        names.iter().cloned().collect::<Vec<_>>().join(" ")
+    ));
+    if n == 0 {
+        return args;
+    }
+    let s = tmp.join("profcc-plt-fill.s");
+    let o = tmp.join("profcc-plt-fill.o");
+    if dry {
+        println!("  {} contains {n} filler calls", s.display());
+        args.push(o.display().to_string());
+        return args;
+    }
+    if let Err(e) = std::fs::write(&s, layout::filler_asm(n)) {
+        log(&format!("native layout: cannot write {}: {e}", s.display()));
+        return args;
+    }
+    let asm = [
+        "-c".to_string(),
+        s.display().to_string(),
+        "-o".into(),
+        o.display().to_string(),
+    ];
+    if run(clang, &asm, tmp) == 0 {
+        args.push(o.display().to_string());
+    } else {
+        log("native layout: the filler object did not assemble; left out");
+    }
+    args
+}
+
 fn show(clang: &Clang, args: &[String]) -> String {
     let mut s = clang.display();
     for a in args {
@@ -627,6 +715,7 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
             link_cmd(link, &objs, rt.as_deref())
         };
         let args = with_hook_stubs(args, b.shared, &tmp, dry);
+        let args = with_native_layout(clang, args, &objs, rt.is_some(), b.shared, &tmp, dry);
         if dry {
             println!("[link]\n  {}", show(clang, &args));
         } else {

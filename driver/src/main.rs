@@ -31,6 +31,7 @@
 
 mod args;
 mod exec;
+mod layout;
 mod plan;
 mod subcommands;
 

@@ -238,6 +238,9 @@ pub unsafe fn emit(
     let base = LLVMAddGlobal(m, i32t, cstr(names::SITE_BASE).as_ptr());
     LLVMSetInitializer(base, LLVMConstInt(i32t, LIMBO as u64, 0));
     LLVMSetLinkage(base, LLVMLinkage::LLVMInternalLinkage);
+    // Runtime data, not the program's: the link places `.profcc.data` after the program's
+    // `.bss` (driver/src/layout.rs), so the program's `.data` and `.bss` keep their layout.
+    LLVMSetSection(base, c".profcc.data".as_ptr());
 
     // profcc_abi::ModuleDesc (passes/tests/abi.rs checks the layouts agree).
     let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t, i32t];
@@ -297,6 +300,12 @@ pub unsafe fn emit(
     let b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(b, bb);
     let mut args = [desc];
+    // Both called through the GOT, like the doors: a lazy PLT slot in a shared library's
+    // `.got.plt` would move its `.data` (ARCHITECTURE.md, "Native layout").
+    let nonlazybind = LLVMGetEnumAttributeKindForName(c"nonlazybind".as_ptr(), 11);
+    for f in [reg, unreg] {
+        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, nonlazybind, 0));
+    }
     LLVMBuildCall2(b, reg_ty, unreg, args.as_mut_ptr(), 1, cstr("").as_ptr());
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);

@@ -103,6 +103,34 @@ __attribute__((tls_model("initial-exec"))) static __thread struct profcc_tls tls
 
 struct profcc_tls *profcc_tls(void) { return &tls; }
 
+/* While a new thread asks glibc for its stack bounds (profcc_stack_bounds_self), what
+ * pthread_getattr_np allocates (its cpuset, copied into the attribute's extension, which is
+ * calloc'ed; all freed with the attribute) comes
+ * from a buffer on the caller's stack, never from the program's allocator: that first malloc
+ * would create the thread's arena and its tcache, and every block the thread's start routine
+ * allocates would land 48..208 bytes later than natively (ARCHITECTURE.md, "Native layout").
+ * Blocks carry their size in a 16-byte header; a request that does not fit goes to the
+ * allocator as usual. */
+struct scratch {
+    char *base, *next, *end;
+};
+__attribute__((tls_model("initial-exec"))) static __thread struct scratch *scratch;
+
+static inline int in_scratch(const void *p) {
+    struct scratch *s = scratch;
+    return s && (const char *)p >= s->base && (const char *)p < s->end;
+}
+
+static void *scratch_alloc(size_t n) {
+    struct scratch *s = scratch;
+    size_t need = 16 + ((n + 15) & ~(size_t)15);
+    if (n > (size_t)(s->end - s->next) || need > (size_t)(s->end - s->next)) return 0;
+    char *p = s->next;
+    s->next += need;
+    *(size_t *)p = n;
+    return p + 16;
+}
+
 /* ---- Rust side ---- */
 enum {
     K_MALLOC = 0, K_CALLOC, K_REALLOC, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC, K_MEMALIGN, K_VALLOC,
@@ -416,9 +444,16 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
         return p;                                                           \
     } while (0)
 
-void *malloc(size_t n) { FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC); }
+void *malloc(size_t n) {
+    if (UNLIKELY(scratch != 0)) {
+        void *p = scratch_alloc(n);
+        if (p) return p;
+    }
+    FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC);
+}
 
 void free(void *p) {
+    if (UNLIKELY(in_scratch(p))) return;
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
@@ -429,7 +464,13 @@ void free(void *p) {
 
 void cfree(void *p) { free(p); }
 
-void *calloc(size_t n, size_t m) { FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC); }
+void *calloc(size_t n, size_t m) {
+    if (UNLIKELY(scratch != 0) && m != 0 && n <= 4096 / m) {
+        void *p = scratch_alloc(n * m);
+        if (p) return __builtin_memset(p, 0, n * m);
+    }
+    FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC);
+}
 
 static void *realloc_impl(void *old, size_t n, void *fp) {
     uint32_t outer = tls.in_rt;
@@ -450,7 +491,18 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
     return p;
 }
 
-void *realloc(void *old, size_t n) { return realloc_impl(old, n, FP()); }
+void *realloc(void *old, size_t n) {
+    if (UNLIKELY(scratch != 0) && (!old || in_scratch(old))) {
+        void *p = scratch_alloc(n);
+        if (!p) p = REAL(malloc)(n);
+        if (p && old) {
+            size_t had = *(size_t *)((char *)old - 16);
+            __builtin_memcpy(p, old, had < n ? had : n);
+        }
+        return p;
+    }
+    return realloc_impl(old, n, FP());
+}
 
 /* reallocarray is realloc with an overflow check in every allocator (glibc's calls realloc
  * through the PLT, i.e. us): computed here, forwarded to the allocator's realloc. */
@@ -721,6 +773,19 @@ int profcc_spawn_internal(void *(*fn)(void *), void *arg) {
     return rc;
 }
 
+/* Our own allocation functions, whichever definitions the link chose for the symbols. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+static void *own_malloc(size_t) __attribute__((alias("malloc")));
+static void *own_calloc(size_t, size_t) __attribute__((alias("calloc")));
+static void *own_realloc(void *, size_t) __attribute__((alias("realloc")));
+static void own_free(void *) __attribute__((alias("free")));
+#pragma GCC diagnostic pop
+static int own_allocator_linked(void) {
+    return (void *)malloc == (void *)own_malloc && (void *)calloc == (void *)own_calloc &&
+           (void *)realloc == (void *)own_realloc && (void *)free == (void *)own_free;
+}
+
 /* Bounds of the calling thread's stack. `is_main`: use __libc_stack_end (no /proc read). */
 void profcc_stack_bounds_self(int is_main, uintptr_t *lo, uintptr_t *hi) {
     *lo = *hi = 0;
@@ -734,15 +799,22 @@ void profcc_stack_bounds_self(int is_main, uintptr_t *lo, uintptr_t *hi) {
         *lo = top > size ? top - size : 0;
         return;
     }
+    _Alignas(16) char buf[4096];
+    struct scratch s = {buf, buf, buf + sizeof buf};
+    /* Only when every function that may allocate or free the blocks is ours (not in a -static
+     * link, where libc.a's malloc/free/realloc win). */
+    if (own_allocator_linked()) scratch = &s;
     pthread_attr_t a;
-    if (pthread_getattr_np(pthread_self(), &a) != 0) return;
-    void *addr = 0;
-    size_t size = 0;
-    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-        *lo = (uintptr_t)addr;
-        *hi = (uintptr_t)addr + size;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        void *addr = 0;
+        size_t size = 0;
+        if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+            *lo = (uintptr_t)addr;
+            *hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&a);
     }
-    pthread_attr_destroy(&a);
+    scratch = 0;
 }
 
 /* ---- frame-pointer walker ---- */
@@ -826,11 +898,6 @@ __attribute__((noreturn)) void __assert_fail(const char *what, const char *file,
  * static constructor, so the exit dump's atexit still runs after their destructors. ---- */
 void profcc_ctor_init(void);
 
-/* Our own `malloc`, whichever definition the link chose for the symbol. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wignored-attributes"
-static void *own_malloc(size_t) __attribute__((alias("malloc")));
-#pragma GCC diagnostic pop
 /* Null in a static (non-PIE) executable. */
 extern char _DYNAMIC[] __attribute__((weak, visibility("hidden")));
 

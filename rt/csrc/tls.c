@@ -52,3 +52,15 @@ __attribute__((used)) static const char *const profcc_door_ref = &profcc_door_an
 void profcc_sharing_preinit(void);
 __attribute__((section(".preinit_array"), used)) static void (*profcc_preinit_entry)(void) =
     profcc_sharing_preinit;
+
+/* atexit and pthread_atfork are libc_nonshared.a wrappers that call __cxa_atexit and
+ * __register_atfork through the PLT: a `.got.plt` slot the program's clang-22 build does not
+ * have, which would move its `.data` (ARCHITECTURE.md, "Native layout"). The runtime calls the
+ * libc functions themselves, through the GOT (-fno-plt). */
+extern void *__dso_handle;
+extern int __cxa_atexit(void (*)(void *), void *, void *);
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+int profcc_atexit(void (*fn)(void)) { return __cxa_atexit((void (*)(void *))fn, 0, &__dso_handle); }
+int profcc_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  return __register_atfork(prepare, parent, child, &__dso_handle);
+}

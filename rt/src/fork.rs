@@ -113,7 +113,16 @@ unsafe extern "C" fn child() {
     crate::writer::DUMPING.force_unlock();
 }
 
+extern "C" {
+    /// `pthread_atfork` without libc_nonshared's wrapper (rt/csrc/tls.c: no PLT slot).
+    fn profcc_atfork(
+        prepare: unsafe extern "C" fn(),
+        parent: unsafe extern "C" fn(),
+        child: unsafe extern "C" fn(),
+    ) -> libc::c_int;
+}
+
 /// Once, from `ensure_init`.
 pub fn install() {
-    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    unsafe { profcc_atfork(prepare, parent, child) };
 }

@@ -78,6 +78,11 @@ fn stderr_is_start_terminal() -> bool {
         })
 }
 
+extern "C" {
+    /// `atexit` without libc_nonshared's wrapper (rt/csrc/tls.c: no PLT slot).
+    fn profcc_atexit(f: extern "C" fn()) -> libc::c_int;
+}
+
 extern "C" fn at_exit() {
     if EXITED.swap(true, Ordering::AcqRel) {
         return;
@@ -197,7 +202,7 @@ pub fn install() {
         TTY_SET.store(true, Ordering::Relaxed);
     }
     unsafe {
-        libc::atexit(at_exit);
+        profcc_atexit(at_exit);
     }
     if options::get().fatal_dump {
         install_fatal_handlers();

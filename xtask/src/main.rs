@@ -160,6 +160,9 @@ pub const RAW_RUNTIME: &str = "libprofcc_rt_raw.a";
 /// global symbols are the runtime's own.
 pub const RUNTIME: &str = "libprofcc_rt.a";
 
+/// The names the runtime archive leaves undefined, one a line (written beside it).
+pub const RUNTIME_IMPORTS: &str = "libprofcc_rt.imports";
+
 /// Whether the runtime archive keeps `name` global: the runtime's entry points (`__profcc_*`,
 /// `profcc_*`) and the interposers (`interposers`, the `#pragma weak` names of
 /// rt/csrc/interpose.c). Everything else (std, compiler-builtins' libm: `cbrt`, `floor`...)
@@ -232,8 +235,13 @@ fn runtime_archive() -> Result<(), String> {
         return Err(format!("{}: no __profcc_force_link", raw.display()));
     }
     let obj = work.join("profcc_rt.o");
+    let script = work.join("sections.ld");
+    std::fs::write(&script, RUNTIME_SECTIONS).map_err(|e| format!("{}: {e}", script.display()))?;
     let mut ld = Command::new("ld.bfd");
-    ld.args(["-r", "--gc-sections", "-o"]).arg(&obj);
+    ld.args(["-r", "--gc-sections", "-T"])
+        .arg(&script)
+        .arg("-o")
+        .arg(&obj);
     for k in &keep {
         ld.arg(format!("--undefined={k}"));
     }
@@ -241,6 +249,25 @@ fn runtime_archive() -> Result<(), String> {
         .arg(&nobc)
         .arg("--no-whole-archive");
     run(&mut ld)?;
+    // COMDAT members (`.data.DW.ref.rust_eh_personality`) keep their names through `ld -r`.
+    let headers = output(Command::new("llvm-readelf-22").arg("-SW").arg(&obj))?;
+    let mut rename = Command::new("llvm-objcopy-22");
+    for name in headers
+        .lines()
+        .filter_map(|l| l.split_once(']').map(|(_, r)| r.split_whitespace().next()))
+        .flatten()
+    {
+        if name.starts_with(".data") || name.starts_with(".bss") {
+            let to = if name.starts_with(".bss") {
+                ".profcc.bss"
+            } else {
+                ".profcc.data"
+            };
+            rename.arg(format!("--rename-section={name}={to}"));
+        }
+    }
+    run(rename.arg(&obj))?;
+    plt_thunks(&work, &obj)?;
     // `ld -r` keeps the undefined symbols of the sections it collected (getaddrinfo,
     // getpwuid_r...) in the symbol table; one that no relocation uses would still pull its
     // libc.a member (and glibc's warning) into a -static link: strip those.
@@ -259,10 +286,91 @@ fn runtime_archive() -> Result<(), String> {
         .arg(&obj))?;
     let ar = work.join(RUNTIME);
     run(Command::new("llvm-ar-22").arg("rcsD").arg(&ar).arg(&obj))?;
+    // The functions the runtime imports (through the GOT): a program's PLT call of one of them
+    // takes no `.got.plt` slot in the executable (ld's `.plt.got` serves both), so the driver
+    // counts them among the filler slots (driver/src/layout.rs).
+    let imports = output(Command::new("llvm-nm-22").args(["-u", "-j"]).arg(&obj))?;
+    let list = dir.join(RUNTIME_IMPORTS);
+    std::fs::write(&list, imports).map_err(|e| format!("{}: {e}", list.display()))?;
     let out = dir.join(RUNTIME);
     std::fs::rename(&ar, &out).map_err(|e| format!("{}: {e}", out.display()))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
+}
+
+/// The `ld -r` script of the runtime archive: the runtime's writable data (initialised, relro
+/// and zero-filled) leaves the program's output sections for its own, which the driver's link
+/// script (`driver/src/exec.rs`, `LAYOUT_SCRIPT`) places after the program's `.bss`. So the
+/// program's `.data` and `.bss` keep the addresses (mod 4096) of its clang-22 build.
+///
+/// The runtime's thread-locals join the executable's TLS block, after the program's (its
+/// `.tdata` after the program's `.tdata`, its `.tbss` last): each is padded to a multiple of
+/// 4096 bytes, so the program's thread-locals keep their offsets from the thread pointer mod
+/// 4096, and so do the static TLS size and with it each thread's stack top.
+const RUNTIME_SECTIONS: &str = "SECTIONS {
+  .profcc.data : { *(.data .data.* .data.rel .data.rel.* .data.rel.ro .data.rel.ro.*) }
+  .profcc.bss : { *(.bss .bss.* COMMON) }
+  .tdata : { pcc_tdata_start = .; *(.tdata .tdata.*) . = . + (4096 - (. - pcc_tdata_start) % 4096) % 4096; }
+  .tbss : { pcc_tbss_start = .; *(.tbss .tbss.*) . = . + (4096 - (. - pcc_tbss_start) % 4096) % 4096; }
+}
+";
+
+/// The runtime adds no `.got.plt` slot to the program (that would move the program's `.data`,
+/// which starts that many bytes after a page boundary): C is built with `-fno-plt`
+/// (rt/build.rs); Rust's calls of undefined functions through the PLT (`_Unwind_Resume`,
+/// `memcpy`...) are renamed to local thunks that jump through the GOT (relro), `jmp
+/// *name@GOTPCREL(%rip)`. Weak undefined names keep their calls, and so does `__tls_get_addr`
+/// (ld relaxes std's general-dynamic accesses only when they call it by name), whose one slot
+/// ld 2.40 keeps although no call is left: the driver's filler slots count it
+/// (`driver/src/exec.rs`, `RUNTIME_PLT_SLOTS`).
+const TLS_GET_ADDR: &str = "__tls_get_addr";
+
+fn plt_thunks(work: &Path, obj: &Path) -> Result<(), String> {
+    let relocs = output(Command::new("llvm-readelf-22").args(["-rW"]).arg(obj))?;
+    let strong_undefined = output(Command::new("llvm-nm-22").args(["-u"]).arg(obj))?;
+    let strong: std::collections::BTreeSet<&str> = strong_undefined
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("U "))
+        .collect();
+    let names: std::collections::BTreeSet<&str> = relocs
+        .lines()
+        .filter(|l| l.contains("R_X86_64_PLT32"))
+        .filter_map(|l| l.split_whitespace().nth(4))
+        .filter(|n| strong.contains(n) && *n != TLS_GET_ADDR)
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let mut asm = String::new();
+    let mut redefine = String::new();
+    for (i, n) in names.iter().enumerate() {
+        asm.push_str(&format!(
+            "\t.section .text.pcc_thunk_{i},\"ax\",@progbits\n\t.globl pcc_thunk_{i}\n\t.type pcc_thunk_{i},@function\npcc_thunk_{i}:\n\tjmp *{n}@GOTPCREL(%rip)\n"
+        ));
+        redefine.push_str(&format!("{n} pcc_thunk_{i}\n"));
+    }
+    asm.push_str("\t.section .note.GNU-stack,\"\",@progbits\n");
+    let s = work.join("thunks.s");
+    std::fs::write(&s, asm).map_err(|e| format!("{}: {e}", s.display()))?;
+    let thunks = work.join("thunks.o");
+    run(Command::new("clang-22")
+        .arg("-c")
+        .arg(&s)
+        .arg("-o")
+        .arg(&thunks))?;
+    let r = work.join("redefine.txt");
+    std::fs::write(&r, redefine).map_err(|e| format!("{}: {e}", r.display()))?;
+    run(Command::new("llvm-objcopy-22")
+        .arg(format!("--redefine-syms={}", r.display()))
+        .arg(obj))?;
+    let merged = work.join("merged.o");
+    run(Command::new("ld.bfd")
+        .arg("-r")
+        .arg(obj)
+        .arg(&thunks)
+        .arg("-o")
+        .arg(&merged))?;
+    std::fs::rename(&merged, obj).map_err(|e| format!("{}: {e}", obj.display()))
 }
 
 fn demo() -> Result<(), String> {
