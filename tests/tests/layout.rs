@@ -123,10 +123,15 @@ fn residues(
                     Command::new("setarch")
                         .arg("-R")
                         .arg(exe)
+                        .current_dir(s.path(""))
                         .env("PROFCC_OPTIONS", "summary=0"),
                 )
             } else {
-                output_within(Command::new(exe).env("PROFCC_OPTIONS", "summary=0"))
+                output_within(
+                    Command::new(exe)
+                        .current_dir(s.path(""))
+                        .env("PROFCC_OPTIONS", "summary=0"),
+                )
             };
             assert!(o.status.success(), "{}: {:?}", exe.display(), o);
             String::from_utf8_lossy(&o.stdout).into_owned()
@@ -297,7 +302,7 @@ void show(void) { b2[0]++; printf("G %u %u %u %u\nH %u\n", R(&d1), R(b1), R(b2),
             .arg(&so)
             .arg("-o")
             .arg(&exe));
-        outs.push(output_within(&mut Command::new(&exe)));
+        outs.push(output_within(Command::new(&exe).current_dir(s.path(""))));
     }
     assert_same_run("shared library residues", &outs[0], &outs[1]);
 }
@@ -336,6 +341,6 @@ fn user_linker_script_links_without_the_layout_script() {
         logged.contains("native layout: the link has its own linker script"),
         "{logged}"
     );
-    let run = output_within(&mut Command::new(&exe));
+    let run = output_within(Command::new(&exe).current_dir(s.path("")));
     assert_eq!(String::from_utf8_lossy(&run.stdout), "4\n", "{run:?}");
 }
