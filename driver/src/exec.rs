@@ -486,6 +486,9 @@ fn with_native_layout(
         .unwrap_or_default();
     let mut lost: Vec<&str> = layout::interposers();
     lost.extend(imports.iter().map(String::as_str));
+    if !layout::has_tls(&inputs) {
+        args.push(layout::NATIVE_TLS_ABSENT.to_string());
+    }
     let names = layout::plt_names(&inputs, pie, &lost);
     let n = layout::filler_count(names.len());
     log(&format!(

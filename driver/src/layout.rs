@@ -194,6 +194,24 @@ pub fn plt_names(
     found
 }
 
+/// Do the objects define thread-locals (a TLS section with contents or size)? Archives are not
+/// read.
+pub fn has_tls(objects: &[PathBuf]) -> bool {
+    use object::{Object, ObjectSection, SectionFlags};
+    objects.iter().any(|path| {
+        let Ok(data) = std::fs::read(path) else { return false };
+        let Ok(file) = object::File::parse(&*data) else { return false };
+        file.sections().any(|s| {
+            matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_TLS) != 0)
+                && s.size() > 0
+        })
+    })
+}
+
+/// The symbol that tells the runtime the program has no thread-locals of its own (rt/csrc/
+/// interpose.c: each new thread's dynamic thread vector then gets its native size).
+pub const NATIVE_TLS_ABSENT: &str = "-Wl,--defsym=__profcc_native_tls_absent=1";
+
 /// How many filler slots a dynamic executable needs: the interposed names its objects call
 /// through the PLT, less the runtime's own slots.
 pub fn filler_count(interposed: usize) -> usize {

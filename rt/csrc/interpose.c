@@ -444,6 +444,110 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
         return p;                                                           \
     } while (0)
 
+/* ---- the dynamic thread vector's side blocks ----
+ * For each new thread glibc callocs a dynamic thread vector (dtv) of one 16-byte entry per TLS
+ * module plus 16, from the creating thread's heap. The runtime's thread-locals make the
+ * executable a TLS module, so in a program without thread-locals of its own every thread start
+ * would take a 16-byte larger block than natively and move every later block of the program
+ * (ARCHITECTURE.md, "Native layout"). When the driver says the program has none
+ * (`--defsym=__profcc_native_tls_absent=1`, see driver/src/layout.rs), the vector glibc asks
+ * for inside pthread_create is served from a side block in the runtime's own memory, and the
+ * program's allocator gets at the same moment the request glibc would have made natively (one
+ * entry fewer): that twin is freed, or resized, whenever glibc frees or resizes the vector, so
+ * the program's heap sees exactly the native calls. Side blocks are fixed 1 KiB slots in one
+ * reservation; a vector that does not fit, or a full reservation, goes to the allocator as
+ * before (16 bytes off, noted in ARCHITECTURE.md). Only when all four allocation functions are
+ * the runtime's (in a -static link libc.a's may win), since the block must come back to us. */
+extern char __profcc_native_tls_absent __attribute__((weak)); /* through the GOT: 0 or 1 */
+#define DTV_ENTRY 16 /* sizeof(dtv_t) on x86-64 */
+#define DTV_SLOT 1024
+#define DTV_SLOTS 65536
+struct dtv_head {
+    void *twin;   /* the program allocator's block of the native size; next free slot when free */
+    size_t bytes; /* what glibc asked for */
+};
+static char *dtv_area;
+static size_t dtv_used;     /* slots handed out at least once */
+static struct dtv_head *dtv_free_list;
+static int dtv_lock;
+__attribute__((tls_model("initial-exec"))) static __thread uint32_t creating_thread;
+
+static inline int in_dtv(const void *p) {
+    const char *a = __atomic_load_n(&dtv_area, __ATOMIC_ACQUIRE);
+    return a && (uintptr_t)p - (uintptr_t)a < (uintptr_t)DTV_SLOT * DTV_SLOTS;
+}
+
+static void dtv_lock_take(void) {
+    while (__atomic_exchange_n(&dtv_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void dtv_lock_drop(void) { __atomic_store_n(&dtv_lock, 0, __ATOMIC_RELEASE); }
+
+static struct dtv_head *dtv_slot_take(void) {
+    struct dtv_head *h = 0;
+    dtv_lock_take();
+    if (!dtv_area) {
+        long a = syscall(SYS_mmap, 0, (size_t)DTV_SLOT * DTV_SLOTS, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a != -1) __atomic_store_n(&dtv_area, (char *)a, __ATOMIC_RELEASE);
+    }
+    if (dtv_free_list) {
+        h = dtv_free_list;
+        dtv_free_list = (struct dtv_head *)h->twin;
+    } else if (dtv_area && dtv_used < DTV_SLOTS) {
+        h = (struct dtv_head *)(dtv_area + dtv_used++ * DTV_SLOT);
+    }
+    dtv_lock_drop();
+    return h;
+}
+
+static void dtv_slot_give(struct dtv_head *h) {
+    dtv_lock_take();
+    h->twin = dtv_free_list;
+    dtv_free_list = h;
+    dtv_lock_drop();
+}
+
+static int own_allocator_linked(void);
+
+/* calloc(n, 16) inside pthread_create: the vector. 0 when it stays with the allocator. */
+static void *dtv_calloc(size_t n) {
+    size_t bytes = n * DTV_ENTRY;
+    if (bytes > DTV_SLOT - sizeof(struct dtv_head) || !own_allocator_linked()) return 0;
+    struct dtv_head *h = dtv_slot_take();
+    if (!h) return 0;
+    h->twin = REAL(calloc)(n - 1, DTV_ENTRY);
+    if (!h->twin) {
+        dtv_slot_give(h);
+        return 0;
+    }
+    h->bytes = bytes;
+    return __builtin_memset(h + 1, 0, bytes);
+}
+
+static void dtv_free(void *p) {
+    struct dtv_head *h = (struct dtv_head *)p - 1;
+    REAL(free)(h->twin);
+    dtv_slot_give(h);
+}
+
+/* glibc grows a thread's vector with realloc when a dlopen'ed library adds TLS modules: the twin
+ * grows with it (one entry fewer); a vector past the slot moves to the allocator. */
+static void *dtv_realloc(void *p, size_t n) {
+    struct dtv_head *h = (struct dtv_head *)p - 1;
+    if (n <= DTV_SLOT - sizeof(struct dtv_head) && n > DTV_ENTRY) {
+        void *twin = REAL(realloc)(h->twin, n - DTV_ENTRY);
+        if (!twin) return 0;
+        h->twin = twin;
+        h->bytes = n;
+        return p;
+    }
+    void *q = REAL(malloc)(n);
+    if (!q) return 0;
+    __builtin_memcpy(q, p, h->bytes < n ? h->bytes : n);
+    dtv_free(p);
+    return q;
+}
+
 void *malloc(size_t n) {
     if (UNLIKELY(scratch != 0)) {
         void *p = scratch_alloc(n);
@@ -454,6 +558,10 @@ void *malloc(size_t n) {
 
 void free(void *p) {
     if (UNLIKELY(in_scratch(p))) return;
+    if (UNLIKELY(in_dtv(p))) {
+        dtv_free(p);
+        return;
+    }
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
@@ -465,6 +573,11 @@ void free(void *p) {
 void cfree(void *p) { free(p); }
 
 void *calloc(size_t n, size_t m) {
+    if (UNLIKELY(creating_thread) && m == DTV_ENTRY && n > 2 && &__profcc_native_tls_absent) {
+        creating_thread = 0;
+        void *p = dtv_calloc(n);
+        if (p) return p;
+    }
     if (UNLIKELY(scratch != 0) && m != 0 && n <= 4096 / m) {
         void *p = scratch_alloc(n * m);
         if (p) return __builtin_memset(p, 0, n * m);
@@ -492,6 +605,7 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
 }
 
 void *realloc(void *old, size_t n) {
+    if (UNLIKELY(in_dtv(old))) return dtv_realloc(old, n);
     if (UNLIKELY(scratch != 0) && (!old || in_scratch(old))) {
         void *p = scratch_alloc(n);
         if (!p) p = REAL(malloc)(n);
@@ -535,6 +649,7 @@ void *pvalloc(size_t n) { FORWARD_AND_RECORD(REAL(pvalloc)(n), n, K_PVALLOC); }
 size_t malloc_usable_size(void *p) {
     if (!p) return 0;
     if (UNLIKELY(in_pool(p))) return pool_size_of(p);
+    if (UNLIKELY(in_dtv(p))) return ((struct dtv_head *)p - 1)->bytes;
     return REAL(usable)(p);
 }
 
@@ -723,7 +838,9 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     tls.in_rt = 1;
     void *rec = profcc_thread_prepare(fn, arg, FP());
     /* glibc's own allocations for the thread (TLS blocks) are not the program's: guard stays on. */
+    creating_thread = 1;
     int rc = rec ? real(t, attr, user_trampoline, rec) : real(t, attr, fn, arg);
+    creating_thread = 0;
     if (rc != 0 && rec) profcc_thread_failed(rec);
     tls.in_rt = 0;
     return rc;
