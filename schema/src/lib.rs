@@ -11,7 +11,9 @@ pub mod sharing;
 
 pub const FORMAT: &str = "profcc-profile";
 /// 3: `exit_summary` added (older profiles read with it empty).
-pub const VERSION: u32 = 3;
+/// 4: `sharing.threads`, `sharing.machine` and each line's `latency` added, for the predicted
+/// gain (older profiles read with them empty; the report says it has no prediction for them).
+pub const VERSION: u32 = 4;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {
@@ -320,6 +322,29 @@ mod tests {
         let p = from_str(&v.to_string()).unwrap();
         assert_eq!(p.version, 2);
         assert!(p.exit_summary.is_empty());
+    }
+
+    #[test]
+    fn version_3_sharing_reads_without_prediction_fields() {
+        let mut p = sample();
+        p.sharing = Some(sharing::Sharing {
+            lines: vec![sharing::LineRecord {
+                addr: 64,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let mut v = serde_json::to_value(&p).unwrap();
+        v["version"] = 3.into();
+        let s = v["sharing"].as_object_mut().unwrap();
+        s.remove("threads");
+        s.remove("machine");
+        s["lines"][0].as_object_mut().unwrap().remove("latency");
+        let q = from_str(&v.to_string()).unwrap();
+        let s = q.sharing.unwrap();
+        assert_eq!(q.version, 3);
+        assert!(s.threads.is_empty() && s.machine.is_none());
+        assert_eq!(s.lines[0].latency, sharing::LineLatency::default());
     }
 
     #[test]
