@@ -336,10 +336,10 @@ fn init_clock() {
     HIT_TICKS.store(hit, Relaxed);
 }
 
-/// A sampled access to a tracked line: time a reload of it (the program's own access comes
-/// right after the hook) and add the latency beyond a hit to the line's samples of its kind.
-fn latency_sample(r: &Record, addr: u64, info: u64) {
-    let dt = timed_reload(addr as *const u8);
+/// A sampled access to a tracked line, whose reload the door timed at `dt` ticks (the
+/// program's own access comes right after the hook): add the latency beyond a hit to the
+/// line's samples of its kind.
+fn latency_sample(r: &Record, dt: u64, info: u64) {
     let tpn = ticks_per_ns();
     let extra_ps = (dt.saturating_sub(HIT_TICKS.load(Relaxed)) as f64 * 1000.0 / tpn) as u64;
     let extra_ps = extra_ps.min(profcc_analysis::sharing::MAX_LATENCY_SAMPLE_NS * 1000);
@@ -790,7 +790,9 @@ pub unsafe extern "C" fn profcc_line_slow(p: *const u8, info: u64, slot: *mut u6
     if due != 0 {
         *v.countdown = next_period();
     }
-    slow(addr, info, me, slot, due != 0);
+    // 2 + ticks: the door timed a reload of the hot line (hooks/sharing_door.c).
+    let timed = if due >= 2 { Some(due as u64 - 2) } else { None };
+    slow(addr, info, me, slot, due != 0, timed);
 }
 
 /// Every line of [p, p+len) through the same checks as the inlined hooks.
@@ -826,6 +828,7 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
                 me,
                 slot,
                 true,
+                None,
             );
         }
         a = next;
@@ -834,7 +837,8 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
 
 /// `due`: a hot line's access is the thread's sampled one (else it came for a volume sample).
 #[allow(clippy::too_many_arguments)]
-unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
+/// `timed`: the ticks of the door's reload of a hot line, for its latency samples.
+unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: Option<u64>) {
     let line = addr & !63;
     let sh = word(line);
     let t = ShadowWord(me).owner();
@@ -850,8 +854,8 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
                 r.volume.fetch_add(1, Relaxed);
             }
             if due {
-                if multi {
-                    latency_sample(r, addr, info);
+                if let (true, Some(dt)) = (multi, timed) {
+                    latency_sample(r, dt, info);
                 }
                 hot_access(r, w.hot_index(), sh, addr, info, me, slot, multi);
             }
