@@ -340,9 +340,6 @@ fn init_clock() {
 /// program's own access comes right after the hook): add the latency beyond a hit to the
 /// line's samples of its kind.
 fn latency_sample(r: &Record, dt: u64, info: u64) {
-    let tpn = ticks_per_ns();
-    let extra_ps = (dt.saturating_sub(HIT_TICKS.load(Relaxed)) as f64 * 1000.0 / tpn) as u64;
-    let extra_ps = extra_ps.min(profcc_analysis::sharing::MAX_LATENCY_SAMPLE_NS * 1000);
     let write = info & INFO_WRITE != 0;
     let rmw = info & INFO_ATOMIC != 0
         || (write && (info >> INFO_EXTRA_READS_SHIFT) & INFO_EXTRA_MAX as u64 != 0);
@@ -353,21 +350,35 @@ fn latency_sample(r: &Record, dt: u64, info: u64) {
     } else {
         0
     }];
-    slot.samples.fetch_add(1, Relaxed);
+    // A plain load and store, not an atomic add: the count is a sample size, and a lost
+    // increment between two threads costs nothing, a locked add on a shared line per sample
+    // would (the misses below are rare and exact).
+    let n = slot.samples.load(Relaxed);
+    slot.samples.store(n + 1, Relaxed);
+    let hit = HIT_TICKS.load(Relaxed);
     // Only a miss costs: a hit's few ns over the fastest hit are the clock's own jitter.
-    if extra_ps >= profcc_analysis::sharing::MISS_NS * 1000 {
-        slot.misses.fetch_add(1, Relaxed);
-        slot.extra_ps.fetch_add(extra_ps, Relaxed);
+    if dt > hit {
+        let extra_ps = ((dt - hit) as f64 * 1000.0 / ticks_per_ns()) as u64;
+        let extra_ps = extra_ps.min(profcc_analysis::sharing::MAX_LATENCY_SAMPLE_NS * 1000);
+        if extra_ps >= profcc_analysis::sharing::MISS_NS * 1000 {
+            slot.misses.fetch_add(1, Relaxed);
+            slot.extra_ps.fetch_add(extra_ps, Relaxed);
+        }
     }
-    // Where the thread runs, for the profile's `ThreadTime::cpus`.
-    let st = crate::analysis::current_state(&SHARING) as *const ThreadState;
-    if let Some(st) = unsafe { st.as_ref() } {
-        let b = cpu_bit();
-        if st.cpus.load(Relaxed) & b == 0 {
-            st.cpus.fetch_or(b, Relaxed);
+    // Where the thread runs, for the profile's `ThreadTime::cpus`: now and then.
+    if n.is_multiple_of(CPU_SAMPLE_EVERY) {
+        let st = crate::analysis::current_state(&SHARING) as *const ThreadState;
+        if let Some(st) = unsafe { st.as_ref() } {
+            let b = cpu_bit();
+            if st.cpus.load(Relaxed) & b == 0 {
+                st.cpus.fetch_or(b, Relaxed);
+            }
         }
     }
 }
+
+/// Latency samples of a line between two looks at the sampling thread's CPU.
+const CPU_SAMPLE_EVERY: u64 = 256;
 
 /// The prediction's figures of every started thread.
 fn thread_times() -> Vec<schema::ThreadTime> {
