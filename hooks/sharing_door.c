@@ -6,12 +6,12 @@
  * leaves at once unless it is also due. Everything else goes to the runtime
  * (`profcc_line_slow`, rt/src/sharing.rs), which re-arms a spent countdown.
  *
- * About one hot line's due access in PROFCC_LATENCY_EVERY is timed here, first thing, before
+ * About one hot line's due access in LATENCY_EVERY is timed here, first thing, before
  * the runtime's work can let another thread take the line: a reload of the byte between two
  * rdtscp (docs/model.md; about 50 ns each on this project's VM, hence not every one; the
  * site's count picks them, the due accesses being a random period apart). Its ticks reach
  * the runtime in `due` (2 + ticks; 1: due, not timed; 0: not due). */
-#define PROFCC_LATENCY_EVERY 8
+#define LATENCY_EVERY 8
 #include "profcc_hooks.h"
 
 void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
@@ -29,7 +29,7 @@ __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
   int due = __profcc_hot_cd == 0;
   if ((w & PROFCC_HOT) && !due && !sampled) return;
 #if defined(__x86_64__)
-  if ((w & PROFCC_HOT) && due && (*slot / 4) % PROFCC_LATENCY_EVERY == 0) {
+  if ((w & PROFCC_HOT) && due && (*slot / 4) % LATENCY_EVERY == 0) {
     unsigned aux;
     uint64_t t0 = __builtin_ia32_rdtscp(&aux);
     (void)*(volatile const unsigned char *)p;
