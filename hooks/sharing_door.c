@@ -4,7 +4,14 @@
  * A hot line's access arrives here only when the hook's countdown reached zero (the thread's
  * sampled access, one in fs_sample) or when it is its group's write-volume sample; the latter
  * leaves at once unless it is also due. Everything else goes to the runtime
- * (`profcc_line_slow`, rt/src/sharing.rs), which re-arms a spent countdown. */
+ * (`profcc_line_slow`, rt/src/sharing.rs), which re-arms a spent countdown.
+ *
+ * About one hot line's due access in LATENCY_EVERY is timed here, first thing, before
+ * the runtime's work can let another thread take the line: a reload of the byte between two
+ * rdtscp (docs/model.md; about 50 ns each on this project's VM, hence not every one; the
+ * site's count picks them, the due accesses being a random period apart). Its ticks reach
+ * the runtime in `due` (2 + ticks; 1: due, not timed; 0: not due). */
+#define LATENCY_EVERY 8
 #include "profcc_hooks.h"
 
 void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
@@ -21,5 +28,14 @@ __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
   int sampled = (info & PROFCC_INFO_WRITE) && (*slot & __profcc_wmask) == 0;
   int due = __profcc_hot_cd == 0;
   if ((w & PROFCC_HOT) && !due && !sampled) return;
+#if defined(__x86_64__)
+  if ((w & PROFCC_HOT) && due && (*slot / 4) % LATENCY_EVERY == 0) {
+    unsigned aux;
+    uint64_t t0 = __builtin_ia32_rdtscp(&aux);
+    (void)*(volatile const unsigned char *)p;
+    uint64_t dt = __builtin_ia32_rdtscp(&aux) - t0;
+    due = 2 + (int)(dt < 0x3fffffff ? dt : 0x3fffffff);
+  }
+#endif
   profcc_line_slow(p, info | ((uint64_t)sampled << PROFCC_INFO_SAMPLED_SHIFT), slot, due);
 }

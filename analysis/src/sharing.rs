@@ -13,7 +13,7 @@
 //! [`estimate`] is the one place they are scaled, and findings carry estimates only.
 
 use profcc_schema::sharing::{
-    ByteUse, LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing, LINE,
+    ByteUse, LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing, ThreadTime, LINE,
 };
 use profcc_schema::{AccessSite, Profile};
 use serde::{Deserialize, Serialize};
@@ -64,9 +64,37 @@ pub const MEDIUM_CONFIDENCE_RECORDED: u64 = 100;
 /// Thread ids a line of text lists before it says how many more there are ([`threads_list`]).
 pub const LISTED_THREADS: usize = 8;
 
-/// The predicted saving is at most this percentage of the parallel time (as in Cheetah: the
-/// threads still do their work once the line is no longer shared).
+/// The predicted saving is at most this percentage of the time the contending threads
+/// overlapped (as in Cheetah: the threads still do their work once the line is no longer
+/// shared).
 pub const MAX_SAVING_PERCENT: u64 = 90;
+
+/// A timed reload slower than a hit by at least this much is a miss (the line was not in the
+/// thread's cache): the runtime counts misses with it; an L2 hit costs well under it, a
+/// transfer between cores well over.
+pub const MISS_NS: u64 = 20;
+
+/// One latency sample counts at most this much (an interrupt or a preemption between the two
+/// clock reads would otherwise stand for thousands of accesses).
+pub const MAX_LATENCY_SAMPLE_NS: u64 = 1000;
+
+/// With a calibration, one sample counts at most this many line transfers.
+pub const TRANSFER_CAP: f64 = 2.0;
+
+/// Percentage of a store-only miss that the program waits for: a plain store retires into the
+/// store buffer and the core goes on while the line comes (loads and read-modify-writes wait
+/// for it whole).
+pub const STORE_VISIBLE_PERCENT: u64 = 10;
+
+/// Below this overlap (percent of the contending threads' CPU time) the prediction is no
+/// gain, with low confidence: threads that run one after another do not contend.
+pub const MIN_OVERLAP_PERCENT: u64 = 10;
+/// Overlap (percent) from which a prediction can have high confidence.
+pub const HIGH_OVERLAP_PERCENT: u64 = 50;
+/// Latency samples behind a prediction of medium confidence (fewer: low).
+pub const MEDIUM_PREDICTION_SAMPLES: u64 = 20;
+/// Latency samples behind a prediction of high confidence (and a calibration).
+pub const HIGH_PREDICTION_SAMPLES: u64 = 200;
 
 // ---------------------------------------------------------------------------------------------
 // Findings.
@@ -150,16 +178,62 @@ pub struct Finding {
     pub sites: Vec<LineSite>,
     /// Element stride seen between different threads' words (bytes), when they form an array.
     pub stride: Option<u64>,
-    /// Cycles lost to invalidations as wall-clock time, and the run's speed-up if they vanish:
-    /// an upper bound, as in Cheetah. Without hardware latencies every counted invalidation
-    /// costs `invalidation_ns`; a core that batches its stores to the line while it holds it
-    /// loses less (docs/benchmarks.md compares the bound with padding, measured).
+    /// Wall-clock time the fix saves and the run's speed-up, from the line's measured access
+    /// latencies and the contending threads' overlap ([`predict`], docs/model.md).
     pub predicted_saving_ns: u64,
     pub predicted_speedup: f64,
+    /// How the prediction was computed, and how sure it is.
+    pub prediction: Prediction,
     /// How sure the finding (its kind and object) is: from the invalidations and the recorded
     /// accesses behind it; it does not grade the predicted speed-up.
     pub confidence: Confidence,
     pub fix: String,
+}
+
+/// The figures behind a finding's predicted gain ([`predict`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Prediction {
+    /// Timed reloads of the finding's lines (all kinds).
+    pub latency_samples: u64,
+    /// Of them, misses ([`MISS_NS`]).
+    pub latency_misses: u64,
+    /// Charged latency per access to the lines (stores weighted by
+    /// [`STORE_VISIBLE_PERCENT`]), ns.
+    pub charged_ns_per_access: f64,
+    /// Estimated accesses to the lines (recorded × `fs_sample`).
+    pub accesses: u64,
+    /// Share of the lines' timed accesses that were plain stores, percent.
+    pub store_percent: u64,
+    /// Contending threads, and the longest time two of them ran at once (ns): the wall-clock
+    /// interval they shared, bounded by each one's CPU time.
+    pub threads: usize,
+    pub overlap_ns: u64,
+    /// `overlap_ns` against the busiest contending thread's CPU time, percent.
+    pub overlap_percent: u64,
+    /// The calibrated line-transfer cost on this machine (`profcc calibrate`), if known.
+    pub transfer_ns: Option<f64>,
+    /// How sure the predicted gain is: overlap, latency samples, calibration.
+    pub confidence: Confidence,
+    /// One sentence: how the figure was computed, or why there is none.
+    pub basis: String,
+}
+
+impl Default for Prediction {
+    fn default() -> Self {
+        Prediction {
+            latency_samples: 0,
+            latency_misses: 0,
+            charged_ns_per_access: 0.0,
+            accesses: 0,
+            store_percent: 0,
+            threads: 0,
+            overlap_ns: 0,
+            overlap_percent: 0,
+            transfer_ns: None,
+            confidence: Confidence::Low,
+            basis: "no prediction".into(),
+        }
+    }
 }
 
 /// Whether a predicted speed-up is shown as a gain ([`MIN_SHOWN_SPEEDUP`]).
@@ -315,31 +389,223 @@ fn merge(
         add_sites(&mut m.sites, &f.sites);
         m.confidence = m.confidence.max(f.confidence);
         m.stride = stride_of(&m.words);
-        (m.predicted_saving_ns, m.predicted_speedup) =
-            predict(s, m.invalidations, m.threads.len(), duration_ns);
+        let p = predict(s, &m.lines, &m.threads, duration_ns);
+        (m.predicted_saving_ns, m.predicted_speedup) = (p.saving_ns, p.speedup);
+        m.prediction = p.prediction;
         m.fix = fix_text(m);
     }
     out
 }
 
-/// Cheetah-style gain, an upper bound: the invalidations' cost (`invalidation_ns` each) spread
-/// over the threads involved, as wall-clock time saved (at most [`MAX_SAVING_PERCENT`] of the
-/// parallel time), and the run's speed-up if that time vanished.
-pub fn predict(s: &Sharing, invalidations: u64, threads: usize, duration_ns: u64) -> (u64, f64) {
-    let lost =
-        invalidations.saturating_mul(s.settings.invalidation_ns as u64) / threads.max(1) as u64;
-    let window = if s.parallel_ns > 0 {
-        s.parallel_ns.min(duration_ns.max(1))
-    } else {
-        duration_ns
+/// A predicted gain: the time saved, the run's speed-up, and how it was computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    pub saving_ns: u64,
+    pub speedup: f64,
+    pub prediction: Prediction,
+}
+
+/// The time two threads surely ran at once. In the wall-clock interval they shared, each used
+/// its CPU time in proportion (`cpu × shared / lifetime`); two threads that used `x` and `y`
+/// of an interval `i` ran at once for at least `x + y − i`. A thread blocked in a join shares
+/// an interval but runs nothing; two threads that took turns on a busy machine used less than
+/// the interval between them; two threads only ever seen on one and the same CPU never ran at
+/// once.
+pub fn overlap_ns(a: &ThreadTime, b: &ThreadTime) -> u64 {
+    let shared = a
+        .end_ns
+        .min(b.end_ns)
+        .saturating_sub(a.start_ns.max(b.start_ns));
+    if shared == 0 || (a.cpus.len() == 1 && a.cpus == b.cpus) {
+        return 0;
+    }
+    let used = |t: &ThreadTime| {
+        let life = t.end_ns.saturating_sub(t.start_ns).max(1);
+        ((t.cpu_ns as u128 * shared as u128 / life as u128) as u64).min(shared)
     };
-    let saving = lost.min(window.saturating_mul(MAX_SAVING_PERCENT) / 100);
+    let (x, y) = (used(a), used(b));
+    (x + y).saturating_sub(shared).min(x).min(y)
+}
+
+/// The predicted gain of fixing the sharing of `lines` among `threads` in a run of
+/// `duration_ns` — the one formula (docs/model.md, "Predicted gain"):
+///
+/// ```text
+/// charged_l = Σ_kind w_kind · min(extra_kind, samples_kind · cap) / samples_l
+///             (w: 1 for loads and read-modify-writes, STORE_VISIBLE_PERCENT/100 for stores;
+///              cap: TRANSFER_CAP × calibrated transfer, else MAX_LATENCY_SAMPLE_NS)
+/// stall    = Σ_l charged_l · accesses_l            (accesses_l = recorded × fs_sample)
+/// saving   = min(stall / threads, MAX_SAVING_PERCENT% · overlap)
+/// speedup  = duration / (duration − saving)
+/// ```
+///
+/// `extra` is the time a timed reload of the line took beyond a cache hit, sampled on one
+/// access in `fs_sample` per thread while more than one thread existed; `overlap` is the
+/// longest time two of `threads` ran at once ([`overlap_ns`]). The stall is measured in the
+/// instrumented run and the duration is the instrumented run's: the hooks slow the threads'
+/// work and stretch the interval between their accesses alike, so a line moves as often per
+/// unit of time and the stall's share of the run is the native one (docs/model.md says when
+/// it is not). Threads that hardly overlapped (below [`MIN_OVERLAP_PERCENT`] of their CPU
+/// time) get no gain.
+pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) -> Predicted {
+    let mut p = Prediction {
+        transfer_ns: s.machine.as_ref().and_then(|m| m.transfer_ns),
+        ..Prediction::default()
+    };
+    let cap = |samples: u64| match p.transfer_ns {
+        Some(t) => samples as f64 * t * TRANSFER_CAP,
+        None => (samples * MAX_LATENCY_SAMPLE_NS) as f64,
+    };
+    let mut stall = 0.0;
+    let mut stores = 0;
+    for &a in lines {
+        // The runtime writes lines in address order; a hand-made profile may not.
+        let found = s.lines.binary_search_by_key(&a, |l| l.addr).ok();
+        let Some(i) = found.or_else(|| s.lines.iter().position(|l| l.addr == a)) else {
+            continue;
+        };
+        let l = &s.lines[i];
+        let lat = &l.latency;
+        let samples = lat.load.samples + lat.store.samples + lat.rmw.samples;
+        let accesses = estimate(
+            &s.settings,
+            l.bytes.iter().map(|b| b.reads + b.writes).sum(),
+        );
+        p.accesses += accesses;
+        if samples == 0 {
+            continue;
+        }
+        let part = |x: &profcc_schema::sharing::Latency| (x.extra_ns as f64).min(cap(x.samples));
+        let charged = (part(&lat.load)
+            + part(&lat.rmw)
+            + part(&lat.store) * STORE_VISIBLE_PERCENT as f64 / 100.0)
+            / samples as f64;
+        stall += charged * accesses as f64;
+        p.latency_samples += samples;
+        p.latency_misses += lat.load.misses + lat.store.misses + lat.rmw.misses;
+        stores += lat.store.samples;
+    }
+    if p.accesses > 0 {
+        p.charged_ns_per_access = stall / p.accesses as f64;
+    }
+    p.store_percent = stores * 100 / p.latency_samples.max(1);
+    // Overlap of the contending threads.
+    let times: Vec<&ThreadTime> = s
+        .threads
+        .iter()
+        .filter(|t| threads.contains(&t.id))
+        .collect();
+    p.threads = threads.len();
+    for (i, a) in times.iter().enumerate() {
+        for b in &times[i + 1..] {
+            p.overlap_ns = p.overlap_ns.max(overlap_ns(a, b));
+        }
+    }
+    let busiest = times.iter().map(|t| t.cpu_ns).max().unwrap_or(0);
+    p.overlap_percent = p.overlap_ns * 100 / busiest.max(1);
+    let overlapped = p.overlap_percent >= MIN_OVERLAP_PERCENT;
+    let saving = if overlapped && threads.len() >= 2 {
+        ((stall / threads.len() as f64) as u64)
+            .min(p.overlap_ns.saturating_mul(MAX_SAVING_PERCENT) / 100)
+    } else {
+        0
+    };
+    p.confidence = if !overlapped || p.latency_samples < MEDIUM_PREDICTION_SAMPLES {
+        Confidence::Low
+    } else if p.overlap_percent >= HIGH_OVERLAP_PERCENT
+        && p.latency_samples >= HIGH_PREDICTION_SAMPLES
+        && p.transfer_ns.is_some()
+    {
+        Confidence::High
+    } else {
+        Confidence::Medium
+    };
+    p.basis = if s.threads.is_empty() {
+        "no prediction: the profile has no thread times or latency samples (written by a profcc older than profile version 5)".into()
+    } else if !overlapped {
+        format!(
+            "no gain: the contending threads ran at once for {} ms, {}% of their CPU time (under {MIN_OVERLAP_PERCENT}%)",
+            fmt_ms(p.overlap_ns),
+            p.overlap_percent
+        )
+    } else if p.latency_samples == 0 {
+        "no gain: no latency samples on the lines".into()
+    } else {
+        format!(
+            "{} accesses × {:.2} ns measured beyond a cache hit ({} timed reloads, {} misses, {}% stores counted at {STORE_VISIBLE_PERCENT}%{}) / {} threads, within {MAX_SAVING_PERCENT}% of the {} ms they overlapped ({}% of their CPU time)",
+            p.accesses,
+            p.charged_ns_per_access,
+            p.latency_samples,
+            p.latency_misses,
+            p.store_percent,
+            match p.transfer_ns {
+                Some(t) => format!("; calibrated transfer {t:.0} ns"),
+                None => "; machine not calibrated (profcc calibrate)".into(),
+            },
+            threads.len(),
+            fmt_ms(p.overlap_ns),
+            p.overlap_percent
+        )
+    };
     let speedup = if duration_ns > saving && duration_ns > 0 {
         duration_ns as f64 / (duration_ns - saving) as f64
     } else {
         1.0
     };
-    (saving, speedup)
+    Predicted {
+        saving_ns: saving,
+        speedup,
+        prediction: p,
+    }
+}
+
+fn fmt_ms(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1e6)
+}
+
+/// The key of this machine's calibration: CPU model and topology (online CPUs), from the
+/// text of /proc/cpuinfo.
+pub fn machine_key(cpuinfo: &str, cpus: u32) -> String {
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "model name").then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    format!("{model}, {cpus} CPUs")
+}
+
+/// Where `profcc calibrate` keeps its results: `$XDG_CACHE_HOME/profcc/calibration.json`, or
+/// `$HOME/.cache/profcc/calibration.json`.
+pub fn calibration_file(
+    xdg_cache_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Option<std::path::PathBuf> {
+    let base = match xdg_cache_home.filter(|x| !x.is_empty()) {
+        Some(x) => std::path::PathBuf::from(x),
+        None => std::path::PathBuf::from(home.filter(|h| !h.is_empty())?).join(".cache"),
+    };
+    Some(base.join("profcc").join("calibration.json"))
+}
+
+/// One machine's calibration in the cache file (a JSON list of them).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    /// [`machine_key`].
+    pub key: String,
+    /// Median cost of moving a line from one CPU to another, ns (half a ping-pong round trip).
+    pub transfer_ns: f64,
+    /// Each CPU pair measured: (from, to, ns).
+    pub pairs: Vec<(u32, u32, f64)>,
+}
+
+/// The transfer cost the cache file's text holds for the machine `key`.
+pub fn calibration_for(text: &str, key: &str) -> Option<f64> {
+    let list: Vec<Calibration> = serde_json::from_str(text).ok()?;
+    list.into_iter()
+        .find(|c| c.key == key && c.transfer_ns > 0.0)
+        .map(|c| c.transfer_ns)
 }
 
 /// How sure a finding is, from the invalidations and the recorded accesses behind it.
@@ -469,7 +735,8 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
         && writer_objects.len() >= 2
         && writer_objects.values().collect::<BTreeSet<_>>().len() >= 2;
     let stride = stride_of(&words);
-    let (saving, speedup) = predict(s, l.invalidations, threads.len(), duration_ns);
+    let threads: Vec<u32> = threads.into_iter().collect();
+    let p = predict(s, &[l.addr], &threads, duration_ns);
     let mut f = Finding {
         kind,
         allocator_induced,
@@ -478,14 +745,15 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
         invalidations: l.invalidations,
         reads,
         writes,
-        threads: threads.into_iter().collect(),
+        threads,
         more_threads: l.bytes.iter().any(|b| b.more_readers || b.more_writers),
         objects,
         words,
         sites: estimated_sites(&s.settings, &l.sites),
         stride,
-        predicted_saving_ns: saving,
-        predicted_speedup: speedup,
+        predicted_saving_ns: p.saving_ns,
+        predicted_speedup: p.speedup,
+        prediction: p.prediction,
         confidence: confidence(&s.settings, l.invalidations, recorded),
         fix: String::new(),
     };
@@ -599,6 +867,10 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
         stride,
         predicted_saving_ns: 0,
         predicted_speedup: 1.0,
+        prediction: Prediction {
+            basis: "no prediction: latent sharing has no invalidations to measure".into(),
+            ..Prediction::default()
+        },
         confidence: Confidence::Low,
         fix: String::new(),
     };

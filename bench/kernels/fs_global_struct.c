@@ -1,6 +1,7 @@
 /* False sharing on fields of a global struct: thread 0 updates `hits`/`bytes`, thread 1
  * updates `misses`/`errors`, all in one cache line. volatile keeps the stores at -O2.
- * Expected finding: false sharing on the global `stats`. */
+ * Expected finding: false sharing on the global `stats`. With -DPADDED (the padded twin)
+ * `stats` is aligned to 64 and `misses` starts the next line. */
 #include <pthread.h>
 #include <stdio.h>
 #define THREADS 2
@@ -10,10 +11,13 @@
 struct stats {
   long hits;
   long bytes;
+#ifdef PADDED
+  char pad[48];
+#endif
   long misses;
   long errors;
 };
-static volatile struct stats stats;
+static volatile struct stats stats __attribute__((aligned(64)));
 static void *work(void *arg) {
   long id = (long)arg;
   for (long i = 0; i < ITERS; i++) {

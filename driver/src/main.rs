@@ -30,6 +30,7 @@
 //! (after the user's flags, so it wins over `-fomit-frame-pointer`).
 
 mod args;
+mod calibrate;
 mod exec;
 mod layout;
 mod plan;

@@ -29,6 +29,8 @@ enum Command {
         after_help = profcc_report::AFTER_HELP
     )]
     Report(profcc_report::ReportArgs),
+    #[command(about = crate::calibrate::ABOUT)]
+    Calibrate(crate::calibrate::CalibrateArgs),
 }
 
 /// Is `arg` (argv[1]) exactly the name of one of profcc's subcommands?
@@ -61,6 +63,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     };
     match cli.command {
         Command::Report(a) => profcc_report::run(&a),
+        Command::Calibrate(a) => crate::calibrate::run(&a),
     }
 }
 

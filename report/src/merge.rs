@@ -253,6 +253,15 @@ impl Merged {
                     notes.push(n.clone());
                 }
             }
+            if inp.profile.version < 5 && inp.profile.sharing.is_some() {
+                let n = format!(
+                    "profile version {} has no thread times or latency samples: its sharing findings have no predicted gain (run the program built by this profcc for one)",
+                    inp.profile.version
+                );
+                if !notes.contains(&n) {
+                    notes.push(n);
+                }
+            }
         }
         notes.append(&mut self.notes);
         self.notes = notes;

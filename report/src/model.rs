@@ -7,7 +7,7 @@
 //! One type per concept: an allocation site is [`AllocSite`] from merging to every renderer,
 //! a thread is [`Thread`], a sharing finding is [`Finding`].
 
-use profcc_analysis::sharing::{Confidence, Kind, Latent};
+use profcc_analysis::sharing::{Confidence, Kind, Latent, Prediction};
 use profcc_schema::sharing::Settings;
 use profcc_schema::{AccessKind, Totals};
 use serde::{Deserialize, Serialize};
@@ -203,6 +203,10 @@ pub struct Finding {
     pub stride: Option<u64>,
     pub predicted_saving_ns: u64,
     pub predicted_speedup: f64,
+    /// How the predicted gain was computed from what the run measured, and how sure it is
+    /// (docs/model.md).
+    #[serde(default)]
+    pub prediction: Prediction,
     pub confidence: Confidence,
     /// What to change, the object named in front (`` `counters`: threads write ... ``).
     pub fix: String,

@@ -903,6 +903,7 @@ pub(crate) fn sample_report() -> Report {
         stride: Some(8),
         predicted_saving_ns: 36_000_000,
         predicted_speedup: 1.8,
+        prediction: Default::default(),
         confidence: Confidence::High,
         fix: "`counters`: pad, \"quoted\", and a comma".into(),
     };

@@ -13,7 +13,9 @@ pub const FORMAT: &str = "profcc-profile";
 /// 3: `exit_summary` added (older profiles read with it empty).
 /// 4: the sharing section's per-byte `readers`/`writers` are real thread ids (at most two,
 /// `more_readers`/`more_writers` for a third), no longer ids modulo 64; `alloc_wrappers` added.
-pub const VERSION: u32 = 4;
+/// 5: `sharing.threads`, `sharing.machine` and each line's `latency` added, for the predicted
+/// gain (older profiles read with them empty; the report says it has no prediction for them).
+pub const VERSION: u32 = 5;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {
@@ -327,6 +329,29 @@ mod tests {
         let p = from_str(&v.to_string()).unwrap();
         assert_eq!(p.version, 2);
         assert!(p.exit_summary.is_empty());
+    }
+
+    #[test]
+    fn version_3_sharing_reads_without_prediction_fields() {
+        let mut p = sample();
+        p.sharing = Some(sharing::Sharing {
+            lines: vec![sharing::LineRecord {
+                addr: 64,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let mut v = serde_json::to_value(&p).unwrap();
+        v["version"] = 3.into();
+        let s = v["sharing"].as_object_mut().unwrap();
+        s.remove("threads");
+        s.remove("machine");
+        s["lines"][0].as_object_mut().unwrap().remove("latency");
+        let q = from_str(&v.to_string()).unwrap();
+        let s = q.sharing.unwrap();
+        assert_eq!(q.version, 3);
+        assert!(s.threads.is_empty() && s.machine.is_none());
+        assert_eq!(s.lines[0].latency, sharing::LineLatency::default());
     }
 
     #[test]

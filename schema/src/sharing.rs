@@ -21,6 +21,43 @@ pub struct Sharing {
     pub lines: Vec<LineRecord>,
     /// Lines that passed a threshold after the table of tracked lines was full.
     pub dropped_lines: u64,
+    /// When each thread ran, for how much CPU time and on which CPUs: what the prediction
+    /// needs to know whether contending threads overlapped (profile version 5; empty in
+    /// older profiles, which then get no prediction).
+    #[serde(default)]
+    pub threads: Vec<ThreadTime>,
+    /// What was measured on the machine for the prediction (version 5; absent before).
+    #[serde(default)]
+    pub machine: Option<Machine>,
+}
+
+/// One thread's run, as the sharing analysis saw it (times on the monotonic clock, ns).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct ThreadTime {
+    /// The thread's dense id (as in the byte records' reader/writer sets).
+    pub id: u32,
+    pub start_ns: u64,
+    /// When its start routine returned, or the dump for a thread still alive.
+    pub end_ns: u64,
+    /// CPU time it used (user + system), up to its end.
+    pub cpu_ns: u64,
+    /// CPUs it was seen on (`sched_getcpu` in the cold path and at start and end).
+    pub cpus: Vec<u32>,
+}
+
+/// Machine figures behind the predicted gain (docs/model.md).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Machine {
+    /// What a timed reload of a line already in the cache costs (the baseline subtracted from
+    /// every latency sample), ns.
+    pub hit_ns: f64,
+    /// TSC ticks per ns, from the run's own clock (latency samples are taken in ticks).
+    pub ticks_per_ns: f64,
+    /// Cost of one cache-line transfer between two CPUs, ns, from `profcc calibrate`'s cache
+    /// for this machine (None: not calibrated).
+    pub transfer_ns: Option<f64>,
+    /// The calibration's key (CPU model and topology), when one was found.
+    pub calibration: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -73,6 +110,32 @@ pub struct LineRecord {
     pub sites: Vec<LineSite>,
     /// Objects overlapping the accessed bytes, in address order.
     pub objects: Vec<ObjectRef>,
+    /// Timed reloads of the line in the cold path, on the sampled accesses while more than one
+    /// thread existed: the latency beyond a cache hit, by what the access was (version 5).
+    #[serde(default)]
+    pub latency: LineLatency,
+}
+
+/// Latency samples of one tracked line, split by access: a plain store's miss is largely
+/// hidden by the store buffer; a load (or the load of a read-modify-write) waits for it.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct LineLatency {
+    /// Plain loads.
+    pub load: Latency,
+    /// Plain stores with no load of the same word by the same access (store-only).
+    pub store: Latency,
+    /// Atomics and read-modify-writes (`x++`: a load and a store of one word).
+    pub rmw: Latency,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Latency {
+    /// Timed accesses.
+    pub samples: u64,
+    /// Of them, slower than a hit by more than the analysis' miss threshold.
+    pub misses: u64,
+    /// Sum of the misses' time beyond a hit, ns (each clamped; see the analysis).
+    pub extra_ns: u64,
 }
 
 /// Accesses recorded at one byte offset of a tracked line (counts are the recorded sample;

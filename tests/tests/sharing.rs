@@ -1769,6 +1769,156 @@ fn two_hundred_fifty_six_threads_are_false_sharing_with_real_ids() {
             ));
         }
         probs.run(&r, p);
+// predictions
+//
+// The predicted gain comes from what the run measured (docs/model.md): latency samples of the
+// contended lines, the threads' times and CPUs, the machine's calibration. What a user can
+// check without timing anything: threads that never ran at once get no gain and a low
+// prediction confidence; a padded layout is never predicted a larger gain than the shared
+// one; every prediction stays within the bound the model states.
+
+/// What the model promises of every finding of a run, whatever the machine's load: the
+/// saving is at most `MAX_SAVING_PERCENT` of the overlap, the speed-up is the run's duration
+/// over the duration less the saving, and a finding that predicts a gain says how.
+fn check_prediction_bound(r: &Run) -> Vec<String> {
+    use profcc_analysis::sharing::MAX_SAVING_PERCENT;
+    let mut p = Vec::new();
+    let profile = match profcc_schema::read(&r.profile) {
+        Ok(x) => x,
+        Err(e) => return vec![format!("profile unreadable: {e}")],
+    };
+    let Some(s) = profile.sharing.as_ref() else {
+        return vec!["the profile has no sharing section".into()];
+    };
+    // The measurements behind the prediction are in the profile.
+    if s.machine.as_ref().is_none_or(|m| m.ticks_per_ns <= 0.0) {
+        p.push("sharing.machine missing or without a clock".into());
+    }
+    let workers: Vec<_> = s.threads.iter().filter(|t| t.id != 0).collect();
+    if workers.is_empty()
+        || workers
+            .iter()
+            .any(|t| t.end_ns < t.start_ns || t.cpus.is_empty())
+    {
+        p.push(format!("sharing.threads incomplete: {:?}", s.threads));
+    }
+    let d = profile.duration_ns as f64;
+    for f in r.findings() {
+        let pr = &f.prediction;
+        if f.predicted_saving_ns as u128 * 100 > pr.overlap_ns as u128 * MAX_SAVING_PERCENT as u128
+        {
+            p.push(format!(
+                "finding #{}: saving {} ns over {MAX_SAVING_PERCENT}% of the {} ns overlap",
+                f.rank, f.predicted_saving_ns, pr.overlap_ns
+            ));
+        }
+        let want = if f.predicted_saving_ns > 0 {
+            d / (d - f.predicted_saving_ns as f64)
+        } else {
+            1.0
+        };
+        if f.predicted_speedup < 1.0 || (f.predicted_speedup - want).abs() > 1e-6 * want {
+            p.push(format!(
+                "finding #{}: speed-up {} is not duration / (duration - saving) = {want}",
+                f.rank, f.predicted_speedup
+            ));
+        }
+        if f.predicted_saving_ns > 0 && (pr.latency_samples == 0 || pr.latency_misses == 0) {
+            p.push(format!(
+                "finding #{}: a saving without latency samples or misses: {pr:?}",
+                f.rank
+            ));
+        }
+        if pr.basis.is_empty() {
+            p.push(format!("finding #{}: no basis for its prediction", f.rank));
+        }
+    }
+    p
+}
+
+#[test]
+fn threads_that_never_overlap_get_no_gain_and_low_confidence() {
+    let b = Built::new("sequential_counters.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &["24"], &[], "");
+        let mut p = check_prediction_bound(&r);
+        let named: Vec<&Finding> = r
+            .actual()
+            .into_iter()
+            .filter(|f| {
+                f.objects.iter().any(|o| {
+                    o.kind == ObjectKind::Heap && o.alloc_kind.as_deref() == Some("calloc")
+                })
+            })
+            .collect();
+        // 48 hand-overs of the line: contended, so there is a finding to predict for.
+        if named.is_empty() {
+            p.push("no finding names the calloc block".into());
+        }
+        for f in named {
+            let pr = &f.prediction;
+            if f.predicted_speedup != 1.0 || f.predicted_saving_ns != 0 {
+                p.push(format!(
+                    "finding #{} predicts {:.3}x ({} ns saved) for threads that never overlapped",
+                    f.rank, f.predicted_speedup, f.predicted_saving_ns
+                ));
+            }
+            if pr.confidence != profcc_analysis::sharing::Confidence::Low {
+                p.push(format!(
+                    "finding #{}: prediction confidence {:?}, expected low",
+                    f.rank, pr.confidence
+                ));
+            }
+            if pr.overlap_percent >= profcc_analysis::sharing::MIN_OVERLAP_PERCENT
+                || !pr
+                    .basis
+                    .starts_with("no gain: the contending threads ran at once for")
+            {
+                p.push(format!(
+                    "finding #{}: overlap {}% and basis {:?}: expected no overlap said",
+                    f.rank, pr.overlap_percent, pr.basis
+                ));
+            }
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+#[test]
+fn padded_counters_are_never_predicted_more_than_shared_ones() {
+    let shared = Built::new("counters_heap.c", &["-pthread"]);
+    let padded = Built::new("padded_counters.c", &["-pthread"]);
+    let top = |r: &Run| {
+        r.actual()
+            .iter()
+            .map(|f| f.predicted_speedup)
+            .fold(1.0f64, f64::max)
+    };
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let s = shared.run(opt, &["calloc", "2"], &[], "");
+        let q = padded.run(opt, &["memalign", "2"], &[], "");
+        let mut p = check_prediction_bound(&s);
+        p.extend(check_prediction_bound(&q));
+        if top(&q) > top(&s) {
+            p.push(format!(
+                "padded counters predicted {:.3}x, shared ones {:.3}x",
+                top(&q),
+                top(&s)
+            ));
+        }
+        // Padded: no actual sharing, and latent findings never promise a gain.
+        for f in q.findings() {
+            if f.predicted_speedup != 1.0 {
+                p.push(format!(
+                    "padded: finding #{} ({:?}) predicts {:.3}x",
+                    f.rank, f.kind, f.predicted_speedup
+                ));
+            }
+        }
+        probs.run(&s, p);
     }
     probs.finish();
 }
@@ -1819,5 +1969,28 @@ fn threads_1_and_65_on_one_word_are_true_sharing() {
         }
         probs.run(&r, p);
     }
+    probs.finish();
+}
+
+#[test]
+fn predictions_stay_within_the_bound_the_model_states() {
+    let mut probs = Problems::default();
+    let heap = Built::new("counters_heap.c", &["-pthread"]);
+    let fields = Built::with_opts("struct_fields.c", &["-pthread"], &["-O2"]);
+    let atomic = Built::with_opts("true_sharing.c", &["-pthread"], &["-O2"]);
+    for opt in OPTS {
+        let r = heap.run(opt, &["malloc", "4"], &[], "");
+        let p = check_prediction_bound(&r);
+        probs.run(&r, p);
+    }
+    for (b, args) in [(&fields, &["global"][..]), (&atomic, &["atomic", "2"][..])] {
+        let r = b.run("-O2", args, &[], "");
+        let p = check_prediction_bound(&r);
+        probs.run(&r, p);
+    }
+    // Sampled more sparsely: the same bound.
+    let r = heap.run("-O2", &["calloc", "2"], &[], "fs_sample=256");
+    let p = check_prediction_bound(&r);
+    probs.run(&r, p);
     probs.finish();
 }

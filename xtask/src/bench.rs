@@ -4,7 +4,8 @@
 //!
 //! Parts (all by default): `build` (sqlite3.c compile time), `kernels` (single-threaded
 //! kernels and the sqlite driver), `sharing` (multithreaded kernels: cache-line sharing
-//! analysis overhead, RSS, findings, and the `fs_sample` table; see `bench/sharing.rs`).
+//! analysis overhead, RSS, findings, and the `fs_sample` table; see `bench/sharing.rs`; and first
+//! the predicted gain of every false-sharing kernel against its padded twin, `bench/predict.rs`).
 //!
 //! Prints Markdown tables and writes them to target/bench/results.md.
 
@@ -37,6 +38,7 @@ pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
     Err(format!("crate {name} not found in cargo metadata"))
 }
 
+mod predict;
 mod sharing;
 
 pub(crate) struct Sample {

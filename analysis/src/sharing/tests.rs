@@ -1,7 +1,7 @@
 //! Unit tests of the sharing analysis (moved from the schema crate and the runtime's summary).
 
 use super::*;
-use profcc_schema::sharing::ByteUse;
+use profcc_schema::sharing::{ByteUse, Latency, LineLatency};
 use profcc_schema::AccessKind;
 
 /// Findings of sharing records alone (no access sites, no symbol table).
@@ -60,15 +60,46 @@ fn line(addr: u64, inv: u64, bytes: Vec<ByteUse>) -> LineRecord {
             alloc_kind: Some("malloc".into()),
             stack_thread: None,
         }],
+        latency: rmw_latency(100, 3000),
     }
 }
 
+/// `samples` timed read-modify-writes costing `extra_ns` in all beyond a hit.
+fn rmw_latency(samples: u64, extra_ns: u64) -> LineLatency {
+    LineLatency {
+        rmw: Latency {
+            samples,
+            misses: samples / 2,
+            extra_ns,
+        },
+        ..LineLatency::default()
+    }
+}
+
+/// Thread `id` ran from `start` to `end` ms using `cpu` ms of CPU.
+fn thread(id: u32, start: u64, end: u64, cpu: u64) -> ThreadTime {
+    ThreadTime {
+        id,
+        start_ns: start * 1_000_000,
+        end_ns: end * 1_000_000,
+        cpu_ns: cpu * 1_000_000,
+        cpus: vec![id % 2],
+    }
+}
+
+/// Records of a run in which threads 1 and 2 run at once for its whole second.
 fn sharing(lines: Vec<LineRecord>) -> Sharing {
     Sharing {
         settings: Settings::default(),
         parallel_ns: 1_000_000_000,
         lines,
         dropped_lines: 0,
+        threads: vec![
+            thread(0, 0, 1000, 10),
+            thread(1, 0, 1000, 1000),
+            thread(2, 0, 1000, 1000),
+        ],
+        machine: None,
     }
 }
 
@@ -257,6 +288,7 @@ fn profile(s: Sharing) -> Profile {
 /// A read-mostly line of a static table, read at `site`.
 fn table_line(addr: u64, inv: u64, site: u32, readers: &[u32]) -> LineRecord {
     LineRecord {
+        latency: LineLatency::default(),
         addr,
         invalidations: inv,
         contended: true,
@@ -310,17 +342,20 @@ fn static_lines_without_a_symbol_stay_apart_at_other_places_or_threads() {
     assert_eq!(findings(&p, &own).len(), 4);
 }
 
-/// Two writers of one heap line with `inv` invalidations over a 1 s run: the predicted
-/// speed-up is 1 / (1 - inv * 60 ns / 2 threads / 1 s).
-fn heap_profile(inv: u64) -> Profile {
+/// Two writers of one heap line over a 1 s run in which they overlap throughout: 10,000
+/// recorded writes (640,000 estimated with fs_sample=64), 1000 timed read-modify-writes
+/// costing `extra_ns` beyond a hit in all. The predicted saving is 640,000 × extra_ns/1000
+/// / 2 threads.
+fn heap_profile(extra_ns: u64) -> Profile {
     let mut l = line(
         0x1000,
-        inv,
+        5_000_000,
         vec![
             byte(0, 8, 0, 5000, &[], &[1]),
             byte(8, 8, 0, 5000, &[], &[2]),
         ],
     );
+    l.latency = rmw_latency(1000, extra_ns);
     l.sites = vec![LineSite {
         site: 1,
         reads: 0,
@@ -333,35 +368,45 @@ fn heap_profile(inv: u64) -> Profile {
 fn gain_is_shown_from_the_one_threshold() {
     assert!(gain_shown(MIN_SHOWN_SPEEDUP));
     assert!(!gain_shown(MIN_SHOWN_SPEEDUP - 0.001));
-    // 3.1M invalidations: 93 ms saved of 1 s, 1.10x; 2.9M: 87 ms, 1.095x (the summary used to
-    // show gains from 1.01x).
-    let above = summary_lines(&heap_profile(3_100_000), 3);
+    // 290.625 ns per access: 93 ms saved of 1 s, 1.10x; 271.875 ns: 87 ms, 1.095x (the
+    // summary used to show gains from 1.01x).
+    let above = summary_lines(&heap_profile(290_625), 3);
     assert_eq!(
         above,
-        vec!["  false sharing at t.c:30 (heap object, threads 1,2): 3100000 invalidations, fixing it: up to 1.10x faster"]
+        vec!["  false sharing at t.c:30 (heap object, threads 1,2): 5000000 invalidations, fixing it: up to 1.10x faster"]
     );
-    let below = summary_lines(&heap_profile(2_900_000), 3);
+    let below = summary_lines(&heap_profile(271_875), 3);
     assert_eq!(
         below,
-        vec!["  false sharing at t.c:30 (heap object, threads 1,2): 2900000 invalidations"]
+        vec!["  false sharing at t.c:30 (heap object, threads 1,2): 5000000 invalidations"]
     );
-    let f = findings(&heap_profile(2_900_000), &|_| None);
+    let f = findings(&heap_profile(271_875), &|_| None);
     assert_eq!(f[0].predicted_saving_ns, 87_000_000);
     assert!(f[0].predicted_speedup > 1.09 && f[0].predicted_speedup < MIN_SHOWN_SPEEDUP);
 }
 
 #[test]
-fn the_saving_is_capped_at_the_parallel_time() {
-    let mut p = heap_profile(1_000_000_000);
-    p.sharing.as_mut().unwrap().parallel_ns = 500_000_000;
+fn the_saving_is_capped_at_the_overlap() {
+    // 1000 ns per access would save 320 ms; the threads overlapped 500 ms: at most 450 ms.
+    let mut p = heap_profile(1_000_000);
+    p.sharing.as_mut().unwrap().threads[2] = thread(2, 500, 1500, 1000);
     let f = findings(&p, &|_| None);
-    assert_eq!(f[0].predicted_saving_ns, 450_000_000);
-    assert!((f[0].predicted_speedup - 1.0 / 0.55).abs() < 1e-9);
+    assert_eq!(f[0].predicted_saving_ns, 320_000_000);
+    p.sharing.as_mut().unwrap().threads[1] = thread(1, 0, 1000, 350);
+    let f = findings(&p, &|_| None);
+    // Thread 1 used 350 ms of CPU over 1 s, so about 175 ms of the 500 ms it shared with
+    // thread 2, which used all 500: they ran at once for at least 175 ms, 17% of the busiest
+    // thread's CPU time: a gain, at most 90% of it.
+    assert_eq!(f[0].prediction.overlap_ns, 175_000_000);
+    assert_eq!(f[0].prediction.overlap_percent, 17);
+    assert_eq!(f[0].predicted_saving_ns, 157_500_000);
+    assert!((f[0].predicted_speedup - 1.0 / 0.8425).abs() < 1e-9);
+    assert!(f[0].predicted_saving_ns * 100 <= f[0].prediction.overlap_ns * MAX_SAVING_PERCENT);
 }
 
 #[test]
 fn counts_are_estimates_scaled_by_fs_sample() {
-    let mut p = heap_profile(100_000);
+    let mut p = heap_profile(100);
     p.sharing.as_mut().unwrap().settings.sample = 4;
     let f = &findings(&p, &|_| None)[0];
     assert_eq!((f.reads, f.writes), (0, 40_000));
@@ -482,4 +527,205 @@ fn a_third_writer_or_reader_beyond_the_named_two_still_classifies() {
     let f = analyze(&sharing(vec![line(0x1000, 100_000, vec![b])]), 1);
     assert_eq!(f[0].kind, Kind::TrueSharing);
     assert!(threads_list(&(0..20).collect::<Vec<_>>()).ends_with(",7,+12 more"));
+}
+
+// ---- the predicted gain (`predict`, docs/model.md) ----
+
+#[test]
+fn prediction_follows_the_formula() {
+    // 2 lines of one object: 640,000 estimated accesses each; loads 100 samples 4000 ns,
+    // stores 100 samples 10,000 ns (10% counted), rmw none: (4000 + 1000) / 200 = 25 ns per
+    // access on line 1; line 2 has no samples and costs nothing.
+    let mut a = line(
+        0x1000,
+        5000,
+        vec![
+            byte(0, 8, 5000, 0, &[1], &[]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    );
+    a.latency = LineLatency {
+        load: Latency {
+            samples: 100,
+            misses: 40,
+            extra_ns: 4000,
+        },
+        store: Latency {
+            samples: 100,
+            misses: 90,
+            extra_ns: 10_000,
+        },
+        rmw: Latency::default(),
+    };
+    let mut b = a.clone();
+    b.addr = 0x1040;
+    b.latency = LineLatency::default();
+    let s = sharing(vec![a, b]);
+    let p = predict(&s, &[0x1000, 0x1040], &[1, 2], 2_000_000_000);
+    assert_eq!(p.prediction.accesses, 1_280_000);
+    assert_eq!(p.prediction.latency_samples, 200);
+    assert_eq!(p.prediction.latency_misses, 130);
+    assert_eq!(p.prediction.store_percent, 50);
+    // stall = 640,000 × 25 ns = 16 ms; per thread 8 ms; of 2 s: 2000/1992.
+    assert_eq!(p.saving_ns, 8_000_000);
+    assert!((p.speedup - 2000.0 / 1992.0).abs() < 1e-9);
+    assert!((p.prediction.charged_ns_per_access - 12.5).abs() < 1e-9);
+    assert_eq!(p.prediction.overlap_ns, 1_000_000_000);
+    assert_eq!(p.prediction.overlap_percent, 100);
+    // Not calibrated: at most medium.
+    assert_eq!(p.prediction.confidence, Confidence::Medium);
+    assert!(
+        p.prediction.basis.contains("not calibrated"),
+        "{}",
+        p.prediction.basis
+    );
+}
+
+#[test]
+fn samples_are_capped_by_the_calibrated_transfer() {
+    // 100 samples of 500 ns each: with a 100 ns transfer at most 2 × 100 ns count.
+    let mut l = line(
+        0x1000,
+        5000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    );
+    l.latency = rmw_latency(1000, 500_000);
+    let mut s = sharing(vec![l]);
+    let uncal = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(uncal.saving_ns, 640_000 * 500 / 2);
+    s.machine = Some(profcc_schema::sharing::Machine {
+        transfer_ns: Some(100.0),
+        ..Default::default()
+    });
+    let cal = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(cal.saving_ns, 640_000 * 200 / 2);
+    assert_eq!(cal.prediction.transfer_ns, Some(100.0));
+    // Calibrated, overlapping, 1000 samples: high.
+    assert_eq!(cal.prediction.confidence, Confidence::High);
+}
+
+#[test]
+fn threads_that_never_overlap_get_no_gain_and_low_confidence() {
+    let mut s = sharing(vec![]);
+    let l = {
+        let mut l = line(
+            0x1000,
+            5000,
+            vec![
+                byte(0, 8, 0, 5000, &[], &[1]),
+                byte(8, 8, 0, 5000, &[], &[2]),
+            ],
+        );
+        l.latency = rmw_latency(1000, 200_000);
+        l
+    };
+    s.lines.push(l);
+    // One joins before the other starts; the main thread waits in the joins (10 ms of CPU).
+    s.threads = vec![
+        thread(0, 0, 1000, 10),
+        thread(1, 0, 500, 500),
+        thread(2, 500, 1000, 500),
+    ];
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!((p.saving_ns, p.speedup), (0, 1.0));
+    assert_eq!(p.prediction.overlap_ns, 0);
+    assert_eq!(p.prediction.confidence, Confidence::Low);
+    assert!(
+        p.prediction.basis.starts_with("no gain"),
+        "{}",
+        p.prediction.basis
+    );
+    // Barely overlapping (5% of their CPU time): still none.
+    s.threads[2] = thread(2, 475, 1000, 525);
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(p.saving_ns, 0);
+    assert_eq!(p.prediction.confidence, Confidence::Low);
+    // Two threads that took turns on one busy CPU: 300 ms of CPU each in the same second.
+    s.threads[1] = thread(1, 0, 1000, 300);
+    s.threads[2] = thread(2, 0, 1000, 300);
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!((p.saving_ns, p.prediction.overlap_ns), (0, 0));
+    assert_eq!(p.prediction.confidence, Confidence::Low);
+    // Busy for the whole second, but only ever seen on the same one CPU.
+    s.threads[1] = thread(1, 0, 1000, 1000);
+    s.threads[2] = ThreadTime {
+        cpus: s.threads[1].cpus.clone(),
+        ..thread(2, 0, 1000, 1000)
+    };
+    assert_eq!(predict(&s, &[0x1000], &[1, 2], 1_000_000_000).saving_ns, 0);
+    // A profile older than version 5 has no thread times: no prediction, and it says why.
+    s.threads.clear();
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(p.saving_ns, 0);
+    assert!(p.prediction.basis.contains("older than profile version 5"));
+}
+
+#[test]
+fn the_prediction_never_exceeds_its_stated_bound() {
+    // Whatever the samples, the saving is within MAX_SAVING_PERCENT of the overlap and of
+    // the run; store-only lines cost a tenth of the same loads.
+    for extra in [0u64, 1, 1000, 100_000, 10_000_000, u32::MAX as u64] {
+        for (t1, t2) in [
+            ((0, 1000, 1000), (0, 1000, 1000)),
+            ((0, 600, 600), (300, 1000, 700)),
+        ] {
+            let mut l = line(
+                0x1000,
+                5000,
+                vec![
+                    byte(0, 8, 0, 5000, &[], &[1]),
+                    byte(8, 8, 0, 5000, &[], &[2]),
+                ],
+            );
+            l.latency = rmw_latency(1000, extra);
+            let mut s = sharing(vec![l]);
+            s.threads[1] = thread(1, t1.0, t1.1, t1.2);
+            s.threads[2] = thread(2, t2.0, t2.1, t2.2);
+            let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+            assert!(p.saving_ns * 100 <= p.prediction.overlap_ns * MAX_SAVING_PERCENT);
+            assert!(p.speedup >= 1.0 && p.speedup <= 100.0 / (100 - MAX_SAVING_PERCENT) as f64);
+        }
+    }
+    let mut l = line(
+        0x1000,
+        5000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    );
+    l.latency = rmw_latency(1000, 50_000);
+    let rmw = predict(&sharing(vec![l.clone()]), &[0x1000], &[1, 2], 1_000_000_000);
+    l.latency = LineLatency {
+        store: l.latency.rmw.clone(),
+        ..LineLatency::default()
+    };
+    let store = predict(&sharing(vec![l]), &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(store.saving_ns * 100 / STORE_VISIBLE_PERCENT, rmw.saving_ns);
+}
+
+#[test]
+fn calibration_is_keyed_by_cpu_model_and_cpus() {
+    let info = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t: x\n";
+    let key = machine_key(info, 2);
+    assert_eq!(key, "AMD EPYC 7B13, 2 CPUs");
+    let file = serde_json::to_string(&vec![Calibration {
+        key: key.clone(),
+        transfer_ns: 95.5,
+        pairs: vec![(0, 1, 95.5)],
+    }])
+    .unwrap();
+    assert_eq!(calibration_for(&file, &key), Some(95.5));
+    assert_eq!(calibration_for(&file, &machine_key(info, 4)), None);
+    assert_eq!(
+        calibration_file(Some("/c".as_ref()), Some("/h".as_ref())),
+        Some("/c/profcc/calibration.json".into())
+    );
+    assert_eq!(
+        calibration_file(None, Some("/h".as_ref())),
+        Some("/h/.cache/profcc/calibration.json".into())
+    );
 }

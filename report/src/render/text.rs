@@ -287,8 +287,7 @@ fn sharing(sh: &Sharing, several_inputs: bool, out: &mut String) {
         String::new()
     };
     out.push_str(&format!(
-        "Cache-line sharing (model: each thread its own core; {} ns per invalidation assumed{shown})\n",
-        s.invalidation_ns
+        "Cache-line sharing (model: each thread its own core; gains from the latencies measured on the lines and the time the threads overlapped, docs/model.md{shown})\n"
     ));
     if s.sample > 1 {
         out.push_str(&format!(
@@ -318,11 +317,7 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
     if f.allocator_induced {
         kind.push_str(" (allocator-induced)");
     }
-    let conf = match f.confidence {
-        Confidence::High => "high",
-        Confidence::Medium => "medium",
-        Confidence::Low => "low",
-    };
+    let conf = conf_text(f.confidence);
     match &f.latent {
         Some(l) => {
             let mut why = Vec::new();
@@ -363,6 +358,11 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
                 f.rank,
                 fmt::short(f.invalidations),
                 threads_text(&f.threads),
+            ));
+            out.push_str(&format!(
+                "    predicted: {} (prediction confidence {})\n",
+                f.prediction.basis,
+                conf_text(f.prediction.confidence)
             ));
         }
     }
@@ -415,6 +415,14 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
         out.push_str(&format!("    at: {}\n", p.join(", ")));
     }
     out.push_str(&format!("    fix: {}\n", f.fix));
+}
+
+fn conf_text(c: Confidence) -> &'static str {
+    match c {
+        Confidence::High => "high",
+        Confidence::Medium => "medium",
+        Confidence::Low => "low",
+    }
 }
 
 /// At most `LISTED_THREADS` ids, then how many more (a finding of kmeans names 393 threads).

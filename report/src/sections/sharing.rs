@@ -257,6 +257,7 @@ fn resolve(
         stride: f.stride,
         predicted_saving_ns: f.predicted_saving_ns,
         predicted_speedup: f.predicted_speedup,
+        prediction: f.prediction.clone(),
         confidence: f.confidence,
         fix: f.fix.clone(),
     }

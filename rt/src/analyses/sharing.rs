@@ -27,9 +27,9 @@ use crate::analysis::{Analysis, DumpContext, ObjectEvents, SummarySection, Threa
 use crate::threads;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use profcc_abi::{
-    line_shadow as shadow_of, ShadowWord, APP_LIMIT, COUNTER_STRIDE, FLAG_SHARING, INFO_EXTRA_MAX,
-    INFO_EXTRA_READS_SHIFT, INFO_EXTRA_WRITES_SHIFT, INFO_SAMPLED, INFO_SITE_SHIFT, INFO_SIZE_MASK,
-    INFO_WRITE, LINE_SHADOW, LINE_SHADOW_SIZE,
+    line_shadow as shadow_of, ShadowWord, APP_LIMIT, COUNTER_STRIDE, FLAG_SHARING, INFO_ATOMIC,
+    INFO_EXTRA_MAX, INFO_EXTRA_READS_SHIFT, INFO_EXTRA_WRITES_SHIFT, INFO_SAMPLED, INFO_SITE_SHIFT,
+    INFO_SIZE_MASK, INFO_WRITE, LINE_SHADOW, LINE_SHADOW_SIZE,
 };
 use profcc_schema::sharing as schema;
 
@@ -166,6 +166,7 @@ pub fn init() {
     BUDGET.store(o.fs_budget, Relaxed);
     MAX_LINES.store(o.fs_max_lines, Relaxed);
     INV_NS.store(o.fs_inv_ns, Relaxed);
+    init_clock();
     reserve();
     // The tracked-line table: address space now (no lock on the cold path, which may run in a
     // signal handler), memory only for the records used.
@@ -237,12 +238,197 @@ pub fn after_fork_child() {
 }
 
 /// Per-thread state (the core's per-thread block): the thread's stack, for naming stack
-/// objects. (The hooks' per-thread words are the hook ABI's TLS in rt/csrc/tls.c.)
+/// objects, and when and where it ran, for the prediction (`ThreadTime` in the profile).
+/// (The hooks' per-thread words are the hook ABI's TLS in rt/csrc/tls.c.)
 #[repr(C)]
 struct ThreadState {
     id: AtomicU32,
+    /// Kernel thread id, to read a live thread's CPU clock at the dump.
+    ktid: AtomicU32,
     stack_lo: AtomicU64,
     stack_hi: AtomicU64,
+    start_ns: AtomicU64,
+    /// 0 while the thread runs.
+    end_ns: AtomicU64,
+    cpu_ns: AtomicU64,
+    /// CPUs seen (bit `cpu % 64`).
+    cpus: AtomicU64,
+}
+
+// ---- measurements for the prediction (docs/model.md) ----
+
+/// The calling thread's CPU, as a bit of a 64-bit set.
+fn cpu_bit() -> u64 {
+    let c = unsafe { libc::sched_getcpu() };
+    if c < 0 {
+        0
+    } else {
+        1u64 << (c as u32 % 64)
+    }
+}
+
+/// CPU time of the thread with kernel id `ktid` (a thread of this process), ns.
+fn thread_cpu_ns(ktid: u32) -> u64 {
+    // The kernel's per-thread CPU clock id: ~tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED.
+    let clock = ((!(ktid as i32)) << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    if unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn ticks() -> u64 {
+    let mut aux = 0u32;
+    // rdtscp waits for the instructions before it (the timed load) to complete.
+    unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+}
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn ticks() -> u64 {
+    crate::writer::now_ns()
+}
+
+/// The TSC and the monotonic clock at initialisation, for ticks per ns.
+static TICKS0: AtomicU64 = AtomicU64::new(0);
+static NS0: AtomicU64 = AtomicU64::new(0);
+/// Ticks per ns (f64 bits; 0: not known yet, see [`ticks_per_ns`]).
+static TPN: AtomicU64 = AtomicU64::new(0);
+/// Ticks of a timed reload that hits (the least of a few at initialisation).
+static HIT_TICKS: AtomicU64 = AtomicU64::new(0);
+
+/// Ticks per ns, from the TSC and the monotonic clock since initialisation once a
+/// millisecond has passed (before: 1, a placeholder for the first samples' clamp).
+fn ticks_per_ns() -> f64 {
+    let v = f64::from_bits(TPN.load(Relaxed));
+    if v > 0.0 {
+        return v;
+    }
+    let (t0, n0) = (TICKS0.load(Relaxed), NS0.load(Relaxed));
+    let (t1, n1) = (ticks(), crate::writer::now_ns());
+    if n0 == 0 || n1 < n0 + 1_000_000 || t1 <= t0 {
+        return 1.0;
+    }
+    let v = (t1 - t0) as f64 / (n1 - n0) as f64;
+    TPN.store(v.to_bits(), Relaxed);
+    v
+}
+
+/// Ticks of one timed reload of `p`.
+#[inline(always)]
+fn timed_reload(p: *const u8) -> u64 {
+    let t0 = ticks();
+    unsafe { core::ptr::read_volatile(p) };
+    ticks().saturating_sub(t0)
+}
+
+fn init_clock() {
+    TICKS0.store(ticks(), Relaxed);
+    NS0.store(crate::writer::now_ns(), Relaxed);
+    let x = 0u8;
+    let _ = timed_reload(&x);
+    let hit = (0..32).map(|_| timed_reload(&x)).min().unwrap_or(0);
+    HIT_TICKS.store(hit, Relaxed);
+}
+
+/// A sampled access to a tracked line, whose reload the door timed at `dt` ticks (the
+/// program's own access comes right after the hook): add the latency beyond a hit to the
+/// line's samples of its kind.
+fn latency_sample(r: &Record, dt: u64, info: u64) {
+    let write = info & INFO_WRITE != 0;
+    let rmw = info & INFO_ATOMIC != 0
+        || (write && (info >> INFO_EXTRA_READS_SHIFT) & INFO_EXTRA_MAX as u64 != 0);
+    let slot = &r.lat[if rmw {
+        2
+    } else if write {
+        1
+    } else {
+        0
+    }];
+    // A plain load and store, not an atomic add: the count is a sample size, and a lost
+    // increment between two threads costs nothing, a locked add on a shared line per sample
+    // would (the misses below are rare and exact).
+    let n = slot.samples.load(Relaxed);
+    slot.samples.store(n + 1, Relaxed);
+    let hit = HIT_TICKS.load(Relaxed);
+    // Only a miss costs: a hit's few ns over the fastest hit are the clock's own jitter.
+    if dt > hit {
+        let extra_ps = ((dt - hit) as f64 * 1000.0 / ticks_per_ns()) as u64;
+        let extra_ps = extra_ps.min(profcc_analysis::sharing::MAX_LATENCY_SAMPLE_NS * 1000);
+        if extra_ps >= profcc_analysis::sharing::MISS_NS * 1000 {
+            slot.misses.fetch_add(1, Relaxed);
+            slot.extra_ps.fetch_add(extra_ps, Relaxed);
+        }
+    }
+    // Where the thread runs, for the profile's `ThreadTime::cpus`: now and then.
+    if n.is_multiple_of(CPU_SAMPLE_EVERY) {
+        let st = crate::analysis::current_state(&SHARING) as *const ThreadState;
+        if let Some(st) = unsafe { st.as_ref() } {
+            let b = cpu_bit();
+            if st.cpus.load(Relaxed) & b == 0 {
+                st.cpus.fetch_or(b, Relaxed);
+            }
+        }
+    }
+}
+
+/// Latency samples of a line between two looks at the sampling thread's CPU.
+const CPU_SAMPLE_EVERY: u64 = 256;
+
+/// The prediction's figures of every started thread.
+fn thread_times() -> Vec<schema::ThreadTime> {
+    let now = crate::writer::now_ns();
+    let mut out = Vec::new();
+    crate::analysis::each_state(&SHARING, |_, p| {
+        let st = unsafe { &*(p as *const ThreadState) };
+        let start = st.start_ns.load(Relaxed);
+        if start == 0 {
+            return;
+        }
+        let end = st.end_ns.load(Relaxed);
+        let (end, cpu) = if end == 0 {
+            (now, thread_cpu_ns(st.ktid.load(Relaxed)))
+        } else {
+            (end, st.cpu_ns.load(Relaxed))
+        };
+        let mask = st.cpus.load(Relaxed);
+        out.push(schema::ThreadTime {
+            id: st.id.load(Relaxed),
+            start_ns: start,
+            end_ns: end,
+            cpu_ns: cpu,
+            cpus: (0..64).filter(|b| mask & (1u64 << b) != 0).collect(),
+        });
+    });
+    out.sort_by_key(|t| t.id);
+    out
+}
+
+/// The machine's figures: the hit baseline, the clock, and `profcc calibrate`'s transfer cost
+/// when its cache has this machine.
+fn machine() -> schema::Machine {
+    let tpn = ticks_per_ns();
+    let key = profcc_analysis::sharing::machine_key(
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
+        unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(0) as u32,
+    );
+    let cal = profcc_analysis::sharing::calibration_file(
+        std::env::var_os("XDG_CACHE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+    .and_then(|f| std::fs::read_to_string(f).ok())
+    .and_then(|t| profcc_analysis::sharing::calibration_for(&t, &key));
+    schema::Machine {
+        hit_ns: HIT_TICKS.load(Relaxed) as f64 / tpn,
+        ticks_per_ns: tpn,
+        transfer_ns: cal,
+        calibration: cal.map(|_| key),
+    }
 }
 
 /// Every started thread's stack: (id, lo, hi).
@@ -281,10 +467,20 @@ impl Analysis for Sharing {
             st.id.store(t.id, Relaxed);
             st.stack_lo.store(t.stack_lo, Relaxed);
             st.stack_hi.store(t.stack_hi, Relaxed);
+            st.ktid.store(unsafe { libc::gettid() } as u32, Relaxed);
+            st.start_ns.store(crate::writer::now_ns(), Relaxed);
+            st.cpus.fetch_or(cpu_bit(), Relaxed);
         }
         thread_started(t.id, t.stack_lo as usize, t.stack_hi as usize, t.is_main);
     }
     fn thread_exit(&self) {
+        let st = crate::analysis::current_state(&SHARING) as *const ThreadState;
+        if let Some(st) = unsafe { st.as_ref() } {
+            st.cpu_ns
+                .store(thread_cpu_ns(unsafe { libc::gettid() } as u32), Relaxed);
+            st.cpus.fetch_or(cpu_bit(), Relaxed);
+            st.end_ns.store(crate::writer::now_ns(), Relaxed);
+        }
         thread_exiting();
     }
     fn object_events(&self) -> ObjectEvents {
@@ -357,6 +553,14 @@ struct ObjSlot {
     _pad: u32,
 }
 
+/// Latency samples of one kind of access (`schema::Latency`; the sum in picoseconds).
+#[repr(C)]
+struct LatSlot {
+    samples: AtomicU64,
+    misses: AtomicU64,
+    extra_ps: AtomicU64,
+}
+
 #[repr(C)]
 struct Record {
     addr: AtomicU64,
@@ -372,6 +576,8 @@ struct Record {
     sites: [SiteSlot; SITE_SLOTS],
     objs: [ObjSlot; OBJ_SLOTS],
     bytes: [ByteSlot; 64],
+    /// Loads, stores, read-modify-writes.
+    lat: [LatSlot; 3],
 }
 
 static TABLE: AtomicU64 = AtomicU64::new(0);
@@ -599,7 +805,9 @@ pub unsafe extern "C" fn profcc_line_slow(p: *const u8, info: u64, slot: *mut u6
     if due != 0 {
         *v.countdown = next_period();
     }
-    slow(addr, info, me, slot, due != 0);
+    // 2 + ticks: the door timed a reload of the hot line (hooks/sharing_door.c).
+    let timed = if due >= 2 { Some(due as u64 - 2) } else { None };
+    slow(addr, info, me, slot, due != 0, timed);
 }
 
 /// Every line of [p, p+len) through the same checks as the inlined hooks.
@@ -635,6 +843,7 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
                 me,
                 slot,
                 true,
+                None,
             );
         }
         a = next;
@@ -643,7 +852,8 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
 
 /// `due`: a hot line's access is the thread's sampled one (else it came for a volume sample).
 #[allow(clippy::too_many_arguments)]
-unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
+/// `timed`: the ticks of the door's reload of a hot line, for its latency samples.
+unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: Option<u64>) {
     let line = addr & !63;
     let sh = word(line);
     let t = ShadowWord(me).owner();
@@ -659,6 +869,9 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool) {
                 r.volume.fetch_add(1, Relaxed);
             }
             if due {
+                if let (true, Some(dt)) = (multi, timed) {
+                    latency_sample(r, dt, info);
+                }
                 hot_access(r, w.hot_index(), sh, addr, info, me, slot, multi);
             }
             return;
@@ -1078,6 +1291,18 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
             bytes,
             sites,
             objects,
+            latency: {
+                let lat = |k: usize| schema::Latency {
+                    samples: r.lat[k].samples.load(Relaxed),
+                    misses: r.lat[k].misses.load(Relaxed),
+                    extra_ns: r.lat[k].extra_ps.load(Relaxed) / 1000,
+                };
+                schema::LineLatency {
+                    load: lat(0),
+                    store: lat(1),
+                    rmw: lat(2),
+                }
+            },
         });
     }
     lines.sort_by_key(|l| l.addr);
@@ -1086,6 +1311,8 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
         parallel_ns,
         lines,
         dropped_lines: DROPPED.load(Relaxed),
+        threads: thread_times(),
+        machine: Some(machine()),
     })
 }
 

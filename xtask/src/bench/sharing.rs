@@ -135,6 +135,8 @@ pub fn run(
     runs: usize,
     out: &mut String,
 ) -> Result<(), String> {
+    // Predicted gain vs padding first (docs/model.md).
+    super::predict::run(root, profcc, work, runs, out)?;
     let src_dir = root.join("bench/kernels");
     let prof_dir = work.join("sharing");
     let _ = std::fs::remove_dir_all(&prof_dir);

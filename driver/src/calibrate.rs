@@ -1,0 +1,187 @@
+//! `profcc calibrate`: measure what moving a cache line between two CPUs costs on this
+//! machine, and keep it where instrumented programs find it at their dump
+//! (`profcc_analysis::sharing::calibration_file`, keyed by CPU model and online CPUs). The
+//! sharing analysis caps its latency samples with it and grades its predictions by it
+//! (docs/model.md).
+//!
+//! Per pair of CPUs (the first 8 the process may run on): two threads pinned one to each
+//! bounce a counter on one line; a round trip moves the line twice. The least time of a few
+//! batches counts (a batch during which another program took one of the CPUs is slower, never
+//! faster).
+
+use profcc_analysis::sharing::{calibration_file, machine_key, Calibration};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(clap::Args, Debug)]
+pub struct CalibrateArgs {
+    /// Round trips per batch.
+    #[arg(long, default_value_t = 500)]
+    pub round_trips: u64,
+    /// Batches per pair (the fastest counts).
+    #[arg(long, default_value_t = 40)]
+    pub batches: u32,
+}
+
+pub const ABOUT: &str =
+    "Measure this machine's cache-line transfer cost for the sharing predictions";
+
+#[repr(align(64))]
+struct Line(AtomicU64);
+
+fn pin(cpu: u32) {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn allowed_cpus() -> Vec<u32> {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as u32)
+            .filter(|&c| libc::CPU_ISSET(c as usize, &set))
+            .collect()
+    }
+}
+
+/// A batch taking longer than this was disturbed (another program had one of the CPUs): it
+/// is abandoned.
+const BATCH_LIMIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// ns per line transfer between `a` and `b` in one batch: its time over 2 × round trips; None
+/// when the batch was abandoned.
+fn batch(a: u32, b: u32, round_trips: u64) -> Option<f64> {
+    let line = Arc::new(Line(AtomicU64::new(0)));
+    let stop = Arc::new(AtomicU64::new(0));
+    let other = {
+        let (line, stop) = (line.clone(), stop.clone());
+        std::thread::spawn(move || {
+            pin(b);
+            stop.store(1, Ordering::Release); // ready
+            for i in 0..round_trips {
+                while line.0.load(Ordering::Acquire) != 2 * i + 1 {
+                    if stop.load(Ordering::Relaxed) == 2 {
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+                line.0.store(2 * i + 2, Ordering::Release);
+            }
+        })
+    };
+    pin(a);
+    // Start the clock once the partner runs on its CPU.
+    let wait = Instant::now();
+    while stop.load(Ordering::Acquire) != 1 {
+        if wait.elapsed() > BATCH_LIMIT {
+            stop.store(2, Ordering::Relaxed);
+            let _ = other.join();
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+    let t = Instant::now();
+    let mut done = true;
+    'outer: for i in 0..round_trips {
+        line.0.store(2 * i + 1, Ordering::Release);
+        let mut spins = 0u32;
+        while line.0.load(Ordering::Acquire) != 2 * i + 2 {
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) && t.elapsed() > BATCH_LIMIT {
+                done = false;
+                break 'outer;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    let ns = t.elapsed().as_nanos() as f64 / (2 * round_trips) as f64;
+    stop.store(2, Ordering::Relaxed);
+    let _ = other.join();
+    done.then_some(ns)
+}
+
+/// The fastest of `batches` batches between `a` and `b` (None: every one was abandoned).
+fn pair(a: u32, b: u32, round_trips: u64, batches: u32) -> Option<f64> {
+    (0..batches)
+        .filter_map(|_| batch(a, b, round_trips))
+        .min_by(|x, y| x.total_cmp(y))
+}
+
+pub fn run(a: &CalibrateArgs) -> i32 {
+    let cpus: Vec<u32> = allowed_cpus().into_iter().take(8).collect();
+    if cpus.len() < 2 {
+        eprintln!(
+            "profcc calibrate: this process may run on fewer than 2 CPUs; nothing to measure"
+        );
+        return 1;
+    }
+    let mut pairs = Vec::new();
+    for (i, &x) in cpus.iter().enumerate() {
+        for &y in &cpus[i + 1..] {
+            match pair(x, y, a.round_trips.max(100), a.batches.max(1)) {
+                Some(ns) => {
+                    println!("cpu {x} <-> cpu {y}: {ns:.1} ns per line transfer");
+                    pairs.push((x, y, ns));
+                }
+                None => println!(
+                    "cpu {x} <-> cpu {y}: not measured (every batch took over {} ms: the CPUs are busy)",
+                    BATCH_LIMIT.as_millis()
+                ),
+            }
+        }
+    }
+    if pairs.is_empty() {
+        eprintln!("profcc calibrate: no pair of CPUs could be measured; run it again when the machine is quieter");
+        return 1;
+    }
+    let mut v: Vec<f64> = pairs.iter().map(|p| p.2).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let transfer_ns = v[v.len() / 2];
+    let key = machine_key(
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
+        unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(0) as u32,
+    );
+    let Some(file) = calibration_file(
+        std::env::var_os("XDG_CACHE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    ) else {
+        eprintln!(
+            "profcc calibrate: neither XDG_CACHE_HOME nor HOME is set; nowhere to keep the result"
+        );
+        return 1;
+    };
+    let mut list: Vec<Calibration> = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    list.retain(|c| c.key != key);
+    list.push(Calibration {
+        key: key.clone(),
+        transfer_ns,
+        pairs,
+    });
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(file.parent().unwrap())?;
+        let tmp = file.with_extension("json.tmp");
+        std::fs::write(
+            &tmp,
+            serde_json::to_string_pretty(&list).unwrap_or_default(),
+        )?;
+        std::fs::rename(&tmp, &file)
+    };
+    if let Err(e) = write() {
+        eprintln!("profcc calibrate: cannot write {}: {e}", file.display());
+        return 1;
+    }
+    println!(
+        "{key}: {transfer_ns:.1} ns per line transfer (median over CPU pairs); kept in {}",
+        file.display()
+    );
+    0
+}
