@@ -1769,6 +1769,10 @@ fn two_hundred_fifty_six_threads_are_false_sharing_with_real_ids() {
             ));
         }
         probs.run(&r, p);
+    }
+    probs.finish();
+}
+
 // predictions
 //
 // The predicted gain comes from what the run measured (docs/model.md): latency samples of the
