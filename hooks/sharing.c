@@ -33,8 +33,9 @@ uint64_t __profcc_fn_wmask(void) { return __profcc_wmask; }
  * instead of inlining a hook (one short call per access keeps the code small and the compile
  * fast); the inlined hooks of loops call them on their cold side. preserve_most: the caller
  * keeps every general register, so a call costs its three argument moves. The pass links them
- * into each module as internal, never-inlined functions. `slot`: the counter of the access's
- * group in the thread's array (its count is current: the group counted before the check).
+ * into each module as internal, never-inlined functions. `slot`: a write's group counter in
+ * the thread's array (its count is current: the group counted before the check); a read's
+ * own counter (only its address matters: it names the site).
  *
  * A read leaves unless the line is hot or this thread has not read it since its last write;
  * on a hot line, one access in fs_sample per thread goes on (the countdown reaches zero). */
@@ -73,13 +74,13 @@ __attribute__((preserve_most, noinline)) void __profcc_check_write_s(const void 
 }
 
 /* The inlined hooks (accesses in loops): one load of the shadow word, one compare; the cold
- * side is one call of the access's checker, which decides again.
- * `leader`: the site whose counter the access shares; the site itself is in info >> 32. */
-void __profcc_read(uint64_t *c, uint64_t leader, const void *p, uint64_t info, uint64_t rb) {
+ * side is one call of the access's checker, which decides again. `site`: a read's own
+ * site; `leader`: the site whose counter a write shares (the write's own is in info >> 32). */
+void __profcc_read(uint64_t *c, uint64_t site, const void *p, uint64_t info, uint64_t rb) {
   uint64_t w = *shadow_of(p);
   /* (w & (HOT | rb)) != rb as two tests: no register for HOT | rb in the loop. */
   if (__builtin_expect(!(w & rb) | ((int64_t)w < 0), 0))
-    __profcc_check_read(p, c + PROFCC_COUNTER_STRIDE * leader, info);
+    __profcc_check_read(p, c + PROFCC_COUNTER_STRIDE * site, info);
 }
 
 void __profcc_write(uint64_t *c, uint64_t leader, const void *p, uint64_t info, uint64_t me) {

@@ -255,7 +255,16 @@ impl Rewriter {
         }
         info |= (a.extra_reads as u64) << INFO_EXTRA_READS_SHIFT;
         info |= (a.extra_writes as u64) << INFO_EXTRA_WRITES_SHIFT;
-        info |= ((local - a.leader) as u64) << INFO_SITE_SHIFT;
+        // The door's `slot` names the site with info's distance from it. A write's slot is its
+        // group's counter (the door reads the count for the volume sample); a read's is its
+        // own (never read), so its info has no distance and fits in 32 bits: a shorter
+        // immediate at every call.
+        let slot_site = if a.kind == AccessKind::Read {
+            local
+        } else {
+            a.leader
+        };
+        info |= ((local - slot_site) as u64) << INFO_SITE_SHIFT;
         let empty = c"";
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
@@ -296,7 +305,7 @@ impl Rewriter {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
             if !inline {
                 let stride = crate::abi::COUNTER_STRIDE as u64;
-                let mut idx = [LLVMConstInt(i64t, stride * a.leader as u64, 0)];
+                let mut idx = [LLVMConstInt(i64t, stride * slot_site as u64, 0)];
                 let slot =
                     LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, empty.as_ptr());
                 let checker = match (a.kind.writes(), a.samples) {
@@ -312,7 +321,7 @@ impl Rewriter {
                 let mut args = [c, leaderv, a.ptr, infov, me.unwrap()];
                 self.call(crate::abi::names::WRITE, &mut args, empty);
             } else {
-                let mut args = [c, leaderv, a.ptr, infov, rb.unwrap()];
+                let mut args = [c, localv, a.ptr, infov, rb.unwrap()];
                 self.call(crate::abi::names::READ, &mut args, empty);
             }
         } else {

@@ -591,7 +591,7 @@ pub fn plan(sel: &mut Selection, stats: &mut Stats) {
 /// body runs often and pays little for the inlined fast path; a large loop (an interpreter's
 /// dispatch loop) and straight-line code call the checker instead, which keeps the code and
 /// the compile time small.
-pub const INLINE_LOOP_BLOCKS: u32 = 8;
+pub const INLINE_LOOP_BLOCKS: u32 = 4;
 
 /// Most extra reads (and writes) one checked access stands for: 6 bits of `info` each.
 pub const MAX_EXTRA: u32 = crate::abi::INFO_EXTRA_MAX;
