@@ -289,8 +289,17 @@ impl Rewriter {
             }
             LLVMPositionBuilderBefore(self.b, a.inst);
             LLVMSetCurrentDebugLocation2(self.b, loc);
+            // `__profcc_count` (hooks/counting.c) built in place: tens of thousands of calls
+            // left for the inliner cost a module like sqlite3.c's about a second.
             let n = hoisted.unwrap_or_else(|| {
-                self.call(crate::abi::names::COUNT, &mut [c, localv], c"profcc.n")
+                let stride = crate::abi::COUNTER_STRIDE as u64;
+                let slot = (local as u64) * stride + crate::abi::COUNT_SLOT as u64;
+                let mut idx = [LLVMConstInt(i64t, slot, 0)];
+                let p = LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, empty.as_ptr());
+                let old = LLVMBuildLoad2(self.b, i64t, p, empty.as_ptr());
+                let n = LLVMBuildAdd(self.b, old, LLVMConstInt(i64t, 1, 0), c"profcc.n".as_ptr());
+                LLVMBuildStore(self.b, n, p);
+                n
             });
             self.group_count = Some(n);
         }
