@@ -19,7 +19,9 @@ uint64_t *__profcc_fn_counters(uint32_t base) {
 
 /* One execution of a group of accesses (a basic block's run between calls): the group's
  * first site counts for all of them; returns the new count (the write-volume sample reads
- * it). A fixed-size access: bytes are count x size, derived when the profile is written. */
+ * it). A fixed-size access: bytes are count x size, derived when the profile is written.
+ * The pass builds this body in place (passes/src/rewrite.rs) rather than calling it, and in
+ * a counting-only single-block loop keeps the count in a register (added on the exit edge). */
 uint64_t __profcc_count(uint64_t *c, uint64_t local) {
   return c[PROFCC_COUNTER_STRIDE * local + PROFCC_COUNT_SLOT] += 1;
 }

@@ -17,35 +17,85 @@ __attribute__((cold, preserve_most)) void __profcc_slow(const void *p, uint64_t 
 __attribute__((cold)) void __profcc_range_slow(const void *p, uint64_t len, uint64_t info,
                                                uint64_t *slot);
 
-static inline uint64_t *shadow_of(const void *p) { return (uint64_t *)PROFCC_LINE_SHADOW_OF(p); }
+/* PROFCC_LINE_SHADOW_OF as an index into the shadow: the inlined code shifts the address and
+ * loads with a scaled index off one base register (no mask register in a loop). */
+_Static_assert((1 << PROFCC_SHADOW_WORD_SHIFT) == sizeof(uint64_t), "one u64 per line");
+static inline uint64_t *shadow_of(const void *p) {
+  return &((uint64_t *)PROFCC_LINE_SHADOW)[(uint64_t)p >> PROFCC_LINE_SHIFT];
+}
 
 /* Once per function, when it has instrumented reads / writes. */
 uint64_t __profcc_fn_me(void) { return __profcc_me; }
 uint64_t __profcc_fn_rb(void) { return __profcc_rb; }
 uint64_t __profcc_fn_wmask(void) { return __profcc_wmask; }
 
-/* A read: leave unless the line is hot or this thread has not read it since its last write.
- * On a hot line, one access in fs_sample per thread goes on (the countdown reaches zero).
- * `leader`: the site whose counter the access shares; the site itself is in info >> 32. */
-void __profcc_read(uint64_t *c, uint64_t leader, const void *p, uint64_t info, uint64_t rb) {
+/* The checkers: the whole check of one access, out of line. Straight-line code calls them
+ * instead of inlining a hook (one short call per access keeps the code small and the compile
+ * fast); the inlined hooks of loops call them on their cold side. preserve_most: the caller
+ * keeps every general register, so a call costs its three argument moves. The pass links them
+ * into each module as internal, never-inlined functions. `slot`: a write's group counter in
+ * the thread's array (its count is current: the group counted before the check); a read's
+ * own counter (only its address matters: it names the site).
+ *
+ * A read leaves unless the line is hot or this thread has not read it since its last write;
+ * on a hot line, one access in fs_sample per thread goes on (the countdown reaches zero). */
+__attribute__((preserve_most, noinline)) void __profcc_check_read(const void *p, uint64_t *slot,
+                                                                  uint64_t info) {
   uint64_t w = *shadow_of(p);
+  uint64_t rb = __profcc_rb;
   if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0)) {
     if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
-      __profcc_slow(p, c + PROFCC_COUNTER_STRIDE * leader, info);
+      __profcc_slow(p, slot, info);
   }
 }
 
-/* A write: leave when this thread is the line's last writer and nobody read it since (the
- * shadow word equals the thread's owner word, counters masked out), unless the group's count
- * `n` hits the thread's write-volume sample. Nothing is stored to the shadow here. */
-void __profcc_write(uint64_t *c, uint64_t leader, uint64_t n, const void *p, uint64_t info,
-                    uint64_t me, uint64_t wmask) {
+/* A write leaves when this thread is the line's last writer and nobody read it since (the
+ * shadow word equals the thread's owner word, counters masked out). Nothing is stored to the
+ * shadow here. */
+__attribute__((preserve_most, noinline)) void __profcc_check_write(const void *p, uint64_t *slot,
+                                                                   uint64_t info) {
+  uint64_t w = *shadow_of(p);
+  if (__builtin_expect((w & PROFCC_WRITE_MASK) != __profcc_me, 0)) {
+    if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
+      __profcc_slow(p, slot, info);
+  }
+}
+
+/* The write that takes its group's write-volume sample: also goes on when the group's count
+ * hits the thread's sample mask. */
+__attribute__((preserve_most, noinline)) void __profcc_check_write_s(const void *p, uint64_t *slot,
+                                                                     uint64_t info) {
+  uint64_t w = *shadow_of(p);
+  int sample = (*slot & __profcc_wmask) == 0;
+  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != __profcc_me) | sample, 0)) {
+    if (sample || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
+      __profcc_slow(p, slot, info);
+  }
+}
+
+/* The inlined hooks (accesses in loops): one load of the shadow word, one compare; the cold
+ * side is one call of the access's checker, which decides again. `site`: a read's own
+ * site; `leader`: the site whose counter a write shares (the write's own is in info >> 32). */
+void __profcc_read(uint64_t *c, uint64_t site, const void *p, uint64_t info, uint64_t rb) {
+  uint64_t w = *shadow_of(p);
+  /* (w & (HOT | rb)) != rb as two tests: no register for HOT | rb in the loop. */
+  if (__builtin_expect(!(w & rb) | ((int64_t)w < 0), 0))
+    __profcc_check_read(p, c + PROFCC_COUNTER_STRIDE * site, info);
+}
+
+void __profcc_write(uint64_t *c, uint64_t leader, const void *p, uint64_t info, uint64_t me) {
+  uint64_t w = *shadow_of(p);
+  if (__builtin_expect((w & PROFCC_WRITE_MASK) != me, 0))
+    __profcc_check_write(p, c + PROFCC_COUNTER_STRIDE * leader, info);
+}
+
+/* The group's sampling write: `n` is the group's count (what __profcc_count returned). */
+void __profcc_write_s(uint64_t *c, uint64_t leader, uint64_t n, const void *p, uint64_t info,
+                      uint64_t me, uint64_t wmask) {
   uint64_t w = *shadow_of(p);
   int sample = (n & wmask) == 0;
-  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != me) | sample, 0)) {
-    if (sample || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
-      __profcc_slow(p, c + PROFCC_COUNTER_STRIDE * leader, info);
-  }
+  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != me) | sample, 0))
+    __profcc_check_write_s(p, c + PROFCC_COUNTER_STRIDE * leader, info);
 }
 
 /* A fixed-size access longer than a line, or of run-time length (memory intrinsics): every

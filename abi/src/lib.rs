@@ -467,9 +467,11 @@ pub mod names {
     pub const COUNT_N: &str = "__profcc_count_n";
     pub const READ: &str = "__profcc_read";
     pub const WRITE: &str = "__profcc_write";
+    /// The write that takes its group's write-volume sample.
+    pub const WRITE_SAMPLE: &str = "__profcc_write_s";
     pub const RANGE: &str = "__profcc_range";
     pub const RANGE_N: &str = "__profcc_range_n";
-    pub const HOOKS: [&str; 10] = [
+    pub const HOOKS: [&str; 11] = [
         FN_COUNTERS,
         FN_ME,
         FN_RB,
@@ -478,9 +480,17 @@ pub mod names {
         COUNT_N,
         READ,
         WRITE,
+        WRITE_SAMPLE,
         RANGE,
         RANGE_N,
     ];
+    /// Checkers (hooks/sharing.c): the whole check of one access, linked into each module as
+    /// internal, never-inlined `preserve_most` functions. Accesses outside loops call them
+    /// instead of an inlined hook; the inlined hooks call them on their cold side.
+    pub const CHECK_READ: &str = "__profcc_check_read";
+    pub const CHECK_WRITE: &str = "__profcc_check_write";
+    pub const CHECK_WRITE_SAMPLE: &str = "__profcc_check_write_s";
+    pub const CHECKERS: [&str; 3] = [CHECK_READ, CHECK_WRITE, CHECK_WRITE_SAMPLE];
     /// The doors the hook bodies call (hooks/sharing.c): the `preserve_most` cold door of a
     /// checked access and the per-line loop of a range. Declared `nonlazybind` by the pass:
     /// from a shared library they are called through the GOT, bound at load time, never

@@ -132,7 +132,7 @@ pub fn instrument_module(
         );
         module.run_passes("always-inline")?;
         // The inliner deletes the hooks once they are dead; delete any that is not.
-        for name in abi::names::HOOKS {
+        for name in abi::names::HOOKS.iter().chain(&abi::names::CHECKERS) {
             llvm::delete_unused_function(module.raw(), name);
         }
     }

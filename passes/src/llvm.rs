@@ -110,8 +110,8 @@ impl Context {
         })
     }
 
-    /// Link the hook bodies into `module`, make them internal and always-inline, and return
-    /// them in the order of `abi::names::HOOKS`.
+    /// Link the hook bodies into `module`, make them internal (the hooks always-inline, the
+    /// checkers never), and return them in the order of `abi::names::HOOKS` then `CHECKERS`.
     ///
     /// # Safety
     /// `module` must belong to this context.
@@ -143,8 +143,12 @@ impl Context {
             );
         }
         let mut out = Vec::new();
-        for name in crate::abi::names::HOOKS {
-            let cname = CString::new(name).unwrap();
+        let all = crate::abi::names::HOOKS
+            .iter()
+            .map(|n| (n, true))
+            .chain(crate::abi::names::CHECKERS.iter().map(|n| (n, false)));
+        for (name, inline) in all {
+            let cname = CString::new(*name).unwrap();
             let hook = LLVMGetNamedFunction(module.m, cname.as_ptr());
             if hook.is_null() {
                 return Err(format!("hook body {name} missing after linking"));
@@ -158,12 +162,20 @@ impl Context {
                     attr.len() as u32,
                 );
             }
-            for attr in ["noinline", "optnone"] {
+            // The checkers keep their `noinline` (and their preserve_most convention).
+            let drop: &[&str] = if inline {
+                &["noinline", "optnone"]
+            } else {
+                &["optnone"]
+            };
+            for attr in drop {
                 let kind = LLVMGetEnumAttributeKindForName(attr.as_ptr() as *const _, attr.len());
                 LLVMRemoveEnumAttributeAtIndex(hook, u32::MAX, kind);
             }
-            let kind = LLVMGetEnumAttributeKindForName("alwaysinline".as_ptr() as *const _, 12);
-            LLVMAddAttributeAtIndex(hook, u32::MAX, LLVMCreateEnumAttribute(self.0, kind, 0));
+            if inline {
+                let kind = LLVMGetEnumAttributeKindForName("alwaysinline".as_ptr() as *const _, 12);
+                LLVMAddAttributeAtIndex(hook, u32::MAX, LLVMCreateEnumAttribute(self.0, kind, 0));
+            }
             out.push(hook);
         }
         Ok(out)

@@ -35,6 +35,7 @@ impl Rewriter {
     fn hook(&self, name: &str) -> LLVMValueRef {
         let i = crate::abi::names::HOOKS
             .iter()
+            .chain(&crate::abi::names::CHECKERS)
             .position(|h| *h == name)
             .expect("known hook");
         self.hooks[i]
@@ -47,14 +48,17 @@ impl Rewriter {
         name: &std::ffi::CStr,
     ) -> LLVMValueRef {
         let f = self.hook(hook);
-        LLVMBuildCall2(
+        let call = LLVMBuildCall2(
             self.b,
             LLVMGlobalGetValueType(f),
             f,
             args.as_mut_ptr(),
             args.len() as u32,
             name.as_ptr(),
-        )
+        );
+        // The checkers' preserve_most convention.
+        LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(f));
+        call
     }
 
     /// A prologue value of `func`, built at its entry on first use.
@@ -103,24 +107,139 @@ impl Rewriter {
         v
     }
 
-    unsafe fn access(&mut self, local: usize, a: &Access, sharing: bool) {
+    /// Count a group that is the body of a single-block loop in a register: a phi at the
+    /// block's top (0 on entry), one add per iteration, and the total added to the group's
+    /// counter once, on the exit edge (a new block between the loop and its exit). Only for
+    /// a block that loops to itself and leaves to one other block, with no call that might
+    /// not return (nothing but intrinsics before instrumentation): every iteration that
+    /// starts reaches the exit edge, so the count stays exact. Returns the iteration's count
+    /// (1 on the first) or None when the block does not qualify.
+    unsafe fn hoist_loop_count(&mut self, a: &Access, local: usize) -> Option<LLVMValueRef> {
+        let bb = LLVMGetInstructionParent(a.inst);
+        let term = LLVMGetBasicBlockTerminator(bb);
+        if term.is_null() || LLVMGetNumSuccessors(term) != 2 || LLVMIsABranchInst(term).is_null() {
+            return None;
+        }
+        let (s0, s1) = (LLVMGetSuccessor(term, 0), LLVMGetSuccessor(term, 1));
+        let (exit_idx, exit) = match (s0 == bb, s1 == bb) {
+            (true, false) => (1, s1),
+            (false, true) => (0, s0),
+            _ => return None,
+        };
+        // No calls other than intrinsics; the hooks of this block are not inserted yet.
+        let mut inst = LLVMGetFirstInstruction(bb);
+        while !inst.is_null() {
+            if !LLVMIsACallInst(inst).is_null()
+                || !LLVMIsAInvokeInst(inst).is_null()
+                || !LLVMIsACallBrInst(inst).is_null()
+            {
+                let callee = LLVMGetCalledValue(inst);
+                if callee.is_null()
+                    || LLVMIsAFunction(callee).is_null()
+                    || !crate::llvm::name_of(callee).starts_with("llvm.")
+                {
+                    return None;
+                }
+            }
+            inst = LLVMGetNextInstruction(inst);
+        }
+        // The predecessors, one entry per edge; only branches and switches may reach it.
+        let mut preds = Vec::new();
+        let mut u = LLVMGetFirstUse(LLVMBasicBlockAsValue(bb));
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            if LLVMIsATerminatorInst(user).is_null()
+                || (LLVMIsABranchInst(user).is_null() && LLVMIsASwitchInst(user).is_null())
+            {
+                return None;
+            }
+            preds.push(LLVMGetInstructionParent(user));
+            u = LLVMGetNextUse(u);
+        }
+        let i64t = LLVMInt64TypeInContext(self.ctx);
+        let c = self.entry_value(a.func, 0);
+        LLVMPositionBuilderBefore(self.b, LLVMGetFirstInstruction(bb));
+        LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
+        let phi = LLVMBuildPhi(self.b, i64t, c"profcc.iter".as_ptr());
+        LLVMPositionBuilderBefore(self.b, a.inst);
+        let one = LLVMConstInt(i64t, 1, 0);
+        let next = LLVMBuildAdd(self.b, phi, one, c"profcc.iter.next".as_ptr());
+        let zero = LLVMConstInt(i64t, 0, 0);
+        for p in preds {
+            let (mut v, mut b) = if p == bb { (next, p) } else { (zero, p) };
+            LLVMAddIncoming(phi, &mut v, &mut b, 1);
+        }
+        // The exit edge: bb -> flush -> exit.
+        let flush = LLVMInsertBasicBlockInContext(self.ctx, exit, c"profcc.loop.exit".as_ptr());
+        LLVMPositionBuilderAtEnd(self.b, flush);
+        let stride = crate::abi::COUNTER_STRIDE as u64;
+        let mut idx = [LLVMConstInt(i64t, stride * local as u64, 0)];
+        let slot = LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, c"".as_ptr());
+        let old = LLVMBuildLoad2(self.b, i64t, slot, c"".as_ptr());
+        let sum = LLVMBuildAdd(self.b, old, next, c"".as_ptr());
+        LLVMBuildStore(self.b, sum, slot);
+        LLVMBuildBr(self.b, exit);
+        LLVMSetSuccessor(term, exit_idx, flush);
+        // The exit's phis now come from the flush block.
+        let mut inst = LLVMGetFirstInstruction(exit);
+        while !inst.is_null() && !LLVMIsAPHINode(inst).is_null() {
+            let next_inst = LLVMGetNextInstruction(inst);
+            let n = LLVMCountIncoming(inst);
+            LLVMPositionBuilderBefore(self.b, inst);
+            let fresh = LLVMBuildPhi(self.b, LLVMTypeOf(inst), c"".as_ptr());
+            for k in 0..n {
+                let mut v = LLVMGetIncomingValue(inst, k);
+                let b = LLVMGetIncomingBlock(inst, k);
+                let mut b = if b == bb { flush } else { b };
+                LLVMAddIncoming(fresh, &mut v, &mut b, 1);
+            }
+            let mut len = 0;
+            let name = LLVMGetValueName2(inst, &mut len);
+            let name = std::slice::from_raw_parts(name as *const u8, len).to_vec();
+            LLVMReplaceAllUsesWith(inst, fresh);
+            LLVMInstructionEraseFromParent(inst);
+            LLVMSetValueName2(fresh, name.as_ptr() as *const _, name.len());
+            inst = next_inst;
+        }
+        Some(next)
+    }
+
+    unsafe fn access(
+        &mut self,
+        local: usize,
+        a: &Access,
+        sharing: bool,
+        hoist: bool,
+        stats: &mut Stats,
+    ) {
         let i64t = LLVMInt64TypeInContext(self.ctx);
         let c = self.entry_value(a.func, 0);
         let fixed_line = matches!(a.size, Size::Const(n) if n <= LINE_SIZE);
         let check = sharing && a.check;
-        let (me, rb, wmask) = if !check || !fixed_line {
+        // Outside small loops a check is one call of a checker, which reads the thread's words
+        // itself; in small loops the hook is inlined, the words computed once per function.
+        let inline = check
+            && fixed_line
+            && a.loop_blocks > 0
+            && a.loop_blocks <= crate::select::INLINE_LOOP_BLOCKS;
+        let (me, rb, wmask) = if !inline {
             (None, None, None)
         } else if a.kind.writes() {
-            // A write other than its group's sampler never samples: a mask of all ones.
-            let wmask = if a.samples {
-                self.entry_value(a.func, 3)
-            } else {
-                LLVMConstInt(i64t, u64::MAX, 0)
-            };
-            (Some(self.entry_value(a.func, 1)), None, Some(wmask))
+            let wmask = a.samples.then(|| self.entry_value(a.func, 3));
+            (Some(self.entry_value(a.func, 1)), None, wmask)
         } else {
             (None, Some(self.entry_value(a.func, 2)), None)
         };
+        if check && fixed_line {
+            stats.bump(
+                if inline {
+                    "check-inline-in-loop"
+                } else {
+                    "check-out-of-line"
+                },
+                1,
+            );
+        }
         LLVMPositionBuilderBefore(self.b, a.inst);
         let mut loc = LLVMInstructionGetDebugLoc(a.inst);
         let sp = LLVMGetSubprogram(a.func);
@@ -136,7 +255,16 @@ impl Rewriter {
         }
         info |= (a.extra_reads as u64) << INFO_EXTRA_READS_SHIFT;
         info |= (a.extra_writes as u64) << INFO_EXTRA_WRITES_SHIFT;
-        info |= ((local - a.leader) as u64) << INFO_SITE_SHIFT;
+        // The door's `slot` names the site with info's distance from it. A write's slot is its
+        // group's counter (the door reads the count for the volume sample); a read's is its
+        // own (never read), so its info has no distance and fits in 32 bits: a shorter
+        // immediate at every call.
+        let slot_site = if a.kind == AccessKind::Read {
+            local
+        } else {
+            a.leader
+        };
+        info |= ((local - slot_site) as u64) << INFO_SITE_SHIFT;
         let empty = c"";
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
@@ -151,7 +279,28 @@ impl Rewriter {
             return;
         }
         if a.leader == local {
-            let n = self.call(crate::abi::names::COUNT, &mut [c, localv], c"profcc.n");
+            let hoisted = if hoist {
+                self.hoist_loop_count(a, local)
+            } else {
+                None
+            };
+            if hoisted.is_some() {
+                stats.bump("counter-hoisted-loop", 1);
+            }
+            LLVMPositionBuilderBefore(self.b, a.inst);
+            LLVMSetCurrentDebugLocation2(self.b, loc);
+            // `__profcc_count` (hooks/counting.c) built in place: tens of thousands of calls
+            // left for the inliner cost a module like sqlite3.c's about a second.
+            let n = hoisted.unwrap_or_else(|| {
+                let stride = crate::abi::COUNTER_STRIDE as u64;
+                let slot = (local as u64) * stride + crate::abi::COUNT_SLOT as u64;
+                let mut idx = [LLVMConstInt(i64t, slot, 0)];
+                let p = LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, empty.as_ptr());
+                let old = LLVMBuildLoad2(self.b, i64t, p, empty.as_ptr());
+                let n = LLVMBuildAdd(self.b, old, LLVMConstInt(i64t, 1, 0), c"profcc.n".as_ptr());
+                LLVMBuildStore(self.b, n, p);
+                n
+            });
             self.group_count = Some(n);
         }
         let Size::Const(n) = a.size else { return };
@@ -163,11 +312,25 @@ impl Rewriter {
             .expect("a group's first access comes first");
         if n <= LINE_SIZE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
-            if a.kind.writes() {
+            if !inline {
+                let stride = crate::abi::COUNTER_STRIDE as u64;
+                let mut idx = [LLVMConstInt(i64t, stride * slot_site as u64, 0)];
+                let slot =
+                    LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, empty.as_ptr());
+                let checker = match (a.kind.writes(), a.samples) {
+                    (false, _) => crate::abi::names::CHECK_READ,
+                    (true, false) => crate::abi::names::CHECK_WRITE,
+                    (true, true) => crate::abi::names::CHECK_WRITE_SAMPLE,
+                };
+                self.call(checker, &mut [a.ptr, slot, infov], empty);
+            } else if a.kind.writes() && a.samples {
                 let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
+                self.call(crate::abi::names::WRITE_SAMPLE, &mut args, empty);
+            } else if a.kind.writes() {
+                let mut args = [c, leaderv, a.ptr, infov, me.unwrap()];
                 self.call(crate::abi::names::WRITE, &mut args, empty);
             } else {
-                let mut args = [c, leaderv, a.ptr, infov, rb.unwrap()];
+                let mut args = [c, localv, a.ptr, infov, rb.unwrap()];
                 self.call(crate::abi::names::READ, &mut args, empty);
             }
         } else {
@@ -197,8 +360,19 @@ pub unsafe fn rewrite(
         prologues: HashMap::new(),
         group_count: None,
     };
-    for (local, a) in sel.accesses.iter().enumerate() {
-        r.access(local, a, sharing);
+    let acc = &sel.accesses;
+    for (local, a) in acc.iter().enumerate() {
+        // A group's count stays in a register in a single-block loop, unless the group has
+        // sharing checks: a sampling write's checker reads the counter in memory, and beside
+        // inlined checks the register costs more (spills) than the increment it saves.
+        let hoist = a.leader == local
+            && matches!(a.size, Size::Const(_))
+            && !(sharing
+                && acc[local..]
+                    .iter()
+                    .take_while(|x| x.leader == local || matches!(x.size, Size::Dyn(_)))
+                    .any(|x| x.leader == local && x.check));
+        r.access(local, a, sharing, hoist, stats);
     }
     LLVMDisposeBuilder(r.b);
     stats.bump("functions-instrumented", r.prologues.len() as u64);

@@ -7,7 +7,7 @@ use llvm_sys::core::*;
 use llvm_sys::prelude::*;
 use llvm_sys::target::{LLVMGetModuleDataLayout, LLVMStoreSizeOfType};
 use llvm_sys::LLVMOpcode;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Clone, Copy)]
 pub enum Size {
@@ -44,6 +44,10 @@ pub struct Access {
     /// per group execution, so that two stores of one unrolled iteration are not two samples
     /// of the line).
     pub samples: bool,
+    /// The size in blocks of the innermost loop (cycle of the control-flow graph) the access
+    /// lies on; 0: none. A check in a small loop is inlined (see [`INLINE_LOOP_BLOCKS`]);
+    /// elsewhere it is a call of a shared checker.
+    pub loop_blocks: u32,
 }
 
 #[derive(Default)]
@@ -61,6 +65,8 @@ enum Base {
 
 struct Selector {
     escapes: HashMap<LLVMValueRef, bool>,
+    /// The innermost loop size of the current function's blocks that lie on a loop.
+    loops: HashMap<LLVMBasicBlockRef, u32>,
     group: u32,
     epoch: u32,
     block: LLVMBasicBlockRef,
@@ -187,6 +193,7 @@ pub fn select(m: LLVMModuleRef, stats: &mut Stats) -> Selection {
     let mut sel = Selection::default();
     let mut selector = Selector {
         escapes: HashMap::new(),
+        loops: HashMap::new(),
         group: 0,
         epoch: 0,
         block: std::ptr::null_mut(),
@@ -203,6 +210,7 @@ pub fn select(m: LLVMModuleRef, stats: &mut Stats) -> Selection {
                 return;
             }
             stats.bump("functions", 1);
+            selector.loops = innermost_loops(func);
             for_each_instruction(func, |inst| {
                 selector.boundaries(inst);
                 let (ptr, kind, size) = if !LLVMIsALoadInst(inst).is_null() {
@@ -336,6 +344,11 @@ unsafe fn push(
         extra_reads: 0,
         extra_writes: 0,
         samples: false,
+        loop_blocks: selector
+            .loops
+            .get(&LLVMGetInstructionParent(inst))
+            .copied()
+            .unwrap_or(0),
     });
 }
 
@@ -373,6 +386,129 @@ impl Selector {
             self.epoch += 1;
         }
     }
+}
+
+/// The size (in blocks) of the innermost cycle each block of `func` lies on, for the blocks
+/// that lie on one. The cycles are the strongly connected components of the control-flow
+/// graph, then, recursively, those of each component without its entry blocks (a natural
+/// loop's header): a loop nest, irreducible cycles included.
+unsafe fn innermost_loops(func: LLVMValueRef) -> HashMap<LLVMBasicBlockRef, u32> {
+    let mut blocks = Vec::new();
+    let mut bb = LLVMGetFirstBasicBlock(func);
+    while !bb.is_null() {
+        blocks.push(bb);
+        bb = LLVMGetNextBasicBlock(bb);
+    }
+    let index: HashMap<LLVMBasicBlockRef, usize> =
+        blocks.iter().enumerate().map(|(i, b)| (*b, i)).collect();
+    let succs: Vec<Vec<usize>> = blocks
+        .iter()
+        .map(|&b| {
+            let term = LLVMGetBasicBlockTerminator(b);
+            if term.is_null() {
+                return Vec::new();
+            }
+            (0..LLVMGetNumSuccessors(term))
+                .filter_map(|i| index.get(&LLVMGetSuccessor(term, i)).copied())
+                .collect()
+        })
+        .collect();
+    let mut preds = vec![Vec::new(); blocks.len()];
+    for (v, ss) in succs.iter().enumerate() {
+        for &w in ss {
+            preds[w].push(v);
+        }
+    }
+    let mut size = vec![0u32; blocks.len()];
+    let mut todo = vec![(0..blocks.len()).collect::<Vec<_>>()];
+    while let Some(nodes) = todo.pop() {
+        for scc in components(&succs, &nodes) {
+            if scc.len() == 1 && !succs[scc[0]].contains(&scc[0]) {
+                continue;
+            }
+            let inside: HashSet<usize> = scc.iter().copied().collect();
+            for &v in &scc {
+                size[v] = scc.len() as u32;
+            }
+            let entry = |v: &usize| preds[*v].iter().any(|p| !inside.contains(p));
+            let mut rest: Vec<usize> = scc.iter().copied().filter(|v| !entry(v)).collect();
+            if rest.len() == scc.len() {
+                rest.retain(|&v| v != scc[0]);
+            }
+            if !rest.is_empty() {
+                todo.push(rest);
+            }
+        }
+    }
+    blocks
+        .iter()
+        .zip(size)
+        .filter(|(_, n)| *n > 0)
+        .map(|(b, n)| (*b, n))
+        .collect()
+}
+
+/// The strongly connected components of the subgraph of `succs` on `nodes` (Tarjan's
+/// algorithm, iterative).
+fn components(succs: &[Vec<usize>], nodes: &[usize]) -> Vec<Vec<usize>> {
+    const NONE: usize = usize::MAX;
+    let n = succs.len();
+    let mut member = vec![false; n];
+    for &v in nodes {
+        member[v] = true;
+    }
+    let (mut idx, mut low, mut on) = (vec![NONE; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut next, mut out) = (Vec::new(), 0, Vec::new());
+    for &root in nodes {
+        if idx[root] != NONE {
+            continue;
+        }
+        // (node, next successor to visit)
+        let mut work = vec![(root, 0usize)];
+        idx[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on[root] = true;
+        while let Some(top) = work.last_mut() {
+            let v = top.0;
+            if top.1 < succs[v].len() {
+                let w = succs[v][top.1];
+                top.1 += 1;
+                if !member[w] {
+                    continue;
+                }
+                if idx[w] == NONE {
+                    idx[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on[w] = true;
+                    work.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(idx[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(u, _)) = work.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == idx[v] {
+                let mut scc = Vec::new();
+                loop {
+                    let w = stack.pop().unwrap();
+                    on[w] = false;
+                    scc.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                out.push(scc);
+            }
+        }
+    }
+    out
 }
 
 /// Share counters inside groups and drop repeated checks:
@@ -451,6 +587,12 @@ pub fn plan(sel: &mut Selection, stats: &mut Stats) {
     stats.bump("check-covered-same-address", covered as u64);
 }
 
+/// Checks are inlined in loops of at most this many blocks (innermost loop): a short loop
+/// body runs often and pays little for the inlined fast path; a large loop (an interpreter's
+/// dispatch loop) and straight-line code call the checker instead, which keeps the code and
+/// the compile time small.
+pub const INLINE_LOOP_BLOCKS: u32 = 4;
+
 /// Most extra reads (and writes) one checked access stands for: 6 bits of `info` each.
 pub const MAX_EXTRA: u32 = crate::abi::INFO_EXTRA_MAX;
 
@@ -477,6 +619,7 @@ mod tests {
             extra_reads: 0,
             extra_writes: 0,
             samples: false,
+            loop_blocks: 0,
         }
     }
 

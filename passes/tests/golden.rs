@@ -54,9 +54,22 @@ fn load_store() {
     assert_eq!(s.get("counter-shared-in-block"), 1);
     let base = profcc_abi::LINE_SHADOW.to_string();
     assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
-    // One three-argument call on the cold side: address, counter slot, info (size | write << 8
-    // | distance from the block's counting site << 32). preserve_most: the door keeps the
-    // caller's general registers, so nothing is spilled around it.
+    // Straight-line code: one three-argument call per access of a shared checker (address,
+    // counter slot, info = size | write << 8 | distance from the block's counting site << 32),
+    // preserve_most so the caller spills nothing around it; the checkers (one per kind,
+    // internal, never inlined) hold the shadow loads and the one call each of the cold door.
+    assert_eq!(
+        ir.matches("call preserve_mostcc void @__profcc_check_read(ptr %p, ")
+            .count(),
+        1,
+        "{ir}"
+    );
+    assert_eq!(
+        ir.matches("call preserve_mostcc void @__profcc_check_write_s(ptr %q, ")
+            .count(),
+        1,
+        "{ir}"
+    );
     assert_eq!(
         ir.matches("call preserve_mostcc void @__profcc_slow(")
             .count(),
@@ -64,7 +77,7 @@ fn load_store() {
         "{ir}"
     );
     assert!(
-        ir.contains("i64 noundef 4)") && ir.contains("i64 noundef 4294967560)"),
+        ir.contains("i64 4)") && ir.contains("i64 4294967560)"),
         "{ir}"
     );
     // The store's site record points at the load's counter (last word: leader 0).
@@ -98,6 +111,51 @@ fn load_store_counting_only() {
 }
 
 #[test]
+fn loops() {
+    let (ir, s) = run("loops");
+    // Both loops are small: their checks are inlined (the shadow word loaded in the loop,
+    // the checker called on the cold side only); nothing is hoisted beside a check.
+    assert_eq!(s.get("check-inline-in-loop"), 2);
+    assert_eq!(s.get("check-out-of-line"), 0);
+    assert_eq!(s.get("counter-hoisted-loop"), 0);
+    assert_eq!(
+        ir.matches("call preserve_mostcc void @__profcc_check_read(")
+            .count(),
+        2,
+        "{ir}"
+    );
+}
+
+#[test]
+fn loops_counting_only() {
+    let opts = profcc_passes::Options {
+        accesses: true,
+        sharing: false,
+    };
+    let (ir, s) = run_with("loops", "loops.counting", &opts);
+    // @sum: the count in a register (a phi from 0, +1 per iteration), added to the counter
+    // once on the new exit edge, whose block the exit's phi now names. @sum_exit (two
+    // blocks) keeps its increment in the loop.
+    assert_eq!(s.get("counter-hoisted-loop"), 1);
+    assert!(
+        ir.contains("%profcc.iter = phi i64 [ %profcc.iter.next, %loop ], [ 0, %entry ]"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("br i1 %more, label %loop, label %profcc.loop.exit"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("%r = phi i64 [ 0, %entry ], [ %s.next, %profcc.loop.exit ]"),
+        "{ir}"
+    );
+    // Adds: @sum's own two, the iteration's and the flush's; @sum_exit's own and its
+    // counter's.
+    assert_eq!(ir.matches("add i64 %").count(), 4 + 2, "{ir}");
+    assert!(ir.contains("%7 = add i64 %6, %profcc.iter.next"), "{ir}");
+}
+
+#[test]
 fn rmw() {
     let (ir, s) = run("rmw");
     // @rmw: 4 sites, one counter; @calls: counters for [store], [store, atomic, store].
@@ -105,12 +163,13 @@ fn rmw() {
     // The load before the store and the repeated store are covered; the atomic never is.
     assert_eq!(s.get("check-covered-same-address"), 2);
     // Checks: @rmw's first store (8 bytes | write | 1 extra read << 12 | 1 extra write << 18
-    // | site 1 << 32) and its load of %q (site 3); @calls: three stores and the atomic (which
-    // goes through the same door).
-    assert!(ir.contains("i64 noundef 4295233800)"), "{ir}");
-    assert!(ir.contains("i64 noundef 12884901896)"), "{ir}");
+    // | site 1 << 32, with its group's counter) and its load of %q (site 3: a read passes its
+    // own counter slot, 2 * 3 words in, and no distance); @calls: three stores and the
+    // atomic (which goes through the same checker as a store). Each is one call of a checker.
+    assert!(ir.contains("i64 4295233800)"), "{ir}");
+    assert!(ir.contains("getelementptr inbounds i64, ptr %5, i64 6\n  call preserve_mostcc void @__profcc_check_read(ptr %q, ptr %9, i64 8)"), "{ir}");
     assert_eq!(
-        ir.matches("call preserve_mostcc void @__profcc_slow(")
+        ir.matches("call preserve_mostcc void @__profcc_check_")
             .count(),
         2 + 4,
         "{ir}"

@@ -89,3 +89,89 @@ fn exact_counts_o0() {
 fn exact_counts_o2() {
     check("-O2");
 }
+
+const LOOPS_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+volatile long data[1000];
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 0;
+  for (long i = 0; i < 1000; i++)
+    data[i] = i;                            /* MARK_INIT */
+  long s = 0;
+  for (long i = 0; i < n; i++)
+    s += data[i];                           /* MARK_RUNTIME */
+  long at = -1;
+  for (long i = 0; i < n; i++)
+    if (data[i] == 7) {                     /* MARK_EARLY */
+      at = i;
+      break;
+    }
+  for (long i = 0; i < 30; i++)
+    for (long j = 0; j < i % 4; j++)
+      s += data[j];                         /* MARK_NESTED */
+  printf("%ld %ld\n", s, at);
+  return 0;
+}
+"#;
+
+/// Loops whose count the pass keeps in a register and adds once on the exit edge (counting
+/// only, -O2): a run-time trip count (also zero: the loop never entered), a loop left early,
+/// an inner loop whose trip count changes with the outer index. Per-line counts are exact,
+/// and the same as with the default instrumentation (sharing checks: counters in memory).
+#[test]
+fn hoisted_loop_counts_are_exact() {
+    let s = Scratch::new();
+    s.write("loops.c", LOOPS_C);
+    let mut builds = Vec::new();
+    for mode in ["accesses", "sharing"] {
+        let exe = format!("loops_{mode}");
+        let out = output_within(
+            std::process::Command::new(profcc())
+                .current_dir(s.path(""))
+                .args(["-O2", "loops.c", "-o", &exe])
+                .env("PROFCC_INSTRUMENT", mode)
+                .env("PROFCC_STATS", "1"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
+        builds.push((exe, stats));
+    }
+    let hoisted = |stats: &str| -> u64 {
+        stats
+            .split(|c: char| c.is_whitespace())
+            .find_map(|w| w.strip_prefix("counter-hoisted-loop="))
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    // Counting only: at least the run-time loop and the inner loop keep their count in a
+    // register; with sharing checks in them, no loop does.
+    assert!(hoisted(&builds[0].1) >= 2, "{}", builds[0].1);
+    assert_eq!(hoisted(&builds[1].1), 0, "{}", builds[1].1);
+    let init = line_of(LOOPS_C, "MARK_INIT");
+    let runtime = line_of(LOOPS_C, "MARK_RUNTIME");
+    let early = line_of(LOOPS_C, "MARK_EARLY");
+    let nested = line_of(LOOPS_C, "MARK_NESTED");
+    for (exe, _) in &builds {
+        for (arg, reads, early_reads, stdout) in [
+            ("500", 500, 8, "124778 7\n"),
+            ("0", 0, 0, "28 -1\n"),
+            ("5", 5, 5, "38 -1\n"),
+        ] {
+            let (out, p) = s.run_profiled(exe, &[arg], "summary=0");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), stdout, "{exe} {arg}");
+            assert_eq!(count_at(&p, "loops.c", init, Write), 1000, "{exe} {arg}");
+            assert_eq!(count_at(&p, "loops.c", runtime, Read), reads, "{exe} {arg}");
+            assert_eq!(
+                count_at(&p, "loops.c", early, Read),
+                early_reads,
+                "{exe} {arg}"
+            );
+            // sum over i < 30 of i % 4 = 7 * (0 + 1 + 2 + 3) + 0 + 1
+            assert_eq!(count_at(&p, "loops.c", nested, Read), 43, "{exe} {arg}");
+        }
+    }
+}

@@ -2,10 +2,11 @@
 //! measured side by side in one run (native and instrumented alternate), median of N runs
 //! (default 5).
 //!
-//! Parts (all by default): `build` (sqlite3.c compile time), `kernels` (single-threaded
-//! kernels and the sqlite driver), `sharing` (multithreaded kernels: cache-line sharing
-//! analysis overhead, RSS, findings, and the `fs_sample` table; see `bench/sharing.rs`; and first
-//! the predicted gain of every false-sharing kernel against its padded twin, `bench/predict.rs`).
+//! Parts (all by default): `build` (sqlite3.c compile time and sqlite3.o code size),
+//! `kernels` (single-threaded kernels, kmeans_loop counting only and with sharing, and the
+//! sqlite driver), `sharing` (multithreaded kernels: cache-line sharing analysis overhead, RSS,
+//! findings, and the `fs_sample` table; see `bench/sharing.rs`; and first the predicted gain of
+//! every false-sharing kernel against its padded twin, `bench/predict.rs`).
 //!
 //! Prints Markdown tables and writes them to target/bench/results.md.
 
@@ -199,7 +200,7 @@ fn build_time(
         (
             "sharing",
             "sqlite3.c -O2 -c (default: sharing hooks)",
-            "none set",
+            "≤ 1.6x",
         ),
         (
             "accesses",
@@ -237,7 +238,75 @@ fn build_time(
         ));
     }
     out.push('\n');
+    code_size(profcc, &src, work, out)?;
     Ok(())
+}
+
+/// Code size of sqlite3.o, clang-22 vs profcc (default instrumentation), both with
+/// `-O2 -c -gline-tables-only -fno-omit-frame-pointer`: `size`'s text (every read-only
+/// allocated section: code, read-only data such as the site table, unwind tables) and the
+/// .text section alone.
+fn code_size(profcc: &Path, src: &Path, work: &Path, out: &mut String) -> Result<(), String> {
+    let flags = ["-O2", "-c", "-gline-tables-only", "-fno-omit-frame-pointer"];
+    let native = work.join("sqlite3.size.native.o");
+    let inst = work.join("sqlite3.size.profcc.o");
+    sh(Command::new("clang-22")
+        .args(flags)
+        .arg(src)
+        .arg("-o")
+        .arg(&native))?;
+    sh(Command::new(profcc)
+        .args(flags)
+        .arg(src)
+        .arg("-o")
+        .arg(&inst))?;
+    let (nt, ns) = (size_text(&native)?, section_size(&native, ".text")?);
+    let (it, is) = (size_text(&inst)?, section_size(&inst, ".text")?);
+    out.push_str(&format!(
+        "| sqlite3.o code ({}) | clang-22 bytes | profcc bytes | ratio | target |\n|---|---|---|---|---|\n",
+        flags.join(" ")
+    ));
+    out.push_str(&format!(
+        "| `size` text | {nt} | {it} | {:.2}x | ≤ 2x |\n| .text section | {ns} | {is} | {:.2}x | |\n\n",
+        it as f64 / nt as f64,
+        is as f64 / ns as f64
+    ));
+    eprintln!(
+        "bench: sqlite3.o size text {nt} vs {it} ({:.2}x), .text {ns} vs {is} ({:.2}x)",
+        it as f64 / nt as f64,
+        is as f64 / ns as f64
+    );
+    Ok(())
+}
+
+/// `size` (Berkeley format): the text column.
+fn size_text(obj: &Path) -> Result<u64, String> {
+    let o = Command::new("size")
+        .arg(obj)
+        .output()
+        .map_err(|e| format!("size: {e}"))?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    text.lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("size {}: unexpected output {text}", obj.display()))
+}
+
+/// One section's size (`size -A`).
+fn section_size(obj: &Path, name: &str) -> Result<u64, String> {
+    let o = Command::new("size")
+        .arg("-A")
+        .arg(obj)
+        .output()
+        .map_err(|e| format!("size: {e}"))?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    text.lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some(name)).then(|| w.next()?.parse().ok())?
+        })
+        .ok_or_else(|| format!("size -A {}: no {name}", obj.display()))
 }
 
 /// Run-time kernels (single-threaded ones, two_threads, the sqlite driver): build each
@@ -300,6 +369,49 @@ fn kernels(
             vec!["4".into(), "100000".into()],
         ));
     }
+    // kmeans_loop: a 3-iteration inner loop inside loops over points and clusters, built
+    // counting only and with the default sharing checks (targets 1.3x and 3x).
+    let kmeans_rows = {
+        let src = kernels.join("kmeans_loop.c");
+        let native = work.join("kmeans_loop.native");
+        sh(Command::new("clang-22")
+            .arg("-O2")
+            .arg(&src)
+            .arg("-o")
+            .arg(&native))?;
+        let mut rows = String::new();
+        for (mode, target) in [("accesses", "≤ 1.3x"), ("sharing", "≤ 3x")] {
+            let inst = work.join(format!("kmeans_loop.{mode}"));
+            sh(Command::new(profcc)
+                .arg("-O2")
+                .arg(&src)
+                .arg("-o")
+                .arg(&inst)
+                .env("PROFCC_INSTRUMENT", mode))?;
+            let opts = format!("out={}/bench.%e.%p.json:summary=0", work.display());
+            let row = side_by_side(
+                &format!("kmeans_loop (PROFCC_INSTRUMENT={mode})"),
+                runs,
+                &mut || Command::new(&native),
+                &mut || {
+                    let mut c = Command::new(&inst);
+                    c.env("PROFCC_OPTIONS", &opts);
+                    c
+                },
+            )?;
+            rows.push_str(&format!(
+                "| {} | {:.3} | {:.3} | {:.2}x | {target} |\n",
+                row.name,
+                row.base,
+                row.inst,
+                row.inst / row.base
+            ));
+        }
+        rows
+    };
+    out.push_str("| short loops | native s | profcc s | ratio | target |\n|---|---|---|---|---|\n");
+    out.push_str(&kmeans_rows);
+    out.push('\n');
     out.push_str("| kernel | native s | profcc s | ratio | native RSS MiB | profcc RSS MiB | RSS limit (1.5x + 64) |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
     let mut logsum = 0.0;
