@@ -8,8 +8,9 @@
  *
  * About one hot line's due access in LATENCY_EVERY is timed here, first thing, before
  * the runtime's work can let another thread take the line: a reload of the byte between two
- * rdtscp (docs/model.md; about 50 ns each on this project's VM, hence not every one; the
- * site's count picks them, the due accesses being a random period apart). Its ticks reach
+ * rdtscp (docs/model.md; about 50 ns each on this project's VM, hence not every one: every
+ * LATENCY_EVERY-th due access of the thread, the due accesses being a random period apart; not
+ * the site's count, since a read's slot is its own and holds no count). Its ticks reach
  * the runtime in `due` (2 + ticks; 1: due, not timed; 0: not due). */
 #define LATENCY_EVERY 8
 #include "profcc_hooks.h"
@@ -21,6 +22,8 @@ void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
  * stub, hooks/stub.c): a regular definition wins over a shared library's. */
 __attribute__((visibility("hidden"))) const char profcc_door_anchor = 0;
 
+__attribute__((tls_model("initial-exec"))) static __thread uint32_t due_seen;
+
 __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot, uint64_t info) {
   uint64_t a = (uint64_t)p;
   if (a >> PROFCC_APP_BITS) return;
@@ -29,7 +32,7 @@ __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
   int due = __profcc_hot_cd == 0;
   if ((w & PROFCC_HOT) && !due && !sampled) return;
 #if defined(__x86_64__)
-  if ((w & PROFCC_HOT) && due && (*slot / 4) % LATENCY_EVERY == 0) {
+  if ((w & PROFCC_HOT) && due && ++due_seen % LATENCY_EVERY == 0) {
     unsigned aux;
     uint64_t t0 = __builtin_ia32_rdtscp(&aux);
     (void)*(volatile const unsigned char *)p;
