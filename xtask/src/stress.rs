@@ -1,0 +1,171 @@
+//! `cargo xtask test --stress [N]`: are the sharing verdicts stable? Every test that asserts a
+//! sharing finding (tests/tests/sharing.rs, and the sharing assertions of other test files:
+//! [`SUITES`]) runs N times (default 20) while a CPU hog runs on every core, the profiled
+//! programs built once (`PROFCC_BUILD_CACHE`, tests/src/lib.rs) and run N times. Prints a table
+//! test x (runs that gave the expected verdict / N), keeps the output of every failed run in
+//! target/stress/, and fails if any test is below N.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+
+/// The test binaries (tests/tests/<name>.rs) and, where not all of a file is about sharing,
+/// the tests of it that assert sharing findings.
+const SUITES: &[(&str, &[&str])] = &[
+    ("sharing", &[]),
+    (
+        "faithful_lifetimes",
+        &[
+            "freed_large_block_keeps_its_heap_site",
+            "reused_block_carries_no_state_across_lifetimes",
+        ],
+    ),
+];
+
+/// Runs of each test when `--stress` has no count.
+const DEFAULT_RUNS: usize = 20;
+
+/// The CPU hogs: one busy process per core (`yes > /dev/null`), killed when dropped.
+struct Hogs(Vec<Child>);
+
+impl Hogs {
+    fn start() -> Result<Hogs, String> {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut hogs = Hogs(Vec::new());
+        for _ in 0..n {
+            let c = Command::new("yes")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start `yes`: {e}"))?;
+            hogs.0.push(c);
+        }
+        Ok(hogs)
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let runs = match args.first() {
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("--stress {n}: expected a positive number of runs"))?,
+        None => DEFAULT_RUNS,
+    };
+    let root = crate::root();
+    let out_dir = root.join("target/stress");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let cache = out_dir.join("build-cache");
+    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    // Build the test binaries before the hogs start.
+    let mut build = cargo_test(&root);
+    build.args(["--no-run", "--quiet"]);
+    for (suite, _) in SUITES {
+        build.args(["--test", suite]);
+    }
+    crate::run(&mut build)?;
+    let hogs = Hogs::start()?;
+    eprintln!(
+        "xtask: {runs} runs of the sharing tests under {} CPU hog(s)",
+        hogs.0.len()
+    );
+    // test -> runs that passed, and the names in order of first appearance.
+    let mut passed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let start = std::time::Instant::now();
+    for i in 1..=runs {
+        for (suite, names) in SUITES {
+            let mut c = cargo_test(&root);
+            c.args(["--test", suite, "--"]);
+            if !names.is_empty() {
+                c.arg("--exact").args(names.iter());
+            }
+            c.env("PROFCC_BUILD_CACHE", &cache);
+            let out = c
+                .output()
+                .map_err(|e| format!("cannot run cargo test: {e}"))?;
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let results = results(&text);
+            if results.is_empty() {
+                return Err(format!(
+                    "run {i} of {suite}: no test results ({}):\n{}{}",
+                    out.status,
+                    text,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            for (name, ok) in results {
+                let key = format!("{suite}::{name}");
+                if !order.contains(&key) {
+                    order.push(key.clone());
+                }
+                let n = passed.entry(key.clone()).or_default();
+                if ok {
+                    *n += 1;
+                } else {
+                    let log = out_dir.join(format!("{key}.run{i}.txt"));
+                    let _ = std::fs::write(&log, &text);
+                    eprintln!("xtask: run {i}: {key} FAILED ({})", log.display());
+                }
+            }
+        }
+        eprintln!(
+            "xtask: run {i}/{runs} done ({:.0} s)",
+            start.elapsed().as_secs_f64()
+        );
+    }
+    drop(hogs);
+    let width = order.iter().map(String::len).max().unwrap_or(4);
+    println!("| {:width$} | same verdict |", "test");
+    println!("|{}|--------------|", "-".repeat(width + 2));
+    let mut below = Vec::new();
+    for key in &order {
+        let n = passed[key];
+        println!("| {key:width$} | {:>12} |", format!("{n}/{runs}"));
+        if n < runs {
+            below.push(format!("{key} ({n}/{runs})"));
+        }
+    }
+    if below.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "verdicts not stable: {} (outputs in {})",
+            below.join(", "),
+            out_dir.display()
+        ))
+    }
+}
+
+fn cargo_test(root: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO"));
+    c.current_dir(root)
+        .args(["test", "--release", "-p", "profcc-tests"]);
+    c
+}
+
+/// `test NAME ... ok` / `... FAILED` lines of libtest's output.
+fn results(stdout: &str) -> Vec<(String, bool)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("test ")?;
+            let (name, verdict) = rest.rsplit_once(" ... ")?;
+            match verdict.trim() {
+                "ok" => Some((name.to_string(), true)),
+                "FAILED" => Some((name.to_string(), false)),
+                _ => None,
+            }
+        })
+        .collect()
+}
