@@ -5,6 +5,15 @@
 use super::merge::Input;
 use super::sections::Options;
 use super::tests::{compile, json_of, profile, site, symbol, text_of};
+
+/// Report options that list every finding (`--min-speedup 0`): these tests are about what
+/// findings say, not about which pass the listing threshold.
+fn all() -> Options {
+    Options {
+        min_speedup: 0.0,
+        ..Options::default()
+    }
+}
 use profcc_schema::sharing::{
     ByteUse, LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing,
 };
@@ -225,10 +234,7 @@ fn globals_are_named_by_symbol_and_fields_by_dwarf() {
         ),
     ]));
     p.sharing.as_mut().unwrap().lines.sort_by_key(|l| l.addr);
-    let j = json_of(
-        vec![Input::new("a.json", p.clone(), None)],
-        &Options::default(),
-    );
+    let j = json_of(vec![Input::new("a.json", p.clone(), None)], &all());
     let f = findings(&j);
     assert_eq!(f.len(), 5, "{}", j["sharing"]);
     assert_eq!(j["notes"]["warnings"], serde_json::json!([]));
@@ -296,7 +302,7 @@ fn globals_are_named_by_symbol_and_fields_by_dwarf() {
     assert_eq!(f[4]["words"][1]["object_offset"], 0);
     assert_eq!(f[4]["objects"][1]["size"], 8);
 
-    let t = text_of(vec![Input::new("a.json", p, None)], &Options::default());
+    let t = text_of(vec![Input::new("a.json", p, None)], &all());
     let sec = &t[t.find("Cache-line sharing").expect("section text")..];
     assert!(sec.starts_with("Cache-line sharing (model: each thread its own core; 60 ns per invalidation assumed)\n"), "{sec}");
     assert!(
@@ -394,10 +400,7 @@ fn heap_stack_allocator_induced_and_latent_findings() {
             vec![stack_obj],
         ),
     ]));
-    let j = json_of(
-        vec![Input::new("a.json", p.clone(), None)],
-        &Options::default(),
-    );
+    let j = json_of(vec![Input::new("a.json", p.clone(), None)], &all());
     let f = findings(&j);
     assert_eq!(f.len(), 4, "{}", j["sharing"]);
     let kinds: Vec<&str> = f.iter().map(|x| x["kind"].as_str().unwrap()).collect();
@@ -479,10 +482,7 @@ fn heap_stack_allocator_induced_and_latent_findings() {
     assert_eq!(l["objects"].as_array().unwrap().len(), 1);
     assert_eq!(l["words"][1]["object_offset"], 64);
 
-    let t = text_of(
-        vec![Input::new("a.json", p.clone(), None)],
-        &Options::default(),
-    );
+    let t = text_of(vec![Input::new("a.json", p.clone(), None)], &all());
     let sec = &t[t.find("Cache-line sharing").unwrap()..];
     assert!(sec.contains(" #1 false sharing: 900K invalidations, threads 1,2; fixing it: saves up to 27.0 ms (1.02x) (finding confidence high)\n"), "{sec}");
     let obj = sec
@@ -525,7 +525,10 @@ fn heap_stack_allocator_induced_and_latent_findings() {
     assert!(sec.contains(" #4 latent false sharing (adjacent-line prefetch pair; 8-byte shift of the data would share a line): no invalidations yet"), "{sec}");
 
     // --top 2: the first two, and how many there were.
-    let j = json_of(vec![Input::new("a.json", p, None)], &Options { top: 2 });
+    let j = json_of(
+        vec![Input::new("a.json", p, None)],
+        &Options { top: 2, ..all() },
+    );
     assert_eq!(findings(&j).len(), 2);
     assert_eq!(j["sharing"]["findings_total"], 4);
 }
@@ -534,15 +537,9 @@ fn heap_stack_allocator_induced_and_latent_findings() {
 #[test]
 fn absent_or_quiet_sharing() {
     let p = profile(1, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 9, 1)]);
-    let j = json_of(
-        vec![Input::new("a.json", p.clone(), None)],
-        &Options::default(),
-    );
+    let j = json_of(vec![Input::new("a.json", p.clone(), None)], &all());
     assert!(j.get("sharing").is_none(), "{j}");
-    let t = text_of(
-        vec![Input::new("a.json", p.clone(), None)],
-        &Options::default(),
-    );
+    let t = text_of(vec![Input::new("a.json", p.clone(), None)], &all());
     assert!(!t.contains("Cache-line sharing"), "{t}");
 
     let mut q = p;
@@ -564,15 +561,12 @@ fn absent_or_quiet_sharing() {
             vec![],
         ),
     ]));
-    let t = text_of(
-        vec![Input::new("a.json", q.clone(), None)],
-        &Options::default(),
-    );
+    let t = text_of(vec![Input::new("a.json", q.clone(), None)], &all());
     assert!(
         t.contains("\nCache-line sharing: no contended lines (2 lines tracked; threshold 16 invalidations)\n"),
         "{t}"
     );
-    let j = json_of(vec![Input::new("a.json", q, None)], &Options::default());
+    let j = json_of(vec![Input::new("a.json", q, None)], &all());
     assert_eq!(j["sharing"]["findings"], serde_json::json!([]));
     assert_eq!(j["sharing"]["lines_tracked"], 2);
 }
@@ -612,7 +606,7 @@ fn merged_profiles_keep_their_own_sites() {
             Input::new("b.json", b.clone(), None),
         ]
     };
-    let j = json_of(inputs(), &Options::default());
+    let j = json_of(inputs(), &all());
     let f = findings(&j);
     assert_eq!(f.len(), 2);
     assert_eq!(
@@ -638,7 +632,7 @@ fn merged_profiles_keep_their_own_sites() {
     // No objects known: words are placed by line offset.
     assert!(f[0]["words"][0]["object"].is_null());
     assert_eq!(f[0]["words"][1]["line_offset"], 16);
-    let t = text_of(inputs(), &Options::default());
+    let t = text_of(inputs(), &all());
     assert!(
         t.contains(" #1 [1] false sharing: 9000 invalidations"),
         "{t}"
@@ -653,7 +647,7 @@ fn merged_profiles_keep_their_own_sites() {
         t.contains(" #2 [0] false sharing: 1000 invalidations"),
         "{t}"
     );
-    let j = json_of(inputs(), &Options { top: 1 });
+    let j = json_of(inputs(), &Options { top: 1, ..all() });
     assert_eq!(findings(&j).len(), 1);
     assert_eq!(j["sharing"]["findings_total"], 2);
 }
@@ -671,7 +665,7 @@ fn json_shape_of_a_finding() {
         &[(0, 1, 1000)],
         vec![heap(0x1000, 64, 99, "malloc", 0)],
     )]));
-    let j = json_of(vec![Input::new("a.json", p, None)], &Options::default());
+    let j = json_of(vec![Input::new("a.json", p, None)], &all());
     let s = &j["sharing"];
     for k in [
         "threshold",
@@ -757,10 +751,7 @@ fn json_shape_of_a_finding() {
     )]);
     sh.settings.sample = 4;
     q.sharing = Some(sh);
-    let j = json_of(
-        vec![Input::new("a.json", q.clone(), None)],
-        &Options::default(),
-    );
+    let j = json_of(vec![Input::new("a.json", q.clone(), None)], &all());
     let f = &j["sharing"]["findings"][0];
     assert_eq!(
         (
@@ -770,7 +761,7 @@ fn json_shape_of_a_finding() {
         (Some(4), Some(4000))
     );
     assert_eq!(f["words"][0]["writes"], 2000);
-    let t = text_of(vec![Input::new("a.json", q, None)], &Options::default());
+    let t = text_of(vec![Input::new("a.json", q, None)], &all());
     assert!(
         t.contains(
             "\n  one access in 4 per thread to a tracked line was analysed; counts are estimates\n"
@@ -827,7 +818,7 @@ int main() { ds[1].y = ns::D::k; ns::hits[2]++; return bump() == nullptr; }
             vec![static_line(local)],
         ),
     ]));
-    let j = json_of(vec![Input::new("a.json", p, None)], &Options::default());
+    let j = json_of(vec![Input::new("a.json", p, None)], &all());
     let f = findings(&j);
     let fields = |k: usize| -> Vec<String> {
         f[k]["words"]
@@ -849,7 +840,7 @@ int main() { ds[1].y = ns::D::k; ns::hits[2]++; return bump() == nullptr; }
 /// same counts (scaled by `fs_sample` once), predictions and gain threshold.
 #[test]
 fn exit_summary_and_report_rank_the_same_findings() {
-    use profcc_analysis::sharing::{summary_findings, summary_lines};
+    use profcc_analysis::sharing::{summary_findings, summary_lines, Kind};
     let mut p = profile(
         5,
         vec![
@@ -946,7 +937,7 @@ fn exit_summary_and_report_rank_the_same_findings() {
         &Options::default(),
     );
     let report = findings(&j);
-    let summary = summary_findings(&p, usize::MAX);
+    let (summary, below) = summary_findings(&p, usize::MAX);
     let lines = |f: &Value| -> Vec<u64> {
         f["lines"]
             .as_array()
@@ -955,19 +946,25 @@ fn exit_summary_and_report_rank_the_same_findings() {
             .map(|l| l.as_u64().unwrap())
             .collect()
     };
-    // The expected ranking, so that the comparison below compares something.
+    // The expected ranking, so that the comparison below compares something: the two heap
+    // findings are listed (1.11x, 1.04x); the static lines (1000 invalidations each), the
+    // table (600) and the latent pair (2000 writes if shifted) are predicted below
+    // MIN_LISTED_SPEEDUP, counted per kind in both.
     let order: Vec<Vec<u64>> = report.iter().map(lines).collect();
+    assert_eq!(order, vec![vec![h], vec![h + 0x1000]]);
+    let counts: Vec<(Kind, usize, usize)> = below
+        .iter()
+        .map(|b| (b.kind, b.findings, b.lines))
+        .collect();
     assert_eq!(
-        order,
+        counts,
         vec![
-            vec![h],
-            vec![h + 0x1000],
-            vec![0x5600_0000_0f00],
-            vec![0x5600_0000_1000],
-            vec![0x5600_0000_2000, 0x5600_0000_2040, 0x5600_0000_2080],
-            vec![h + 0x2000, h + 0x2040],
+            (Kind::FalseSharing, 2, 2),
+            (Kind::ReadMostly, 1, 3),
+            (Kind::LatentFalseSharing, 1, 2)
         ]
     );
+    assert_eq!(j["sharing"]["below_threshold"], serde_json::json!(below));
     assert_eq!(summary.len(), report.len());
     for (r, s) in report.iter().zip(&summary) {
         let what = format!("report {r}\nsummary {s:?}");
@@ -1011,7 +1008,14 @@ fn exit_summary_and_report_rank_the_same_findings() {
     );
     let heads: Vec<&str> = t.lines().filter(|l| l.starts_with(" #")).collect();
     let sl = summary_lines(&p, 3);
-    assert_eq!(sl.len(), 3, "{sl:?}");
+    assert_eq!(sl.len(), 5, "{sl:?}");
+    // The counted kinds: the same line in the summary and the text report.
+    for b in &sl[2..] {
+        assert!(
+            b.starts_with("  + ") && t.contains(&format!("\n {}\n", b.trim())),
+            "{b}\n{t}"
+        );
+    }
     for ((s, r), f) in sl.iter().zip(&heads).zip(report) {
         let kind = f["kind_text"].as_str().unwrap();
         assert!(

@@ -6,6 +6,7 @@
 //! target/stress/, and fails if any test is below N.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 /// The test binaries (tests/tests/<name>.rs) and, where not all of a file is about sharing,
@@ -32,12 +33,19 @@ impl Hogs {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut hogs = Hogs(Vec::new());
         for _ in 0..n {
-            let c = Command::new("yes")
-                .stdin(Stdio::null())
+            let mut c = Command::new("yes");
+            c.stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("cannot start `yes`: {e}"))?;
+                .stderr(Stdio::null());
+            // Killed with xtask too, also when xtask itself is killed (no Drop then).
+            unsafe {
+                use std::os::unix::process::CommandExt;
+                c.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let c = c.spawn().map_err(|e| format!("cannot start `yes`: {e}"))?;
             hogs.0.push(c);
         }
         Ok(hogs)
@@ -67,13 +75,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&out_dir);
     let cache = out_dir.join("build-cache");
     std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", out_dir.display()))?;
-    // Build the test binaries before the hogs start.
-    let mut build = cargo_test(&root);
-    build.args(["--no-run", "--quiet"]);
-    for (suite, _) in SUITES {
-        build.args(["--test", suite]);
+    // Build the test binaries before the hogs start, and run them directly: a change to the
+    // sources while the runs go on (another build in this tree) does not mix into them.
+    let mut exes = test_binaries(&root)?;
+    for exe in exes.values_mut() {
+        // A copy: a `cargo test` in this tree while the runs go on rewrites the original.
+        let copy = out_dir.join(exe.file_name().unwrap_or_default());
+        std::fs::copy(&*exe, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+        *exe = copy;
     }
-    crate::run(&mut build)?;
     let hogs = Hogs::start()?;
     eprintln!(
         "xtask: {runs} runs of the sharing tests under {} CPU hog(s)",
@@ -85,8 +95,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let start = std::time::Instant::now();
     for i in 1..=runs {
         for (suite, names) in SUITES {
-            let mut c = cargo_test(&root);
-            c.args(["--test", suite, "--"]);
+            let mut c = Command::new(&exes[suite]);
+            c.current_dir(root.join("tests"));
             if !names.is_empty() {
                 c.arg("--exact").args(names.iter());
             }
@@ -147,11 +157,44 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-fn cargo_test(root: &std::path::Path) -> Command {
+/// The test binary of each of [`SUITES`], built (`cargo test --no-run`).
+fn test_binaries(root: &std::path::Path) -> Result<BTreeMap<&'static str, PathBuf>, String> {
     let mut c = Command::new(env!("CARGO"));
-    c.current_dir(root)
-        .args(["test", "--release", "-p", "profcc-tests"]);
-    c
+    c.current_dir(root).args([
+        "test",
+        "--release",
+        "-p",
+        "profcc-tests",
+        "--no-run",
+        "--message-format=json",
+    ]);
+    for (suite, _) in SUITES {
+        c.args(["--test", suite]);
+    }
+    let out = c
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo test --no-run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo test --no-run failed ({})", out.status));
+    }
+    let mut exes = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(name), Some(exe)) = (v["target"]["name"].as_str(), v["executable"].as_str())
+        else {
+            continue;
+        };
+        if let Some((suite, _)) = SUITES.iter().find(|(s, _)| *s == name) {
+            exes.insert(*suite, PathBuf::from(exe));
+        }
+    }
+    match SUITES.iter().find(|(s, _)| !exes.contains_key(s)) {
+        Some((s, _)) => Err(format!("cargo test --no-run built no test binary `{s}`")),
+        None => Ok(exes),
+    }
 }
 
 /// `test NAME ... ok` / `... FAILED` lines of libtest's output.
