@@ -1,4 +1,4 @@
-//! `cargo xtask test --stress [N]`: are the sharing verdicts stable? Every test that asserts a
+//! `cargo xtask test --stress [N] [FILTER...]`: are the sharing verdicts stable? Every test that asserts a
 //! sharing finding (tests/tests/sharing.rs, and the sharing assertions of other test files:
 //! [`SUITES`]) runs N times (default 20) while a CPU hog runs on every core, the profiled
 //! programs built once (`PROFCC_BUILD_CACHE`, tests/src/lib.rs) and run N times. Prints a table
@@ -62,7 +62,12 @@ impl Drop for Hogs {
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let runs = match args.first() {
+    // `--stress [N] [FILTER...]`: FILTERs (substrings of test names) pick some tests.
+    let (count, filters) = match args.first() {
+        Some(n) if n.parse::<usize>().is_ok() => (Some(n), &args[1..]),
+        _ => (None, args),
+    };
+    let runs = match count {
         Some(n) => n
             .parse::<usize>()
             .ok()
@@ -98,7 +103,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
             let mut c = Command::new(&exes[suite]);
             c.current_dir(root.join("tests"));
             if !names.is_empty() {
-                c.arg("--exact").args(names.iter());
+                let picked: Vec<&&str> = names
+                    .iter()
+                    .filter(|n| {
+                        filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str()))
+                    })
+                    .collect();
+                if picked.is_empty() {
+                    continue;
+                }
+                c.arg("--exact").args(picked);
+            } else {
+                c.args(filters);
             }
             c.env("PROFCC_BUILD_CACHE", &cache);
             let out = c

@@ -586,3 +586,30 @@ fn findings_below_the_threshold_are_counted_per_kind() {
     let (listed, below) = split_listed(findings(&p, &|_| None), &p.sites, 0.0);
     assert_eq!((listed.len(), below.len()), (3, 0));
 }
+
+#[test]
+fn no_latent_finding_beside_an_actual_one_of_the_same_site() {
+    // Site 7: one block with actual false sharing, another block with a latent pair.
+    let actual = heap_line(0x1000, 0x1000, 7, "calloc");
+    let mut a = line(0x3000, 0, vec![byte(56, 8, 0, 500, &[], &[1])]);
+    let mut b = line(0x3040, 0, vec![byte(0, 8, 0, 500, &[], &[2])]);
+    for l in [&mut a, &mut b] {
+        l.contended = false;
+        l.objects[0].start = 0x3000;
+        l.objects[0].alloc_stack = Some(7);
+        l.objects[0].alloc_kind = Some("calloc".into());
+    }
+    let f = analyze(
+        &sharing(vec![actual.clone(), a.clone(), b.clone()]),
+        1_000_000_000,
+    );
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].kind, Kind::FalseSharing);
+    // Another site: the latent pair is its own finding.
+    for l in [&mut a, &mut b] {
+        l.objects[0].alloc_stack = Some(8);
+    }
+    let f = analyze(&sharing(vec![actual, a, b]), 1_000_000_000);
+    assert_eq!(f.len(), 2, "{f:#?}");
+    assert_eq!(f[1].kind, Kind::LatentFalseSharing);
+}

@@ -344,11 +344,14 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
                 why.join("; "),
                 fmt::short(f.writes),
                 threads_text(&f.threads),
-                f.lines
-                    .iter()
-                    .map(|l| format!("{l:#x}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                {
+                    let mut l: Vec<String> =
+                        f.lines.iter().take(NAMED).map(|l| format!("{l:#x}")).collect();
+                    if f.lines.len() > NAMED {
+                        l.push(format!("+{} more", f.lines.len() - NAMED));
+                    }
+                    l.join(", ")
+                },
             ));
         }
         None => {
@@ -432,8 +435,21 @@ fn ids(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// At most this many threads or lines are named in a finding's first line; a finding merged
+/// over many blocks or threads (kmeans: 240 threads) says how many more (JSON has all).
+const NAMED: usize = 8;
+
 fn threads_text(v: &[u32]) -> String {
-    format!("thread{} {}", if v.len() == 1 { "" } else { "s" }, ids(v))
+    let more = if v.len() > NAMED {
+        format!(" (+{} more)", v.len() - NAMED)
+    } else {
+        String::new()
+    };
+    format!(
+        "thread{} {}{more}",
+        if v.len() == 1 { "" } else { "s" },
+        ids(&v[..v.len().min(NAMED)])
+    )
 }
 
 pub(crate) fn object_text(o: &Object) -> String {
