@@ -37,6 +37,15 @@ use std::collections::{BTreeMap, BTreeSet};
 /// and the report from 1.1x; this is now the one value, the report's.
 pub const MIN_SHOWN_SPEEDUP: f64 = 1.1;
 
+/// Smallest predicted speed-up ([`impact`]) for a finding to be listed, by the exit summary and
+/// the report; findings below it are counted in one line per kind ([`BelowThreshold`]).
+///
+/// Why 1.01: a finding whose fix saves under 1% of the run is not worth a user's reading
+/// (kmeans gave 558 findings, 364 of them read-mostly lines each predicted under 1.01x), yet
+/// 1% is well inside what one run measures, so nothing that a fix measurably speeds up is cut.
+/// `profcc report --min-speedup 0` lists every finding.
+pub const MIN_LISTED_SPEEDUP: f64 = 1.01;
+
 /// Reads are this many times the writes, or more, for a shared line to count as read-mostly.
 pub const READ_MOSTLY_RATIO: u64 = 8;
 
@@ -247,6 +256,81 @@ pub fn estimate(settings: &Settings, recorded: u64) -> u64 {
     recorded.saturating_mul(settings.sample.max(1) as u64)
 }
 
+/// A finding's impact by the machine's model: the predicted speed-up of the run if it is fixed
+/// (for a latent finding: if the layout shifted into sharing). The one function the threshold
+/// ([`MIN_LISTED_SPEEDUP`]) is applied through, so a new prediction formula changes it here.
+pub fn impact(f: &Finding) -> f64 {
+    f.predicted_speedup
+}
+
+/// Findings of one kind below the listing threshold: counted, not listed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BelowThreshold {
+    pub kind: Kind,
+    /// Findings (after merging) and the cache lines they cover.
+    pub findings: usize,
+    pub lines: usize,
+    /// The threshold they are below ([`MIN_LISTED_SPEEDUP`] unless the caller chose another).
+    pub below_speedup: f64,
+    /// The largest of them ([`impact`]) and its first access site (`file:line`, file's base
+    /// name), if the profile has it.
+    pub largest_speedup: f64,
+    pub largest_at: Option<String>,
+}
+
+/// Split ranked findings into those listed (impact at least `min_speedup`, order kept) and a
+/// summary per kind of the others (in [`Kind`] order).
+pub fn split_listed(
+    found: Vec<Finding>,
+    sites: &[AccessSite],
+    min_speedup: f64,
+) -> (Vec<Finding>, Vec<BelowThreshold>) {
+    let mut listed = Vec::new();
+    let mut below: BTreeMap<Kind, BelowThreshold> = BTreeMap::new();
+    for f in found {
+        if impact(&f) >= min_speedup {
+            listed.push(f);
+            continue;
+        }
+        let b = below.entry(f.kind).or_insert(BelowThreshold {
+            kind: f.kind,
+            findings: 0,
+            lines: 0,
+            below_speedup: min_speedup,
+            largest_speedup: 0.0,
+            largest_at: None,
+        });
+        b.findings += 1;
+        b.lines += f.lines.len();
+        if impact(&f) > b.largest_speedup {
+            b.largest_speedup = impact(&f);
+            b.largest_at =
+                first_site(sites, &f).map(|s| format!("{}:{}", basename(&s.file), s.line));
+        }
+    }
+    (listed, below.into_values().collect())
+}
+
+/// One line per kind of [`split_listed`]'s summary: `+ 364 read-mostly findings (412 lines)
+/// below 1.01x predicted gain, the largest at kmeans.c:120`.
+pub fn below_threshold_line(b: &BelowThreshold) -> String {
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    let at = match &b.largest_at {
+        Some(at) if b.findings == 1 => format!(", at {at}"),
+        Some(at) => format!(", the largest at {at}"),
+        None => String::new(),
+    };
+    format!(
+        "+ {} {} finding{} ({} line{}) below {:.2}x predicted gain{at}",
+        b.findings,
+        b.kind.as_str(),
+        s(b.findings),
+        b.lines,
+        s(b.lines),
+        b.below_speedup
+    )
+}
+
 /// The order of findings, most important first: actual sharing before latent, then by
 /// invalidations, then by writes, then by line address. The exit summary and the report (also
 /// across several profiles) rank with this and nothing else.
@@ -293,6 +377,7 @@ fn analyze(
         }
     }
     let mut out = merge(out, s, sites, duration_ns, global_of);
+    let mut latent = Vec::new();
     for l in &s.lines {
         let Some(r) = by_addr.get(&(l.addr + LINE)) else {
             continue;
@@ -300,12 +385,29 @@ fn analyze(
         if contended_lines.contains(&l.addr) || contended_lines.contains(&r.addr) {
             continue;
         }
-        if let Some(f) = latent_pair(s, l, r) {
-            out.push(f);
+        if let Some(f) = latent_pair(s, l, r, duration_ns) {
+            latent.push(f);
         }
     }
+    // A latent finding on an object (or allocation site) that already has an actual finding
+    // says nothing new: fixing the actual one is the advice.
+    let actual: Vec<(ObjectKind, u64)> = out.iter().flat_map(object_ids).collect();
+    let latent: Vec<Finding> = merge(latent, s, sites, duration_ns, global_of)
+        .into_iter()
+        .filter(|f| !object_ids(f).any(|id| actual.contains(&id)))
+        .collect();
+    out.extend(latent);
     out.sort_by(rank_order);
     out
+}
+
+/// What a finding's objects are, for telling two findings about the same thing: a heap block
+/// by its allocation site (stack id; its start without one), anything else by its start.
+fn object_ids(f: &Finding) -> impl Iterator<Item = (ObjectKind, u64)> + '_ {
+    f.objects.iter().map(|o| match (o.kind, o.alloc_stack) {
+        (ObjectKind::Heap, Some(stack)) => (o.kind, stack as u64),
+        _ => (o.kind, o.start),
+    })
 }
 
 /// The first of a finding's access sites that the profile has.
@@ -318,7 +420,54 @@ fn first_site<'a>(sites: &'a [AccessSite], f: &Finding) -> Option<&'a AccessSite
 #[derive(PartialEq)]
 enum MergeKey {
     Object(Kind, bool, ObjectKind, u64),
+    /// A heap allocation site (stack id).
+    Site(Kind, bool, u32),
     Place(Kind, bool, String, u32, Vec<u32>),
+}
+
+/// What a finding merges by ([`merge`]): one key per thing to fix.
+/// - heap: the allocation site (call stack), so the blocks one site allocates again and again
+///   (per iteration, per thread) are one finding; a block without a recorded stack by itself;
+/// - stack: the place (`file:line`) of its first access site, so the same local of every
+///   thread's stack is one finding;
+/// - static: the global holding the first word; failing that, the place and threads.
+fn merge_key(
+    x: &Finding,
+    sites: &[AccessSite],
+    global_of: &dyn Fn(u64) -> Option<u64>,
+) -> Option<MergeKey> {
+    let o = x.objects.first()?;
+    let object = |id: u64| Some(MergeKey::Object(x.kind, x.allocator_induced, o.kind, id));
+    match o.kind {
+        ObjectKind::Heap => match o.alloc_stack {
+            Some(stack) => Some(MergeKey::Site(x.kind, x.allocator_induced, stack)),
+            None => object(o.start),
+        },
+        ObjectKind::Stack => match first_site(sites, x) {
+            Some(site) => Some(MergeKey::Place(
+                x.kind,
+                x.allocator_induced,
+                site.file.clone(),
+                site.line,
+                Vec::new(),
+            )),
+            None => object(o.start),
+        },
+        ObjectKind::Static => {
+            let w = x.words.first()?;
+            if let Some(start) = global_of(w.line + w.offset as u64) {
+                return object(start);
+            }
+            let site = first_site(sites, x)?;
+            Some(MergeKey::Place(
+                x.kind,
+                x.allocator_induced,
+                site.file.clone(),
+                site.line,
+                x.threads.clone(),
+            ))
+        }
+    }
 }
 
 /// One finding per thing to fix: a heap block, global or stack that spans several contended
@@ -332,30 +481,10 @@ fn merge(
     global_of: &dyn Fn(u64) -> Option<u64>,
 ) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    let key = |x: &Finding| {
-        let o = x.objects.first()?;
-        if o.kind != ObjectKind::Static {
-            return Some(MergeKey::Object(
-                x.kind,
-                x.allocator_induced,
-                o.kind,
-                o.start,
-            ));
-        }
-        let w = x.words.first()?;
-        if let Some(start) = global_of(w.line + w.offset as u64) {
-            return Some(MergeKey::Object(x.kind, x.allocator_induced, o.kind, start));
-        }
-        let site = first_site(sites, x)?;
-        Some(MergeKey::Place(
-            x.kind,
-            x.allocator_induced,
-            site.file.clone(),
-            site.line,
-            x.threads.clone(),
-        ))
-    };
+    let key = |x: &Finding| merge_key(x, sites, global_of);
     let mut keys: Vec<Option<MergeKey>> = Vec::new();
+    // Per merged finding, its parts' (threads, lines).
+    let mut parts: Vec<Vec<(Vec<u32>, Vec<u64>)>> = Vec::new();
     for f in found {
         let k = key(&f);
         let target = k
@@ -363,10 +492,17 @@ fn merge(
             .and_then(|k| keys.iter().position(|x| x.as_ref() == Some(k)));
         let Some(m) = target.map(|i| &mut out[i]) else {
             keys.push(k);
+            parts.push(vec![(f.threads.clone(), f.lines.clone())]);
             out.push(f);
             continue;
         };
-        m.lines.extend(f.lines.iter().copied());
+        parts[target.unwrap()].push((f.threads.clone(), f.lines.clone()));
+        // Latent pairs overlap (lines a+b, b+c): each line and word once.
+        for l in &f.lines {
+            if !m.lines.contains(l) {
+                m.lines.push(*l);
+            }
+        }
         m.invalidations += f.invalidations;
         m.reads += f.reads;
         m.writes += f.writes;
@@ -380,6 +516,12 @@ fn merge(
             }
         }
         for mut w in f.words {
+            if m.words
+                .iter()
+                .any(|x| x.line == w.line && x.offset == w.offset)
+            {
+                continue;
+            }
             w.object = w.object.and_then(|i| {
                 let o = &f.objects[i];
                 m.objects.iter().position(|x| x == o).or(Some(base + i))
@@ -389,12 +531,63 @@ fn merge(
         add_sites(&mut m.sites, &f.sites);
         m.confidence = m.confidence.max(f.confidence);
         m.stride = stride_of(&m.words);
-        let p = predict(s, &m.lines, &m.threads, duration_ns);
-        (m.predicted_saving_ns, m.predicted_speedup) = (p.saving_ns, p.speedup);
-        m.prediction = p.prediction;
         m.fix = fix_text(m);
     }
+    for (m, parts) in out.iter_mut().zip(&parts) {
+        if parts.len() > 1 && m.latent.is_none() {
+            repredict(m, parts, s, duration_ns);
+            m.fix = fix_text(m);
+        }
+    }
     out
+}
+
+/// The predicted gain of a merged finding. Parts contended by the same threads are one
+/// contention (their lines predicted together, [`predict`]); parts of different threads (a
+/// site's blocks of 30 iterations x 8 threads are not one line shared by 240 threads) add
+/// their savings, at most [`MAX_SAVING_PERCENT`] of the run. The basis shown is that of the
+/// largest part.
+fn repredict(m: &mut Finding, parts: &[(Vec<u32>, Vec<u64>)], s: &Sharing, duration_ns: u64) {
+    let mut groups: BTreeMap<&[u32], Vec<u64>> = BTreeMap::new();
+    for (threads, lines) in parts {
+        let g = groups.entry(threads.as_slice()).or_default();
+        for l in lines {
+            if !g.contains(l) {
+                g.push(*l);
+            }
+        }
+    }
+    let mut total = 0u64;
+    let mut largest: Option<Predicted> = None;
+    for (threads, lines) in &groups {
+        let p = predict(s, lines, threads, duration_ns);
+        total = total.saturating_add(p.saving_ns);
+        if largest.as_ref().is_none_or(|l| p.saving_ns > l.saving_ns) {
+            largest = Some(p);
+        }
+    }
+    let saving = total.min(duration_ns.saturating_mul(MAX_SAVING_PERCENT) / 100);
+    m.predicted_saving_ns = saving;
+    m.predicted_speedup = speedup_of(duration_ns, saving);
+    if let Some(p) = largest {
+        m.prediction = p.prediction;
+        if groups.len() > 1 {
+            m.prediction.basis = format!(
+                "{} groups of threads, savings added; the largest: {}",
+                groups.len(),
+                m.prediction.basis
+            );
+        }
+    }
+}
+
+/// The run's speed-up if `saving_ns` of its `duration_ns` vanished.
+pub fn speedup_of(duration_ns: u64, saving_ns: u64) -> f64 {
+    if duration_ns > saving_ns && duration_ns > 0 {
+        duration_ns as f64 / (duration_ns - saving_ns) as f64
+    } else {
+        1.0
+    }
 }
 
 /// A predicted gain: the time saved, the run's speed-up, and how it was computed.
@@ -547,14 +740,9 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
             p.overlap_percent
         )
     };
-    let speedup = if duration_ns > saving && duration_ns > 0 {
-        duration_ns as f64 / (duration_ns - saving) as f64
-    } else {
-        1.0
-    };
     Predicted {
         saving_ns: saving,
-        speedup,
+        speedup: speedup_of(duration_ns, saving),
         prediction: p,
     }
 }
@@ -606,6 +794,44 @@ pub fn calibration_for(text: &str, key: &str) -> Option<f64> {
     list.into_iter()
         .find(|c| c.key == key && c.transfer_ns > 0.0)
         .map(|c| c.transfer_ns)
+}
+
+/// Line transfer cost assumed for a latent finding's prediction when the machine is not
+/// calibrated (`profcc calibrate`), ns: a typical cost of moving a line between two cores of
+/// one x86 socket.
+pub const UNCALIBRATED_TRANSFER_NS: f64 = 100.0;
+
+/// A latent finding's predicted gain: nothing is contended yet, so nothing was timed. If the
+/// layout shifted into sharing, every write of the less written side would move the line
+/// once: `writes × transfer × STORE_VISIBLE_PERCENT/100`, over the threads, within
+/// [`MAX_SAVING_PERCENT`] of the time they overlapped, as in [`predict`] (whose overlap it
+/// uses); threads that hardly overlapped gain nothing.
+fn predict_latent(s: &Sharing, f: &Finding, duration_ns: u64) -> Predicted {
+    let mut base = predict(s, &[], &f.threads, duration_ns);
+    let p = &mut base.prediction;
+    if p.overlap_percent < MIN_OVERLAP_PERCENT || f.threads.len() < 2 {
+        return base;
+    }
+    let (transfer, how) = match p.transfer_ns {
+        Some(t) => (t, format!("calibrated transfer {t:.0} ns")),
+        None => (
+            UNCALIBRATED_TRANSFER_NS,
+            format!("an assumed {UNCALIBRATED_TRANSFER_NS:.0} ns transfer (profcc calibrate)"),
+        ),
+    };
+    let stall = f.writes as f64 * transfer * STORE_VISIBLE_PERCENT as f64 / 100.0;
+    let saving = ((stall / f.threads.len() as f64) as u64)
+        .min(p.overlap_ns.saturating_mul(MAX_SAVING_PERCENT) / 100);
+    p.confidence = Confidence::Low;
+    p.basis = format!(
+        "if shifted into sharing: {} writes × {how} at {STORE_VISIBLE_PERCENT}% (stores) / {} threads, within {MAX_SAVING_PERCENT}% of the {} ms they overlapped",
+        f.writes,
+        f.threads.len(),
+        fmt_ms(p.overlap_ns)
+    );
+    base.saving_ns = saving;
+    base.speedup = speedup_of(duration_ns, saving);
+    base
 }
 
 /// How sure a finding is, from the invalidations and the recorded accesses behind it.
@@ -799,7 +1025,33 @@ fn stride_of(words: &[Word]) -> Option<u64> {
     (gaps.len() == 1).then(|| *gaps.iter().next().unwrap())
 }
 
-fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
+/// Allocation functions whose blocks are 64-byte aligned by chance only (they promise 16): a
+/// line-sized element stride in them may still shift off the grid in another run.
+const UNALIGNED_ALLOCATORS: &[&str] = &["malloc", "calloc", "realloc", "new", "new[]"];
+
+/// Per-thread elements a whole number of lines apart in an object whose alignment is the
+/// program's (a global, a stack, an aligned allocation): padded and aligned as they should be,
+/// so no shift of the data can happen and no latent finding is due.
+fn aligned_by_design(objects: &[ObjectRef], words: &[Word]) -> bool {
+    let Some(stride) = stride_of(words) else {
+        return false;
+    };
+    let chance = words.iter().any(|w| {
+        w.object
+            .and_then(|o| objects.get(o))
+            .and_then(|o| o.alloc_kind.as_deref())
+            .is_some_and(|k| UNALIGNED_ALLOCATORS.contains(&k))
+    });
+    stride.is_multiple_of(LINE) && !chance
+}
+
+/// Latent false sharing on neighbouring lines `a` and `b` (no invalidations now), reported
+/// only where the model predicts a gain: some shift of the data against the line grid puts two
+/// threads' written words on one line, the elements are not aligned by design
+/// ([`aligned_by_design`]), and the predicted speed-up if they shared is above 1. Lines that
+/// are only an adjacent-line prefetch pair are not reported: the profile has no measurement
+/// of contention between two lines.
+fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord, duration_ns: u64) -> Option<Finding> {
     let (wa, _) = byte_sets(a);
     let (wb, _) = byte_sets(b);
     let wr: BTreeSet<u32> = wa.iter().flatten().copied().collect();
@@ -830,9 +1082,7 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
             let all: BTreeSet<u32> = win.iter().flatten().copied().collect();
             all.len() >= 2 && win.iter().all(|s| s.len() <= 1)
         });
-    if !prefetch_pair && shift.is_none() {
-        return None;
-    }
+    shift?;
     let mut objects: Vec<ObjectRef> = a.objects.clone();
     for o in &b.objects {
         if !objects.contains(o) {
@@ -847,6 +1097,9 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
     add_sites(&mut sites, &estimated_sites(&s.settings, &b.sites));
     // Each volume sample stands for `watch_interval` writes (not an `fs_sample` estimate).
     let vol = a.volume_samples.min(b.volume_samples) * s.settings.watch_interval as u64;
+    if aligned_by_design(&objects, &words) {
+        return None;
+    }
     let stride = stride_of(&words);
     let mut f = Finding {
         kind: Kind::LatentFalseSharing,
@@ -874,6 +1127,12 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord) -> Option<Finding> {
         confidence: Confidence::Low,
         fix: String::new(),
     };
+    let p = predict_latent(s, &f, duration_ns);
+    (f.predicted_saving_ns, f.predicted_speedup) = (p.saving_ns, p.speedup);
+    f.prediction = p.prediction;
+    if f.predicted_saving_ns == 0 {
+        return None;
+    }
     f.fix = fix_text(&f);
     Some(f)
 }
@@ -899,16 +1158,9 @@ pub fn fix_text(f: &Finding) -> String {
         }
         Kind::LatentFalseSharing => {
             let l = f.latent.clone().unwrap_or_default();
-            let mut why = Vec::new();
-            if l.prefetch_pair {
-                why.push("adjacent-line prefetch moves both lines together".to_string());
-            }
-            if let Some(d) = l.shift {
-                why.push(format!("the data {d} bytes off its current 64-byte alignment would put two threads' words on one line"));
-            }
+            let d = l.shift.unwrap_or(LATENT_SHIFT_STEP);
             format!(
-                "no sharing now, but {}: align the object to 128 bytes and pad per-thread elements to 128 bytes",
-                why.join(", and ")
+                "no sharing now, but the data {d} bytes off its current 64-byte alignment would put two threads' words on one line: align the object to 64 bytes and pad per-thread elements to 64 bytes"
             )
         }
     }
@@ -919,20 +1171,27 @@ pub fn fix_text(f: &Finding) -> String {
 // ---------------------------------------------------------------------------------------------
 
 /// The findings the runtime's exit summary lists: the first `top` of [`findings`] without a
-/// symbol table (the runtime has none), so static lines merge by place and threads.
-pub fn summary_findings(p: &Profile, top: usize) -> Vec<Finding> {
-    let mut f = findings(p, &|_| None);
+/// symbol table (the runtime has none, so static lines merge by place and threads) that reach
+/// [`MIN_LISTED_SPEEDUP`], and the per-kind summary of those that do not.
+pub fn summary_findings(p: &Profile, top: usize) -> (Vec<Finding>, Vec<BelowThreshold>) {
+    let (mut f, below) = split_listed(findings(p, &|_| None), &p.sites, MIN_LISTED_SPEEDUP);
     f.truncate(top);
-    f
+    (f, below)
 }
 
-/// The exit summary's sharing lines, one per finding of [`summary_findings`]:
+/// The exit summary's sharing lines, one per listed finding of [`summary_findings`]:
 /// `  false sharing at t.c:21 (heap object, threads 1,2): 1200 invalidations, fixing it: up to
-/// 1.34x faster`.
+/// 1.34x faster`, then one per kind below the threshold ([`below_threshold_line`]).
 pub fn summary_lines(p: &Profile, top: usize) -> Vec<String> {
-    summary_findings(p, top)
+    let (listed, below) = summary_findings(p, top);
+    listed
         .iter()
         .map(|f| summary_line(p, f))
+        .chain(
+            below
+                .iter()
+                .map(|b| format!("  {}", below_threshold_line(b))),
+        )
         .collect()
 }
 

@@ -73,6 +73,10 @@ pub struct ReportArgs {
     /// Rows per ranked table (0 = all); applies to JSON and CSV too
     #[arg(short = 'n', long, value_name = "N", default_value_t = 10)]
     pub top: usize,
+    /// Sharing findings whose predicted speed-up is below X are counted in one line per kind
+    /// instead of listed (0 = list all)
+    #[arg(long, value_name = "X", default_value_t = profcc_analysis::sharing::MIN_LISTED_SPEEDUP)]
+    pub min_speedup: f64,
     /// Call-stack frames per site in text output (0 = all); JSON and CSV have whole stacks
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub stack_depth: usize,
@@ -109,7 +113,10 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
     }
     let report = sections::build(
         &merge::Merged::new(inputs),
-        &sections::Options { top: a.top },
+        &sections::Options {
+            top: a.top,
+            min_speedup: a.min_speedup,
+        },
     );
     if let Some(dir) = &a.csv {
         return match render::csv::write_dir(&report, dir) {

@@ -7,6 +7,7 @@
 //! One type per concept: an allocation site is [`AllocSite`] from merging to every renderer,
 //! a thread is [`Thread`], a sharing finding is [`Finding`].
 
+pub use profcc_analysis::sharing::BelowThreshold;
 use profcc_analysis::sharing::{Confidence, Kind, Latent, Prediction};
 use profcc_schema::sharing::Settings;
 use profcc_schema::{AccessKind, Totals};
@@ -170,10 +171,17 @@ pub struct Sharing {
     pub lines_tracked: u64,
     /// Lines that passed a threshold after the runtime's table was full, summed over inputs.
     pub dropped_lines: u64,
-    /// Findings of all inputs before `--top`.
+    /// Listed findings of all inputs before `--top`.
     pub findings_total: usize,
     /// Actual findings by invalidations then writes, latent ones after them; at most `--top`.
+    /// Only those predicted at `min_speedup` or more.
     pub findings: Vec<Finding>,
+    /// The listing threshold (`--min-speedup`).
+    #[serde(default)]
+    pub min_speedup: f64,
+    /// Findings below `min_speedup`, counted per kind (all inputs).
+    #[serde(default)]
+    pub below_threshold: Vec<BelowThreshold>,
 }
 
 /// One finding of the sharing analysis with its objects, words and places named.

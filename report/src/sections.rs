@@ -19,11 +19,17 @@ pub mod threads;
 pub struct Options {
     /// Rows per ranked table; 0 = all.
     pub top: usize,
+    /// Sharing findings predicted below this speed-up are counted per kind, not listed
+    /// (`--min-speedup`; default [`profcc_analysis::sharing::MIN_LISTED_SPEEDUP`]).
+    pub min_speedup: f64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { top: 10 }
+        Options {
+            top: 10,
+            min_speedup: profcc_analysis::sharing::MIN_LISTED_SPEEDUP,
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use super::merge::{Input, Merged};
 use super::sections::Options;
 use super::*;
+use crate::model::BelowThreshold;
 use profcc_schema::{
     AccessKind, AccessSite, AllocSite, Module, Profile, Stack, Thread, Totals, FORMAT, VERSION,
 };
@@ -173,7 +174,10 @@ fn aggregates_by_line() {
             ),
             None,
         )],
-        &Options { top: 1 },
+        &Options {
+            top: 1,
+            ..Options::default()
+        },
     );
     assert_eq!(j["access_sites"]["lines"].as_array().unwrap().len(), 1);
     assert_eq!(j["access_sites"]["lines"][0]["line"], 2);
@@ -982,6 +986,15 @@ pub(crate) fn sample_report() -> Report {
             lines_tracked: 12,
             dropped_lines: 1,
             findings_total: 3,
+            min_speedup: 1.01,
+            below_threshold: vec![BelowThreshold {
+                kind: Kind::ReadMostly,
+                findings: 364,
+                lines: 412,
+                below_speedup: 1.01,
+                largest_speedup: 1.004,
+                largest_at: Some("t.c:21".into()),
+            }],
             findings: vec![
                 finding(1, Kind::FalseSharing, vec![global.clone()], None),
                 finding(2, Kind::TrueSharing, vec![heap, stack], None),

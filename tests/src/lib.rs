@@ -69,7 +69,21 @@ impl Scratch {
     }
 
     /// Run a compiler with args in the scratch dir; panic with its stderr on failure.
+    ///
+    /// With `PROFCC_BUILD_CACHE=<dir>` (set by `cargo xtask test --stress`, which builds the
+    /// toolchain once and runs the tests many times) an output (`-o FILE`) built before from
+    /// the same compiler, arguments and input files is copied from the cache instead.
     pub fn compile(&self, compiler: &Path, args: &[&str]) -> Output {
+        let cached = build_cache_entry(self.dir.path(), compiler, args);
+        if let Some((entry, out)) = &cached {
+            if std::fs::copy(entry, self.path(out)).is_ok() {
+                return Output {
+                    status: Default::default(),
+                    stdout: Vec::new(),
+                    stderr: Vec::new(),
+                };
+            }
+        }
         let out = Command::new(compiler)
             .current_dir(self.dir.path())
             .args(args)
@@ -82,6 +96,13 @@ impl Scratch {
             args,
             String::from_utf8_lossy(&out.stderr)
         );
+        if let Some((entry, o)) = cached {
+            // Written beside and renamed: a concurrent test never copies half a file.
+            let tmp = entry.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::copy(self.path(&o), &tmp).is_ok() {
+                let _ = std::fs::rename(&tmp, &entry);
+            }
+        }
         out
     }
 
@@ -117,6 +138,33 @@ impl Scratch {
                 .args(args),
         )
     }
+}
+
+/// The cache file for a compile ([`Scratch::compile`]) and its output's name, when
+/// `PROFCC_BUILD_CACHE` names a directory and the arguments have `-o FILE`: keyed by the
+/// compiler, the arguments and the contents of every argument that is a file (sources, headers
+/// named on the line). Headers included by name are not in the key: the cache is for one
+/// `cargo xtask test --stress` run, whose sources do not change while it runs.
+fn build_cache_entry(dir: &Path, compiler: &Path, args: &[&str]) -> Option<(PathBuf, String)> {
+    use std::hash::{Hash, Hasher};
+    let cache = PathBuf::from(std::env::var_os("PROFCC_BUILD_CACHE")?);
+    let out = args
+        .iter()
+        .position(|a| *a == "-o")
+        .and_then(|i| args.get(i + 1))?;
+    // SipHash with fixed keys: the same in every test process.
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new();
+    compiler.hash(&mut h);
+    for a in args {
+        a.hash(&mut h);
+        let p = dir.join(a);
+        if p.is_file() && *a != *out {
+            std::fs::read(&p).ok()?.hash(&mut h);
+        }
+    }
+    std::fs::create_dir_all(&cache).ok()?;
+    Some((cache.join(format!("{:016x}", h.finish())), out.to_string()))
 }
 
 /// `cmd.output()`, but a program still running after `PROFCC_TEST_TIMEOUT` seconds (default

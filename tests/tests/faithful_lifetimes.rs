@@ -125,7 +125,10 @@ fn freed_large_block_keeps_its_heap_site() {
     let native = b.s.run_plain("native", &["big"]);
     let (out, _) = b.s.run_profiled("profiled", &["big"], "summary=0");
     assert_same_run("false sharing in a freed 1 MiB block", &native, &out);
-    let r = report(&b.s.path("profiled.profile.json"), &["--top", "0"]);
+    let r = report(
+        &b.s.path("profiled.profile.json"),
+        &["--top", "0", "--min-speedup", "0"],
+    );
     let sharing = r.sharing.expect("a sharing section");
     let site = format!("heap_lifetimes.c:{}", line_of(&b.text, "MARK_BIG_ALLOC"));
     let store = line_of(&b.text, "MARK_BIG_STORE");
@@ -156,7 +159,10 @@ fn reused_block_carries_no_state_across_lifetimes() {
         &native,
         &out,
     );
-    let r = report(&b.s.path("profiled.profile.json"), &["--top", "0"]);
+    let r = report(
+        &b.s.path("profiled.profile.json"),
+        &["--top", "0", "--min-speedup", "0"],
+    );
     let store = line_of(&b.text, "MARK_REUSE_STORE");
     let findings: Vec<_> = r
         .sharing

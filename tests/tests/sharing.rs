@@ -99,7 +99,9 @@ impl Built {
             profile.exists(),
             tail(&String::from_utf8_lossy(&out.stderr), 30)
         );
-        let report = report(&profile, &["--top", "0"]);
+        // Every finding, also those predicted below MIN_LISTED_SPEEDUP: these tests check what
+        // the findings say (the listing threshold has its own tests).
+        let report = report(&profile, &["--top", "0", "--min-speedup", "0"]);
         Run {
             what,
             file: self.file.clone(),
@@ -1042,125 +1044,21 @@ fn table_read_at_random_by_all_and_written_by_one_is_read_mostly() {
 // Padded data (no false positives) and latent false sharing
 
 /// Per-thread elements one line each (64-byte stride, 64-byte aligned), element i written
-/// by thread i+1: no actual finding at all. Latent findings are right exactly for the pairs
-/// of neighbouring elements whose first line is 128-byte aligned (an adjacent-line prefetch
-/// pair; no shift of the data by less than a line puts two threads' words on one line, so
-/// `shift` is null); each names the object, its two words and the store line.
-fn check_padded(run: &Run, obj: Obj, n: u32, fields: Option<&str>, store: u32) -> Vec<String> {
+/// by thread i+1: no finding at all. Not even latent: the data is padded and aligned as it
+/// should be, and an adjacent-line prefetch pair alone is no finding (the profile measures no
+/// contention between two lines). These runs used to expect a latent "pad to 128 bytes"
+/// finding on every 128-byte-aligned pair, which measured no gain (issue 10).
+fn check_padded(run: &Run, _obj: Obj, n: u32, _fields: Option<&str>, _store: u32) -> Vec<String> {
     let mut p = Vec::new();
-    for f in run.actual() {
+    for f in run.findings() {
         p.push(format!(
-            "finding #{}: {:?} on padded data, expected none",
+            "finding #{}: {:?} on padded data ({n} threads), expected none",
             f.rank, f.kind
         ));
     }
-    let elems = array(n, 64, 0, fields, if fields.is_some() { ".v" } else { "" });
-    let latent = run.latent();
-    let Some(base) = base_of(run, &obj, &elems, true) else {
-        if !latent.is_empty() {
-            p.push("latent findings without the object or its words".into());
-        }
-        // No finding names the object: then no pair of its elements may have been due. The
-        // profile's tracked lines are the elements' lines (each written by one thread); a
-        // 128-byte-aligned line whose next line another thread wrote is a due pair.
-        let pr = profcc_schema::read(&run.profile).unwrap();
-        let lines = pr.sharing.map(|s| s.lines).unwrap_or_default();
-        let writers = |l: &profcc_schema::sharing::LineRecord| -> Vec<u32> {
-            let mut w: Vec<u32> = l.bytes.iter().flat_map(|b| b.writers.clone()).collect();
-            w.sort_unstable();
-            w.dedup();
-            w
-        };
-        let due: Vec<u64> = lines
-            .iter()
-            .filter(|a| a.addr.is_multiple_of(128))
-            .filter(|a| {
-                lines.iter().any(|b| {
-                    b.addr == a.addr + 64 && {
-                        let (wa, wb) = (writers(a), writers(b));
-                        !wa.is_empty() && !wb.is_empty() && wa.iter().all(|t| !wb.contains(t))
-                    }
-                })
-            })
-            .map(|l| l.addr)
-            .collect();
-        if !due.is_empty() && n >= 2 {
-            p.push(format!(
-                "no finding names the padded object, but lines {} and their next lines are 128-byte-aligned pairs written by different threads: a latent finding was due",
-                hex_list(&due)
-            ));
-        }
-        return p;
-    };
-    let start = object_start(run, &obj, base);
-    let due: Vec<u32> = (0..n.saturating_sub(1))
-        .filter(|&i| (base + 64 * i as u64).is_multiple_of(128))
-        .collect();
-    let mut seen = Vec::new();
-    for f in &latent {
-        let lines = &f.lines;
-        let i = lines
-            .first()
-            .and_then(|l| l.checked_sub(base))
-            .map(|d| (d / 64) as u32);
-        let Some(i) = i.filter(|i| {
-            due.contains(i) && *lines == [base + 64 * *i as u64, base + 64 * *i as u64 + 64]
-        }) else {
-            p.push(format!(
-                "latent finding #{} on {} is not a 128-byte-aligned pair of neighbouring elements (due: elements {:?} and the next)",
-                f.rank,
-                hex_list(&f.lines),
-                due
-            ));
-            continue;
-        };
-        seen.push(i);
-        if !f
-            .latent
-            .as_ref()
-            .is_some_and(|l| l.prefetch_pair && l.shift.is_none())
-        {
-            p.push(format!(
-                "latent finding #{}: latent {:?}, expected prefetch_pair true and shift null",
-                f.rank, f.latent
-            ));
-        }
-        let objects = &f.objects;
-        if objects.is_empty() || !objects.iter().all(|o| obj.matches(o, &run.file)) {
-            p.push(format!(
-                "latent finding #{}: objects should be the {}",
-                f.rank,
-                obj.describe(&run.file)
-            ));
-        }
-        let got = words_of(f);
-        let mut want: Vec<(Option<u64>, Vec<u32>, Option<String>)> = [i, i + 1]
-            .iter()
-            .map(|&k| {
-                let e = &elems[k as usize];
-                (Some(base + e.offset - start), vec![k + 1], e.field.clone())
-            })
-            .collect();
-        want.sort();
-        if got != want {
-            p.push(format!(
-                "latent finding #{}: words (object offset, writers, field) {got:?}, expected {want:?}",
-                f.rank
-            ));
-        }
-        check_places(&mut p, f, &run.file, &[(store, true)], &[store]);
-    }
-    for i in &due {
-        if !seen.contains(i) {
-            p.push(format!(
-                "no latent finding for elements {i} and {} (lines {:#x}, {:#x}: an adjacent-line prefetch pair written by threads {} and {})",
-                i + 1,
-                base + 64 * *i as u64,
-                base + 64 * *i as u64 + 64,
-                i + 1,
-                i + 2
-            ));
-        }
+    // No finding must mean the analysis ran and saw the lines, not that it was off.
+    if run.report.sharing.is_none() {
+        p.push("the report has no sharing section".into());
     }
     p
 }
@@ -1352,10 +1250,18 @@ fn exit_summary_names_the_top_finding() {
     let head = lines.iter().position(|l| l.contains("cache-line sharing"));
     match head.and_then(|h| lines.get(h + 1)) {
         Some(top) => {
-            let want = format!("false sharing at counters_global.c:{store}");
-            if !top.contains(&want) {
+            // Listed (`false sharing at counters_global.c:N ...`) when its predicted gain
+            // reaches MIN_LISTED_SPEEDUP, else counted (`+ 1 false sharing finding (1 line)
+            // below 1.01x predicted gain, at counters_global.c:N`): on a loaded machine the
+            // run is long and the gain small. Either way the line names the kind and place.
+            let listed = format!("false sharing at counters_global.c:{store}");
+            let counted = format!(
+                "+ 1 false sharing finding (1 line) below {:.2}x predicted gain, at counters_global.c:{store}",
+                profcc_analysis::sharing::MIN_LISTED_SPEEDUP
+            );
+            if !top.contains(&listed) && !top.contains(&counted) {
                 p.push(format!(
-                    "summary's top finding line {top:?} does not contain {want:?}"
+                    "summary's top finding line {top:?} contains neither {listed:?} nor {counted:?}"
                 ));
             }
         }
@@ -1996,5 +1902,220 @@ fn predictions_stay_within_the_bound_the_model_states() {
     let r = heap.run("-O2", &["calloc", "2"], &[], "fs_sample=256");
     let p = check_prediction_bound(&r);
     probs.run(&r, p);
+    probs.finish();
+}
+
+// grouping and thresholds
+
+/// The report's text lines of the sharing section (from its header to the end of the report
+/// or the next section).
+fn sharing_text(profile: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let out = output_within(Command::new(profcc()).arg("report").args(args).arg(profile));
+    assert!(out.status.success(), "profcc report failed");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let Some(start) = lines
+        .iter()
+        .position(|l| l.starts_with("Cache-line sharing"))
+    else {
+        return Vec::new();
+    };
+    lines[start..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .cloned()
+        .collect()
+}
+
+/// A Phoenix-kmeans-shaped program (30 iterations x 8 new threads, per-thread sums in one
+/// calloc'ed block per iteration, means rewritten by the main thread): the report's sharing
+/// section fits on a screen (at most 40 lines) and still names the real false sharing, the
+/// sums: as one finding over every iteration's block (object: the SUMS calloc, place: the ADD
+/// store) when its predicted gain reaches the threshold, else in the per-kind line of the
+/// findings below it (`largest_at` the ADD store). Every finding listed: the sums are one
+/// finding, and there are few findings at all (they merge by allocation site and global).
+#[test]
+fn kmeans_like_report_fits_on_a_screen_and_names_the_sums() {
+    let b = Built::new("kmeans_like.c", &["-pthread"]);
+    let sums = Obj::Heap {
+        kind: "calloc",
+        line: b.line("MARK_SUMS"),
+    };
+    let store = b.line("MARK_ADD");
+    let reduce = b.line("MARK_REDUCE");
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &[], &[], "");
+        let mut p = Vec::new();
+        // Every finding (--min-speedup 0): the sums are one false-sharing finding over the
+        // blocks of every iteration.
+        let fs: Vec<&Finding> = r
+            .actual()
+            .into_iter()
+            .filter(|f| f.objects.iter().any(|o| sums.matches(o, &r.file)))
+            .collect();
+        if fs.len() != 1 || fs[0].kind != Kind::FalseSharing {
+            p.push(format!(
+                "{} findings name the {}, expected one false-sharing finding",
+                fs.len(),
+                sums.describe(&r.file)
+            ));
+        }
+        if let Some(f) = fs.first() {
+            // One finding for the blocks of every iteration that shared: all from one site.
+            if !f.objects.iter().all(|o| sums.matches(o, &r.file)) {
+                p.push(format!(
+                    "the sums finding has objects other than the {}",
+                    sums.describe(&r.file)
+                ));
+            }
+            check_places(&mut p, f, &r.file, &[(store, true)], &[store, reduce]);
+        }
+        let all = r.findings().len();
+        if all > 10 {
+            p.push(format!("{all} findings in all, expected at most 10"));
+        }
+        // What a user sees by default.
+        let text = sharing_text(&r.profile, &[]);
+        if text.len() > 40 {
+            p.push(format!(
+                "the sharing section has {} lines, expected at most 40:\n{}",
+                text.len(),
+                text.join("\n")
+            ));
+        }
+        let dflt = report(&r.profile, &[]);
+        let sh = dflt.sharing.as_ref();
+        let listed = sh.is_some_and(|s| {
+            s.findings.iter().any(|f| {
+                f.kind == Kind::FalseSharing && f.objects.iter().any(|o| sums.matches(o, &r.file))
+            })
+        });
+        let counted = sh.is_some_and(|s| {
+            s.below_threshold.iter().any(|b| {
+                b.kind == Kind::FalseSharing
+                    && b.largest_at.as_deref() == Some(&format!("{}:{store}", r.file))
+            })
+        });
+        if !listed && !counted {
+            p.push(format!(
+                "the default report neither lists the sums' false sharing nor counts it at {}:{store}:\n{}",
+                r.file,
+                text.join("\n")
+            ));
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
+/// Per-thread structs aligned to 64 bytes, two fields written by each thread: no finding, not
+/// even latent (it used to say "pad to 128 bytes", which measured no gain).
+#[test]
+fn aligned_per_thread_structs_have_no_latent_finding() {
+    let b = Built::new("aligned_struct.c", &["-pthread"]);
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for (mode, n) in [("global", 4), ("heap", 3)] {
+            let r = b.run(opt, &[mode, &n.to_string()], &[], "");
+            let mut p: Vec<String> = r
+                .findings()
+                .iter()
+                .map(|f| {
+                    format!(
+                        "finding #{}: {:?} on 64-byte-aligned per-thread structs, expected none",
+                        f.rank, f.kind
+                    )
+                })
+                .collect();
+            if r.report.sharing.is_none() {
+                p.push("the report has no sharing section".into());
+            }
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
+/// Four threads write interleaved elements of one calloc'ed block of 64 longs: one finding for
+/// the block, over exactly the lines of the block that hold two or more threads' elements,
+/// with the block's elements as words.
+#[test]
+fn lines_of_one_calloc_block_are_one_finding() {
+    let b = Built::new("calloc_lines.c", &["-pthread"]);
+    let obj = Obj::Heap {
+        kind: "calloc",
+        line: b.line("MARK_CALLOC"),
+    };
+    let store = b.line("MARK_STORE");
+    let reduce = b.line("MARK_REDUCE");
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &[], &[], "");
+        let mut p = Vec::new();
+        let all = r.findings();
+        if all.len() != 1 {
+            p.push(format!("{} findings, expected exactly one", all.len()));
+        }
+        if let Some(f) = all.first() {
+            if let Some(o) = f.objects.iter().find(|o| obj.matches(o, &r.file)) {
+                // Lines holding elements of two or more threads (k % 4).
+                let mut want: Vec<u64> = Vec::new();
+                for line in (o.start & !63..o.start + 512).step_by(64) {
+                    let threads: BTreeSet<u64> = (0..64u64)
+                        .filter(|k| (o.start + 8 * k) & !63 == line)
+                        .map(|k| k % 4)
+                        .collect();
+                    if threads.len() >= 2 {
+                        want.push(line);
+                    }
+                }
+                let mut got = f.lines.clone();
+                got.sort();
+                if got != want {
+                    p.push(format!(
+                        "lines {}, expected the {} lines of the block holding two threads' elements: {}",
+                        hex_list(&got),
+                        want.len(),
+                        hex_list(&want)
+                    ));
+                }
+            }
+            if f.kind != Kind::FalseSharing {
+                p.push(format!("kind {:?}, expected false_sharing", f.kind));
+            }
+            if f.objects.len() != 1 || !obj.matches(&f.objects[0], &r.file) {
+                p.push(format!(
+                    "objects should be exactly the {}",
+                    obj.describe(&r.file)
+                ));
+            }
+            // Every word an element at its offset, written by thread k % 4 + 1 alone; the
+            // words of three or four threads (one may finish before the lines are tracked).
+            let mut writers = BTreeSet::new();
+            for w in &f.words {
+                let ok = w.object_offset.is_some_and(|o| {
+                    o % 8 == 0 && o < 512 && w.writers == [(o / 8 % 4) as u32 + 1]
+                });
+                if !ok {
+                    p.push(format!(
+                        "word at object offset {:?} written by {:?}: expected element k at 8k written by thread k % 4 + 1",
+                        w.object_offset, w.writers
+                    ));
+                }
+                writers.extend(w.writers.iter().copied());
+            }
+            if writers.len() < 3 {
+                p.push(format!(
+                    "words of threads {writers:?}, expected three or four"
+                ));
+            }
+            if f.stride != Some(8) {
+                p.push(format!("stride {:?}, expected 8", f.stride));
+            }
+            check_places(&mut p, f, &r.file, &[(store, true)], &[store, reduce]);
+        }
+        probs.run(&r, p);
+    }
     probs.finish();
 }

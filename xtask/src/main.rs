@@ -3,7 +3,9 @@
 //! - `setup`: install the LLVM 22 toolchain and the packages the tests need (apt-get).
 //! - `build`: build the driver and the runtime (release) and the `profcc++` link.
 //! - `demo`: setup + build, profile the bundled example, print the report.
-//! - `test`: setup + build, then every test of the workspace.
+//! - `test`: setup + build, then every test of the workspace. `test --stress [N]` (default 20):
+//!   the sharing tests only, N times each under a CPU hog per core, with a table of how often
+//!   each gave its verdict (`stress.rs`).
 //! - `bench`: setup + build, then the benchmarks (ratios measured side by side).
 //! - `faithful [case,...]`: setup + build, then the faithful test set (tests/tests/faithful.rs:
 //!   each case built with clang-22 and with profcc, runs compared); prints the table of cases
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod bench;
+mod stress;
 
 /// Debian packages: the toolchain, then what the tests build and run with.
 const TOOLCHAIN: &[&str] = &["clang-22", "llvm-22-dev", "libomp-22-dev"];
@@ -40,6 +43,9 @@ fn main() -> ExitCode {
         "setup" => setup(true),
         "build" => setup(false).and_then(|_| build()),
         "demo" => setup(false).and_then(|_| build()).and_then(|_| demo()),
+        "test" if rest.first().is_some_and(|a| a == "--stress") => setup(true)
+            .and_then(|_| build())
+            .and_then(|_| stress::run(&rest[1..])),
         "test" => setup(true).and_then(|_| build()).and_then(|_| test(rest)),
         "faithful" => setup(true)
             .and_then(|_| build())

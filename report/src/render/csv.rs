@@ -23,7 +23,13 @@ pub struct Table {
 /// Every table, in the order they are written. A table whose section is absent from the
 /// report (no sharing records) is still written, with its header only, so that a directory
 /// never mixes files from two reports.
-pub const TABLES: &[fn(&Report) -> Table] = &[access_sites, alloc_sites, threads, sharing_findings];
+pub const TABLES: &[fn(&Report) -> Table] = &[
+    access_sites,
+    alloc_sites,
+    threads,
+    sharing_findings,
+    sharing_below_threshold,
+];
 
 /// Cells that hold several values are joined with this.
 const LIST: &str = "; ";
@@ -268,6 +274,38 @@ pub fn sharing_findings(r: &Report) -> Table {
             "prediction_basis",
             "confidence",
             "fix",
+        ],
+        rows,
+    }
+}
+
+/// `sharing_below_threshold.csv`: the findings predicted below `--min-speedup`, counted per
+/// kind instead of listed (header only when there are none).
+pub fn sharing_below_threshold(r: &Report) -> Table {
+    let rows = r
+        .sharing
+        .iter()
+        .flat_map(|s| &s.below_threshold)
+        .map(|b| {
+            vec![
+                serde_plain(&b.kind),
+                b.findings.to_string(),
+                b.lines.to_string(),
+                b.below_speedup.to_string(),
+                b.largest_speedup.to_string(),
+                b.largest_at.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    Table {
+        file: "sharing_below_threshold.csv",
+        header: &[
+            "kind",
+            "findings",
+            "lines",
+            "below_speedup",
+            "largest_speedup",
+            "largest_at",
         ],
         rows,
     }

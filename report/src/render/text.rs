@@ -274,7 +274,7 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
 fn sharing(sh: &Sharing, several_inputs: bool, out: &mut String) {
     let s = &sh.settings;
     out.push('\n');
-    if sh.findings.is_empty() {
+    if sh.findings.is_empty() && sh.below_threshold.is_empty() {
         out.push_str(&format!(
             "Cache-line sharing: no contended lines ({} lines tracked; threshold {} invalidations)\n",
             sh.lines_tracked, s.threshold
@@ -305,6 +305,12 @@ fn sharing(sh: &Sharing, several_inputs: bool, out: &mut String) {
     for f in &sh.findings {
         finding(f, several_inputs, out);
     }
+    for b in &sh.below_threshold {
+        out.push_str(&format!(
+            " {}\n",
+            profcc_analysis::sharing::below_threshold_line(b)
+        ));
+    }
 }
 
 fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
@@ -333,11 +339,14 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
                 why.join("; "),
                 fmt::short(f.writes),
                 threads_text(&f.threads),
-                f.lines
-                    .iter()
-                    .map(|l| format!("{l:#x}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                {
+                    let mut l: Vec<String> =
+                        f.lines.iter().take(NAMED).map(|l| format!("{l:#x}")).collect();
+                    if f.lines.len() > NAMED {
+                        l.push(format!("+{} more", f.lines.len() - NAMED));
+                    }
+                    l.join(", ")
+                },
             ));
         }
         None => {
@@ -370,8 +379,14 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
         [] => {}
         [one] => out.push_str(&format!("    object: {}\n", object_text(one))),
         many => {
-            for (i, o) in many.iter().enumerate() {
+            // A finding merged over the blocks of one allocation site has one object per
+            // block: the first few name the site.
+            const OBJECTS: usize = 3;
+            for (i, o) in many.iter().take(OBJECTS).enumerate() {
                 out.push_str(&format!("    object [{}]: {}\n", i + 1, object_text(o)));
+            }
+            if many.len() > OBJECTS {
+                out.push_str(&format!("    +{} more objects\n", many.len() - OBJECTS));
             }
         }
     }
@@ -430,8 +445,21 @@ fn ids(v: &[u32]) -> String {
     profcc_analysis::sharing::threads_list(v)
 }
 
+/// At most this many threads or lines are named in a finding's first line; a finding merged
+/// over many blocks or threads (kmeans: 240 threads) says how many more (JSON has all).
+const NAMED: usize = 8;
+
 fn threads_text(v: &[u32]) -> String {
-    format!("thread{} {}", if v.len() == 1 { "" } else { "s" }, ids(v))
+    let more = if v.len() > NAMED {
+        format!(" (+{} more)", v.len() - NAMED)
+    } else {
+        String::new()
+    };
+    format!(
+        "thread{} {}{more}",
+        if v.len() == 1 { "" } else { "s" },
+        ids(&v[..v.len().min(NAMED)])
+    )
 }
 
 pub(crate) fn object_text(o: &Object) -> String {

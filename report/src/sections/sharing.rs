@@ -24,6 +24,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Sharing> {
     let mut settings: Option<Settings> = None;
     let (mut lines_tracked, mut dropped_lines) = (0u64, 0u64);
     let mut all: Vec<(usize, Finding)> = Vec::new();
+    let mut below: Vec<analysis::BelowThreshold> = Vec::new();
     for (i, inp) in m.inputs.iter().enumerate() {
         let Some(s) = &inp.profile.sharing else {
             continue;
@@ -31,11 +32,13 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Sharing> {
         settings.get_or_insert_with(|| s.settings.clone());
         lines_tracked += s.lines.len() as u64;
         dropped_lines += s.dropped_lines;
-        all.extend(
-            analysis::findings(&inp.profile, &|a| m.global(i, a).map(|g| g.start))
-                .into_iter()
-                .map(|f| (i, f)),
+        let (listed, b) = analysis::split_listed(
+            analysis::findings(&inp.profile, &|a| m.global(i, a).map(|g| g.start)),
+            &inp.profile.sites,
+            opts.min_speedup,
         );
+        all.extend(listed.into_iter().map(|f| (i, f)));
+        add_below(&mut below, b);
     }
     let settings = settings?;
     // The analysis's ranking; stable: equal findings keep their input's order.
@@ -58,7 +61,27 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Sharing> {
         dropped_lines,
         findings_total,
         findings,
+        min_speedup: opts.min_speedup,
+        below_threshold: below,
     })
+}
+
+/// Add one input's below-threshold counts to those of the inputs before it (per kind).
+fn add_below(all: &mut Vec<analysis::BelowThreshold>, more: Vec<analysis::BelowThreshold>) {
+    for b in more {
+        match all.iter_mut().find(|x| x.kind == b.kind) {
+            Some(x) => {
+                x.findings += b.findings;
+                x.lines += b.lines;
+                if b.largest_speedup > x.largest_speedup {
+                    x.largest_speedup = b.largest_speedup;
+                    x.largest_at = b.largest_at;
+                }
+            }
+            None => all.push(b),
+        }
+    }
+    all.sort_by_key(|b| b.kind);
 }
 
 /// A word inside a global: (finding, word, variable's file address, offset, variable's name).

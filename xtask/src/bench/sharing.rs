@@ -199,10 +199,20 @@ pub fn run(
     Ok(())
 }
 
-/// `profcc report --format json --top 1 FILE`: the top finding and the sharing totals.
+/// `profcc report --format json --top 1 --min-speedup 0 FILE`: the top finding and the sharing
+/// totals.
 fn report(profcc: &Path, profile: &Path) -> Result<RunReport, String> {
     let o = Command::new(profcc)
-        .args(["report", "--format", "json", "--top", "1"])
+        // Every finding, also below the listing threshold: the table compares predictions.
+        .args([
+            "report",
+            "--format",
+            "json",
+            "--top",
+            "1",
+            "--min-speedup",
+            "0",
+        ])
         .arg(profile)
         .output()
         .map_err(|e| format!("profcc report: {e}"))?;
