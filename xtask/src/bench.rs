@@ -73,6 +73,30 @@ pub(crate) fn measure(cmd: &mut Command) -> Result<Sample, String> {
     })
 }
 
+/// `profcc report --format json --min-speedup 0 [extra] FILE`: every finding, also those
+/// below the listing threshold (the tables compare predictions).
+pub(crate) fn report_json(
+    profcc: &Path,
+    profile: &Path,
+    extra: &[&str],
+) -> Result<serde_json::Value, String> {
+    let o = Command::new(profcc)
+        .args(["report", "--format", "json", "--min-speedup", "0"])
+        .args(extra)
+        .arg(profile)
+        .output()
+        .map_err(|e| format!("profcc report: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "profcc report {} failed: {}",
+            profile.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    serde_json::from_slice(&o.stdout)
+        .map_err(|e| format!("profcc report {}: {e}", profile.display()))
+}
+
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]

@@ -12,7 +12,7 @@
 //! 1.2x), and never above 1.2x where padding gains less than 5%. A missed target is reported,
 //! not an error.
 
-use super::{measure, median};
+use super::{measure, median, report_json};
 use crate::run as sh;
 use std::path::Path;
 use std::process::Command;
@@ -190,20 +190,7 @@ pub fn run(
 /// The top false-sharing finding's predicted speed-up, prediction confidence and basis (1.0,
 /// "-" when the report has none).
 fn prediction(profcc: &Path, profile: &Path) -> Result<(f64, String, String), String> {
-    let o = Command::new(profcc)
-        .args(["report", "--format", "json"])
-        .arg(profile)
-        .output()
-        .map_err(|e| format!("profcc report: {e}"))?;
-    if !o.status.success() {
-        return Err(format!(
-            "profcc report {} failed: {}",
-            profile.display(),
-            String::from_utf8_lossy(&o.stderr)
-        ));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
-        .map_err(|e| format!("profcc report {}: {e}", profile.display()))?;
+    let v = report_json(profcc, profile, &[])?;
     let top = v["sharing"]["findings"]
         .as_array()
         .and_then(|f| f.iter().find(|f| f["kind"] == "false_sharing"));

@@ -8,7 +8,7 @@
 //! (with the targets and whether each is met; a missed target is reported, not an error),
 //! and per `fs_sample` the overhead and the findings, so one sees what sampling trades.
 
-use super::{measure, median};
+use super::{measure, median, report_json};
 use crate::run as sh;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -202,29 +202,7 @@ pub fn run(
 /// `profcc report --format json --top 1 --min-speedup 0 FILE`: the top finding and the sharing
 /// totals.
 fn report(profcc: &Path, profile: &Path) -> Result<RunReport, String> {
-    let o = Command::new(profcc)
-        // Every finding, also below the listing threshold: the table compares predictions.
-        .args([
-            "report",
-            "--format",
-            "json",
-            "--top",
-            "1",
-            "--min-speedup",
-            "0",
-        ])
-        .arg(profile)
-        .output()
-        .map_err(|e| format!("profcc report: {e}"))?;
-    if !o.status.success() {
-        return Err(format!(
-            "profcc report {} failed: {}",
-            profile.display(),
-            String::from_utf8_lossy(&o.stderr)
-        ));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
-        .map_err(|e| format!("profcc report {}: {e}", profile.display()))?;
+    let v = report_json(profcc, profile, &["--top", "1"])?;
     let s = &v["sharing"];
     let top = s["findings"].as_array().and_then(|f| f.first()).map(|f| {
         let kind = f["kind_text"].as_str().unwrap_or("?").to_string();
