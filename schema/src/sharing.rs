@@ -41,7 +41,8 @@ pub struct ThreadTime {
     pub end_ns: u64,
     /// CPU time it used (user + system), up to its end.
     pub cpu_ns: u64,
-    /// CPUs it was seen on (`sched_getcpu` in the cold path and at start and end).
+    /// CPUs it was seen on (`sched_getcpu` in the cold path and at start and end), exact up
+    /// to CPU 1023 (higher numbers wrap).
     pub cpus: Vec<u32>,
 }
 

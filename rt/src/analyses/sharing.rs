@@ -251,21 +251,49 @@ struct ThreadState {
     /// 0 while the thread runs.
     end_ns: AtomicU64,
     cpu_ns: AtomicU64,
-    /// CPUs seen (bit `cpu % 64`).
-    cpus: AtomicU64,
+    /// CPUs seen: bit `c % 64` of word `c / 64` for CPU `c` (`c < CPU_SET_BITS`).
+    cpus: CpuSet,
+}
+
+/// CPUs a set records exactly: glibc's `CPU_SETSIZE`, the most `sched_getcpu` reports on a
+/// kernel built with the default `NR_CPUS` limit for distributions (higher numbers wrap).
+const CPU_SET_BITS: usize = 1024;
+
+/// The CPUs a thread was seen on (written by its own thread, read at the dump).
+struct CpuSet([AtomicU64; CPU_SET_BITS / 64]);
+
+impl CpuSet {
+    /// Records the calling thread's current CPU.
+    fn note_current(&self) {
+        let c = unsafe { libc::sched_getcpu() };
+        if c >= 0 {
+            self.note(c as usize);
+        }
+    }
+
+    fn note(&self, c: usize) {
+        let c = c % CPU_SET_BITS;
+        let (w, b) = (&self.0[c / 64], 1u64 << (c % 64));
+        if w.load(Relaxed) & b == 0 {
+            w.fetch_or(b, Relaxed);
+        }
+    }
+
+    fn list(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for (i, w) in self.0.iter().enumerate() {
+            let m = w.load(Relaxed);
+            out.extend(
+                (0..64)
+                    .filter(|b| m & (1u64 << b) != 0)
+                    .map(|b| (i * 64 + b) as u32),
+            );
+        }
+        out
+    }
 }
 
 // ---- measurements for the prediction (docs/model.md) ----
-
-/// The calling thread's CPU, as a bit of a 64-bit set.
-fn cpu_bit() -> u64 {
-    let c = unsafe { libc::sched_getcpu() };
-    if c < 0 {
-        0
-    } else {
-        1u64 << (c as u32 % 64)
-    }
-}
 
 /// CPU time of the thread with kernel id `ktid` (a thread of this process), ns.
 fn thread_cpu_ns(ktid: u32) -> u64 {
@@ -369,10 +397,7 @@ fn latency_sample(r: &Record, dt: u64, info: u64) {
     if n.is_multiple_of(CPU_SAMPLE_EVERY) {
         let st = crate::analysis::current_state(&SHARING) as *const ThreadState;
         if let Some(st) = unsafe { st.as_ref() } {
-            let b = cpu_bit();
-            if st.cpus.load(Relaxed) & b == 0 {
-                st.cpus.fetch_or(b, Relaxed);
-            }
+            st.cpus.note_current();
         }
     }
 }
@@ -396,13 +421,12 @@ fn thread_times() -> Vec<schema::ThreadTime> {
         } else {
             (end, st.cpu_ns.load(Relaxed))
         };
-        let mask = st.cpus.load(Relaxed);
         out.push(schema::ThreadTime {
             id: st.id.load(Relaxed),
             start_ns: start,
             end_ns: end,
             cpu_ns: cpu,
-            cpus: (0..64).filter(|b| mask & (1u64 << b) != 0).collect(),
+            cpus: st.cpus.list(),
         });
     });
     out.sort_by_key(|t| t.id);
@@ -469,7 +493,7 @@ impl Analysis for Sharing {
             st.stack_hi.store(t.stack_hi, Relaxed);
             st.ktid.store(unsafe { libc::gettid() } as u32, Relaxed);
             st.start_ns.store(crate::writer::now_ns(), Relaxed);
-            st.cpus.fetch_or(cpu_bit(), Relaxed);
+            st.cpus.note_current();
         }
         thread_started(t.id, t.stack_lo as usize, t.stack_hi as usize, t.is_main);
     }
@@ -478,7 +502,7 @@ impl Analysis for Sharing {
         if let Some(st) = unsafe { st.as_ref() } {
             st.cpu_ns
                 .store(thread_cpu_ns(unsafe { libc::gettid() } as u32), Relaxed);
-            st.cpus.fetch_or(cpu_bit(), Relaxed);
+            st.cpus.note_current();
             st.end_ns.store(crate::writer::now_ns(), Relaxed);
         }
         thread_exiting();
@@ -1361,6 +1385,17 @@ fn object_at(r: &Record, a: u64, line: u64, stacks: &[(u32, u64, u64)]) -> schem
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cpu_sets_keep_cpus_above_63_apart() {
+        let set = CpuSet([const { AtomicU64::new(0) }; CPU_SET_BITS / 64]);
+        for c in [3, 67, 3, 1023, 1024 + 5] {
+            set.note(c);
+        }
+        // 3 and 67 were one bit before (cpu % 64): on a 128-CPU machine two threads on them
+        // looked like one CPU and their overlap was taken as none.
+        assert_eq!(set.list(), vec![3, 5, 67, 1023]);
+    }
+
     use super::*;
 
     #[test]
