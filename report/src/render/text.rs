@@ -549,11 +549,18 @@ fn counts_text(reads: u64, writes: u64) -> String {
     }
 }
 
+/// Threads listed one a row; a program with more gets one row per creation place (the
+/// JSON and CSV list every thread).
+pub const MAX_THREAD_ROWS: usize = 16;
+
 fn threads(threads: &[Thread], several_inputs: bool, out: &mut String) {
     out.push('\n');
     if threads.is_empty() {
         out.push_str("Threads: none recorded\n");
         return;
+    }
+    if threads.len() > MAX_THREAD_ROWS {
+        return thread_groups(threads, several_inputs, out);
     }
     out.push_str(&format!("Threads ({})\n", threads.len()));
     let pid_col = if several_inputs {
@@ -575,22 +582,185 @@ fn threads(threads: &[Thread], several_inputs: bool, out: &mut String) {
             .parent
             .map(|p| p.to_string())
             .unwrap_or_else(|| "-".into());
-        let created = user_frame(&t.created_at)
-            .map(Frame::describe)
-            .unwrap_or_else(|| {
-                if t.id == 0 {
-                    "(main thread)".into()
-                } else {
-                    "-".into()
-                }
-            });
         out.push_str(&format!(
             "  {pid}{:>5}  {:>6}  {:>14}  {}\n",
             t.id,
             parent,
             fmt::count(t.accesses),
+            created_text(t)
+        ));
+    }
+}
+
+fn created_text(t: &Thread) -> String {
+    user_frame(&t.created_at)
+        .map(Frame::describe)
+        .unwrap_or_else(|| {
+            if t.id == 0 {
+                "(main thread)".into()
+            } else {
+                "-".into()
+            }
+        })
+}
+
+/// One row per (process, parent, creation place), in the order of their first thread.
+fn thread_groups(threads: &[Thread], several_inputs: bool, out: &mut String) {
+    let mut groups: Vec<((u32, Option<u32>, String), Vec<&Thread>)> = Vec::new();
+    for t in threads {
+        let key = (t.pid, t.parent, created_text(t));
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(t),
+            None => groups.push((key, vec![t])),
+        }
+    }
+    out.push_str(&format!(
+        "Threads ({}, in {} groups by where they were created; JSON and CSV list each)\n",
+        threads.len(),
+        groups.len()
+    ));
+    let pid_col = if several_inputs {
+        format!("{:>8}  ", "pid")
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "  {pid_col}{:>7}  {:<24}  {:>6}  {:>14}  {:>21}  {}\n",
+        "threads", "ids", "parent", "accesses", "each (min-max)", "created at"
+    ));
+    for ((pid, parent, created), g) in &groups {
+        let pid = if several_inputs {
+            format!("{pid:>8}  ")
+        } else {
+            String::new()
+        };
+        let ids: Vec<u32> = g.iter().map(|t| t.id).collect();
+        let total: u64 = g.iter().map(|t| t.accesses).sum();
+        let min = g.iter().map(|t| t.accesses).min().unwrap_or(0);
+        let max = g.iter().map(|t| t.accesses).max().unwrap_or(0);
+        out.push_str(&format!(
+            "  {pid}{:>7}  {:<24}  {:>6}  {:>14}  {:>21}  {}\n",
+            g.len(),
+            id_ranges(&ids, 24),
+            parent.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            fmt::count(total),
+            format!("{}-{}", fmt::short(min), fmt::short(max)),
             created
         ));
+    }
+}
+
+/// Ascending ids as ranges (`1-2,5-6,9`), cut with `…` to at most `width` characters.
+fn id_ranges(ids: &[u32], width: usize) -> String {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    let mut s = String::new();
+    for (k, p) in parts.iter().enumerate() {
+        let sep = if k == 0 { "" } else { "," };
+        if s.chars().count() + sep.len() + p.len() + if k + 1 < parts.len() { 2 } else { 0 } > width
+        {
+            s.push_str(",…");
+            break;
+        }
+        s.push_str(sep);
+        s.push_str(p);
+    }
+    s
+}
+
+#[cfg(test)]
+mod thread_table_tests {
+    use super::*;
+
+    #[test]
+    fn id_ranges_join_runs_and_cut_long_lists() {
+        assert_eq!(id_ranges(&[5, 1, 2, 3, 9], 24), "1-3,5,9");
+        assert_eq!(id_ranges(&[0], 24), "0");
+        let every_other: Vec<u32> = (1..400).step_by(2).collect();
+        let s = id_ranges(&every_other, 24);
+        assert!(s.starts_with("1,3,5,") && s.ends_with(",…"), "{s}");
+        assert!(s.chars().count() <= 24, "{s}");
+    }
+
+    fn thread(id: u32, accesses: u64, line: Option<u32>) -> Thread {
+        Thread {
+            input: 0,
+            pid: 7,
+            id,
+            parent: line.map(|_| 0),
+            accesses,
+            created_at: line
+                .map(|l| Frame {
+                    address: 0x1000 + l as u64,
+                    module: Some("/p/km".into()),
+                    offset: Some(l as u64),
+                    function: Some("main".into()),
+                    file: Some("/p/km.c".into()),
+                    line: Some(l),
+                    column: None,
+                    inlined: false,
+                })
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn many_threads_make_one_row_per_creation_place() {
+        // kmeans' shape: rounds of workers created at two lines, alternating.
+        let mut ts = vec![thread(0, 1_000, None)];
+        for id in 1..=40u32 {
+            let (line, acc) = if id % 2 == 1 {
+                (311, 7_000 + id as u64)
+            } else {
+                (334, 1_100)
+            };
+            ts.push(thread(id, acc, Some(line)));
+        }
+        let mut out = String::new();
+        threads(&ts, false, &mut out);
+        let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(lines.len(), 5, "{out}");
+        assert!(lines[0].starts_with("Threads (41, in 3 groups"), "{out}");
+        assert!(
+            lines[2].contains("(main thread)") && lines[2].contains("1,000"),
+            "{out}"
+        );
+        let odd = lines[3];
+        assert!(odd.trim_start().starts_with("20  1,3,5,"), "{odd}");
+        // 20 threads: 7,001 + 7,003 + ... + 7,039 accesses.
+        let total: u64 = (1..=40u64).step_by(2).map(|i| 7_000 + i).sum();
+        assert!(
+            odd.contains(&fmt::count(total)) && odd.contains("km.c:311"),
+            "{odd}"
+        );
+        assert!(
+            lines[4].contains("22,000") && lines[4].contains("km.c:334"),
+            "{}",
+            lines[4]
+        );
+        // At the limit, one row each.
+        let mut out = String::new();
+        threads(&ts[..MAX_THREAD_ROWS], false, &mut out);
+        assert_eq!(
+            out.lines().filter(|l| !l.is_empty()).count(),
+            MAX_THREAD_ROWS + 2,
+            "{out}"
+        );
     }
 }
 
