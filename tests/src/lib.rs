@@ -76,7 +76,7 @@ impl Scratch {
     pub fn compile(&self, compiler: &Path, args: &[&str]) -> Output {
         let cached = build_cache_entry(self.dir.path(), compiler, args);
         if let Some((entry, out)) = &cached {
-            if std::fs::copy(entry, self.path(out)).is_ok() {
+            if copy_executable(entry, &self.path(out)) {
                 return Output {
                     status: Default::default(),
                     stdout: Vec::new(),
@@ -141,6 +141,19 @@ impl Scratch {
 }
 
 /// The cache file for a compile ([`Scratch::compile`]) and its output's name, when
+/// Copies a cached executable by a `cp` child, never through a descriptor of this process:
+/// another test thread forking while this process held the new file open for writing would
+/// pass the descriptor to its child, and exec'ing the copy before that child's own exec
+/// fails with ETXTBSY ("Text file busy": run 4 of a 20-run stress failed so).
+fn copy_executable(from: &Path, to: &Path) -> bool {
+    Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// `PROFCC_BUILD_CACHE` names a directory and the arguments have `-o FILE`: keyed by the
 /// compiler, the arguments and the contents of every argument that is a file (sources, headers
 /// named on the line). Headers included by name are not in the key: the cache is for one
