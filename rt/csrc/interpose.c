@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -85,6 +86,8 @@ extern void *__libc_stack_end;
 #pragma weak mmap64
 #pragma weak munmap
 #pragma weak mremap
+#pragma weak strdup
+#pragma weak strndup
 #pragma weak pthread_create
 #pragma weak _exit
 #pragma weak _Exit
@@ -134,7 +137,7 @@ static void *scratch_alloc(size_t n) {
 /* ---- Rust side ---- */
 enum {
     K_MALLOC = 0, K_CALLOC, K_REALLOC, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC, K_MEMALIGN, K_VALLOC,
-    K_PVALLOC, K_NEW, K_NEW_ARRAY, K_MMAP
+    K_PVALLOC, K_NEW, K_NEW_ARRAY, K_MMAP, K_STRDUP, K_STRNDUP
 };
 struct profcc_obj { uint64_t addr, size; uint32_t site, tid; };
 void profcc_on_alloc(void *p, size_t n, uint32_t kind, void *fp);
@@ -555,6 +558,36 @@ void *malloc(size_t n) {
     }
     FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC);
 }
+
+/* strdup and strndup: libc's copies call the allocator from inside libc, which has no frame
+ * pointers, so the block's stack would stop at `__strdup` and never name the caller. Done
+ * here, the walk starts at the program's call. The allocator sees the call libc makes (one
+ * malloc of the string's length + 1), so the heap keeps its native layout. */
+static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
+    char *p = 0;
+    if (UNLIKELY(scratch != 0)) {
+        p = scratch_alloc(len + 1);
+        if (p) {
+            __builtin_memcpy(p, s, len);
+            p[len] = 0;
+            return p;
+        }
+    }
+    uint32_t outer = tls.in_rt;
+    tls.in_rt = 1;
+    p = REAL(malloc)(len + 1);
+    if (LIKELY(p != 0)) {
+        __builtin_memcpy(p, s, len);
+        p[len] = 0;
+        if (LIKELY(!outer)) profcc_on_alloc(p, len + 1, kind, fp);
+    }
+    tls.in_rt = outer;
+    return p;
+}
+
+char *strdup(const char *s) { return dup_n(s, __builtin_strlen(s), K_STRDUP, FP()); }
+
+char *strndup(const char *s, size_t n) { return dup_n(s, strnlen(s, n), K_STRNDUP, FP()); }
 
 void free(void *p) {
     if (UNLIKELY(in_scratch(p))) return;

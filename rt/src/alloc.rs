@@ -33,7 +33,7 @@ const MAX_SITES: usize = 1 << 20;
 const KINDS: usize = 16;
 const PAGE: u64 = 4096;
 
-pub const KIND_NAMES: [&str; 11] = [
+pub const KIND_NAMES: [&str; 13] = [
     "malloc",
     "calloc",
     "realloc",
@@ -45,6 +45,8 @@ pub const KIND_NAMES: [&str; 11] = [
     "new",
     "new[]",
     "mmap",
+    "strdup",
+    "strndup",
 ];
 pub const KIND_MMAP: u32 = 10;
 

@@ -1558,8 +1558,9 @@ fn runtime_frames_never_appear_in_allocation_stacks() {
 }
 
 /// libc has no debug information here (and no frame pointers): its frames are named from its
-/// ELF symbols, never `??` — strdup's malloc, and a malloc in qsort's comparison callback
-/// (whose caller is qsort's internal merge sort, named after the nearest symbol).
+/// ELF symbols, never `??` — a malloc in qsort's comparison callback (whose caller is qsort's
+/// internal merge sort, named after the nearest symbol). strdup, libc's own allocation
+/// wrapper, is interposed: its block is named by the program's strdup call, kind strdup.
 #[test]
 fn libc_frames_in_allocation_stacks_are_symbolised() {
     let b = Built::new("libc_frames.c", &[]);
@@ -1582,12 +1583,29 @@ fn libc_frames_in_allocation_stacks_are_symbolised() {
                 }
             }
         }
-        if !sites.iter().any(|s| {
-            s.stack.first().is_some_and(|f| {
-                libc(f) && f.function.as_deref().is_some_and(|n| n.contains("strdup"))
-            })
-        }) {
-            p.push("no allocation site whose first frame is libc's strdup".into());
+        // strdup is libc's allocation wrapper: the block is named by the program's call.
+        let strdup_line = b.line("MARK_STRDUP");
+        match sites.iter().find(|s| s.kind == "strdup") {
+            Some(s)
+                if s.count == 1
+                    && s.bytes == 7
+                    && s.stack.first().is_some_and(|f| {
+                        f.file
+                            .as_deref()
+                            .is_some_and(|x| x.ends_with("/libc_frames.c"))
+                            && f.line == Some(strdup_line)
+                    }) => {}
+            Some(s) => p.push(format!(
+                "the strdup block: want 1 block of 7 B at libc_frames.c:{strdup_line}, got {} \
+                 of {} B at {:?}",
+                s.count,
+                s.bytes,
+                s.stack
+                    .iter()
+                    .map(|f| (f.function.clone(), f.line))
+                    .collect::<Vec<_>>()
+            )),
+            None => p.push("no allocation site of kind strdup".into()),
         }
         let cmp = sites.iter().find(|s| {
             s.stack.first().is_some_and(|f| {
