@@ -12,7 +12,9 @@
 //! addresses belong to one process.
 
 use crate::model::{AllocSite, Thread};
-use crate::symbolize::{normalize_path, Frame, FrameKey, Global, Symbolizer};
+use crate::symbolize::{
+    is_wrapper, normalize_path, user_frame_index, Frame, FrameKey, Global, Symbolizer,
+};
 use profcc_schema::{AccessKind, AccessSite, Profile, Totals};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -185,6 +187,12 @@ impl Merged {
                     missing += 1;
                 }
                 let stack = self.stack(i, a.stack);
+                let wrappers = &self.inputs[i].profile.alloc_wrappers;
+                let wrapper_frames = if stack.first().is_some_and(|f| is_wrapper(f, wrappers)) {
+                    user_frame_index(&stack, &|f| is_wrapper(f, wrappers)).unwrap_or(0)
+                } else {
+                    0
+                };
                 let key = (
                     a.kind.clone(),
                     stack.iter().map(Frame::key).collect::<Vec<_>>(),
@@ -203,6 +211,7 @@ impl Merged {
                         live_objects_at_exit: 0,
                         threads: 0,
                         merged_sites: 0,
+                        wrapper_frames,
                     });
                     self.alloc_sites.len() - 1
                 });

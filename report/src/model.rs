@@ -142,6 +142,10 @@ pub struct AllocSite {
     pub merged_sites: u32,
     /// Call stack, innermost first, inlined frames expanded.
     pub stack: Vec<Frame>,
+    /// How many of the innermost frames are allocation wrappers (the profile's
+    /// `alloc_wrappers`): the site is the program's call after them.
+    #[serde(default)]
+    pub wrapper_frames: usize,
 }
 
 /// One symbolised frame. An address inside inlined code yields several frames: the inlined

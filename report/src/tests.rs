@@ -979,6 +979,7 @@ pub(crate) fn sample_report() -> Report {
                 threads: 2,
                 merged_sites: 2,
                 stack: vec![raw.clone(), frame("make", 21), frame("main", 40)],
+                wrapper_frames: 0,
             }],
         },
         sharing: Some(Sharing {

@@ -1453,6 +1453,32 @@ fn heap_blocks_from_allocation_wrappers_are_named_by_the_callers_line() {
                 }
                 _ => {}
             }
+            // The allocation-site table marks the wrapper's frame: the site is the call after
+            // it, on the caller's line.
+            let line = b.line(mark);
+            let site = r.report.alloc_sites.sites.iter().find(|s| {
+                s.kind == kind
+                    && s.stack.iter().any(|f| {
+                        f.line == Some(line)
+                            && f.file
+                                .as_deref()
+                                .is_some_and(|x| x.ends_with("/wrappers.c"))
+                    })
+            });
+            match site {
+                None => p.push(format!("no allocation site of {kind} at wrappers.c:{line}")),
+                Some(s) => {
+                    let want = usize::from(wrapper.is_some());
+                    let named = s.stack.get(s.wrapper_frames);
+                    if s.wrapper_frames != want || named.and_then(|f| f.line) != Some(line) {
+                        p.push(format!(
+                            "allocation site: {} wrapper frames (expected {want}), then {:?}",
+                            s.wrapper_frames,
+                            named.map(|f| (&f.function, f.line))
+                        ));
+                    }
+                }
+            }
             probs.run(&r, p);
         }
     }
@@ -1729,6 +1755,21 @@ fn check_prediction_bound(r: &Run) -> Vec<String> {
             .any(|t| t.end_ns < t.start_ns || t.cpus.is_empty())
     {
         p.push(format!("sharing.threads incomplete: {:?}", s.threads));
+    }
+    // The prediction weighs the lines against the threads' own accesses: the exact counts of
+    // the thread table.
+    for t in &s.threads {
+        let table = profile
+            .threads
+            .iter()
+            .find(|x| x.id == t.id)
+            .map(|x| x.accesses);
+        if table != Some(t.accesses) {
+            p.push(format!(
+                "sharing.threads: thread {} has {} accesses, the thread table {table:?}",
+                t.id, t.accesses
+            ));
+        }
     }
     let d = profile.duration_ns as f64;
     for f in r.findings() {

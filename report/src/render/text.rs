@@ -236,12 +236,13 @@ fn alloc_sites(a: &AllocSites, stack_depth: usize, out: &mut String) {
             s.threads,
             if s.threads == 1 { "" } else { "s" },
         ));
-        write_stack(out, &s.stack, stack_depth, "         ");
+        write_stack(out, &s.stack, stack_depth, "         ", s.wrapper_frames);
     }
 }
 
-/// Print a stack one frame a line, `depth` frames at most (0 = all).
-pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str) {
+/// Print a stack one frame a line, `depth` frames at most (0 = all); the first `wrappers`
+/// frames are marked as allocation wrappers.
+pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str, wrappers: usize) {
     if stack.is_empty() {
         out.push_str(indent);
         out.push_str("(no call stack recorded)\n");
@@ -258,9 +259,12 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
     } else {
         stack.len().min(depth)
     };
-    for f in &stack[..shown] {
+    for (i, f) in stack[..shown].iter().enumerate() {
         out.push_str(indent);
         out.push_str(&f.describe());
+        if i < wrappers {
+            out.push_str("  [allocation wrapper]");
+        }
         out.push('\n');
     }
     if shown < stack.len() {
