@@ -567,21 +567,13 @@ fn threads(threads: &[Thread], several_inputs: bool, out: &mut String) {
         return thread_groups(threads, several_inputs, out);
     }
     out.push_str(&format!("Threads ({})\n", threads.len()));
-    let pid_col = if several_inputs {
-        format!("{:>8}  ", "pid")
-    } else {
-        String::new()
-    };
+    let pid_col = pid_cell(several_inputs, "pid");
     out.push_str(&format!(
         "  {pid_col}{:>5}  {:>6}  {:>14}  {}\n",
         "id", "parent", "accesses", "created at"
     ));
     for t in threads {
-        let pid = if several_inputs {
-            format!("{:>8}  ", t.pid)
-        } else {
-            String::new()
-        };
+        let pid = pid_cell(several_inputs, t.pid);
         let parent = t
             .parent
             .map(|p| p.to_string())
@@ -593,6 +585,15 @@ fn threads(threads: &[Thread], several_inputs: bool, out: &mut String) {
             fmt::count(t.accesses),
             created_text(t)
         ));
+    }
+}
+
+/// The pid column of the thread table: only when the report merges several processes.
+fn pid_cell(several_inputs: bool, v: impl std::fmt::Display) -> String {
+    if several_inputs {
+        format!("{v:>8}  ")
+    } else {
+        String::new()
     }
 }
 
@@ -623,21 +624,13 @@ fn thread_groups(threads: &[Thread], several_inputs: bool, out: &mut String) {
         threads.len(),
         groups.len()
     ));
-    let pid_col = if several_inputs {
-        format!("{:>8}  ", "pid")
-    } else {
-        String::new()
-    };
+    let pid_col = pid_cell(several_inputs, "pid");
     out.push_str(&format!(
         "  {pid_col}{:>7}  {:<24}  {:>6}  {:>14}  {:>21}  {}\n",
         "threads", "ids", "parent", "accesses", "each (min-max)", "created at"
     ));
     for ((pid, parent, created), g) in &groups {
-        let pid = if several_inputs {
-            format!("{pid:>8}  ")
-        } else {
-            String::new()
-        };
+        let pid = pid_cell(several_inputs, pid);
         let ids: Vec<u32> = g.iter().map(|t| t.id).collect();
         let total: u64 = g.iter().map(|t| t.accesses).sum();
         let min = g.iter().map(|t| t.accesses).min().unwrap_or(0);
