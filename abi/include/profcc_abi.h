@@ -48,7 +48,7 @@
 #define PROFCC_SLOTS 10485760u /* u64 slots of one thread's counter array */
 
 /* Module descriptor */
-#define PROFCC_ABI_VERSION 5u
+#define PROFCC_ABI_VERSION 6u
 #define PROFCC_FLAG_SHARING 1u /* the module reads the line shadow */
 #define PROFCC_CTOR_PRIORITY 1
 

@@ -63,13 +63,15 @@
 //! # Module descriptor and site records
 //!
 //! Each instrumented module carries one [`ModuleDesc`] (private constant) that its priority
-//! [`CTOR_PRIORITY`] constructor passes to [`names::REGISTER`]; its `sites` are
-//! [`SITE_WORDS`] u32 words each, read by the runtime as [`SiteDesc`]. The module's
+//! [`CTOR_PRIORITY`] constructor passes to [`names::REGISTER`]; its `sites` are one record
+//! stream ([`sites`]: a few bytes per site), which the runtime decodes into [`SiteDesc`]s
+//! once, when the module registers. The module's
 //! destructor of the same priority passes it to [`names::UNREGISTER`], so a module that
 //! `dlclose` unmaps has its counts and site records folded in (copied) before it goes.
 #![no_std]
 
 pub mod header;
+pub mod sites;
 
 // ---- the address map ----
 
@@ -334,8 +336,9 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 
 // ---- the module descriptor ----
 
-/// 5: `ModuleDesc::wrappers` (the module's allocation wrappers).
-pub const ABI_VERSION: u32 = 5;
+/// 5: `ModuleDesc::wrappers` (the module's allocation wrappers). 6: the site table is a
+/// record stream ([`sites`]), `ModuleDesc::sites_bytes` its length.
+pub const ABI_VERSION: u32 = 6;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
 /// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`
@@ -347,7 +350,8 @@ pub const CTOR_PRIORITY: u64 = 1;
 pub struct ModuleDesc {
     pub abi_version: u32,
     pub nsites: u32,
-    pub sites: *const SiteDesc,
+    /// `nsites` records encoded by [`sites::SiteWriter`], `sites_bytes` bytes.
+    pub sites: *const u8,
     /// NUL-separated strings; offsets in [`SiteDesc`] point into it.
     pub strings: *const u8,
     /// The module's first global site id, `LIMBO` until the runtime assigns it.
@@ -358,37 +362,31 @@ pub struct ModuleDesc {
     /// allocator, or another wrapper, and return the block): their linkage names separated by
     /// [`WRAPPER_SEPARATOR`]; `NO_STRING` when it has none.
     pub wrappers: u32,
+    /// Length of `sites` in bytes.
+    pub sites_bytes: u32,
 }
 
 /// Separates the names in [`ModuleDesc::wrappers`] (no linkage name contains it).
 pub const WRAPPER_SEPARATOR: char = ' ';
 
-/// Word indices of a site record (`SITE_WORDS` u32 words).
-pub const SITE_FILE: usize = 0;
-pub const SITE_LINE: usize = 1;
-pub const SITE_COL: usize = 2;
-pub const SITE_FUNC: usize = 3;
-pub const SITE_INLINED_AT: usize = 4;
-/// `size | kind << SITE_KIND_SHIFT` (size 0: run-time length).
-pub const SITE_SIZE_KIND: usize = 5;
-pub const SITE_LEADER: usize = 6;
-pub const SITE_WORDS: usize = 7;
-pub const SITE_KIND_SHIFT: u32 = 16;
 /// A string offset for "none" (e.g. not inlined).
 pub const NO_STRING: u32 = u32::MAX;
 
-/// One access site as the runtime reads it: the `SITE_WORDS` words the pass emits
-/// ([`SiteDesc::words`]), little-endian.
+/// One access site: what the pass encodes ([`sites::SiteWriter`]) and the runtime decodes
+/// ([`sites::SiteReader`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SiteDesc {
-    /// String offsets: file, function, "file:line" of the outermost inlined-at call
-    /// (`NO_STRING`: not inlined).
+    /// String offsets: file, function.
     pub file: u32,
     pub line: u32,
     pub col: u32,
     pub func: u32,
-    pub inlined_at: u32,
+    /// The outermost inlined-at call (the call in the function the code now lives in): its
+    /// file's string offset (`NO_STRING`: not inlined) and line.
+    pub inlined_file: u32,
+    pub inlined_line: u32,
+    /// Bytes accessed (0: run-time length, counted per access).
     pub size: u16,
     /// An [`AccessKind`].
     pub kind: u8,
@@ -396,21 +394,6 @@ pub struct SiteDesc {
     /// The module-local site whose counter this one shares (the first access of its group;
     /// itself for a site with its own counter). Sites of one group execute equally often.
     pub leader: u32,
-}
-
-impl SiteDesc {
-    /// The record as the pass emits it.
-    pub const fn words(&self) -> [u32; SITE_WORDS] {
-        let mut w = [0; SITE_WORDS];
-        w[SITE_FILE] = self.file;
-        w[SITE_LINE] = self.line;
-        w[SITE_COL] = self.col;
-        w[SITE_FUNC] = self.func;
-        w[SITE_INLINED_AT] = self.inlined_at;
-        w[SITE_SIZE_KIND] = self.size as u32 | (self.kind as u32) << SITE_KIND_SHIFT;
-        w[SITE_LEADER] = self.leader;
-        w
-    }
 }
 
 /// `SiteDesc::kind`.
