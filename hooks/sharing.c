@@ -32,15 +32,22 @@ uint64_t __profcc_fn_wmask(void) { return __profcc_wmask; }
 /* The checkers: the whole check of one access, out of line. Straight-line code calls them
  * instead of inlining a hook (one short call per access keeps the code small and the compile
  * fast); the inlined hooks of loops call them on their cold side. preserve_most: the caller
- * keeps every general register, so a call costs its three argument moves. The pass links them
+ * keeps every general register, so a call costs its argument moves. The pass links them
  * into each module as internal, never-inlined functions. `slot`: a write's group counter in
  * the thread's array (its count is current: the group counted before the check); a read's
  * own counter (only its address matters: it names the site).
  *
+ * Variants that shorten the call (abi::names::CHECKERS; the code at each access is most of
+ * an instrumented object's size): `_c` counts the group first (`++*slot`: the access leads
+ * its group, so the caller has no increment of its own), and a read that stands for itself
+ * alone (info = its size) calls the entry point of its size, which has no info argument.
+ *
  * A read leaves unless the line is hot or this thread has not read it since its last write;
  * on a hot line, one access in fs_sample per thread goes on (the countdown reaches zero). */
-__attribute__((preserve_most, noinline)) void __profcc_check_read(const void *p, uint64_t *slot,
-                                                                  uint64_t info) {
+#define CHECKER __attribute__((preserve_most, noinline))
+
+static inline __attribute__((always_inline)) void read_check(const void *p, uint64_t *slot,
+                                                             uint64_t info) {
   uint64_t w = *shadow_of(p);
   uint64_t rb = __profcc_rb;
   if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0)) {
@@ -52,8 +59,8 @@ __attribute__((preserve_most, noinline)) void __profcc_check_read(const void *p,
 /* A write leaves when this thread is the line's last writer and nobody read it since (the
  * shadow word equals the thread's owner word, counters masked out). Nothing is stored to the
  * shadow here. */
-__attribute__((preserve_most, noinline)) void __profcc_check_write(const void *p, uint64_t *slot,
-                                                                   uint64_t info) {
+static inline __attribute__((always_inline)) void write_check(const void *p, uint64_t *slot,
+                                                              uint64_t info) {
   uint64_t w = *shadow_of(p);
   if (__builtin_expect((w & PROFCC_WRITE_MASK) != __profcc_me, 0)) {
     if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
@@ -63,8 +70,8 @@ __attribute__((preserve_most, noinline)) void __profcc_check_write(const void *p
 
 /* The write that takes its group's write-volume sample: also goes on when the group's count
  * hits the thread's sample mask. */
-__attribute__((preserve_most, noinline)) void __profcc_check_write_s(const void *p, uint64_t *slot,
-                                                                     uint64_t info) {
+static inline __attribute__((always_inline)) void write_s_check(const void *p, uint64_t *slot,
+                                                                uint64_t info) {
   uint64_t w = *shadow_of(p);
   int sample = (*slot & __profcc_wmask) == 0;
   if (__builtin_expect(((w & PROFCC_WRITE_MASK) != __profcc_me) | sample, 0)) {
@@ -72,6 +79,43 @@ __attribute__((preserve_most, noinline)) void __profcc_check_write_s(const void 
       __profcc_slow(p, slot, info);
   }
 }
+
+static inline __attribute__((always_inline)) void count(uint64_t *slot) {
+  slot[PROFCC_COUNT_SLOT] += 1;
+}
+
+CHECKER void __profcc_check_read(const void *p, uint64_t *slot, uint64_t info) {
+  read_check(p, slot, info);
+}
+CHECKER void __profcc_check_write(const void *p, uint64_t *slot, uint64_t info) {
+  write_check(p, slot, info);
+}
+CHECKER void __profcc_check_write_s(const void *p, uint64_t *slot, uint64_t info) {
+  write_s_check(p, slot, info);
+}
+CHECKER void __profcc_check_read_c(const void *p, uint64_t *slot, uint64_t info) {
+  count(slot);
+  read_check(p, slot, info);
+}
+CHECKER void __profcc_check_write_c(const void *p, uint64_t *slot, uint64_t info) {
+  count(slot);
+  write_check(p, slot, info);
+}
+CHECKER void __profcc_check_write_s_c(const void *p, uint64_t *slot, uint64_t info) {
+  count(slot);
+  write_s_check(p, slot, info);
+}
+#define SIZED_READ(n)                                                                            \
+  CHECKER void __profcc_check_read##n(const void *p, uint64_t *slot) { read_check(p, slot, n); } \
+  CHECKER void __profcc_check_read##n##_c(const void *p, uint64_t *slot) {                       \
+    count(slot);                                                                                 \
+    read_check(p, slot, n);                                                                      \
+  }
+SIZED_READ(1)
+SIZED_READ(2)
+SIZED_READ(4)
+SIZED_READ(8)
+SIZED_READ(16)
 
 /* The inlined hooks (accesses in loops): one load of the shadow word, one compare; the cold
  * side is one call of the access's checker, which decides again. `site`: a read's own

@@ -36,7 +36,7 @@
 #define PROFCC_INFO_EXTRA_READS_SHIFT 12
 #define PROFCC_INFO_EXTRA_WRITES_SHIFT 18
 #define PROFCC_INFO_EXTRA_MAX 63
-#define PROFCC_INFO_SITE_SHIFT 32 /* site - group leader */
+#define PROFCC_INFO_SITE_SHIFT 24 /* site - group leader */
 
 /* Counter arrays */
 #define PROFCC_COUNTER_STRIDE 2 /* u64 slots per site */

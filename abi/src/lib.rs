@@ -304,7 +304,7 @@ impl ShadowWord {
 
 /// `info` = size (bits 0-7, capped at 255) | write << 8 | volume sample << 9 (set by the
 /// door) | atomic << 10 | extra reads << 12 | extra writes << 18 (6 bits each: the unchecked
-/// accesses of the same address this one stands for) | (site - group leader) << 32.
+/// accesses of the same address this one stands for) | (site - group leader) << 24.
 pub const INFO_SIZE_MASK: u64 = 0xff;
 pub const INFO_WRITE: u64 = 1 << 8;
 pub const INFO_SAMPLED_SHIFT: u32 = 9;
@@ -314,7 +314,9 @@ pub const INFO_EXTRA_READS_SHIFT: u32 = 12;
 pub const INFO_EXTRA_WRITES_SHIFT: u32 = 18;
 /// Most extra reads (and writes) one checked access stands for.
 pub const INFO_EXTRA_MAX: u32 = 63;
-pub const INFO_SITE_SHIFT: u32 = 32;
+/// Below 32 so that a write's info with a site distance under 256 is a 32-bit immediate (a
+/// 5-byte `mov` at each call instead of a 10-byte `movabs`).
+pub const INFO_SITE_SHIFT: u32 = 24;
 
 // ---- counter arrays ----
 
@@ -337,7 +339,7 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 // ---- the module descriptor ----
 
 /// 5: `ModuleDesc::wrappers` (the module's allocation wrappers). 6: the site table is a
-/// record stream ([`sites`]), `ModuleDesc::sites_bytes` its length.
+/// record stream ([`sites`]), `ModuleDesc::sites_bytes` its length; `INFO_SITE_SHIFT` 24.
 pub const ABI_VERSION: u32 = 6;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
@@ -473,7 +475,37 @@ pub mod names {
     pub const CHECK_READ: &str = "__profcc_check_read";
     pub const CHECK_WRITE: &str = "__profcc_check_write";
     pub const CHECK_WRITE_SAMPLE: &str = "__profcc_check_write_s";
-    pub const CHECKERS: [&str; 3] = [CHECK_READ, CHECK_WRITE, CHECK_WRITE_SAMPLE];
+    /// The same, counting the group first (`++*slot`): the access leads its group.
+    pub const CHECK_READ_COUNT: &str = "__profcc_check_read_c";
+    pub const CHECK_WRITE_COUNT: &str = "__profcc_check_write_c";
+    pub const CHECK_WRITE_SAMPLE_COUNT: &str = "__profcc_check_write_s_c";
+    /// A read whose info is its size alone, without the info argument: `(size, checker,
+    /// counting checker)`.
+    pub const CHECK_READ_SIZED: [(u64, &str, &str); 5] = [
+        (1, "__profcc_check_read1", "__profcc_check_read1_c"),
+        (2, "__profcc_check_read2", "__profcc_check_read2_c"),
+        (4, "__profcc_check_read4", "__profcc_check_read4_c"),
+        (8, "__profcc_check_read8", "__profcc_check_read8_c"),
+        (16, "__profcc_check_read16", "__profcc_check_read16_c"),
+    ];
+    pub const CHECKERS: [&str; 16] = [
+        CHECK_READ,
+        CHECK_WRITE,
+        CHECK_WRITE_SAMPLE,
+        CHECK_READ_COUNT,
+        CHECK_WRITE_COUNT,
+        CHECK_WRITE_SAMPLE_COUNT,
+        CHECK_READ_SIZED[0].1,
+        CHECK_READ_SIZED[0].2,
+        CHECK_READ_SIZED[1].1,
+        CHECK_READ_SIZED[1].2,
+        CHECK_READ_SIZED[2].1,
+        CHECK_READ_SIZED[2].2,
+        CHECK_READ_SIZED[3].1,
+        CHECK_READ_SIZED[3].2,
+        CHECK_READ_SIZED[4].1,
+        CHECK_READ_SIZED[4].2,
+    ];
     /// The doors the hook bodies call (hooks/sharing.c): the `preserve_most` cold door of a
     /// checked access and the per-line loop of a range. Declared `nonlazybind` by the pass:
     /// from a shared library they are called through the GOT, bound at load time, never

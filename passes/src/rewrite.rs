@@ -266,6 +266,11 @@ impl Rewriter {
         };
         info |= ((local - slot_site) as u64) << INFO_SITE_SHIFT;
         let empty = c"";
+        // An out-of-line check of a group's first access counts the group in its checker
+        // (the `_c` checkers): no increment at the access. The group's other accesses are in
+        // the same block, so none of them is inlined and needs the count in a register.
+        let count_in_checker =
+            check && fixed_line && !inline && a.leader == local && matches!(a.size, Size::Const(_));
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
             let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
@@ -278,7 +283,10 @@ impl Rewriter {
             }
             return;
         }
-        if a.leader == local {
+        if a.leader == local && count_in_checker {
+            stats.bump("counter-in-checker", 1);
+            self.group_count = None;
+        } else if a.leader == local {
             let hoisted = if hoist {
                 self.hoist_loop_count(a, local)
             } else {
@@ -307,9 +315,6 @@ impl Rewriter {
         if !check {
             return;
         }
-        let count = self
-            .group_count
-            .expect("a group's first access comes first");
         if n <= LINE_SIZE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
             if !inline {
@@ -317,13 +322,28 @@ impl Rewriter {
                 let mut idx = [LLVMConstInt(i64t, stride * slot_site as u64, 0)];
                 let slot =
                     LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, empty.as_ptr());
-                let checker = match (a.kind.writes(), a.samples) {
-                    (false, _) => crate::abi::names::CHECK_READ,
-                    (true, false) => crate::abi::names::CHECK_WRITE,
-                    (true, true) => crate::abi::names::CHECK_WRITE_SAMPLE,
-                };
-                self.call(checker, &mut [a.ptr, slot, infov], empty);
+                use crate::abi::names::*;
+                let info = info | n.min(255);
+                let sized = CHECK_READ_SIZED.iter().find(|x| x.0 == info);
+                if let (false, Some(&(_, plain, counting))) = (a.kind.writes(), sized) {
+                    // A read that stands for itself alone: its size is its info.
+                    let checker = if count_in_checker { counting } else { plain };
+                    self.call(checker, &mut [a.ptr, slot], empty);
+                } else {
+                    let checker = match (a.kind.writes(), a.samples, count_in_checker) {
+                        (false, _, false) => CHECK_READ,
+                        (false, _, true) => CHECK_READ_COUNT,
+                        (true, false, false) => CHECK_WRITE,
+                        (true, false, true) => CHECK_WRITE_COUNT,
+                        (true, true, false) => CHECK_WRITE_SAMPLE,
+                        (true, true, true) => CHECK_WRITE_SAMPLE_COUNT,
+                    };
+                    self.call(checker, &mut [a.ptr, slot, infov], empty);
+                }
             } else if a.kind.writes() && a.samples {
+                let count = self
+                    .group_count
+                    .expect("an inlined check's group counts at its first access");
                 let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
                 self.call(crate::abi::names::WRITE_SAMPLE, &mut args, empty);
             } else if a.kind.writes() {

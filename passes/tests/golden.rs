@@ -93,18 +93,22 @@ fn load_store() {
     let (ir, s) = run("load_store");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("instrumented-write"), 1);
-    // One counter increment for the block (both accesses run equally often); per access one
-    // load of the line's shadow word (16 TiB + addr/8) and one rarely taken branch to the
-    // cold door; nothing is stored to the shadow inline.
+    // One counter increment for the block (both accesses run equally often), made by the
+    // first access's checker; per access one load of the line's shadow word (16 TiB +
+    // addr/8) and one rarely taken branch to the cold door; nothing is stored to the shadow
+    // inline.
     assert_eq!(s.get("counter-shared-in-block"), 1);
+    assert_eq!(s.get("counter-in-checker"), 1);
+    assert!(!ir.contains("%profcc.n"), "no increment in @f: {ir}");
     let base = profcc_abi::LINE_SHADOW.to_string();
     assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
-    // Straight-line code: one three-argument call per access of a shared checker (address,
-    // counter slot, info = size | write << 8 | distance from the block's counting site << 32),
-    // preserve_most so the caller spills nothing around it; the checkers (one per kind,
-    // internal, never inlined) hold the shadow loads and the one call each of the cold door.
+    // Straight-line code: one call per access of a shared checker (address, counter slot,
+    // info = size | write << 8 | distance from the block's counting site << 24; a read that
+    // is its size alone calls its size's checker without info), preserve_most so the caller
+    // spills nothing around it; the checkers (internal, never inlined) hold the shadow loads
+    // and the one call each of the cold door. The load leads the block: its checker counts.
     assert_eq!(
-        ir.matches("call preserve_mostcc void @__profcc_check_read(ptr %p, ")
+        ir.matches("call preserve_mostcc void @__profcc_check_read4_c(ptr %p, ")
             .count(),
         1,
         "{ir}"
@@ -122,7 +126,8 @@ fn load_store() {
         "{ir}"
     );
     assert!(
-        ir.contains("i64 4)") && ir.contains("i64 4294967560)"),
+        ir.contains("@__profcc_slow(ptr noundef %0, ptr noundef nonnull %1, i64 noundef 4)")
+            && ir.contains("i64 16777480)"),
         "{ir}"
     );
     // The store's site record points at the load's counter (leader 0).
@@ -212,11 +217,16 @@ fn rmw() {
     // The load before the store and the repeated store are covered; the atomic never is.
     assert_eq!(s.get("check-covered-same-address"), 2);
     // Checks: @rmw's first store (8 bytes | write | 1 extra read << 12 | 1 extra write << 18
-    // | site 1 << 32, with its group's counter) and its load of %q (site 3: a read passes its
-    // own counter slot, 2 * 3 words in, and no distance); @calls: three stores and the
-    // atomic (which goes through the same checker as a store). Each is one call of a checker.
-    assert!(ir.contains("i64 4295233800)"), "{ir}");
-    assert!(ir.contains("getelementptr inbounds i64, ptr %5, i64 6\n  call preserve_mostcc void @__profcc_check_read(ptr %q, ptr %9, i64 8)"), "{ir}");
+    // | site 1 << 24, with its group's counter) and its load of %q (site 3: a read passes its
+    // own counter slot, 2 * 3 words in, and no distance: the 8-byte read's checker, no
+    // info); @calls: three stores and the atomic (which goes through the same checker as a
+    // store). Each is one call of a checker; the first store of each of @calls' groups
+    // counts its group in its checker (@rmw's group leads with the covered load: it counts
+    // in place).
+    assert!(ir.contains("i64 17043720)"), "{ir}");
+    assert!(ir.contains("getelementptr inbounds i64, ptr %5, i64 6\n  call preserve_mostcc void @__profcc_check_read8(ptr %q, ptr %9)"), "{ir}");
+    assert_eq!(s.get("counter-in-checker"), 2, "{ir}");
+    assert_eq!(ir.matches("%profcc.n = add").count(), 1, "{ir}");
     assert_eq!(
         ir.matches("call preserve_mostcc void @__profcc_check_")
             .count(),
