@@ -239,7 +239,13 @@ pub unsafe fn emit(
     LLVMSetGlobalConstant(strings, 1);
     LLVMSetLinkage(strings, LLVMLinkage::LLVMPrivateLinkage);
 
-    let base = LLVMAddGlobal(m, i32t, cstr(names::SITE_BASE).as_ptr());
+    // The checkers (hooks/sharing.c) declare it: define that declaration.
+    let mut base = LLVMGetNamedGlobal(m, cstr(names::SITE_BASE).as_ptr());
+    if base.is_null() {
+        base = LLVMAddGlobal(m, i32t, cstr(names::SITE_BASE).as_ptr());
+    }
+    // The descriptor hands its address to the runtime, which writes it.
+    LLVMSetUnnamedAddress(base, llvm_sys::LLVMUnnamedAddr::LLVMNoUnnamedAddr);
     LLVMSetInitializer(base, LLVMConstInt(i32t, LIMBO as u64, 0));
     LLVMSetLinkage(base, LLVMLinkage::LLVMInternalLinkage);
     // Runtime data, not the program's: the link places `.profcc.data` after the program's

@@ -213,7 +213,6 @@ impl Rewriter {
         stats: &mut Stats,
     ) {
         let i64t = LLVMInt64TypeInContext(self.ctx);
-        let c = self.entry_value(a.func, 0);
         let fixed_line = matches!(a.size, Size::Const(n) if n <= LINE_SIZE);
         let check = sharing && a.check;
         // Outside small loops a check is one call of a checker, which reads the thread's words
@@ -273,6 +272,9 @@ impl Rewriter {
             check && fixed_line && !inline && a.leader == local && matches!(a.size, Size::Const(_));
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
+            let c = self.entry_value(a.func, 0);
+            LLVMPositionBuilderBefore(self.b, a.inst);
+            LLVMSetCurrentDebugLocation2(self.b, loc);
             let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
             if check {
                 let infov = LLVMConstInt(i64t, info, 0);
@@ -295,10 +297,11 @@ impl Rewriter {
             if hoisted.is_some() {
                 stats.bump("counter-hoisted-loop", 1);
             }
-            LLVMPositionBuilderBefore(self.b, a.inst);
-            LLVMSetCurrentDebugLocation2(self.b, loc);
+            let c = self.entry_value(a.func, 0);
             // `__profcc_count` (hooks/counting.c) built in place: tens of thousands of calls
             // left for the inliner cost a module like sqlite3.c's about a second.
+            LLVMPositionBuilderBefore(self.b, a.inst);
+            LLVMSetCurrentDebugLocation2(self.b, loc);
             let n = hoisted.unwrap_or_else(|| {
                 let stride = crate::abi::COUNTER_STRIDE as u64;
                 let slot = (local as u64) * stride + crate::abi::COUNT_SLOT as u64;
@@ -318,10 +321,8 @@ impl Rewriter {
         if n <= LINE_SIZE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
             if !inline {
-                let stride = crate::abi::COUNTER_STRIDE as u64;
-                let mut idx = [LLVMConstInt(i64t, stride * slot_site as u64, 0)];
-                let slot =
-                    LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, empty.as_ptr());
+                // The checker finds the site's counter itself: no counter base at the call.
+                let slot = LLVMConstInt(i64t, slot_site as u64, 0);
                 use crate::abi::names::*;
                 let info = info | n.min(255);
                 let sized = CHECK_READ_SIZED.iter().find(|x| x.0 == info);
@@ -344,16 +345,19 @@ impl Rewriter {
                 let count = self
                     .group_count
                     .expect("an inlined check's group counts at its first access");
-                let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
+                let mut args = [leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
                 self.call(crate::abi::names::WRITE_SAMPLE, &mut args, empty);
             } else if a.kind.writes() {
-                let mut args = [c, leaderv, a.ptr, infov, me.unwrap()];
+                let mut args = [leaderv, a.ptr, infov, me.unwrap()];
                 self.call(crate::abi::names::WRITE, &mut args, empty);
             } else {
-                let mut args = [c, localv, a.ptr, infov, rb.unwrap()];
+                let mut args = [localv, a.ptr, infov, rb.unwrap()];
                 self.call(crate::abi::names::READ, &mut args, empty);
             }
         } else {
+            let c = self.entry_value(a.func, 0);
+            LLVMPositionBuilderBefore(self.b, a.inst);
+            LLVMSetCurrentDebugLocation2(self.b, loc);
             let lenv = LLVMConstInt(i64t, n, 0);
             let infov = LLVMConstInt(i64t, info, 0);
             let mut args = [c, leaderv, a.ptr, lenv, infov];
