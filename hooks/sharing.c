@@ -127,6 +127,36 @@ SIZED_READ(4)
 SIZED_READ(8)
 SIZED_READ(16)
 
+/* A plain write that stands for itself alone (size n, no extra accesses): `x` packs its group
+ * leader and its distance from it (abi: packed_write_site), so the call has one immediate
+ * after the address; the checker rebuilds the info the door takes. */
+static inline __attribute__((always_inline)) uint64_t packed_leader(uint64_t x) {
+  return x & (((uint64_t)1 << PROFCC_PACKED_DISTANCE_SHIFT) - 1);
+}
+static inline __attribute__((always_inline)) uint64_t packed_info(uint64_t x, uint64_t n) {
+  return n | PROFCC_INFO_WRITE | (x >> PROFCC_PACKED_DISTANCE_SHIFT) << PROFCC_INFO_SITE_SHIFT;
+}
+#define SIZED_WRITE(n)                                                                           \
+  CHECKER void __profcc_check_write##n(const void *p, uint64_t x) {                              \
+    write_check(p, packed_leader(x), packed_info(x, n));                                         \
+  }                                                                                              \
+  CHECKER void __profcc_check_write##n##_c(const void *p, uint64_t x) {                          \
+    count(packed_leader(x));                                                                     \
+    write_check(p, packed_leader(x), packed_info(x, n));                                         \
+  }                                                                                              \
+  CHECKER void __profcc_check_write##n##_s(const void *p, uint64_t x) {                          \
+    write_s_check(p, packed_leader(x), packed_info(x, n));                                       \
+  }                                                                                              \
+  CHECKER void __profcc_check_write##n##_s_c(const void *p, uint64_t x) {                        \
+    count(packed_leader(x));                                                                     \
+    write_s_check(p, packed_leader(x), packed_info(x, n));                                       \
+  }
+SIZED_WRITE(1)
+SIZED_WRITE(2)
+SIZED_WRITE(4)
+SIZED_WRITE(8)
+SIZED_WRITE(16)
+
 /* The inlined hooks (accesses in loops): one load of the shadow word, one compare; the cold
  * side is one call of the access's checker, which decides again. `site`: a read's own
  * site; `leader`: the site whose counter a write shares (the write's own is `info >>

@@ -37,6 +37,7 @@
 #define PROFCC_INFO_EXTRA_WRITES_SHIFT 18
 #define PROFCC_INFO_EXTRA_MAX 63
 #define PROFCC_INFO_SITE_SHIFT 24 /* site - group leader */
+#define PROFCC_PACKED_DISTANCE_SHIFT 20 /* packed write checker: leader | distance << this */
 
 /* Counter arrays */
 #define PROFCC_COUNTER_STRIDE 2 /* u64 slots per site */

@@ -318,6 +318,23 @@ pub const INFO_EXTRA_MAX: u32 = 63;
 /// 5-byte `mov` at each call instead of a 10-byte `movabs`).
 pub const INFO_SITE_SHIFT: u32 = 24;
 
+/// The argument of a packed write checker ([`names::CHECK_WRITE_SIZED`]): its group leader
+/// (module-local site, below [`MAX_MODULE_SITES`]) | its distance from it <<
+/// `PACKED_DISTANCE_SHIFT`, when the distance is below `MAX_PACKED_DISTANCE` (one 32-bit
+/// immediate at the call: the checker rebuilds the info).
+pub const PACKED_DISTANCE_SHIFT: u32 = 20;
+pub const MAX_PACKED_DISTANCE: u64 = 1 << (32 - PACKED_DISTANCE_SHIFT);
+const _: () = assert!(MAX_MODULE_SITES <= 1 << PACKED_DISTANCE_SHIFT);
+
+/// [`PACKED_DISTANCE_SHIFT`]'s packing, or None when the distance does not fit.
+pub const fn packed_write_site(leader: u64, distance: u64) -> Option<u64> {
+    if distance < MAX_PACKED_DISTANCE && leader < MAX_MODULE_SITES as u64 {
+        Some(leader | distance << PACKED_DISTANCE_SHIFT)
+    } else {
+        None
+    }
+}
+
 // ---- counter arrays ----
 
 /// u64 slots per site in a thread's counter array.
@@ -488,24 +505,91 @@ pub mod names {
         (8, "__profcc_check_read8", "__profcc_check_read8_c"),
         (16, "__profcc_check_read16", "__profcc_check_read16_c"),
     ];
-    pub const CHECKERS: [&str; 16] = [
-        CHECK_READ,
-        CHECK_WRITE,
-        CHECK_WRITE_SAMPLE,
-        CHECK_READ_COUNT,
-        CHECK_WRITE_COUNT,
-        CHECK_WRITE_SAMPLE_COUNT,
-        CHECK_READ_SIZED[0].1,
-        CHECK_READ_SIZED[0].2,
-        CHECK_READ_SIZED[1].1,
-        CHECK_READ_SIZED[1].2,
-        CHECK_READ_SIZED[2].1,
-        CHECK_READ_SIZED[2].2,
-        CHECK_READ_SIZED[3].1,
-        CHECK_READ_SIZED[3].2,
-        CHECK_READ_SIZED[4].1,
-        CHECK_READ_SIZED[4].2,
+    /// A plain write whose info is its size and its distance from its group leader alone:
+    /// one argument after the address, [`super::packed_write_site`]. `(size, [checker,
+    /// counting, sampling, sampling and counting])`.
+    pub const CHECK_WRITE_SIZED: [(u64, [&str; 4]); 5] = [
+        (
+            1,
+            [
+                "__profcc_check_write1",
+                "__profcc_check_write1_c",
+                "__profcc_check_write1_s",
+                "__profcc_check_write1_s_c",
+            ],
+        ),
+        (
+            2,
+            [
+                "__profcc_check_write2",
+                "__profcc_check_write2_c",
+                "__profcc_check_write2_s",
+                "__profcc_check_write2_s_c",
+            ],
+        ),
+        (
+            4,
+            [
+                "__profcc_check_write4",
+                "__profcc_check_write4_c",
+                "__profcc_check_write4_s",
+                "__profcc_check_write4_s_c",
+            ],
+        ),
+        (
+            8,
+            [
+                "__profcc_check_write8",
+                "__profcc_check_write8_c",
+                "__profcc_check_write8_s",
+                "__profcc_check_write8_s_c",
+            ],
+        ),
+        (
+            16,
+            [
+                "__profcc_check_write16",
+                "__profcc_check_write16_c",
+                "__profcc_check_write16_s",
+                "__profcc_check_write16_s_c",
+            ],
+        ),
     ];
+    pub const CHECKERS: [&str; 36] = {
+        let mut all = [""; 36];
+        let generic = [
+            CHECK_READ,
+            CHECK_WRITE,
+            CHECK_WRITE_SAMPLE,
+            CHECK_READ_COUNT,
+            CHECK_WRITE_COUNT,
+            CHECK_WRITE_SAMPLE_COUNT,
+        ];
+        let mut n = 0;
+        while n < generic.len() {
+            all[n] = generic[n];
+            n += 1;
+        }
+        let mut i = 0;
+        while i < CHECK_READ_SIZED.len() {
+            all[n] = CHECK_READ_SIZED[i].1;
+            all[n + 1] = CHECK_READ_SIZED[i].2;
+            n += 2;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < CHECK_WRITE_SIZED.len() {
+            let mut k = 0;
+            while k < 4 {
+                all[n] = CHECK_WRITE_SIZED[i].1[k];
+                n += 1;
+                k += 1;
+            }
+            i += 1;
+        }
+        assert!(n == all.len());
+        all
+    };
     /// The doors the hook bodies call (hooks/sharing.c): the `preserve_most` cold door of a
     /// checked access and the per-line loop of a range. Declared `nonlazybind` by the pass:
     /// from a shared library they are called through the GOT, bound at load time, never

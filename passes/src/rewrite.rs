@@ -326,10 +326,27 @@ impl Rewriter {
                 use crate::abi::names::*;
                 let info = info | n.min(255);
                 let sized = CHECK_READ_SIZED.iter().find(|x| x.0 == info);
+                // A plain write that stands for itself alone: its size, its leader and its
+                // distance from it are its info (one packed immediate).
+                let packed = (a.kind == AccessKind::Write)
+                    .then(|| {
+                        CHECK_WRITE_SIZED
+                            .iter()
+                            .find(|x| INFO_WRITE | x.0 == info & ((1 << INFO_SITE_SHIFT) - 1))
+                    })
+                    .flatten()
+                    .zip(crate::abi::packed_write_site(
+                        slot_site as u64,
+                        (local - slot_site) as u64,
+                    ));
                 if let (false, Some(&(_, plain, counting))) = (a.kind.writes(), sized) {
                     // A read that stands for itself alone: its size is its info.
                     let checker = if count_in_checker { counting } else { plain };
                     self.call(checker, &mut [a.ptr, slot], empty);
+                } else if let Some(((_, names), x)) = packed {
+                    let checker = names[count_in_checker as usize + 2 * a.samples as usize];
+                    let x = LLVMConstInt(i64t, x, 0);
+                    self.call(checker, &mut [a.ptr, x], empty);
                 } else {
                     let checker = match (a.kind.writes(), a.samples, count_in_checker) {
                         (false, _, false) => CHECK_READ,

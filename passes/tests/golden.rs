@@ -102,9 +102,9 @@ fn load_store() {
     assert!(!ir.contains("%profcc.n"), "no increment in @f: {ir}");
     let base = profcc_abi::LINE_SHADOW.to_string();
     assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
-    // Straight-line code: one call per access of a shared checker (address, counter slot,
-    // info = size | write << 8 | distance from the block's counting site << 24; a read that
-    // is its size alone calls its size's checker without info), preserve_most so the caller
+    // Straight-line code: one call per access of a shared checker (address, site, info =
+    // size | write << 8 | distance from the block's counting site << 24; a read or a plain
+    // write that is its size alone calls its size's checker without info), preserve_most so the caller
     // spills nothing around it; the checkers (internal, never inlined) hold the shadow loads
     // and the one call each of the cold door. The load leads the block: its checker counts.
     assert_eq!(
@@ -114,7 +114,7 @@ fn load_store() {
         "{ir}"
     );
     assert_eq!(
-        ir.matches("call preserve_mostcc void @__profcc_check_write_s(ptr %q, ")
+        ir.matches("call preserve_mostcc void @__profcc_check_write8_s(ptr %q, ")
             .count(),
         1,
         "{ir}"
@@ -126,11 +126,15 @@ fn load_store() {
         "{ir}"
     );
     // The calls name the site (the load's own, the store's group leader: site 0) by its
-    // module-local index; the checker finds its counter, so @f keeps no counter base.
+    // module-local index; the checker finds its counter, so @f keeps no counter base. The
+    // store is a plain 8-byte write: one immediate packs its leader (0) and its distance
+    // from it (1 << 20), and its checker rebuilds the info (8 | write | 1 << 24 = 16777480:
+    // 264 and the distance shifted to bit 24).
     assert!(
         ir.contains("@__profcc_check_read4_c(ptr %p, i64 0)")
-            && ir.contains("@__profcc_check_write_s(ptr %q, i64 0, i64 16777480)")
-            && ir.contains("i64 noundef 4)"),
+            && ir.contains("@__profcc_check_write8_s(ptr %q, i64 1048576)")
+            && ir.contains("i64 noundef 4)")
+            && ir.contains("%4 = and i64 %3, -16777216\n  %5 = or disjoint i64 %4, 264"),
         "{ir}"
     );
     let f = &ir[ir.find("define void @f").unwrap()..];
@@ -226,8 +230,10 @@ fn rmw() {
     assert_eq!(s.get("check-covered-same-address"), 2);
     // Checks: @rmw's first store (8 bytes | write | 1 extra read << 12 | 1 extra write << 18
     // | site 1 << 24, with its group's leader, site 0) and its load of %q (site 3: a read
-    // names its own site, and no distance: the 8-byte read's checker, no info); @calls: three stores and the atomic (which goes through the same checker as a
-    // store). Each is one call of a checker; the first store of each of @calls' groups
+    // names its own site, and no distance: the 8-byte read's checker, no info); @calls:
+    // three stores and the atomic (which goes through the same checker as a store; the
+    // plain stores that stand for themselves call the 8-byte write's checkers, leader |
+    // distance << 20 packed in one immediate). Each is one call of a checker; the first store of each of @calls' groups
     // counts its group in its checker (@rmw's group leads with the covered load: it counts
     // in place).
     assert!(ir.contains("i64 17043720)"), "{ir}");
