@@ -55,39 +55,40 @@ static inline __attribute__((always_inline)) uint64_t *slot_of(uint64_t site) {
   return __profcc_counts + PROFCC_COUNTER_STRIDE * (uint64_t)(__profcc_site_base + (uint32_t)site);
 }
 
-static inline __attribute__((always_inline)) void read_check(const void *p, uint64_t site,
-                                                             uint64_t info) {
+/* The checkers' way to the door, off their fast path: a checker's fast path touches only
+ * the registers it needs (preserve_most saves each one it uses, on every call), and its slow
+ * path passes its own arguments on unchanged; the counter's address and the info are made
+ * here. __profcc_door is for a checker whose info is an argument, __profcc_door_read##n /
+ * __profcc_door_write##n (below) for those whose info is implied. The pass links them like
+ * the checkers (abi::names::CHECKER_DOORS). */
+#define DOOR __attribute__((preserve_most, noinline, cold))
+DOOR void __profcc_door(const void *p, uint64_t site, uint64_t info) {
+  __profcc_slow(p, slot_of(site), info);
+}
+
+static inline __attribute__((always_inline)) int read_due(const void *p) {
   uint64_t w = *shadow_of(p);
   uint64_t rb = __profcc_rb;
-  if (__builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0)) {
-    if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
-      __profcc_slow(p, slot_of(site), info);
-  }
+  return __builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0) &&
+         (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
 }
 
 /* A write leaves when this thread is the line's last writer and nobody read it since (the
  * shadow word equals the thread's owner word, counters masked out). Nothing is stored to the
  * shadow here. */
-static inline __attribute__((always_inline)) void write_check(const void *p, uint64_t site,
-                                                              uint64_t info) {
+static inline __attribute__((always_inline)) int write_due(const void *p) {
   uint64_t w = *shadow_of(p);
-  if (__builtin_expect((w & PROFCC_WRITE_MASK) != __profcc_me, 0)) {
-    if (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
-      __profcc_slow(p, slot_of(site), info);
-  }
+  return __builtin_expect((w & PROFCC_WRITE_MASK) != __profcc_me, 0) &&
+         (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
 }
 
 /* The write that takes its group's write-volume sample: also goes on when the group's count
  * hits the thread's sample mask. */
-static inline __attribute__((always_inline)) void write_s_check(const void *p, uint64_t site,
-                                                                uint64_t info) {
-  uint64_t *slot = slot_of(site);
+static inline __attribute__((always_inline)) int write_s_due(const void *p, uint64_t site) {
   uint64_t w = *shadow_of(p);
-  int sample = (*slot & __profcc_wmask) == 0;
-  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != __profcc_me) | sample, 0)) {
-    if (sample || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0)
-      __profcc_slow(p, slot, info);
-  }
+  int sample = (slot_of(site)[PROFCC_COUNT_SLOT] & __profcc_wmask) == 0;
+  return __builtin_expect(((w & PROFCC_WRITE_MASK) != __profcc_me) | sample, 0) &&
+         (sample || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
 }
 
 static inline __attribute__((always_inline)) void count(uint64_t site) {
@@ -95,31 +96,42 @@ static inline __attribute__((always_inline)) void count(uint64_t site) {
 }
 
 CHECKER void __profcc_check_read(const void *p, uint64_t site, uint64_t info) {
-  read_check(p, site, info);
+  if (read_due(p))
+    __profcc_door(p, site, info);
 }
 CHECKER void __profcc_check_write(const void *p, uint64_t site, uint64_t info) {
-  write_check(p, site, info);
+  if (write_due(p))
+    __profcc_door(p, site, info);
 }
 CHECKER void __profcc_check_write_s(const void *p, uint64_t site, uint64_t info) {
-  write_s_check(p, site, info);
+  if (write_s_due(p, site))
+    __profcc_door(p, site, info);
 }
 CHECKER void __profcc_check_read_c(const void *p, uint64_t site, uint64_t info) {
   count(site);
-  read_check(p, site, info);
+  if (read_due(p))
+    __profcc_door(p, site, info);
 }
 CHECKER void __profcc_check_write_c(const void *p, uint64_t site, uint64_t info) {
   count(site);
-  write_check(p, site, info);
+  if (write_due(p))
+    __profcc_door(p, site, info);
 }
 CHECKER void __profcc_check_write_s_c(const void *p, uint64_t site, uint64_t info) {
   count(site);
-  write_s_check(p, site, info);
+  if (write_s_due(p, site))
+    __profcc_door(p, site, info);
 }
-#define SIZED_READ(n)                                                                            \
-  CHECKER void __profcc_check_read##n(const void *p, uint64_t site) { read_check(p, site, n); }  \
-  CHECKER void __profcc_check_read##n##_c(const void *p, uint64_t site) {                        \
-    count(site);                                                                                 \
-    read_check(p, site, n);                                                                      \
+#define SIZED_READ(n)                                                                             \
+  DOOR void __profcc_door_read##n(const void *p, uint64_t site) { __profcc_door(p, site, n); }    \
+  CHECKER void __profcc_check_read##n(const void *p, uint64_t site) {                             \
+    if (read_due(p))                                                                              \
+      __profcc_door_read##n(p, site);                                                             \
+  }                                                                                               \
+  CHECKER void __profcc_check_read##n##_c(const void *p, uint64_t site) {                         \
+    count(site);                                                                                  \
+    if (read_due(p))                                                                              \
+      __profcc_door_read##n(p, site);                                                             \
   }
 SIZED_READ(1)
 SIZED_READ(2)
@@ -129,27 +141,33 @@ SIZED_READ(16)
 
 /* A plain write that stands for itself alone (size n, no extra accesses): `x` packs its group
  * leader and its distance from it (abi: packed_write_site), so the call has one immediate
- * after the address; the checker rebuilds the info the door takes. */
+ * after the address; its door rebuilds the info. */
 static inline __attribute__((always_inline)) uint64_t packed_leader(uint64_t x) {
   return x & (((uint64_t)1 << PROFCC_PACKED_DISTANCE_SHIFT) - 1);
 }
-static inline __attribute__((always_inline)) uint64_t packed_info(uint64_t x, uint64_t n) {
-  return n | PROFCC_INFO_WRITE | (x >> PROFCC_PACKED_DISTANCE_SHIFT) << PROFCC_INFO_SITE_SHIFT;
-}
-#define SIZED_WRITE(n)                                                                           \
-  CHECKER void __profcc_check_write##n(const void *p, uint64_t x) {                              \
-    write_check(p, packed_leader(x), packed_info(x, n));                                         \
-  }                                                                                              \
-  CHECKER void __profcc_check_write##n##_c(const void *p, uint64_t x) {                          \
-    count(packed_leader(x));                                                                     \
-    write_check(p, packed_leader(x), packed_info(x, n));                                         \
-  }                                                                                              \
-  CHECKER void __profcc_check_write##n##_s(const void *p, uint64_t x) {                          \
-    write_s_check(p, packed_leader(x), packed_info(x, n));                                       \
-  }                                                                                              \
-  CHECKER void __profcc_check_write##n##_s_c(const void *p, uint64_t x) {                        \
-    count(packed_leader(x));                                                                     \
-    write_s_check(p, packed_leader(x), packed_info(x, n));                                       \
+#define SIZED_WRITE(n)                                                                            \
+  DOOR void __profcc_door_write##n(const void *p, uint64_t x) {                                   \
+    __profcc_door(p, packed_leader(x),                                                            \
+                  n | PROFCC_INFO_WRITE |                                                         \
+                      (x >> PROFCC_PACKED_DISTANCE_SHIFT) << PROFCC_INFO_SITE_SHIFT);             \
+  }                                                                                               \
+  CHECKER void __profcc_check_write##n(const void *p, uint64_t x) {                               \
+    if (write_due(p))                                                                             \
+      __profcc_door_write##n(p, x);                                                               \
+  }                                                                                               \
+  CHECKER void __profcc_check_write##n##_c(const void *p, uint64_t x) {                           \
+    count(packed_leader(x));                                                                      \
+    if (write_due(p))                                                                             \
+      __profcc_door_write##n(p, x);                                                               \
+  }                                                                                               \
+  CHECKER void __profcc_check_write##n##_s(const void *p, uint64_t x) {                           \
+    if (write_s_due(p, packed_leader(x)))                                                         \
+      __profcc_door_write##n(p, x);                                                               \
+  }                                                                                               \
+  CHECKER void __profcc_check_write##n##_s_c(const void *p, uint64_t x) {                         \
+    count(packed_leader(x));                                                                      \
+    if (write_s_due(p, packed_leader(x)))                                                         \
+      __profcc_door_write##n(p, x);                                                               \
   }
 SIZED_WRITE(1)
 SIZED_WRITE(2)

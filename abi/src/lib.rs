@@ -555,6 +555,22 @@ pub mod names {
             ],
         ),
     ];
+    /// The checkers' slow sides (hooks/sharing.c), linked like them (internal, never
+    /// inlined, preserve_most) and deleted when unused, in this order: the sized checkers'
+    /// doors, then the common one they call.
+    pub const CHECKER_DOORS: [&str; 11] = [
+        "__profcc_door_read1",
+        "__profcc_door_read2",
+        "__profcc_door_read4",
+        "__profcc_door_read8",
+        "__profcc_door_read16",
+        "__profcc_door_write1",
+        "__profcc_door_write2",
+        "__profcc_door_write4",
+        "__profcc_door_write8",
+        "__profcc_door_write16",
+        "__profcc_door",
+    ];
     pub const CHECKERS: [&str; 36] = {
         let mut all = [""; 36];
         let generic = [

@@ -268,8 +268,15 @@ impl Rewriter {
         // An out-of-line check of a group's first access counts the group in its checker
         // (the `_c` checkers): no increment at the access. The group's other accesses are in
         // the same block, so none of them is inlined and needs the count in a register.
-        let count_in_checker =
-            check && fixed_line && !inline && a.leader == local && matches!(a.size, Size::Const(_));
+        // Only outside loops: the checker finds the counter through the thread's array and the
+        // module's base (two loads and a register more on its fast path, which costs a loop
+        // more than the increment here).
+        let count_in_checker = check
+            && fixed_line
+            && !inline
+            && a.loop_blocks == 0
+            && a.leader == local
+            && matches!(a.size, Size::Const(_));
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
             let c = self.entry_value(a.func, 0);
