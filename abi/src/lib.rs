@@ -64,13 +64,14 @@
 //!
 //! Each instrumented module carries one [`ModuleDesc`] (private constant) that its priority
 //! [`CTOR_PRIORITY`] constructor passes to [`names::REGISTER`]; its `sites` are one record
-//! stream ([`sites`]: a few bytes per site), which the runtime decodes into [`SiteDesc`]s
-//! once, when the module registers. The module's
+//! stream ([`sites`]: a few bytes per site) compressed by [`lz`], which the runtime expands and
+//! decodes into [`SiteDesc`]s once, when the module registers. The module's
 //! destructor of the same priority passes it to [`names::UNREGISTER`], so a module that
 //! `dlclose` unmaps has its counts and site records folded in (copied) before it goes.
 #![no_std]
 
 pub mod header;
+pub mod lz;
 pub mod sites;
 
 // ---- the address map ----
@@ -356,7 +357,8 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 // ---- the module descriptor ----
 
 /// 5: `ModuleDesc::wrappers` (the module's allocation wrappers). 6: the site table is a
-/// record stream ([`sites`]), `ModuleDesc::sites_bytes` its length; `INFO_SITE_SHIFT` 24.
+/// record stream ([`sites`], compressed by [`lz`]), `ModuleDesc::sites_bytes` and
+/// `sites_raw_bytes` its lengths; `INFO_SITE_SHIFT` 24.
 pub const ABI_VERSION: u32 = 6;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
@@ -369,7 +371,8 @@ pub const CTOR_PRIORITY: u64 = 1;
 pub struct ModuleDesc {
     pub abi_version: u32,
     pub nsites: u32,
-    /// `nsites` records encoded by [`sites::SiteWriter`], `sites_bytes` bytes.
+    /// `nsites` records encoded by [`sites::SiteWriter`] (`sites_raw_bytes` bytes), compressed
+    /// by [`lz::compress`] (`sites_bytes` bytes).
     pub sites: *const u8,
     /// NUL-separated strings; offsets in [`SiteDesc`] point into it.
     pub strings: *const u8,
@@ -383,6 +386,8 @@ pub struct ModuleDesc {
     pub wrappers: u32,
     /// Length of `sites` in bytes.
     pub sites_bytes: u32,
+    /// Length of the record stream `sites` expands to.
+    pub sites_raw_bytes: u32,
 }
 
 /// Separates the names in [`ModuleDesc::wrappers`] (no linkage name contains it).

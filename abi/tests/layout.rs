@@ -16,7 +16,7 @@ fn access_kind_codes_round_trip() {
 #[test]
 fn module_descriptor_is_c_layout() {
     // { u32 abi, u32 nsites, ptr sites, ptr strings, ptr site_base, u32 flags, u32 wrappers,
-    //   u32 sites_bytes } on LP64.
+    //   u32 sites_bytes, u32 sites_raw_bytes } on LP64.
     assert_eq!(offset_of!(ModuleDesc, abi_version), 0);
     assert_eq!(offset_of!(ModuleDesc, nsites), 4);
     assert_eq!(offset_of!(ModuleDesc, sites), 8);
@@ -25,6 +25,7 @@ fn module_descriptor_is_c_layout() {
     assert_eq!(offset_of!(ModuleDesc, flags), 32);
     assert_eq!(offset_of!(ModuleDesc, wrappers), 36);
     assert_eq!(offset_of!(ModuleDesc, sites_bytes), 40);
+    assert_eq!(offset_of!(ModuleDesc, sites_raw_bytes), 44);
     assert_eq!(size_of::<ModuleDesc>(), 48);
 }
 

@@ -123,3 +123,57 @@ fn truncated_streams_stop_without_panicking() {
         assert_eq!(back[..], sites[..back.len()], "a prefix reads back exactly");
     }
 }
+
+fn lz(bytes: &[u8]) -> Vec<u8> {
+    let mut head = vec![0u32; profcc_abi::lz::HASH_SIZE];
+    let mut prev = vec![0u32; bytes.len()];
+    let mut out = Vec::new();
+    profcc_abi::lz::compress(bytes, &mut head, &mut prev, &mut |b| out.push(b));
+    out
+}
+
+fn unlz(packed: &[u8], len: usize) -> Option<Vec<u8>> {
+    let mut out = vec![0u8; len];
+    profcc_abi::lz::expand(packed, &mut out).then_some(out)
+}
+
+#[test]
+fn lz_round_trips() {
+    let mut rng = Rng(0x51_7e);
+    let mut inputs: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![7],
+        vec![0; 1000],
+        (0..=255u8).collect(),
+        (0..70_000u32).map(|i| (i % 251) as u8).collect(),
+        (0..5000).map(|_| rng.next() as u8).collect(),
+    ];
+    // Site streams, long ones with repeats (the window is 64 KiB).
+    for n in [10, 5000, 60_000] {
+        inputs.push(encode(&random_table(&mut rng, n)));
+    }
+    for x in &inputs {
+        let packed = lz(x);
+        assert_eq!(
+            unlz(&packed, x.len()).as_deref(),
+            Some(&x[..]),
+            "{} bytes",
+            x.len()
+        );
+        if x.len() > 1000 && x.iter().all(|&b| b == 0) {
+            assert!(packed.len() < 40, "runs compress: {}", packed.len());
+        }
+    }
+    // A wrong length or a cut stream is refused, never a panic.
+    let x = &inputs[4];
+    let packed = lz(x);
+    assert!(unlz(&packed, x.len() - 1).is_none());
+    assert!(unlz(&packed, x.len() + 1).is_none());
+    for cut in [1, packed.len() / 2, packed.len() - 1] {
+        assert!(unlz(&packed[..cut], x.len()).is_none());
+    }
+    assert!(
+        unlz(&[0x85, 0x03], 8).is_none(),
+        "a match before any output"
+    );
+}

@@ -217,10 +217,14 @@ pub unsafe fn emit(
     let void = LLVMVoidTypeInContext(ctx);
     let cstr = |s: &str| CString::new(s).unwrap();
 
-    let sites_init = LLVMConstStringInContext2(ctx, t.bytes.as_ptr() as *const _, t.bytes.len(), 1);
+    let mut packed = Vec::new();
+    let mut head = vec![0u32; crate::abi::lz::HASH_SIZE];
+    let mut prev = vec![0u32; t.bytes.len()];
+    crate::abi::lz::compress(&t.bytes, &mut head, &mut prev, &mut |b| packed.push(b));
+    let sites_init = LLVMConstStringInContext2(ctx, packed.as_ptr() as *const _, packed.len(), 1);
     let sites = LLVMAddGlobal(
         m,
-        LLVMArrayType2(i8t, t.bytes.len() as u64),
+        LLVMArrayType2(i8t, packed.len() as u64),
         cstr("__profcc_sites").as_ptr(),
     );
     LLVMSetInitializer(sites, sites_init);
@@ -253,7 +257,7 @@ pub unsafe fn emit(
     LLVMSetSection(base, c".profcc.data".as_ptr());
 
     // profcc_abi::ModuleDesc (passes/tests/abi.rs checks the layouts agree).
-    let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t, i32t, i32t];
+    let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t, i32t, i32t, i32t];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
     let mut vals = [
         LLVMConstInt(i32t, ABI_VERSION as u64, 0),
@@ -263,6 +267,7 @@ pub unsafe fn emit(
         base,
         LLVMConstInt(i32t, flags as u64, 0),
         LLVMConstInt(i32t, t.wrappers as u64, 0),
+        LLVMConstInt(i32t, packed.len() as u64, 0),
         LLVMConstInt(i32t, t.bytes.len() as u64, 0),
     ];
     let desc = LLVMAddGlobal(m, desc_ty, cstr("__profcc_module").as_ptr());

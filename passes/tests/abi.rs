@@ -74,7 +74,7 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
         // The descriptor: same size and field offsets as profcc_abi::ModuleDesc.
         let desc = p.global("__profcc_module");
         let ty = LLVMGlobalGetValueType(desc);
-        assert_eq!(LLVMCountStructElementTypes(ty), 8);
+        assert_eq!(LLVMCountStructElementTypes(ty), 9);
         let offsets = [
             offset_of!(ModuleDesc, abi_version),
             offset_of!(ModuleDesc, nsites),
@@ -84,6 +84,7 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
             offset_of!(ModuleDesc, flags),
             offset_of!(ModuleDesc, wrappers),
             offset_of!(ModuleDesc, sites_bytes),
+            offset_of!(ModuleDesc, sites_raw_bytes),
         ];
         for (i, off) in offsets.iter().enumerate() {
             assert_eq!(
@@ -110,15 +111,21 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
             LIMBO as u64
         );
 
-        // The site table: a record stream of sites_bytes bytes that decodes to nsites sites.
+        // The site table: sites_bytes bytes that expand to a record stream of sites_raw_bytes
+        // bytes, which decodes to nsites sites.
         let bytes_of = |g: LLVMValueRef| {
             let s = LLVMGetInitializer(g);
             let mut len = 0usize;
             let ptr = LLVMGetAsString(s, &mut len);
             std::slice::from_raw_parts(ptr as *const u8, len).to_vec()
         };
-        let stream = bytes_of(p.global("__profcc_sites"));
-        assert_eq!(int_at(init, 7) as usize, stream.len(), "sites_bytes");
+        let packed = bytes_of(p.global("__profcc_sites"));
+        assert_eq!(int_at(init, 7) as usize, packed.len(), "sites_bytes");
+        let mut stream = vec![0u8; int_at(init, 8) as usize];
+        assert!(
+            profcc_abi::lz::expand(&packed, &mut stream),
+            "sites_raw_bytes"
+        );
         let strings = bytes_of(p.global("__profcc_strings"));
         // Read the stream as the runtime does: f's load (4 bytes) and store (8 bytes, sharing
         // the load's counter).
@@ -141,7 +148,7 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
 #[test]
 fn golden_descriptors_carry_the_crates_abi_version() {
     let prefix =
-        "@__profcc_module = private constant { i32, i32, ptr, ptr, ptr, i32, i32, i32 } { i32 ";
+        "@__profcc_module = private constant { i32, i32, ptr, ptr, ptr, i32, i32, i32, i32 } { i32 ";
     let mut seen = 0;
     for e in std::fs::read_dir(golden_dir()).unwrap() {
         let path = e.unwrap().path();

@@ -39,7 +39,16 @@ fn sites(ir: &str) -> Vec<SiteDesc> {
         assert!(line.contains("zeroinitializer"), "{line}");
         bytes.resize(n, 0);
     }
-    SiteReader::new(&bytes).collect()
+    // The descriptor's last field: the length of the stream the table expands to.
+    let raw: usize = ir
+        .lines()
+        .find(|l| l.starts_with("@__profcc_module = "))
+        .and_then(|l| l.trim_end().trim_end_matches('}').rsplit("i32 ").next())
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the descriptor's sites_raw_bytes");
+    let mut stream = vec![0u8; raw];
+    assert!(profcc_abi::lz::expand(&bytes, &mut stream), "{line}");
+    SiteReader::new(&stream).collect()
 }
 
 /// (kind, size, leader) of each site.

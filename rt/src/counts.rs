@@ -132,10 +132,14 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
         return;
     }
     MAX_LOCAL.fetch_max(n, Ordering::Relaxed);
-    // Decoded before the lock, into the runtime's own heap.
-    let stream = core::slice::from_raw_parts((*m).sites, (*m).sites_bytes as usize);
+    // Expanded and decoded before the lock, into the runtime's own heap (a malformed table
+    // leaves the module without sites: its counts are not reported).
+    let packed = core::slice::from_raw_parts((*m).sites, (*m).sites_bytes as usize);
+    let mut stream = vec![0u8; (*m).sites_raw_bytes as usize];
     let mut sites = Vec::with_capacity(n as usize);
-    sites.extend(SiteReader::new(stream).take(n as usize));
+    if profcc_abi::lz::expand(packed, &mut stream) {
+        sites.extend(SiteReader::new(&stream).take(n as usize));
+    }
     *(*m).site_base = base;
     MODULES.lock().live.push(Registered {
         desc: m,
