@@ -12,9 +12,14 @@
  * Hot path rules: no locks, no allocation, no libc, no stores to shared lines. */
 #include "profcc_hooks.h"
 
-/* Once per function: the thread's counters for this module (base = module's first site). */
+/* Once per function: the thread's counters for this module (base = module's first site).
+ * The empty asm makes the sum one opaque value: without it the code generator folds the
+ * thread's array and the module's offset into every increment's address separately and keeps
+ * both alive (two registers across the function, one of them spilled in kmeans_loop). */
 uint64_t *__profcc_fn_counters(uint32_t base) {
-  return __profcc_counts + PROFCC_COUNTER_STRIDE * (uint64_t)base;
+  uint64_t *c = __profcc_counts + PROFCC_COUNTER_STRIDE * (uint64_t)base;
+  __asm__("" : "+r"(c));
+  return c;
 }
 
 /* One execution of a group of accesses (a basic block's run between calls): the group's

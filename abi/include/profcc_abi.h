@@ -36,7 +36,8 @@
 #define PROFCC_INFO_EXTRA_READS_SHIFT 12
 #define PROFCC_INFO_EXTRA_WRITES_SHIFT 18
 #define PROFCC_INFO_EXTRA_MAX 63
-#define PROFCC_INFO_SITE_SHIFT 32 /* site - group leader */
+#define PROFCC_INFO_SITE_SHIFT 24 /* site - group leader */
+#define PROFCC_PACKED_DISTANCE_SHIFT 20 /* packed write checker: leader | distance << this */
 
 /* Counter arrays */
 #define PROFCC_COUNTER_STRIDE 2 /* u64 slots per site */
@@ -48,7 +49,7 @@
 #define PROFCC_SLOTS 10485760u /* u64 slots of one thread's counter array */
 
 /* Module descriptor */
-#define PROFCC_ABI_VERSION 5u
+#define PROFCC_ABI_VERSION 6u
 #define PROFCC_FLAG_SHARING 1u /* the module reads the line shadow */
 #define PROFCC_CTOR_PRIORITY 1
 

@@ -102,6 +102,11 @@ const ITEMS: &[Item] = &[
         INFO_SITE_SHIFT as u64,
         "site - group leader",
     ),
+    int(
+        "PACKED_DISTANCE_SHIFT",
+        PACKED_DISTANCE_SHIFT as u64,
+        "packed write checker: leader | distance << this",
+    ),
     Section("Counter arrays"),
     int(
         "COUNTER_STRIDE",

@@ -63,13 +63,16 @@
 //! # Module descriptor and site records
 //!
 //! Each instrumented module carries one [`ModuleDesc`] (private constant) that its priority
-//! [`CTOR_PRIORITY`] constructor passes to [`names::REGISTER`]; its `sites` are
-//! [`SITE_WORDS`] u32 words each, read by the runtime as [`SiteDesc`]. The module's
+//! [`CTOR_PRIORITY`] constructor passes to [`names::REGISTER`]; its `sites` are one record
+//! stream ([`sites`]: a few bytes per site) compressed by [`lz`], which the runtime expands and
+//! decodes into [`SiteDesc`]s once, when the module registers. The module's
 //! destructor of the same priority passes it to [`names::UNREGISTER`], so a module that
 //! `dlclose` unmaps has its counts and site records folded in (copied) before it goes.
 #![no_std]
 
 pub mod header;
+pub mod lz;
+pub mod sites;
 
 // ---- the address map ----
 
@@ -302,7 +305,7 @@ impl ShadowWord {
 
 /// `info` = size (bits 0-7, capped at 255) | write << 8 | volume sample << 9 (set by the
 /// door) | atomic << 10 | extra reads << 12 | extra writes << 18 (6 bits each: the unchecked
-/// accesses of the same address this one stands for) | (site - group leader) << 32.
+/// accesses of the same address this one stands for) | (site - group leader) << 24.
 pub const INFO_SIZE_MASK: u64 = 0xff;
 pub const INFO_WRITE: u64 = 1 << 8;
 pub const INFO_SAMPLED_SHIFT: u32 = 9;
@@ -312,7 +315,26 @@ pub const INFO_EXTRA_READS_SHIFT: u32 = 12;
 pub const INFO_EXTRA_WRITES_SHIFT: u32 = 18;
 /// Most extra reads (and writes) one checked access stands for.
 pub const INFO_EXTRA_MAX: u32 = 63;
-pub const INFO_SITE_SHIFT: u32 = 32;
+/// Below 32 so that a write's info with a site distance under 256 is a 32-bit immediate (a
+/// 5-byte `mov` at each call instead of a 10-byte `movabs`).
+pub const INFO_SITE_SHIFT: u32 = 24;
+
+/// The argument of a packed write checker ([`names::CHECK_WRITE_SIZED`]): its group leader
+/// (module-local site, below [`MAX_MODULE_SITES`]) | its distance from it <<
+/// `PACKED_DISTANCE_SHIFT`, when the distance is below `MAX_PACKED_DISTANCE` (one 32-bit
+/// immediate at the call: the checker rebuilds the info).
+pub const PACKED_DISTANCE_SHIFT: u32 = 20;
+pub const MAX_PACKED_DISTANCE: u64 = 1 << (32 - PACKED_DISTANCE_SHIFT);
+const _: () = assert!(MAX_MODULE_SITES <= 1 << PACKED_DISTANCE_SHIFT);
+
+/// [`PACKED_DISTANCE_SHIFT`]'s packing, or None when the distance does not fit.
+pub const fn packed_write_site(leader: u64, distance: u64) -> Option<u64> {
+    if distance < MAX_PACKED_DISTANCE && leader < MAX_MODULE_SITES as u64 {
+        Some(leader | distance << PACKED_DISTANCE_SHIFT)
+    } else {
+        None
+    }
+}
 
 // ---- counter arrays ----
 
@@ -334,8 +356,10 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 
 // ---- the module descriptor ----
 
-/// 5: `ModuleDesc::wrappers` (the module's allocation wrappers).
-pub const ABI_VERSION: u32 = 5;
+/// 5: `ModuleDesc::wrappers` (the module's allocation wrappers). 6: the site table is a
+/// record stream ([`sites`], compressed by [`lz`]), `ModuleDesc::sites_bytes` and
+/// `sites_raw_bytes` its lengths; `INFO_SITE_SHIFT` 24.
+pub const ABI_VERSION: u32 = 6;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
 /// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`
@@ -347,7 +371,9 @@ pub const CTOR_PRIORITY: u64 = 1;
 pub struct ModuleDesc {
     pub abi_version: u32,
     pub nsites: u32,
-    pub sites: *const SiteDesc,
+    /// `nsites` records encoded by [`sites::SiteWriter`] (`sites_raw_bytes` bytes), compressed
+    /// by [`lz::compress`] (`sites_bytes` bytes).
+    pub sites: *const u8,
     /// NUL-separated strings; offsets in [`SiteDesc`] point into it.
     pub strings: *const u8,
     /// The module's first global site id, `LIMBO` until the runtime assigns it.
@@ -358,37 +384,33 @@ pub struct ModuleDesc {
     /// allocator, or another wrapper, and return the block): their linkage names separated by
     /// [`WRAPPER_SEPARATOR`]; `NO_STRING` when it has none.
     pub wrappers: u32,
+    /// Length of `sites` in bytes.
+    pub sites_bytes: u32,
+    /// Length of the record stream `sites` expands to.
+    pub sites_raw_bytes: u32,
 }
 
 /// Separates the names in [`ModuleDesc::wrappers`] (no linkage name contains it).
 pub const WRAPPER_SEPARATOR: char = ' ';
 
-/// Word indices of a site record (`SITE_WORDS` u32 words).
-pub const SITE_FILE: usize = 0;
-pub const SITE_LINE: usize = 1;
-pub const SITE_COL: usize = 2;
-pub const SITE_FUNC: usize = 3;
-pub const SITE_INLINED_AT: usize = 4;
-/// `size | kind << SITE_KIND_SHIFT` (size 0: run-time length).
-pub const SITE_SIZE_KIND: usize = 5;
-pub const SITE_LEADER: usize = 6;
-pub const SITE_WORDS: usize = 7;
-pub const SITE_KIND_SHIFT: u32 = 16;
 /// A string offset for "none" (e.g. not inlined).
 pub const NO_STRING: u32 = u32::MAX;
 
-/// One access site as the runtime reads it: the `SITE_WORDS` words the pass emits
-/// ([`SiteDesc::words`]), little-endian.
+/// One access site: what the pass encodes ([`sites::SiteWriter`]) and the runtime decodes
+/// ([`sites::SiteReader`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SiteDesc {
-    /// String offsets: file, function, "file:line" of the outermost inlined-at call
-    /// (`NO_STRING`: not inlined).
+    /// String offsets: file, function.
     pub file: u32,
     pub line: u32,
     pub col: u32,
     pub func: u32,
-    pub inlined_at: u32,
+    /// The outermost inlined-at call (the call in the function the code now lives in): its
+    /// file's string offset (`NO_STRING`: not inlined) and line.
+    pub inlined_file: u32,
+    pub inlined_line: u32,
+    /// Bytes accessed (0: run-time length, counted per access).
     pub size: u16,
     /// An [`AccessKind`].
     pub kind: u8,
@@ -396,21 +418,6 @@ pub struct SiteDesc {
     /// The module-local site whose counter this one shares (the first access of its group;
     /// itself for a site with its own counter). Sites of one group execute equally often.
     pub leader: u32,
-}
-
-impl SiteDesc {
-    /// The record as the pass emits it.
-    pub const fn words(&self) -> [u32; SITE_WORDS] {
-        let mut w = [0; SITE_WORDS];
-        w[SITE_FILE] = self.file;
-        w[SITE_LINE] = self.line;
-        w[SITE_COL] = self.col;
-        w[SITE_FUNC] = self.func;
-        w[SITE_INLINED_AT] = self.inlined_at;
-        w[SITE_SIZE_KIND] = self.size as u32 | (self.kind as u32) << SITE_KIND_SHIFT;
-        w[SITE_LEADER] = self.leader;
-        w
-    }
 }
 
 /// `SiteDesc::kind`.
@@ -490,7 +497,120 @@ pub mod names {
     pub const CHECK_READ: &str = "__profcc_check_read";
     pub const CHECK_WRITE: &str = "__profcc_check_write";
     pub const CHECK_WRITE_SAMPLE: &str = "__profcc_check_write_s";
-    pub const CHECKERS: [&str; 3] = [CHECK_READ, CHECK_WRITE, CHECK_WRITE_SAMPLE];
+    /// The same, counting the group first (`++*slot`): the access leads its group.
+    pub const CHECK_READ_COUNT: &str = "__profcc_check_read_c";
+    pub const CHECK_WRITE_COUNT: &str = "__profcc_check_write_c";
+    pub const CHECK_WRITE_SAMPLE_COUNT: &str = "__profcc_check_write_s_c";
+    /// A read whose info is its size alone, without the info argument: `(size, checker,
+    /// counting checker)`.
+    pub const CHECK_READ_SIZED: [(u64, &str, &str); 5] = [
+        (1, "__profcc_check_read1", "__profcc_check_read1_c"),
+        (2, "__profcc_check_read2", "__profcc_check_read2_c"),
+        (4, "__profcc_check_read4", "__profcc_check_read4_c"),
+        (8, "__profcc_check_read8", "__profcc_check_read8_c"),
+        (16, "__profcc_check_read16", "__profcc_check_read16_c"),
+    ];
+    /// A plain write whose info is its size and its distance from its group leader alone:
+    /// one argument after the address, [`super::packed_write_site`]. `(size, [checker,
+    /// counting, sampling, sampling and counting])`.
+    pub const CHECK_WRITE_SIZED: [(u64, [&str; 4]); 5] = [
+        (
+            1,
+            [
+                "__profcc_check_write1",
+                "__profcc_check_write1_c",
+                "__profcc_check_write1_s",
+                "__profcc_check_write1_s_c",
+            ],
+        ),
+        (
+            2,
+            [
+                "__profcc_check_write2",
+                "__profcc_check_write2_c",
+                "__profcc_check_write2_s",
+                "__profcc_check_write2_s_c",
+            ],
+        ),
+        (
+            4,
+            [
+                "__profcc_check_write4",
+                "__profcc_check_write4_c",
+                "__profcc_check_write4_s",
+                "__profcc_check_write4_s_c",
+            ],
+        ),
+        (
+            8,
+            [
+                "__profcc_check_write8",
+                "__profcc_check_write8_c",
+                "__profcc_check_write8_s",
+                "__profcc_check_write8_s_c",
+            ],
+        ),
+        (
+            16,
+            [
+                "__profcc_check_write16",
+                "__profcc_check_write16_c",
+                "__profcc_check_write16_s",
+                "__profcc_check_write16_s_c",
+            ],
+        ),
+    ];
+    /// The checkers' slow sides (hooks/sharing.c), linked like them (internal, never
+    /// inlined, preserve_most) and deleted when unused, in this order: the sized checkers'
+    /// doors, then the common one they call.
+    pub const CHECKER_DOORS: [&str; 11] = [
+        "__profcc_door_read1",
+        "__profcc_door_read2",
+        "__profcc_door_read4",
+        "__profcc_door_read8",
+        "__profcc_door_read16",
+        "__profcc_door_write1",
+        "__profcc_door_write2",
+        "__profcc_door_write4",
+        "__profcc_door_write8",
+        "__profcc_door_write16",
+        "__profcc_door",
+    ];
+    pub const CHECKERS: [&str; 36] = {
+        let mut all = [""; 36];
+        let generic = [
+            CHECK_READ,
+            CHECK_WRITE,
+            CHECK_WRITE_SAMPLE,
+            CHECK_READ_COUNT,
+            CHECK_WRITE_COUNT,
+            CHECK_WRITE_SAMPLE_COUNT,
+        ];
+        let mut n = 0;
+        while n < generic.len() {
+            all[n] = generic[n];
+            n += 1;
+        }
+        let mut i = 0;
+        while i < CHECK_READ_SIZED.len() {
+            all[n] = CHECK_READ_SIZED[i].1;
+            all[n + 1] = CHECK_READ_SIZED[i].2;
+            n += 2;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < CHECK_WRITE_SIZED.len() {
+            let mut k = 0;
+            while k < 4 {
+                all[n] = CHECK_WRITE_SIZED[i].1[k];
+                n += 1;
+                k += 1;
+            }
+            i += 1;
+        }
+        assert!(n == all.len());
+        all
+    };
     /// The doors the hook bodies call (hooks/sharing.c): the `preserve_most` cold door of a
     /// checked access and the per-line loop of a range. Declared `nonlazybind` by the pass:
     /// from a shared library they are called through the GOT, bound at load time, never

@@ -132,7 +132,12 @@ pub fn instrument_module(
         );
         module.run_passes("always-inline")?;
         // The inliner deletes the hooks once they are dead; delete any that is not.
-        for name in abi::names::HOOKS.iter().chain(&abi::names::CHECKERS) {
+        // The checkers' doors after the checkers: a door is dead once its checkers are.
+        for name in abi::names::HOOKS
+            .iter()
+            .chain(&abi::names::CHECKERS)
+            .chain(&abi::names::CHECKER_DOORS)
+        {
             llvm::delete_unused_function(module.raw(), name);
         }
     }

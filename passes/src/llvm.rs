@@ -178,6 +178,26 @@ impl Context {
             }
             out.push(hook);
         }
+        // The checkers' doors: internal like the checkers (not returned: the pass never
+        // calls them itself).
+        for name in crate::abi::names::CHECKER_DOORS {
+            let cname = CString::new(name).unwrap();
+            let door = LLVMGetNamedFunction(module.m, cname.as_ptr());
+            if door.is_null() {
+                return Err(format!("checker door {name} missing after linking"));
+            }
+            LLVMSetLinkage(door, LLVMLinkage::LLVMInternalLinkage);
+            for attr in ["target-cpu", "target-features", "tune-cpu"] {
+                LLVMRemoveStringAttributeAtIndex(
+                    door,
+                    u32::MAX,
+                    attr.as_ptr() as *const _,
+                    attr.len() as u32,
+                );
+            }
+            let kind = LLVMGetEnumAttributeKindForName("optnone".as_ptr() as *const _, 7);
+            LLVMRemoveEnumAttributeAtIndex(door, u32::MAX, kind);
+        }
         Ok(out)
     }
 }

@@ -13,8 +13,10 @@ use std::ffi::CString;
 
 #[derive(Default)]
 pub struct SiteTable {
-    /// SITE_WORDS words per site.
-    pub words: Vec<u32>,
+    /// The sites' record stream (`profcc_abi::sites`).
+    pub bytes: Vec<u8>,
+    nsites: usize,
+    writer: crate::abi::sites::SiteWriter,
     pub strings: Vec<u8>,
     index: HashMap<String, u32>,
     /// String offset of the allocation wrappers' names (`ModuleDesc::wrappers`).
@@ -23,7 +25,7 @@ pub struct SiteTable {
 
 impl SiteTable {
     pub fn len(&self) -> usize {
-        self.words.len() / SITE_WORDS
+        self.nsites
     }
 
     /// List the module's allocation wrappers (linkage names) in the string table.
@@ -64,9 +66,9 @@ impl SiteTable {
                     f
                 }
             };
-            let inl = match &loc.inlined_at {
-                Some(s) => t.intern(s),
-                None => NO_STRING,
+            let (inlined_file, inlined_line) = match &loc.inlined_at {
+                Some((f, l)) => (t.intern(f), *l),
+                None => (NO_STRING, 0),
             };
             let size = match a.size {
                 Size::Const(n) => n.min(u16::MAX as u64) as u16,
@@ -77,13 +79,16 @@ impl SiteTable {
                 line: loc.line,
                 col: loc.col,
                 func,
-                inlined_at: inl,
+                inlined_file,
+                inlined_line,
                 size,
                 kind: a.kind as u8,
                 pad: 0,
                 leader: a.leader as u32,
             };
-            t.words.extend_from_slice(&site.words());
+            let bytes = &mut t.bytes;
+            t.writer.push(&site, &mut |b| bytes.push(b));
+            t.nsites += 1;
         }
         t
     }
@@ -93,7 +98,8 @@ struct Loc {
     file: String,
     line: u32,
     col: u32,
-    inlined_at: Option<String>,
+    /// File and line of the outermost inlined-at call.
+    inlined_at: Option<(String, u32)>,
 }
 
 unsafe fn file_of_scope(scope: LLVMMetadataRef) -> String {
@@ -183,7 +189,7 @@ unsafe fn location(a: &Access) -> Loc {
         let next = LLVMDILocationGetInlinedAt(outer);
         if next.is_null() {
             let f = file_of_scope(LLVMDILocationGetScope(outer));
-            inlined_at = Some(format!("{}:{}", f, LLVMDILocationGetLine(outer)));
+            inlined_at = Some((f, LLVMDILocationGetLine(outer)));
         }
         outer = next;
     }
@@ -211,18 +217,20 @@ pub unsafe fn emit(
     let void = LLVMVoidTypeInContext(ctx);
     let cstr = |s: &str| CString::new(s).unwrap();
 
-    let mut words: Vec<LLVMValueRef> = t
-        .words
-        .iter()
-        .map(|&w| LLVMConstInt(i32t, w as u64, 0))
-        .collect();
-    let sites_ty = LLVMArrayType2(i32t, words.len() as u64);
-    let sites_init = LLVMConstArray2(i32t, words.as_mut_ptr(), words.len() as u64);
-    let sites = LLVMAddGlobal(m, sites_ty, cstr("__profcc_sites").as_ptr());
+    let mut packed = Vec::new();
+    let mut head = vec![0u32; crate::abi::lz::HASH_SIZE];
+    let mut prev = vec![0u32; t.bytes.len()];
+    crate::abi::lz::compress(&t.bytes, &mut head, &mut prev, &mut |b| packed.push(b));
+    let sites_init = LLVMConstStringInContext2(ctx, packed.as_ptr() as *const _, packed.len(), 1);
+    let sites = LLVMAddGlobal(
+        m,
+        LLVMArrayType2(i8t, packed.len() as u64),
+        cstr("__profcc_sites").as_ptr(),
+    );
     LLVMSetInitializer(sites, sites_init);
     LLVMSetGlobalConstant(sites, 1);
     LLVMSetLinkage(sites, LLVMLinkage::LLVMPrivateLinkage);
-    LLVMSetAlignment(sites, 4);
+    LLVMSetAlignment(sites, 1);
 
     let strings_init =
         LLVMConstStringInContext2(ctx, t.strings.as_ptr() as *const _, t.strings.len(), 1);
@@ -235,7 +243,13 @@ pub unsafe fn emit(
     LLVMSetGlobalConstant(strings, 1);
     LLVMSetLinkage(strings, LLVMLinkage::LLVMPrivateLinkage);
 
-    let base = LLVMAddGlobal(m, i32t, cstr(names::SITE_BASE).as_ptr());
+    // The checkers (hooks/sharing.c) declare it: define that declaration.
+    let mut base = LLVMGetNamedGlobal(m, cstr(names::SITE_BASE).as_ptr());
+    if base.is_null() {
+        base = LLVMAddGlobal(m, i32t, cstr(names::SITE_BASE).as_ptr());
+    }
+    // The descriptor hands its address to the runtime, which writes it.
+    LLVMSetUnnamedAddress(base, llvm_sys::LLVMUnnamedAddr::LLVMNoUnnamedAddr);
     LLVMSetInitializer(base, LLVMConstInt(i32t, LIMBO as u64, 0));
     LLVMSetLinkage(base, LLVMLinkage::LLVMInternalLinkage);
     // Runtime data, not the program's: the link places `.profcc.data` after the program's
@@ -243,7 +257,7 @@ pub unsafe fn emit(
     LLVMSetSection(base, c".profcc.data".as_ptr());
 
     // profcc_abi::ModuleDesc (passes/tests/abi.rs checks the layouts agree).
-    let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t, i32t];
+    let mut fields = [i32t, i32t, ptr, ptr, ptr, i32t, i32t, i32t, i32t];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
     let mut vals = [
         LLVMConstInt(i32t, ABI_VERSION as u64, 0),
@@ -253,6 +267,8 @@ pub unsafe fn emit(
         base,
         LLVMConstInt(i32t, flags as u64, 0),
         LLVMConstInt(i32t, t.wrappers as u64, 0),
+        LLVMConstInt(i32t, packed.len() as u64, 0),
+        LLVMConstInt(i32t, t.bytes.len() as u64, 0),
     ];
     let desc = LLVMAddGlobal(m, desc_ty, cstr("__profcc_module").as_ptr());
     LLVMSetInitializer(

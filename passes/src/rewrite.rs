@@ -213,7 +213,6 @@ impl Rewriter {
         stats: &mut Stats,
     ) {
         let i64t = LLVMInt64TypeInContext(self.ctx);
-        let c = self.entry_value(a.func, 0);
         let fixed_line = matches!(a.size, Size::Const(n) if n <= LINE_SIZE);
         let check = sharing && a.check;
         // Outside small loops a check is one call of a checker, which reads the thread's words
@@ -266,8 +265,23 @@ impl Rewriter {
         };
         info |= ((local - slot_site) as u64) << INFO_SITE_SHIFT;
         let empty = c"";
+        // An out-of-line check of a group's first access counts the group in its checker
+        // (the `_c` checkers): no increment at the access. The group's other accesses are in
+        // the same block, so none of them is inlined and needs the count in a register.
+        // Only outside loops: the checker finds the counter through the thread's array and the
+        // module's base (two loads and a register more on its fast path, which costs a loop
+        // more than the increment here).
+        let count_in_checker = check
+            && fixed_line
+            && !inline
+            && a.loop_blocks == 0
+            && a.leader == local
+            && matches!(a.size, Size::Const(_));
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
+            let c = self.entry_value(a.func, 0);
+            LLVMPositionBuilderBefore(self.b, a.inst);
+            LLVMSetCurrentDebugLocation2(self.b, loc);
             let size = LLVMBuildZExtOrBitCast(self.b, len, i64t, c"".as_ptr());
             if check {
                 let infov = LLVMConstInt(i64t, info, 0);
@@ -278,7 +292,10 @@ impl Rewriter {
             }
             return;
         }
-        if a.leader == local {
+        if a.leader == local && count_in_checker {
+            stats.bump("counter-in-checker", 1);
+            self.group_count = None;
+        } else if a.leader == local {
             let hoisted = if hoist {
                 self.hoist_loop_count(a, local)
             } else {
@@ -287,10 +304,11 @@ impl Rewriter {
             if hoisted.is_some() {
                 stats.bump("counter-hoisted-loop", 1);
             }
-            LLVMPositionBuilderBefore(self.b, a.inst);
-            LLVMSetCurrentDebugLocation2(self.b, loc);
+            let c = self.entry_value(a.func, 0);
             // `__profcc_count` (hooks/counting.c) built in place: tens of thousands of calls
             // left for the inliner cost a module like sqlite3.c's about a second.
+            LLVMPositionBuilderBefore(self.b, a.inst);
+            LLVMSetCurrentDebugLocation2(self.b, loc);
             let n = hoisted.unwrap_or_else(|| {
                 let stride = crate::abi::COUNTER_STRIDE as u64;
                 let slot = (local as u64) * stride + crate::abi::COUNT_SLOT as u64;
@@ -307,33 +325,63 @@ impl Rewriter {
         if !check {
             return;
         }
-        let count = self
-            .group_count
-            .expect("a group's first access comes first");
         if n <= LINE_SIZE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
             if !inline {
-                let stride = crate::abi::COUNTER_STRIDE as u64;
-                let mut idx = [LLVMConstInt(i64t, stride * slot_site as u64, 0)];
-                let slot =
-                    LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, empty.as_ptr());
-                let checker = match (a.kind.writes(), a.samples) {
-                    (false, _) => crate::abi::names::CHECK_READ,
-                    (true, false) => crate::abi::names::CHECK_WRITE,
-                    (true, true) => crate::abi::names::CHECK_WRITE_SAMPLE,
-                };
-                self.call(checker, &mut [a.ptr, slot, infov], empty);
+                // The checker finds the site's counter itself: no counter base at the call.
+                let slot = LLVMConstInt(i64t, slot_site as u64, 0);
+                use crate::abi::names::*;
+                let info = info | n.min(255);
+                let sized = CHECK_READ_SIZED.iter().find(|x| x.0 == info);
+                // A plain write that stands for itself alone: its size, its leader and its
+                // distance from it are its info (one packed immediate).
+                let packed = (a.kind == AccessKind::Write)
+                    .then(|| {
+                        CHECK_WRITE_SIZED
+                            .iter()
+                            .find(|x| INFO_WRITE | x.0 == info & ((1 << INFO_SITE_SHIFT) - 1))
+                    })
+                    .flatten()
+                    .zip(crate::abi::packed_write_site(
+                        slot_site as u64,
+                        (local - slot_site) as u64,
+                    ));
+                if let (false, Some(&(_, plain, counting))) = (a.kind.writes(), sized) {
+                    // A read that stands for itself alone: its size is its info.
+                    let checker = if count_in_checker { counting } else { plain };
+                    self.call(checker, &mut [a.ptr, slot], empty);
+                } else if let Some(((_, names), x)) = packed {
+                    let checker = names[count_in_checker as usize + 2 * a.samples as usize];
+                    let x = LLVMConstInt(i64t, x, 0);
+                    self.call(checker, &mut [a.ptr, x], empty);
+                } else {
+                    let checker = match (a.kind.writes(), a.samples, count_in_checker) {
+                        (false, _, false) => CHECK_READ,
+                        (false, _, true) => CHECK_READ_COUNT,
+                        (true, false, false) => CHECK_WRITE,
+                        (true, false, true) => CHECK_WRITE_COUNT,
+                        (true, true, false) => CHECK_WRITE_SAMPLE,
+                        (true, true, true) => CHECK_WRITE_SAMPLE_COUNT,
+                    };
+                    self.call(checker, &mut [a.ptr, slot, infov], empty);
+                }
             } else if a.kind.writes() && a.samples {
-                let mut args = [c, leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
+                let count = self
+                    .group_count
+                    .expect("an inlined check's group counts at its first access");
+                let mut args = [leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
                 self.call(crate::abi::names::WRITE_SAMPLE, &mut args, empty);
             } else if a.kind.writes() {
-                let mut args = [c, leaderv, a.ptr, infov, me.unwrap()];
+                let mut args = [leaderv, a.ptr, infov, me.unwrap()];
                 self.call(crate::abi::names::WRITE, &mut args, empty);
             } else {
-                let mut args = [c, localv, a.ptr, infov, rb.unwrap()];
+                let mut args = [localv, a.ptr, infov, rb.unwrap()];
                 self.call(crate::abi::names::READ, &mut args, empty);
             }
         } else {
+            let c = self.entry_value(a.func, 0);
+            LLVMPositionBuilderBefore(self.b, a.inst);
+            LLVMSetCurrentDebugLocation2(self.b, loc);
             let lenv = LLVMConstInt(i64t, n, 0);
             let infov = LLVMConstInt(i64t, info, 0);
             let mut args = [c, leaderv, a.ptr, lenv, infov];

@@ -6,9 +6,8 @@ use llvm_sys::core::*;
 use llvm_sys::ir_reader::LLVMParseIRInContext2;
 use llvm_sys::prelude::*;
 use llvm_sys::target::*;
-use profcc_abi::{
-    AccessKind, ModuleDesc, SiteDesc, ABI_VERSION, FLAG_SHARING, LIMBO, NO_STRING, SITE_WORDS,
-};
+use profcc_abi::sites::SiteReader;
+use profcc_abi::{AccessKind, ModuleDesc, SiteDesc, ABI_VERSION, FLAG_SHARING, LIMBO, NO_STRING};
 use std::ffi::CString;
 use std::mem::{offset_of, size_of};
 use std::path::PathBuf;
@@ -75,7 +74,7 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
         // The descriptor: same size and field offsets as profcc_abi::ModuleDesc.
         let desc = p.global("__profcc_module");
         let ty = LLVMGlobalGetValueType(desc);
-        assert_eq!(LLVMCountStructElementTypes(ty), 7);
+        assert_eq!(LLVMCountStructElementTypes(ty), 9);
         let offsets = [
             offset_of!(ModuleDesc, abi_version),
             offset_of!(ModuleDesc, nsites),
@@ -84,6 +83,8 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
             offset_of!(ModuleDesc, site_base),
             offset_of!(ModuleDesc, flags),
             offset_of!(ModuleDesc, wrappers),
+            offset_of!(ModuleDesc, sites_bytes),
+            offset_of!(ModuleDesc, sites_raw_bytes),
         ];
         for (i, off) in offsets.iter().enumerate() {
             assert_eq!(
@@ -110,41 +111,33 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
             LIMBO as u64
         );
 
-        // The site table: nsites records of the runtime's SiteDesc size and alignment.
-        let sites = p.global("__profcc_sites");
-        let sty = LLVMGlobalGetValueType(sites);
-        assert_eq!(
-            LLVMABISizeOfType(td, sty) as usize,
-            nsites * size_of::<SiteDesc>()
-        );
-        assert_eq!(LLVMGetArrayLength2(sty) as usize, nsites * SITE_WORDS);
-        assert!(LLVMGetAlignment(sites) as usize >= std::mem::align_of::<SiteDesc>());
-
-        // Read the emitted words as the runtime does: f's load (4 bytes) and store (8 bytes,
-        // sharing the load's counter).
-        let words = LLVMGetInitializer(sites);
-        let strings = {
-            let s = LLVMGetInitializer(p.global("__profcc_strings"));
+        // The site table: sites_bytes bytes that expand to a record stream of sites_raw_bytes
+        // bytes, which decodes to nsites sites.
+        let bytes_of = |g: LLVMValueRef| {
+            let s = LLVMGetInitializer(g);
             let mut len = 0usize;
             let ptr = LLVMGetAsString(s, &mut len);
             std::slice::from_raw_parts(ptr as *const u8, len).to_vec()
         };
-        let read: Vec<SiteDesc> = (0..nsites)
-            .map(|s| {
-                let mut w = [0u32; SITE_WORDS];
-                for (k, x) in w.iter_mut().enumerate() {
-                    *x = int_at(words, (s * SITE_WORDS + k) as u32) as u32;
-                }
-                std::mem::transmute::<[u32; SITE_WORDS], SiteDesc>(w)
-            })
-            .collect();
+        let packed = bytes_of(p.global("__profcc_sites"));
+        assert_eq!(int_at(init, 7) as usize, packed.len(), "sites_bytes");
+        let mut stream = vec![0u8; int_at(init, 8) as usize];
+        assert!(
+            profcc_abi::lz::expand(&packed, &mut stream),
+            "sites_raw_bytes"
+        );
+        let strings = bytes_of(p.global("__profcc_strings"));
+        // Read the stream as the runtime does: f's load (4 bytes) and store (8 bytes, sharing
+        // the load's counter).
+        let read: Vec<SiteDesc> = SiteReader::new(&stream).collect();
+        assert_eq!(read.len(), nsites);
         for (s, want) in read
             .iter()
             .zip([(AccessKind::Read, 4, 0), (AccessKind::Write, 8, 0)])
         {
             assert_eq!(AccessKind::from_code(s.kind), Some(want.0), "{s:?}");
             assert_eq!((s.size, s.leader), (want.1, want.2), "{s:?}");
-            assert_eq!(s.inlined_at, NO_STRING);
+            assert_eq!(s.inlined_file, NO_STRING);
             let f = &strings[s.func as usize..];
             assert_eq!(&f[..2], b"f\0", "function name at the func offset");
         }
@@ -154,7 +147,8 @@ fn emitted_descriptor_and_site_records_are_the_runtime_structs() {
 
 #[test]
 fn golden_descriptors_carry_the_crates_abi_version() {
-    let prefix = "@__profcc_module = private constant { i32, i32, ptr, ptr, ptr, i32, i32 } { i32 ";
+    let prefix =
+        "@__profcc_module = private constant { i32, i32, ptr, ptr, ptr, i32, i32, i32, i32 } { i32 ";
     let mut seen = 0;
     for e in std::fs::read_dir(golden_dir()).unwrap() {
         let path = e.unwrap().path();

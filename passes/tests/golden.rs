@@ -3,7 +3,61 @@
 //! the expected files; review the diff before committing. A few behaviours are also asserted
 //! directly, so a wrong blessing cannot hide them.
 
+use profcc_abi::sites::SiteReader;
+use profcc_abi::{AccessKind, SiteDesc, NO_STRING};
 use std::path::PathBuf;
+
+/// The module's site records, decoded from `@__profcc_sites` in the IR text as the runtime
+/// decodes them.
+fn sites(ir: &str) -> Vec<SiteDesc> {
+    let line = ir
+        .lines()
+        .find(|l| l.starts_with("@__profcc_sites = "))
+        .expect("a site table");
+    let mut bytes = Vec::new();
+    if let Some(c) = line.split_once(" c\"").map(|x| x.1) {
+        let c = &c[..c.find('"').unwrap()];
+        let mut it = c.bytes();
+        while let Some(b) = it.next() {
+            if b == b'\\' {
+                let hex = [it.next().unwrap(), it.next().unwrap()];
+                bytes.push(u8::from_str_radix(std::str::from_utf8(&hex).unwrap(), 16).unwrap());
+            } else {
+                bytes.push(b);
+            }
+        }
+    } else {
+        let n: usize = line
+            .split('[')
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(line.contains("zeroinitializer"), "{line}");
+        bytes.resize(n, 0);
+    }
+    // The descriptor's last field: the length of the stream the table expands to.
+    let raw: usize = ir
+        .lines()
+        .find(|l| l.starts_with("@__profcc_module = "))
+        .and_then(|l| l.trim_end().trim_end_matches('}').rsplit("i32 ").next())
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the descriptor's sites_raw_bytes");
+    let mut stream = vec![0u8; raw];
+    assert!(profcc_abi::lz::expand(&bytes, &mut stream), "{line}");
+    SiteReader::new(&stream).collect()
+}
+
+/// (kind, size, leader) of each site.
+fn shapes(ir: &str) -> Vec<(AccessKind, u16, u32)> {
+    sites(ir)
+        .iter()
+        .map(|s| (AccessKind::from_code(s.kind).unwrap(), s.size, s.leader))
+        .collect()
+}
 
 fn run(name: &str) -> (String, profcc_passes::Stats) {
     run_with(name, name, &Default::default())
@@ -48,40 +102,68 @@ fn load_store() {
     let (ir, s) = run("load_store");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("instrumented-write"), 1);
-    // One counter increment for the block (both accesses run equally often); per access one
-    // load of the line's shadow word (16 TiB + addr/8) and one rarely taken branch to the
-    // cold door; nothing is stored to the shadow inline.
+    // One counter increment for the block (both accesses run equally often), made by the
+    // first access's checker; per access one load of the line's shadow word (16 TiB +
+    // addr/8) and one rarely taken branch to the cold door; nothing is stored to the shadow
+    // inline.
     assert_eq!(s.get("counter-shared-in-block"), 1);
+    assert_eq!(s.get("counter-in-checker"), 1);
+    assert!(!ir.contains("%profcc.n"), "no increment in @f: {ir}");
     let base = profcc_abi::LINE_SHADOW.to_string();
     assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
-    // Straight-line code: one three-argument call per access of a shared checker (address,
-    // counter slot, info = size | write << 8 | distance from the block's counting site << 32),
-    // preserve_most so the caller spills nothing around it; the checkers (one per kind,
-    // internal, never inlined) hold the shadow loads and the one call each of the cold door.
+    // Straight-line code: one call per access of a shared checker (address, site, info =
+    // size | write << 8 | distance from the block's counting site << 24; a read or a plain
+    // write that is its size alone calls its size's checker without info), preserve_most so the caller
+    // spills nothing around it; the checkers (internal, never inlined) hold the shadow loads
+    // and the one call each of the cold door. The load leads the block: its checker counts.
     assert_eq!(
-        ir.matches("call preserve_mostcc void @__profcc_check_read(ptr %p, ")
+        ir.matches("call preserve_mostcc void @__profcc_check_read4_c(ptr %p, ")
             .count(),
         1,
         "{ir}"
     );
     assert_eq!(
-        ir.matches("call preserve_mostcc void @__profcc_check_write_s(ptr %q, ")
+        ir.matches("call preserve_mostcc void @__profcc_check_write8_s(ptr %q, ")
             .count(),
         1,
         "{ir}"
     );
+    // Their slow sides: each checker's own door (the read's info 4; the write's rebuilt from
+    // its packed immediate), then the one common door that calls the runtime's.
     assert_eq!(
         ir.matches("call preserve_mostcc void @__profcc_slow(")
             .count(),
-        2,
+        1,
         "{ir}"
     );
     assert!(
-        ir.contains("i64 4)") && ir.contains("i64 4294967560)"),
+        ir.contains("@__profcc_door_read4(ptr noundef %0, i64 noundef %1)")
+            && ir.contains("@__profcc_door_write8(ptr noundef %0, i64 noundef %1)"),
         "{ir}"
     );
-    // The store's site record points at the load's counter (last word: leader 0).
-    assert!(ir.contains("i32 65544, i32 0]"), "{ir}");
+    // The calls name the site (the load's own, the store's group leader: site 0) by its
+    // module-local index; the checker finds its counter, so @f keeps no counter base. The
+    // store is a plain 8-byte write: one immediate packs its leader (0) and its distance
+    // from it (1 << 20), and its checker rebuilds the info (8 | write | 1 << 24 = 16777480:
+    // 264 and the distance shifted to bit 24).
+    assert!(
+        ir.contains("@__profcc_check_read4_c(ptr %p, i64 0)")
+            && ir.contains("@__profcc_check_write8_s(ptr %q, i64 1048576)")
+            && ir.contains("i64 noundef 4)")
+            && ir.contains("%5 = and i64 %4, -16777216\n  %6 = or disjoint i64 %5, 264"),
+        "{ir}"
+    );
+    let f = &ir[ir.find("define void @f").unwrap()..];
+    assert!(
+        !f[..f.find("\n}").unwrap()].contains("@__profcc_counts"),
+        "{ir}"
+    );
+    // The store's site record points at the load's counter (leader 0).
+    assert_eq!(
+        shapes(&ir),
+        [(AccessKind::Read, 4, 0), (AccessKind::Write, 8, 0)],
+        "{ir}"
+    );
     // The write's volume sample: the site count tested against the thread's mask.
     assert_eq!(
         ir.matches("load i64, ptr @__profcc_wmask").count()
@@ -152,7 +234,7 @@ fn loops_counting_only() {
     // Adds: @sum's own two, the iteration's and the flush's; @sum_exit's own and its
     // counter's.
     assert_eq!(ir.matches("add i64 %").count(), 4 + 2, "{ir}");
-    assert!(ir.contains("%7 = add i64 %6, %profcc.iter.next"), "{ir}");
+    assert!(ir.contains("%8 = add i64 %7, %profcc.iter.next"), "{ir}");
 }
 
 #[test]
@@ -163,11 +245,20 @@ fn rmw() {
     // The load before the store and the repeated store are covered; the atomic never is.
     assert_eq!(s.get("check-covered-same-address"), 2);
     // Checks: @rmw's first store (8 bytes | write | 1 extra read << 12 | 1 extra write << 18
-    // | site 1 << 32, with its group's counter) and its load of %q (site 3: a read passes its
-    // own counter slot, 2 * 3 words in, and no distance); @calls: three stores and the
-    // atomic (which goes through the same checker as a store). Each is one call of a checker.
-    assert!(ir.contains("i64 4295233800)"), "{ir}");
-    assert!(ir.contains("getelementptr inbounds i64, ptr %5, i64 6\n  call preserve_mostcc void @__profcc_check_read(ptr %q, ptr %9, i64 8)"), "{ir}");
+    // | site 1 << 24, with its group's leader, site 0) and its load of %q (site 3: a read
+    // names its own site, and no distance: the 8-byte read's checker, no info); @calls:
+    // three stores and the atomic (which goes through the same checker as a store; the
+    // plain stores that stand for themselves call the 8-byte write's checkers, leader |
+    // distance << 20 packed in one immediate). Each is one call of a checker; the first store of each of @calls' groups
+    // counts its group in its checker (@rmw's group leads with the covered load: it counts
+    // in place).
+    assert!(ir.contains("i64 17043720)"), "{ir}");
+    assert!(
+        ir.contains("call preserve_mostcc void @__profcc_check_read8(ptr %q, i64 3)"),
+        "{ir}"
+    );
+    assert_eq!(s.get("counter-in-checker"), 2, "{ir}");
+    assert_eq!(ir.matches("%profcc.n = add").count(), 1, "{ir}");
     assert_eq!(
         ir.matches("call preserve_mostcc void @__profcc_check_")
             .count(),
@@ -193,10 +284,13 @@ fn memintrinsics() {
         "count and run-time length added together: {ir}"
     );
     // Sites: copy-read and copy-write of run-time size 0, memset of constant size 16.
-    assert!(
-        ir.contains("i32 196608, ")
-            && ir.contains("i32 262144, ")
-            && ir.contains("i32 262160, i32 2]"),
+    assert_eq!(
+        shapes(&ir),
+        [
+            (AccessKind::CopyRead, 0, 0),
+            (AccessKind::CopyWrite, 0, 1),
+            (AccessKind::CopyWrite, 16, 2)
+        ],
         "{ir}"
     );
 }
@@ -230,8 +324,11 @@ fn vector_masked() {
     let (ir, s) = run("vector_masked");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("skipped-masked-or-vp-intrinsic"), 1);
-    assert!(
-        ir.contains("i32 -1, i32 32, i32 0]"),
+    let s = sites(&ir);
+    assert_eq!(s.len(), 1);
+    assert_eq!(
+        (s[0].inlined_file, s[0].size, s[0].kind, s[0].leader),
+        (NO_STRING, 32, AccessKind::Read as u8, 0),
         "vector access is a 32-byte read site: {ir}"
     );
 }
@@ -248,18 +345,33 @@ fn ctors() {
 fn debugloc() {
     let (ir, s) = run("debugloc");
     assert_eq!(s.get("sites"), 3);
-    // The string table holds the joined path, the function and the inlined-at call.
+    // The string table holds the joined paths and the function; the inlined sites name the
+    // outer call's file and line.
     assert!(ir.contains("/home/u/proj/src/x.c\\00"), "{ir}");
     assert!(ir.contains("/usr/include/h.h\\00"));
-    assert!(
-        ir.contains("/home/u/proj/src/x.c:6\\00"),
+    let strings = ir
+        .lines()
+        .find_map(|l| l.strip_prefix("@__profcc_strings = "))
+        .unwrap();
+    let at = strings.find("c\"").unwrap() + 2;
+    let string = |off: u32| {
+        let s = &strings[at + off as usize..];
+        s[..s.find("\\00").unwrap()].to_string()
+    };
+    let inlined: Vec<Option<(String, u32)>> = sites(&ir)
+        .iter()
+        .map(|s| (s.inlined_file != NO_STRING).then(|| (string(s.inlined_file), s.inlined_line)))
+        .collect();
+    let x6 = Some(("/home/u/proj/src/x.c".to_string(), 6));
+    assert_eq!(
+        inlined,
+        [None, x6.clone(), x6],
         "inlined-at names the outer call line"
     );
-    // Site 0: line 4 col 5; site 1: line 2 col 7.
-    assert!(ir.contains("i32 4, i32 5,"));
-    assert!(ir.contains("i32 2, i32 7,"));
-    // Site 2 (line 0) takes the previous instruction's location, the inlined line 2 col 7.
-    assert_eq!(ir.matches("i32 2, i32 7,").count(), 2, "{ir}");
+    // Site 0: line 4 col 5; site 1: line 2 col 7; site 2 (line 0) takes the previous
+    // instruction's location, the inlined line 2 col 7.
+    let lines: Vec<(u32, u32)> = sites(&ir).iter().map(|s| (s.line, s.col)).collect();
+    assert_eq!(lines, [(4, 5), (2, 7), (2, 7)], "{ir}");
 }
 
 #[test]

@@ -32,6 +32,7 @@ use crate::mem::{self, SpinLock};
 use core::sync::atomic::{AtomicU32, Ordering};
 use profcc_schema::{AccessKind, AccessSite};
 
+use profcc_abi::sites::SiteReader;
 pub use profcc_abi::{
     ModuleDesc, SiteDesc, ABI_VERSION, LIMBO, MAX_MODULE_SITES, MAX_SITES, SLOTS,
 };
@@ -40,6 +41,8 @@ use profcc_abi::{COUNTER_STRIDE, NO_STRING};
 pub(crate) struct Registered {
     desc: *const ModuleDesc,
     base: u32,
+    /// The module's sites, decoded from its record stream when it registered.
+    sites: Vec<SiteDesc>,
 }
 unsafe impl Send for Registered {}
 
@@ -129,8 +132,20 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
         return;
     }
     MAX_LOCAL.fetch_max(n, Ordering::Relaxed);
+    // Expanded and decoded before the lock, into the runtime's own heap (a malformed table
+    // leaves the module without sites: its counts are not reported).
+    let packed = core::slice::from_raw_parts((*m).sites, (*m).sites_bytes as usize);
+    let mut stream = vec![0u8; (*m).sites_raw_bytes as usize];
+    let mut sites = Vec::with_capacity(n as usize);
+    if profcc_abi::lz::expand(packed, &mut stream) {
+        sites.extend(SiteReader::new(&stream).take(n as usize));
+    }
     *(*m).site_base = base;
-    MODULES.lock().live.push(Registered { desc: m, base });
+    MODULES.lock().live.push(Registered {
+        desc: m,
+        base,
+        sites,
+    });
 }
 
 /// Called by every instrumented module's destructor (priority 1): on `dlclose`, before the
@@ -256,10 +271,9 @@ pub fn thread_ended() {
         *slot = scratch;
         let mut accesses = 0u64;
         for r in &modules.live {
-            let d = &*r.desc;
-            for local in 0..d.nsites.min(MAX_MODULE_SITES) {
-                let s = *d.sites.add(local as usize);
-                let leader = if s.leader < d.nsites { s.leader } else { local };
+            let n = r.sites.len() as u32;
+            for (local, s) in (0..).zip(&r.sites) {
+                let leader = if s.leader < n { s.leader } else { local };
                 accesses += *c.add(COUNTER_STRIDE * (r.base + leader) as usize);
             }
         }
@@ -411,9 +425,9 @@ unsafe fn module_sites(
 ) {
     let d = &*r.desc;
     let base = r.base;
-    for local in 0..d.nsites.min(MAX_MODULE_SITES) {
-        let s = *d.sites.add(local as usize);
-        let leader = if s.leader < d.nsites { s.leader } else { local };
+    let n = r.sites.len() as u32;
+    for (local, s) in (0..).zip(&r.sites) {
+        let leader = if s.leader < n { s.leader } else { local };
         let g = (base + leader) as usize;
         let (mut count, mut bytes, mut nthreads) = (0u64, 0u64, 0u32);
         for (i, t) in counters.live.iter().enumerate() {
@@ -439,7 +453,14 @@ unsafe fn module_sites(
         if s.size != 0 {
             bytes = count * s.size as u64;
         }
-        let inl = string_at(d.strings, s.inlined_at);
+        // As the profile has always named it: "file:line" of the outermost inlined-at call.
+        let inl = (s.inlined_file != NO_STRING).then(|| {
+            format!(
+                "{}:{}",
+                string_at(d.strings, s.inlined_file),
+                s.inlined_line
+            )
+        });
         f(
             base + local,
             AccessSite {
@@ -447,7 +468,7 @@ unsafe fn module_sites(
                 line: s.line,
                 col: s.col,
                 function: string_at(d.strings, s.func),
-                inlined_at: if inl.is_empty() { None } else { Some(inl) },
+                inlined_at: inl,
                 kind: kind_of(s.kind),
                 size: s.size as u32,
                 count,
