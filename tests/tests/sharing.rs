@@ -1756,21 +1756,6 @@ fn check_prediction_bound(r: &Run) -> Vec<String> {
     {
         p.push(format!("sharing.threads incomplete: {:?}", s.threads));
     }
-    // The prediction weighs the lines against the threads' own accesses: the exact counts of
-    // the thread table.
-    for t in &s.threads {
-        let table = profile
-            .threads
-            .iter()
-            .find(|x| x.id == t.id)
-            .map(|x| x.accesses);
-        if table != Some(t.accesses) {
-            p.push(format!(
-                "sharing.threads: thread {} has {} accesses, the thread table {table:?}",
-                t.id, t.accesses
-            ));
-        }
-    }
     let d = profile.duration_ns as f64;
     for f in r.findings() {
         let pr = &f.prediction;
