@@ -1020,7 +1020,8 @@ fn words_of(s: &Sharing, l: &LineRecord, objects: &[ObjectRef]) -> Vec<Word> {
         .collect()
 }
 
-/// Distance between the first written words of consecutive writer threads, if it is regular.
+/// Distance between the first written words of consecutive writer threads, if it is regular
+/// (every gap a multiple of the smallest: some threads may not have been sampled).
 fn stride_of(words: &[Word]) -> Option<u64> {
     let mut firsts: BTreeMap<u32, u64> = BTreeMap::new();
     for w in words.iter().filter(|w| w.writers.len() == 1) {
@@ -1031,7 +1032,11 @@ fn stride_of(words: &[Word]) -> Option<u64> {
     let mut addrs: Vec<u64> = firsts.values().copied().collect();
     addrs.sort();
     let gaps: BTreeSet<u64> = addrs.windows(2).map(|p| p[1] - p[0]).collect();
-    (gaps.len() == 1).then(|| *gaps.iter().next().unwrap())
+    // The smallest gap, when every other is a multiple of it: a thread whose words were not
+    // sampled (it ran before the line was tracked) leaves a gap of two elements, not another
+    // layout.
+    let step = *gaps.first()?;
+    (step > 0 && gaps.iter().all(|g| g % step == 0)).then_some(step)
 }
 
 /// Allocation functions whose blocks are 64-byte aligned by chance only (they promise 16): a

@@ -122,6 +122,30 @@ fn disjoint_writers_are_false_sharing_with_stride() {
     assert!(f[0].fix.contains("56 bytes of padding"), "{}", f[0].fix);
 }
 
+/// Four threads write interleaved 8-byte elements; thread 3 ran before the line was tracked
+/// and left no words: the stride is still 8 (the flake of
+/// `lines_of_one_calloc_block_are_one_finding` under load), while an irregular layout has none.
+#[test]
+fn stride_survives_a_thread_without_words() {
+    let f = |writers: &[(u32, u32)]| {
+        let s = sharing(vec![line(
+            0x1000,
+            100_000,
+            writers
+                .iter()
+                .map(|&(off, t)| byte(off, 8, 0, 5000, &[], &[t]))
+                .collect(),
+        )]);
+        analyze(&s, 2_000_000_000)[0].stride
+    };
+    assert_eq!(
+        f(&[(0, 1), (8, 2), (24, 4), (32, 1), (40, 2), (56, 4)]),
+        Some(8)
+    );
+    assert_eq!(f(&[(0, 1), (8, 2), (16, 3), (24, 4)]), Some(8));
+    assert_eq!(f(&[(0, 1), (8, 2), (20, 3)]), None);
+}
+
 #[test]
 fn same_word_is_true_sharing_and_reads_make_read_mostly() {
     let s = sharing(vec![line(
