@@ -4,7 +4,6 @@
 use super::merge::{Input, Merged};
 use super::sections::Options;
 use super::*;
-use crate::model::BelowThreshold;
 use profcc_schema::{
     AccessKind, AccessSite, AllocSite, Module, Profile, Stack, Thread, Totals, FORMAT, VERSION,
 };
