@@ -4,9 +4,9 @@
 //!
 //! Parts (all by default): `build` (sqlite3.c compile time and sqlite3.o code size),
 //! `kernels` (single-threaded kernels, kmeans_loop counting only and with sharing, and the
-//! sqlite driver), `sharing` (multithreaded kernels: cache-line sharing analysis overhead, RSS,
-//! findings, and the `fs_sample` table; see `bench/sharing.rs`; and first the predicted gain of
-//! every false-sharing kernel against its padded twin, `bench/predict.rs`).
+//! sqlite driver), `predict` (the predicted gain of every false-sharing kernel against its
+//! padded twin, `bench/predict.rs`), `sharing` (multithreaded kernels: cache-line sharing
+//! analysis overhead, RSS, findings, and the `fs_sample` table; see `bench/sharing.rs`).
 //!
 //! Prints Markdown tables and writes them to target/bench/results.md.
 
@@ -143,7 +143,7 @@ fn side_by_side(
 }
 
 /// The benchmark's parts, in the order they run.
-const PARTS: &[&str] = &["build", "kernels", "sharing"];
+const PARTS: &[&str] = &["build", "kernels", "predict", "sharing"];
 
 pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let mut runs = 5usize;
@@ -200,6 +200,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     if parts.contains(&"kernels") {
         let sqlite = crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
         kernels(root, &profcc, &sqlite, &work, runs, &mut out)?;
+    }
+    if parts.contains(&"predict") {
+        predict::run(root, &profcc, &work, runs, &mut out)?;
     }
     if parts.contains(&"sharing") {
         sharing::run(root, &profcc, &work, runs, &mut out)?;

@@ -136,7 +136,6 @@ pub fn run(
     out: &mut String,
 ) -> Result<(), String> {
     // Predicted gain vs padding first (docs/model.md).
-    super::predict::run(root, profcc, work, runs, out)?;
     let src_dir = root.join("bench/kernels");
     let prof_dir = work.join("sharing");
     let _ = std::fs::remove_dir_all(&prof_dir);
