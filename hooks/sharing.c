@@ -175,6 +175,125 @@ SIZED_WRITE(4)
 SIZED_WRITE(8)
 SIZED_WRITE(16)
 
+/* Two to four plain accesses of one epoch, with consecutive sites, checked by one call
+ * (abi: merged_checker_arg; the pass places it before the last of them): each member goes
+ * through its own read or write check, in access order, exactly as if it had its own call;
+ * the call saves the others' call and site immediate. `x`: the first member's site | the
+ * members' fields from PROFCC_MERGED_SHIFT, each write | log2(size) << 1, | the first
+ * member's distance from its group leader. `_s`: the first writing member is the group's
+ * sampling write; `_c`: the first member leads its group and counts it. */
+#define MF PROFCC_MERGED_FIELD_BITS
+static inline __attribute__((always_inline)) uint64_t first_site(uint64_t x) {
+  return x & (((uint64_t)1 << PROFCC_MERGED_SHIFT) - 1);
+}
+static inline __attribute__((always_inline)) uint64_t field(uint64_t x, int i) {
+  return (x >> (PROFCC_MERGED_SHIFT + MF * i)) & ((1 << MF) - 1);
+}
+/* The first member's distance from its group leader. */
+static inline __attribute__((always_inline)) uint64_t leader_distance(uint64_t x, int k) {
+  return x >> (PROFCC_MERGED_SHIFT + MF * k);
+}
+/* Member i of k through the door: its own site, its info. */
+static inline __attribute__((always_inline)) void door_member(const void *p, uint64_t x, int i,
+                                                              int k) {
+  uint64_t f = field(x, i), n = (uint64_t)1 << ((f >> 1) & 3);
+  uint64_t site = first_site(x) + i, d = leader_distance(x, k) + i;
+  if (f & 1)
+    __profcc_door(p, site - d, n | PROFCC_INFO_WRITE | d << PROFCC_INFO_SITE_SHIFT);
+  else
+    __profcc_door(p, site, n);
+}
+/* One door per member of each merged checker, with the checker's own arguments: the
+ * checker's slow side moves no register (preserve_most: it saves none for the door). */
+#define DOORS2(i)                                                                                 \
+  DOOR void __profcc_door_m2_##i(const void *a, const void *b, uint64_t x) {                      \
+    const void *q[] = {a, b};                                                                     \
+    door_member(q[i], x, i, 2);                                                                   \
+  }
+#define DOORS3(i)                                                                                 \
+  DOOR void __profcc_door_m3_##i(const void *a, const void *b, const void *c, uint64_t x) {       \
+    const void *q[] = {a, b, c};                                                                  \
+    door_member(q[i], x, i, 3);                                                                   \
+  }
+#define DOORS4(i)                                                                                 \
+  DOOR void __profcc_door_m4_##i(const void *a, const void *b, const void *c, const void *d,      \
+                                 uint64_t x) {                                                    \
+    const void *q[] = {a, b, c, d};                                                               \
+    door_member(q[i], x, i, 4);                                                                   \
+  }
+DOORS2(0)
+DOORS2(1)
+DOORS3(0)
+DOORS3(1)
+DOORS3(2)
+DOORS4(0)
+DOORS4(1)
+DOORS4(2)
+DOORS4(3)
+/* Member i's check; S: the index of the member that is the group's sampling write (-1:
+ * none). */
+#define MEMBER(i, k, S, door, ...)                                                                \
+  do {                                                                                            \
+    uint64_t f = field(x, i);                                                                     \
+    int due = (f & 1) ? (i == S ? write_s_due(q[i], first_site(x) - leader_distance(x, k))        \
+                                : write_due(q[i]))                                                \
+                      : read_due(q[i]);                                                           \
+    if (__builtin_expect(due, 0))                                                                 \
+      door(__VA_ARGS__);                                                                          \
+  } while (0)
+#define M2(name, count_first, S)                                                                  \
+  CHECKER void name(const void *a, const void *b, uint64_t x) {                                   \
+    const void *q[] = {a, b};                                                                     \
+    if (count_first)                                                                              \
+      count(first_site(x));                                                                       \
+    MEMBER(0, 2, S, __profcc_door_m2_0, a, b, x);                                                 \
+    MEMBER(1, 2, S, __profcc_door_m2_1, a, b, x);                                                 \
+  }
+#define M3(name, count_first, S)                                                                  \
+  CHECKER void name(const void *a, const void *b, const void *c, uint64_t x) {                    \
+    const void *q[] = {a, b, c};                                                                  \
+    if (count_first)                                                                              \
+      count(first_site(x));                                                                       \
+    MEMBER(0, 3, S, __profcc_door_m3_0, a, b, c, x);                                              \
+    MEMBER(1, 3, S, __profcc_door_m3_1, a, b, c, x);                                              \
+    MEMBER(2, 3, S, __profcc_door_m3_2, a, b, c, x);                                              \
+  }
+#define M4(name, count_first, S)                                                                  \
+  CHECKER void name(const void *a, const void *b, const void *c, const void *d, uint64_t x) {     \
+    const void *q[] = {a, b, c, d};                                                               \
+    if (count_first)                                                                              \
+      count(first_site(x));                                                                       \
+    MEMBER(0, 4, S, __profcc_door_m4_0, a, b, c, d, x);                                           \
+    MEMBER(1, 4, S, __profcc_door_m4_1, a, b, c, d, x);                                           \
+    MEMBER(2, 4, S, __profcc_door_m4_2, a, b, c, d, x);                                           \
+    MEMBER(3, 4, S, __profcc_door_m4_3, a, b, c, d, x);                                           \
+  }
+/* abi::names::CHECK_MERGED: _s<j>: member j is the group's sampling write; _c: counting. */
+M2(__profcc_check_m2, 0, -1)
+M2(__profcc_check_m2_c, 1, -1)
+M2(__profcc_check_m2_s0, 0, 0)
+M2(__profcc_check_m2_s0_c, 1, 0)
+M2(__profcc_check_m2_s1, 0, 1)
+M2(__profcc_check_m2_s1_c, 1, 1)
+M3(__profcc_check_m3, 0, -1)
+M3(__profcc_check_m3_c, 1, -1)
+M3(__profcc_check_m3_s0, 0, 0)
+M3(__profcc_check_m3_s0_c, 1, 0)
+M3(__profcc_check_m3_s1, 0, 1)
+M3(__profcc_check_m3_s1_c, 1, 1)
+M3(__profcc_check_m3_s2, 0, 2)
+M3(__profcc_check_m3_s2_c, 1, 2)
+M4(__profcc_check_m4, 0, -1)
+M4(__profcc_check_m4_c, 1, -1)
+M4(__profcc_check_m4_s0, 0, 0)
+M4(__profcc_check_m4_s0_c, 1, 0)
+M4(__profcc_check_m4_s1, 0, 1)
+M4(__profcc_check_m4_s1_c, 1, 1)
+M4(__profcc_check_m4_s2, 0, 2)
+M4(__profcc_check_m4_s2_c, 1, 2)
+M4(__profcc_check_m4_s3, 0, 3)
+M4(__profcc_check_m4_s3_c, 1, 3)
+
 /* The inlined hooks (accesses in loops): one load of the shadow word, one compare; the cold
  * side is one call of the access's checker, which decides again. `site`: a read's own
  * site; `leader`: the site whose counter a write shares (the write's own is `info >>

@@ -107,6 +107,16 @@ const ITEMS: &[Item] = &[
         PACKED_DISTANCE_SHIFT as u64,
         "packed write checker: leader | distance << this",
     ),
+    int(
+        "MERGED_SHIFT",
+        MERGED_SHIFT as u64,
+        "merged checker: first site | members << this",
+    ),
+    int(
+        "MERGED_FIELD_BITS",
+        MERGED_FIELD_BITS as u64,
+        "a member: write | log2(size) << 1",
+    ),
     Section("Counter arrays"),
     int(
         "COUNTER_STRIDE",

@@ -336,6 +336,43 @@ pub const fn packed_write_site(leader: u64, distance: u64) -> Option<u64> {
     }
 }
 
+/// The last argument of a merged checker ([`names::CHECK_MERGED`]): one call checks two to
+/// four plain accesses of one epoch with consecutive sites (the addresses are its first
+/// arguments, in access order). `first | member_0 << MERGED_SHIFT | member_1 <<
+/// (MERGED_SHIFT + 3) | ... | (first - leader) << (MERGED_SHIFT + 3 * members)`: the first
+/// member's module-local site, then each member's `write | log2(size) << 1`
+/// ([`MERGED_FIELD_BITS`] bits), then the first member's distance from its group leader (a
+/// write's door slot is its leader's counter). Below 2^32 (a 5-byte `mov` at the call)
+/// unless that distance is large.
+pub const MERGED_SHIFT: u32 = 20;
+pub const MERGED_FIELD_BITS: u32 = 3;
+const _: () = assert!(MAX_MODULE_SITES <= 1 << MERGED_SHIFT);
+
+/// [`MERGED_SHIFT`]'s packing of `(write, size)` members, or None when a size is not 1, 2,
+/// 4 or 8 or there are not two to four members.
+pub fn merged_checker_arg(
+    first: u64,
+    leader_distance: u64,
+    members: &[(bool, u64)],
+) -> Option<u64> {
+    if !(2..=4).contains(&members.len()) || first >= MAX_MODULE_SITES as u64 {
+        return None;
+    }
+    let mut x = first;
+    let mut shift = MERGED_SHIFT;
+    for &(write, size) in members {
+        if !matches!(size, 1 | 2 | 4 | 8) {
+            return None;
+        }
+        x |= (write as u64 | (size.trailing_zeros() as u64) << 1) << shift;
+        shift += MERGED_FIELD_BITS;
+    }
+    if leader_distance >= 1 << (64 - shift) {
+        return None;
+    }
+    Some(x | leader_distance << shift)
+}
+
 // ---- counter arrays ----
 
 /// u64 slots per site in a thread's counter array.
@@ -560,10 +597,40 @@ pub mod names {
             ],
         ),
     ];
+    /// Two to four plain accesses of one epoch checked by one call (addresses, then
+    /// [`super::merged_checker_arg`]): `(members, sampling member or -1, counting,
+    /// checker)`; counting: the first member leads its group; the sampling member is its
+    /// group's sampling write.
+    pub const CHECK_MERGED: [(usize, i32, bool, &str); 24] = [
+        (2, -1, false, "__profcc_check_m2"),
+        (2, -1, true, "__profcc_check_m2_c"),
+        (2, 0, false, "__profcc_check_m2_s0"),
+        (2, 0, true, "__profcc_check_m2_s0_c"),
+        (2, 1, false, "__profcc_check_m2_s1"),
+        (2, 1, true, "__profcc_check_m2_s1_c"),
+        (3, -1, false, "__profcc_check_m3"),
+        (3, -1, true, "__profcc_check_m3_c"),
+        (3, 0, false, "__profcc_check_m3_s0"),
+        (3, 0, true, "__profcc_check_m3_s0_c"),
+        (3, 1, false, "__profcc_check_m3_s1"),
+        (3, 1, true, "__profcc_check_m3_s1_c"),
+        (3, 2, false, "__profcc_check_m3_s2"),
+        (3, 2, true, "__profcc_check_m3_s2_c"),
+        (4, -1, false, "__profcc_check_m4"),
+        (4, -1, true, "__profcc_check_m4_c"),
+        (4, 0, false, "__profcc_check_m4_s0"),
+        (4, 0, true, "__profcc_check_m4_s0_c"),
+        (4, 1, false, "__profcc_check_m4_s1"),
+        (4, 1, true, "__profcc_check_m4_s1_c"),
+        (4, 2, false, "__profcc_check_m4_s2"),
+        (4, 2, true, "__profcc_check_m4_s2_c"),
+        (4, 3, false, "__profcc_check_m4_s3"),
+        (4, 3, true, "__profcc_check_m4_s3_c"),
+    ];
     /// The checkers' slow sides (hooks/sharing.c), linked like them (internal, never
     /// inlined, preserve_most) and deleted when unused, in this order: the sized checkers'
     /// doors, then the common one they call.
-    pub const CHECKER_DOORS: [&str; 11] = [
+    pub const CHECKER_DOORS: [&str; 20] = [
         "__profcc_door_read1",
         "__profcc_door_read2",
         "__profcc_door_read4",
@@ -574,10 +641,19 @@ pub mod names {
         "__profcc_door_write4",
         "__profcc_door_write8",
         "__profcc_door_write16",
+        "__profcc_door_m2_0",
+        "__profcc_door_m2_1",
+        "__profcc_door_m3_0",
+        "__profcc_door_m3_1",
+        "__profcc_door_m3_2",
+        "__profcc_door_m4_0",
+        "__profcc_door_m4_1",
+        "__profcc_door_m4_2",
+        "__profcc_door_m4_3",
         "__profcc_door",
     ];
-    pub const CHECKERS: [&str; 36] = {
-        let mut all = [""; 36];
+    pub const CHECKERS: [&str; 60] = {
+        let mut all = [""; 60];
         let generic = [
             CHECK_READ,
             CHECK_WRITE,
@@ -606,6 +682,12 @@ pub mod names {
                 n += 1;
                 k += 1;
             }
+            i += 1;
+        }
+        let mut i = 0;
+        while i < CHECK_MERGED.len() {
+            all[n] = CHECK_MERGED[i].3;
+            n += 1;
             i += 1;
         }
         assert!(n == all.len());

@@ -29,6 +29,118 @@ struct Rewriter {
     prologues: HashMap<LLVMValueRef, Prologue>,
     /// The count returned at the current group's first access.
     group_count: Option<LLVMValueRef>,
+    /// Checks merged into one call ([`merge_plan`]), and each access's merge.
+    merges: Vec<Merge>,
+    merge_of: Vec<Option<usize>>,
+    /// The accesses' addresses (a merged call passes its members').
+    ptrs: Vec<LLVMValueRef>,
+}
+
+/// Plain accesses of one epoch checked by one call of a merged checker, before the last of
+/// them (abi::merged_checker_arg).
+struct Merge {
+    members: Vec<usize>,
+    /// The merged checker's last argument.
+    arg: u64,
+    /// The first member leads its group and the checker counts it (outside loops only, as
+    /// for the `_c` checkers of single accesses).
+    counting: bool,
+    /// The member that is its group's sampling write (its first checked write).
+    sampling: Option<usize>,
+}
+
+/// Can the access's check share a call with others of its epoch: an out-of-line check of a
+/// plain access of 1, 2, 4 or 8 bytes that stands for itself alone.
+fn mergeable(a: &Access) -> bool {
+    a.check
+        && matches!(a.kind, AccessKind::Read | AccessKind::Write)
+        && matches!(a.size, Size::Const(1 | 2 | 4 | 8))
+        && a.extra_reads == 0
+        && a.extra_writes == 0
+        && !(a.loop_blocks > 0 && a.loop_blocks <= crate::select::INLINE_LOOP_BLOCKS)
+}
+
+/// The merged checker call of `members` (in access order, one group and epoch), or None
+/// when their sites are not consecutive.
+fn merge_of(acc: &[Access], members: &[usize]) -> Option<Merge> {
+    let first = members[0];
+    let leader = acc[first].leader;
+    if members.iter().enumerate().any(|(k, &i)| i != first + k) {
+        return None;
+    }
+    let fields: Vec<(bool, u64)> = members
+        .iter()
+        .map(|&i| {
+            let Size::Const(n) = acc[i].size else {
+                unreachable!()
+            };
+            (acc[i].kind == AccessKind::Write, n)
+        })
+        .collect();
+    let arg = crate::abi::merged_checker_arg(first as u64, (first - leader) as u64, &fields)?;
+    let sampling = members.iter().position(|&i| acc[i].samples);
+    Some(Merge {
+        members: members.to_vec(),
+        arg,
+        counting: leader == first && acc[first].loop_blocks == 0,
+        sampling,
+    })
+}
+
+/// Merge the out-of-line checks of each epoch: runs of [`mergeable`] checks with no other
+/// check between them (covered accesses do not count), cut into calls of four, three or
+/// two. One call instead of several saves a call and a site immediate per check; each member
+/// is still checked on its own in the checker, in access order: the door sees the same
+/// accesses with the same sites and info, a few instructions later (no call, atomic or fence
+/// in between: one epoch).
+fn merge_plan(acc: &[Access]) -> (Vec<Merge>, Vec<Option<usize>>) {
+    let mut merges = Vec::new();
+    let mut merge_of_access = vec![None; acc.len()];
+    let mut run: Vec<usize> = Vec::new();
+    let mut flush = |run: &mut Vec<usize>| {
+        let mut i = 0;
+        while i < run.len() {
+            let want = match run.len() - i {
+                n @ 1..=3 => n,
+                5 => 3,
+                _ => 4,
+            };
+            let mut k = want;
+            let mut merge = None;
+            while k >= 2 {
+                merge = merge_of(acc, &run[i..i + k]);
+                if merge.is_some() {
+                    break;
+                }
+                k -= 1;
+            }
+            if let Some(m) = merge {
+                for &j in &m.members {
+                    merge_of_access[j] = Some(merges.len());
+                }
+                merges.push(m);
+                i += k;
+            } else {
+                i += 1;
+            }
+        }
+        run.clear();
+    };
+    for (i, a) in acc.iter().enumerate() {
+        if let Some(&last) = run.last() {
+            let l = &acc[last];
+            if l.func != a.func || l.group != a.group || l.epoch != a.epoch {
+                flush(&mut run);
+            }
+        }
+        if mergeable(a) {
+            run.push(i);
+        } else if a.check {
+            flush(&mut run);
+        }
+    }
+    flush(&mut run);
+    (merges, merge_of_access)
 }
 
 impl Rewriter {
@@ -271,12 +383,19 @@ impl Rewriter {
         // Only outside loops: the checker finds the counter through the thread's array and the
         // module's base (two loads and a register more on its fast path, which costs a loop
         // more than the increment here).
-        let count_in_checker = check
-            && fixed_line
-            && !inline
-            && a.loop_blocks == 0
-            && a.leader == local
-            && matches!(a.size, Size::Const(_));
+        let merge = self.merge_of[local].map(|m| &self.merges[m]);
+        let count_in_checker = match merge {
+            // The merged call counts the group when its first member leads it.
+            Some(m) => check && m.counting && m.members[0] == local,
+            None => {
+                check
+                    && fixed_line
+                    && !inline
+                    && a.loop_blocks == 0
+                    && a.leader == local
+                    && matches!(a.size, Size::Const(_))
+            }
+        };
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
             let c = self.entry_value(a.func, 0);
@@ -323,6 +442,24 @@ impl Rewriter {
         }
         let Size::Const(n) = a.size else { return };
         if !check {
+            return;
+        }
+        if let Some(m) = self.merge_of[local].map(|m| &self.merges[m]) {
+            // Checked by the merged call before the last member.
+            if *m.members.last().unwrap() != local {
+                return;
+            }
+            let sampling = m.sampling.map_or(-1, |j| j as i32);
+            let checker = crate::abi::names::CHECK_MERGED
+                .iter()
+                .find(|x| (x.0, x.1, x.2) == (m.members.len(), sampling, m.counting))
+                .expect("two to four members")
+                .3;
+            let mut args: Vec<LLVMValueRef> = m.members.iter().map(|&i| self.ptrs[i]).collect();
+            args.push(LLVMConstInt(i64t, m.arg, 0));
+            stats.bump("check-merged-call", 1);
+            stats.bump("check-merged", m.members.len() as u64);
+            self.call(checker, &mut args, empty);
             return;
         }
         if n <= LINE_SIZE {
@@ -407,8 +544,14 @@ pub unsafe fn rewrite(
         site_base,
         prologues: HashMap::new(),
         group_count: None,
+        merges: Vec::new(),
+        merge_of: vec![None; sel.accesses.len()],
+        ptrs: sel.accesses.iter().map(|a| a.ptr).collect(),
     };
     let acc = &sel.accesses;
+    if sharing {
+        (r.merges, r.merge_of) = merge_plan(acc);
+    }
     for (local, a) in acc.iter().enumerate() {
         // A group's count stays in a register in a single-block loop, unless the group has
         // sharing checks: a sampling write's checker reads the counter in memory, and beside

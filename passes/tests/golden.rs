@@ -176,6 +176,53 @@ fn load_store() {
 }
 
 #[test]
+fn merged() {
+    let (ir, s) = run("merged");
+    // @f: sites 0-2 in one call, addresses in access order, then first site 0 | the
+    // members' fields from bit 20 (write | log2(size) << 1: 6, 4, 1) | distance of the first
+    // from its leader (0): 6 << 20 | 4 << 23 | 1 << 26. Member 2 samples, the first counts.
+    assert!(
+        ir.contains(
+            "call preserve_mostcc void @__profcc_check_m3_s2_c(ptr %p, ptr %q, ptr %r, i64 106954752)"
+        ),
+        "{ir}"
+    );
+    // @g: site 3 alone, then sites 4 and 5: 4 | 6 << 20 | 2 << 23.
+    assert!(
+        ir.contains("call preserve_mostcc void @__profcc_check_read8_c(ptr %p, i64 3)"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("call preserve_mostcc void @__profcc_check_m2_c(ptr %q, ptr %p, i64 23068676)"),
+        "{ir}"
+    );
+    assert_eq!(s.get("check-merged-call"), 2);
+    assert_eq!(s.get("check-merged"), 5);
+    // Every check still counts as one: 6 accesses, 6 checks.
+    assert_eq!(s.get("check-out-of-line"), 6);
+    // No increment left in the functions: both groups count in their checkers.
+    assert!(!ir.contains("%profcc.n"), "{ir}");
+    // Each member's door: the member's own site and info (a read's size; a write's size,
+    // write bit and distance from its leader).
+    assert!(
+        ir.contains("define internal preserve_mostcc void @__profcc_door_m3_2("),
+        "{ir}"
+    );
+    assert_eq!(
+        shapes(&ir),
+        [
+            (AccessKind::Read, 8, 0),
+            (AccessKind::Read, 4, 0),
+            (AccessKind::Write, 1, 0),
+            (AccessKind::Read, 8, 3),
+            (AccessKind::Read, 8, 4),
+            (AccessKind::Read, 2, 4)
+        ],
+        "{ir}"
+    );
+}
+
+#[test]
 fn load_store_counting_only() {
     let opts = profcc_passes::Options {
         accesses: true,
