@@ -181,7 +181,7 @@ SIZED_WRITE(16)
  * the call saves the others' call and site immediate. `x`: the first member's site | the
  * members' fields from PROFCC_MERGED_SHIFT, each write | log2(size) << 1, | the first
  * member's distance from its group leader. `_s`: the first writing member is the group's
- * sampling write; `_c`: the first member leads its group and counts it. */
+ * sampling write; `_c`: the checker counts the group (the first member is its first check). */
 #define MF PROFCC_MERGED_FIELD_BITS
 static inline __attribute__((always_inline)) uint64_t first_site(uint64_t x) {
   return x & (((uint64_t)1 << PROFCC_MERGED_SHIFT) - 1);
@@ -245,7 +245,7 @@ DOORS4(3)
   CHECKER void name(const void *a, const void *b, uint64_t x) {                                   \
     const void *q[] = {a, b};                                                                     \
     if (count_first)                                                                              \
-      count(first_site(x));                                                                       \
+      count(first_site(x) - leader_distance(x, 2));                                             \
     MEMBER(0, 2, S, __profcc_door_m2_0, a, b, x);                                                 \
     MEMBER(1, 2, S, __profcc_door_m2_1, a, b, x);                                                 \
   }
@@ -253,7 +253,7 @@ DOORS4(3)
   CHECKER void name(const void *a, const void *b, const void *c, uint64_t x) {                    \
     const void *q[] = {a, b, c};                                                                  \
     if (count_first)                                                                              \
-      count(first_site(x));                                                                       \
+      count(first_site(x) - leader_distance(x, 3));                                             \
     MEMBER(0, 3, S, __profcc_door_m3_0, a, b, c, x);                                              \
     MEMBER(1, 3, S, __profcc_door_m3_1, a, b, c, x);                                              \
     MEMBER(2, 3, S, __profcc_door_m3_2, a, b, c, x);                                              \
@@ -262,7 +262,7 @@ DOORS4(3)
   CHECKER void name(const void *a, const void *b, const void *c, const void *d, uint64_t x) {     \
     const void *q[] = {a, b, c, d};                                                               \
     if (count_first)                                                                              \
-      count(first_site(x));                                                                       \
+      count(first_site(x) - leader_distance(x, 4));                                             \
     MEMBER(0, 4, S, __profcc_door_m4_0, a, b, c, d, x);                                           \
     MEMBER(1, 4, S, __profcc_door_m4_1, a, b, c, d, x);                                           \
     MEMBER(2, 4, S, __profcc_door_m4_2, a, b, c, d, x);                                           \

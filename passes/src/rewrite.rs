@@ -34,6 +34,47 @@ struct Rewriter {
     merge_of: Vec<Option<usize>>,
     /// The accesses' addresses (a merged call passes its members').
     ptrs: Vec<LLVMValueRef>,
+    /// The access whose checker counts its group ([`checker_counts`]), and the group
+    /// leaders whose group is counted so.
+    counts_group: Vec<bool>,
+    counted_in_checker: Vec<bool>,
+}
+
+/// Which out-of-line check counts its group (the `_c` checkers), so that the group's first
+/// access has no increment of its own: the group's first check, when its checker names the
+/// group leader's counter (a write's, a merged call's, a read that leads its group) and it
+/// lies outside loops (the checker finds the counter through the thread's array and the
+/// module's base: two loads and a register more on its fast path, which costs a loop more
+/// than an increment). Every check of the group comes at or after it, so a write's door
+/// and the sampling write read the group's current count; the group's accesses execute
+/// equally often, so the count stays exact. Returns the counting checks and the leaders
+/// counted by one.
+fn checker_counts(
+    acc: &[Access],
+    merges: &[Merge],
+    merge_of: &[Option<usize>],
+) -> (Vec<bool>, Vec<bool>) {
+    let mut counts = vec![false; acc.len()];
+    let mut counted = vec![false; acc.len()];
+    let mut seen = vec![false; acc.len()];
+    for (i, a) in acc.iter().enumerate() {
+        if !a.check || !matches!(a.size, Size::Const(_)) || seen[a.leader] {
+            continue;
+        }
+        // The group's first check.
+        seen[a.leader] = true;
+        let merged = merge_of[i].map(|m| &merges[m]);
+        let names_leader = match merged {
+            Some(m) => m.members[0] == i,
+            None => a.kind != AccessKind::Read || a.leader == i,
+        };
+        if names_leader && a.loop_blocks == 0 && matches!(a.size, Size::Const(n) if n <= LINE_SIZE)
+        {
+            counts[i] = true;
+            counted[a.leader] = true;
+        }
+    }
+    (counts, counted)
 }
 
 /// Plain accesses of one epoch checked by one call of a merged checker, before the last of
@@ -42,8 +83,7 @@ struct Merge {
     members: Vec<usize>,
     /// The merged checker's last argument.
     arg: u64,
-    /// The first member leads its group and the checker counts it (outside loops only, as
-    /// for the `_c` checkers of single accesses).
+    /// The checker counts the group ([`checker_counts`]).
     counting: bool,
     /// The member that is its group's sampling write (its first checked write).
     sampling: Option<usize>,
@@ -82,7 +122,7 @@ fn merge_of(acc: &[Access], members: &[usize]) -> Option<Merge> {
     Some(Merge {
         members: members.to_vec(),
         arg,
-        counting: leader == first && acc[first].loop_blocks == 0,
+        counting: false, // set by `checker_counts`
         sampling,
     })
 }
@@ -377,25 +417,11 @@ impl Rewriter {
         };
         info |= ((local - slot_site) as u64) << INFO_SITE_SHIFT;
         let empty = c"";
-        // An out-of-line check of a group's first access counts the group in its checker
-        // (the `_c` checkers): no increment at the access. The group's other accesses are in
-        // the same block, so none of them is inlined and needs the count in a register.
-        // Only outside loops: the checker finds the counter through the thread's array and the
-        // module's base (two loads and a register more on its fast path, which costs a loop
-        // more than the increment here).
-        let merge = self.merge_of[local].map(|m| &self.merges[m]);
-        let count_in_checker = match merge {
-            // The merged call counts the group when its first member leads it.
-            Some(m) => check && m.counting && m.members[0] == local,
-            None => {
-                check
-                    && fixed_line
-                    && !inline
-                    && a.loop_blocks == 0
-                    && a.leader == local
-                    && matches!(a.size, Size::Const(_))
-            }
-        };
+        // The group's first check may count the group in its checker (the `_c` checkers,
+        // [`checker_counts`]): then its first access has no increment. The group's other
+        // accesses are in the same block, so none of them is inlined and needs the count in
+        // a register.
+        let count_in_checker = self.counts_group[local];
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
             let c = self.entry_value(a.func, 0);
@@ -411,8 +437,10 @@ impl Rewriter {
             }
             return;
         }
-        if a.leader == local && count_in_checker {
+        if count_in_checker {
             stats.bump("counter-in-checker", 1);
+        }
+        if a.leader == local && self.counted_in_checker[local] {
             self.group_count = None;
         } else if a.leader == local {
             let hoisted = if hoist {
@@ -547,10 +575,16 @@ pub unsafe fn rewrite(
         merges: Vec::new(),
         merge_of: vec![None; sel.accesses.len()],
         ptrs: sel.accesses.iter().map(|a| a.ptr).collect(),
+        counts_group: vec![false; sel.accesses.len()],
+        counted_in_checker: vec![false; sel.accesses.len()],
     };
     let acc = &sel.accesses;
     if sharing {
         (r.merges, r.merge_of) = merge_plan(acc);
+        (r.counts_group, r.counted_in_checker) = checker_counts(acc, &r.merges, &r.merge_of);
+        for m in &mut r.merges {
+            m.counting = r.counts_group[m.members[0]];
+        }
     }
     for (local, a) in acc.iter().enumerate() {
         // A group's count stays in a register in a single-block loop, unless the group has

@@ -296,16 +296,22 @@ fn rmw() {
     // names its own site, and no distance: the 8-byte read's checker, no info); @calls:
     // three stores and the atomic (which goes through the same checker as a store; the
     // plain stores that stand for themselves call the 8-byte write's checkers, leader |
-    // distance << 20 packed in one immediate). Each is one call of a checker; the first store of each of @calls' groups
-    // counts its group in its checker (@rmw's group leads with the covered load: it counts
-    // in place).
+    // distance << 20 packed in one immediate). Each is one call of a checker; the first check
+    // of each group counts its group in its checker (@rmw's group leads with the covered
+    // load: its store's checker names the leader, site 0, and counts it).
     assert!(ir.contains("i64 17043720)"), "{ir}");
     assert!(
         ir.contains("call preserve_mostcc void @__profcc_check_read8(ptr %q, i64 3)"),
         "{ir}"
     );
-    assert_eq!(s.get("counter-in-checker"), 2, "{ir}");
-    assert_eq!(ir.matches("%profcc.n = add").count(), 1, "{ir}");
+    assert_eq!(s.get("counter-in-checker"), 3, "{ir}");
+    assert!(
+        ir.contains(
+            "call preserve_mostcc void @__profcc_check_write_s_c(ptr %p, i64 0, i64 17043720)"
+        ),
+        "{ir}"
+    );
+    assert_eq!(ir.matches("%profcc.n = add").count(), 0, "{ir}");
     assert_eq!(
         ir.matches("call preserve_mostcc void @__profcc_check_")
             .count(),
