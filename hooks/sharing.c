@@ -320,6 +320,30 @@ void __profcc_write_s(uint64_t leader, uint64_t n, const void *p, uint64_t info,
     __profcc_check_write_s(p, leader, info);
 }
 
+/* The same with the checker of a read that stands for itself alone (its size its info) or of
+ * a plain packed write (abi: packed_write_site) on the cold side: the pass passes it, and
+ * once inlined the call is direct and has no info argument. */
+typedef __attribute__((preserve_most)) void (*checker_k)(const void *p, uint64_t x);
+void __profcc_read_k(uint64_t site, const void *p, uint64_t rb, checker_k check) {
+  uint64_t w = *shadow_of(p);
+  if (__builtin_expect(!(w & rb) | ((int64_t)w < 0), 0))
+    check(p, site);
+}
+
+void __profcc_write_k(uint64_t x, const void *p, uint64_t me, checker_k check) {
+  uint64_t w = *shadow_of(p);
+  if (__builtin_expect((w & PROFCC_WRITE_MASK) != me, 0))
+    check(p, x);
+}
+
+void __profcc_write_s_k(uint64_t x, uint64_t n, const void *p, uint64_t me, uint64_t wmask,
+                        checker_k check) {
+  uint64_t w = *shadow_of(p);
+  int sample = (n & wmask) == 0;
+  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != me) | sample, 0))
+    check(p, x);
+}
+
 /* A fixed-size access longer than a line, or of run-time length (memory intrinsics): every
  * line it covers goes through the runtime. */
 void __profcc_range(uint64_t *c, uint64_t leader, const void *p, uint64_t len, uint64_t info) {

@@ -513,9 +513,14 @@ pub mod names {
     pub const WRITE: &str = "__profcc_write";
     /// The write that takes its group's write-volume sample.
     pub const WRITE_SAMPLE: &str = "__profcc_write_s";
+    /// The same with a sized read's or packed write's checker on the cold side (its last
+    /// argument): no info at the call.
+    pub const READ_SIZED: &str = "__profcc_read_k";
+    pub const WRITE_PACKED: &str = "__profcc_write_k";
+    pub const WRITE_SAMPLE_PACKED: &str = "__profcc_write_s_k";
     pub const RANGE: &str = "__profcc_range";
     pub const RANGE_N: &str = "__profcc_range_n";
-    pub const HOOKS: [&str; 11] = [
+    pub const HOOKS: [&str; 14] = [
         FN_COUNTERS,
         FN_ME,
         FN_RB,
@@ -525,6 +530,9 @@ pub mod names {
         READ,
         WRITE,
         WRITE_SAMPLE,
+        READ_SIZED,
+        WRITE_PACKED,
+        WRITE_SAMPLE_PACKED,
         RANGE,
         RANGE_N,
     ];

@@ -492,27 +492,30 @@ impl Rewriter {
         }
         if n <= LINE_SIZE {
             let infov = LLVMConstInt(i64t, info | n.min(255), 0);
+            use crate::abi::names::*;
+            let info = info | n.min(255);
+            // A read that stands for itself alone: its size is its info.
+            let sized = CHECK_READ_SIZED
+                .iter()
+                .find(|x| x.0 == info)
+                .filter(|_| !a.kind.writes());
+            // A plain write that stands for itself alone: its size, its leader and its
+            // distance from it are its info (one packed immediate).
+            let packed = (a.kind == AccessKind::Write)
+                .then(|| {
+                    CHECK_WRITE_SIZED
+                        .iter()
+                        .find(|x| INFO_WRITE | x.0 == info & ((1 << INFO_SITE_SHIFT) - 1))
+                })
+                .flatten()
+                .zip(crate::abi::packed_write_site(
+                    slot_site as u64,
+                    (local - slot_site) as u64,
+                ));
             if !inline {
                 // The checker finds the site's counter itself: no counter base at the call.
                 let slot = LLVMConstInt(i64t, slot_site as u64, 0);
-                use crate::abi::names::*;
-                let info = info | n.min(255);
-                let sized = CHECK_READ_SIZED.iter().find(|x| x.0 == info);
-                // A plain write that stands for itself alone: its size, its leader and its
-                // distance from it are its info (one packed immediate).
-                let packed = (a.kind == AccessKind::Write)
-                    .then(|| {
-                        CHECK_WRITE_SIZED
-                            .iter()
-                            .find(|x| INFO_WRITE | x.0 == info & ((1 << INFO_SITE_SHIFT) - 1))
-                    })
-                    .flatten()
-                    .zip(crate::abi::packed_write_site(
-                        slot_site as u64,
-                        (local - slot_site) as u64,
-                    ));
-                if let (false, Some(&(_, plain, counting))) = (a.kind.writes(), sized) {
-                    // A read that stands for itself alone: its size is its info.
+                if let Some(&(_, plain, counting)) = sized {
                     let checker = if count_in_checker { counting } else { plain };
                     self.call(checker, &mut [a.ptr, slot], empty);
                 } else if let Some(((_, names), x)) = packed {
@@ -530,18 +533,37 @@ impl Rewriter {
                     };
                     self.call(checker, &mut [a.ptr, slot, infov], empty);
                 }
+                return;
+            }
+            // Inlined: the shadow word tested in place, the checker called on the cold side;
+            // the sized and packed checkers when the info allows (no info immediate there).
+            let count = || {
+                self.group_count
+                    .expect("an inlined check's group counts at its first access")
+            };
+            if let (true, Some(((_, names), x))) = (a.kind.writes(), packed) {
+                let x = LLVMConstInt(i64t, x, 0);
+                let checker = self.hook(names[2 * a.samples as usize]);
+                if a.samples {
+                    let mut args = [x, count(), a.ptr, me.unwrap(), wmask.unwrap(), checker];
+                    self.call(WRITE_SAMPLE_PACKED, &mut args, empty);
+                } else {
+                    let mut args = [x, a.ptr, me.unwrap(), checker];
+                    self.call(WRITE_PACKED, &mut args, empty);
+                }
             } else if a.kind.writes() && a.samples {
-                let count = self
-                    .group_count
-                    .expect("an inlined check's group counts at its first access");
-                let mut args = [leaderv, count, a.ptr, infov, me.unwrap(), wmask.unwrap()];
-                self.call(crate::abi::names::WRITE_SAMPLE, &mut args, empty);
+                let mut args = [leaderv, count(), a.ptr, infov, me.unwrap(), wmask.unwrap()];
+                self.call(WRITE_SAMPLE, &mut args, empty);
             } else if a.kind.writes() {
                 let mut args = [leaderv, a.ptr, infov, me.unwrap()];
-                self.call(crate::abi::names::WRITE, &mut args, empty);
+                self.call(WRITE, &mut args, empty);
+            } else if let Some(&(_, plain, _)) = sized {
+                let checker = self.hook(plain);
+                let mut args = [localv, a.ptr, rb.unwrap(), checker];
+                self.call(READ_SIZED, &mut args, empty);
             } else {
                 let mut args = [localv, a.ptr, infov, rb.unwrap()];
-                self.call(crate::abi::names::READ, &mut args, empty);
+                self.call(READ, &mut args, empty);
             }
         } else {
             let c = self.entry_value(a.func, 0);
