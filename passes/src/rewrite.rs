@@ -42,13 +42,14 @@ struct Rewriter {
 
 /// Which out-of-line check counts its group (the `_c` checkers), so that the group's first
 /// access has no increment of its own: the group's first check, when its checker names the
-/// group leader's counter (a write's, a merged call's, a read that leads its group) and it
-/// lies outside loops (the checker finds the counter through the thread's array and the
-/// module's base: two loads and a register more on its fast path, which costs a loop more
-/// than an increment). Every check of the group comes at or after it, so a write's door
-/// and the sampling write read the group's current count; the group's accesses execute
-/// equally often, so the count stays exact. Returns the counting checks and the leaders
-/// counted by one.
+/// group leader's counter (a write's, a merged call's, a read that leads its group) and it is
+/// not in a short loop, whose checks are inlined (there the checker's two loads and saved
+/// register would cost more than an increment; in a large loop, e.g. an interpreter's
+/// dispatch loop, the checks are calls anyway, and the increment's counter base is one more
+/// value live, often spilled, across the loop). Every check of the group comes at or after
+/// it, so a write's door and the sampling write read the group's current count; the group's
+/// accesses execute equally often, so the count stays exact. Returns the counting checks and
+/// the leaders counted by one.
 fn checker_counts(
     acc: &[Access],
     merges: &[Merge],
@@ -68,7 +69,9 @@ fn checker_counts(
             Some(m) => m.members[0] == i,
             None => a.kind != AccessKind::Read || a.leader == i,
         };
-        if names_leader && a.loop_blocks == 0 && matches!(a.size, Size::Const(n) if n <= LINE_SIZE)
+        if names_leader
+            && !(a.loop_blocks > 0 && a.loop_blocks <= crate::select::INLINE_LOOP_BLOCKS)
+            && matches!(a.size, Size::Const(n) if n <= LINE_SIZE)
         {
             counts[i] = true;
             counted[a.leader] = true;
