@@ -139,17 +139,24 @@ SIZED_READ(4)
 SIZED_READ(8)
 SIZED_READ(16)
 
-/* A plain write that stands for itself alone (size n, no extra accesses): `x` packs its group
- * leader and its distance from it (abi: packed_write_site), so the call has one immediate
+/* A plain write of size n: `x` packs its group leader, its distance from it and the extra
+ * reads and writes it stands for (abi: packed_write_site), so the call has one immediate
  * after the address; its door rebuilds the info. */
 static inline __attribute__((always_inline)) uint64_t packed_leader(uint64_t x) {
   return x & (((uint64_t)1 << PROFCC_PACKED_DISTANCE_SHIFT) - 1);
 }
+/* The info bits of the distance and the extra accesses. */
+#define PACKED_FIELD(x, from, to) (((x) >> (from)) & (((uint64_t)1 << ((to) - (from))) - 1))
+static inline __attribute__((always_inline)) uint64_t packed_extras(uint64_t x) {
+  uint64_t d = PACKED_FIELD(x, PROFCC_PACKED_DISTANCE_SHIFT, PROFCC_PACKED_EXTRA_READS_SHIFT);
+  uint64_t r = PACKED_FIELD(x, PROFCC_PACKED_EXTRA_READS_SHIFT, PROFCC_PACKED_EXTRA_WRITES_SHIFT);
+  uint64_t w = PACKED_FIELD(x, PROFCC_PACKED_EXTRA_WRITES_SHIFT, 32);
+  return d << PROFCC_INFO_SITE_SHIFT | r << PROFCC_INFO_EXTRA_READS_SHIFT |
+         w << PROFCC_INFO_EXTRA_WRITES_SHIFT;
+}
 #define SIZED_WRITE(n)                                                                            \
   DOOR void __profcc_door_write##n(const void *p, uint64_t x) {                                   \
-    __profcc_door(p, packed_leader(x),                                                            \
-                  n | PROFCC_INFO_WRITE |                                                         \
-                      (x >> PROFCC_PACKED_DISTANCE_SHIFT) << PROFCC_INFO_SITE_SHIFT);             \
+    __profcc_door(p, packed_leader(x), n | PROFCC_INFO_WRITE | packed_extras(x));                \
   }                                                                                               \
   CHECKER void __profcc_check_write##n(const void *p, uint64_t x) {                               \
     if (write_due(p))                                                                             \

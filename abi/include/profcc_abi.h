@@ -38,6 +38,8 @@
 #define PROFCC_INFO_EXTRA_MAX 63
 #define PROFCC_INFO_SITE_SHIFT 24 /* site - group leader */
 #define PROFCC_PACKED_DISTANCE_SHIFT 20 /* packed write checker: leader | distance << this */
+#define PROFCC_PACKED_EXTRA_READS_SHIFT 26 /* | extra reads << this */
+#define PROFCC_PACKED_EXTRA_WRITES_SHIFT 29 /* | extra writes << this */
 #define PROFCC_MERGED_SHIFT 20 /* merged checker: first site | members << this */
 #define PROFCC_MERGED_FIELD_BITS 3 /* a member: write | log2(size) << 1 */
 

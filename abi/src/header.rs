@@ -108,6 +108,16 @@ const ITEMS: &[Item] = &[
         "packed write checker: leader | distance << this",
     ),
     int(
+        "PACKED_EXTRA_READS_SHIFT",
+        PACKED_EXTRA_READS_SHIFT as u64,
+        "| extra reads << this",
+    ),
+    int(
+        "PACKED_EXTRA_WRITES_SHIFT",
+        PACKED_EXTRA_WRITES_SHIFT as u64,
+        "| extra writes << this",
+    ),
+    int(
         "MERGED_SHIFT",
         MERGED_SHIFT as u64,
         "merged checker: first site | members << this",

@@ -321,16 +321,38 @@ pub const INFO_SITE_SHIFT: u32 = 24;
 
 /// The argument of a packed write checker ([`names::CHECK_WRITE_SIZED`]): its group leader
 /// (module-local site, below [`MAX_MODULE_SITES`]) | its distance from it <<
-/// `PACKED_DISTANCE_SHIFT`, when the distance is below `MAX_PACKED_DISTANCE` (one 32-bit
-/// immediate at the call: the checker rebuilds the info).
+/// `PACKED_DISTANCE_SHIFT` | the extra reads and writes it stands for (a load, add, store
+/// checks its store, standing for the load) << `PACKED_EXTRA_READS_SHIFT` and
+/// `PACKED_EXTRA_WRITES_SHIFT`, when each fits (one 32-bit immediate at the call: the
+/// checker rebuilds the info).
 pub const PACKED_DISTANCE_SHIFT: u32 = 20;
-pub const MAX_PACKED_DISTANCE: u64 = 1 << (32 - PACKED_DISTANCE_SHIFT);
+pub const PACKED_EXTRA_READS_SHIFT: u32 = 26;
+pub const PACKED_EXTRA_WRITES_SHIFT: u32 = 29;
+pub const MAX_PACKED_DISTANCE: u64 = 1 << (PACKED_EXTRA_READS_SHIFT - PACKED_DISTANCE_SHIFT);
+pub const MAX_PACKED_EXTRA: u64 = 1 << (32 - PACKED_EXTRA_WRITES_SHIFT);
 const _: () = assert!(MAX_MODULE_SITES <= 1 << PACKED_DISTANCE_SHIFT);
+const _: () =
+    assert!(PACKED_EXTRA_WRITES_SHIFT - PACKED_EXTRA_READS_SHIFT == 32 - PACKED_EXTRA_WRITES_SHIFT);
 
-/// [`PACKED_DISTANCE_SHIFT`]'s packing, or None when the distance does not fit.
-pub const fn packed_write_site(leader: u64, distance: u64) -> Option<u64> {
-    if distance < MAX_PACKED_DISTANCE && leader < MAX_MODULE_SITES as u64 {
-        Some(leader | distance << PACKED_DISTANCE_SHIFT)
+/// [`PACKED_DISTANCE_SHIFT`]'s packing, or None when the distance or an extra count does not
+/// fit.
+pub const fn packed_write_site(
+    leader: u64,
+    distance: u64,
+    extra_reads: u64,
+    extra_writes: u64,
+) -> Option<u64> {
+    if distance < MAX_PACKED_DISTANCE
+        && leader < MAX_MODULE_SITES as u64
+        && extra_reads < MAX_PACKED_EXTRA
+        && extra_writes < MAX_PACKED_EXTRA
+    {
+        Some(
+            leader
+                | distance << PACKED_DISTANCE_SHIFT
+                | extra_reads << PACKED_EXTRA_READS_SHIFT
+                | extra_writes << PACKED_EXTRA_WRITES_SHIFT,
+        )
     } else {
         None
     }

@@ -502,18 +502,21 @@ impl Rewriter {
                 .iter()
                 .find(|x| x.0 == info)
                 .filter(|_| !a.kind.writes());
-            // A plain write that stands for itself alone: its size, its leader and its
-            // distance from it are its info (one packed immediate).
+            // A plain write: its size, its leader, its distance from it and the extra accesses
+            // it stands for are its info (one packed immediate).
+            let extras_mask = (1 << INFO_EXTRA_READS_SHIFT) - 1;
             let packed = (a.kind == AccessKind::Write)
                 .then(|| {
                     CHECK_WRITE_SIZED
                         .iter()
-                        .find(|x| INFO_WRITE | x.0 == info & ((1 << INFO_SITE_SHIFT) - 1))
+                        .find(|x| INFO_WRITE | x.0 == info & extras_mask)
                 })
                 .flatten()
                 .zip(crate::abi::packed_write_site(
                     slot_site as u64,
                     (local - slot_site) as u64,
+                    a.extra_reads as u64,
+                    a.extra_writes as u64,
                 ));
             if !inline {
                 // The checker finds the site's counter itself: no counter base at the call.
