@@ -183,7 +183,7 @@ SIZED_WRITE(8)
 SIZED_WRITE(16)
 
 /* Two to four plain accesses of one epoch, with consecutive sites, checked by one call
- * (abi: merged_checker_arg; the pass places it before the last of them): each member goes
+ * (abi: merged_checker_arg; the pass places it before the first of them): each member goes
  * through its own read or write check, in access order, exactly as if it had its own call;
  * the call saves the others' call and site immediate. `x`: the first member's site | the
  * members' fields from PROFCC_MERGED_SHIFT, each write | log2(size) << 1, | the first

@@ -80,7 +80,7 @@ fn checker_counts(
     (counts, counted)
 }
 
-/// Plain accesses of one epoch checked by one call of a merged checker, before the last of
+/// Plain accesses of one epoch checked by one call of a merged checker, before the first of
 /// them (abi::merged_checker_arg).
 struct Merge {
     members: Vec<usize>,
@@ -104,11 +104,19 @@ fn mergeable(a: &Access) -> bool {
 }
 
 /// The merged checker call of `members` (in access order, one group and epoch), or None
-/// when their sites are not consecutive.
+/// when their sites are not consecutive or an address is computed after the first member's
+/// access (the call goes before it: every member is checked before its access, as alone).
 fn merge_of(acc: &[Access], members: &[usize]) -> Option<Merge> {
     let first = members[0];
     let leader = acc[first].leader;
     if members.iter().enumerate().any(|(k, &i)| i != first + k) {
+        return None;
+    }
+    let at = acc[first].inst;
+    if members[1..]
+        .iter()
+        .any(|&i| unsafe { !make_available(acc[i].ptr, at, 0) })
+    {
         return None;
     }
     let fields: Vec<(bool, u64)> = members
@@ -130,12 +138,58 @@ fn merge_of(acc: &[Access], members: &[usize]) -> Option<Merge> {
     })
 }
 
+/// Is `v` computed before `at` runs: not an instruction, an instruction of another block (it
+/// dominates `at`'s block, which uses it), or one before `at` in the same block?
+unsafe fn available_before(v: LLVMValueRef, at: LLVMValueRef) -> bool {
+    if LLVMIsAInstruction(v).is_null()
+        || LLVMGetInstructionParent(v) != LLVMGetInstructionParent(at)
+    {
+        return true;
+    }
+    let mut x = LLVMGetNextInstruction(v);
+    while !x.is_null() {
+        if x == at {
+            return true;
+        }
+        x = LLVMGetNextInstruction(x);
+    }
+    false
+}
+
+/// Make `v` computed before `at` runs: when it is an address computation (GEP, cast) of the
+/// same block after `at` whose operands can be, move it before `at` (it has no side effect;
+/// the access still folds it into its addressing mode). False when it cannot (e.g. a pointer
+/// loaded in between).
+unsafe fn make_available(v: LLVMValueRef, at: LLVMValueRef, depth: u32) -> bool {
+    if available_before(v, at) {
+        return true;
+    }
+    if depth > 4 || (LLVMIsAGetElementPtrInst(v).is_null() && LLVMIsACastInst(v).is_null()) {
+        return false;
+    }
+    let n = LLVMGetNumOperands(v);
+    if !(0..n).all(|k| make_available(LLVMGetOperand(v, k as u32), at, depth + 1)) {
+        return false;
+    }
+    let b = LLVMCreateBuilderInContext(LLVMGetTypeContext(LLVMTypeOf(v)));
+    LLVMPositionBuilderBefore(b, at);
+    let mut len = 0;
+    let name = LLVMGetValueName2(v, &mut len);
+    let name = std::ffi::CString::new(std::slice::from_raw_parts(name as *const u8, len))
+        .unwrap_or_default();
+    LLVMInstructionRemoveFromParent(v);
+    // (Inserting renames it; keep its name.)
+    LLVMInsertIntoBuilderWithName(b, v, name.as_ptr());
+    LLVMDisposeBuilder(b);
+    true
+}
+
 /// Merge the out-of-line checks of each epoch: runs of [`mergeable`] checks with no other
 /// check between them (covered accesses do not count), cut into calls of four, three or
 /// two. One call instead of several saves a call and a site immediate per check; each member
-/// is still checked on its own in the checker, in access order: the door sees the same
-/// accesses with the same sites and info, a few instructions later (no call, atomic or fence
-/// in between: one epoch).
+/// is still checked on its own in the checker, in access order, before its access: the door
+/// sees the same accesses with the same sites and info, a few instructions earlier (no call,
+/// atomic or fence in between: one epoch).
 fn merge_plan(acc: &[Access]) -> (Vec<Merge>, Vec<Option<usize>>) {
     let mut merges = Vec::new();
     let mut merge_of_access = vec![None; acc.len()];
@@ -476,8 +530,8 @@ impl Rewriter {
             return;
         }
         if let Some(m) = self.merge_of[local].map(|m| &self.merges[m]) {
-            // Checked by the merged call before the last member.
-            if *m.members.last().unwrap() != local {
+            // Checked by the merged call before the first member.
+            if m.members[0] != local {
                 return;
             }
             let sampling = m.sampling.map_or(-1, |j| j as i32);

@@ -198,10 +198,22 @@ fn merged() {
         ir.contains("call preserve_mostcc void @__profcc_check_m2_c(ptr %q, ptr %p, i64 23068676)"),
         "{ir}"
     );
-    assert_eq!(s.get("check-merged-call"), 2);
-    assert_eq!(s.get("check-merged"), 5);
-    // Every check still counts as one: 6 accesses, 6 checks.
-    assert_eq!(s.get("check-out-of-line"), 6);
+    // @h: sites 6 and 7 (6 | 6 << 20 | 4 << 23) before the first load, the GEP moved up;
+    // site 8 alone (its address is loaded by site 6's access).
+    assert!(
+        ir.contains(
+            "%f = getelementptr i8, ptr %s, i64 8\n  call preserve_mostcc void @__profcc_check_m2_c(ptr %s, ptr %f, i64 39845894)\n  %a = load ptr, ptr %s"
+        ),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("call preserve_mostcc void @__profcc_check_read4(ptr %g, i64 8)"),
+        "{ir}"
+    );
+    assert_eq!(s.get("check-merged-call"), 3);
+    assert_eq!(s.get("check-merged"), 7);
+    // Every check still counts as one: 9 accesses, 9 checks.
+    assert_eq!(s.get("check-out-of-line"), 9);
     // No increment left in the functions: both groups count in their checkers.
     assert!(!ir.contains("%profcc.n"), "{ir}");
     // Each member's door: the member's own site and info (a read's size; a write's size,
@@ -218,7 +230,10 @@ fn merged() {
             (AccessKind::Write, 1, 0),
             (AccessKind::Read, 8, 3),
             (AccessKind::Read, 8, 4),
-            (AccessKind::Read, 2, 4)
+            (AccessKind::Read, 2, 4),
+            (AccessKind::Read, 8, 6),
+            (AccessKind::Read, 4, 6),
+            (AccessKind::Read, 4, 6)
         ],
         "{ir}"
     );
