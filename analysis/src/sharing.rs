@@ -95,6 +95,11 @@ pub const TRANSFER_CAP: f64 = 2.0;
 /// for it whole).
 pub const STORE_VISIBLE_PERCENT: u64 = 10;
 
+/// The contended slowdown assumed where `profcc calibrate` has not measured it: two threads
+/// incrementing their own words of one line ran 4.7-5.0x slower than on separate lines on
+/// this project's 2-vCPU AMD EPYC VM (docs/model.md).
+pub const UNCALIBRATED_CONTENDED_SLOWDOWN: f64 = 5.0;
+
 /// Below this overlap (percent of the contending threads' CPU time) the prediction is no
 /// gain, with low confidence: threads that run one after another do not contend.
 pub const MIN_OVERLAP_PERCENT: u64 = 10;
@@ -221,6 +226,15 @@ pub struct Prediction {
     pub overlap_percent: u64,
     /// The calibrated line-transfer cost on this machine (`profcc calibrate`), if known.
     pub transfer_ns: Option<f64>,
+    /// The contending threads' accesses (exact, all addresses; 0: not in the profile).
+    pub thread_accesses: u64,
+    /// `accesses` over `thread_accesses`, at most 1 (0 when unknown).
+    pub access_share: f64,
+    /// The contended slowdown the access-share estimate used: calibrated, else
+    /// [`UNCALIBRATED_CONTENDED_SLOWDOWN`].
+    pub contended_slowdown: f64,
+    /// The saving is the access-share estimate's (it was the smaller of the two).
+    pub share_bound: bool,
     /// How sure the predicted gain is: overlap, latency samples, calibration.
     pub confidence: Confidence,
     /// One sentence: how the figure was computed, or why there is none.
@@ -239,6 +253,10 @@ impl Default for Prediction {
             overlap_ns: 0,
             overlap_percent: 0,
             transfer_ns: None,
+            thread_accesses: 0,
+            access_share: 0.0,
+            contended_slowdown: 0.0,
+            share_bound: false,
             confidence: Confidence::Low,
             basis: "no prediction".into(),
         }
@@ -700,12 +718,26 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
     let busiest = times.iter().map(|t| t.cpu_ns).max().unwrap_or(0);
     p.overlap_percent = p.overlap_ns * 100 / busiest.max(1);
     let overlapped = p.overlap_percent >= MIN_OVERLAP_PERCENT;
-    let saving = if overlapped && threads.len() >= 2 {
+    let mut saving = if overlapped && threads.len() >= 2 {
         ((stall / threads.len() as f64) as u64)
             .min(p.overlap_ns.saturating_mul(MAX_SAVING_PERCENT) / 100)
     } else {
         0
     };
+    // The access-share estimate: what the lines' share of the threads' accesses would cost
+    // natively, at the machine's contended slowdown, over the time they overlapped.
+    let calibrated_slowdown = s.machine.as_ref().and_then(|m| m.contended_slowdown);
+    p.contended_slowdown = calibrated_slowdown.unwrap_or(UNCALIBRATED_CONTENDED_SLOWDOWN);
+    p.thread_accesses = times.iter().map(|t| t.accesses).sum();
+    let mut share_saving = 0;
+    if p.thread_accesses > 0 {
+        p.access_share = (p.accesses as f64 / p.thread_accesses as f64).min(1.0);
+        share_saving = share_saving_ns(p.access_share, p.contended_slowdown, p.overlap_ns);
+        if share_saving < saving {
+            saving = share_saving;
+            p.share_bound = true;
+        }
+    }
     p.confidence = if !overlapped || p.latency_samples < MEDIUM_PREDICTION_SAMPLES {
         Confidence::Low
     } else if p.overlap_percent >= HIGH_OVERLAP_PERCENT
@@ -741,7 +773,7 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
             threads.len(),
             fmt_ms(p.overlap_ns),
             p.overlap_percent
-        )
+        ) + &share_basis(&p, calibrated_slowdown.is_some(), share_saving)
     };
     Predicted {
         saving_ns: saving,
@@ -749,6 +781,33 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
         speedup: speedup_of(duration_ns, saving),
         prediction: p,
     }
+}
+
+/// The access-share estimate of the saving: threads spending `share` of their accesses on the
+/// lines, which cost `slowdown` times a private line's each, run `1 + share × (slowdown − 1)`
+/// times slower than with the lines apart, for the `overlap_ns` they ran at once; within
+/// [`MAX_SAVING_PERCENT`] of it.
+pub fn share_saving_ns(share: f64, slowdown: f64, overlap_ns: u64) -> u64 {
+    let gain = 1.0 + share.clamp(0.0, 1.0) * (slowdown - 1.0).max(0.0);
+    let fraction = (1.0 - 1.0 / gain).min(MAX_SAVING_PERCENT as f64 / 100.0);
+    (overlap_ns as f64 * fraction) as u64
+}
+
+/// The access-share part of a prediction's basis: its figures, its saving and whether the
+/// saving took it.
+fn share_basis(p: &Prediction, calibrated: bool, share_saving: u64) -> String {
+    if p.thread_accesses == 0 {
+        return "; no access-share estimate (the profile has no per-thread access counts)".into();
+    }
+    format!(
+        "; access share {:.1}% of the threads' {} accesses × {:.2}x contended slowdown ({}): {} ms{}",
+        p.access_share * 100.0,
+        p.thread_accesses,
+        p.contended_slowdown,
+        if calibrated { "calibrated" } else { "assumed; profcc calibrate" },
+        fmt_ms(share_saving),
+        if p.share_bound { ", the smaller estimate" } else { ", above the latency estimate" },
+    )
 }
 
 fn fmt_ms(ns: u64) -> String {
@@ -790,14 +849,18 @@ pub struct Calibration {
     pub transfer_ns: f64,
     /// Each CPU pair measured: (from, to, ns).
     pub pairs: Vec<(u32, u32, f64)>,
+    /// Two threads incrementing their own words of one line against the same on separate
+    /// lines: how many times slower (None: not measured, e.g. the CPUs were busy).
+    #[serde(default)]
+    pub contended_slowdown: Option<f64>,
 }
 
-/// The transfer cost the cache file's text holds for the machine `key`.
-pub fn calibration_for(text: &str, key: &str) -> Option<f64> {
+/// The calibration the cache file's text holds for the machine `key` (one with a transfer
+/// cost).
+pub fn calibration_for(text: &str, key: &str) -> Option<Calibration> {
     let list: Vec<Calibration> = serde_json::from_str(text).ok()?;
     list.into_iter()
         .find(|c| c.key == key && c.transfer_ns > 0.0)
-        .map(|c| c.transfer_ns)
 }
 
 /// Line transfer cost assumed for a latent finding's prediction when the machine is not

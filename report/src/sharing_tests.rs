@@ -88,6 +88,7 @@ fn busy_thread(id: u32) -> ThreadTime {
         end_ns: 1_000_000_000,
         cpu_ns: 1_000_000_000,
         cpus: vec![id % 2],
+        accesses: 0,
     }
 }
 
@@ -328,7 +329,7 @@ fn globals_are_named_by_symbol_and_fields_by_dwarf() {
 
     let t = text_of(vec![Input::new("a.json", p, None)], &all());
     let sec = &t[t.find("Cache-line sharing").expect("section text")..];
-    assert!(sec.starts_with("Cache-line sharing (model: each thread its own core; gains from the latencies measured on the lines and the time the threads overlapped, docs/model.md)\n"), "{sec}");
+    assert!(sec.starts_with("Cache-line sharing (model: each thread its own core; gains from the latencies measured on the lines, the threads' share of accesses on them and the time they overlapped, docs/model.md)\n"), "{sec}");
     assert!(
         sec.contains(" #1 false sharing: 100K invalidations, threads 1,2; fixing it: "),
         "{sec}"
@@ -518,7 +519,7 @@ fn heap_stack_allocator_induced_and_latent_findings() {
 
     let t = text_of(vec![Input::new("a.json", p.clone(), None)], &all());
     let sec = &t[t.find("Cache-line sharing").unwrap()..];
-    assert!(sec.contains(" #1 false sharing: 900K invalidations, threads 1,2; fixing it: saves up to 4.5 ms (1.00x) (finding confidence high)\n    predicted: 180000 accesses × 50.00 ns measured beyond a cache hit (100 timed reloads, 100 misses, 0% stores counted at 10%; machine not calibrated (profcc calibrate)) / 2 threads, within 90% of the 1000.0 ms they overlapped (100% of their CPU time) (prediction confidence medium)\n"), "{sec}");
+    assert!(sec.contains(" #1 false sharing: 900K invalidations, threads 1,2; fixing it: saves up to 4.5 ms (1.00x) (finding confidence high)\n    predicted: 180000 accesses × 50.00 ns measured beyond a cache hit (100 timed reloads, 100 misses, 0% stores counted at 10%; machine not calibrated (profcc calibrate)) / 2 threads, within 90% of the 1000.0 ms they overlapped (100% of their CPU time); no access-share estimate (the profile has no per-thread access counts) (prediction confidence medium)\n"), "{sec}");
     let obj = sec
         .lines()
         .find(|l| l.starts_with("    object: heap 256 B"))

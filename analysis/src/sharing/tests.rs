@@ -84,6 +84,7 @@ fn thread(id: u32, start: u64, end: u64, cpu: u64) -> ThreadTime {
         end_ns: end * 1_000_000,
         cpu_ns: cpu * 1_000_000,
         cpus: vec![id % 2],
+        accesses: 0,
     }
 }
 
@@ -654,6 +655,70 @@ fn samples_are_capped_by_the_calibrated_transfer() {
 }
 
 #[test]
+fn the_access_share_estimate_takes_over_when_it_is_smaller() {
+    // One line, 640,000 estimated accesses, each timed reload 500 ns beyond a hit: the latency
+    // estimate is 640,000 × 500 ns / 2 = 160 ms, within 90% of the 1 s overlap.
+    let mut l = line(
+        0x1000,
+        5000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    );
+    l.latency = rmw_latency(1000, 500_000);
+    let mut s = sharing(vec![l]);
+    assert_eq!(
+        predict(&s, &[0x1000], &[1, 2], 1_000_000_000).saving_ns,
+        160_000_000
+    );
+    // The threads made 12.8 M accesses in all: a 5% share. At a calibrated slowdown of 3:
+    // gain 1 + 0.05 × 2 = 1.1, saving 1 s × (1 − 1/1.1) = 90.9 ms: smaller, so it counts.
+    s.threads[1].accesses = 6_400_000;
+    s.threads[2].accesses = 6_400_000;
+    s.machine = Some(profcc_schema::sharing::Machine {
+        contended_slowdown: Some(3.0),
+        ..Default::default()
+    });
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(p.prediction.thread_accesses, 12_800_000);
+    assert!((p.prediction.access_share - 0.05).abs() < 1e-12);
+    assert_eq!(p.prediction.contended_slowdown, 3.0);
+    assert!(p.prediction.share_bound);
+    assert_eq!(p.saving_ns, (1e9 * (1.0 - 1.0 / 1.1)) as u64);
+    assert_eq!(p.saving_ns, share_saving_ns(0.05, 3.0, 1_000_000_000));
+    assert!(
+        p.prediction
+            .basis
+            .ends_with("; access share 5.0% of the threads' 12800000 accesses × 3.00x contended slowdown (calibrated): 90.9 ms, the smaller estimate"),
+        "{}",
+        p.prediction.basis
+    );
+    // Uncalibrated, the assumed slowdown; a 50% share: gain 1 + 0.5 × 4 = 3, saving 2/3 s,
+    // larger than the latency estimate, which stands.
+    s.machine = None;
+    s.threads[1].accesses = 640_000;
+    s.threads[2].accesses = 640_000;
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(
+        p.prediction.contended_slowdown,
+        UNCALIBRATED_CONTENDED_SLOWDOWN
+    );
+    assert!(!p.prediction.share_bound);
+    assert_eq!(p.saving_ns, 160_000_000);
+    assert!(
+        p.prediction
+            .basis
+            .ends_with("× 5.00x contended slowdown (assumed; profcc calibrate): 666.7 ms, above the latency estimate"),
+        "{}",
+        p.prediction.basis
+    );
+    // The estimate keeps the 90% bound: a share of 1 at a slowdown of 100.
+    assert_eq!(share_saving_ns(1.0, 100.0, 1_000_000_000), 900_000_000);
+    assert_eq!(share_saving_ns(0.0, 100.0, 1_000_000_000), 0);
+}
+
+#[test]
 fn threads_that_never_overlap_get_no_gain_and_low_confidence() {
     let mut s = sharing(vec![]);
     let l = {
@@ -762,10 +827,16 @@ fn calibration_is_keyed_by_cpu_model_and_cpus() {
         key: key.clone(),
         transfer_ns: 95.5,
         pairs: vec![(0, 1, 95.5)],
+        contended_slowdown: Some(4.5),
     }])
     .unwrap();
-    assert_eq!(calibration_for(&file, &key), Some(95.5));
+    let cal = calibration_for(&file, &key).unwrap();
+    assert_eq!((cal.transfer_ns, cal.contended_slowdown), (95.5, Some(4.5)));
     assert_eq!(calibration_for(&file, &machine_key(info, 4)), None);
+    // A file written before the contended slowdown was measured still reads.
+    let old = format!(r#"[{{"key":"{key}","transfer_ns":90.0,"pairs":[[0,1,90.0]]}}]"#);
+    let cal = calibration_for(&old, &key).unwrap();
+    assert_eq!((cal.transfer_ns, cal.contended_slowdown), (90.0, None));
     assert_eq!(
         calibration_file(Some("/c".as_ref()), Some("/h".as_ref())),
         Some("/c/profcc/calibration.json".into())
