@@ -11,7 +11,7 @@
 //!
 //! Then the contended slowdown, on the first pair: two threads pinned one to each increment
 //! their own word, once of one line (8 bytes apart) and once of separate lines, alternating;
-//! the ratio of the medians of the batches in which both threads ran at once throughout.
+//! the ratio of the mean times of the rounds in which both threads ran at once throughout.
 
 use profcc_analysis::sharing::{calibration_file, machine_key, Calibration};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +27,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 40)]
     pub batches: u32,
     /// Increments per thread in one batch of the contended-slowdown measurement.
-    #[arg(long, default_value_t = 30_000_000)]
+    #[arg(long, default_value_t = 5_000_000)]
     pub increments: u64,
 }
 
@@ -120,6 +120,10 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Rounds of each kind (one-line, separate lines) of the contended-slowdown measurement:
+/// about 1.5 s on a machine that increments a private word in 0.3 ns.
+const CONTENDED_ROUNDS: u32 = 150;
+
 /// Words of 8 bytes between the two threads' counters: on one line, and on separate lines.
 const SAME_LINE: usize = 1;
 const APART: usize = 8;
@@ -167,8 +171,8 @@ fn hammer(a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
     (shared.as_nanos() as f64 >= 0.9 * longer && ran(&mine) && ran(&theirs)).then_some(longer)
 }
 
-/// Contended over apart, the medians of `batches` alternating batches in which both threads
-/// ran at once (None: fewer than 3 such batches of either kind).
+/// Contended over apart, the means of `batches` alternating batches in which both threads ran
+/// at once (None: fewer than 3 such batches of either kind).
 fn contended_slowdown(a: u32, b: u32, n: u64, batches: u32) -> Option<f64> {
     let (mut same, mut apart) = (Vec::new(), Vec::new());
     hammer(a, b, SAME_LINE, n); // warm-up: the CPUs' clocks, the pages
@@ -176,11 +180,10 @@ fn contended_slowdown(a: u32, b: u32, n: u64, batches: u32) -> Option<f64> {
         same.extend(hammer(a, b, SAME_LINE, n));
         apart.extend(hammer(a, b, APART, n));
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|x, y| x.total_cmp(y));
-        v[v.len() / 2]
-    };
-    (same.len() >= 3 && apart.len() >= 3).then(|| median(&mut same) / median(&mut apart))
+    // Means, not medians: the machine may change state from round to round (a VM's two vCPUs
+    // on one core's SMT siblings or on two cores), and a program's run spans such changes too.
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    (same.len() >= 3 && apart.len() >= 3).then(|| mean(&same) / mean(&apart))
 }
 
 /// The fastest of `batches` batches between `a` and `b` (None: every one was abandoned).
@@ -217,7 +220,7 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         eprintln!("profcc calibrate: no pair of CPUs could be measured; run it again when the machine is quieter");
         return 1;
     }
-    let slowdown = contended_slowdown(cpus[0], cpus[1], a.increments.max(100_000), 15);
+    let slowdown = contended_slowdown(cpus[0], cpus[1], a.increments.max(100_000), CONTENDED_ROUNDS);
     match slowdown {
         Some(x) => println!(
             "cpu {} and cpu {}: incrementing their own words of one line is {x:.2}x slower than of separate lines",

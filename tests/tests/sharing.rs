@@ -1805,7 +1805,10 @@ fn check_prediction_bound(r: &Run) -> Vec<String> {
     let d = profile.duration_ns as f64;
     for f in r.findings() {
         let pr = &f.prediction;
-        if f.predicted_saving_ns as u128 * 100 > pr.overlap_ns as u128 * MAX_SAVING_PERCENT as u128
+        // The latency estimate's bound (the access-share estimate has its own, below).
+        if !pr.share_bound
+            && f.predicted_saving_ns as u128 * 100
+                > pr.overlap_ns as u128 * MAX_SAVING_PERCENT as u128
         {
             p.push(format!(
                 "finding #{}: saving {} ns over {MAX_SAVING_PERCENT}% of the {} ns overlap",
@@ -1830,18 +1833,25 @@ fn check_prediction_bound(r: &Run) -> Vec<String> {
             ));
         }
         // The access-share estimate: the share is the lines' accesses over the threads', and
-        // the saving is never above what the share predicts (one group of threads).
+        // the saving is never above what its speed-up gives (one group of threads).
         if pr.thread_accesses > 0 && !pr.basis.contains("groups of threads") && f.latent.is_none() {
             let share = (pr.accesses as f64 / pr.thread_accesses as f64).min(1.0);
-            let most = profcc_analysis::sharing::share_saving_ns(
+            let speedup = profcc_analysis::sharing::share_speedup(
                 share,
                 pr.contended_slowdown,
-                pr.overlap_ns,
+                pr.overlap_percent.min(100) as f64 / 100.0,
+                pr.thread_accesses as f64 / pr.threads as f64,
+                pr.other_accesses as f64,
             );
-            if (pr.access_share - share).abs() > 1e-9 || f.predicted_saving_ns > most {
+            let most = d * (1.0 - 1.0 / speedup);
+            if (pr.access_share - share).abs() > 1e-9
+                || (pr.share_speedup - speedup).abs() > 1e-9
+                || f.predicted_saving_ns as f64 > most + 1.0
+                || speedup > pr.contended_slowdown + 1e-9
+            {
                 p.push(format!(
-                    "finding #{}: share {} (want {share}), saving {} over the access-share estimate {most}",
-                    f.rank, pr.access_share, f.predicted_saving_ns
+                    "finding #{}: share {} (want {share}), share speed-up {} (want {speedup}), saving {} over the access-share estimate {most}",
+                    f.rank, pr.access_share, pr.share_speedup, f.predicted_saving_ns
                 ));
             }
         }
