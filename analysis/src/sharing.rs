@@ -93,7 +93,12 @@ pub const TRANSFER_CAP: f64 = 2.0;
 /// Percentage of a store-only miss that the program waits for: a plain store retires into the
 /// store buffer and the core goes on while the line comes (loads and read-modify-writes wait
 /// for it whole).
-pub const STORE_VISIBLE_PERCENT: u64 = 10;
+pub const STORE_VISIBLE_PERCENT: u64 = 5;
+
+/// The contended slowdown assumed where `profcc calibrate` has not measured it: two threads
+/// incrementing their own words of one line ran 4.7-5.0x slower than on separate lines on
+/// this project's 2-vCPU AMD EPYC VM (docs/model.md).
+pub const UNCALIBRATED_CONTENDED_SLOWDOWN: f64 = 5.0;
 
 /// Below this overlap (percent of the contending threads' CPU time) the prediction is no
 /// gain, with low confidence: threads that run one after another do not contend.
@@ -221,6 +226,21 @@ pub struct Prediction {
     pub overlap_percent: u64,
     /// The calibrated line-transfer cost on this machine (`profcc calibrate`), if known.
     pub transfer_ns: Option<f64>,
+    /// The contending threads' accesses (exact, all addresses; 0: not in the profile).
+    pub thread_accesses: u64,
+    /// Accesses of the run's other threads (counted as serial work by the access-share
+    /// estimate).
+    pub other_accesses: u64,
+    /// `accesses` over `thread_accesses`, at most 1 (0 when unknown).
+    pub access_share: f64,
+    /// The access-share estimate's speed-up ([`share_speedup`]; 0 when unknown).
+    pub share_speedup: f64,
+    /// The contended slowdown the access-share estimate used: calibrated, else
+    /// [`UNCALIBRATED_CONTENDED_SLOWDOWN`].
+    pub contended_slowdown: f64,
+    /// The saving is the access-share estimate's (it was below the latency estimate's stall
+    /// per thread, before that one's overlap bound).
+    pub share_bound: bool,
     /// How sure the predicted gain is: overlap, latency samples, calibration.
     pub confidence: Confidence,
     /// One sentence: how the figure was computed, or why there is none.
@@ -239,6 +259,12 @@ impl Default for Prediction {
             overlap_ns: 0,
             overlap_percent: 0,
             transfer_ns: None,
+            thread_accesses: 0,
+            other_accesses: 0,
+            access_share: 0.0,
+            share_speedup: 0.0,
+            contended_slowdown: 0.0,
+            share_bound: false,
             confidence: Confidence::Low,
             basis: "no prediction".into(),
         }
@@ -631,7 +657,10 @@ pub fn overlap_ns(a: &ThreadTime, b: &ThreadTime) -> u64 {
 ///             (w: 1 for loads and read-modify-writes, STORE_VISIBLE_PERCENT/100 for stores;
 ///              cap: TRANSFER_CAP × calibrated transfer, else MAX_LATENCY_SAMPLE_NS)
 /// stall    = Σ_l charged_l · accesses_l            (accesses_l = recorded × fs_sample)
-/// saving   = min(stall / threads, MAX_SAVING_PERCENT% · overlap)
+/// latency  = min(stall / threads, MAX_SAVING_PERCENT% · overlap)
+/// shared   = duration × (1 − 1 / share_speedup(...))     (the access-share estimate)
+/// saving   = shared if shared < stall / threads (and the profile has per-thread counts),
+///            else latency
 /// speedup  = duration / (duration − saving)
 /// ```
 ///
@@ -700,12 +729,40 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
     let busiest = times.iter().map(|t| t.cpu_ns).max().unwrap_or(0);
     p.overlap_percent = p.overlap_ns * 100 / busiest.max(1);
     let overlapped = p.overlap_percent >= MIN_OVERLAP_PERCENT;
-    let saving = if overlapped && threads.len() >= 2 {
+    let mut saving = if overlapped && threads.len() >= 2 {
         ((stall / threads.len() as f64) as u64)
             .min(p.overlap_ns.saturating_mul(MAX_SAVING_PERCENT) / 100)
     } else {
         0
     };
+    // The access-share estimate, in the native program's terms: accesses are its unit of time.
+    let calibrated_slowdown = s.machine.as_ref().and_then(|m| m.contended_slowdown);
+    p.contended_slowdown = calibrated_slowdown.unwrap_or(UNCALIBRATED_CONTENDED_SLOWDOWN);
+    p.thread_accesses = times.iter().map(|t| t.accesses).sum();
+    let mut share_saving = 0;
+    if p.thread_accesses > 0 {
+        let all: u64 = s.threads.iter().map(|t| t.accesses).sum();
+        p.other_accesses = all.saturating_sub(p.thread_accesses);
+        p.access_share = (p.accesses as f64 / p.thread_accesses as f64).min(1.0);
+        p.share_speedup = share_speedup(
+            p.access_share,
+            p.contended_slowdown,
+            p.overlap_percent.min(100) as f64 / 100.0,
+            p.thread_accesses as f64 / times.len() as f64,
+            p.other_accesses as f64,
+        );
+        if overlapped && threads.len() >= 2 {
+            share_saving = (duration_ns as f64 * (1.0 - 1.0 / p.share_speedup)) as u64;
+            // Against the latency estimate before its overlap bound: a latency estimate at its
+            // bound says only that the stall fills the overlap, which the instrumented run's
+            // own time cannot show natively; the access-share estimate can.
+            let latency_unbounded = (stall / threads.len() as f64) as u64;
+            if share_saving < latency_unbounded {
+                saving = share_saving;
+                p.share_bound = true;
+            }
+        }
+    }
     p.confidence = if !overlapped || p.latency_samples < MEDIUM_PREDICTION_SAMPLES {
         Confidence::Low
     } else if p.overlap_percent >= HIGH_OVERLAP_PERCENT
@@ -741,7 +798,7 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
             threads.len(),
             fmt_ms(p.overlap_ns),
             p.overlap_percent
-        )
+        ) + &share_basis(&p, calibrated_slowdown.is_some(), share_saving)
     };
     Predicted {
         saving_ns: saving,
@@ -749,6 +806,51 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
         speedup: speedup_of(duration_ns, saving),
         prediction: p,
     }
+}
+
+/// The access-share estimate of the program's speed-up, with one access as the unit of native
+/// time: each contending thread makes `per_thread` accesses, `overlapped` of them while the
+/// others ran, and those cost `gain = 1 + share × (slowdown − 1)` each (`share` of them on
+/// the lines, each `slowdown` times a private line's); the other threads' `other` accesses
+/// are counted as serial work:
+///
+/// ```text
+/// speed-up = (other + per_thread × (1 − overlapped + overlapped × gain)) / (other + per_thread)
+/// ```
+pub fn share_speedup(
+    share: f64,
+    slowdown: f64,
+    overlapped: f64,
+    per_thread: f64,
+    other: f64,
+) -> f64 {
+    let gain = 1.0 + share.clamp(0.0, 1.0) * (slowdown - 1.0).max(0.0);
+    let ov = overlapped.clamp(0.0, 1.0);
+    let after = other.max(0.0) + per_thread.max(0.0);
+    if after <= 0.0 {
+        return 1.0;
+    }
+    (other.max(0.0) + per_thread.max(0.0) * (1.0 - ov + ov * gain)) / after
+}
+
+/// The access-share part of a prediction's basis: its figures, its saving and whether the
+/// saving took it.
+fn share_basis(p: &Prediction, calibrated: bool, share_saving: u64) -> String {
+    if p.thread_accesses == 0 {
+        return "; no access-share estimate (the profile has no per-thread access counts)".into();
+    }
+    format!(
+        "; access share {:.1}% of the threads' {} accesses × {:.2}x contended slowdown ({}), {}% of their work overlapped, {} accesses by other threads: {:.2}x, {} ms{}",
+        p.access_share * 100.0,
+        p.thread_accesses,
+        p.contended_slowdown,
+        if calibrated { "calibrated" } else { "assumed; profcc calibrate" },
+        p.overlap_percent.min(100),
+        p.other_accesses,
+        p.share_speedup,
+        fmt_ms(share_saving),
+        if p.share_bound { ", the smaller estimate" } else { ", above the latency estimate" },
+    )
 }
 
 fn fmt_ms(ns: u64) -> String {
@@ -790,14 +892,18 @@ pub struct Calibration {
     pub transfer_ns: f64,
     /// Each CPU pair measured: (from, to, ns).
     pub pairs: Vec<(u32, u32, f64)>,
+    /// Two threads incrementing their own words of one line against the same on separate
+    /// lines: how many times slower (None: not measured, e.g. the CPUs were busy).
+    #[serde(default)]
+    pub contended_slowdown: Option<f64>,
 }
 
-/// The transfer cost the cache file's text holds for the machine `key`.
-pub fn calibration_for(text: &str, key: &str) -> Option<f64> {
+/// The calibration the cache file's text holds for the machine `key` (one with a transfer
+/// cost).
+pub fn calibration_for(text: &str, key: &str) -> Option<Calibration> {
     let list: Vec<Calibration> = serde_json::from_str(text).ok()?;
     list.into_iter()
         .find(|c| c.key == key && c.transfer_ns > 0.0)
-        .map(|c| c.transfer_ns)
 }
 
 /// Line transfer cost assumed for a latent finding's prediction when the machine is not

@@ -8,6 +8,10 @@
 //! bounce a counter on one line; a round trip moves the line twice. The least time of a few
 //! batches counts (a batch during which another program took one of the CPUs is slower, never
 //! faster).
+//!
+//! Then the contended slowdown, on the first pair: two threads pinned one to each increment
+//! their own word, once of one line (8 bytes apart) and once of separate lines, alternating;
+//! the ratio of the mean times of the rounds in which both threads ran at once throughout.
 
 use profcc_analysis::sharing::{calibration_file, machine_key, Calibration};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,10 +26,13 @@ pub struct CalibrateArgs {
     /// Batches per pair (the fastest counts).
     #[arg(long, default_value_t = 40)]
     pub batches: u32,
+    /// Increments per thread in one batch of the contended-slowdown measurement.
+    #[arg(long, default_value_t = 5_000_000)]
+    pub increments: u64,
 }
 
 pub const ABOUT: &str =
-    "Measure this machine's cache-line transfer cost for the sharing predictions";
+    "Measure this machine's cache-line transfer cost and contended slowdown for the sharing predictions";
 
 #[repr(align(64))]
 struct Line(AtomicU64);
@@ -106,6 +113,79 @@ fn batch(a: u32, b: u32, round_trips: u64) -> Option<f64> {
     done.then_some(ns)
 }
 
+/// A thread's CPU time, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Rounds of each kind (one-line, separate lines) of the contended-slowdown measurement:
+/// about 1.5 s on a machine that increments a private word in 0.3 ns.
+const CONTENDED_ROUNDS: u32 = 150;
+
+/// Words of 8 bytes between the two threads' counters: on one line, and on separate lines.
+const SAME_LINE: usize = 1;
+const APART: usize = 8;
+
+/// One batch of the contended-slowdown measurement: threads pinned to `a` and `b` each
+/// increment their own word `n` times (a volatile load and store, as `counter[id]++` through a
+/// volatile pointer), the words `gap` words apart. The slower thread's time in ns; None when
+/// the two did not run at once throughout (their intervals overlap less than 90% of the
+/// longer, or either used under 90% of its interval on its CPU).
+fn hammer(a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
+    #[repr(align(128))]
+    struct Words([u64; 32]);
+    let mut words = Box::new(Words([0; 32]));
+    let base = words.0.as_mut_ptr() as usize;
+    let go = Arc::new(AtomicU64::new(0));
+    let run = move |cpu: u32, slot: usize, go: Arc<AtomicU64>| {
+        pin(cpu);
+        go.fetch_add(1, Ordering::AcqRel);
+        while go.load(Ordering::Acquire) < 2 {
+            std::hint::spin_loop();
+        }
+        let p = (base + slot * 8) as *mut u64;
+        let (c0, t0) = (thread_cpu_ns(), Instant::now());
+        for _ in 0..n {
+            // Each thread has its own word; nothing else touches it while the batch runs.
+            unsafe { std::ptr::write_volatile(p, std::ptr::read_volatile(p).wrapping_add(1)) };
+        }
+        let t1 = Instant::now();
+        (t0, t1, thread_cpu_ns() - c0)
+    };
+    let other = {
+        let go = go.clone();
+        std::thread::spawn(move || run(b, gap, go))
+    };
+    let mine = run(a, 0, go);
+    let theirs = other.join().ok()?;
+    drop(words); // after both threads are done with it
+    let span = |x: &(Instant, Instant, u64)| x.1.duration_since(x.0).as_nanos() as f64;
+    let longer = span(&mine).max(span(&theirs));
+    let shared = mine
+        .1
+        .min(theirs.1)
+        .saturating_duration_since(mine.0.max(theirs.0));
+    let ran = |x: &(Instant, Instant, u64)| x.2 as f64 >= 0.9 * span(x);
+    (shared.as_nanos() as f64 >= 0.9 * longer && ran(&mine) && ran(&theirs)).then_some(longer)
+}
+
+/// Contended over apart, the means of `batches` alternating batches in which both threads ran
+/// at once (None: fewer than 3 such batches of either kind).
+fn contended_slowdown(a: u32, b: u32, n: u64, batches: u32) -> Option<f64> {
+    let (mut same, mut apart) = (Vec::new(), Vec::new());
+    hammer(a, b, SAME_LINE, n); // warm-up: the CPUs' clocks, the pages
+    for _ in 0..batches {
+        same.extend(hammer(a, b, SAME_LINE, n));
+        apart.extend(hammer(a, b, APART, n));
+    }
+    // Means, not medians: the machine may change state from round to round (a VM's two vCPUs
+    // on one core's SMT siblings or on two cores), and a program's run spans such changes too.
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    (same.len() >= 3 && apart.len() >= 3).then(|| mean(&same) / mean(&apart))
+}
+
 /// The fastest of `batches` batches between `a` and `b` (None: every one was abandoned).
 fn pair(a: u32, b: u32, round_trips: u64, batches: u32) -> Option<f64> {
     (0..batches)
@@ -140,6 +220,17 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         eprintln!("profcc calibrate: no pair of CPUs could be measured; run it again when the machine is quieter");
         return 1;
     }
+    let slowdown = contended_slowdown(cpus[0], cpus[1], a.increments.max(100_000), CONTENDED_ROUNDS);
+    match slowdown {
+        Some(x) => println!(
+            "cpu {} and cpu {}: incrementing their own words of one line is {x:.2}x slower than of separate lines",
+            cpus[0], cpus[1]
+        ),
+        None => println!(
+            "cpu {} and cpu {}: contended slowdown not measured (the two threads did not run at once: the CPUs are busy)",
+            cpus[0], cpus[1]
+        ),
+    }
     let mut v: Vec<f64> = pairs.iter().map(|p| p.2).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     let transfer_ns = v[v.len() / 2];
@@ -165,6 +256,7 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         key: key.clone(),
         transfer_ns,
         pairs,
+        contended_slowdown: slowdown,
     });
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(file.parent().unwrap())?;

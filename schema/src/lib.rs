@@ -15,7 +15,10 @@ pub const FORMAT: &str = "profcc-profile";
 /// `more_readers`/`more_writers` for a third), no longer ids modulo 64; `alloc_wrappers` added.
 /// 5: `sharing.threads`, `sharing.machine` and each line's `latency` added, for the predicted
 /// gain (older profiles read with them empty; the report says it has no prediction for them).
-pub const VERSION: u32 = 5;
+/// 6: each `sharing.threads` entry's `accesses` and `sharing.machine.contended_slowdown`, for
+/// the prediction's access-share estimate (older profiles read with them 0 / absent: the
+/// prediction then rests on the latency samples alone).
+pub const VERSION: u32 = 6;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {

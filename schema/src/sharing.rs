@@ -44,6 +44,9 @@ pub struct ThreadTime {
     /// CPUs it was seen on (`sched_getcpu` in the cold path and at start and end), exact up
     /// to CPU 1023 (higher numbers wrap).
     pub cpus: Vec<u32>,
+    /// Its accesses, exact (the profile's thread table; 0 in a profile older than version 6).
+    #[serde(default)]
+    pub accesses: u64,
 }
 
 /// Machine figures behind the predicted gain (docs/model.md).
@@ -59,6 +62,11 @@ pub struct Machine {
     pub transfer_ns: Option<f64>,
     /// The calibration's key (CPU model and topology), when one was found.
     pub calibration: Option<String>,
+    /// How much slower two threads run that do nothing but increment their own words of one
+    /// line than the same threads on separate lines, from `profcc calibrate` (None: not
+    /// measured).
+    #[serde(default)]
+    pub contended_slowdown: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -1788,10 +1788,27 @@ fn check_prediction_bound(r: &Run) -> Vec<String> {
     {
         p.push(format!("sharing.threads incomplete: {:?}", s.threads));
     }
+    // Each thread's accesses are the thread table's, exact, and every worker made some.
+    for t in &s.threads {
+        let table = profile
+            .threads
+            .iter()
+            .find(|x| x.id == t.id)
+            .map(|x| x.accesses);
+        if table != Some(t.accesses) || (t.id != 0 && t.accesses == 0) {
+            p.push(format!(
+                "thread {}: sharing.threads accesses {} vs the thread table's {table:?}",
+                t.id, t.accesses
+            ));
+        }
+    }
     let d = profile.duration_ns as f64;
     for f in r.findings() {
         let pr = &f.prediction;
-        if f.predicted_saving_ns as u128 * 100 > pr.overlap_ns as u128 * MAX_SAVING_PERCENT as u128
+        // The latency estimate's bound (the access-share estimate has its own, below).
+        if !pr.share_bound
+            && f.predicted_saving_ns as u128 * 100
+                > pr.overlap_ns as u128 * MAX_SAVING_PERCENT as u128
         {
             p.push(format!(
                 "finding #{}: saving {} ns over {MAX_SAVING_PERCENT}% of the {} ns overlap",
@@ -1814,6 +1831,29 @@ fn check_prediction_bound(r: &Run) -> Vec<String> {
                 "finding #{}: a saving without latency samples or misses: {pr:?}",
                 f.rank
             ));
+        }
+        // The access-share estimate: the share is the lines' accesses over the threads', and
+        // the saving is never above what its speed-up gives (one group of threads).
+        if pr.thread_accesses > 0 && !pr.basis.contains("groups of threads") && f.latent.is_none() {
+            let share = (pr.accesses as f64 / pr.thread_accesses as f64).min(1.0);
+            let speedup = profcc_analysis::sharing::share_speedup(
+                share,
+                pr.contended_slowdown,
+                pr.overlap_percent.min(100) as f64 / 100.0,
+                pr.thread_accesses as f64 / pr.threads as f64,
+                pr.other_accesses as f64,
+            );
+            let most = d * (1.0 - 1.0 / speedup);
+            if (pr.access_share - share).abs() > 1e-9
+                || (pr.share_speedup - speedup).abs() > 1e-9
+                || f.predicted_saving_ns as f64 > most + 1.0
+                || speedup > pr.contended_slowdown + 1e-9
+            {
+                p.push(format!(
+                    "finding #{}: share {} (want {share}), share speed-up {} (want {speedup}), saving {} over the access-share estimate {most}",
+                    f.rank, pr.access_share, pr.share_speedup, f.predicted_saving_ns
+                ));
+            }
         }
         if pr.basis.is_empty() {
             p.push(format!("finding #{}: no basis for its prediction", f.rank));
@@ -2194,4 +2234,124 @@ fn lines_of_one_calloc_block_are_one_finding() {
         probs.run(&r, p);
     }
     probs.finish();
+}
+
+// calibration
+
+/// Online CPUs, as `sysconf(_SC_NPROCESSORS_ONLN)` counts them (glibc reads this file).
+fn online_cpus() -> u32 {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    text.trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<u32>().unwrap() - a.parse::<u32>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// `profcc calibrate` keeps this machine's figures in `$XDG_CACHE_HOME/profcc/calibration.json`
+/// as it printed them (or, on a machine too busy to measure, says so and writes nothing); an
+/// instrumented program finds its machine's entry there, and the prediction of its false
+/// sharing uses the entry's contended slowdown.
+#[test]
+fn calibration_reaches_the_prediction() {
+    use profcc_analysis::sharing::{machine_key, Calibration};
+    let cache = tempfile::tempdir().unwrap();
+    let file = cache.path().join("profcc/calibration.json");
+    let key = machine_key(
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap(),
+        online_cpus(),
+    );
+    let out = output_within(
+        Command::new(profcc())
+            .args(["calibrate", "--batches", "10", "--increments", "2000000"])
+            .env("XDG_CACHE_HOME", cache.path()),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.success() {
+        let list: Vec<Calibration> =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(list.len(), 1, "{list:?}");
+        let c = &list[0];
+        assert_eq!(c.key, key);
+        assert!(
+            stdout.contains(&format!("{key}: {:.1} ns per line transfer", c.transfer_ns)),
+            "{stdout}"
+        );
+        match c.contended_slowdown {
+            Some(x) => assert!(
+                x > 0.0 && stdout.contains(&format!("{x:.2}x slower than of separate lines")),
+                "{x} {stdout}"
+            ),
+            None => assert!(
+                stdout.contains("contended slowdown not measured"),
+                "{stdout}"
+            ),
+        }
+    } else {
+        // Too busy for a single pair of CPUs: nothing written.
+        assert!(
+            stderr.contains("run it again when the machine is quieter") && !file.exists(),
+            "{stdout}{stderr}"
+        );
+    }
+    // A hand-written entry for this machine: the profile carries it, and the prediction uses it.
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        serde_json::to_string(&vec![Calibration {
+            key: key.clone(),
+            transfer_ns: 77.0,
+            pairs: vec![(0, 1, 77.0)],
+            contended_slowdown: Some(3.25),
+        }])
+        .unwrap(),
+    )
+    .unwrap();
+    let b = Built::new("counters_heap.c", &["-pthread"]);
+    let cache_dir = cache.path().to_str().unwrap();
+    let r = b.run(
+        "-O2",
+        &["malloc", "2"],
+        &[("XDG_CACHE_HOME", cache_dir)],
+        "",
+    );
+    let profile = profcc_schema::read(&r.profile).unwrap();
+    let m = profile.sharing.as_ref().unwrap().machine.clone().unwrap();
+    assert_eq!(
+        (
+            m.transfer_ns,
+            m.contended_slowdown,
+            m.calibration.as_deref()
+        ),
+        (Some(77.0), Some(3.25), Some(key.as_str()))
+    );
+    let fs: Vec<&Finding> = r
+        .actual()
+        .into_iter()
+        .filter(|f| f.kind == Kind::FalseSharing)
+        .collect();
+    assert!(!fs.is_empty(), "{}", r.evidence());
+    for f in fs {
+        assert_eq!(
+            (f.prediction.transfer_ns, f.prediction.contended_slowdown),
+            (Some(77.0), 3.25),
+            "{}",
+            r.evidence()
+        );
+        // Where the threads overlapped enough for an estimate at all (a loaded machine may
+        // run them in turns), its basis names the calibrated figure.
+        let estimated =
+            f.prediction.overlap_percent >= profcc_analysis::sharing::MIN_OVERLAP_PERCENT;
+        assert!(
+            !estimated
+                || f.prediction
+                    .basis
+                    .contains("3.25x contended slowdown (calibrated)"),
+            "{}",
+            f.prediction.basis
+        );
+    }
 }

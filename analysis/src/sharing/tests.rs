@@ -84,6 +84,7 @@ fn thread(id: u32, start: u64, end: u64, cpu: u64) -> ThreadTime {
         end_ns: end * 1_000_000,
         cpu_ns: cpu * 1_000_000,
         cpus: vec![id % 2],
+        accesses: 0,
     }
 }
 
@@ -580,7 +581,7 @@ fn a_third_writer_or_reader_beyond_the_named_two_still_classifies() {
 #[test]
 fn prediction_follows_the_formula() {
     // 2 lines of one object: 640,000 estimated accesses each; loads 100 samples 4000 ns,
-    // stores 100 samples 10,000 ns (10% counted), rmw none: (4000 + 1000) / 200 = 25 ns per
+    // stores 100 samples 10,000 ns (5% counted), rmw none: (4000 + 500) / 200 = 22.5 ns per
     // access on line 1; line 2 has no samples and costs nothing.
     let mut a = line(
         0x1000,
@@ -612,10 +613,11 @@ fn prediction_follows_the_formula() {
     assert_eq!(p.prediction.latency_samples, 200);
     assert_eq!(p.prediction.latency_misses, 130);
     assert_eq!(p.prediction.store_percent, 50);
-    // stall = 640,000 × 25 ns = 16 ms; per thread 8 ms; of 2 s: 2000/1992.
-    assert_eq!(p.saving_ns, 8_000_000);
-    assert!((p.speedup - 2000.0 / 1992.0).abs() < 1e-9);
-    assert!((p.prediction.charged_ns_per_access - 12.5).abs() < 1e-9);
+    // stall = 640,000 × 22.5 ns = 14.4 ms; per thread 7.2 ms; of 2 s: 2000/1992.8.
+    assert_eq!(STORE_VISIBLE_PERCENT, 5, "the figures below assume it");
+    assert_eq!(p.saving_ns, 7_200_000);
+    assert!((p.speedup - 2000.0 / 1992.8).abs() < 1e-9);
+    assert!((p.prediction.charged_ns_per_access - 11.25).abs() < 1e-9);
     assert_eq!(p.prediction.overlap_ns, 1_000_000_000);
     assert_eq!(p.prediction.overlap_percent, 100);
     // Not calibrated: at most medium.
@@ -651,6 +653,95 @@ fn samples_are_capped_by_the_calibrated_transfer() {
     assert_eq!(cal.prediction.transfer_ns, Some(100.0));
     // Calibrated, overlapping, 1000 samples: high.
     assert_eq!(cal.prediction.confidence, Confidence::High);
+}
+
+#[test]
+fn the_access_share_estimate_takes_over_when_it_is_smaller() {
+    // One line, 640,000 estimated accesses, each timed reload 500 ns beyond a hit: the latency
+    // estimate is 640,000 × 500 ns / 2 = 160 ms, within 90% of the 1 s overlap.
+    let mut l = line(
+        0x1000,
+        5000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    );
+    l.latency = rmw_latency(1000, 500_000);
+    let mut s = sharing(vec![l]);
+    assert_eq!(
+        predict(&s, &[0x1000], &[1, 2], 1_000_000_000).saving_ns,
+        160_000_000
+    );
+    // The threads made 12.8 M accesses in all: a 5% share. At a calibrated slowdown of 3:
+    // gain 1 + 0.05 × 2 = 1.1, saving 1 s × (1 − 1/1.1) = 90.9 ms: smaller, so it counts.
+    s.threads[1].accesses = 6_400_000;
+    s.threads[2].accesses = 6_400_000;
+    s.machine = Some(profcc_schema::sharing::Machine {
+        contended_slowdown: Some(3.0),
+        ..Default::default()
+    });
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(p.prediction.thread_accesses, 12_800_000);
+    assert!((p.prediction.access_share - 0.05).abs() < 1e-12);
+    assert_eq!(p.prediction.contended_slowdown, 3.0);
+    assert!(p.prediction.share_bound);
+    assert!((p.prediction.share_speedup - 1.1).abs() < 1e-12);
+    assert_eq!(p.saving_ns, (1e9 * (1.0 - 1.0 / 1.1)) as u64);
+    // The main thread's accesses are serial work: as many as a worker's halve the gain's
+    // weight: (6.4 M + 6.4 M × 1.1) / 12.8 M = 1.05.
+    s.threads[0].accesses = 6_400_000;
+    let q = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(q.prediction.other_accesses, 6_400_000);
+    assert!((q.prediction.share_speedup - 1.05).abs() < 1e-12);
+    assert_eq!(q.saving_ns, (1e9 * (1.0 - 1.0 / 1.05)) as u64);
+    s.threads[0].accesses = 0;
+    assert!(
+        p.prediction
+            .basis
+            .ends_with("; access share 5.0% of the threads' 12800000 accesses × 3.00x contended slowdown (calibrated), 100% of their work overlapped, 0 accesses by other threads: 1.10x, 90.9 ms, the smaller estimate"),
+        "{}",
+        p.prediction.basis
+    );
+    // Uncalibrated, the assumed slowdown; a 50% share: gain 1 + 0.5 × 4 = 3, saving 2/3 s,
+    // larger than the latency estimate, which stands.
+    s.machine = None;
+    s.threads[1].accesses = 640_000;
+    s.threads[2].accesses = 640_000;
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert_eq!(
+        p.prediction.contended_slowdown,
+        UNCALIBRATED_CONTENDED_SLOWDOWN
+    );
+    assert!(!p.prediction.share_bound);
+    assert_eq!(p.saving_ns, 160_000_000);
+    assert!(
+        p.prediction
+            .basis
+            .ends_with("× 5.00x contended slowdown (assumed; profcc calibrate), 100% of their work overlapped, 0 accesses by other threads: 3.00x, 666.7 ms, above the latency estimate"),
+        "{}",
+        p.prediction.basis
+    );
+    // A latency estimate at its bound (a stall of 640,000 × 5 µs / 2 = 1.6 s, bounded to 90% of
+    // the 1 s overlap) gives way to the access-share estimate even where that one is larger:
+    // all accesses on the line at a slowdown of 20: 20x, a saving of 950 ms.
+    s.lines[0].latency = rmw_latency(1000, 5_000_000);
+    s.machine = Some(profcc_schema::sharing::Machine {
+        transfer_ns: Some(10_000.0),
+        contended_slowdown: Some(20.0),
+        ..Default::default()
+    });
+    s.threads[1].accesses = 320_000;
+    s.threads[2].accesses = 320_000;
+    let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
+    assert!(p.prediction.share_bound, "{}", p.prediction.basis);
+    assert_eq!(p.saving_ns, 950_000_000);
+    assert!((p.speedup - 20.0).abs() < 1e-6);
+    // The formula's corners: all overlapped, nothing else; nothing overlapped; no share.
+    assert_eq!(share_speedup(1.0, 100.0, 1.0, 10.0, 0.0), 100.0);
+    assert_eq!(share_speedup(1.0, 100.0, 0.0, 10.0, 5.0), 1.0);
+    assert_eq!(share_speedup(0.0, 100.0, 1.0, 10.0, 5.0), 1.0);
+    assert_eq!(share_speedup(0.5, 3.0, 0.5, 10.0, 10.0), (10.0 + 10.0 * 1.5) / 20.0);
 }
 
 #[test]
@@ -762,10 +853,16 @@ fn calibration_is_keyed_by_cpu_model_and_cpus() {
         key: key.clone(),
         transfer_ns: 95.5,
         pairs: vec![(0, 1, 95.5)],
+        contended_slowdown: Some(4.5),
     }])
     .unwrap();
-    assert_eq!(calibration_for(&file, &key), Some(95.5));
+    let cal = calibration_for(&file, &key).unwrap();
+    assert_eq!((cal.transfer_ns, cal.contended_slowdown), (95.5, Some(4.5)));
     assert_eq!(calibration_for(&file, &machine_key(info, 4)), None);
+    // A file written before the contended slowdown was measured still reads.
+    let old = format!(r#"[{{"key":"{key}","transfer_ns":90.0,"pairs":[[0,1,90.0]]}}]"#);
+    let cal = calibration_for(&old, &key).unwrap();
+    assert_eq!((cal.transfer_ns, cal.contended_slowdown), (90.0, None));
     assert_eq!(
         calibration_file(Some("/c".as_ref()), Some("/h".as_ref())),
         Some("/c/profcc/calibration.json".into())

@@ -291,7 +291,7 @@ fn sharing(sh: &Sharing, several_inputs: bool, out: &mut String) {
         String::new()
     };
     out.push_str(&format!(
-        "Cache-line sharing (model: each thread its own core; gains from the latencies measured on the lines and the time the threads overlapped, docs/model.md{shown})\n"
+        "Cache-line sharing (model: each thread its own core; gains from the latencies measured on the lines, the threads' share of accesses on them and the time they overlapped, docs/model.md{shown})\n"
     ));
     if s.sample > 1 {
         out.push_str(&format!(

@@ -427,6 +427,7 @@ fn thread_times() -> Vec<schema::ThreadTime> {
             end_ns: end,
             cpu_ns: cpu,
             cpus: st.cpus.list(),
+            accesses: 0, // filled from the thread table at the dump
         });
     });
     out.sort_by_key(|t| t.id);
@@ -450,7 +451,8 @@ fn machine() -> schema::Machine {
     schema::Machine {
         hit_ns: HIT_TICKS.load(Relaxed) as f64 / tpn,
         ticks_per_ns: tpn,
-        transfer_ns: cal,
+        transfer_ns: cal.as_ref().map(|c| c.transfer_ns),
+        contended_slowdown: cal.as_ref().and_then(|c| c.contended_slowdown),
         calibration: cal.map(|_| key),
     }
 }
@@ -521,6 +523,16 @@ impl Analysis for Sharing {
     }
     fn dump(&self, cx: &DumpContext, p: &mut profcc_schema::Profile) {
         p.sharing = snapshot(cx.site_index);
+        if let Some(s) = &mut p.sharing {
+            // The thread table's exact access counts, for the prediction's access share.
+            for t in &mut s.threads {
+                if let Ok(i) = p.threads.binary_search_by_key(&t.id, |x| x.id) {
+                    t.accesses = p.threads[i].accesses;
+                } else if let Some(x) = p.threads.iter().find(|x| x.id == t.id) {
+                    t.accesses = x.accesses;
+                }
+            }
+        }
         if let Some(s) = &p.sharing {
             if s.dropped_lines > 0 {
                 p.notes.push(format!(

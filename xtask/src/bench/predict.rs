@@ -105,6 +105,20 @@ pub fn run(
     let prof_dir = work.join("predict");
     let _ = std::fs::remove_dir_all(&prof_dir);
     std::fs::create_dir_all(&prof_dir).map_err(|e| e.to_string())?;
+    // The predictions use this machine's calibration: measure it first, on the same machine
+    // state as the kernels.
+    let cal = Command::new(profcc)
+        .arg("calibrate")
+        .output()
+        .map_err(|e| format!("profcc calibrate: {e}"))?;
+    let calibration: Vec<String> = String::from_utf8_lossy(&cal.stdout)
+        .lines()
+        .filter(|l| !l.contains("<->"))
+        .map(str::to_string)
+        .collect();
+    for l in &calibration {
+        eprintln!("bench: predict: calibrate: {l}");
+    }
     let mut rows = Vec::new();
     for k in TWINS {
         let cxx = k.src.ends_with(".cpp");
@@ -184,6 +198,11 @@ pub fn run(
         rows.push(row);
     }
     write_table(&rows, runs, out);
+    out.push_str("Calibration (`profcc calibrate`, run first):\n\n");
+    for l in &calibration {
+        out.push_str(&format!("- {l}\n"));
+    }
+    out.push('\n');
     Ok(())
 }
 
