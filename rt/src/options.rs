@@ -218,7 +218,7 @@ macro_rules! options {
 options! {
     alloc_wrappers: Text = Text::new(""), 0..=0, "core", "more allocation wrappers, comma-separated function names (`xmalloc,pool_get`): a heap object is named by the first frame of its allocation stack outside them and the wrappers the compiler recognised (a C++ name as the report prints it, e.g. `make_block(unsigned long)`)";
     dump_signal: Signal = Signal(0), 0..=0, "core", "write the profile (trigger `signal`) each time this signal arrives (USR2, USR1, ...; the runtime then has a handler for it and one helper thread); off: the signal keeps the program's disposition";
-    exit_dump: bool = true, 0..=1, "core", "write the profile at exit, at `_exit`/`_Exit`, and before `abort` or a failed `assert` (a `dump_signal` dump happens either way)";
+    exit_dump: bool = true, 0..=1, "core", "write the profile at exit, at `_exit`/`_Exit`, and before `abort` or a failed `assert` (a `dump_signal` dump happens either way; off, the exit waits up to 10 s for a signal dump still being written)";
     fatal_dump: bool = false, 0..=1, "core", "on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGTERM, SIGINT, SIGHUP, SIGQUIT (those left at their default at start): write the profile, then let the signal act as it would have; off: such a death loses the profile";
     fs_budget: u32 = 4096, 1..=4294967295, "sharing", "accesses recorded on a watched (uncontended) line before it is let go";
     fs_inv_ns: u32 = 60, 1..=100000, "sharing", "unused since profile version 5 (the predicted gain is measured: docs/model.md); accepted and recorded";

@@ -28,6 +28,13 @@ pub(crate) static DUMPING: SpinLock<()> = SpinLock::new(());
 /// Threads in `fork` waiting for `DUMPING` (fork.rs): the next signal dump waits for them,
 /// so a stream of signals cannot keep a fork waiting (the spin lock is not fair).
 pub(crate) static FORKS_WAITING: AtomicU32 = AtomicU32::new(0);
+/// Dump signals received, and how many of them a finished signal dump covers: a signal dump
+/// still pending at exit is waited for (with `exit_dump=0` it is the only profile the user
+/// asked for).
+static SIGNALS: AtomicU64 = AtomicU64::new(0);
+static SIGNALS_DUMPED: AtomicU64 = AtomicU64::new(0);
+/// How long the exit waits for a pending signal dump.
+const SIGNAL_DUMP_WAIT_NS: u64 = 10_000_000_000;
 /// The final dump (exit, `_exit`, abort, fatal signal) has started in this process.
 static EXITED: AtomicBool = AtomicBool::new(false);
 /// The process whose final dump is ours: set at start and in a fork child.
@@ -89,6 +96,21 @@ extern "C" fn at_exit() {
     }
     if options::get().exit_dump {
         dump("exit");
+    } else {
+        wait_for_signal_dump();
+    }
+}
+
+/// Without an exit dump, a dump signal received before the exit is still owed a profile: wait
+/// (at most `SIGNAL_DUMP_WAIT_NS`) until the dumper thread has written it.
+fn wait_for_signal_dump() {
+    let seen = SIGNALS.load(Ordering::Acquire);
+    let deadline = now_ns() + SIGNAL_DUMP_WAIT_NS;
+    while SIGNALS_DUMPED.load(Ordering::Acquire) < seen
+        && PIPE_W.load(Ordering::Acquire) >= 0
+        && now_ns() < deadline
+    {
+        unsafe { libc::usleep(1000) };
     }
 }
 
@@ -110,12 +132,15 @@ pub extern "C" fn profcc_before_exit(how: u32) {
             1 => "abort",
             _ => "assert",
         });
+    } else {
+        wait_for_signal_dump();
     }
 }
 
 extern "C" fn on_dump_signal(_: libc::c_int) {
     let fd = PIPE_W.load(Ordering::Relaxed);
     if fd >= 0 {
+        SIGNALS.fetch_add(1, Ordering::AcqRel); // lock-free: safe in a handler
         let b = 1u8;
         let e = unsafe { *libc::__errno_location() };
         unsafe { libc::write(fd, &b as *const u8 as *const libc::c_void, 1) };
@@ -145,11 +170,15 @@ extern "C" fn dumper(arg: *mut libc::c_void) -> *mut libc::c_void {
             continue;
         }
         let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-        if n >= 1 && !EXITED.load(Ordering::Acquire) {
+        // Each byte read was written after its signal was counted.
+        let seen = SIGNALS.load(Ordering::Acquire);
+        // After the exit began, only without an exit dump (the exit waits for this one).
+        if n >= 1 && (!EXITED.load(Ordering::Acquire) || !options::get().exit_dump) {
             while FORKS_WAITING.load(Ordering::Acquire) != 0 {
                 unsafe { libc::sched_yield() };
             }
             dump("signal");
+            SIGNALS_DUMPED.fetch_max(seen, Ordering::AcqRel);
         } else if n <= 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return core::ptr::null_mut();
         }

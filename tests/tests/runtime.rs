@@ -210,10 +210,10 @@ fn sigusr2_dumps_while_running() {
 #include <stdio.h>
 #include <unistd.h>
 volatile long x;
-int main(void) {
+int main(int argc, char **argv) {
   for (int i = 0; i < 1000; i++) x = i;   /* before the signal */
   raise(SIGUSR2);
-  usleep(300000);                          /* the dump happens on a runtime thread */
+  for (int n = 0; argc < 3 && access(argv[1], F_OK) != 0 && n < 60000; n++) usleep(1000); /* the dump's thread */
   for (int i = 0; i < 500; i++) x = i;
   printf("still running\n");
   return 0;
@@ -223,6 +223,7 @@ int main(void) {
     s.compile(&profcc(), &["-O1", "loop.c", "-o", "loop"]);
     let sig = s.path("sig.json");
     let out = Command::new(s.path("loop"))
+        .arg(&sig)
         .current_dir(s.dir.path())
         .env(
             "PROFCC_OPTIONS",
@@ -242,6 +243,7 @@ int main(void) {
     // With the exit dump off, the file on disk is the signal dump with the first 1000 stores.
     let sig2 = s.path("sig2.json");
     let _ = Command::new(s.path("loop"))
+        .arg(&sig2)
         .current_dir(s.dir.path())
         .env(
             "PROFCC_OPTIONS",
@@ -256,6 +258,26 @@ int main(void) {
     assert_eq!(p.trigger, "signal");
     assert_eq!(count_at(&p, "loop.c", 7, Write), 1000);
     assert_eq!(count_at(&p, "loop.c", 10, Write), 0);
+
+    // A program that exits right after the signal, without an exit dump: the exit waits for
+    // the signal dump it was sent, however busy the machine.
+    let sig3 = s.path("sig3.json");
+    let out = Command::new(s.path("loop"))
+        .args([sig3.to_str().unwrap(), "no-wait"])
+        .current_dir(s.dir.path())
+        .env(
+            "PROFCC_OPTIONS",
+            format!(
+                "out={}:summary=0:exit_dump=0:dump_signal=USR2",
+                sig3.display()
+            ),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "still running\n");
+    let p = profcc_schema::read(&sig3).unwrap();
+    assert_eq!(p.trigger, "signal");
+    assert_eq!(count_at(&p, "loop.c", 7, Write), 1000);
 }
 
 #[test]
