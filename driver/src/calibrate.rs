@@ -220,7 +220,12 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         eprintln!("profcc calibrate: no pair of CPUs could be measured; run it again when the machine is quieter");
         return 1;
     }
-    let slowdown = contended_slowdown(cpus[0], cpus[1], a.increments.max(100_000), CONTENDED_ROUNDS);
+    let slowdown = contended_slowdown(
+        cpus[0],
+        cpus[1],
+        a.increments.max(100_000),
+        CONTENDED_ROUNDS,
+    );
     match slowdown {
         Some(x) => println!(
             "cpu {} and cpu {}: incrementing their own words of one line is {x:.2}x slower than of separate lines",

@@ -741,7 +741,10 @@ fn the_access_share_estimate_takes_over_when_it_is_smaller() {
     assert_eq!(share_speedup(1.0, 100.0, 1.0, 10.0, 0.0), 100.0);
     assert_eq!(share_speedup(1.0, 100.0, 0.0, 10.0, 5.0), 1.0);
     assert_eq!(share_speedup(0.0, 100.0, 1.0, 10.0, 5.0), 1.0);
-    assert_eq!(share_speedup(0.5, 3.0, 0.5, 10.0, 10.0), (10.0 + 10.0 * 1.5) / 20.0);
+    assert_eq!(
+        share_speedup(0.5, 3.0, 0.5, 10.0, 10.0),
+        (10.0 + 10.0 * 1.5) / 20.0
+    );
 }
 
 #[test]
