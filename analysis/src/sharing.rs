@@ -826,11 +826,11 @@ pub fn share_speedup(
 ) -> f64 {
     let gain = 1.0 + share.clamp(0.0, 1.0) * (slowdown - 1.0).max(0.0);
     let ov = overlapped.clamp(0.0, 1.0);
-    let after = other.max(0.0) + per_thread.max(0.0);
-    if after <= 0.0 {
+    let (other, per_thread) = (other.max(0.0), per_thread.max(0.0));
+    if other + per_thread <= 0.0 {
         return 1.0;
     }
-    (other.max(0.0) + per_thread.max(0.0) * (1.0 - ov + ov * gain)) / after
+    (other + per_thread * (1.0 - ov + ov * gain)) / (other + per_thread)
 }
 
 /// The access-share part of a prediction's basis: its figures, its saving and whether the

@@ -524,12 +524,11 @@ impl Analysis for Sharing {
     fn dump(&self, cx: &DumpContext, p: &mut profcc_schema::Profile) {
         p.sharing = snapshot(cx.site_index);
         if let Some(s) = &mut p.sharing {
-            // The thread table's exact access counts, for the prediction's access share.
+            // The thread table's exact access counts (sorted by id), for the prediction's
+            // access share: `predict` reads the sharing section only.
             for t in &mut s.threads {
                 if let Ok(i) = p.threads.binary_search_by_key(&t.id, |x| x.id) {
                     t.accesses = p.threads[i].accesses;
-                } else if let Some(x) = p.threads.iter().find(|x| x.id == t.id) {
-                    t.accesses = x.accesses;
                 }
             }
         }

@@ -111,8 +111,11 @@ pub fn run(
         .arg("calibrate")
         .output()
         .map_err(|e| format!("profcc calibrate: {e}"))?;
+    // Its summary lines; on a machine too busy to measure, its error (the predictions then
+    // use the cached or assumed figures, and the table says so).
     let calibration: Vec<String> = String::from_utf8_lossy(&cal.stdout)
         .lines()
+        .chain(String::from_utf8_lossy(&cal.stderr).lines())
         .filter(|l| !l.contains("<->"))
         .map(str::to_string)
         .collect();
