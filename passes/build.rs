@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The hook bodies, in the order the pass links them (src/llvm.rs, `HOOK_BITCODE`).
-const HOOKS: [&str; 2] = ["counting", "sharing"];
+const HOOKS: [&str; 3] = ["counting", "sharing", "numa"];
 
 fn main() {
     println!("cargo:rerun-if-changed=../hooks");

@@ -55,6 +55,8 @@
 /* Module descriptor */
 #define PROFCC_ABI_VERSION 6u
 #define PROFCC_FLAG_SHARING 1u /* the module reads the line shadow */
+#define PROFCC_FLAG_NUMA 2u /* the module reads the page shadow */
+#define PROFCC_MAX_HOMES 1024u /* page homes: entries 1..=MAX_HOMES */
 #define PROFCC_CTOR_PRIORITY 1
 
 #endif /* PROFCC_ABI_H */

@@ -421,6 +421,14 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 pub const ABI_VERSION: u32 = 6;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
+/// Module descriptor flag: the module's accesses read the page shadow (NUMA analysis,
+/// `PROFCC_INSTRUMENT=numa`; docs/numa.md).
+pub const FLAG_NUMA: u32 = 2;
+/// Page homes (NUMA analysis): a page shadow entry is 0 (untouched) or a home in
+/// `1..=MAX_HOMES`; each thread counts its accesses in a row of `MAX_HOMES + 1` u64 indexed
+/// by the entry. Home `MAX_HOMES` also stands for "no home" (the analysis off, or a thread
+/// beyond the last home).
+pub const MAX_HOMES: u32 = 1024;
 /// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`
 /// runs after their destructors.
 pub const CTOR_PRIORITY: u64 = 1;
@@ -542,7 +550,9 @@ pub mod names {
     pub const WRITE_SAMPLE_PACKED: &str = "__profcc_write_s_k";
     pub const RANGE: &str = "__profcc_range";
     pub const RANGE_N: &str = "__profcc_range_n";
-    pub const HOOKS: [&str; 14] = [
+    /// The NUMA page check of one access (hooks/numa.c).
+    pub const NUMA: &str = "__profcc_numa";
+    pub const HOOKS: [&str; 15] = [
         FN_COUNTERS,
         FN_ME,
         FN_RB,
@@ -557,6 +567,7 @@ pub mod names {
         WRITE_SAMPLE_PACKED,
         RANGE,
         RANGE_N,
+        NUMA,
     ];
     /// Checkers (hooks/sharing.c): the whole check of one access, linked into each module as
     /// internal, never-inlined `preserve_most` functions. Accesses outside loops call them
@@ -730,7 +741,9 @@ pub mod names {
     /// e.g. r10); in an executable the linker relaxes the GOT call to a direct call.
     pub const SLOW: &str = "__profcc_slow";
     pub const RANGE_SLOW: &str = "__profcc_range_slow";
-    pub const DOORS: [&str; 2] = [SLOW, RANGE_SLOW];
+    /// The NUMA hook's door: a page's first touch (returns the page's entry).
+    pub const FIRST_TOUCH: &str = "__profcc_first_touch";
+    pub const DOORS: [&str; 3] = [SLOW, RANGE_SLOW, FIRST_TOUCH];
     /// Runtime entry the module constructor calls with the module descriptor.
     pub const REGISTER: &str = "__profcc_register_module";
     /// Runtime entry the module destructor (priority `CTOR_PRIORITY`) calls with the same

@@ -255,6 +255,7 @@ pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
     let mut opts = profcc_passes::Options {
         accesses: false,
         sharing: false,
+        numa: false,
     };
     let mut none = false;
     for w in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -264,10 +265,14 @@ pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
                 opts.accesses = true;
                 opts.sharing = true;
             }
+            "numa" => {
+                opts.accesses = true;
+                opts.numa = true;
+            }
             "none" => none = true,
             other => {
                 return Err(format!(
-                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses (counts only), sharing (counts and cache-line sharing; the default), none (comma-separated)"
+                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses (counts only), sharing (counts and cache-line sharing; the default), numa (counts and NUMA page checks), none (comma-separated)"
                 ))
             }
         }

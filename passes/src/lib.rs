@@ -43,6 +43,8 @@ pub struct Options {
     pub accesses: bool,
     /// Also check each access against the cache-line shadow (sharing analysis).
     pub sharing: bool,
+    /// Also check each access's page against the page shadow (NUMA analysis; docs/numa.md).
+    pub numa: bool,
 }
 
 impl Default for Options {
@@ -50,6 +52,7 @@ impl Default for Options {
         Options {
             accesses: true,
             sharing: true,
+            numa: false,
         }
     }
 }
@@ -120,7 +123,8 @@ pub fn instrument_module(
     table.set_wrappers(&wrappers);
     unsafe {
         let hooks = ctx.link_hooks(module)?;
-        let flags = if opts.sharing { abi::FLAG_SHARING } else { 0 };
+        let flags = if opts.sharing { abi::FLAG_SHARING } else { 0 }
+            | if opts.numa { abi::FLAG_NUMA } else { 0 };
         let site_base = metadata::emit(ctx.raw(), module.raw(), &table, flags)?;
         rewrite::rewrite(
             ctx.raw(),
@@ -128,6 +132,7 @@ pub fn instrument_module(
             site_base,
             &selection,
             opts.sharing,
+            opts.numa,
             &mut stats,
         );
         module.run_passes("always-inline")?;

@@ -13,7 +13,7 @@ use std::ffi::{CStr, CString};
 use std::path::Path;
 
 /// The hook bodies (hooks/counting.c, hooks/sharing.c), compiled by build.rs.
-static HOOK_BITCODE: [(&str, &[u8]); 2] = [
+static HOOK_BITCODE: [(&str, &[u8]); 3] = [
     (
         "counting.bc",
         include_bytes!(concat!(env!("OUT_DIR"), "/counting.bc")),
@@ -21,6 +21,10 @@ static HOOK_BITCODE: [(&str, &[u8]); 2] = [
     (
         "sharing.bc",
         include_bytes!(concat!(env!("OUT_DIR"), "/sharing.bc")),
+    ),
+    (
+        "numa.bc",
+        include_bytes!(concat!(env!("OUT_DIR"), "/numa.bc")),
     ),
 ];
 

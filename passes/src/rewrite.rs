@@ -413,6 +413,32 @@ impl Rewriter {
         Some(next)
     }
 
+    /// The NUMA page check (hooks/numa.c) of every access, covered ones too (each access is
+    /// one count of its thread's row), right before it: the page of its first byte.
+    unsafe fn numa_check(&mut self, a: &Access, stats: &mut Stats) {
+        if LLVMGetTypeKind(LLVMTypeOf(a.ptr)) != llvm_sys::LLVMTypeKind::LLVMPointerTypeKind {
+            return;
+        }
+        LLVMPositionBuilderBefore(self.b, a.inst);
+        let mut loc = LLVMInstructionGetDebugLoc(a.inst);
+        let sp = LLVMGetSubprogram(a.func);
+        if loc.is_null() && !sp.is_null() {
+            loc = LLVMDIBuilderCreateDebugLocation(self.ctx, 0, 0, sp, std::ptr::null_mut());
+        }
+        LLVMSetCurrentDebugLocation2(self.b, loc);
+        let f = self.hook(crate::abi::names::NUMA);
+        let mut args = [a.ptr];
+        LLVMBuildCall2(
+            self.b,
+            LLVMGlobalGetValueType(f),
+            f,
+            args.as_mut_ptr(),
+            1,
+            c"".as_ptr(),
+        );
+        stats.bump("numa-page-check", 1);
+    }
+
     unsafe fn access(
         &mut self,
         local: usize,
@@ -645,6 +671,7 @@ pub unsafe fn rewrite(
     site_base: LLVMValueRef,
     sel: &Selection,
     sharing: bool,
+    numa: bool,
     stats: &mut Stats,
 ) {
     let mut r = Rewriter {
@@ -680,6 +707,9 @@ pub unsafe fn rewrite(
                     .take_while(|x| x.leader == local || matches!(x.size, Size::Dyn(_)))
                     .any(|x| x.leader == local && x.check));
         r.access(local, a, sharing, hoist, stats);
+        if numa {
+            r.numa_check(a, stats);
+        }
     }
     LLVMDisposeBuilder(r.b);
     stats.bump("functions-instrumented", r.prologues.len() as u64);

@@ -244,6 +244,7 @@ fn load_store_counting_only() {
     let opts = profcc_passes::Options {
         accesses: true,
         sharing: false,
+        numa: false,
     };
     let (ir, _) = run_with("load_store", "load_store.counting", &opts);
     // One counter increment for the block's two accesses, no call and no branch left.
@@ -280,6 +281,7 @@ fn loops_counting_only() {
     let opts = profcc_passes::Options {
         accesses: true,
         sharing: false,
+        numa: false,
     };
     let (ir, s) = run_with("loops", "loops.counting", &opts);
     // @sum: the count in a register (a phi from 0, +1 per iteration), added to the counter

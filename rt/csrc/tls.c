@@ -29,6 +29,13 @@ __thread uint64_t __profcc_wmask = ~(uint64_t)0;
  * decrement it, the runtime re-arms it when it reaches zero. */
 __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_hot_cd;
 
+/* NUMA analysis: the thread's row of access counts by page home (rt/src/analyses/numa.rs
+ * gives each thread its own when it starts); a scratch row until then. */
+__attribute__((visibility("hidden"))) uint64_t profcc_numa_scratch_row[PROFCC_MAX_HOMES + 1];
+__attribute__((tls_model("initial-exec"), visibility("default")))
+__thread uint64_t *__profcc_numa_row = profcc_numa_scratch_row;
+uint64_t **profcc_numa_row_slot(void) { return &__profcc_numa_row; }
+
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
   *me = &__profcc_me;
   *rb = &__profcc_rb;
@@ -50,8 +57,13 @@ __attribute__((used)) static const char *const profcc_door_ref = &profcc_door_an
  * run before the constructors of every shared library, so even an instrumented library's
  * constructor finds it mapped. */
 void profcc_sharing_preinit(void);
+void profcc_numa_preinit(void);
+static void profcc_preinit(void) {
+  profcc_sharing_preinit();
+  profcc_numa_preinit();
+}
 __attribute__((section(".preinit_array"), used)) static void (*profcc_preinit_entry)(void) =
-    profcc_sharing_preinit;
+    profcc_preinit;
 
 /* atexit and pthread_atfork are libc_nonshared.a wrappers that call __cxa_atexit and
  * __register_atfork through the PLT: a `.got.plt` slot the program's clang-22 build does not

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod numa;
 pub mod sharing;
 
 pub const FORMAT: &str = "profcc-profile";
@@ -54,6 +55,9 @@ pub struct Profile {
     /// Cache-line sharing records (absent when the program was built without the analysis).
     #[serde(default)]
     pub sharing: Option<sharing::Sharing>,
+    /// NUMA analysis (absent unless a module was built with `PROFCC_INSTRUMENT=numa`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<numa::Numa>,
     /// Functions that only allocate and return the block (allocation wrappers): those the
     /// compiler pass recognised in the program's modules and those the `alloc_wrappers` option
     /// names. A heap object is named by the first frame of its allocation stack outside them.

@@ -74,7 +74,15 @@ impl Scratch {
     /// toolchain once and runs the tests many times) an output (`-o FILE`) built before from
     /// the same compiler, arguments and input files is copied from the cache instead.
     pub fn compile(&self, compiler: &Path, args: &[&str]) -> Output {
-        let cached = build_cache_entry(self.dir.path(), compiler, args);
+        self.compile_env(compiler, args, &[])
+    }
+
+    /// [`Scratch::compile`] with environment variables set for the compiler (e.g.
+    /// `PROFCC_INSTRUMENT`); they are part of the build cache's key.
+    pub fn compile_env(&self, compiler: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let key: Vec<String> = env.iter().map(|(k, v)| format!("env:{k}={v}")).collect();
+        let keyed: Vec<&str> = args.iter().copied().chain(key.iter().map(|k| k.as_str())).collect();
+        let cached = build_cache_entry(self.dir.path(), compiler, &keyed);
         if let Some((entry, out)) = &cached {
             if copy_executable(entry, &self.path(out)) {
                 return Output {
@@ -87,6 +95,7 @@ impl Scratch {
         let out = Command::new(compiler)
             .current_dir(self.dir.path())
             .args(args)
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         assert!(

@@ -8,7 +8,8 @@
 
 use crate::analysis::{Analysis, Registry};
 
+pub mod numa;
 pub mod sharing;
 
 /// The registry.
-pub static ANALYSES: Registry = &[&sharing::SHARING as &dyn Analysis];
+pub static ANALYSES: Registry = &[&sharing::SHARING as &dyn Analysis, &numa::NUMA];

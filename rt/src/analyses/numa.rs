@@ -1,0 +1,190 @@
+//! The NUMA analysis (docs/numa.md), first part: the `thread` model (NumaPerf: each thread is
+//! its own node). Modules built with `PROFCC_INSTRUMENT=numa` run hooks/numa.c before every
+//! access: one load of the page's shadow entry (0: untouched, else the page's home) and one
+//! increment of the thread's row of the thread x home matrix. An untouched page goes
+//! through [`__profcc_first_touch`], which makes the calling thread its first toucher.
+//!
+//! Homes: `thread` gives thread id t the home t + 1 (ids of `MAX_HOMES` - 1 and more share the
+//! last home, `MAX_HOMES`, which also means "no home"); `off` gives every thread `MAX_HOMES`.
+//! A page's home never changes once set (no migration in this model).
+//!
+//! Not yet: the `emulate` and `real` models, per-site and per-object counts, remote
+//! invalidations, migration risk, imbalance, the binding plan, the report (docs/numa.md).
+
+use crate::analysis::{Analysis, DumpContext, ThreadStart};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use profcc_abi::{MAX_HOMES, PAGE_SHADOW, PAGE_SHADOW_SIZE};
+
+/// The model in force, set by `init` from the `numa` option.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Model {
+    Thread,
+    Off,
+}
+
+static MODEL: AtomicU32 = AtomicU32::new(0); // 0: Thread, 1: Off
+/// 1: the page shadow is mapped; 2: it could not be.
+static SHADOW: AtomicU32 = AtomicU32::new(0);
+/// Pages given a home.
+static PAGES: AtomicU64 = AtomicU64::new(0);
+
+fn model() -> Model {
+    if MODEL.load(Relaxed) == 1 {
+        Model::Off
+    } else {
+        Model::Thread
+    }
+}
+
+const ROW: usize = MAX_HOMES as usize + 1;
+
+/// A thread's part of the analysis: its home, its first touches and its row.
+#[repr(C)]
+struct ThreadState {
+    home: AtomicU32,
+    first_touches: AtomicU64,
+    row: [u64; ROW],
+}
+
+extern "C" {
+    fn profcc_numa_row_slot() -> *mut *mut u64;
+}
+
+/// Reserve the page shadow (128 GiB of address space, nothing committed) before any
+/// initialiser runs (rt/csrc/tls.c's `.preinit_array` entry).
+#[no_mangle]
+pub extern "C" fn profcc_numa_preinit() {
+    if SHADOW.load(Relaxed) != 0 {
+        return;
+    }
+    const MAP_FIXED_NOREPLACE: i32 = 0x100000;
+    let p = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            PAGE_SHADOW as usize,
+            PAGE_SHADOW_SIZE as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+            -1i64,
+            0usize,
+        )
+    };
+    if p as u64 == PAGE_SHADOW {
+        SHADOW.store(1, Relaxed);
+    } else {
+        if p > 0 {
+            unsafe { libc::syscall(libc::SYS_munmap, p as usize, PAGE_SHADOW_SIZE as usize) };
+        }
+        SHADOW.store(2, Relaxed);
+    }
+}
+
+/// The NUMA hook's door: the first access of any thread to the page holding `p` (its entry
+/// read 0). The calling thread becomes the page's first toucher unless another thread won the
+/// race; returns the page's entry either way.
+#[no_mangle]
+pub extern "C" fn __profcc_first_touch(p: *const u8) -> u32 {
+    let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
+    let st = unsafe { st.as_ref() };
+    let home = st.map_or(MAX_HOMES, |s| s.home.load(Relaxed));
+    let entry = unsafe { &*(profcc_abi::page_shadow(p as u64) as *const AtomicU32) };
+    match entry.compare_exchange(0, home, Relaxed, Relaxed) {
+        Ok(_) => {
+            PAGES.fetch_add(1, Relaxed);
+            if let Some(s) = st {
+                s.first_touches.fetch_add(1, Relaxed);
+            }
+            home
+        }
+        Err(h) => h,
+    }
+}
+
+/// The NUMA analysis in the registry (`analyses/mod.rs`).
+pub struct Numa;
+pub static NUMA: Numa = Numa;
+
+impl Analysis for Numa {
+    fn name(&self) -> &'static str {
+        "numa"
+    }
+    fn thread_state_bytes(&self) -> usize {
+        core::mem::size_of::<ThreadState>()
+    }
+    fn init(&self) {
+        let m = match crate::options::get().numa.as_str() {
+            "off" => 1,
+            "thread" => 0,
+            other => {
+                crate::writer::stderr_line(&format!(
+                    "profcc: numa={other} is not a model yet (thread or off): using thread"
+                ));
+                0
+            }
+        };
+        MODEL.store(m, Relaxed);
+    }
+    fn module_registered(&self, flags: u32) {
+        if flags & profcc_abi::FLAG_NUMA != 0 && SHADOW.load(Relaxed) != 1 {
+            crate::writer::stderr_line(
+                "profcc: the NUMA page shadow (128 GiB of address space at 0x200000000000) could not be reserved: a module built with PROFCC_INSTRUMENT=numa cannot run; rebuild it without numa",
+            );
+            unsafe { libc::_exit(125) };
+        }
+    }
+    fn thread_start(&self, t: &ThreadStart) {
+        let Some(st) = (unsafe { (t.state as *mut ThreadState).as_mut() }) else {
+            return;
+        };
+        let home = match model() {
+            Model::Thread => (t.id + 1).min(MAX_HOMES),
+            Model::Off => MAX_HOMES,
+        };
+        st.home.store(home, Relaxed);
+        unsafe { *profcc_numa_row_slot() = st.row.as_mut_ptr() };
+    }
+    fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
+        let mut threads = Vec::new();
+        crate::analysis::each_state(&NUMA, |tid, s| {
+            let s = unsafe { &*(s as *const ThreadState) };
+            let home = s.home.load(Relaxed);
+            // The row is the thread's own, written without atomics: a racy read of counts
+            // still being incremented (a dump while threads run) is at most a few short.
+            let row: Vec<u64> = (0..ROW)
+                .map(|i| unsafe { core::ptr::read_volatile(s.row.as_ptr().add(i)) })
+                .collect();
+            let by_home: Vec<(u32, u64)> = row
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(h, &n)| (h as u32, n))
+                .collect();
+            let total: u64 = row.iter().sum();
+            let local = if home < MAX_HOMES { row[home as usize] } else { 0 };
+            let remote = if home < MAX_HOMES { total - local } else { 0 };
+            if total > 0 || s.first_touches.load(Relaxed) > 0 {
+                threads.push(profcc_schema::numa::NumaThread {
+                    thread: tid,
+                    home,
+                    local,
+                    remote,
+                    first_touches: s.first_touches.load(Relaxed),
+                    by_home,
+                });
+            }
+        });
+        if threads.is_empty() {
+            return;
+        }
+        threads.sort_by_key(|t| t.thread);
+        p.numa = Some(profcc_schema::numa::Numa {
+            model: match model() {
+                Model::Thread => "thread",
+                Model::Off => "off",
+            }
+            .into(),
+            pages: PAGES.load(Relaxed),
+            threads,
+        });
+    }
+}

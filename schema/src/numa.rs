@@ -1,0 +1,30 @@
+//! The NUMA analysis's section of the profile (rt/src/analyses/numa.rs; docs/numa.md).
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Numa {
+    /// The topology model: `thread` (each thread its own node) or `off`.
+    pub model: String,
+    /// Pages first touched (given a home).
+    pub pages: u64,
+    /// Per thread, in thread id order.
+    pub threads: Vec<NumaThread>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct NumaThread {
+    /// Thread id (as in the thread table).
+    pub thread: u32,
+    /// The thread's home (node): 1..=MAX_HOMES; MAX_HOMES: none (`off`, or a thread beyond
+    /// the last home).
+    pub home: u32,
+    /// Accesses to pages of the thread's own home.
+    pub local: u64,
+    /// Accesses to pages of other homes.
+    pub remote: u64,
+    /// Pages this thread touched first.
+    pub first_touches: u64,
+    /// Its accesses by page home, `(home, accesses)`, homes in increasing order, zeros left
+    /// out: the thread's row of the thread x home matrix.
+    pub by_home: Vec<(u32, u64)>,
+}
