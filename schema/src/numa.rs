@@ -3,8 +3,11 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Numa {
-    /// The topology model: `thread` (each thread its own node) or `off`.
+    /// The topology model: `thread` (each thread its own node), `emulate` or `off`.
     pub model: String,
+    /// Nodes of the `emulate` model (0 otherwise: `thread` has one home per thread).
+    #[serde(default)]
+    pub nodes: u32,
     /// Pages first touched (given a home).
     pub pages: u64,
     /// Per thread, in thread id order.
@@ -15,8 +18,8 @@ pub struct Numa {
 pub struct NumaThread {
     /// Thread id (as in the thread table).
     pub thread: u32,
-    /// The thread's home (node): 1..=MAX_HOMES; MAX_HOMES: none (`off`, or a thread beyond
-    /// the last home).
+    /// The thread's home: its node + 1 (`emulate`) or its id + 1 (`thread`), 1..=MAX_HOMES;
+    /// MAX_HOMES: none (`off`, or a thread beyond the last home).
     pub home: u32,
     /// Accesses to pages of the thread's own home.
     pub local: u64,

@@ -1,12 +1,16 @@
-//! The NUMA analysis end to end (docs/numa.md), `thread` model: a serial first touch then a
-//! parallel sweep (NumaPerf's thread-as-node model: every worker access is remote).
+//! The NUMA analysis end to end (docs/numa.md): a serial first touch then a parallel sweep,
+//! under the `thread` model (NumaPerf's thread-as-node model: every worker access is remote)
+//! and the `emulate` model (2 nodes: exactly the worker on the other node is remote).
 
 use profcc_tests::*;
 
 const SWEEP_C: &str = r#"
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #define N (1 << 18) /* 1 MiB of ints: 256 pages */
 struct job { const int *a; int lo, hi; long sum; };
 static void *worker(void *arg) {
@@ -16,7 +20,7 @@ static void *worker(void *arg) {
   j->sum = s;
   return NULL;
 }
-int main(void) {
+int main(int argc, char **argv) {
   int *a = malloc(sizeof(int) * N);
   for (int i = 0; i < N; i++) a[i] = i & 7; /* serial first touch by the main thread */
   struct job *jobs = malloc(2 * sizeof *jobs);
@@ -26,7 +30,20 @@ int main(void) {
     jobs[k].lo = k * (N / 2);
     jobs[k].hi = (k + 1) * (N / 2);
     jobs[k].sum = 0;
-    pthread_create(&t[k], NULL, worker, &jobs[k]);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (argc > 1 && k == 1) { /* "bind": the second worker on the last CPU it may use */
+      cpu_set_t mine, set;
+      sched_getaffinity(0, sizeof mine, &mine);
+      int last = 0;
+      for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mine)) last = c;
+      CPU_ZERO(&set);
+      CPU_SET(last, &set);
+      pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    }
+    pthread_create(&t[k], &attr, worker, &jobs[k]);
+    pthread_attr_destroy(&attr);
   }
   for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
   printf("%ld\n", jobs[0].sum + jobs[1].sum);
@@ -35,6 +52,14 @@ int main(void) {
 "#;
 
 fn sweep(opt: &str, options: &str) -> (profcc_schema::Profile, profcc_schema::numa::Numa) {
+    sweep_args(opt, &[], options)
+}
+
+fn sweep_args(
+    opt: &str,
+    args: &[&str],
+    options: &str,
+) -> (profcc_schema::Profile, profcc_schema::numa::Numa) {
     let s = Scratch::new();
     s.write("sweep.c", SWEEP_C);
     s.compile_env(
@@ -42,7 +67,7 @@ fn sweep(opt: &str, options: &str) -> (profcc_schema::Profile, profcc_schema::nu
         &[opt, "-pthread", "sweep.c", "-o", "sweep"],
         &[("PROFCC_INSTRUMENT", "numa")],
     );
-    let (out, p) = s.run_profiled("sweep", &[], options);
+    let (out, p) = s.run_profiled("sweep", args, options);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "917504\n", "program output");
     assert_eq!(out.status.code(), Some(0));
     let numa = p.numa.clone().expect("a numa section");
@@ -57,7 +82,7 @@ fn serial_first_touch_makes_every_worker_access_remote() {
         // Threads: the main thread (0) and the two workers (1, 2), homes id + 1.
         let ids: Vec<u32> = numa.threads.iter().map(|t| t.thread).collect();
         assert_eq!(ids, vec![0, 1, 2], "{opt}");
-        let exact = |id: u32| p.threads.iter().find(|t| t.id == id).unwrap().accesses;
+        let exact = |id: u32| exact(&p, id);
         let main = &numa.threads[0];
         assert_eq!(main.home, 1, "{opt}");
         // The main thread touched the array (256 pages) and the jobs first: all local.
@@ -96,4 +121,64 @@ fn the_default_build_has_no_numa_section() {
     s.compile(&profcc(), &["-O2", "-pthread", "sweep.c", "-o", "sweep"]);
     let (_, p) = s.run_profiled("sweep", &[], "summary=0");
     assert!(p.numa.is_none());
+}
+
+/// The exact accesses of thread `id` (the thread table).
+fn exact(p: &profcc_schema::Profile, id: u32) -> u64 {
+    p.threads.iter().find(|t| t.id == id).unwrap().accesses
+}
+
+#[test]
+fn emulate_two_nodes_makes_exactly_the_other_nodes_worker_remote() {
+    for opt in ["-O0", "-O2"] {
+        let (p, numa) = sweep(opt, "summary=0:numa=emulate:numa_nodes=2");
+        assert_eq!((numa.model.as_str(), numa.nodes), ("emulate", 2));
+        // Unbound threads: t mod 2. Main (0) and worker 2 on node 0 (home 1), worker 1 on
+        // node 1 (home 2): half of the workers' accesses are remote, all of worker 1's.
+        let homes: Vec<(u32, u32)> = numa.threads.iter().map(|t| (t.thread, t.home)).collect();
+        assert_eq!(homes, vec![(0, 1), (1, 2), (2, 1)], "{opt}");
+        let (w1, w2) = (&numa.threads[1], &numa.threads[2]);
+        assert_eq!((w1.local, w1.remote), (0, exact(&p, 1)), "{opt}: {w1:?}");
+        assert_eq!((w2.local, w2.remote), (exact(&p, 2), 0), "{opt}: {w2:?}");
+        assert_eq!(w1.remote, w2.local, "{opt}: equal halves of the sweep");
+        assert_eq!(numa.threads[0].remote, 0, "{opt}");
+    }
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list`) and the CPUs configured
+/// (`getconf _NPROCESSORS_CONF`, what the runtime divides into nodes).
+fn cpus() -> (Vec<usize>, usize) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim();
+    let mut allowed = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        allowed.extend(a.trim().parse::<usize>().unwrap()..=b.trim().parse::<usize>().unwrap());
+    }
+    let conf = std::process::Command::new("getconf")
+        .arg("_NPROCESSORS_CONF")
+        .output()
+        .unwrap();
+    let conf = String::from_utf8_lossy(&conf.stdout).trim().parse().unwrap();
+    (allowed, conf)
+}
+
+#[test]
+fn emulate_puts_a_bound_thread_on_the_node_of_its_cpus() {
+    let (allowed, conf) = cpus();
+    let (p, numa) = sweep_args("-O2", &["bind"], "summary=0:numa=emulate:numa_nodes=2");
+    let w2 = &numa.threads[2];
+    let last = *allowed.last().unwrap();
+    // Bound to one CPU of all: on that CPU's node (c x 2 / conf); the only CPU there is:
+    // unbound, t mod 2 = node 0.
+    let node = if conf > 1 { last * 2 / conf } else { 0 };
+    assert_eq!(w2.home, node as u32 + 1, "{w2:?} (CPU {last} of {conf})");
+    // On node 1 its accesses to the main thread's pages (node 0) are all remote; on node 0,
+    // all local.
+    let want = if node == 1 { (0, exact(&p, 2)) } else { (exact(&p, 2), 0) };
+    assert_eq!((w2.local, w2.remote), want, "{w2:?}");
 }

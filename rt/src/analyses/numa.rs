@@ -4,12 +4,18 @@
 //! increment of the thread's row of the thread x home matrix. An untouched page goes
 //! through [`__profcc_first_touch`], which makes the calling thread its first toucher.
 //!
-//! Homes: `thread` gives thread id t the home t + 1 (ids of `MAX_HOMES` - 1 and more share the
-//! last home, `MAX_HOMES`, which also means "no home"); `off` gives every thread `MAX_HOMES`.
-//! A page's home never changes once set (no migration in this model).
+//! Homes (a page's entry and a thread's home are the same numbers):
+//! - `thread`: thread id t has home t + 1 (ids of `MAX_HOMES` - 1 and more share the last
+//!   home, `MAX_HOMES`, which also means "no home");
+//! - `emulate` (`numa_nodes` = N): node + 1, where a thread bound (when it starts) to CPUs of
+//!   one node is on that node (CPU c of n on node c x N / n) and any other thread t is on node
+//!   t mod N; a page is on its first toucher's node;
+//! - `off`: every thread `MAX_HOMES`.
+//! A page's home never changes once set (no migration in these models).
 //!
-//! Not yet: the `emulate` and `real` models, per-site and per-object counts, remote
-//! invalidations, migration risk, imbalance, the binding plan, the report (docs/numa.md).
+//! Not yet: the `real` model, affinity set after a thread started, memory policies, per-site
+//! and per-object counts, remote invalidations, migration risk, imbalance, the binding plan
+//! (docs/numa.md).
 
 use crate::analysis::{Analysis, DumpContext, ThreadStart};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -19,21 +25,47 @@ use profcc_abi::{MAX_HOMES, PAGE_SHADOW, PAGE_SHADOW_SIZE};
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Model {
     Thread,
+    Emulate,
     Off,
 }
 
-static MODEL: AtomicU32 = AtomicU32::new(0); // 0: Thread, 1: Off
+static MODEL: AtomicU32 = AtomicU32::new(0); // 0: Thread, 1: Off, 2: Emulate
+/// `numa_nodes` (emulate).
+static NODES: AtomicU32 = AtomicU32::new(4);
 /// 1: the page shadow is mapped; 2: it could not be.
 static SHADOW: AtomicU32 = AtomicU32::new(0);
 /// Pages given a home.
 static PAGES: AtomicU64 = AtomicU64::new(0);
 
 fn model() -> Model {
-    if MODEL.load(Relaxed) == 1 {
-        Model::Off
-    } else {
-        Model::Thread
+    match MODEL.load(Relaxed) {
+        1 => Model::Off,
+        2 => Model::Emulate,
+        _ => Model::Thread,
     }
+}
+
+/// The emulated node of the calling thread (dense id `id`): the node of the CPUs its affinity
+/// mask allows when they are all on one node and are not all the CPUs, else `id` mod nodes.
+fn emulated_node(id: u32, nodes: u32) -> u32 {
+    let ncpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as usize;
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    let ok = unsafe {
+        libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set)
+    } == 0;
+    if ok {
+        let allowed: Vec<usize> = (0..ncpus.min(libc::CPU_SETSIZE as usize))
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect();
+        if !allowed.is_empty() && allowed.len() < ncpus {
+            let node = |c: usize| (c * nodes as usize / ncpus) as u32;
+            let first = node(allowed[0]);
+            if allowed.iter().all(|&c| node(c) == first) {
+                return first;
+            }
+        }
+    }
+    id % nodes
 }
 
 const ROW: usize = MAX_HOMES as usize + 1;
@@ -112,17 +144,20 @@ impl Analysis for Numa {
         core::mem::size_of::<ThreadState>()
     }
     fn init(&self) {
-        let m = match crate::options::get().numa.as_str() {
+        let o = crate::options::get();
+        let m = match o.numa.as_str() {
             "off" => 1,
             "thread" => 0,
+            "emulate" => 2,
             other => {
                 crate::writer::stderr_line(&format!(
-                    "profcc: numa={other} is not a model yet (thread or off): using thread"
+                    "profcc: numa={other} is not a NUMA model (thread, emulate or off): using thread"
                 ));
                 0
             }
         };
         MODEL.store(m, Relaxed);
+        NODES.store(o.numa_nodes.clamp(1, MAX_HOMES - 1), Relaxed);
     }
     fn module_registered(&self, flags: u32) {
         if flags & profcc_abi::FLAG_NUMA != 0 && SHADOW.load(Relaxed) != 1 {
@@ -138,6 +173,7 @@ impl Analysis for Numa {
         };
         let home = match model() {
             Model::Thread => (t.id + 1).min(MAX_HOMES),
+            Model::Emulate => emulated_node(t.id, NODES.load(Relaxed)) + 1,
             Model::Off => MAX_HOMES,
         };
         st.home.store(home, Relaxed);
@@ -180,9 +216,14 @@ impl Analysis for Numa {
         p.numa = Some(profcc_schema::numa::Numa {
             model: match model() {
                 Model::Thread => "thread",
+                Model::Emulate => "emulate",
                 Model::Off => "off",
             }
             .into(),
+            nodes: match model() {
+                Model::Emulate => NODES.load(Relaxed),
+                _ => 0,
+            },
             pages: PAGES.load(Relaxed),
             threads,
         });
