@@ -159,7 +159,11 @@ const ITEMS: &[Item] = &[
         FLAG_NUMA as u64,
         "the module reads the page shadow",
     ),
-    uint("MAX_HOMES", MAX_HOMES as u64, "page homes: entries 1..=MAX_HOMES"),
+    uint(
+        "MAX_HOMES",
+        MAX_HOMES as u64,
+        "page homes: entries 1..=MAX_HOMES",
+    ),
     int("CTOR_PRIORITY", CTOR_PRIORITY, ""),
 ];
 

@@ -741,6 +741,8 @@ pub mod names {
     /// e.g. r10); in an executable the linker relaxes the GOT call to a direct call.
     pub const SLOW: &str = "__profcc_slow";
     pub const RANGE_SLOW: &str = "__profcc_range_slow";
+    /// The thread's row of the thread x home matrix (TLS, rt/csrc/tls.c).
+    pub const NUMA_ROW: &str = "__profcc_numa_row";
     /// The NUMA hook's door: a page's first touch (returns the page's entry).
     pub const FIRST_TOUCH: &str = "__profcc_first_touch";
     pub const DOORS: [&str; 3] = [SLOW, RANGE_SLOW, FIRST_TOUCH];

@@ -290,6 +290,18 @@ pub unsafe fn delete_unused_function(m: LLVMModuleRef, name: &str) {
     }
 }
 
+/// Delete the global variable `name` of `m` if it exists and nothing uses it.
+///
+/// # Safety
+/// `m` must be a valid module.
+pub unsafe fn delete_unused_global(m: LLVMModuleRef, name: &str) {
+    let n = CString::new(name).unwrap();
+    let g = LLVMGetNamedGlobal(m, n.as_ptr());
+    if !g.is_null() && LLVMGetFirstUse(g).is_null() {
+        LLVMDeleteGlobal(g);
+    }
+}
+
 /// The name of a value (empty when it has none).
 ///
 /// # Safety

@@ -461,3 +461,29 @@ fn not_instrumented_twice() {
     };
     assert_eq!(strip(&once), strip(&twice));
 }
+
+#[test]
+fn load_store_numa() {
+    let opts = profcc_passes::Options {
+        accesses: true,
+        sharing: false,
+        numa: true,
+    };
+    let (ir, s) = run_with("load_store", "load_store.numa", &opts);
+    // Both accesses get the page check (hooks/numa.c, inlined): the entry loaded from the
+    // page shadow (32 TiB + (p >> 12) * 4), the first-touch door on the cold side, one
+    // increment of the thread's row; the module says it reads the page shadow.
+    assert_eq!(s.get("numa-page-check"), 2);
+    let base = profcc_abi::PAGE_SHADOW.to_string();
+    assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
+    assert_eq!(
+        ir.matches("call i32 @__profcc_first_touch(").count(),
+        2,
+        "{ir}"
+    );
+    assert!(
+        ir.contains("@__profcc_numa_row = external thread_local(initialexec)"),
+        "{ir}"
+    );
+    assert!(!ir.contains("@__profcc_numa("), "hook inlined: {ir}");
+}

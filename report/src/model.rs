@@ -30,6 +30,9 @@ pub struct Report {
     /// Only when an input has sharing records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharing: Option<Sharing>,
+    /// Only when an input has NUMA records (`PROFCC_INSTRUMENT=numa`; docs/numa.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<Numa>,
     /// Every thread of every input.
     pub threads: Vec<Thread>,
     pub notes: Notes,
@@ -327,6 +330,43 @@ pub struct Thread {
     pub accesses: u64,
     /// Symbolised `pthread_create` call stack, innermost first; empty for the main thread.
     pub created_at: Vec<Frame>,
+}
+
+/// The NUMA analysis: per input with NUMA records, its model and per-thread locality.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Numa {
+    pub inputs: Vec<NumaInput>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaInput {
+    /// Index of the input file (see `summary.inputs`).
+    pub input: usize,
+    /// `thread` (each thread its own node), `emulate` (`nodes` nodes) or `off`.
+    pub model: String,
+    pub nodes: u32,
+    /// Pages given a home (first touched).
+    pub pages: u64,
+    pub local: u64,
+    pub remote: u64,
+    pub threads: Vec<NumaThread>,
+    /// `emulate`: accesses by the accessing thread's node (rows) and the page's node
+    /// (columns), `nodes` x `nodes`; empty for the other models.
+    pub node_matrix: Vec<Vec<u64>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaThread {
+    pub thread: u32,
+    /// Its node: the thread itself under `thread` (the id), the emulated node under
+    /// `emulate`; None: no home (`off`).
+    pub node: Option<u32>,
+    pub local: u64,
+    pub remote: u64,
+    pub first_touches: u64,
+    /// Accesses by the page's node (as `node`), `(node, accesses)`; None: pages without a
+    /// home.
+    pub by_node: Vec<(Option<u32>, u64)>,
 }
 
 /// What the runtime could not observe, and what the report could not symbolise.

@@ -9,6 +9,7 @@ use crate::model::{Report, REPORT_FORMAT, REPORT_VERSION};
 pub mod access;
 pub mod alloc;
 pub mod notes;
+pub mod numa;
 pub mod sharing;
 pub mod summary;
 pub mod threads;
@@ -50,6 +51,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
     let access_sites = access::build(m, opts);
     let alloc_sites = alloc::build(m, opts);
     let sharing = sharing::build(m, opts);
+    let numa = numa::build(m, opts);
     let threads = threads::build(m, opts);
     let notes = notes::build(m, opts);
     Report {
@@ -59,6 +61,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         access_sites,
         alloc_sites,
         sharing,
+        numa,
         threads,
         notes,
     }

@@ -1009,6 +1009,35 @@ pub(crate) fn sample_report() -> Report {
                 ),
             ],
         }),
+        numa: Some(crate::model::Numa {
+            inputs: vec![crate::model::NumaInput {
+                input: 0,
+                model: "emulate".into(),
+                nodes: 2,
+                pages: 300,
+                local: 900,
+                remote: 100,
+                threads: vec![
+                    crate::model::NumaThread {
+                        thread: 0,
+                        node: Some(0),
+                        local: 900,
+                        remote: 0,
+                        first_touches: 300,
+                        by_node: vec![(Some(0), 900)],
+                    },
+                    crate::model::NumaThread {
+                        thread: 1,
+                        node: Some(1),
+                        local: 0,
+                        remote: 100,
+                        first_touches: 0,
+                        by_node: vec![(Some(0), 100)],
+                    },
+                ],
+                node_matrix: vec![vec![900, 0], vec![100, 0]],
+            }],
+        }),
         threads: vec![
             Thread {
                 input: 0,

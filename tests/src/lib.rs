@@ -81,7 +81,11 @@ impl Scratch {
     /// `PROFCC_INSTRUMENT`); they are part of the build cache's key.
     pub fn compile_env(&self, compiler: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         let key: Vec<String> = env.iter().map(|(k, v)| format!("env:{k}={v}")).collect();
-        let keyed: Vec<&str> = args.iter().copied().chain(key.iter().map(|k| k.as_str())).collect();
+        let keyed: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(key.iter().map(|k| k.as_str()))
+            .collect();
         let cached = build_cache_entry(self.dir.path(), compiler, &keyed);
         if let Some((entry, out)) = &cached {
             if copy_executable(entry, &self.path(out)) {

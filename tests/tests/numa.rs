@@ -61,6 +61,21 @@ fn sweep_args(
     options: &str,
 ) -> (profcc_schema::Profile, profcc_schema::numa::Numa) {
     let s = Scratch::new();
+    let (p, numa, _) = sweep_in(&s, opt, args, options);
+    (p, numa)
+}
+
+/// The sweep built and run in `s`; also the profile's path.
+fn sweep_in(
+    s: &Scratch,
+    opt: &str,
+    args: &[&str],
+    options: &str,
+) -> (
+    profcc_schema::Profile,
+    profcc_schema::numa::Numa,
+    std::path::PathBuf,
+) {
     s.write("sweep.c", SWEEP_C);
     s.compile_env(
         &profcc(),
@@ -68,10 +83,14 @@ fn sweep_args(
         &[("PROFCC_INSTRUMENT", "numa")],
     );
     let (out, p) = s.run_profiled("sweep", args, options);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "917504\n", "program output");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "917504\n",
+        "program output"
+    );
     assert_eq!(out.status.code(), Some(0));
     let numa = p.numa.clone().expect("a numa section");
-    (p, numa)
+    (p, numa, s.path("sweep.profile.json"))
 }
 
 #[test]
@@ -88,7 +107,11 @@ fn serial_first_touch_makes_every_worker_access_remote() {
         // The main thread touched the array (256 pages) and the jobs first: all local.
         assert!(main.first_touches >= 256, "{opt}: {main:?}");
         assert_eq!(main.remote, 0, "{opt}: {main:?}");
-        assert_eq!(main.local, exact(0), "{opt}: every access of main counted, all local");
+        assert_eq!(
+            main.local,
+            exact(0),
+            "{opt}: every access of main counted, all local"
+        );
         for w in &numa.threads[1..] {
             assert_eq!(w.home, w.thread + 1, "{opt}");
             // Every access of a worker is to the main thread's pages: remote, each one.
@@ -108,7 +131,12 @@ fn numa_off_counts_accesses_without_homes() {
     assert_eq!(numa.model, "off");
     let max = profcc_abi::MAX_HOMES;
     for t in &numa.threads {
-        let exact = p.threads.iter().find(|x| x.id == t.thread).unwrap().accesses;
+        let exact = p
+            .threads
+            .iter()
+            .find(|x| x.id == t.thread)
+            .unwrap()
+            .accesses;
         assert_eq!((t.home, t.local, t.remote), (max, 0, 0), "{t:?}");
         assert_eq!(t.by_home, vec![(max, exact)], "{t:?}");
     }
@@ -163,7 +191,10 @@ fn cpus() -> (Vec<usize>, usize) {
         .arg("_NPROCESSORS_CONF")
         .output()
         .unwrap();
-    let conf = String::from_utf8_lossy(&conf.stdout).trim().parse().unwrap();
+    let conf = String::from_utf8_lossy(&conf.stdout)
+        .trim()
+        .parse()
+        .unwrap();
     (allowed, conf)
 }
 
@@ -179,6 +210,62 @@ fn emulate_puts_a_bound_thread_on_the_node_of_its_cpus() {
     assert_eq!(w2.home, node as u32 + 1, "{w2:?} (CPU {last} of {conf})");
     // On node 1 its accesses to the main thread's pages (node 0) are all remote; on node 0,
     // all local.
-    let want = if node == 1 { (0, exact(&p, 2)) } else { (exact(&p, 2), 0) };
+    let want = if node == 1 {
+        (0, exact(&p, 2))
+    } else {
+        (exact(&p, 2), 0)
+    };
     assert_eq!((w2.local, w2.remote), want, "{w2:?}");
+}
+
+#[test]
+fn the_report_shows_each_threads_locality_in_text_json_and_csv() {
+    let s = Scratch::new();
+    let (p, _, profile) = sweep_in(&s, "-O2", &[], "summary=0:numa=emulate:numa_nodes=2");
+    let (w1, w2) = (exact(&p, 1), exact(&p, 2));
+    // JSON: the model's rows, nodes 0-based, and the node x node matrix (rows: the thread's
+    // node; columns: the page's node): node 1's worker reads only node 0's pages.
+    let r = report(&profile, &[]);
+    let n = &r.numa.as_ref().expect("a numa section").inputs[0];
+    assert_eq!((n.model.as_str(), n.nodes), ("emulate", 2));
+    let rows: Vec<(u32, Option<u32>, u64, u64)> = n
+        .threads
+        .iter()
+        .map(|t| (t.thread, t.node, t.local, t.remote))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (0, Some(0), exact(&p, 0), 0),
+            (1, Some(1), 0, w1),
+            (2, Some(0), w2, 0)
+        ]
+    );
+    assert_eq!(n.node_matrix, vec![vec![exact(&p, 0) + w2, 0], vec![w1, 0]]);
+    assert_eq!(n.remote, w1);
+    // Text: the summary line and a row per thread.
+    let text = sh(std::process::Command::new(profcc())
+        .arg("report")
+        .arg(&profile));
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let all = exact(&p, 0) + w1 + w2;
+    assert!(
+        text.contains(&format!(
+            "NUMA locality (model emulate: 2 nodes; docs/numa.md): {w1} of {all} accesses remote"
+        )),
+        "{text}"
+    );
+    // CSV: numa_threads.csv, one row per thread.
+    let dir = s.path("csv");
+    sh(std::process::Command::new(profcc())
+        .args(["report", "--csv"])
+        .arg(&dir)
+        .arg(&profile));
+    let csv = std::fs::read_to_string(dir.join("numa_threads.csv")).unwrap();
+    let want = format!(
+        "input,thread,node,local,remote,first_touches,model\n0,0,0,{},0,{},emulate\n0,1,1,0,{w1},0,emulate\n0,2,0,{w2},0,0,emulate\n",
+        exact(&p, 0),
+        p.numa.as_ref().unwrap().threads[0].first_touches
+    );
+    assert_eq!(csv, want);
 }

@@ -29,6 +29,7 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     threads,
     sharing_findings,
     sharing_below_threshold,
+    numa_threads,
 ];
 
 /// Cells that hold several values are joined with this.
@@ -306,6 +307,42 @@ pub fn sharing_below_threshold(r: &Report) -> Table {
             "below_speedup",
             "largest_speedup",
             "largest_at",
+        ],
+        rows,
+    }
+}
+
+/// One row per thread of every input with NUMA records: its node and its local and remote
+/// accesses (docs/numa.md).
+pub fn numa_threads(r: &Report) -> Table {
+    let rows = r
+        .numa
+        .iter()
+        .flat_map(|n| &n.inputs)
+        .flat_map(|i| {
+            i.threads.iter().map(move |t| {
+                vec![
+                    i.input.to_string(),
+                    t.thread.to_string(),
+                    opt(&t.node),
+                    t.local.to_string(),
+                    t.remote.to_string(),
+                    t.first_touches.to_string(),
+                    i.model.clone(),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        file: "numa_threads.csv",
+        header: &[
+            "input",
+            "thread",
+            "node",
+            "local",
+            "remote",
+            "first_touches",
+            "model",
         ],
         rows,
     }

@@ -32,6 +32,9 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     if let Some(s) = &r.sharing {
         sharing(s, several_inputs, &mut out);
     }
+    if let Some(n) = &r.numa {
+        numa(n, several_inputs, &mut out);
+    }
     threads(&r.threads, several_inputs, &mut out);
     notes(&r.notes, &mut out);
     out
@@ -272,6 +275,63 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
             "{indent}... {} more frames (--stack-depth 0 shows all)\n",
             stack.len() - shown
         ));
+    }
+}
+
+/// NUMA locality per thread, and the node x node matrix of the `emulate` model.
+fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
+    for i in &n.inputs {
+        out.push('\n');
+        let model = match i.model.as_str() {
+            "thread" => "thread: each thread its own node".to_string(),
+            "emulate" => format!("emulate: {} nodes", i.nodes),
+            other => other.to_string(),
+        };
+        let of = if several_inputs {
+            format!(" [input {}]", i.input)
+        } else {
+            String::new()
+        };
+        let all = i.local + i.remote;
+        let pct = |a: u64, b: u64| {
+            if b == 0 {
+                0.0
+            } else {
+                a as f64 * 100.0 / b as f64
+            }
+        };
+        out.push_str(&format!(
+            "NUMA locality{of} (model {model}; docs/numa.md): {} of {} accesses remote ({:.1}%), {} pages first touched\n",
+            i.remote,
+            all,
+            pct(i.remote, all),
+            i.pages
+        ));
+        out.push_str("  thread  node  local          remote         remote%  first touches\n");
+        for t in i.threads.iter().take(MAX_THREAD_ROWS) {
+            out.push_str(&format!(
+                "  {:<6}  {:<4}  {:<13}  {:<13}  {:>6.1}%  {}\n",
+                t.thread,
+                t.node.map_or("-".to_string(), |x| x.to_string()),
+                t.local,
+                t.remote,
+                pct(t.remote, t.local + t.remote),
+                t.first_touches
+            ));
+        }
+        if i.threads.len() > MAX_THREAD_ROWS {
+            out.push_str(&format!(
+                "  ... {} more threads (JSON and numa_threads.csv list every one)\n",
+                i.threads.len() - MAX_THREAD_ROWS
+            ));
+        }
+        if !i.node_matrix.is_empty() {
+            out.push_str("  accesses by the thread's node (rows) and the page's node (columns):\n");
+            for (from, row) in i.node_matrix.iter().enumerate() {
+                let cells: Vec<String> = row.iter().map(|c| format!("{c:>12}")).collect();
+                out.push_str(&format!("  node {from:<3}{}\n", cells.join("")));
+            }
+        }
     }
 }
 

@@ -50,9 +50,9 @@ fn model() -> Model {
 fn emulated_node(id: u32, nodes: u32) -> u32 {
     let ncpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as usize;
     let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
-    let ok = unsafe {
-        libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set)
-    } == 0;
+    let ok =
+        unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
     if ok {
         let allowed: Vec<usize> = (0..ncpus.min(libc::CPU_SETSIZE as usize))
             .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
@@ -161,9 +161,10 @@ impl Analysis for Numa {
     }
     fn module_registered(&self, flags: u32) {
         if flags & profcc_abi::FLAG_NUMA != 0 && SHADOW.load(Relaxed) != 1 {
-            crate::writer::stderr_line(
-                "profcc: the NUMA page shadow (128 GiB of address space at 0x200000000000) could not be reserved: a module built with PROFCC_INSTRUMENT=numa cannot run; rebuild it without numa",
-            );
+            crate::writer::stderr_line(&format!(
+                "profcc: the NUMA page shadow ({} GiB of address space at {PAGE_SHADOW:#x}) could not be reserved: a module built with PROFCC_INSTRUMENT=numa cannot run; rebuild it without numa",
+                PAGE_SHADOW_SIZE >> 30
+            ));
             unsafe { libc::_exit(125) };
         }
     }
@@ -196,7 +197,11 @@ impl Analysis for Numa {
                 .map(|(h, &n)| (h as u32, n))
                 .collect();
             let total: u64 = row.iter().sum();
-            let local = if home < MAX_HOMES { row[home as usize] } else { 0 };
+            let local = if home < MAX_HOMES {
+                row[home as usize]
+            } else {
+                0
+            };
             let remote = if home < MAX_HOMES { total - local } else { 0 };
             if total > 0 || s.first_touches.load(Relaxed) > 0 {
                 threads.push(profcc_schema::numa::NumaThread {
