@@ -8,4 +8,5 @@
 //!
 //! Every threshold is a named constant in the module that uses it, defined once.
 
+pub mod numa;
 pub mod sharing;

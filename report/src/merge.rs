@@ -106,6 +106,15 @@ impl Merged {
         }
     }
 
+    /// Symbolised frames (inlined ones first) of one code address of one input: a return
+    /// address, so its call's place.
+    pub fn address(&self, input: usize, address: u64) -> Vec<Frame> {
+        let inp = &self.inputs[input];
+        self.sym
+            .borrow_mut()
+            .frames(&inp.profile.modules, address, inp.mtime)
+    }
+
     /// The global or static variable of one input that holds a runtime data address.
     pub fn global(&self, input: usize, address: u64) -> Option<Global> {
         let inp = &self.inputs[input];

@@ -353,6 +353,21 @@ pub struct NumaInput {
     /// `emulate`: accesses by the accessing thread's node (rows) and the page's node
     /// (columns), `nodes` x `nodes`; empty for the other models.
     pub node_matrix: Vec<Vec<u64>>,
+    /// Where pages were first touched, most pages first (at most `--top`).
+    pub first_touch: Vec<NumaFirstTouch>,
+    /// What to change, when the run shows a pattern (docs/numa.md); None: nothing to say.
+    pub advice: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaFirstTouch {
+    pub thread: Option<u32>,
+    pub pages: u64,
+    /// `file:line` of the access that touched them first (None: not symbolised).
+    pub place: Option<String>,
+    pub function: Option<String>,
+    /// The memory: `heap block allocated at file:line`, `global name`, or None.
+    pub object: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

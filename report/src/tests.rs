@@ -1036,6 +1036,8 @@ pub(crate) fn sample_report() -> Report {
                     },
                 ],
                 node_matrix: vec![vec![900, 0], vec![100, 0]],
+                first_touch: vec![],
+                advice: None,
             }],
         }),
         threads: vec![

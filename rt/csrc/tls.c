@@ -35,6 +35,12 @@ __attribute__((visibility("hidden"))) uint64_t profcc_numa_scratch_row[PROFCC_MA
 __attribute__((tls_model("initial-exec"), visibility("default")))
 __thread uint64_t *__profcc_numa_row = profcc_numa_scratch_row;
 uint64_t **profcc_numa_row_slot(void) { return &__profcc_numa_row; }
+/* The NUMA hook's door (hooks/numa.c): in C for the caller's address, the place of the first
+ * touch (rt/src/analyses/numa.rs does the rest). */
+uint32_t profcc_numa_first_touch(const void *p, const void *pc);
+__attribute__((visibility("default"))) uint32_t __profcc_first_touch(const void *p) {
+  return profcc_numa_first_touch(p, __builtin_return_address(0));
+}
 
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
   *me = &__profcc_me;

@@ -12,6 +12,24 @@ pub struct Numa {
     pub pages: u64,
     /// Per thread, in thread id order.
     pub threads: Vec<NumaThread>,
+    /// Where pages were first touched: per (code address, thread, object), most pages first.
+    #[serde(default)]
+    pub first_touch: Vec<FirstTouch>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct FirstTouch {
+    /// Return address of the first-touch door's call: just after the access that touched
+    /// the pages (symbolise `pc - 1`).
+    pub pc: u64,
+    /// The thread that touched them (None: a thread the runtime did not see start).
+    pub thread: Option<u32>,
+    /// Allocation stack (stack id) of the heap object or mapping holding the first page;
+    /// None: not a recorded object (a global, a stack, a mapping made before the runtime).
+    pub alloc_stack: Option<u32>,
+    pub pages: u64,
+    /// The first of those pages.
+    pub address: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -21,8 +21,8 @@ static void *worker(void *arg) {
   return NULL;
 }
 int main(int argc, char **argv) {
-  int *a = malloc(sizeof(int) * N);
-  for (int i = 0; i < N; i++) a[i] = i & 7; /* serial first touch by the main thread */
+  int *a = malloc(sizeof(int) * N);         /* MARK_ALLOC */
+  for (int i = 0; i < N; i++) a[i] = i & 7; /* MARK_FIRST_TOUCH: serial, by the main thread */
   struct job *jobs = malloc(2 * sizeof *jobs);
   pthread_t t[2];
   for (int k = 0; k < 2; k++) {
@@ -252,6 +252,37 @@ fn the_report_shows_each_threads_locality_in_text_json_and_csv() {
     assert!(
         text.contains(&format!(
             "NUMA locality (model emulate: 2 nodes; docs/numa.md): {w1} of {all} accesses remote"
+        )),
+        "{text}"
+    );
+    // Where: the array's pages were first touched by the main thread in the init loop, the
+    // allocation named by its malloc; the advice names the pattern.
+    let (alloc, touch) = (
+        line_of(SWEEP_C, "MARK_ALLOC"),
+        line_of(SWEEP_C, "MARK_FIRST_TOUCH"),
+    );
+    let top = &n.first_touch[0];
+    assert_eq!(top.thread, Some(0));
+    assert!(top.pages >= 256, "{top:?}");
+    let place = top.place.as_deref().unwrap_or_default();
+    assert!(place.ends_with(&format!("sweep.c:{touch}")), "{top:?}");
+    assert_eq!(top.function.as_deref(), Some("main"), "{top:?}");
+    let object = top.object.as_deref().unwrap_or_default();
+    assert!(
+        object.starts_with("heap block allocated at ")
+            && object.ends_with(&format!("sweep.c:{alloc}")),
+        "{top:?}"
+    );
+    let advice = n.advice.as_deref().unwrap_or_default();
+    assert!(
+        advice.starts_with("serial first touch: thread 0 touched"),
+        "{advice}"
+    );
+    assert!(advice.contains(&format!("sweep.c:{touch}")), "{advice}");
+    assert!(
+        text.contains(&format!(
+            "  first touch: {} pages by thread 0 at ",
+            top.pages
         )),
         "{text}"
     );

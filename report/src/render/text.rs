@@ -325,6 +325,30 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
                 i.threads.len() - MAX_THREAD_ROWS
             ));
         }
+        for f in &i.first_touch {
+            let who = f
+                .thread
+                .map_or("an unknown thread".to_string(), |t| format!("thread {t}"));
+            let place = f.place.clone().unwrap_or_else(|| "an unknown place".into());
+            let func = f
+                .function
+                .as_ref()
+                .map(|x| format!(" in {x}"))
+                .unwrap_or_default();
+            let what = f
+                .object
+                .as_ref()
+                .map(|x| format!(" ({x})"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  first touch: {} page{} by {who} at {place}{func}{what}\n",
+                f.pages,
+                if f.pages == 1 { "" } else { "s" }
+            ));
+        }
+        if let Some(a) = &i.advice {
+            out.push_str(&format!("  fix: {a}\n"));
+        }
         if !i.node_matrix.is_empty() {
             out.push_str("  accesses by the thread's node (rows) and the page's node (columns):\n");
             for (from, row) in i.node_matrix.iter().enumerate() {

@@ -18,8 +18,10 @@
 //! (docs/numa.md).
 
 use crate::analysis::{Analysis, DumpContext, ThreadStart};
+use crate::mem::SpinLock;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use profcc_abi::{MAX_HOMES, PAGE_SHADOW, PAGE_SHADOW_SIZE};
+use std::collections::HashMap;
 
 /// The model in force, set by `init` from the `numa` option.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,6 +38,13 @@ static NODES: AtomicU32 = AtomicU32::new(4);
 static SHADOW: AtomicU32 = AtomicU32::new(0);
 /// Pages given a home.
 static PAGES: AtomicU64 = AtomicU64::new(0);
+
+/// First touches by place: (the access's code address, thread id, allocation stack of the
+/// object holding the page or `u32::MAX`) -> (pages, the first page's address).
+type FirstTouches = HashMap<(u64, u32, u32), (u64, u64)>;
+static FIRST_TOUCHES: SpinLock<Option<FirstTouches>> = SpinLock::new(None);
+/// Most places kept; first touches at further places are counted in `PAGES` only.
+const MAX_FIRST_TOUCH_PLACES: usize = 4096;
 
 fn model() -> Model {
     match MODEL.load(Relaxed) {
@@ -73,6 +82,7 @@ const ROW: usize = MAX_HOMES as usize + 1;
 /// A thread's part of the analysis: its home, its first touches and its row.
 #[repr(C)]
 struct ThreadState {
+    id: AtomicU32,
     home: AtomicU32,
     first_touches: AtomicU64,
     row: [u64; ROW],
@@ -111,11 +121,12 @@ pub extern "C" fn profcc_numa_preinit() {
     }
 }
 
-/// The NUMA hook's door: the first access of any thread to the page holding `p` (its entry
-/// read 0). The calling thread becomes the page's first toucher unless another thread won the
-/// race; returns the page's entry either way.
+/// The NUMA hook's door (`__profcc_first_touch` in rt/csrc/tls.c, which adds the caller's
+/// address `pc`): the first access of any thread to the page holding `p` (its entry read 0).
+/// The calling thread becomes the page's first toucher unless another thread won the race;
+/// returns the page's entry either way.
 #[no_mangle]
-pub extern "C" fn __profcc_first_touch(p: *const u8) -> u32 {
+pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
     let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
     let st = unsafe { st.as_ref() };
     let home = st.map_or(MAX_HOMES, |s| s.home.load(Relaxed));
@@ -123,8 +134,21 @@ pub extern "C" fn __profcc_first_touch(p: *const u8) -> u32 {
     match entry.compare_exchange(0, home, Relaxed, Relaxed) {
         Ok(_) => {
             PAGES.fetch_add(1, Relaxed);
-            if let Some(s) = st {
+            let tid = st.map_or(u32::MAX, |s| {
                 s.first_touches.fetch_add(1, Relaxed);
+                s.id.load(Relaxed)
+            });
+            // The object holding the page (a heap block or mapping), for "first touched at
+            // this line" per allocation site. Once per page: the lookup's locks are cheap here.
+            let stack = crate::alloc::lookup(p as u64).map_or(u32::MAX, |o| o.stack);
+            let _g = crate::threads::RtGuard::enter();
+            let mut t = FIRST_TOUCHES.lock();
+            let t = t.get_or_insert_with(HashMap::new);
+            let key = (pc as u64, tid, stack);
+            if let Some(e) = t.get_mut(&key) {
+                e.0 += 1;
+            } else if t.len() < MAX_FIRST_TOUCH_PLACES {
+                t.insert(key, (1, p as u64 & !((1u64 << profcc_abi::PAGE_SHIFT) - 1)));
             }
             home
         }
@@ -178,6 +202,7 @@ impl Analysis for Numa {
             Model::Off => MAX_HOMES,
         };
         st.home.store(home, Relaxed);
+        st.id.store(t.id, Relaxed);
         unsafe { *profcc_numa_row_slot() = st.row.as_mut_ptr() };
     }
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
@@ -218,6 +243,21 @@ impl Analysis for Numa {
             return;
         }
         threads.sort_by_key(|t| t.thread);
+        let mut first_touch: Vec<profcc_schema::numa::FirstTouch> = FIRST_TOUCHES
+            .lock()
+            .iter()
+            .flatten()
+            .map(
+                |(&(pc, tid, stack), &(pages, addr))| profcc_schema::numa::FirstTouch {
+                    pc,
+                    thread: (tid != u32::MAX).then_some(tid),
+                    alloc_stack: (stack != u32::MAX).then_some(stack),
+                    pages,
+                    address: addr,
+                },
+            )
+            .collect();
+        first_touch.sort_by(|a, b| b.pages.cmp(&a.pages).then(a.pc.cmp(&b.pc)));
         p.numa = Some(profcc_schema::numa::Numa {
             model: match model() {
                 Model::Thread => "thread",
@@ -231,6 +271,7 @@ impl Analysis for Numa {
             },
             pages: PAGES.load(Relaxed),
             threads,
+            first_touch,
         });
     }
 }
