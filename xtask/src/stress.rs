@@ -1,6 +1,7 @@
-//! `cargo xtask test --stress [N] [FILTER...]`: are the sharing verdicts stable? Every test that asserts a
-//! sharing finding (tests/tests/sharing.rs, and the sharing assertions of other test files:
-//! [`SUITES`]) runs N times (default 20) while a CPU hog runs on every core, the profiled
+//! `cargo xtask test --stress [N] [FILTER...]`: are the sharing verdicts and the NUMA counts
+//! stable? Every test that asserts a sharing finding (tests/tests/sharing.rs, and the sharing
+//! assertions of other test files) and every NUMA test (tests/tests/numa.rs): [`SUITES`], runs N
+//! times (default 20) while a CPU hog runs on every core, the profiled
 //! programs built once (`PROFCC_BUILD_CACHE`, tests/src/lib.rs) and run N times. Prints a table
 //! test x (runs that gave the expected verdict / N), keeps the output of every failed run in
 //! target/stress/, and fails if any test is below N.
@@ -13,6 +14,8 @@ use std::process::{Child, Command, Stdio};
 /// the tests of it that assert sharing findings.
 const SUITES: &[(&str, &[&str])] = &[
     ("sharing", &[]),
+    // The NUMA counts are exact whatever the load: they must not move under it either.
+    ("numa", &[]),
     (
         "faithful_lifetimes",
         &[
