@@ -5,8 +5,9 @@ use profcc_schema::numa::Numa;
 
 /// A run whose remote accesses are below this share of all its accesses gets no advice.
 pub const REMOTE_ADVICE_SHARE: f64 = 0.10;
-/// One thread that touched at least this share of the pages first made the placement serially.
-pub const SERIAL_FIRST_TOUCH_SHARE: f64 = 0.5;
+/// One thread that touched at least this share of the pages first made the placement serially
+/// (two threads splitting the data evenly touch half each: not serial).
+pub const SERIAL_FIRST_TOUCH_SHARE: f64 = 0.8;
 
 /// What the run shows.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,7 +28,7 @@ pub struct FirstTouch {
     /// None: not a recorded object (a global, a stack, a mapping made before the runtime).
     pub alloc_stack: Option<u32>,
     pub pages: u64,
-    /// The first of those pages.
+    /// The address the first of those accesses touched (names a global).
     pub address: u64,
 }
 

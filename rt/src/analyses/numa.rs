@@ -40,7 +40,7 @@ static SHADOW: AtomicU32 = AtomicU32::new(0);
 static PAGES: AtomicU64 = AtomicU64::new(0);
 
 /// First touches by place: (the access's code address, thread id, allocation stack of the
-/// object holding the page or `u32::MAX`) -> (pages, the first page's address).
+/// object holding the page or `u32::MAX`) -> (pages, the address of the first such access).
 type FirstTouches = HashMap<(u64, u32, u32), (u64, u64)>;
 static FIRST_TOUCHES: SpinLock<Option<FirstTouches>> = SpinLock::new(None);
 /// Most places kept; first touches at further places are counted in `PAGES` only.
@@ -148,7 +148,7 @@ pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
             if let Some(e) = t.get_mut(&key) {
                 e.0 += 1;
             } else if t.len() < MAX_FIRST_TOUCH_PLACES {
-                t.insert(key, (1, p as u64 & !((1u64 << profcc_abi::PAGE_SHIFT) - 1)));
+                t.insert(key, (1, p as u64));
             }
             home
         }
