@@ -14,17 +14,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-struct Kernel {
-    name: &'static str,
+pub(super) struct Kernel {
+    pub(super) name: &'static str,
     /// Worker threads the kernel starts (the main thread waits).
     threads: u32,
     /// Extra compile flags (both builds).
-    flags: &'static [&'static str],
+    pub(super) flags: &'static [&'static str],
     /// What the kernel is written to show.
     expect: &'static str,
 }
 
-const KERNELS: &[Kernel] = &[
+pub(super) const KERNELS: &[Kernel] = &[
     Kernel {
         name: "fs_heap_counters",
         threads: 2,
