@@ -391,3 +391,84 @@ fn parallel_first_touch_keeps_the_array_and_the_global_local() {
     let advice = n.advice.as_deref().unwrap_or_default();
     assert!(!advice.starts_with("serial first touch"), "{advice}");
 }
+
+const OMP_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#define N (1 << 20)
+int main(void) {
+  double *a = malloc(sizeof(double) * N);
+  for (long i = 0; i < N; i++) a[i] = (double)(i & 7); /* serial first touch (master) */
+  double s = 0;
+#pragma omp parallel num_threads(2) reduction(+ : s)
+  {
+    /* A page of the thread's own, touched first once the OpenMP runtime bound it. */
+    volatile char *mine = malloc(1 << 16);
+    mine[0] = 1;
+#pragma omp for schedule(static)
+    for (long i = 0; i < N; i++) s += a[i];
+    free((void *)mine);
+  }
+  printf("%.0f\n", s);
+  return 0;
+}
+"#;
+
+/// OpenMP, `emulate` with 2 nodes. Unbound, the master (thread 0) is on node 0 and the worker
+/// (thread 1) on node 1, so the worker's half of the sweep is remote. With OMP_PROC_BIND and
+/// places in reverse CPU order, the OpenMP runtime binds the threads itself once they run
+/// (through the raw system call, not the mask they start with); the binding is noticed at
+/// each thread's next first touch (its buffer's page): the master moves to the last CPU's
+/// node, the worker is on the first CPU's node, and each thread's counts still add up to its
+/// exact accesses.
+#[test]
+fn openmp_threads_bound_by_omp_proc_bind_move_to_their_cpus_nodes() {
+    let (allowed, conf) = cpus();
+    let s = Scratch::new();
+    s.write("omp.c", OMP_C);
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-fopenmp", "omp.c", "-o", "omp"],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let options = "summary=0:numa=emulate:numa_nodes=2";
+    let (out, p) = s.run_profiled("omp", &[], options);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3670016\n");
+    let n = p.numa.clone().unwrap();
+    let homes: Vec<(u32, u32)> = n.threads.iter().map(|t| (t.thread, t.home)).collect();
+    assert_eq!(homes, vec![(0, 1), (1, 2)], "unbound: t mod 2");
+    let worker = &n.threads[1];
+    assert!(
+        worker.remote >= (1 << 19),
+        "the worker's half is remote: {worker:?}"
+    );
+    for t in &n.threads {
+        assert_eq!(t.local + t.remote, exact(&p, t.thread), "{t:?}");
+    }
+    let (first, last) = (allowed[0], *allowed.last().unwrap());
+    let node = |c: usize| if conf > 1 { c * 2 / conf } else { 0 } as u32;
+    if node(first) == node(last) {
+        return; // one CPU, or CPUs of one emulated node: nothing to tell apart
+    }
+    let out = output_within(
+        std::process::Command::new(s.path("omp"))
+            .env("OMP_PROC_BIND", "true")
+            .env("OMP_PLACES", format!("{{{last}}},{{{first}}}"))
+            .env(
+                "PROFCC_OPTIONS",
+                format!("out={}:{options}", s.path("bound.json").display()),
+            ),
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3670016\n");
+    let p = profcc_schema::read(&s.path("bound.json")).unwrap();
+    let n = p.numa.clone().unwrap();
+    let homes: Vec<(u32, u32)> = n.threads.iter().map(|t| (t.thread, t.home)).collect();
+    assert_eq!(
+        homes,
+        vec![(0, node(last) + 1), (1, node(first) + 1)],
+        "bound by OMP_PLACES"
+    );
+    for t in &n.threads {
+        assert_eq!(t.local + t.remote, exact(&p, t.thread), "{t:?}");
+    }
+}

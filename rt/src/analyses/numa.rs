@@ -7,13 +7,15 @@
 //! Homes (a page's entry and a thread's home are the same numbers):
 //! - `thread`: thread id t has home t + 1 (ids of `MAX_HOMES` - 1 and more share the last
 //!   home, `MAX_HOMES`, which also means "no home");
-//! - `emulate` (`numa_nodes` = N): node + 1, where a thread bound (when it starts) to CPUs of
-//!   one node is on that node (CPU c of n on node c x N / n) and any other thread t is on node
-//!   t mod N; a page is on its first toucher's node;
+//! - `emulate` (`numa_nodes` = N): node + 1, where a thread bound to CPUs of one node is on
+//!   that node (CPU c of n on node c x N / n) and any other thread t is on node t mod N; a page
+//!   is on its first toucher's node. The mask is read when the thread starts and again at a
+//!   first touch made on a CPU of another node than its home (a binding made later); the
+//!   accesses made before such a move count against the home the thread had then;
 //! - `off`: every thread `MAX_HOMES`.
 //! A page's home never changes once set (no migration in these models).
 //!
-//! Not yet: the `real` model, affinity set after a thread started, memory policies, per-site
+//! Not yet: the `real` model, memory policies, per-site
 //! and per-object counts, remote invalidations, migration risk, imbalance, the binding plan
 //! (docs/numa.md).
 
@@ -54,10 +56,27 @@ fn model() -> Model {
     }
 }
 
+/// CPUs configured (`_SC_NPROCESSORS_CONF`), read on first use.
+static NCPUS: AtomicU32 = AtomicU32::new(0);
+
+fn ncpus() -> usize {
+    let mut n = NCPUS.load(Relaxed);
+    if n == 0 {
+        n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
+        NCPUS.store(n, Relaxed);
+    }
+    n as usize
+}
+
+/// The emulated node of CPU `c`.
+fn node_of_cpu(c: usize, nodes: u32) -> u32 {
+    (c * nodes as usize / ncpus()) as u32
+}
+
 /// The emulated node of the calling thread (dense id `id`): the node of the CPUs its affinity
 /// mask allows when they are all on one node and are not all the CPUs, else `id` mod nodes.
 fn emulated_node(id: u32, nodes: u32) -> u32 {
-    let ncpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as usize;
+    let ncpus = ncpus();
     let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
     let ok =
         unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) }
@@ -67,9 +86,8 @@ fn emulated_node(id: u32, nodes: u32) -> u32 {
             .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
             .collect();
         if !allowed.is_empty() && allowed.len() < ncpus {
-            let node = |c: usize| (c * nodes as usize / ncpus) as u32;
-            let first = node(allowed[0]);
-            if allowed.iter().all(|&c| node(c) == first) {
+            let first = node_of_cpu(allowed[0], nodes);
+            if allowed.iter().all(|&c| node_of_cpu(c, nodes) == first) {
                 return first;
             }
         }
@@ -85,7 +103,52 @@ struct ThreadState {
     id: AtomicU32,
     home: AtomicU32,
     first_touches: AtomicU64,
+    /// Accesses counted against earlier homes (a thread bound after it started).
+    local_before: AtomicU64,
+    remote_before: AtomicU64,
+    /// `row[home]` and the row's sum when the current home was set.
+    home_since: AtomicU64,
+    total_since: AtomicU64,
     row: [u64; ROW],
+}
+
+impl ThreadState {
+    /// The row as it is now (read while its thread may be counting: each value at most a few
+    /// accesses short).
+    fn row_now(&self) -> Vec<u64> {
+        (0..ROW)
+            .map(|i| unsafe { core::ptr::read_volatile(self.row.as_ptr().add(i)) })
+            .collect()
+    }
+
+    /// Local and remote accesses so far: against each home for the accesses made while it
+    /// was the thread's home.
+    fn local_remote(&self, row: &[u64]) -> (u64, u64) {
+        let home = self.home.load(Relaxed) as usize;
+        let total: u64 = row.iter().sum();
+        let (l0, r0) = (
+            self.local_before.load(Relaxed),
+            self.remote_before.load(Relaxed),
+        );
+        if home >= MAX_HOMES as usize {
+            return (l0, r0);
+        }
+        let local = row[home].saturating_sub(self.home_since.load(Relaxed));
+        let since = total.saturating_sub(self.total_since.load(Relaxed));
+        (l0 + local, r0 + since.saturating_sub(local))
+    }
+
+    /// The thread (on itself) moves to `home`: what it counted so far stays with the old one.
+    fn move_to(&self, home: u32) {
+        let row = self.row_now();
+        let (l, r) = self.local_remote(&row);
+        self.local_before.store(l, Relaxed);
+        self.remote_before.store(r, Relaxed);
+        self.home_since
+            .store(row.get(home as usize).copied().unwrap_or(0), Relaxed);
+        self.total_since.store(row.iter().sum(), Relaxed);
+        self.home.store(home, Relaxed);
+    }
 }
 
 extern "C" {
@@ -129,7 +192,21 @@ pub extern "C" fn profcc_numa_preinit() {
 pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
     let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
     let st = unsafe { st.as_ref() };
-    let home = st.map_or(MAX_HOMES, |s| s.home.load(Relaxed));
+    let mut home = st.map_or(MAX_HOMES, |s| s.home.load(Relaxed));
+    // `emulate`: a thread may have been bound after it started (OpenMP runtimes bind their
+    // threads themselves, some through the raw system call): when it runs on a CPU of
+    // another node than its home, its mask is read again.
+    if let (Some(s), Model::Emulate) = (st, model()) {
+        let nodes = NODES.load(Relaxed);
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu >= 0 && node_of_cpu(cpu as usize, nodes) + 1 != home {
+            let now = emulated_node(s.id.load(Relaxed), nodes) + 1;
+            if now != home {
+                s.move_to(now);
+                home = now;
+            }
+        }
+    }
     let entry = unsafe { &*(profcc_abi::page_shadow(p as u64) as *const AtomicU32) };
     match entry.compare_exchange(0, home, Relaxed, Relaxed) {
         Ok(_) => {
@@ -210,11 +287,7 @@ impl Analysis for Numa {
         crate::analysis::each_state(&NUMA, |tid, s| {
             let s = unsafe { &*(s as *const ThreadState) };
             let home = s.home.load(Relaxed);
-            // The row is the thread's own, written without atomics: a racy read of counts
-            // still being incremented (a dump while threads run) is at most a few short.
-            let row: Vec<u64> = (0..ROW)
-                .map(|i| unsafe { core::ptr::read_volatile(s.row.as_ptr().add(i)) })
-                .collect();
+            let row = s.row_now();
             let by_home: Vec<(u32, u64)> = row
                 .iter()
                 .enumerate()
@@ -222,12 +295,7 @@ impl Analysis for Numa {
                 .map(|(h, &n)| (h as u32, n))
                 .collect();
             let total: u64 = row.iter().sum();
-            let local = if home < MAX_HOMES {
-                row[home as usize]
-            } else {
-                0
-            };
-            let remote = if home < MAX_HOMES { total - local } else { 0 };
+            let (local, remote) = s.local_remote(&row);
             if total > 0 || s.first_touches.load(Relaxed) > 0 {
                 threads.push(profcc_schema::numa::NumaThread {
                     thread: tid,
