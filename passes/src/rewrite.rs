@@ -413,12 +413,10 @@ impl Rewriter {
         Some(next)
     }
 
-    /// The NUMA page check (hooks/numa.c) of every access, covered ones too (each access is
-    /// one count of its thread's row), right before it: the page of its first byte.
-    unsafe fn numa_check(&mut self, a: &Access, stats: &mut Stats) {
-        if LLVMGetTypeKind(LLVMTypeOf(a.ptr)) != llvm_sys::LLVMTypeKind::LLVMPointerTypeKind {
-            return;
-        }
+    /// Put the builder right before the access, with its debug location (a function with
+    /// debug info needs one on every inlinable call: line 0 of the function when the access
+    /// has none).
+    unsafe fn position_before_access(&mut self, a: &Access) -> LLVMMetadataRef {
         LLVMPositionBuilderBefore(self.b, a.inst);
         let mut loc = LLVMInstructionGetDebugLoc(a.inst);
         let sp = LLVMGetSubprogram(a.func);
@@ -426,6 +424,16 @@ impl Rewriter {
             loc = LLVMDIBuilderCreateDebugLocation(self.ctx, 0, 0, sp, std::ptr::null_mut());
         }
         LLVMSetCurrentDebugLocation2(self.b, loc);
+        loc
+    }
+
+    /// The NUMA page check (hooks/numa.c) of every access, covered ones too (each access is
+    /// one count of its thread's row), right before it: the page of its first byte.
+    unsafe fn numa_check(&mut self, a: &Access, stats: &mut Stats) {
+        if LLVMGetTypeKind(LLVMTypeOf(a.ptr)) != llvm_sys::LLVMTypeKind::LLVMPointerTypeKind {
+            return;
+        }
+        self.position_before_access(a);
         let f = self.hook(crate::abi::names::NUMA);
         let mut args = [a.ptr];
         LLVMBuildCall2(
@@ -474,13 +482,7 @@ impl Rewriter {
                 1,
             );
         }
-        LLVMPositionBuilderBefore(self.b, a.inst);
-        let mut loc = LLVMInstructionGetDebugLoc(a.inst);
-        let sp = LLVMGetSubprogram(a.func);
-        if loc.is_null() && !sp.is_null() {
-            loc = LLVMDIBuilderCreateDebugLocation(self.ctx, 0, 0, sp, std::ptr::null_mut());
-        }
-        LLVMSetCurrentDebugLocation2(self.b, loc);
+        let loc = self.position_before_access(a);
         let localv = LLVMConstInt(i64t, local as u64, 0);
         let leaderv = LLVMConstInt(i64t, a.leader as u64, 0);
         let mut info = if a.kind.writes() { INFO_WRITE } else { 0 };

@@ -162,3 +162,35 @@ unsafe impl GlobalAlloc for RtAlloc {
 fn round_page(n: usize) -> usize {
     (n + 4095) & !4095
 }
+
+/// Map `size` bytes of zero pages at exactly `addr` (read-write, `MAP_NORESERVE`: address
+/// space only), never over an existing mapping (`MAP_FIXED_NOREPLACE`). Err(errno) when the
+/// kernel refused or (before Linux 4.17, which takes the address as a hint) put it
+/// elsewhere, in which case it is unmapped again. The shadows' reservation (line and page).
+pub fn map_fixed_zero(addr: u64, size: u64) -> Result<(), i32> {
+    const MAP_FIXED_NOREPLACE: i32 = 0x100000;
+    let p = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            addr as usize,
+            size as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+            -1i64,
+            0usize,
+        )
+    };
+    // `syscall` returns -1 and leaves the error in errno (read it before munmap can change it).
+    let errno = if p == -1 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    } else {
+        0
+    };
+    if p as u64 == addr {
+        return Ok(());
+    }
+    if p > 0 {
+        unsafe { libc::syscall(libc::SYS_munmap, p as usize, size as usize) };
+    }
+    Err(errno)
+}

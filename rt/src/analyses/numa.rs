@@ -162,26 +162,8 @@ pub extern "C" fn profcc_numa_preinit() {
     if SHADOW.load(Relaxed) != 0 {
         return;
     }
-    const MAP_FIXED_NOREPLACE: i32 = 0x100000;
-    let p = unsafe {
-        libc::syscall(
-            libc::SYS_mmap,
-            PAGE_SHADOW as usize,
-            PAGE_SHADOW_SIZE as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-            -1i64,
-            0usize,
-        )
-    };
-    if p as u64 == PAGE_SHADOW {
-        SHADOW.store(1, Relaxed);
-    } else {
-        if p > 0 {
-            unsafe { libc::syscall(libc::SYS_munmap, p as usize, PAGE_SHADOW_SIZE as usize) };
-        }
-        SHADOW.store(2, Relaxed);
-    }
+    let ok = crate::mem::map_fixed_zero(PAGE_SHADOW, PAGE_SHADOW_SIZE).is_ok();
+    SHADOW.store(if ok { 1 } else { 2 }, Relaxed);
 }
 
 /// The NUMA hook's door (`__profcc_first_touch` in rt/csrc/tls.c, which adds the caller's

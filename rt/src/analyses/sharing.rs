@@ -99,33 +99,12 @@ fn reserve() {
     if SHADOW.load(Relaxed) != 0 {
         return;
     }
-    const MAP_FIXED_NOREPLACE: i32 = 0x100000;
-    let p = unsafe {
-        libc::syscall(
-            libc::SYS_mmap,
-            LINE_SHADOW as usize,
-            LINE_SHADOW_SIZE as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-            -1i64,
-            0usize,
-        )
-    };
-    // `syscall` returns -1 and leaves the error in errno (read it before munmap can change it).
-    let errno = if p == -1 {
-        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-    } else {
-        0
-    };
-    if p as u64 == LINE_SHADOW {
-        SHADOW.store(1, Relaxed);
-    } else {
-        if p > 0 {
-            // An old kernel without MAP_FIXED_NOREPLACE placed it elsewhere: give it back.
-            unsafe { libc::syscall(libc::SYS_munmap, p as usize, LINE_SHADOW_SIZE as usize) };
+    match crate::mem::map_fixed_zero(LINE_SHADOW, LINE_SHADOW_SIZE) {
+        Ok(()) => SHADOW.store(1, Relaxed),
+        Err(errno) => {
+            SHADOW_ERRNO.store(errno as u32, Relaxed);
+            SHADOW.store(2, Relaxed);
         }
-        SHADOW_ERRNO.store(errno as u32, Relaxed);
-        SHADOW.store(2, Relaxed);
     }
 }
 
