@@ -472,3 +472,23 @@ fn openmp_threads_bound_by_omp_proc_bind_move_to_their_cpus_nodes() {
         assert_eq!(t.local + t.remote, exact(&p, t.thread), "{t:?}");
     }
 }
+
+/// `real` (NUMAPROF's model): page nodes from move_pages, thread nodes from getcpu. On a
+/// one-node machine (this one, CI) everything is local and nothing fails, whether or not the
+/// kernel answers move_pages; on a machine with more nodes the counts still add up.
+#[test]
+fn real_model_on_this_machine_counts_every_access_and_one_node_is_all_local() {
+    let online = std::fs::read_to_string("/sys/devices/system/node/online").unwrap_or_default();
+    let one_node = matches!(online.trim(), "" | "0");
+    let (p, numa) = sweep("-O2", "summary=0:numa=real");
+    assert_eq!(numa.model, "real");
+    if one_node {
+        assert_eq!(numa.nodes, 1);
+    }
+    for t in &numa.threads {
+        assert_eq!(t.local + t.remote, exact(&p, t.thread), "{t:?}");
+        if one_node {
+            assert_eq!((t.home, t.remote), (1, 0), "{t:?}");
+        }
+    }
+}

@@ -285,6 +285,11 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
         let model = match i.model.as_str() {
             "thread" => "thread: each thread its own node".to_string(),
             "emulate" => format!("emulate: {} nodes", i.nodes),
+            "real" => format!(
+                "real: {} node{} (getcpu, move_pages)",
+                i.nodes,
+                if i.nodes == 1 { "" } else { "s" }
+            ),
             other => other.to_string(),
         };
         let of = if several_inputs {

@@ -57,7 +57,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 })
                 .collect();
             let mut node_matrix = Vec::new();
-            if n.model == "emulate" && n.nodes > 0 {
+            if (n.model == "emulate" || n.model == "real") && n.nodes > 0 {
                 let k = n.nodes as usize;
                 node_matrix = vec![vec![0u64; k]; k];
                 for t in &threads {

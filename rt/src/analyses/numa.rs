@@ -12,10 +12,15 @@
 //!   is on its first toucher's node. The mask is read when the thread starts and again at a
 //!   first touch made on a CPU of another node than its home (a binding made later); the
 //!   accesses made before such a move count against the home the thread had then;
+//! - `real` (NUMAPROF): node + 1 of the machine's nodes: a thread's node is the one it runs on
+//!   (getcpu, read at its start and at each first touch), a page's the one `move_pages` reports
+//!   at its first touch, or the toucher's when it is not populated yet (the default first-touch
+//!   policy); cached, never refreshed (kernel migrations and huge pages are not followed). On
+//!   a one-node machine, or where the calls fail, everything is node 0: all local;
 //! - `off`: every thread `MAX_HOMES`.
 //! A page's home never changes once set (no migration in these models).
 //!
-//! Not yet: the `real` model, memory policies, per-site
+//! Not yet: memory policies, per-site
 //! and per-object counts, remote invalidations, migration risk, imbalance, the binding plan
 //! (docs/numa.md).
 
@@ -30,6 +35,7 @@ use std::collections::HashMap;
 enum Model {
     Thread,
     Emulate,
+    Real,
     Off,
 }
 
@@ -52,6 +58,7 @@ fn model() -> Model {
     match MODEL.load(Relaxed) {
         1 => Model::Off,
         2 => Model::Emulate,
+        3 => Model::Real,
         _ => Model::Thread,
     }
 }
@@ -66,6 +73,62 @@ fn ncpus() -> usize {
         NCPUS.store(n, Relaxed);
     }
     n as usize
+}
+
+/// `real`: the node the calling thread runs on now (getcpu), 0 when the kernel does not say.
+fn current_node() -> u32 {
+    let (mut cpu, mut node) = (0u32, 0u32);
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_getcpu,
+            &mut cpu as *mut u32,
+            &mut node as *mut u32,
+            core::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    if r == 0 {
+        node.min(MAX_HOMES - 2)
+    } else {
+        0
+    }
+}
+
+/// `real`: the node of the page holding `p` (move_pages without targets). A page not yet
+/// populated (the access that follows populates it) or a kernel that does not answer: the
+/// calling thread's node, where the default first-touch policy puts it.
+fn page_node(p: *const u8, here: u32) -> u32 {
+    let page = (p as usize & !((1usize << profcc_abi::PAGE_SHIFT) - 1)) as *mut libc::c_void;
+    let mut pages = [page];
+    let mut status = [-1i32];
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            1usize,
+            pages.as_mut_ptr(),
+            core::ptr::null::<i32>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    if r == 0 && status[0] >= 0 {
+        (status[0] as u32).min(MAX_HOMES - 2)
+    } else {
+        here
+    }
+}
+
+/// `real`: nodes online (/sys/devices/system/node/online, "0" or "0-3"), 1 when unknown.
+fn nodes_online() -> u32 {
+    std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|s| {
+            s.trim()
+                .split(',')
+                .filter_map(|r| r.rsplit('-').next()?.trim().parse::<u32>().ok())
+                .max()
+        })
+        .map_or(1, |m| m + 1)
 }
 
 /// The emulated node of CPU `c`.
@@ -178,6 +241,13 @@ pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
     // `emulate`: a thread may have been bound after it started (OpenMP runtimes bind their
     // threads themselves, some through the raw system call): when it runs on a CPU of
     // another node than its home, its mask is read again.
+    if let (Some(s), Model::Real) = (st, model()) {
+        let now = current_node() + 1;
+        if now != home {
+            s.move_to(now);
+            home = now;
+        }
+    }
     if let (Some(s), Model::Emulate) = (st, model()) {
         let nodes = NODES.load(Relaxed);
         let cpu = unsafe { libc::sched_getcpu() };
@@ -189,8 +259,13 @@ pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
             }
         }
     }
+    // The page's home: the toucher's, except under `real`, where the kernel says.
+    let page_home = match model() {
+        Model::Real => page_node(p, home.saturating_sub(1)) + 1,
+        _ => home,
+    };
     let entry = unsafe { &*(profcc_abi::page_shadow(p as u64) as *const AtomicU32) };
-    match entry.compare_exchange(0, home, Relaxed, Relaxed) {
+    match entry.compare_exchange(0, page_home, Relaxed, Relaxed) {
         Ok(_) => {
             PAGES.fetch_add(1, Relaxed);
             let tid = st.map_or(u32::MAX, |s| {
@@ -209,7 +284,7 @@ pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
             } else if t.len() < MAX_FIRST_TOUCH_PLACES {
                 t.insert(key, (1, p as u64));
             }
-            home
+            page_home
         }
         Err(h) => h,
     }
@@ -232,9 +307,10 @@ impl Analysis for Numa {
             "off" => 1,
             "thread" => 0,
             "emulate" => 2,
+            "real" => 3,
             other => {
                 crate::writer::stderr_line(&format!(
-                    "profcc: numa={other} is not a NUMA model (thread, emulate or off): using thread"
+                    "profcc: numa={other} is not a NUMA model (thread, emulate, real or off): using thread"
                 ));
                 0
             }
@@ -258,6 +334,7 @@ impl Analysis for Numa {
         let home = match model() {
             Model::Thread => (t.id + 1).min(MAX_HOMES),
             Model::Emulate => emulated_node(t.id, NODES.load(Relaxed)) + 1,
+            Model::Real => current_node() + 1,
             Model::Off => MAX_HOMES,
         };
         st.home.store(home, Relaxed);
@@ -312,11 +389,13 @@ impl Analysis for Numa {
             model: match model() {
                 Model::Thread => "thread",
                 Model::Emulate => "emulate",
+                Model::Real => "real",
                 Model::Off => "off",
             }
             .into(),
             nodes: match model() {
                 Model::Emulate => NODES.load(Relaxed),
+                Model::Real => nodes_online(),
                 _ => 0,
             },
             pages: PAGES.load(Relaxed),
