@@ -353,9 +353,8 @@ impl Analysis for Numa {
                 .filter(|(_, &n)| n > 0)
                 .map(|(h, &n)| (h as u32, n))
                 .collect();
-            let total: u64 = row.iter().sum();
             let (local, remote) = s.local_remote(&row);
-            if total > 0 || s.first_touches.load(Relaxed) > 0 {
+            if !by_home.is_empty() || s.first_touches.load(Relaxed) > 0 {
                 threads.push(profcc_schema::numa::NumaThread {
                     thread: tid,
                     home,
