@@ -1,21 +1,24 @@
-/* NUMA analysis (docs/numa.md): the page check of one access, compiled to bitcode with
+/* NUMA analysis (docs/numa.md): the page count of one access, compiled to bitcode with
  * counting.c and sharing.c (passes/build.rs) and inlined before each access of a module built
- * with PROFCC_INSTRUMENT=numa. Its door is `__profcc_first_touch` (rt/src/analyses/numa.rs).
+ * with PROFCC_INSTRUMENT=numa. Its door is `__profcc_page_miss` (rt/src/analyses/numa.rs).
  *
- * One load of the page's shadow entry (0: untouched, else its home) and one increment of the
- * thread's row of the thread x home matrix; an untouched page goes through the door first,
- * which makes this thread its first toucher (or returns the home another thread gave it).
+ * One compare of the access's page with its slot in the thread's page cache and one
+ * increment of the slot's count. A page not in its slot goes through the door first, which
+ * adds the slot's count to the page it held (its record in the page shadow and the thread's
+ * row of the thread x home matrix), gives the page a home at its first touch, and hands the
+ * slot to this page. Sequential sweeps and small working sets stay in the cache; the page
+ * shadow is never read here.
  *
- * Hot path rules: no locks, no allocation, no libc, no stores to shared lines (the row is
+ * Hot path rules: no locks, no allocation, no libc, no stores to shared lines (the cache is
  * the thread's own). */
 #include "profcc_hooks.h"
 
-_Static_assert((1 << PROFCC_PAGE_ENTRY_SHIFT) == sizeof(uint32_t), "one u32 per page");
+_Static_assert((PROFCC_NUMA_SLOTS & (PROFCC_NUMA_SLOTS - 1)) == 0, "slots: a power of two");
 
 void __profcc_numa(const void *p) {
-  uint32_t e = *(const uint32_t *)(PROFCC_PAGE_SHADOW +
-                                   (((uint64_t)p >> PROFCC_PAGE_SHIFT) << PROFCC_PAGE_ENTRY_SHIFT));
-  if (__builtin_expect(e == 0, 0))
-    e = __profcc_first_touch(p);
-  __profcc_numa_row[e] += 1;
+  uint64_t page = (uint64_t)p >> PROFCC_PAGE_SHIFT;
+  struct profcc_page_slot *s = &__profcc_numa_cache[page & (PROFCC_NUMA_SLOTS - 1)];
+  if (__builtin_expect(s->page != page, 0))
+    __profcc_page_miss(p);
+  s->count += 1;
 }

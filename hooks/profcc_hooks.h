@@ -14,12 +14,16 @@ extern __thread uint64_t *__profcc_counts __attribute__((tls_model("initial-exec
 extern __thread uint64_t __profcc_me __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t __profcc_rb __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t __profcc_wmask __attribute__((tls_model("initial-exec")));
-/* NUMA analysis: the thread's row of access counts by page home (MAX_HOMES + 1 u64, the
- * thread's own; never null). */
-extern __thread uint64_t *__profcc_numa_row __attribute__((tls_model("initial-exec")));
-/* The NUMA hook's door (rt/src/analyses/numa.rs): the first touch of the page holding p;
- * returns the page's entry (1..=MAX_HOMES). */
-uint32_t __profcc_first_touch(const void *p);
+/* NUMA analysis: the thread's page cache, NUMA_SLOTS slots (its own; never null). Slot
+ * page % NUMA_SLOTS counts the accesses to `page` not yet added to the page's record. */
+struct profcc_page_slot {
+  uint64_t page;
+  uint64_t count;
+};
+extern __thread struct profcc_page_slot *__profcc_numa_cache __attribute__((tls_model("initial-exec")));
+/* The NUMA hook's door (rt/src/analyses/numa.rs): the page holding p is not in its slot; the
+ * door adds the slot's counts to their page and gives the slot this page with count 0. */
+void __profcc_page_miss(const void *p);
 /* Countdown to the thread's next sampled access to a tracked line (the runtime re-arms it). */
 extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
 

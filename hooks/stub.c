@@ -32,14 +32,12 @@ STUB_TLS uint64_t __profcc_me;
 STUB_TLS uint64_t __profcc_rb;
 STUB_TLS uint64_t __profcc_wmask = ~(uint64_t)0;
 STUB_TLS uint64_t __profcc_hot_cd;
-/* NUMA: a scratch row; every page reads as untouched (the page shadow is mapped zero below)
- * and its "first touch" says no home. Slow (a call per access), but the library runs. */
-__attribute__((visibility("hidden"))) uint64_t profcc_stub_numa_row[PROFCC_MAX_HOMES + 1];
-STUB_TLS uint64_t *__profcc_numa_row = profcc_stub_numa_row;
-STUB uint32_t __profcc_first_touch(const void *p) {
-  (void)p;
-  return PROFCC_MAX_HOMES;
-}
+/* NUMA: a scratch cache whose slots hold no page: every access calls the door, which does
+ * nothing. Slow (a call per access), but the library runs. */
+__attribute__((visibility("hidden"))) struct profcc_page_slot
+    profcc_stub_numa_cache[PROFCC_NUMA_SLOTS] = {[0 ... PROFCC_NUMA_SLOTS - 1] = {PROFCC_NUMA_NO_PAGE, 0}};
+STUB_TLS struct profcc_page_slot *__profcc_numa_cache = profcc_stub_numa_cache;
+STUB void __profcc_page_miss(const void *p) { (void)p; }
 
 STUB __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
                                                         uint64_t info) {
@@ -98,11 +96,6 @@ __attribute__((constructor(PROFCC_CTOR_PRIORITY))) static void profcc_stub_init(
   enum { SYS_mmap = 9, SYS_munmap = 11, EEXIST = 17 };
   enum { PROT_READ = 1, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20, MAP_NORESERVE = 0x4000 };
   enum { MAP_FIXED_NOREPLACE = 0x100000 };
-  /* The page shadow the NUMA hook reads: zero pages too (an error only matters to a module
-   * built with PROFCC_INSTRUMENT=numa, and the line shadow's message below covers it). */
-  profcc_stub_syscall6(SYS_mmap, (long)PROFCC_PAGE_SHADOW, (long)PROFCC_PAGE_SHADOW_SIZE,
-                       PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-                       -1, 0);
   long want = (long)PROFCC_LINE_SHADOW;
   long got = profcc_stub_syscall6(SYS_mmap, want, (long)PROFCC_LINE_SHADOW_SIZE, PROT_READ,
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,

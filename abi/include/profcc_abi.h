@@ -14,9 +14,9 @@
 #define PROFCC_LINE_SHADOW_SIZE 0x100000000000ull
 #define PROFCC_LINE_SHADOW_OF(a) (PROFCC_LINE_SHADOW + (((uint64_t)(a) >> PROFCC_LINE_SHIFT) << PROFCC_SHADOW_WORD_SHIFT)) /* address of the shadow word of the line holding a */
 #define PROFCC_PAGE_SHIFT 12 /* 4 KiB pages */
-#define PROFCC_PAGE_ENTRY_SHIFT 2 /* 4-byte page entries */
-#define PROFCC_PAGE_SHADOW 0x200000000000ull /* 128 GiB: one entry per page */
-#define PROFCC_PAGE_SHADOW_SIZE 0x2000000000ull
+#define PROFCC_PAGE_ENTRY_SHIFT 5 /* 32-byte page records */
+#define PROFCC_PAGE_SHADOW 0x200000000000ull /* 1 TiB: one record per page */
+#define PROFCC_PAGE_SHADOW_SIZE 0x10000000000ull
 
 /* The line's shadow word */
 #define PROFCC_HOT 0x8000000000000000ull /* tracked line: the rest is its record index */
@@ -53,10 +53,12 @@
 #define PROFCC_SLOTS 10485760u /* u64 slots of one thread's counter array */
 
 /* Module descriptor */
-#define PROFCC_ABI_VERSION 6u
+#define PROFCC_ABI_VERSION 7u
 #define PROFCC_FLAG_SHARING 1u /* the module reads the line shadow */
 #define PROFCC_FLAG_NUMA 2u /* the module reads the page shadow */
 #define PROFCC_MAX_HOMES 1024u /* page homes: entries 1..=MAX_HOMES */
+#define PROFCC_NUMA_SLOTS 64u /* slots of a thread's page cache */
+#define PROFCC_NUMA_NO_PAGE 0xffffffffffffffffull /* a cache slot holding no page */
 #define PROFCC_CTOR_PRIORITY 1
 
 #endif /* PROFCC_ABI_H */

@@ -56,9 +56,9 @@ const ITEMS: &[Item] = &[
     int(
         "PAGE_ENTRY_SHIFT",
         PAGE_ENTRY_SHIFT as u64,
-        "4-byte page entries",
+        "32-byte page records",
     ),
-    hex("PAGE_SHADOW", PAGE_SHADOW, "128 GiB: one entry per page"),
+    hex("PAGE_SHADOW", PAGE_SHADOW, "1 TiB: one record per page"),
     hex("PAGE_SHADOW_SIZE", PAGE_SHADOW_SIZE, ""),
     Section("The line's shadow word"),
     hex(
@@ -164,6 +164,12 @@ const ITEMS: &[Item] = &[
         MAX_HOMES as u64,
         "page homes: entries 1..=MAX_HOMES",
     ),
+    uint(
+        "NUMA_SLOTS",
+        NUMA_SLOTS as u64,
+        "slots of a thread's page cache",
+    ),
+    hex("NUMA_NO_PAGE", NUMA_NO_PAGE, "a cache slot holding no page"),
     int("CTOR_PRIORITY", CTOR_PRIORITY, ""),
 ];
 

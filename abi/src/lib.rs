@@ -15,13 +15,15 @@
 //! 1000 0000 0000 - 2000 0000 0000:  16 TiB  LINE_SHADOW  8 bytes per 64-byte line of user space;
 //!                                                        reserved before any constructor runs
 //!                                                        (MAP_NORESERVE | MAP_FIXED_NOREPLACE)
-//! 2000 0000 0000 - 2020 0000 0000: 128 GiB  PAGE_SHADOW  4 bytes per 4 KiB page of user space, for
-//!                                                        the NUMA analysis (not reserved yet)
-//! 2020 0000 0000 - 8000 0000 0000: ~96 TiB  APP_HIGH     PIE executables (0x55.., 0x56..), mmap,
+//! 2000 0000 0000 - 2100 0000 0000:   1 TiB  PAGE_SHADOW  a 32-byte record ([`PageRecord`]) per 4 KiB
+//!                                                        page of user space, for the NUMA analysis;
+//!                                                        reserved with the line shadow when a
+//!                                                        module is built with numa
+//! 2100 0000 0000 - 8000 0000 0000: ~95 TiB  APP_HIGH     PIE executables (0x55.., 0x56..), mmap,
 //!                                                        shared libraries, stacks (0x7f..)
 //!
 //! line_shadow(a) = 0x1000_0000_0000 + (a >> 6) * 8      line_of_shadow(s) = (s - 0x1000_0000_0000) / 8 * 64
-//! page_shadow(a) = 0x2000_0000_0000 + (a >> 12) * 4     page_of_shadow(s) = (s - 0x2000_0000_0000) / 4 * 4096
+//! page_shadow(a) = 0x2000_0000_0000 + (a >> 12) * 32    page_of_shadow(s) = (s - 0x2000_0000_0000) / 32 * 4096
 //! ```
 //!
 //! Invariants (tests/address_map.rs): the regions tile `[0, 2^47)`; the shadow of every address
@@ -89,8 +91,8 @@ pub const LINE_SHADOW_SIZE: u64 = (APP_LIMIT >> LINE_SHIFT) << SHADOW_WORD_SHIFT
 pub const LINE_SHADOW_END: u64 = LINE_SHADOW + LINE_SHADOW_SIZE;
 /// Pages (first-touch owner, NUMA) are `1 << PAGE_SHIFT` bytes.
 pub const PAGE_SHIFT: u32 = 12;
-/// A page's shadow entry is `1 << PAGE_ENTRY_SHIFT` bytes.
-pub const PAGE_ENTRY_SHIFT: u32 = 2;
+/// A page's shadow entry ([`PageRecord`]) is `1 << PAGE_ENTRY_SHIFT` bytes.
+pub const PAGE_ENTRY_SHIFT: u32 = 5;
 pub const PAGE_SHADOW: u64 = 0x2000_0000_0000;
 pub const PAGE_SHADOW_SIZE: u64 = (APP_LIMIT >> PAGE_SHIFT) << PAGE_ENTRY_SHIFT;
 pub const PAGE_SHADOW_END: u64 = PAGE_SHADOW + PAGE_SHADOW_SIZE;
@@ -417,18 +419,51 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 
 /// 5: `ModuleDesc::wrappers` (the module's allocation wrappers). 6: the site table is a
 /// record stream ([`sites`], compressed by [`lz`]), `ModuleDesc::sites_bytes` and
-/// `sites_raw_bytes` its lengths; `INFO_SITE_SHIFT` 24.
-pub const ABI_VERSION: u32 = 6;
+/// `sites_raw_bytes` its lengths; `INFO_SITE_SHIFT` 24. 7: the NUMA hook counts in a
+/// per-thread page cache (`NUMA_SLOTS`), its door `__profcc_page_miss`; 32-byte page records.
+pub const ABI_VERSION: u32 = 7;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
-/// Module descriptor flag: the module's accesses read the page shadow (NUMA analysis,
+/// Module descriptor flag: the module's accesses are counted per page (NUMA analysis,
 /// `PROFCC_INSTRUMENT=numa`; docs/numa.md).
 pub const FLAG_NUMA: u32 = 2;
-/// Page homes (NUMA analysis): a page shadow entry is 0 (untouched) or a home in
+/// Page homes (NUMA analysis): a page record's home is 0 (untouched) or a home in
 /// `1..=MAX_HOMES`; each thread counts its accesses in a row of `MAX_HOMES + 1` u64 indexed
-/// by the entry. Home `MAX_HOMES` also stands for "no home" (the analysis off, or a thread
+/// by the home. Home `MAX_HOMES` also stands for "no home" (the analysis off, or a thread
 /// beyond the last home).
 pub const MAX_HOMES: u32 = 1024;
+
+/// A page's record in the page shadow (NUMA analysis; written by the runtime only, never by
+/// the hook). Zero: a page nobody touched.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct PageRecord {
+    /// The page's home, `1..=MAX_HOMES` (0: untouched).
+    pub home: core::sync::atomic::AtomicU32,
+    /// Id + 1 of the thread that touched it first (0: a thread the runtime did not know).
+    pub toucher: core::sync::atomic::AtomicU32,
+    /// Id + 1 of the one thread other than the first toucher whose accesses were counted
+    /// here, or [`PageRecord::SEVERAL`] (0: none: only the toucher, or nobody yet).
+    pub accessor: core::sync::atomic::AtomicU32,
+    /// Index + 1 of the first touch's place in the runtime's table (0: none).
+    pub place: core::sync::atomic::AtomicU32,
+    /// Accesses counted on the page, and of those the ones made by threads of another home.
+    pub accesses: core::sync::atomic::AtomicU64,
+    pub remote: core::sync::atomic::AtomicU64,
+}
+
+impl PageRecord {
+    /// `accessor` when more than one thread's accesses were counted.
+    pub const SEVERAL: u32 = u32::MAX;
+}
+
+const _: () = assert!(core::mem::size_of::<PageRecord>() == 1 << PAGE_ENTRY_SHIFT);
+
+/// Slots of a thread's page cache (NUMA hook): slot `page % NUMA_SLOTS` holds the page number
+/// of the page it counts (`NUMA_NO_PAGE`: none) and the accesses not yet added to its record.
+pub const NUMA_SLOTS: u32 = 64;
+/// A cache slot's page number when it holds no page (no page number reaches it).
+pub const NUMA_NO_PAGE: u64 = u64::MAX;
 /// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`
 /// runs after their destructors.
 pub const CTOR_PRIORITY: u64 = 1;
@@ -741,11 +776,11 @@ pub mod names {
     /// e.g. r10); in an executable the linker relaxes the GOT call to a direct call.
     pub const SLOW: &str = "__profcc_slow";
     pub const RANGE_SLOW: &str = "__profcc_range_slow";
-    /// The thread's row of the thread x home matrix (TLS, rt/csrc/tls.c).
-    pub const NUMA_ROW: &str = "__profcc_numa_row";
-    /// The NUMA hook's door: a page's first touch (returns the page's entry).
-    pub const FIRST_TOUCH: &str = "__profcc_first_touch";
-    pub const DOORS: [&str; 3] = [SLOW, RANGE_SLOW, FIRST_TOUCH];
+    /// The thread's page cache (TLS, rt/csrc/tls.c): `NUMA_SLOTS` slots of (page, count).
+    pub const NUMA_CACHE: &str = "__profcc_numa_cache";
+    /// The NUMA hook's door: the access's page is not in its cache slot.
+    pub const PAGE_MISS: &str = "__profcc_page_miss";
+    pub const DOORS: [&str; 3] = [SLOW, RANGE_SLOW, PAGE_MISS];
     /// Runtime entry the module constructor calls with the module descriptor.
     pub const REGISTER: &str = "__profcc_register_module";
     /// Runtime entry the module destructor (priority `CTOR_PRIORITY`) calls with the same

@@ -75,7 +75,7 @@ fn regions_tile_user_space_in_order() {
         (page.start, page.end - page.start),
         (PAGE_SHADOW, PAGE_SHADOW_SIZE)
     );
-    assert_eq!(PAGE_SHADOW_SIZE, 128 << 30, "128 GiB");
+    assert_eq!(PAGE_SHADOW_SIZE, 1 << 40, "1 TiB");
 }
 
 #[test]
@@ -124,7 +124,7 @@ fn shadow_ranges_cover_exactly_user_space() {
     assert_eq!(line_shadow(0), LINE_SHADOW);
     assert_eq!(line_shadow(APP_LIMIT - 1), LINE_SHADOW_END - 8);
     assert_eq!(page_shadow(0), PAGE_SHADOW);
-    assert_eq!(page_shadow(APP_LIMIT - 1), PAGE_SHADOW_END - 4);
+    assert_eq!(page_shadow(APP_LIMIT - 1), PAGE_SHADOW_END - 32);
     // Even a stray access to shadow memory would read shadow, never an application page.
     for r in REGIONS.iter().filter(|r| r.kind != RegionKind::App) {
         for a in samples(r.start, r.end) {

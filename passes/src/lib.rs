@@ -146,8 +146,8 @@ pub fn instrument_module(
             llvm::delete_unused_function(module.raw(), name);
         }
         // What only the NUMA hook refers to, when the module has no NUMA checks.
-        llvm::delete_unused_function(module.raw(), abi::names::FIRST_TOUCH);
-        llvm::delete_unused_global(module.raw(), abi::names::NUMA_ROW);
+        llvm::delete_unused_function(module.raw(), abi::names::PAGE_MISS);
+        llvm::delete_unused_global(module.raw(), abi::names::NUMA_CACHE);
     }
     module
         .verify()

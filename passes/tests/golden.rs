@@ -470,19 +470,25 @@ fn load_store_numa() {
         numa: true,
     };
     let (ir, s) = run_with("load_store", "load_store.numa", &opts);
-    // Both accesses get the page check (hooks/numa.c, inlined): the entry loaded from the
-    // page shadow (32 TiB + (p >> 12) * 4), the first-touch door on the cold side, one
-    // increment of the thread's row; the module says it reads the page shadow.
+    // Both accesses get the page count (hooks/numa.c, inlined): the access's page compared
+    // with its slot of the thread's page cache (page % NUMA_SLOTS), the door on the cold side,
+    // one increment of the slot's count; the page shadow is not read here.
     assert_eq!(s.get("numa-page-check"), 2);
     let base = profcc_abi::PAGE_SHADOW.to_string();
-    assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
+    assert_eq!(ir.matches(base.as_str()).count(), 0, "{ir}");
     assert_eq!(
-        ir.matches("call i32 @__profcc_first_touch(").count(),
+        ir.matches(&format!(", {}", profcc_abi::NUMA_SLOTS - 1) as &str)
+            .count(),
+        2,
+        "{ir}"
+    );
+    assert_eq!(
+        ir.matches("call void @__profcc_page_miss(").count(),
         2,
         "{ir}"
     );
     assert!(
-        ir.contains("@__profcc_numa_row = external thread_local(initialexec)"),
+        ir.contains("@__profcc_numa_cache = external thread_local(initialexec)"),
         "{ir}"
     );
     assert!(!ir.contains("@__profcc_numa("), "hook inlined: {ir}");

@@ -29,17 +29,19 @@ __thread uint64_t __profcc_wmask = ~(uint64_t)0;
  * decrement it, the runtime re-arms it when it reaches zero. */
 __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_hot_cd;
 
-/* NUMA analysis: the thread's row of access counts by page home (rt/src/analyses/numa.rs
- * gives each thread its own when it starts); a scratch row until then. */
-__attribute__((visibility("hidden"))) uint64_t profcc_numa_scratch_row[PROFCC_MAX_HOMES + 1];
+/* NUMA analysis: the thread's page cache (rt/src/analyses/numa.rs gives each thread its own
+ * when it starts); until then a scratch cache whose slots hold no page, so that every access
+ * goes through the door. */
+__attribute__((visibility("hidden"))) struct profcc_page_slot
+    profcc_numa_scratch[PROFCC_NUMA_SLOTS] = {[0 ... PROFCC_NUMA_SLOTS - 1] = {PROFCC_NUMA_NO_PAGE, 0}};
 __attribute__((tls_model("initial-exec"), visibility("default")))
-__thread uint64_t *__profcc_numa_row = profcc_numa_scratch_row;
-uint64_t **profcc_numa_row_slot(void) { return &__profcc_numa_row; }
-/* The NUMA hook's door (hooks/numa.c): in C for the caller's address, the place of the first
+__thread struct profcc_page_slot *__profcc_numa_cache = profcc_numa_scratch;
+struct profcc_page_slot **profcc_numa_cache_slot(void) { return &__profcc_numa_cache; }
+/* The NUMA hook's door (hooks/numa.c): in C for the caller's address, the place of a first
  * touch (rt/src/analyses/numa.rs does the rest). */
-uint32_t profcc_numa_first_touch(const void *p, const void *pc);
-__attribute__((visibility("default"))) uint32_t __profcc_first_touch(const void *p) {
-  return profcc_numa_first_touch(p, __builtin_return_address(0));
+void profcc_numa_page_miss(const void *p, const void *pc);
+__attribute__((visibility("default"))) void __profcc_page_miss(const void *p) {
+  profcc_numa_page_miss(p, __builtin_return_address(0));
 }
 
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {

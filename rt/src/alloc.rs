@@ -851,6 +851,26 @@ pub fn lookup(addr: u64) -> Option<ObjectInfo> {
     (addr < r.obj.addr + r.obj.size).then(|| info(&r.obj))
 }
 
+/// Every live heap object and mmap region that `keep(start, size)` selects, given to `f`
+/// after the locks are released (a cold path: the dump).
+pub fn each_live(keep: impl Fn(u64, u64) -> bool, mut f: impl FnMut(ObjectInfo)) {
+    let _g = threads::RtGuard::enter();
+    let mut objs = Vec::new();
+    OBJECTS.primary.for_each(|o| {
+        if keep(o.addr, o.size) {
+            objs.push(*o);
+        }
+    });
+    for r in MMAPS.lock().values() {
+        if keep(r.obj.addr, r.obj.size) {
+            objs.push(r.obj);
+        }
+    }
+    for o in &objs {
+        f(info(o));
+    }
+}
+
 /// C view of [`lookup`] for tests and debugging: fills `out` with start, size, stack id,
 /// thread id and kind (index into `KIND_NAMES`); returns 1 when `addr` is inside a live object.
 #[no_mangle]

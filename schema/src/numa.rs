@@ -15,6 +15,59 @@ pub struct Numa {
     /// Where pages were first touched: per (code address, thread, object), most pages first.
     #[serde(default)]
     pub first_touch: Vec<FirstTouch>,
+    /// Accesses per object: heap blocks and mappings by allocation stack (freed ones
+    /// included), other memory (globals, stacks, mappings made before the runtime) as runs of
+    /// pages; most remote accesses first. A page's accesses belong to the object holding its
+    /// middle byte (docs/numa.md).
+    #[serde(default)]
+    pub objects: Vec<NumaObject>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct NumaObject {
+    /// Allocation stack of the heap blocks or mappings (None: a run of other memory).
+    pub alloc_stack: Option<u32>,
+    /// The thread whose stack the run is (None: not a stack).
+    pub stack_of: Option<u32>,
+    /// The first page's address (a run) or the first block's start.
+    pub address: u64,
+    /// Bytes: the run's pages, or the largest block's size.
+    pub bytes: u64,
+    /// Blocks allocated at the stack that held counted pages (1 for a run).
+    pub instances: u64,
+    /// Pages credited to it.
+    pub pages: u64,
+    /// Accesses to those pages, and of those the ones from threads of another home.
+    pub accesses: u64,
+    pub remote: u64,
+    /// Where its pages were first touched, most pages first.
+    pub first_touch: Vec<ObjectTouch>,
+    /// Per thread, the pages it used: those it touched first that no other thread
+    /// accessed, and those one other thread than their first toucher accessed (moved pages):
+    /// the byte range they span (offsets from the block's or run's start, over all blocks)
+    /// and their number.
+    pub threads: Vec<ThreadRange>,
+    /// Pages two or more threads besides their first toucher accessed.
+    pub shared_pages: u64,
+    /// Pages that one thread other than their first toucher accessed.
+    pub moved_pages: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct ObjectTouch {
+    /// As [`FirstTouch::pc`].
+    pub pc: u64,
+    pub thread: Option<u32>,
+    pub pages: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct ThreadRange {
+    pub thread: u32,
+    /// Offsets: first byte of its first page, end of its last page.
+    pub start: u64,
+    pub end: u64,
+    pub pages: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -1,8 +1,16 @@
-//! The NUMA analysis (docs/numa.md), first part: the `thread` model (NumaPerf: each thread is
-//! its own node). Modules built with `PROFCC_INSTRUMENT=numa` run hooks/numa.c before every
-//! access: one load of the page's shadow entry (0: untouched, else the page's home) and one
-//! increment of the thread's row of the thread x home matrix. An untouched page goes
-//! through [`__profcc_first_touch`], which makes the calling thread its first toucher.
+//! The NUMA analysis (docs/numa.md). Modules built with `PROFCC_INSTRUMENT=numa` run
+//! hooks/numa.c before every access: the access's page is compared with its slot in the
+//! thread's page cache and the slot's count goes up by one. A page not in its slot goes
+//! through the door, [`profcc_numa_page_miss`], which adds the slot's count to the page it held
+//! (the page's record in the page shadow: accesses, remote accesses, who accessed it; and the
+//! thread's row of the thread x home matrix), gives an untouched page its home (the calling
+//! thread is its first toucher), and hands the slot to the new page. Counts still in a cache
+//! are added when the thread ends, when it frees a block, and (read, not added) at the dump.
+//!
+//! A page's accesses belong to the object that holds its middle byte: a heap block or mapping
+//! takes its pages' counts when it is freed (the counts are then cleared for the next block;
+//! the home stays, as the kernel keeps the page), live ones at the dump; pages no object
+//! takes are reported as runs of consecutive pages (globals, stacks, other mappings).
 //!
 //! Homes (a page's entry and a thread's home are the same numbers):
 //! - `thread`: thread id t has home t + 1 (ids of `MAX_HOMES` - 1 and more share the last
@@ -20,15 +28,17 @@
 //! - `off`: every thread `MAX_HOMES`.
 //! A page's home never changes once set (no migration in these models).
 //!
-//! Not yet: memory policies, per-site
-//! and per-object counts, remote invalidations, migration risk, imbalance, the binding plan
+//! Not yet: memory policies, per-site counts, migration risk, imbalance, the binding plan
 //! (docs/numa.md).
 
 use crate::analysis::{Analysis, DumpContext, ThreadStart};
 use crate::mem::SpinLock;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use profcc_abi::{MAX_HOMES, PAGE_SHADOW, PAGE_SHADOW_SIZE};
-use std::collections::HashMap;
+use profcc_abi::{
+    PageRecord, APP_LIMIT, MAX_HOMES, NUMA_NO_PAGE, NUMA_SLOTS, PAGE_SHADOW, PAGE_SHADOW_SIZE,
+    PAGE_SHIFT,
+};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The model in force, set by `init` from the `numa` option.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -47,12 +57,28 @@ static SHADOW: AtomicU32 = AtomicU32::new(0);
 /// Pages given a home.
 static PAGES: AtomicU64 = AtomicU64::new(0);
 
-/// First touches by place: (the access's code address, thread id, allocation stack of the
-/// object holding the page or `u32::MAX`) -> (pages, the address of the first such access).
-type FirstTouches = HashMap<(u64, u32, u32), (u64, u64)>;
-static FIRST_TOUCHES: SpinLock<Option<FirstTouches>> = SpinLock::new(None);
+/// First touches by place, and the pages touched (for the dump's walk).
+#[derive(Default)]
+struct Places {
+    /// (the access's code address, thread id, allocation stack of the object holding the page
+    /// or `u32::MAX`) -> index in `list`.
+    index: HashMap<(u64, u32, u32), u32>,
+    /// Per place: its key, pages, the address of the first such access.
+    list: Vec<((u64, u32, u32), u64, u64)>,
+    /// Every page given a home, in first-touch order.
+    touched: Vec<u64>,
+}
+static PLACES: SpinLock<Option<Places>> = SpinLock::new(None);
 /// Most places kept; first touches at further places are counted in `PAGES` only.
 const MAX_FIRST_TOUCH_PLACES: usize = 4096;
+
+/// A page's record in the page shadow.
+fn record(page: u64) -> &'static PageRecord {
+    unsafe { &*(profcc_abi::page_shadow(page << PAGE_SHIFT) as *const PageRecord) }
+}
+
+/// What blocks of one allocation stack took of their pages when they were freed.
+static FREED: SpinLock<Option<HashMap<u32, Credit>>> = SpinLock::new(None);
 
 fn model() -> Model {
     match MODEL.load(Relaxed) {
@@ -160,11 +186,25 @@ fn emulated_node(id: u32, nodes: u32) -> u32 {
 
 const ROW: usize = MAX_HOMES as usize + 1;
 
-/// A thread's part of the analysis: its home, its first touches and its row.
+/// A slot of the page cache (`struct profcc_page_slot`, hooks/profcc_hooks.h). The hook
+/// compares and increments it with plain loads and stores on its own thread.
+#[repr(C)]
+struct Slot {
+    page: AtomicU64,
+    count: AtomicU64,
+}
+
+/// A thread's part of the analysis: its page cache, home, first touches and row.
 #[repr(C)]
 struct ThreadState {
+    /// First: the block is 64-byte aligned, and so are the cache's lines.
+    cache: [Slot; NUMA_SLOTS as usize],
+    /// The home of each slot's page.
+    slot_home: [AtomicU32; NUMA_SLOTS as usize],
     id: AtomicU32,
     home: AtomicU32,
+    /// 1 once `thread_start` gave the thread its cache.
+    ready: AtomicU32,
     first_touches: AtomicU64,
     /// Accesses counted against earlier homes (a thread bound after it started).
     local_before: AtomicU64,
@@ -172,16 +212,58 @@ struct ThreadState {
     /// `row[home]` and the row's sum when the current home was set.
     home_since: AtomicU64,
     total_since: AtomicU64,
-    row: [u64; ROW],
+    stack_lo: AtomicU64,
+    stack_hi: AtomicU64,
+    row: [AtomicU64; ROW],
 }
 
 impl ThreadState {
-    /// The row as it is now (read while its thread may be counting: each value at most a few
-    /// accesses short).
+    /// On its own thread: add slot `i`'s count to its page's record and to the row.
+    fn flush(&self, i: usize) {
+        let n = self.cache[i].count.load(Relaxed);
+        let page = self.cache[i].page.load(Relaxed);
+        if n == 0 || page == NUMA_NO_PAGE {
+            return;
+        }
+        self.cache[i].count.store(0, Relaxed);
+        let e = self.slot_home[i].load(Relaxed);
+        let r = &self.row[(e as usize).min(ROW - 1)];
+        r.store(r.load(Relaxed) + n, Relaxed);
+        let rec = record(page);
+        rec.accesses.fetch_add(n, Relaxed);
+        if e != self.home.load(Relaxed) {
+            rec.remote.fetch_add(n, Relaxed);
+        }
+        // The one thread besides the first toucher that used the page, or several.
+        let me = self.id.load(Relaxed).saturating_add(1);
+        let a = rec.accessor.load(Relaxed);
+        if a != me && a != PageRecord::SEVERAL && rec.toucher.load(Relaxed) != me {
+            if let Err(other) = rec.accessor.compare_exchange(0, me, Relaxed, Relaxed) {
+                if other != me {
+                    rec.accessor.store(PageRecord::SEVERAL, Relaxed);
+                }
+            }
+        }
+    }
+
+    /// On its own thread: every slot.
+    fn flush_all(&self) {
+        if self.ready.load(Relaxed) == 1 {
+            (0..NUMA_SLOTS as usize).for_each(|i| self.flush(i));
+        }
+    }
+
+    /// The row as it is now, counts still in the cache included (read while its thread may
+    /// be counting: each value at most a few accesses short).
     fn row_now(&self) -> Vec<u64> {
-        (0..ROW)
-            .map(|i| unsafe { core::ptr::read_volatile(self.row.as_ptr().add(i)) })
-            .collect()
+        let mut row: Vec<u64> = self.row.iter().map(|r| r.load(Relaxed)).collect();
+        for (i, s) in self.cache.iter().enumerate() {
+            if s.page.load(Relaxed) != NUMA_NO_PAGE {
+                let e = (self.slot_home[i].load(Relaxed) as usize).min(ROW - 1);
+                row[e] += s.count.load(Relaxed);
+            }
+        }
+        row
     }
 
     /// Local and remote accesses so far: against each home for the accesses made while it
@@ -203,6 +285,7 @@ impl ThreadState {
 
     /// The thread (on itself) moves to `home`: what it counted so far stays with the old one.
     fn move_to(&self, home: u32) {
+        self.flush_all();
         let row = self.row_now();
         let (l, r) = self.local_remote(&row);
         self.local_before.store(l, Relaxed);
@@ -215,7 +298,7 @@ impl ThreadState {
 }
 
 extern "C" {
-    fn profcc_numa_row_slot() -> *mut *mut u64;
+    fn profcc_numa_cache_slot() -> *mut *mut Slot;
 }
 
 /// Reserve the page shadow (128 GiB of address space, nothing committed) before any
@@ -229,18 +312,44 @@ pub extern "C" fn profcc_numa_preinit() {
     SHADOW.store(if ok { 1 } else { 2 }, Relaxed);
 }
 
-/// The NUMA hook's door (`__profcc_first_touch` in rt/csrc/tls.c, which adds the caller's
-/// address `pc`): the first access of any thread to the page holding `p` (its entry read 0).
-/// The calling thread becomes the page's first toucher unless another thread won the race;
-/// returns the page's entry either way.
+/// The NUMA hook's door (`__profcc_page_miss` in rt/csrc/tls.c, which adds the caller's
+/// address `pc`): the page holding `p` is not in its slot of the calling thread's cache. The
+/// slot's count goes to the page it held, the new page gets its home if it has none (the
+/// calling thread touched it first, unless another thread won the race), and the slot is
+/// handed to it with count 0 (the hook then counts this access).
 #[no_mangle]
-pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
+pub extern "C" fn profcc_numa_page_miss(p: *const u8, pc: *const u8) {
+    if p as u64 >= APP_LIMIT || SHADOW.load(Relaxed) != 1 {
+        return;
+    }
     let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
-    let st = unsafe { st.as_ref() };
+    let st = unsafe { st.as_ref() }.filter(|s| s.ready.load(Relaxed) == 1);
+    let page = p as u64 >> PAGE_SHIFT;
+    let Some(s) = st else {
+        // A thread without a cache (not started yet, or the runtime's own): the page gets a
+        // home, the access is not counted.
+        home_of(p, pc, None);
+        return;
+    };
+    let i = page as usize % NUMA_SLOTS as usize;
+    s.flush(i);
+    let home = home_of(p, pc, Some(s));
+    s.slot_home[i].store(home, Relaxed);
+    s.cache[i].page.store(page, Relaxed);
+}
+
+/// The home of the page holding `p`, given at its first touch (by the thread `st`, at `pc`).
+fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
+    let rec = record(p as u64 >> PAGE_SHIFT);
+    let h = rec.home.load(Relaxed);
+    if h != 0 {
+        return h;
+    }
     let mut home = st.map_or(MAX_HOMES, |s| s.home.load(Relaxed));
-    // `emulate`: a thread may have been bound after it started (OpenMP runtimes bind their
-    // threads themselves, some through the raw system call): when it runs on a CPU of
-    // another node than its home, its mask is read again.
+    // `real`: the thread runs where getcpu says; `emulate`: a thread may have been bound
+    // after it started (OpenMP runtimes bind their threads themselves, some through the raw
+    // system call): when it runs on a CPU of another node than its home, its mask is read
+    // again.
     if let (Some(s), Model::Real) = (st, model()) {
         let now = current_node() + 1;
         if now != home {
@@ -264,30 +373,276 @@ pub extern "C" fn profcc_numa_first_touch(p: *const u8, pc: *const u8) -> u32 {
         Model::Real => page_node(p, home.saturating_sub(1)) + 1,
         _ => home,
     };
-    let entry = unsafe { &*(profcc_abi::page_shadow(p as u64) as *const AtomicU32) };
-    match entry.compare_exchange(0, page_home, Relaxed, Relaxed) {
+    match rec.home.compare_exchange(0, page_home, Relaxed, Relaxed) {
         Ok(_) => {
             PAGES.fetch_add(1, Relaxed);
             let tid = st.map_or(u32::MAX, |s| {
                 s.first_touches.fetch_add(1, Relaxed);
                 s.id.load(Relaxed)
             });
+            rec.toucher.store(tid.wrapping_add(1), Relaxed);
             // The object holding the page (a heap block or mapping), for "first touched at
             // this line" per allocation site. Once per page: the lookup's locks are cheap here.
             let stack = crate::alloc::lookup(p as u64).map_or(u32::MAX, |o| o.stack);
             let _g = crate::threads::RtGuard::enter();
-            let mut t = FIRST_TOUCHES.lock();
-            let t = t.get_or_insert_with(HashMap::new);
+            let mut t = PLACES.lock();
+            let t = t.get_or_insert_with(Places::default);
+            t.touched.push(p as u64 >> PAGE_SHIFT);
             let key = (pc as u64, tid, stack);
-            if let Some(e) = t.get_mut(&key) {
-                e.0 += 1;
-            } else if t.len() < MAX_FIRST_TOUCH_PLACES {
-                t.insert(key, (1, p as u64));
+            let at = match t.index.get(&key) {
+                Some(&i) => Some(i),
+                None if t.list.len() < MAX_FIRST_TOUCH_PLACES => {
+                    t.list.push((key, 0, p as u64));
+                    t.index.insert(key, t.list.len() as u32 - 1);
+                    Some(t.list.len() as u32 - 1)
+                }
+                None => None,
+            };
+            if let Some(i) = at {
+                t.list[i as usize].1 += 1;
+                rec.place.store(i + 1, Relaxed);
             }
             page_home
         }
         Err(h) => h,
     }
+}
+
+/// What the pages of one object (or of all blocks of one allocation stack) counted.
+#[derive(Default, Clone)]
+struct Credit {
+    instances: u64,
+    address: u64,
+    bytes: u64,
+    pages: u64,
+    accesses: u64,
+    remote: u64,
+    /// First-touch place index + 1 (0: none) -> pages.
+    places: BTreeMap<u32, u64>,
+    /// Thread id -> (first offset, end offset, pages) of the pages it alone accessed.
+    threads: BTreeMap<u32, (u64, u64, u64)>,
+    shared_pages: u64,
+    moved_pages: u64,
+}
+
+/// Counts still in other threads' caches, read at the dump: page -> (accesses, remote, id + 1
+/// of the one thread or `SEVERAL`).
+type Pending = HashMap<u64, (u64, u64, u32)>;
+
+impl Credit {
+    /// Add the page `page` (at offset `off` of the object) with its record's counts and the
+    /// pending ones.
+    fn add_page(&mut self, page: u64, off: u64, pending: Option<&Pending>) {
+        let rec = record(page);
+        let (mut n, mut remote, mut acc) = (
+            rec.accesses.load(Relaxed),
+            rec.remote.load(Relaxed),
+            rec.accessor.load(Relaxed),
+        );
+        let toucher = rec.toucher.load(Relaxed);
+        if let Some(&(pn, pr, pa)) = pending.and_then(|m| m.get(&page)) {
+            n += pn;
+            remote += pr;
+            acc = match acc {
+                _ if pa == toucher => acc,
+                0 => pa,
+                a if a == pa => a,
+                _ => PageRecord::SEVERAL,
+            };
+        }
+        if n == 0 && rec.home.load(Relaxed) == 0 {
+            return;
+        }
+        self.pages += 1;
+        self.accesses += n;
+        self.remote += remote;
+        *self.places.entry(rec.place.load(Relaxed)).or_default() += 1;
+        // The page's user: its one other thread (a moved page), else its first toucher.
+        let user = match acc {
+            PageRecord::SEVERAL => {
+                self.shared_pages += 1;
+                0
+            }
+            0 => toucher,
+            a => {
+                self.moved_pages += 1;
+                a
+            }
+        };
+        if user != 0 {
+            let t = self.threads.entry(user - 1).or_insert((u64::MAX, 0, 0));
+            t.0 = t.0.min(off);
+            t.1 = t.1.max(off + (1 << PAGE_SHIFT));
+            t.2 += 1;
+        }
+    }
+
+    /// The pages whose middle byte lies in `[start, start + size)`.
+    fn of_object(start: u64, size: u64, pending: Option<&Pending>) -> Credit {
+        let mut c = Credit {
+            instances: 1,
+            address: start,
+            bytes: size,
+            ..Credit::default()
+        };
+        let end = start.saturating_add(size).min(APP_LIMIT);
+        let mut mid = first_middle(start);
+        while mid < end {
+            let page = mid >> PAGE_SHIFT;
+            c.add_page(page, (page << PAGE_SHIFT).saturating_sub(start), pending);
+            mid += 1 << PAGE_SHIFT;
+        }
+        c
+    }
+
+    fn merge(&mut self, o: Credit) {
+        self.instances += o.instances;
+        if self.address == 0 {
+            self.address = o.address;
+        }
+        self.bytes = self.bytes.max(o.bytes);
+        self.pages += o.pages;
+        self.accesses += o.accesses;
+        self.remote += o.remote;
+        for (k, v) in o.places {
+            *self.places.entry(k).or_default() += v;
+        }
+        for (k, (a, b, n)) in o.threads {
+            let t = self.threads.entry(k).or_insert((u64::MAX, 0, 0));
+            t.0 = t.0.min(a);
+            t.1 = t.1.max(b);
+            t.2 += n;
+        }
+        self.shared_pages += o.shared_pages;
+        self.moved_pages += o.moved_pages;
+    }
+}
+
+/// The first page middle at or after `start`.
+fn first_middle(start: u64) -> u64 {
+    let half = 1u64 << (PAGE_SHIFT - 1);
+    ((start + half - 1) & !((1u64 << PAGE_SHIFT) - 1)) + half
+}
+
+/// A block is being freed: it takes its pages' counts, which are cleared for the next one.
+fn object_freed(o: &crate::alloc::ObjectInfo) {
+    if SHADOW.load(Relaxed) != 1 || first_middle(o.start) >= o.start.saturating_add(o.size) {
+        return;
+    }
+    let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
+    if let Some(s) = unsafe { st.as_ref() } {
+        s.flush_all();
+    }
+    let c = Credit::of_object(o.start, o.size, None);
+    if c.pages == 0 {
+        return;
+    }
+    let end = o.start.saturating_add(o.size).min(APP_LIMIT);
+    let mut mid = first_middle(o.start);
+    while mid < end {
+        let rec = record(mid >> PAGE_SHIFT);
+        rec.accesses.store(0, Relaxed);
+        rec.remote.store(0, Relaxed);
+        rec.accessor.store(0, Relaxed);
+        mid += 1 << PAGE_SHIFT;
+    }
+    let mut f = FREED.lock();
+    let f = f.get_or_insert_with(HashMap::new);
+    match f.get_mut(&o.stack) {
+        Some(e) => e.merge(c),
+        None => {
+            f.insert(o.stack, c);
+        }
+    }
+}
+
+/// Most objects and runs in the profile (the most remote accesses first).
+const MAX_OBJECTS: usize = 1000;
+
+/// Every object with counted pages: (allocation stack, stack of thread, credit). Blocks and
+/// mappings by allocation stack, freed and live together; then the pages no live object holds,
+/// as runs of consecutive pages (split where a thread's stack begins or ends).
+fn objects(
+    pending: &Pending,
+    stacks: &[(u64, u64, u32)],
+) -> Vec<(Option<u32>, Option<u32>, Credit)> {
+    let mut by_stack: HashMap<u32, Credit> = FREED.lock().clone().unwrap_or_default();
+    let mut claimed: HashSet<u64> = HashSet::new();
+    let mut live = Vec::new();
+    crate::alloc::each_live(
+        |start, size| first_middle(start) < start.saturating_add(size),
+        |o| live.push(o),
+    );
+    for o in live {
+        let c = Credit::of_object(o.start, o.size, Some(pending));
+        if c.pages == 0 {
+            continue;
+        }
+        let end = o.start.saturating_add(o.size);
+        let mut mid = first_middle(o.start);
+        while mid < end {
+            claimed.insert(mid >> PAGE_SHIFT);
+            mid += 1 << PAGE_SHIFT;
+        }
+        match by_stack.get_mut(&o.stack) {
+            Some(e) => e.merge(c),
+            None => {
+                by_stack.insert(o.stack, c);
+            }
+        }
+    }
+    let mut out: Vec<(Option<u32>, Option<u32>, Credit)> = by_stack
+        .into_iter()
+        .map(|(k, c)| (Some(k), None, c))
+        .collect();
+    let mut pages: Vec<u64> = PLACES
+        .lock()
+        .as_ref()
+        .map_or(Vec::new(), |t| t.touched.clone());
+    pages.sort_unstable();
+    pages.dedup();
+    let stack_of = |page: u64| {
+        let a = page << PAGE_SHIFT;
+        stacks
+            .iter()
+            .find(|&&(lo, hi, _)| lo <= a && a < hi)
+            .map(|&(_, _, t)| t)
+    };
+    let mut run: Option<(u64, u64, Option<u32>, Credit)> = None; // (first, next page, stack of)
+    for page in pages.into_iter().filter(|p| !claimed.contains(p)) {
+        let owner = stack_of(page);
+        if let Some((first, next, o, c)) = run.take() {
+            if next == page && o == owner {
+                let mut c = c;
+                c.add_page(page, (page - first) << PAGE_SHIFT, Some(pending));
+                run = Some((first, page + 1, o, c));
+                continue;
+            }
+            let mut c = c;
+            c.bytes = (next - first) << PAGE_SHIFT;
+            if c.pages > 0 {
+                out.push((None, o, c));
+            }
+        }
+        let mut c = Credit {
+            instances: 1,
+            address: page << PAGE_SHIFT,
+            ..Credit::default()
+        };
+        c.add_page(page, 0, Some(pending));
+        run = Some((page, page + 1, owner, c));
+    }
+    if let Some((first, next, o, mut c)) = run {
+        c.bytes = (next - first) << PAGE_SHIFT;
+        if c.pages > 0 {
+            out.push((None, o, c));
+        }
+    }
+    out.sort_by(|a, b| {
+        (b.2.remote, b.2.accesses, a.2.address).cmp(&(a.2.remote, a.2.accesses, b.2.address))
+    });
+    out.truncate(MAX_OBJECTS);
+    out
 }
 
 /// The NUMA analysis in the registry (`analyses/mod.rs`).
@@ -328,7 +683,7 @@ impl Analysis for Numa {
         }
     }
     fn thread_start(&self, t: &ThreadStart) {
-        let Some(st) = (unsafe { (t.state as *mut ThreadState).as_mut() }) else {
+        let Some(st) = (unsafe { (t.state as *mut ThreadState).as_ref() }) else {
             return;
         };
         let home = match model() {
@@ -339,10 +694,56 @@ impl Analysis for Numa {
         };
         st.home.store(home, Relaxed);
         st.id.store(t.id, Relaxed);
-        unsafe { *profcc_numa_row_slot() = st.row.as_mut_ptr() };
+        st.stack_lo.store(t.stack_lo, Relaxed);
+        st.stack_hi.store(t.stack_hi, Relaxed);
+        for s in &st.cache {
+            s.page.store(NUMA_NO_PAGE, Relaxed);
+        }
+        st.ready.store(1, Relaxed);
+        unsafe { *profcc_numa_cache_slot() = st.cache.as_ptr() as *mut Slot };
+    }
+    fn thread_exit(&self) {
+        let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
+        if let Some(s) = unsafe { st.as_ref() } {
+            s.flush_all();
+        }
+    }
+    fn object_events(&self) -> crate::analysis::ObjectEvents {
+        crate::analysis::ObjectEvents {
+            alloc: false,
+            free: true,
+        }
+    }
+    fn object_free(&self, o: &crate::alloc::ObjectInfo) {
+        object_freed(o);
+    }
+    fn fork_prepare(&self) {
+        core::mem::forget(PLACES.lock());
+        core::mem::forget(FREED.lock());
+    }
+    fn fork_parent(&self) {
+        unsafe {
+            FREED.force_unlock();
+            PLACES.force_unlock();
+        }
+    }
+    fn fork_child(&self) {
+        unsafe {
+            FREED.force_unlock();
+            PLACES.force_unlock();
+        }
     }
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
+        if SHADOW.load(Relaxed) != 1 {
+            return;
+        }
+        let me = crate::analysis::current_state(&NUMA) as *const ThreadState;
+        if let Some(s) = unsafe { me.as_ref() } {
+            s.flush_all();
+        }
         let mut threads = Vec::new();
+        let mut pending = Pending::new();
+        let mut stacks: Vec<(u64, u64, u32)> = Vec::new();
         crate::analysis::each_state(&NUMA, |tid, s| {
             let s = unsafe { &*(s as *const ThreadState) };
             let home = s.home.load(Relaxed);
@@ -364,17 +765,44 @@ impl Analysis for Numa {
                     by_home,
                 });
             }
+            let (lo, hi) = (s.stack_lo.load(Relaxed), s.stack_hi.load(Relaxed));
+            if lo < hi {
+                stacks.push((lo, hi, tid));
+            }
+            // Counts still in the cache of a thread that is running (or ended without its
+            // exit callback): read, not added.
+            if s.ready.load(Relaxed) == 1 {
+                for (i, slot) in s.cache.iter().enumerate() {
+                    let (page, n) = (slot.page.load(Relaxed), slot.count.load(Relaxed));
+                    if page == NUMA_NO_PAGE || n == 0 {
+                        continue;
+                    }
+                    let remote = if s.slot_home[i].load(Relaxed) != home {
+                        n
+                    } else {
+                        0
+                    };
+                    let who = tid.saturating_add(1);
+                    let e = pending.entry(page).or_insert((0, 0, who));
+                    e.0 += n;
+                    e.1 += remote;
+                    if e.2 != who {
+                        e.2 = PageRecord::SEVERAL;
+                    }
+                }
+            }
         });
         if threads.is_empty() {
             return;
         }
         threads.sort_by_key(|t| t.thread);
-        let mut first_touch: Vec<profcc_schema::numa::FirstTouch> = FIRST_TOUCHES
-            .lock()
+        let objects = objects(&pending, &stacks);
+        let places = PLACES.lock();
+        let list: &[((u64, u32, u32), u64, u64)] = places.as_ref().map_or(&[], |t| &t.list);
+        let mut first_touch: Vec<profcc_schema::numa::FirstTouch> = list
             .iter()
-            .flatten()
             .map(
-                |(&(pc, tid, stack), &(pages, addr))| profcc_schema::numa::FirstTouch {
+                |&((pc, tid, stack), pages, addr)| profcc_schema::numa::FirstTouch {
                     pc,
                     thread: (tid != u32::MAX).then_some(tid),
                     alloc_stack: (stack != u32::MAX).then_some(stack),
@@ -384,6 +812,49 @@ impl Analysis for Numa {
             )
             .collect();
         first_touch.sort_by(|a, b| b.pages.cmp(&a.pages).then(a.pc.cmp(&b.pc)));
+        let objects: Vec<profcc_schema::numa::NumaObject> = objects
+            .into_iter()
+            .map(|(alloc_stack, stack_of, c)| {
+                let mut touches: Vec<profcc_schema::numa::ObjectTouch> = c
+                    .places
+                    .iter()
+                    .filter(|(&k, _)| k > 0 && (k as usize) <= list.len())
+                    .map(|(&k, &pages)| {
+                        let ((pc, tid, _), _, _) = list[k as usize - 1];
+                        profcc_schema::numa::ObjectTouch {
+                            pc,
+                            thread: (tid != u32::MAX).then_some(tid),
+                            pages,
+                        }
+                    })
+                    .collect();
+                touches.sort_by(|a, b| b.pages.cmp(&a.pages).then(a.pc.cmp(&b.pc)));
+                profcc_schema::numa::NumaObject {
+                    alloc_stack,
+                    stack_of,
+                    address: c.address,
+                    bytes: c.bytes,
+                    instances: c.instances,
+                    pages: c.pages,
+                    accesses: c.accesses,
+                    remote: c.remote,
+                    first_touch: touches,
+                    threads: c
+                        .threads
+                        .iter()
+                        .map(|(&t, &(a, b, n))| profcc_schema::numa::ThreadRange {
+                            thread: t,
+                            start: a,
+                            end: b,
+                            pages: n,
+                        })
+                        .collect(),
+                    shared_pages: c.shared_pages,
+                    moved_pages: c.moved_pages,
+                }
+            })
+            .collect();
+        drop(places);
         p.numa = Some(profcc_schema::numa::Numa {
             model: match model() {
                 Model::Thread => "thread",
@@ -400,6 +871,7 @@ impl Analysis for Numa {
             pages: PAGES.load(Relaxed),
             threads,
             first_touch,
+            objects,
         });
     }
 }
