@@ -13,11 +13,11 @@
  * the thread's own). */
 #include "profcc_hooks.h"
 
-_Static_assert((PROFCC_NUMA_SLOTS & (PROFCC_NUMA_SLOTS - 1)) == 0, "slots: a power of two");
+_Static_assert(PROFCC_NUMA_SLOTS == 1u << PROFCC_NUMA_SLOT_BITS, "slots: a power of two");
 
 void __profcc_numa(const void *p) {
   uint64_t page = (uint64_t)p >> PROFCC_PAGE_SHIFT;
-  struct profcc_page_slot *s = &__profcc_numa_cache[page & (PROFCC_NUMA_SLOTS - 1)];
+  struct profcc_page_slot *s = &__profcc_numa_cache[PROFCC_NUMA_SLOT_OF(page)];
   if (__builtin_expect(s->page != page, 0))
     __profcc_page_miss(p);
   s->count += 1;

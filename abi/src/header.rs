@@ -170,6 +170,17 @@ const ITEMS: &[Item] = &[
         "slots of a thread's page cache",
     ),
     hex("NUMA_NO_PAGE", NUMA_NO_PAGE, "a cache slot holding no page"),
+    int("NUMA_SLOT_BITS", NUMA_SLOT_BITS as u64, ""),
+    hex(
+        "NUMA_SLOT_HASH",
+        NUMA_SLOT_HASH,
+        "Fibonacci hashing of page numbers",
+    ),
+    Macro(
+        "NUMA_SLOT_OF(page)",
+        "((uint64_t)((uint64_t)(page) * PROFCC_NUMA_SLOT_HASH) >> (64 - PROFCC_NUMA_SLOT_BITS))",
+        "the page cache slot of a page number",
+    ),
     int("CTOR_PRIORITY", CTOR_PRIORITY, ""),
 ];
 

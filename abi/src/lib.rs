@@ -459,9 +459,20 @@ impl PageRecord {
 
 const _: () = assert!(core::mem::size_of::<PageRecord>() == 1 << PAGE_ENTRY_SHIFT);
 
-/// Slots of a thread's page cache (NUMA hook): slot `page % NUMA_SLOTS` holds the page number
+/// Slots of a thread's page cache (NUMA hook): slot [`numa_slot`]`(page)` holds the page number
 /// of the page it counts (`NUMA_NO_PAGE`: none) and the accesses not yet added to its record.
-pub const NUMA_SLOTS: u32 = 64;
+pub const NUMA_SLOT_BITS: u32 = 6;
+pub const NUMA_SLOTS: u32 = 1 << NUMA_SLOT_BITS;
+/// The slot's hash multiplier (Fibonacci hashing: 2^64 / the golden ratio). A page number's
+/// low bits alone would put the same element of arrays that lie a multiple of 64 pages apart
+/// (2 MiB-aligned blocks) in one slot, and a loop over both would miss on every access.
+pub const NUMA_SLOT_HASH: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The page cache slot of page number `page` (hooks/numa.c computes the same).
+#[inline(always)]
+pub const fn numa_slot(page: u64) -> usize {
+    (page.wrapping_mul(NUMA_SLOT_HASH) >> (64 - NUMA_SLOT_BITS)) as usize
+}
 /// A cache slot's page number when it holds no page (no page number reaches it).
 pub const NUMA_NO_PAGE: u64 = u64::MAX;
 /// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`

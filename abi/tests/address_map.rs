@@ -243,3 +243,21 @@ fn shadow_word_accessors_read_back_what_was_built() {
     assert!(h.is_hot());
     assert_eq!((h.hot_index(), h.record()), (4242, Some(4242)));
 }
+
+/// The page cache's slots: arrays 2 MiB apart (a multiple of 64 pages) do not share a slot
+/// at the same index, and a sequential sweep spreads over the cache.
+#[test]
+fn numa_slots_spread_strided_and_sequential_pages() {
+    use profcc_abi::{numa_slot, NUMA_SLOTS};
+    let base = 0x7f12_3456_7000u64 >> 12;
+    for stride in [64u64, 512, 4096, 1 << 18] {
+        let slots: std::collections::HashSet<usize> =
+            (0..4).map(|k| numa_slot(base + k * stride)).collect();
+        assert_eq!(slots.len(), 4, "stride {stride} pages");
+    }
+    let seq: std::collections::HashSet<usize> = (0..NUMA_SLOTS as u64)
+        .map(|k| numa_slot(base + k))
+        .collect();
+    assert!(seq.len() >= 40, "{} slots of 64", seq.len());
+    assert!((0..1u64 << 20).all(|p| numa_slot(p) < NUMA_SLOTS as usize));
+}

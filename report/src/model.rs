@@ -357,6 +357,50 @@ pub struct NumaInput {
     pub first_touch: Vec<NumaFirstTouch>,
     /// What to change, when the run shows a pattern (docs/numa.md); None: nothing to say.
     pub advice: Option<String>,
+    /// Remote invalidations of the run (tracked lines used by threads of two or more nodes).
+    pub remote_invalidations: u64,
+    /// Objects by seriousness score, highest first (at most `--top`).
+    pub objects: Vec<NumaObject>,
+}
+
+/// One object of the NUMA analysis: a heap block's allocation site (its blocks together), a
+/// global, a thread's stack, or a run of other pages.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaObject {
+    /// `heap block allocated at file:line`, `global name`, `stack of thread N` or
+    /// `memory at 0x...`.
+    pub object: String,
+    /// `file:line` of the allocation (heap blocks and mappings).
+    pub allocated_at: Option<String>,
+    pub address: u64,
+    pub bytes: u64,
+    pub instances: u64,
+    pub pages: u64,
+    pub local: u64,
+    pub remote: u64,
+    /// Invalidations of its tracked lines that used threads of two or more nodes.
+    pub remote_invalidations: u64,
+    /// `(remote x REMOTE_MISS_RATE + remote_invalidations) / ms` (docs/numa.md).
+    pub score: f64,
+    /// The thread and the line that touched most of its pages first, and how many.
+    pub first_touch_thread: Option<u32>,
+    pub first_touch_at: Option<String>,
+    pub first_touch_pages: u64,
+    /// Per thread, the byte range (offsets from the object's start) of the pages it used.
+    pub threads: Vec<NumaRange>,
+    pub shared_pages: u64,
+    pub moved_pages: u64,
+    /// `first touch`, `remote access` or `binding`; None: nothing to change.
+    pub kind: Option<String>,
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaRange {
+    pub thread: u32,
+    pub start: u64,
+    pub end: u64,
+    pub pages: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -51,6 +51,25 @@ pub struct NumaObject {
     pub shared_pages: u64,
     /// Pages that one thread other than their first toucher accessed.
     pub moved_pages: u64,
+    /// A run of at most `MAX_RUN_DETAIL` pages: each counted page, for the report to split
+    /// the run at the globals it holds (empty for blocks and longer runs).
+    #[serde(default)]
+    pub page_counts: Vec<PageCount>,
+}
+
+/// Most pages of a run given one by one ([`NumaObject::page_counts`]).
+pub const MAX_RUN_DETAIL: u64 = 256;
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct PageCount {
+    /// Offset of the page from the run's start.
+    pub offset: u64,
+    pub accesses: u64,
+    pub remote: u64,
+    /// Two or more threads besides its first toucher accessed it.
+    pub shared: bool,
+    /// One thread other than its first toucher accessed it.
+    pub moved: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -492,3 +492,155 @@ fn real_model_on_this_machine_counts_every_access_and_one_node_is_all_local() {
         }
     }
 }
+
+const BLOCKS_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define PAGE 4096
+#define INTS (PAGE / sizeof(int))
+#define BLOCKS 16
+#define TABLE (4 * PAGE / sizeof(long))
+static long table[TABLE] __attribute__((aligned(4096))); /* MARK_GLOBAL: read by both workers */
+static int *tiles;
+static int *shared_stack;
+static long sums[2];
+static pthread_barrier_t bar;
+static void *worker(void *arg) {
+  long k = (long)arg, s = 0;
+  /* first touch in parallel: thread k the even (k = 0) or odd (k = 1) tiles */
+  for (int b = (int)k; b < BLOCKS; b += 2)
+    for (unsigned i = 0; i < INTS; i++) tiles[b * INTS + i] = b; /* MARK_TOUCH */
+  pthread_barrier_wait(&bar);
+  /* the sweep: each tile read by the other thread (a permuted assignment, b ^ 1) */
+  for (int b = (int)k; b < BLOCKS; b += 2)
+    for (unsigned i = 0; i < INTS; i++) s += tiles[(b ^ 1) * INTS + i];
+  for (unsigned i = 0; i < TABLE; i++) s += table[i];
+  for (unsigned i = 0; i < 4 * INTS; i++) s += shared_stack[i];
+  sums[k] = s;
+  return NULL;
+}
+int main(void) {
+  int on_stack[4 * INTS]; /* MARK_STACK: the main thread's stack, read by both workers */
+  for (unsigned i = 0; i < 4 * INTS; i++) on_stack[i] = 1;
+  for (unsigned i = 0; i < TABLE; i++) table[i] = 2;
+  shared_stack = on_stack;
+  tiles = aligned_alloc(PAGE, BLOCKS * PAGE); /* MARK_TILES */
+  pthread_barrier_init(&bar, NULL, 2);
+  pthread_t t[2];
+  for (long k = 0; k < 2; k++) pthread_create(&t[k], NULL, worker, (void *)k);
+  for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+  printf("%ld\n", sums[0] + sums[1]);
+  return 0;
+}
+"#;
+
+/// Objects: tiles touched in parallel, then each read by the other thread (a permuted block
+/// assignment, as Hydro's Morton-ordered tiles); a global and the main thread's stack that
+/// both workers read. Under `numa=thread` every count is known: each worker writes 8 tiles
+/// of 1024 ints (local) and reads the 8 others (remote), reads the 4-page table (2048 longs)
+/// and the 4-page stack array (4096 ints), all remote.
+#[test]
+fn objects_name_permuted_tiles_a_shared_global_and_the_main_stack() {
+    let s = Scratch::new();
+    s.write("blocks.c", BLOCKS_C);
+    s.compile_env(
+        &profcc(),
+        // Not vectorised: one access per element, so that the counts are the elements.
+        &[
+            "-O2",
+            "-fno-vectorize",
+            "-fno-slp-vectorize",
+            "-g",
+            "-pthread",
+            "blocks.c",
+            "-o",
+            "blocks",
+        ],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let (out, p) = s.run_profiled("blocks", &[], "summary=0");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!out.stdout.is_empty());
+    let profile = s.path("blocks.profile.json");
+    let r = report(&profile, &[]);
+    let n = &r.numa.as_ref().expect("a numa section").inputs[0];
+    let find = |prefix: &str| {
+        n.objects
+            .iter()
+            .find(|o| o.object.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in {:#?}", n.objects))
+    };
+    // The tiles: 16 pages, 16 x 1024 local writes and 16 x 1024 remote reads, every page used
+    // by the other thread than its first toucher, the two threads' pages interleaved.
+    let tiles = find("heap block allocated at ");
+    assert!(
+        tiles
+            .object
+            .ends_with(&format!("blocks.c:{}", line_of(BLOCKS_C, "MARK_TILES"))),
+        "{tiles:?}"
+    );
+    assert_eq!(
+        (tiles.pages, tiles.local, tiles.remote, tiles.moved_pages),
+        (16, 16 * 1024, 16 * 1024, 16),
+        "{tiles:?}"
+    );
+    assert_eq!(tiles.kind.as_deref(), Some("first touch"));
+    let fix = tiles.fix.as_deref().unwrap_or_default();
+    assert!(fix.contains("permuted or tiled"), "{fix}");
+    assert!(
+        tiles
+            .first_touch_at
+            .as_deref()
+            .unwrap_or_default()
+            .ends_with(&format!("blocks.c:{}", line_of(BLOCKS_C, "MARK_TOUCH"))),
+        "{tiles:?}"
+    );
+    assert!(matches!(tiles.first_touch_thread, Some(1) | Some(2)));
+    let ranges: Vec<(u32, u64)> = tiles.threads.iter().map(|t| (t.thread, t.pages)).collect();
+    assert_eq!(ranges, vec![(1, 8), (2, 8)], "each worker uses 8 tiles");
+    // The global: written by main (local), read whole by both workers (remote), its 4 pages
+    // shared: interleave.
+    let table = find("global table");
+    assert_eq!(
+        (table.pages, table.local, table.remote, table.shared_pages),
+        (4, 2048, 2 * 2048, 4),
+        "{table:?}"
+    );
+    assert_eq!(table.kind.as_deref(), Some("remote access"));
+    assert!(table
+        .fix
+        .as_deref()
+        .unwrap_or_default()
+        .contains("interleave"));
+    // The main thread's stack: the workers' 2 x 4096 reads of its array are remote.
+    let stack = find("stack of thread 0");
+    assert_eq!(stack.remote, 2 * 4096, "{stack:?}");
+    assert!(stack.local >= 4096, "the main thread's writes: {stack:?}");
+    // Scores follow the formula, and the ranking is by score.
+    let ms = p.duration_ns as f64 / 1e6;
+    let rate = profcc_analysis::numa::REMOTE_MISS_RATE;
+    assert!((tiles.score - (16.0 * 1024.0 * rate) / ms).abs() < 1e-6 * tiles.score);
+    assert!(n.objects.windows(2).all(|w| w[0].score >= w[1].score));
+    // CSV: numa_objects.csv has the tiles' row.
+    let dir = s.path("csv");
+    sh(std::process::Command::new(profcc())
+        .args(["report", "--csv"])
+        .arg(&dir)
+        .arg(&profile));
+    let csv = std::fs::read_to_string(dir.join("numa_objects.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("input,object,allocation_site,first_touch_thread,first_touch_line,local,remote,remote_invalidations,score,pages,kind")
+    );
+    assert!(
+        csv.lines().any(|l| l.contains(&format!(
+            ",{},{},0,{:.3},16,first touch",
+            16 * 1024,
+            16 * 1024,
+            tiles.score
+        ))),
+        "{csv}"
+    );
+}

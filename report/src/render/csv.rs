@@ -30,6 +30,7 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     sharing_findings,
     sharing_below_threshold,
     numa_threads,
+    numa_objects,
 ];
 
 /// Cells that hold several values are joined with this.
@@ -348,6 +349,50 @@ pub fn numa_threads(r: &Report) -> Table {
     }
 }
 
+/// One row per object of every input with NUMA records: the memory, where it was allocated
+/// and first touched, its local and remote accesses and its seriousness score (docs/numa.md).
+pub fn numa_objects(r: &Report) -> Table {
+    let rows = r
+        .numa
+        .iter()
+        .flat_map(|n| &n.inputs)
+        .flat_map(|i| {
+            i.objects.iter().map(move |o| {
+                vec![
+                    i.input.to_string(),
+                    o.object.clone(),
+                    opt(&o.allocated_at),
+                    opt(&o.first_touch_thread),
+                    opt(&o.first_touch_at),
+                    o.local.to_string(),
+                    o.remote.to_string(),
+                    o.remote_invalidations.to_string(),
+                    format!("{:.3}", o.score),
+                    o.pages.to_string(),
+                    opt(&o.kind),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        file: "numa_objects.csv",
+        header: &[
+            "input",
+            "object",
+            "allocation_site",
+            "first_touch_thread",
+            "first_touch_line",
+            "local",
+            "remote",
+            "remote_invalidations",
+            "score",
+            "pages",
+            "kind",
+        ],
+        rows,
+    }
+}
+
 /// A unit enum as its JSON name (`false_sharing`, `high`): one spelling for JSON and CSV.
 fn serde_plain<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
@@ -453,6 +498,17 @@ mod tests {
                 d.0
             );
         }
+    }
+
+    /// The score's miss rate in docs/report.md is the analysis's constant.
+    #[test]
+    fn docs_state_the_scores_miss_rate() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report.md"),
+        )
+        .unwrap();
+        let rate = profcc_analysis::numa::REMOTE_MISS_RATE;
+        assert!(doc.contains(&format!("(remote x {rate} + remote_invalidations) / ms")));
     }
 
     /// Every row has the header's width, quoting survives commas and quotes, and a directory

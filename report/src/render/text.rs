@@ -354,6 +354,33 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
         if let Some(a) = &i.advice {
             out.push_str(&format!("  fix: {a}\n"));
         }
+        if !i.objects.is_empty() {
+            out.push_str(&format!(
+                "  objects by score = (remote x {} + remote invalidations) / ms ({} remote invalidations in all):\n",
+                profcc_analysis::numa::REMOTE_MISS_RATE,
+                i.remote_invalidations
+            ));
+        }
+        for o in &i.objects {
+            let kind = o.kind.as_deref().unwrap_or("local");
+            let size = if o.instances > 1 {
+                format!("{} blocks, {} pages", o.instances, o.pages)
+            } else {
+                format!("{}, {} pages", crate::fmt::bytes(o.bytes), o.pages)
+            };
+            out.push_str(&format!(
+                "  {kind}: {} ({size}): {} of {} accesses remote ({:.1}%), {} remote invalidations, score {:.1}/ms\n",
+                o.object,
+                o.remote,
+                o.local + o.remote,
+                pct(o.remote, o.local + o.remote),
+                o.remote_invalidations,
+                o.score
+            ));
+            if let Some(f) = &o.fix {
+                out.push_str(&format!("    fix: {f}\n"));
+            }
+        }
         if !i.node_matrix.is_empty() {
             out.push_str("  accesses by the thread's node (rows) and the page's node (columns):\n");
             for (from, row) in i.node_matrix.iter().enumerate() {

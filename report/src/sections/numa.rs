@@ -2,11 +2,13 @@
 //! into nodes, and the node x node matrix of the `emulate` model.
 
 use super::Options;
+use crate::fmt::bytes;
 use crate::merge::Merged;
-use crate::model::{Numa, NumaFirstTouch, NumaInput, NumaThread};
+use crate::model::{Numa, NumaFirstTouch, NumaInput, NumaObject, NumaRange, NumaThread};
 use crate::symbolize::user_frame;
 use profcc_abi::MAX_HOMES;
-use profcc_analysis::numa::{pattern, Pattern};
+use profcc_analysis::numa::{object_fix, pattern, score, Layout, ObjectFix, Pattern};
+use std::collections::{BTreeSet, HashMap};
 
 /// A home as a node: `thread`: the thread id (home - 1); `emulate`: the node (home - 1);
 /// `MAX_HOMES` (or 0): none.
@@ -114,6 +116,8 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
             first_touch.sort_by(|a, b| b.pages.cmp(&a.pages));
             first_touch.truncate(opts.limit(first_touch.len()));
             let advice = advice(n, first_touch.first());
+            let (mut objects, remote_invalidations) = objects(m, i, n);
+            objects.truncate(opts.limit(objects.len()));
             Some(NumaInput {
                 input: i,
                 model: n.model.clone(),
@@ -125,8 +129,222 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 node_matrix,
                 first_touch,
                 advice,
+                remote_invalidations,
+                objects,
             })
         })
         .collect();
     (!inputs.is_empty()).then_some(Numa { inputs })
+}
+
+/// `[start, end)` as sizes, for a thread's range.
+fn span(start: u64, end: u64) -> String {
+    format!("[{}, {})", bytes(start), bytes(end))
+}
+
+/// The fix for one object, in words: its kind and what to change.
+fn fix_words(o: &profcc_schema::numa::NumaObject, first: &str) -> (Option<String>, Option<String>) {
+    match object_fix(o) {
+        ObjectFix::None => (None, None),
+        ObjectFix::FirstTouch { layout: Layout::Blocks(r) } => {
+            let parts: Vec<String> = r
+                .iter()
+                .map(|&(t, a, b)| format!("thread {t} {}", span(a, b)))
+                .collect();
+            (
+                Some("first touch".into()),
+                Some(format!(
+                    "{first}; each thread uses its own block ({}): touch each block first in the thread that uses it (initialise it in a parallel loop with the same schedule as the loop that uses it), or place the blocks with move_pages/mbind",
+                    parts.join(", ")
+                )),
+            )
+        }
+        ObjectFix::FirstTouch {
+            layout: Layout::Permuted,
+        } => (
+            Some("first touch".into()),
+            Some(format!(
+                "{first}; each page is used by one thread, but the threads' pages interleave (a permuted or tiled assignment of blocks): touch each block first in the thread that later uses it, with the same block-to-thread assignment"
+            )),
+        ),
+        ObjectFix::Interleave => (
+            Some("remote access".into()),
+            Some(format!(
+                "{} of its {} pages are used by several threads: interleave it over the nodes (numa_alloc_interleaved, mbind MPOL_INTERLEAVE or numactl --interleave=all), or give each node a copy if it is read-mostly",
+                o.shared_pages, o.pages
+            )),
+        ),
+        ObjectFix::Bind => (
+            Some("binding".into()),
+            Some(
+                "its pages are used by the threads that touched them first, yet the accesses are remote: those threads ran on other nodes later; bind them (OMP_PROC_BIND=close with OMP_PLACES=cores, taskset or pthread_setaffinity_np)"
+                    .into(),
+            ),
+        ),
+    }
+}
+
+/// Per input: its objects by seriousness score, and the run's remote invalidations (the
+/// invalidations of tracked lines whose threads are on two or more nodes; docs/numa.md).
+fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObject>, u64) {
+    let profile = &m.inputs[i].profile;
+    let home: HashMap<u32, u32> = n.threads.iter().map(|t| (t.thread, t.home)).collect();
+    // Runs of other memory given page by page are split at the globals they hold: each page
+    // goes to the global holding its middle byte (pages of no global stay together).
+    let mut pieces: Vec<profcc_schema::numa::NumaObject> = Vec::new();
+    for o in &n.objects {
+        if o.alloc_stack.is_some() || o.stack_of.is_some() || o.page_counts.is_empty() {
+            pieces.push(o.clone());
+            continue;
+        }
+        let mut parts: Vec<(Option<String>, profcc_schema::numa::NumaObject)> = Vec::new();
+        for pc in &o.page_counts {
+            let at = o.address + pc.offset;
+            let name = m.global(i, at + 2048).map(|g| g.name);
+            let part = match parts.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, p)) => p,
+                None => {
+                    parts.push((
+                        name.clone(),
+                        profcc_schema::numa::NumaObject {
+                            address: at,
+                            instances: 1,
+                            first_touch: o.first_touch.clone(),
+                            ..Default::default()
+                        },
+                    ));
+                    &mut parts.last_mut().unwrap().1
+                }
+            };
+            part.pages += 1;
+            part.bytes = (at + 4096).saturating_sub(part.address);
+            part.accesses += pc.accesses;
+            part.remote += pc.remote;
+            part.shared_pages += pc.shared as u64;
+            part.moved_pages += pc.moved as u64;
+        }
+        if parts.len() == 1 {
+            pieces.push(o.clone());
+        } else {
+            pieces.extend(parts.into_iter().map(|(_, p)| p));
+        }
+    }
+    // Remote invalidations per object (index in n.objects) and in all.
+    let mut inv: HashMap<usize, u64> = HashMap::new();
+    let mut all_inv = 0u64;
+    for line in profile.sharing.iter().flat_map(|s| &s.lines) {
+        let homes: BTreeSet<u32> = line
+            .bytes
+            .iter()
+            .flat_map(|b| b.readers.iter().chain(&b.writers))
+            .filter_map(|t| home.get(t).copied())
+            .filter(|&h| h > 0 && h < MAX_HOMES)
+            .collect();
+        if homes.len() < 2 || line.invalidations == 0 {
+            continue;
+        }
+        all_inv += line.invalidations;
+        let stack = line.objects.iter().find_map(|o| o.alloc_stack);
+        let at = pieces.iter().position(|o| match (stack, o.alloc_stack) {
+            (Some(a), Some(b)) => a == b,
+            _ => {
+                o.alloc_stack.is_none() && o.address <= line.addr && line.addr < o.address + o.bytes
+            }
+        });
+        if let Some(k) = at {
+            *inv.entry(k).or_default() += line.invalidations;
+        }
+    }
+    let mut out: Vec<NumaObject> = pieces
+        .iter()
+        .enumerate()
+        .map(|(k, o)| {
+            let allocated_at = o.alloc_stack.and_then(|id| {
+                let stack = m.stack(i, id);
+                user_frame(&stack).and_then(|u| u.place())
+            });
+            let object = if let Some(t) = o.stack_of {
+                format!("stack of thread {t}")
+            } else if o.alloc_stack.is_some() {
+                match &allocated_at {
+                    Some(p) => format!("heap block allocated at {p}"),
+                    None => "heap block".to_string(),
+                }
+            } else {
+                m.global(i, o.address)
+                    .or_else(|| m.global(i, o.address + o.bytes / 2))
+                    .map(|g| format!("global {}", g.name))
+                    .unwrap_or_else(|| format!("memory at {:#x}", o.address))
+            };
+            let top = o.first_touch.first();
+            let first_touch_at = top.and_then(|t| {
+                let frames = m.address(i, t.pc);
+                frames
+                    .iter()
+                    .find(|x| x.place().is_some())
+                    .and_then(|x| x.place())
+            });
+            let remote_invalidations = inv.get(&k).copied().unwrap_or(0);
+            let first = match (top.and_then(|t| t.thread), &first_touch_at) {
+                (Some(t), Some(p)) => format!("thread {t} touched it first at {p}"),
+                (Some(t), None) => format!("thread {t} touched it first"),
+                _ => "first touched by an unknown thread".to_string(),
+            };
+            let (kind, fix) = fix_words(o, &first);
+            NumaObject {
+                object,
+                allocated_at,
+                address: o.address,
+                bytes: o.bytes,
+                instances: o.instances,
+                pages: o.pages,
+                local: o.accesses.saturating_sub(o.remote),
+                remote: o.remote,
+                remote_invalidations,
+                score: score(o.remote, remote_invalidations, profile.duration_ns),
+                first_touch_thread: top.and_then(|t| t.thread),
+                first_touch_at,
+                first_touch_pages: top.map_or(0, |t| t.pages),
+                threads: o
+                    .threads
+                    .iter()
+                    .map(|t| NumaRange {
+                        thread: t.thread,
+                        start: t.start,
+                        end: t.end,
+                        pages: t.pages,
+                    })
+                    .collect(),
+                shared_pages: o.shared_pages,
+                moved_pages: o.moved_pages,
+                kind,
+                fix,
+            }
+        })
+        .collect();
+    // Objects of one name merge (a global's pages in two runs, split by another object).
+    let mut merged: Vec<NumaObject> = Vec::new();
+    for o in out.drain(..) {
+        match merged.iter_mut().find(|g| {
+            g.object == o.object && o.instances == 1 && g.instances == 1 && o.allocated_at.is_none()
+        }) {
+            Some(g) => {
+                g.pages += o.pages;
+                g.local += o.local;
+                g.remote += o.remote;
+                g.remote_invalidations += o.remote_invalidations;
+                g.score += o.score;
+                g.shared_pages += o.shared_pages;
+                g.moved_pages += o.moved_pages;
+            }
+            None => merged.push(o),
+        }
+    }
+    merged.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.remote.cmp(&a.remote))
+            .then(a.object.cmp(&b.object))
+    });
+    (merged, all_inv)
 }

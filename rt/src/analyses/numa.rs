@@ -331,7 +331,7 @@ pub extern "C" fn profcc_numa_page_miss(p: *const u8, pc: *const u8) {
         home_of(p, pc, None);
         return;
     };
-    let i = page as usize % NUMA_SLOTS as usize;
+    let i = profcc_abi::numa_slot(page);
     s.flush(i);
     let home = home_of(p, pc, Some(s));
     s.slot_home[i].store(home, Relaxed);
@@ -423,6 +423,9 @@ struct Credit {
     threads: BTreeMap<u32, (u64, u64, u64)>,
     shared_pages: u64,
     moved_pages: u64,
+    /// Each counted page, when `detail` (runs of other memory).
+    per_page: Vec<profcc_schema::numa::PageCount>,
+    detail: bool,
 }
 
 /// Counts still in other threads' caches, read at the dump: page -> (accesses, remote, id + 1
@@ -469,6 +472,15 @@ impl Credit {
                 a
             }
         };
+        if self.detail && self.per_page.len() < profcc_schema::numa::MAX_RUN_DETAIL as usize {
+            self.per_page.push(profcc_schema::numa::PageCount {
+                offset: off,
+                accesses: n,
+                remote,
+                shared: acc == PageRecord::SEVERAL,
+                moved: acc != 0 && acc != PageRecord::SEVERAL,
+            });
+        }
         if user != 0 {
             let t = self.threads.entry(user - 1).or_insert((u64::MAX, 0, 0));
             t.0 = t.0.min(off);
@@ -515,6 +527,7 @@ impl Credit {
         }
         self.shared_pages += o.shared_pages;
         self.moved_pages += o.moved_pages;
+        self.per_page.clear();
     }
 }
 
@@ -627,6 +640,7 @@ fn objects(
         let mut c = Credit {
             instances: 1,
             address: page << PAGE_SHIFT,
+            detail: true,
             ..Credit::default()
         };
         c.add_page(page, 0, Some(pending));
@@ -851,6 +865,13 @@ impl Analysis for Numa {
                         .collect(),
                     shared_pages: c.shared_pages,
                     moved_pages: c.moved_pages,
+                    page_counts: if alloc_stack.is_none()
+                        && c.bytes >> PAGE_SHIFT <= profcc_schema::numa::MAX_RUN_DETAIL
+                    {
+                        c.per_page
+                    } else {
+                        Vec::new()
+                    },
                 }
             })
             .collect();
