@@ -18,10 +18,43 @@ pub const NESTED_ENV: &str = "PROFCC_NESTED";
 /// "none required" where clang-22 needs the library (configure results would differ).
 /// No `-lpthread -ldl`: glibc >= 2.34 has both in libc (libpthread.a/libdl.a are empty), and
 /// CMake would record them as implicit link libraries of the compiler.
+/// The memory-policy calls the NUMA analysis wraps (rt/csrc/numa_wrap.c), in links that name
+/// libnuma ([`links_libnuma`]): `--wrap` redirects only the program's own references. A
+/// definition of `mbind` in the runtime instead would let a program that calls it link without
+/// libnuma, where clang-22 fails (autoconf's `AC_SEARCH_LIBS([mbind], [numa])` would find
+/// "none required"). libnuma's allocators are wrapped at the program's call: their own mbind
+/// calls happen inside libnuma, where no wrapper sees them.
+pub const NUMA_WRAPPED: &[&str] = &[
+    "mbind",
+    "set_mempolicy",
+    "move_pages",
+    "numa_alloc_interleaved",
+    "numa_alloc_interleaved_subset",
+    "numa_alloc_onnode",
+    "numa_alloc_local",
+    "numa_alloc",
+    "numa_interleave_memory",
+    "numa_tonode_memory",
+];
+
 pub const RUNTIME_LINK_FLAGS: &[&str] = &[
     "-Wl,-u,__profcc_force_link",
     "-Wl,--export-dynamic-symbol=__profcc_*",
 ];
+
+/// The link names libnuma: `-lnuma` (also `-l numa`, `-l:libnuma.so.1`), or the library's
+/// path (CMake passes `/usr/lib/.../libnuma.so`).
+pub fn links_libnuma(args: &[String]) -> bool {
+    args.iter().enumerate().any(|(i, a)| {
+        let file = a.rsplit('/').next().unwrap_or(a);
+        a == "-lnuma"
+            || (a == "-l" && args.get(i + 1).is_some_and(|n| n == "numa"))
+            || a.starts_with("-l:libnuma.")
+            || file == "libnuma.a"
+            || file == "libnuma.so"
+            || file.starts_with("libnuma.so.")
+    })
+}
 
 /// The linker response file that names the runtime archive (in the build's temp directory).
 /// The link passes `-Wl,@FILE` instead of the archive's path: CMake parses the `-v` link
@@ -394,6 +427,9 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<St
     if let Some(rt) = runtime {
         v.push(rt.to_string());
         v.extend(RUNTIME_LINK_FLAGS.iter().map(|s| s.to_string()));
+        if links_libnuma(&v) {
+            v.extend(NUMA_WRAPPED.iter().map(|f| format!("-Wl,--wrap={f}")));
+        }
         if v.iter().any(|a| a == "-static" || a == "-static-pie") {
             v.push(STATIC_LINK_FLAG.to_string());
         }

@@ -796,6 +796,22 @@ int munmap(void *addr, size_t len) {
     return (int)syscall(SYS_munmap, addr, len);
 }
 
+/* For the wrappers of libnuma's allocators (numa_wrap_libnuma.c): run a call unrecorded, and
+ * record a mapping made inside a library with the stack above `fp`. */
+int profcc_quiet_enter(void) {
+    int was = tls.in_rt;
+    tls.in_rt = 1;
+    return was;
+}
+void profcc_quiet_leave(int was) { tls.in_rt = was; }
+void profcc_record_mapping(void *p, size_t len, void *fp) {
+    if (LIKELY(!tls.in_rt)) {
+        tls.in_rt = 1;
+        profcc_on_mmap(p, len, fp);
+        tls.in_rt = 0;
+    }
+}
+
 void *mremap(void *old, size_t old_len, size_t len, int flags, ...) {
     void *want = 0;
     if (flags & MREMAP_FIXED) {

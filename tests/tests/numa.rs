@@ -644,3 +644,131 @@ fn objects_name_permuted_tiles_a_shared_global_and_the_main_stack() {
         "{csv}"
     );
 }
+
+const POLICY_C: &str = r#"
+#include <numa.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define PAGE 4096
+#define PAGES 64
+#define LONGS (PAGE / sizeof(long))
+static long sweep(long *a) {
+  long s = 0;
+  for (unsigned i = 0; i < PAGES * LONGS; i++) a[i] = i & 7;
+  for (unsigned i = 0; i < PAGES * LONGS; i++) s += a[i];
+  return s;
+}
+int main(void) {
+  if (numa_available() < 0) { puts("no numa"); return 0; }
+  /* libnuma: pages interleaved over every node */
+  long *inter = numa_alloc_interleaved(PAGES * PAGE); /* MARK_INTERLEAVED */
+  /* numa_alloc_local: pages on the node of the thread that touches them */
+  long *local = numa_alloc_local(PAGES * PAGE); /* MARK_LOCAL */
+  /* set_mempolicy: the thread's later first touches interleaved over every node */
+  long *later = aligned_alloc(PAGE, PAGES * PAGE); /* MARK_LATER */
+  long s = sweep(inter) + sweep(local);
+  set_mempolicy(MPOL_INTERLEAVE, numa_all_nodes_ptr->maskp, numa_all_nodes_ptr->size + 1);
+  s += sweep(later);
+  set_mempolicy(MPOL_DEFAULT, NULL, 0);
+  printf("%ld\n", s);
+  numa_free(inter, PAGES * PAGE);
+  numa_free(local, PAGES * PAGE);
+  free(later);
+  return 0;
+}
+"#;
+
+/// Memory policies under `emulate` with 2 nodes: libnuma's interleaved pages alternate
+/// between the nodes, so the main thread (node 0) finds exactly half of them remote; its
+/// `numa_alloc_local` pages are all local; after `set_mempolicy(MPOL_INTERLEAVE)` its first
+/// touches alternate too. Under `thread` (no nodes) policies do not apply: all local.
+#[test]
+fn libnuma_interleave_and_set_mempolicy_place_pages_on_alternate_nodes() {
+    let s = Scratch::new();
+    s.write("policy.c", POLICY_C);
+    s.compile_env(
+        &profcc(),
+        &[
+            "-O2",
+            "-fno-vectorize",
+            "-fno-slp-vectorize",
+            "-g",
+            "policy.c",
+            "-o",
+            "policy",
+            "-lnuma",
+        ],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let per = 64 * 512u64; // writes, then as many reads
+    for (options, half) in [
+        ("summary=0:numa=emulate:numa_nodes=2", true),
+        ("summary=0", false),
+    ] {
+        let (out, _) = s.run_profiled("policy", &[], options);
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{}\n", 3 * 64 * 512 / 8 * 28),
+            "the program's output"
+        );
+        let r = report(&s.path("policy.profile.json"), &[]);
+        let n = &r.numa.as_ref().expect("a numa section").inputs[0];
+        let at = |mark: &str| {
+            let line = format!("policy.c:{}", line_of(POLICY_C, mark));
+            n.objects
+                .iter()
+                .find(|o| {
+                    o.allocated_at
+                        .as_deref()
+                        .is_some_and(|a| a.ends_with(&line))
+                })
+                .unwrap_or_else(|| panic!("{options}: no object at {line}: {:#?}", n.objects))
+        };
+        for mark in ["MARK_INTERLEAVED", "MARK_LATER"] {
+            let o = at(mark);
+            let remote = if half { per } else { 0 };
+            assert_eq!(
+                (o.pages, o.local, o.remote),
+                (64, 2 * per - remote, remote),
+                "{options}: {mark}: {o:?}"
+            );
+        }
+        let o = at("MARK_LOCAL");
+        assert_eq!(
+            (o.pages, o.local, o.remote),
+            (64, 2 * per, 0),
+            "{options}: {o:?}"
+        );
+    }
+}
+
+/// The policy wrappers do not change what links: a program that calls `mbind` without
+/// libnuma fails to link under profcc as under clang-22 (autoconf's `AC_SEARCH_LIBS` finds the
+/// same library), and links under both with `-lnuma` or the library's path.
+#[test]
+fn mbind_without_libnuma_fails_to_link_as_with_clang() {
+    let s = Scratch::new();
+    s.write(
+        "m.c",
+        "long mbind(void *, unsigned long, int, const unsigned long *, unsigned long, unsigned);\nint main(void) { return (int)mbind(0, 0, 0, 0, 0, 0) == 12345; }\n",
+    );
+    let link = |cc: &std::path::Path, extra: &[&str]| {
+        std::process::Command::new(cc)
+            .current_dir(s.path(""))
+            .args(["m.c", "-o", "m"])
+            .args(extra)
+            .env("PROFCC_INSTRUMENT", "numa")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    let clang = std::path::PathBuf::from("clang-22");
+    assert!(!link(&clang, &[]) && !link(&profcc(), &[]), "no libnuma: no link");
+    assert!(link(&clang, &["-lnuma"]) && link(&profcc(), &["-lnuma"]));
+    let path = "/usr/lib/x86_64-linux-gnu/libnuma.so";
+    assert!(link(&clang, &[path]) && link(&profcc(), &[path]));
+}

@@ -176,6 +176,7 @@ pub const RUNTIME_IMPORTS: &str = "libprofcc_rt.imports";
 pub fn runtime_exports(name: &str, interposers: &[String]) -> bool {
     name.starts_with("__profcc_")
         || name.starts_with("profcc_")
+        || name.starts_with("__wrap_")
         || interposers.iter().any(|i| i == name)
 }
 

@@ -214,6 +214,10 @@ struct ThreadState {
     total_since: AtomicU64,
     stack_lo: AtomicU64,
     stack_hi: AtomicU64,
+    /// Its memory policy (`set_mempolicy`, emulate): mode, emulated nodes, next interleave.
+    pol_mode: AtomicU32,
+    pol_nodes: AtomicU64,
+    pol_next: AtomicU64,
     row: [AtomicU64; ROW],
 }
 
@@ -368,9 +372,11 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
             }
         }
     }
-    // The page's home: the toucher's, except under `real`, where the kernel says.
+    // The page's home: the toucher's, except under `real`, where the kernel says, and under
+    // `emulate` where a memory policy says otherwise.
     let page_home = match model() {
         Model::Real => page_node(p, home.saturating_sub(1)) + 1,
+        Model::Emulate => policy_node(p as u64, st, home.saturating_sub(1)).map_or(home, |n| n + 1),
         _ => home,
     };
     match rec.home.compare_exchange(0, page_home, Relaxed, Relaxed) {
@@ -405,6 +411,211 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
             page_home
         }
         Err(h) => h,
+    }
+}
+
+// ---- memory policies (`emulate`; under `real` the kernel places pages and says where) ----
+
+const MPOL_PREFERRED: u32 = 1;
+const MPOL_BIND: u32 = 2;
+const MPOL_INTERLEAVE: u32 = 3;
+const MPOL_PREFERRED_MANY: u32 = 5;
+/// The mode flags (`MPOL_F_STATIC_NODES`, `MPOL_F_RELATIVE_NODES`, `MPOL_F_NUMA_BALANCING`).
+const MPOL_MODE_FLAGS: i32 = (1 << 15) | (1 << 14) | (1 << 13);
+
+/// A policy: its mode, the emulated nodes it names (bit n: node n), and for a range the page
+/// its interleaving counts from.
+#[derive(Clone, Copy, Debug)]
+struct Policy {
+    mode: u32,
+    nodes: u64,
+    base: u64,
+}
+
+/// `mbind` ranges: start -> (end, policy), page-aligned, not overlapping.
+static RANGES: SpinLock<Option<BTreeMap<u64, (u64, Policy)>>> = SpinLock::new(None);
+
+/// Nodes of the machine (`real`) or 0: not read yet.
+static ONLINE: AtomicU32 = AtomicU32::new(0);
+
+fn online() -> u32 {
+    let mut n = ONLINE.load(Relaxed);
+    if n == 0 {
+        n = nodes_online().max(1);
+        ONLINE.store(n, Relaxed);
+    }
+    n
+}
+
+/// The first 64 nodes of a kernel node mask of `maxnode` bits.
+fn read_mask(mask: *const u64, maxnode: u64) -> u64 {
+    if mask.is_null() || maxnode == 0 {
+        return 0;
+    }
+    let w = unsafe { core::ptr::read_unaligned(mask) };
+    if maxnode < 64 {
+        w & ((1u64 << maxnode) - 1)
+    } else {
+        w
+    }
+}
+
+/// The emulated nodes a mask names: its bits as node numbers, except that a mask holding
+/// every node of the machine (libnuma's `numa_all_nodes`, "interleave over all") means every
+/// emulated node.
+fn emulated_nodes(mask: u64) -> u64 {
+    let bits = |n: u32| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    let (all_emulated, all_real) = (bits(NODES.load(Relaxed)), bits(online()));
+    if mask != 0 && mask & all_real == all_real {
+        all_emulated
+    } else {
+        mask & all_emulated
+    }
+}
+
+/// `mbind(addr, len, mode, mask, maxnode)` was called (rt/csrc/interpose.c): under `emulate`
+/// the range's policy for the pages touched from now on (`MPOL_DEFAULT` removes it).
+#[no_mangle]
+pub extern "C" fn profcc_numa_mbind(
+    addr: *const u8,
+    len: u64,
+    mode: i32,
+    mask: *const u64,
+    maxnode: u64,
+) {
+    if model() != Model::Emulate || len == 0 {
+        return;
+    }
+    let page = (1u64 << PAGE_SHIFT) - 1;
+    let (start, end) = (
+        addr as u64 & !page,
+        (addr as u64).saturating_add(len).saturating_add(page) & !page,
+    );
+    let pol = Policy {
+        mode: (mode & !MPOL_MODE_FLAGS) as u32,
+        nodes: emulated_nodes(read_mask(mask, maxnode)),
+        base: start >> PAGE_SHIFT,
+    };
+    let _g = crate::threads::RtGuard::enter();
+    let mut r = RANGES.lock();
+    let r = r.get_or_insert_with(BTreeMap::new);
+    let cut: Vec<u64> = r
+        .range(..end)
+        .filter(|(_, &(e, _))| e > start)
+        .map(|(&s, _)| s)
+        .collect();
+    for s in cut {
+        let (e, p) = r.remove(&s).unwrap();
+        if s < start {
+            r.insert(s, (start, p));
+        }
+        if e > end {
+            r.insert(end, (e, p));
+        }
+    }
+    if pol.mode != 0 {
+        r.insert(start, (end, pol));
+    }
+}
+
+/// `set_mempolicy(mode, mask, maxnode)`: under `emulate`, the calling thread's policy for the
+/// pages it touches first from now on (outside `mbind` ranges).
+#[no_mangle]
+pub extern "C" fn profcc_numa_set_mempolicy(mode: i32, mask: *const u64, maxnode: u64) {
+    let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
+    let (Some(s), Model::Emulate) = (unsafe { st.as_ref() }, model()) else {
+        return;
+    };
+    s.pol_nodes
+        .store(emulated_nodes(read_mask(mask, maxnode)), Relaxed);
+    s.pol_mode.store((mode & !MPOL_MODE_FLAGS) as u32, Relaxed);
+}
+
+/// `move_pages(0, count, pages, nodes, status)` returned `result`: under `emulate` each page
+/// moves to the emulated node asked for (the kernel may have refused a node this machine does
+/// not have); under `real` each page's home is the node the kernel reports in `status`.
+#[no_mangle]
+pub extern "C" fn profcc_numa_move_pages(
+    count: u64,
+    pages: *const *const u8,
+    nodes: *const i32,
+    status: *const i32,
+    result: i64,
+) {
+    if pages.is_null() {
+        return;
+    }
+    let n = NODES.load(Relaxed) as i32;
+    for i in 0..count as usize {
+        let p = unsafe { *pages.add(i) } as u64;
+        if p >= APP_LIMIT {
+            continue;
+        }
+        let node = match model() {
+            Model::Emulate if !nodes.is_null() => unsafe { *nodes.add(i) },
+            Model::Real if !status.is_null() && result >= 0 => unsafe { *status.add(i) },
+            _ => continue,
+        };
+        if node < 0 || (model() == Model::Emulate && node >= n) {
+            continue;
+        }
+        let home = (node as u32).min(MAX_HOMES - 2) + 1;
+        if record(p >> PAGE_SHIFT).home.swap(home, Relaxed) == 0 {
+            PAGES.fetch_add(1, Relaxed);
+            let _g = crate::threads::RtGuard::enter();
+            PLACES
+                .lock()
+                .get_or_insert_with(Places::default)
+                .touched
+                .push(p >> PAGE_SHIFT);
+        }
+    }
+}
+
+/// `emulate`: the node a memory policy puts the page holding `p` on, first touched by the
+/// thread `st` running on node `here`; None: no policy (or a local one): the toucher's.
+fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<u32> {
+    let ranged = {
+        let _g = crate::threads::RtGuard::enter();
+        let r = RANGES.lock();
+        r.as_ref().and_then(|r| {
+            r.range(..=p)
+                .next_back()
+                .filter(|(_, &(e, _))| p < e)
+                .map(|(_, &(_, pol))| pol)
+        })
+    };
+    let (pol, ranged) = match (ranged, st) {
+        (Some(pol), _) => (pol, true),
+        (None, Some(s)) if s.pol_mode.load(Relaxed) != 0 => (
+            Policy {
+                mode: s.pol_mode.load(Relaxed),
+                nodes: s.pol_nodes.load(Relaxed),
+                base: 0,
+            },
+            false,
+        ),
+        _ => return None,
+    };
+    let nodes: Vec<u32> = (0..64).filter(|&b| pol.nodes >> b & 1 == 1).collect();
+    if nodes.is_empty() {
+        return None;
+    }
+    match pol.mode {
+        MPOL_INTERLEAVE => {
+            let k = if ranged {
+                (p >> PAGE_SHIFT).saturating_sub(pol.base)
+            } else {
+                st.map_or(0, |s| s.pol_next.fetch_add(1, Relaxed))
+            };
+            Some(nodes[(k % nodes.len() as u64) as usize])
+        }
+        MPOL_PREFERRED | MPOL_BIND | MPOL_PREFERRED_MANY => Some(if nodes.contains(&here) {
+            here
+        } else {
+            nodes[0]
+        }),
+        _ => None,
     }
 }
 
@@ -557,6 +768,12 @@ fn object_freed(o: &crate::alloc::ObjectInfo) {
         rec.accesses.store(0, Relaxed);
         rec.remote.store(0, Relaxed);
         rec.accessor.store(0, Relaxed);
+        if o.kind == crate::alloc::KIND_MMAP {
+            // Unmapped: the kernel frees the page; the next mapping here is touched anew.
+            rec.home.store(0, Relaxed);
+            rec.toucher.store(0, Relaxed);
+            rec.place.store(0, Relaxed);
+        }
         mid += 1 << PAGE_SHIFT;
     }
     let mut f = FREED.lock();
@@ -732,6 +949,7 @@ impl Analysis for Numa {
         object_freed(o);
     }
     fn fork_prepare(&self) {
+        core::mem::forget(RANGES.lock());
         core::mem::forget(PLACES.lock());
         core::mem::forget(FREED.lock());
     }
@@ -739,12 +957,14 @@ impl Analysis for Numa {
         unsafe {
             FREED.force_unlock();
             PLACES.force_unlock();
+            RANGES.force_unlock();
         }
     }
     fn fork_child(&self) {
         unsafe {
             FREED.force_unlock();
             PLACES.force_unlock();
+            RANGES.force_unlock();
         }
     }
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
