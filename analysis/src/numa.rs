@@ -122,6 +122,155 @@ pub fn object_fix(o: &NumaObject) -> ObjectFix {
     ObjectFix::Bind
 }
 
+/// NumaPerf's remote latency over local latency in the overhead of a thread (`RL`).
+pub const REMOTE_LATENCY: f64 = 2.0;
+
+/// NumaPerf's memory access overhead of a thread: `Opt = local + remote x REMOTE_LATENCY`.
+pub fn overhead(local: u64, remote: u64) -> f64 {
+    local as f64 + remote as f64 * REMOTE_LATENCY
+}
+
+/// One group of threads (same start routine) and its share of the work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group<K> {
+    pub key: K,
+    pub threads: u32,
+    /// Sum of its threads' overheads (NumaPerf's `Opg`).
+    pub overhead: f64,
+    /// The thread count its overhead share asks for.
+    pub recommended: u32,
+}
+
+/// Load imbalance between thread groups (NumaPerf): each group's overhead, and the thread
+/// count proportional to it: `round(W x Opg / sum Opg)` of the W threads of all groups, at
+/// least 1, rounded so that the counts add up to W (largest remainders first). None with one
+/// group or none.
+pub fn imbalance<K: Clone + Ord>(threads: &[(K, f64)]) -> Option<Vec<Group<K>>> {
+    let mut groups: std::collections::BTreeMap<K, (u32, f64)> = Default::default();
+    for (k, o) in threads {
+        let g = groups.entry(k.clone()).or_default();
+        g.0 += 1;
+        g.1 += o;
+    }
+    if groups.len() < 2 {
+        return None;
+    }
+    let w: u32 = groups.values().map(|g| g.0).sum();
+    let total: f64 = groups.values().map(|g| g.1).sum();
+    let mut out: Vec<Group<K>> = groups
+        .into_iter()
+        .map(|(key, (n, o))| Group {
+            key,
+            threads: n,
+            overhead: o,
+            recommended: 0,
+        })
+        .collect();
+    let want: Vec<f64> = out
+        .iter()
+        .map(|g| {
+            if total > 0.0 {
+                w as f64 * g.overhead / total
+            } else {
+                g.threads as f64
+            }
+        })
+        .collect();
+    for (g, x) in out.iter_mut().zip(&want) {
+        g.recommended = (x.floor() as u32).max(1);
+    }
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by(|&a, &b| (want[b] - want[b].floor()).total_cmp(&(want[a] - want[a].floor())));
+    let mut left = w as i64 - out.iter().map(|g| g.recommended as i64).sum::<i64>();
+    for &k in order.iter().cycle().take(out.len() * 4) {
+        if left > 0 {
+            out[k].recommended += 1;
+            left -= 1;
+        } else if left < 0 && out[k].recommended > 1 {
+            out[k].recommended -= 1;
+            left += 1;
+        }
+    }
+    Some(out)
+}
+
+/// Round 1 of the balance rule: a thread whose closeness to the others deviates from its
+/// mean by at most this share of the mean is balanced (close to all alike).
+pub const BALANCED_DEVIATION: f64 = 0.5;
+
+/// The binding plan (NumaPerf; docs/numa.md, "Binding plan"): `close[a][b]` is the closeness
+/// of worker threads a and b (their remote accesses to each other's pages). Each thread's
+/// relative mean deviation `r` (mean |close[a][b] - its mean| over the others, over that
+/// mean; 0 when it has no remote accesses). Round 1: `r <= BALANCED_DEVIATION` is balanced.
+/// Round 2, over the others: `r` below half their mean `r` is balanced, the rest unbalanced.
+/// Unbalanced threads start as clusters of one; the two clusters with the most closeness
+/// between them merge while the result has at most `per_node` threads, until at most `nodes`
+/// clusters are left or no merge fits; balanced threads then join the smallest clusters.
+/// Returns the clusters (indices into `close`), at most `nodes` unless merges ran out, and
+/// which threads were unbalanced.
+pub fn binding_plan(
+    close: &[Vec<f64>],
+    nodes: usize,
+    per_node: usize,
+) -> (Vec<Vec<usize>>, Vec<bool>) {
+    let n = close.len();
+    let r: Vec<f64> = (0..n)
+        .map(|a| {
+            let others: Vec<f64> = (0..n).filter(|&b| b != a).map(|b| close[a][b]).collect();
+            if others.is_empty() {
+                return 0.0;
+            }
+            let m = others.iter().sum::<f64>() / others.len() as f64;
+            if m <= 0.0 {
+                return 0.0;
+            }
+            others.iter().map(|x| (x - m).abs()).sum::<f64>() / others.len() as f64 / m
+        })
+        .collect();
+    let mut balanced: Vec<bool> = r.iter().map(|&x| x <= BALANCED_DEVIATION).collect();
+    let rest: Vec<usize> = (0..n).filter(|&a| !balanced[a]).collect();
+    if !rest.is_empty() {
+        let m = rest.iter().map(|&a| r[a]).sum::<f64>() / rest.len() as f64;
+        for &a in &rest {
+            balanced[a] = r[a] < m / 2.0;
+        }
+    }
+    let per_node = per_node.max(1);
+    let mut clusters: Vec<Vec<usize>> = (0..n).filter(|&a| !balanced[a]).map(|a| vec![a]).collect();
+    while clusters.len() > nodes.max(1) {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for i in 0..clusters.len() {
+            for j in i + 1..clusters.len() {
+                if clusters[i].len() + clusters[j].len() > per_node {
+                    continue;
+                }
+                let c: f64 = clusters[i]
+                    .iter()
+                    .flat_map(|&a| clusters[j].iter().map(move |&b| (a, b)))
+                    .map(|(a, b)| close[a][b] + close[b][a])
+                    .sum();
+                if best.is_none_or(|(bc, _, _)| c > bc) {
+                    best = Some((c, i, j));
+                }
+            }
+        }
+        let Some((_, i, j)) = best else { break };
+        let moved = clusters.remove(j);
+        clusters[i].extend(moved);
+    }
+    for a in (0..n).filter(|&a| balanced[a]) {
+        if clusters.len() < nodes.max(1) {
+            clusters.push(vec![a]);
+        } else if let Some(c) = clusters.iter_mut().min_by_key(|c| c.len()) {
+            c.push(a);
+        }
+    }
+    for c in &mut clusters {
+        c.sort_unstable();
+    }
+    (clusters, balanced.iter().map(|b| !b).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +284,7 @@ mod tests {
             remote,
             first_touches: first,
             by_home: vec![],
+            ..Default::default()
         }
     }
 
@@ -212,6 +362,39 @@ mod tests {
         assert_eq!(object_fix(&o), ObjectFix::Bind);
         o.remote = 9;
         assert_eq!(object_fix(&o), ObjectFix::None, "below 10% remote");
+    }
+
+    #[test]
+    fn imbalance_recommends_threads_by_overhead_share() {
+        // Group "a": 2 threads doing 3/4 of the work; group "b": 2 threads doing 1/4.
+        let t = [("a", 300.0), ("a", 300.0), ("b", 100.0), ("b", 100.0)];
+        let g = imbalance(&t).unwrap();
+        let got: Vec<(&str, u32, u32)> = g
+            .iter()
+            .map(|g| (g.key, g.threads, g.recommended))
+            .collect();
+        assert_eq!(got, vec![("a", 2, 3), ("b", 2, 1)]);
+        assert_eq!(imbalance(&[("a", 1.0), ("a", 5.0)]), None, "one group");
+        assert_eq!(overhead(10, 5), 20.0);
+    }
+
+    #[test]
+    fn binding_plan_clusters_threads_that_share_pages() {
+        // Threads 0-1 and 2-3 each read each other's pages; nothing across the pairs.
+        let mut c = vec![vec![0.0; 4]; 4];
+        for (a, b) in [(0, 1), (2, 3)] {
+            c[a][b] = 100.0;
+            c[b][a] = 100.0;
+        }
+        let (clusters, unbalanced) = binding_plan(&c, 2, 2);
+        assert_eq!(clusters, vec![vec![0, 1], vec![2, 3]]);
+        assert_eq!(unbalanced, vec![true; 4]);
+        // All alike: balanced, spread over the nodes.
+        let all = vec![vec![10.0; 4]; 4];
+        let (clusters, unbalanced) = binding_plan(&all, 2, 2);
+        assert_eq!(unbalanced, vec![false; 4]);
+        assert_eq!(clusters.iter().map(|c| c.len()).sum::<usize>(), 4);
+        assert!(clusters.iter().all(|c| c.len() == 2), "{clusters:?}");
     }
 
     #[test]

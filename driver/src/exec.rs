@@ -67,7 +67,15 @@ const RUNTIME_RSP: &str = "runtime.rsp";
 /// A static link: the runtime's `pthread_create` interposer leaves glibc's (a weak alias of
 /// `__pthread_create` in libc.a) out of the link, and there is no `dlsym(RTLD_NEXT)` to find it;
 /// pull it in so the interposer can call it.
-pub const STATIC_LINK_FLAG: &str = "-Wl,-u,__pthread_create";
+pub const STATIC_LINK_FLAGS: &[&str] = &[
+    "-Wl,-u,__pthread_create",
+    // The wait interposers' real functions (rt/csrc/interpose.c, "waits").
+    "-Wl,-u,__pthread_cond_wait",
+    "-Wl,-u,__pthread_cond_timedwait",
+    "-Wl,-u,__pthread_barrier_wait",
+    "-Wl,-u,__new_sem_wait",
+    "-Wl,-u,__pthread_mutex_lock",
+];
 
 static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
@@ -431,7 +439,7 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<St
             v.extend(NUMA_WRAPPED.iter().map(|f| format!("-Wl,--wrap={f}")));
         }
         if v.iter().any(|a| a == "-static" || a == "-static-pie") {
-            v.push(STATIC_LINK_FLAG.to_string());
+            v.extend(STATIC_LINK_FLAGS.iter().map(|f| f.to_string()));
         }
     }
     v

@@ -359,6 +359,14 @@ pub struct NumaInput {
     pub advice: Option<String>,
     /// Remote invalidations of the run (tracked lines used by threads of two or more nodes).
     pub remote_invalidations: u64,
+    /// Load imbalance between thread groups (start routines), when there are two or more.
+    pub groups: Vec<NumaGroup>,
+    /// The binding plan (`numa=thread` runs with remote accesses): one cluster per node.
+    pub plan: Vec<NumaCluster>,
+    /// Lines that apply the plan (OpenMP places, pthread affinity).
+    pub plan_lines: Vec<String>,
+    /// Migration risk: what the waits say, None without waits.
+    pub migration: Option<String>,
     /// Objects by seriousness score, highest first (at most `--top`).
     pub objects: Vec<NumaObject>,
 }
@@ -396,6 +404,27 @@ pub struct NumaObject {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaGroup {
+    /// The threads' start routine (function name, or its address).
+    pub routine: String,
+    pub threads: u32,
+    /// Sum of `local + remote x 2` over its threads (NumaPerf's `Opg`).
+    pub overhead: f64,
+    pub recommended: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaCluster {
+    pub node: u32,
+    /// CPUs `first..first + count` (the node's, numbered contiguously).
+    pub first_cpu: u32,
+    pub cpus: u32,
+    pub threads: Vec<u32>,
+    /// Of those, the unbalanced ones (close to some threads, far from others).
+    pub unbalanced: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NumaRange {
     pub thread: u32,
     pub start: u64,
@@ -426,6 +455,12 @@ pub struct NumaThread {
     /// Accesses by the page's node (as `node`), `(node, accesses)`; None: pages without a
     /// home.
     pub by_node: Vec<(Option<u32>, u64)>,
+    /// Waits (contended mutexes and spin locks, condition variables, barriers, semaphores)
+    /// and, under `real`, wakes on another node.
+    pub waits: profcc_schema::numa::Waits,
+    pub migrations: u64,
+    /// Its start routine (None: the main thread or not known).
+    pub routine: Option<String>,
 }
 
 /// What the runtime could not observe, and what the report could not symbolise.

@@ -30,6 +30,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +90,12 @@ extern void *__libc_stack_end;
 #pragma weak strdup
 #pragma weak strndup
 #pragma weak pthread_create
+#pragma weak pthread_mutex_lock
+#pragma weak pthread_spin_lock
+#pragma weak pthread_cond_wait
+#pragma weak pthread_cond_timedwait
+#pragma weak pthread_barrier_wait
+#pragma weak sem_wait
 #pragma weak _exit
 #pragma weak _Exit
 #pragma weak abort
@@ -810,6 +817,93 @@ void profcc_record_mapping(void *p, size_t len, void *fp) {
         profcc_on_mmap(p, len, fp);
         tls.in_rt = 0;
     }
+}
+
+/* ---- waits (NUMA analysis: migration risk, rt/src/analyses/numa.rs) ----
+ * A thread that blocks may wake on another node (NumaPerf's proxy for migrations): each
+ * contended mutex or spin lock, each condition-variable wait, each barrier wait but the last
+ * arrival's, each semaphore wait that found it at zero is counted for the waiting thread.
+ * Locks are tried first: an uncontended lock costs one trylock, as the lock itself would. The
+ * real functions come from dlsym(RTLD_NEXT) in a dynamic link, from libc.a's internal names
+ * in a static one (the driver's STATIC_LINK_FLAGS pull them in). */
+enum { WAIT_MUTEX, WAIT_SPIN, WAIT_COND, WAIT_BARRIER, WAIT_SEM };
+void profcc_numa_waited(int kind);
+static void waited(int kind) {
+    if (LIKELY(!tls.in_rt)) {
+        int e = errno;
+        tls.in_rt = 1;
+        profcc_numa_waited(kind);
+        tls.in_rt = 0;
+        errno = e;
+    }
+}
+
+
+int pthread_spin_lock(pthread_spinlock_t *l) {
+    if (pthread_spin_trylock(l) == 0) return 0;
+    while (pthread_spin_trylock(l) != 0) __builtin_ia32_pause();
+    waited(WAIT_SPIN);
+    return 0;
+}
+
+typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*cond_timedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+typedef int (*barrier_wait_fn)(pthread_barrier_t *);
+typedef int (*sem_wait_fn)(sem_t *);
+int __pthread_cond_wait(pthread_cond_t *, pthread_mutex_t *) __attribute__((weak));
+int __pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
+    __attribute__((weak));
+int __pthread_barrier_wait(pthread_barrier_t *) __attribute__((weak));
+int __new_sem_wait(sem_t *) __attribute__((weak));
+int __pthread_mutex_lock(pthread_mutex_t *) __attribute__((weak));
+typedef int (*mutex_lock_fn)(pthread_mutex_t *);
+
+/* The real `name` (dlsym, once), else `fallback` (a static link's libc.a name). */
+#define REAL_WAIT(type, name, fallback)                                                         \
+    ({                                                                                          \
+        static type f_;                                                                         \
+        type f = __atomic_load_n(&f_, __ATOMIC_ACQUIRE);                                        \
+        if (!f) {                                                                               \
+            f = (type)dlsym(RTLD_NEXT, name);                                                   \
+            if (!f) f = fallback;                                                               \
+            __atomic_store_n(&f_, f, __ATOMIC_RELEASE);                                         \
+        }                                                                                       \
+        f;                                                                                      \
+    })
+
+int pthread_mutex_lock(pthread_mutex_t *m) {
+    int r = pthread_mutex_trylock(m);
+    if (r != EBUSY) return r; /* taken, or an error the lock would give too */
+    r = REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m);
+    waited(WAIT_MUTEX);
+    return r;
+}
+
+int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
+    int r = REAL_WAIT(cond_wait_fn, "pthread_cond_wait", __pthread_cond_wait)(c, m);
+    waited(WAIT_COND);
+    return r;
+}
+
+int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t) {
+    int r = REAL_WAIT(cond_timedwait_fn, "pthread_cond_timedwait", __pthread_cond_timedwait)(c, m, t);
+    waited(WAIT_COND);
+    return r;
+}
+
+int pthread_barrier_wait(pthread_barrier_t *b) {
+    int r = REAL_WAIT(barrier_wait_fn, "pthread_barrier_wait", __pthread_barrier_wait)(b);
+    if (r == 0) waited(WAIT_BARRIER); /* the last arrival (SERIAL_THREAD) did not wait */
+    return r;
+}
+
+int sem_wait(sem_t *s) {
+    int e = errno;
+    if (sem_trywait(s) == 0) return 0;
+    errno = e;
+    int r = REAL_WAIT(sem_wait_fn, "sem_wait", __new_sem_wait)(s);
+    waited(WAIT_SEM);
+    return r;
 }
 
 void *mremap(void *old, size_t old_len, size_t len, int flags, ...) {

@@ -63,6 +63,7 @@ pub(crate) struct Rec {
     id: u32,
     parent: Option<u32>,
     created_at: Option<u32>,
+    start_routine: Option<u64>,
     failed: bool,
 }
 
@@ -144,6 +145,7 @@ fn register_lazily() -> u32 {
             id,
             parent: None,
             created_at: None,
+            start_routine: None,
             failed: false,
         });
         id
@@ -161,6 +163,7 @@ pub fn snapshot() -> Vec<profcc_schema::Thread> {
         parent: None,
         created_at: None,
         accesses: 0,
+        start_routine: None,
     }];
     let recs: Vec<Rec> = REG.lock().recs.clone();
     for r in recs.iter().filter(|r| !r.failed) {
@@ -169,6 +172,7 @@ pub fn snapshot() -> Vec<profcc_schema::Thread> {
             parent: r.parent,
             created_at: r.created_at,
             accesses: 0,
+            start_routine: r.start_routine,
         });
     }
     out.sort_by_key(|t| t.id);
@@ -215,6 +219,7 @@ pub unsafe extern "C" fn profcc_thread_prepare(
                 Some(parent)
             },
             created_at: Some(stack),
+            start_routine: Some(f as usize as u64),
             failed: false,
         });
         id

@@ -83,6 +83,10 @@ pub struct Thread {
     /// Stack id of the `pthread_create` call.
     pub created_at: Option<u32>,
     pub accesses: u64,
+    /// Address of its start routine (None: the main thread, or a thread the runtime did not
+    /// see created).
+    #[serde(default)]
+    pub start_routine: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]

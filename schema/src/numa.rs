@@ -10,6 +10,11 @@ pub struct Numa {
     pub nodes: u32,
     /// Pages first touched (given a home).
     pub pages: u64,
+    /// CPUs of the machine, and the nodes a binding plan is made for (`numa_nodes`).
+    #[serde(default)]
+    pub cpus: u32,
+    #[serde(default)]
+    pub plan_nodes: u32,
     /// Per thread, in thread id order.
     pub threads: Vec<NumaThread>,
     /// Where pages were first touched: per (code address, thread, object), most pages first.
@@ -120,4 +125,26 @@ pub struct NumaThread {
     /// Its accesses by page home, `(home, accesses)`, homes in increasing order, zeros left
     /// out: the thread's row of the thread x home matrix.
     pub by_home: Vec<(u32, u64)>,
+    /// Its waits (NumaPerf's proxy for migrations): contended mutexes and spin locks,
+    /// condition-variable waits, barrier waits, semaphore waits at zero.
+    #[serde(default)]
+    pub waits: Waits,
+    /// `real`: the times it woke from a wait on another node than before.
+    #[serde(default)]
+    pub migrations: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq, Eq)]
+pub struct Waits {
+    pub mutex: u64,
+    pub spin: u64,
+    pub cond: u64,
+    pub barrier: u64,
+    pub sem: u64,
+}
+
+impl Waits {
+    pub fn total(&self) -> u64 {
+        self.mutex + self.spin + self.cond + self.barrier + self.sem
+    }
 }

@@ -767,8 +767,215 @@ fn mbind_without_libnuma_fails_to_link_as_with_clang() {
             .success()
     };
     let clang = std::path::PathBuf::from("clang-22");
-    assert!(!link(&clang, &[]) && !link(&profcc(), &[]), "no libnuma: no link");
+    assert!(
+        !link(&clang, &[]) && !link(&profcc(), &[]),
+        "no libnuma: no link"
+    );
     assert!(link(&clang, &["-lnuma"]) && link(&profcc(), &["-lnuma"]));
     let path = "/usr/lib/x86_64-linux-gnu/libnuma.so";
     assert!(link(&clang, &[path]) && link(&profcc(), &[path]));
+}
+
+const WAITS_C: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#define ROUNDS 3
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static pthread_barrier_t b;
+static volatile int worker_tid, ready, counter;
+/* Whether thread `tid` sleeps (blocked in the kernel): /proc/self/task/TID/stat's state. */
+static int blocked(int tid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *s = strrchr(buf, ')');
+  return s && s[2] == 'S';
+}
+static void *worker(void *arg) {
+  (void)arg;
+  for (int r = 0; r < ROUNDS; r++) {
+    pthread_barrier_wait(&b);              /* round start */
+    __atomic_store_n(&worker_tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&m);                /* MARK_CONTENDED: main holds it until we sleep */
+    counter++;
+    while (!ready) pthread_cond_wait(&c, &m); /* MARK_COND: main signals once we sleep */
+    ready = 0;
+    pthread_mutex_unlock(&m);
+  }
+  return NULL;
+}
+int main(void) {
+  pthread_barrier_init(&b, NULL, 2);
+  pthread_t t;
+  pthread_create(&t, NULL, worker, NULL);
+  for (int r = 0; r < ROUNDS; r++) {
+    pthread_mutex_lock(&m);
+    pthread_barrier_wait(&b);
+    while (!__atomic_load_n(&worker_tid, __ATOMIC_SEQ_CST)) sched_yield();
+    while (!blocked(worker_tid)) usleep(1000); /* the worker waits for the mutex */
+    pthread_mutex_unlock(&m);
+    for (;;) {                              /* the worker waits on the condition variable */
+      pthread_mutex_lock(&m);
+      int waiting = counter == r + 1 && blocked(worker_tid);
+      if (waiting) { ready = 1; pthread_cond_signal(&c); }
+      pthread_mutex_unlock(&m);
+      if (waiting) break;
+      usleep(1000);
+    }
+    while (ready) sched_yield();
+    worker_tid = 0;
+  }
+  pthread_join(t, NULL);
+  printf("%d\n", counter);
+  return 0;
+}
+"#;
+
+/// Migration risk: the waits of a lock-heavy program, counted per thread. The worker finds the
+/// mutex held in each of 3 rounds (the main thread lets go only once the kernel says the
+/// worker sleeps), waits on the condition variable once per round, and one of the two
+/// threads waits at each round's barrier (the last to arrive does not).
+#[test]
+fn a_lock_heavy_program_counts_each_threads_waits() {
+    let s = Scratch::new();
+    s.write("waits.c", WAITS_C);
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-pthread", "waits.c", "-o", "waits"],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let (out, p) = s.run_profiled("waits", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3\n");
+    let n = p.numa.expect("a numa section");
+    let (main, worker) = (&n.threads[0], &n.threads[1]);
+    assert_eq!(
+        (worker.waits.mutex, worker.waits.cond),
+        (3, 3),
+        "{worker:?}"
+    );
+    assert_eq!(main.waits.cond, 0, "{main:?}");
+    assert_eq!(
+        main.waits.barrier + worker.waits.barrier,
+        3,
+        "{main:?} {worker:?}"
+    );
+    let text = sh(std::process::Command::new(profcc())
+        .arg("report")
+        .arg(s.path("waits.profile.json")));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("  migration risk: threads waited "), "{text}");
+}
+
+const GROUPS_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define N 4096 /* ints: 4 pages per thread */
+static int *arr[4];
+static long sums[4];
+static pthread_barrier_t b;
+static long touch_and_read(int k, int own_reads) {
+  long s = 0;
+  for (int i = 0; i < N; i++) arr[k][i] = k + i;      /* first touch: its own pages */
+  pthread_barrier_wait(&b);
+  for (int r = 0; r < own_reads; r++)
+    for (int i = 0; i < N; i++) s += arr[k][i];
+  for (int i = 0; i < N; i++) s += arr[k ^ 1][i];     /* its partner's pages: remote */
+  return s;
+}
+static void *heavy(void *a) { long k = (long)a; sums[k] = touch_and_read(k, 5); return NULL; }
+static void *light(void *a) { long k = (long)a; sums[k] = touch_and_read(k, 0); return NULL; }
+int main(void) {
+  for (int k = 0; k < 4; k++) arr[k] = aligned_alloc(4096, N * sizeof(int));
+  pthread_barrier_init(&b, NULL, 4);
+  pthread_t t[4];
+  for (long k = 0; k < 4; k++) pthread_create(&t[k], NULL, k < 2 ? heavy : light, (void *)k);
+  long s = 0;
+  for (int k = 0; k < 4; k++) { pthread_join(t[k], NULL); s += sums[k]; }
+  printf("%ld\n", s);
+  return 0;
+}
+"#;
+
+/// Imbalance and the binding plan: two `heavy` threads (overhead about 8 N each: 6 N local,
+/// N remote) and two `light` ones (about 3 N); the threads of each pair (1-2, 3-4) read each
+/// other's pages. The groups' overheads ask for 3 heavy threads and 1 light one; the plan for
+/// 2 nodes puts each pair on one node.
+#[test]
+fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
+    let s = Scratch::new();
+    s.write("groups.c", GROUPS_C);
+    s.compile_env(
+        &profcc(),
+        &[
+            "-O2",
+            "-fno-vectorize",
+            "-fno-slp-vectorize",
+            "-g",
+            "-pthread",
+            "groups.c",
+            "-o",
+            "groups",
+        ],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let (out, _) = s.run_profiled("groups", &[], "summary=0:numa_nodes=2");
+    assert_eq!(out.status.code(), Some(0));
+    let profile = s.path("groups.profile.json");
+    let r = report(&profile, &[]);
+    let n = &r.numa.as_ref().expect("a numa section").inputs[0];
+    let routines: Vec<Option<&str>> = n.threads.iter().map(|t| t.routine.as_deref()).collect();
+    assert_eq!(
+        routines,
+        vec![
+            None,
+            Some("heavy"),
+            Some("heavy"),
+            Some("light"),
+            Some("light")
+        ]
+    );
+    let groups: Vec<(&str, u32, u32)> = n
+        .groups
+        .iter()
+        .map(|g| (g.routine.as_str(), g.threads, g.recommended))
+        .collect();
+    assert_eq!(
+        groups,
+        vec![("heavy", 2, 3), ("light", 2, 1)],
+        "{:?}",
+        n.groups
+    );
+    let clusters: Vec<(u32, Vec<u32>)> =
+        n.plan.iter().map(|c| (c.node, c.threads.clone())).collect();
+    assert_eq!(
+        clusters,
+        vec![(0, vec![1, 2]), (1, vec![3, 4])],
+        "{:?}",
+        n.plan
+    );
+    let text = sh(std::process::Command::new(profcc())
+        .arg("report")
+        .arg(&profile));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("  imbalance: thread groups by start routine"),
+        "{text}"
+    );
+    assert!(text.contains("heavy (2 threads, overhead "), "{text}");
+    assert!(
+        text.contains("  binding: closest threads together"),
+        "{text}"
+    );
+    assert!(text.contains("OMP_PLACES=\""), "{text}");
 }

@@ -312,16 +312,20 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
             pct(i.remote, all),
             i.pages
         ));
-        out.push_str("  thread  node  local          remote         remote%  first touches\n");
+        out.push_str(
+            "  thread  node  local          remote         remote%  first touches  waits     start routine\n",
+        );
         for t in i.threads.iter().take(MAX_THREAD_ROWS) {
             out.push_str(&format!(
-                "  {:<6}  {:<4}  {:<13}  {:<13}  {:>6.1}%  {}\n",
+                "  {:<6}  {:<4}  {:<13}  {:<13}  {:>6.1}%  {:<13}  {:<8}  {}\n",
                 t.thread,
                 t.node.map_or("-".to_string(), |x| x.to_string()),
                 t.local,
                 t.remote,
                 pct(t.remote, t.local + t.remote),
-                t.first_touches
+                t.first_touches,
+                t.waits.total(),
+                t.routine.as_deref().unwrap_or("-")
             ));
         }
         if i.threads.len() > MAX_THREAD_ROWS {
@@ -379,6 +383,50 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
             ));
             if let Some(f) = &o.fix {
                 out.push_str(&format!("    fix: {f}\n"));
+            }
+        }
+        if !i.groups.is_empty() && i.groups.iter().any(|g| g.recommended != g.threads) {
+            let parts: Vec<String> = i
+                .groups
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{} ({} threads, overhead {:.0}, recommended {})",
+                        g.routine, g.threads, g.overhead, g.recommended
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  imbalance: thread groups by start routine, overhead = local + remote x {}: {}: give each group threads in proportion to its overhead\n",
+                profcc_analysis::numa::REMOTE_LATENCY,
+                parts.join("; ")
+            ));
+        }
+        if let Some(m) = &i.migration {
+            out.push_str(&format!("  migration risk: {m}\n"));
+        }
+        if !i.plan.is_empty() {
+            let parts: Vec<String> = i
+                .plan
+                .iter()
+                .map(|c| {
+                    let ids: Vec<String> = c.threads.iter().map(|t| t.to_string()).collect();
+                    format!(
+                        "node {} (CPUs {}-{}): threads {}",
+                        c.node,
+                        c.first_cpu,
+                        c.first_cpu + c.cpus - 1,
+                        ids.join(", ")
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  binding: closest threads together (NumaPerf's plan, {} nodes; docs/numa.md): {}\n",
+                i.plan.len(),
+                parts.join("; ")
+            ));
+            for l in &i.plan_lines {
+                out.push_str(&format!("    {l}\n"));
             }
         }
         if !i.node_matrix.is_empty() {

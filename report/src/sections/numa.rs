@@ -7,7 +7,10 @@ use crate::merge::Merged;
 use crate::model::{Numa, NumaFirstTouch, NumaInput, NumaObject, NumaRange, NumaThread};
 use crate::symbolize::user_frame;
 use profcc_abi::MAX_HOMES;
-use profcc_analysis::numa::{object_fix, pattern, score, Layout, ObjectFix, Pattern};
+use profcc_analysis::numa::{
+    binding_plan, imbalance, object_fix, overhead, pattern, score, Layout, ObjectFix, Pattern,
+    REMOTE_ADVICE_SHARE,
+};
 use std::collections::{BTreeSet, HashMap};
 
 /// A home as a node: `thread`: the thread id (home - 1); `emulate`: the node (home - 1);
@@ -56,6 +59,9 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                     remote: t.remote,
                     first_touches: t.first_touches,
                     by_node: t.by_home.iter().map(|&(h, c)| (node_of(h), c)).collect(),
+                    waits: t.waits,
+                    migrations: t.migrations,
+                    routine: routine(m, i, t.thread),
                 })
                 .collect();
             let mut node_matrix = Vec::new();
@@ -118,6 +124,9 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
             let advice = advice(n, first_touch.first());
             let (mut objects, remote_invalidations) = objects(m, i, n);
             objects.truncate(opts.limit(objects.len()));
+            let groups = groups(&threads);
+            let (plan, plan_lines) = plan(n);
+            let migration = migration(&threads, n.model == "real");
             Some(NumaInput {
                 input: i,
                 model: n.model.clone(),
@@ -131,6 +140,10 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 advice,
                 remote_invalidations,
                 objects,
+                groups,
+                plan,
+                plan_lines,
+                migration,
             })
         })
         .collect();
@@ -347,4 +360,150 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
             .then(a.object.cmp(&b.object))
     });
     (merged, all_inv)
+}
+
+/// The start routine of thread `id` of input `i`, by name (None: the main thread or unknown).
+fn routine(m: &Merged, i: usize, id: u32) -> Option<String> {
+    let t = m.inputs[i].profile.threads.iter().find(|t| t.id == id)?;
+    let pc = t.start_routine?;
+    // A function's address, not a return address: symbolise it as is (`address` looks up
+    // `pc - 1`).
+    let frames = m.address(i, pc + 1);
+    Some(
+        frames
+            .first()
+            .and_then(|f| f.function.clone())
+            .unwrap_or_else(|| format!("{pc:#x}")),
+    )
+}
+
+/// Load imbalance (NumaPerf): worker threads grouped by start routine, each group's overhead
+/// `sum(local + remote x REMOTE_LATENCY)` and the thread count its share asks for; empty with
+/// fewer than two groups.
+fn groups(threads: &[NumaThread]) -> Vec<crate::model::NumaGroup> {
+    let workers: Vec<(String, f64)> = threads
+        .iter()
+        .filter_map(|t| Some((t.routine.clone()?, overhead(t.local, t.remote))))
+        .collect();
+    imbalance(&workers)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| crate::model::NumaGroup {
+            routine: g.key,
+            threads: g.threads,
+            overhead: g.overhead,
+            recommended: g.recommended,
+        })
+        .collect()
+}
+
+/// The binding plan of a `numa=thread` run whose workers make remote accesses: closeness of
+/// two workers = each one's accesses to the pages the other touched first (home = id + 1).
+fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<String>) {
+    let workers: Vec<&profcc_schema::numa::NumaThread> =
+        n.threads.iter().filter(|t| t.thread != 0).collect();
+    let remote: u64 = workers.iter().map(|t| t.remote).sum();
+    let all: u64 = workers.iter().map(|t| t.local + t.remote).sum();
+    if n.model != "thread"
+        || workers.len() < 2
+        || (remote as f64) < REMOTE_ADVICE_SHARE * all as f64
+    {
+        return (Vec::new(), Vec::new());
+    }
+    let close: Vec<Vec<f64>> = workers
+        .iter()
+        .map(|a| {
+            workers
+                .iter()
+                .map(|b| {
+                    a.by_home
+                        .iter()
+                        .find(|&&(h, _)| h == b.thread + 1 && a.thread != b.thread)
+                        .map_or(0.0, |&(_, c)| c as f64)
+                })
+                .collect()
+        })
+        .collect();
+    // N: the cores of a node, or more when there are more workers than cores (oversubscribed).
+    let nodes = n.plan_nodes.max(1) as usize;
+    let per_node = (n.cpus as usize / nodes)
+        .max(workers.len().div_ceil(nodes))
+        .max(1);
+    let (clusters, unbalanced) = binding_plan(&close, nodes, per_node);
+    let out: Vec<crate::model::NumaCluster> = clusters
+        .iter()
+        .enumerate()
+        .map(|(k, c)| crate::model::NumaCluster {
+            node: (k % nodes) as u32,
+            first_cpu: ((k % nodes) * per_node) as u32,
+            cpus: per_node as u32,
+            threads: c.iter().map(|&a| workers[a].thread).collect(),
+            unbalanced: c
+                .iter()
+                .filter(|&&a| unbalanced[a])
+                .map(|&a| workers[a].thread)
+                .collect(),
+        })
+        .collect();
+    // OpenMP: one place per thread in thread order (the main thread on the first node).
+    let last = workers.iter().map(|t| t.thread).max().unwrap_or(0);
+    let place = |t: u32| {
+        out.iter()
+            .find(|c| c.threads.contains(&t))
+            .map_or(format!("{{0:{per_node}}}"), |c| {
+                format!("{{{}:{}}}", c.first_cpu, c.cpus)
+            })
+    };
+    let places: Vec<String> = (0..=last).map(place).collect();
+    let mut lines = vec![format!(
+        "OpenMP (threads numbered as here, the main thread 0): OMP_PROC_BIND=true OMP_PLACES=\"{}\"",
+        places.join(",")
+    )];
+    for c in &out {
+        let ids: Vec<String> = c.threads.iter().map(|t| t.to_string()).collect();
+        lines.push(format!(
+            "pthreads: threads {} on node {}: pthread_setaffinity_np with CPUs {}-{} in their start routine (or numactl --cpunodebind={} for a process per node)",
+            ids.join(", "),
+            c.node,
+            c.first_cpu,
+            c.first_cpu + c.cpus - 1,
+            c.node
+        ));
+    }
+    (out, lines)
+}
+
+/// Migration risk (NumaPerf's proxy): threads that wait may be woken on another node.
+fn migration(threads: &[NumaThread], real: bool) -> Option<String> {
+    let mut w = profcc_schema::numa::Waits::default();
+    for t in threads {
+        w.mutex += t.waits.mutex;
+        w.spin += t.waits.spin;
+        w.cond += t.waits.cond;
+        w.barrier += t.waits.barrier;
+        w.sem += t.waits.sem;
+    }
+    if w.total() == 0 {
+        return None;
+    }
+    let top = threads
+        .iter()
+        .max_by_key(|t| (t.waits.total(), u32::MAX - t.thread))?;
+    let moved: u64 = threads.iter().map(|t| t.migrations).sum();
+    let seen = if real {
+        format!("; {moved} of those waits woke on another node")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "threads waited {} times (contended mutex {}, spin lock {}, condition variable {}, barrier {}, semaphore {}), thread {} most ({}){seen}: a thread that blocks may wake on another node, away from its pages; bind the threads (the plan) and shorten the critical sections",
+        w.total(),
+        w.mutex,
+        w.spin,
+        w.cond,
+        w.barrier,
+        w.sem,
+        top.thread,
+        top.waits.total()
+    ))
 }

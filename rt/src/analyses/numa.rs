@@ -218,6 +218,10 @@ struct ThreadState {
     pol_mode: AtomicU32,
     pol_nodes: AtomicU64,
     pol_next: AtomicU64,
+    /// Waits by kind (rt/csrc/interpose.c: mutex, spin, cond, barrier, sem) and, under
+    /// `real`, the wakes on another node.
+    waits: [AtomicU64; 5],
+    migrations: AtomicU64,
     row: [AtomicU64; ROW],
 }
 
@@ -619,6 +623,26 @@ fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<u32> {
     }
 }
 
+/// The calling thread waited (rt/csrc/interpose.c's wait interposers; `kind` as its
+/// `WAIT_*`). Under `real` it may have woken on another node: its home follows.
+#[no_mangle]
+pub extern "C" fn profcc_numa_waited(kind: i32) {
+    let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
+    let Some(s) = (unsafe { st.as_ref() }).filter(|s| s.ready.load(Relaxed) == 1) else {
+        return;
+    };
+    if let Some(w) = s.waits.get(kind as usize) {
+        w.fetch_add(1, Relaxed);
+    }
+    if model() == Model::Real {
+        let now = current_node() + 1;
+        if now != s.home.load(Relaxed) {
+            s.move_to(now);
+            s.migrations.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 /// What the pages of one object (or of all blocks of one allocation stack) counted.
 #[derive(Default, Clone)]
 struct Credit {
@@ -997,6 +1021,14 @@ impl Analysis for Numa {
                     remote,
                     first_touches: s.first_touches.load(Relaxed),
                     by_home,
+                    waits: profcc_schema::numa::Waits {
+                        mutex: s.waits[0].load(Relaxed),
+                        spin: s.waits[1].load(Relaxed),
+                        cond: s.waits[2].load(Relaxed),
+                        barrier: s.waits[3].load(Relaxed),
+                        sem: s.waits[4].load(Relaxed),
+                    },
+                    migrations: s.migrations.load(Relaxed),
                 });
             }
             let (lo, hi) = (s.stack_lo.load(Relaxed), s.stack_hi.load(Relaxed));
@@ -1110,6 +1142,8 @@ impl Analysis for Numa {
                 _ => 0,
             },
             pages: PAGES.load(Relaxed),
+            cpus: ncpus() as u32,
+            plan_nodes: NODES.load(Relaxed),
             threads,
             first_touch,
             objects,
