@@ -15,10 +15,16 @@
 
 _Static_assert(PROFCC_NUMA_SLOTS == 1u << PROFCC_NUMA_SLOT_BITS, "slots: a power of two");
 
-void __profcc_numa(const void *p) {
+static inline __attribute__((always_inline)) void count(const void *p, uint64_t n) {
   uint64_t page = (uint64_t)p >> PROFCC_PAGE_SHIFT;
   struct profcc_page_slot *s = &__profcc_numa_cache[PROFCC_NUMA_SLOT_OF(page)];
   if (__builtin_expect(s->page != page, 0))
     __profcc_page_miss(p);
-  s->count += 1;
+  s->count += n;
 }
+
+void __profcc_numa(const void *p) { count(p, 1); }
+
+/* An access and the n - 1 later accesses to the same address it covers (same epoch: no call,
+ * atomic or fence between them; passes/src/select.rs): one page, counted at once. */
+void __profcc_numa_n(const void *p, uint64_t n) { count(p, n); }

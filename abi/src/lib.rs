@@ -596,9 +596,11 @@ pub mod names {
     pub const WRITE_SAMPLE_PACKED: &str = "__profcc_write_s_k";
     pub const RANGE: &str = "__profcc_range";
     pub const RANGE_N: &str = "__profcc_range_n";
-    /// The NUMA page check of one access (hooks/numa.c).
+    /// The NUMA page count of one access (hooks/numa.c), and of an access and the `n - 1`
+    /// accesses to the same address it covers.
     pub const NUMA: &str = "__profcc_numa";
-    pub const HOOKS: [&str; 15] = [
+    pub const NUMA_N: &str = "__profcc_numa_n";
+    pub const HOOKS: [&str; 16] = [
         FN_COUNTERS,
         FN_ME,
         FN_RB,
@@ -614,6 +616,7 @@ pub mod names {
         RANGE,
         RANGE_N,
         NUMA,
+        NUMA_N,
     ];
     /// Checkers (hooks/sharing.c): the whole check of one access, linked into each module as
     /// internal, never-inlined `preserve_most` functions. Accesses outside loops call them

@@ -427,21 +427,36 @@ impl Rewriter {
         loc
     }
 
-    /// The NUMA page check (hooks/numa.c) of every access, covered ones too (each access is
-    /// one count of its thread's row), right before it: the page of its first byte.
+    /// The NUMA page count (hooks/numa.c) right before an access: the page of its first
+    /// byte. An access covered by an earlier one to the same address in the same epoch
+    /// (`!a.check`) is counted by that one (`__profcc_numa_n` with its extra reads and
+    /// writes): same page, and no call between them that could end the thread.
     unsafe fn numa_check(&mut self, a: &Access, stats: &mut Stats) {
         if LLVMGetTypeKind(LLVMTypeOf(a.ptr)) != llvm_sys::LLVMTypeKind::LLVMPointerTypeKind {
             return;
         }
+        if !a.check {
+            stats.bump("numa-covered", 1);
+            return;
+        }
         self.position_before_access(a);
-        let f = self.hook(crate::abi::names::NUMA);
-        let mut args = [a.ptr];
+        let n = 1 + a.extra_reads as u64 + a.extra_writes as u64;
+        let (name, mut args) = if n == 1 {
+            (crate::abi::names::NUMA, vec![a.ptr])
+        } else {
+            let i64t = LLVMInt64TypeInContext(self.ctx);
+            (
+                crate::abi::names::NUMA_N,
+                vec![a.ptr, LLVMConstInt(i64t, n, 0)],
+            )
+        };
+        let f = self.hook(name);
         LLVMBuildCall2(
             self.b,
             LLVMGlobalGetValueType(f),
             f,
             args.as_mut_ptr(),
-            1,
+            args.len() as u32,
             c"".as_ptr(),
         );
         stats.bump("numa-page-check", 1);

@@ -490,3 +490,25 @@ fn load_store_numa() {
     );
     assert!(!ir.contains("@__profcc_numa("), "hook inlined: {ir}");
 }
+
+#[test]
+fn rmw_numa_counts_covered_accesses_at_their_check() {
+    let opts = profcc_passes::Options {
+        accesses: true,
+        sharing: false,
+        numa: true,
+    };
+    let (ir, s) = run_with("rmw", "rmw.numa", &opts);
+    // @rmw: the load, the store and the second store of %p are one page count of 3 (the
+    // store's check stands for the load before it and the store after it); the load of %q is
+    // its own. @calls: the call and the atomic split the epochs, so no access is covered there.
+    assert_eq!(s.get("check-covered-same-address"), 2);
+    assert_eq!(s.get("numa-covered"), 2);
+    assert_eq!(s.get("numa-page-check"), 6);
+    assert_eq!(ir.matches("__profcc_numa_n.exit:").count(), 1, "{ir}");
+    assert!(
+        ir.lines()
+            .any(|l| l.contains(" = add i64 %") && l.ends_with(", 3")),
+        "the slot's count goes up by 3: {ir}"
+    );
+}

@@ -36,6 +36,42 @@ fn allowed(name: &str, interposers: &[String]) -> bool {
     name.starts_with("__profcc_")
         || name.starts_with("profcc_")
         || interposers.iter().any(|i| i == name)
+        || name
+            .strip_prefix("__wrap_")
+            .is_some_and(|w| numa_wrapped().iter().any(|n| n == w))
+}
+
+/// The driver's `NUMA_WRAPPED` (driver/src/exec.rs): the names it wraps with `--wrap`.
+fn numa_wrapped() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("driver/src/exec.rs")).unwrap();
+    let list = text
+        .split("pub const NUMA_WRAPPED: &[&str] = &[")
+        .nth(1)
+        .and_then(|t| t.split("];").next())
+        .expect("NUMA_WRAPPED in driver/src/exec.rs");
+    list.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every name the driver wraps has its wrapper in the runtime, and no other wrapper exists.
+#[test]
+fn every_wrapped_name_has_its_wrapper() {
+    let archive = bin("libprofcc_rt.a");
+    let out = sh(Command::new("llvm-nm-22")
+        .args(["-g", "--defined-only", "-j"])
+        .arg(&archive));
+    let mut wrappers: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("__wrap_").map(str::to_string))
+        .collect();
+    wrappers.sort();
+    let mut names = numa_wrapped();
+    names.sort();
+    assert!(names.iter().any(|n| n == "mbind"));
+    assert_eq!(wrappers, names);
 }
 
 #[test]
