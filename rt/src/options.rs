@@ -228,8 +228,8 @@ options! {
     fs_watch: u32 = 256, 0..=1073741824, "sharing", "one write in N per site and thread samples write volume, for latent false sharing (rounded up to a power of 2; 0 = off)";
     fs_watch_samples: u32 = 2, 1..=63, "sharing", "volume samples after which a line next to another thread's line is watched";
     help: bool = false, 0..=1, "core", "print this table on stderr and run on";
-    numa: Text = Text::new("thread"), 0..=0, "numa", "NUMA model for modules built with PROFCC_INSTRUMENT=numa (docs/numa.md): thread = each thread is its own node (NumaPerf); emulate = numa_nodes nodes, a thread on the node of the CPUs it is bound to, else thread id mod numa_nodes, a page on its first toucher's node; real = the machine's nodes (getcpu, move_pages; all local on one node); off = no homes (accesses counted, none local or remote)";
-    numa_nodes: u32 = 4, 1..=1023, "numa", "nodes of numa=emulate (CPU c of n is on node c x numa_nodes / n)";
+    numa: Text = Text::new("thread"), 0..=0, "numa", "NUMA model for modules built with PROFCC_INSTRUMENT=numa (docs/numa.md): thread = each thread is its own node (NumaPerf); emulate = numa_nodes nodes, a thread on the node of the CPUs it is bound to, else thread id mod numa_nodes, a page on its first toucher's node or where a memory policy puts it; real = the machine's nodes (getcpu, move_pages; all local on one node); off = no homes (accesses counted, none local or remote)";
+    numa_nodes: u32 = 4, 1..=1023, "numa", "nodes of numa=emulate (CPU c of n is on node c x numa_nodes / n), and the nodes the binding plan of numa=thread is made for";
     out: Text = Text::new("profcc.%e.%p.json"), 0..=0, "core", "profile path; %p pid, %h host, %e executable name";
     summary: Summary = Summary::Auto, 0..=0, "core", "exit summary of at most 10 lines: auto = on stderr when stderr is the terminal the program started with, otherwise into the profile (`profcc report` shows it); 1 = on stderr wherever it points; 0 = nowhere";
     top: u32 = 5, 0..=1000, "core", "how many entries each summary section lists";

@@ -979,3 +979,84 @@ fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
     );
     assert!(text.contains("OMP_PLACES=\""), "{text}");
 }
+
+const MANY_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define T 256
+#define INTS 1024 /* one page per thread */
+static int *blocks[T];
+static long sums[T];
+static pthread_barrier_t b;
+static void *worker(void *arg) {
+  long k = (long)arg;
+  for (int i = 0; i < INTS; i++) blocks[k][i] = (int)k;      /* its own page, first */
+  pthread_barrier_wait(&b);
+  long s = 0;
+  for (int i = 0; i < INTS; i++) s += blocks[(k + 1) % T][i]; /* its neighbour's page */
+  sums[k] = s;
+  return NULL;
+}
+int main(void) {
+  for (int k = 0; k < T; k++) blocks[k] = aligned_alloc(4096, INTS * sizeof(int));
+  pthread_barrier_init(&b, NULL, T);
+  pthread_t t[T];
+  for (long k = 0; k < T; k++) pthread_create(&t[k], NULL, worker, (void *)k);
+  long s = 0;
+  for (int k = 0; k < T; k++) { pthread_join(t[k], NULL); s += sums[k]; }
+  printf("%ld\n", s);
+  return 0;
+}
+"#;
+
+/// 256 threads (the issue's upper core count): each its own home under `numa=thread`, each
+/// touches its page first and reads its neighbour's: the blocks' 256 pages have exactly
+/// 256 x 1024 local writes and as many remote reads, every page moved to one other thread.
+#[test]
+fn two_hundred_fifty_six_threads_each_read_a_neighbours_page() {
+    let s = Scratch::new();
+    s.write("many.c", MANY_C);
+    s.compile_env(
+        &profcc(),
+        &[
+            "-O2",
+            "-fno-vectorize",
+            "-fno-slp-vectorize",
+            "-g",
+            "-pthread",
+            "many.c",
+            "-o",
+            "many",
+        ],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let (out, p) = s.run_profiled("many", &[], "summary=0");
+    let want: i64 = (0..256i64).map(|k| ((k + 1) % 256) * 1024).sum();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{want}\n"));
+    let n = p.numa.as_ref().expect("a numa section");
+    assert_eq!(n.threads.len(), 257);
+    let homes: std::collections::BTreeSet<u32> = n.threads.iter().map(|t| t.home).collect();
+    assert_eq!(homes.len(), 257, "a home per thread");
+    for t in &n.threads[1..] {
+        // Its block's page, and for one of them the page of `sums` it writes first.
+        assert!((1..=2).contains(&t.first_touches), "{t:?}");
+        assert!(t.remote >= 1024, "{t:?}");
+    }
+    let r = report(&s.path("many.profile.json"), &[]);
+    let objects = &r.numa.as_ref().unwrap().inputs[0].objects;
+    let blocks = objects
+        .iter()
+        .find(|o| o.object.starts_with("heap block allocated at "))
+        .unwrap();
+    assert_eq!(
+        (
+            blocks.pages,
+            blocks.local,
+            blocks.remote,
+            blocks.moved_pages
+        ),
+        (256, 256 * 1024, 256 * 1024, 256),
+        "{blocks:?}"
+    );
+}
