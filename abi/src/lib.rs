@@ -445,7 +445,9 @@ pub struct PageRecord {
     /// Id + 1 of the one thread other than the first toucher whose accesses were counted
     /// here, or [`PageRecord::SEVERAL`] (0: none: only the toucher, or nobody yet).
     pub accessor: core::sync::atomic::AtomicU32,
-    /// Index + 1 of the first touch's place in the runtime's table (0: none).
+    /// Index + 1 of the first touch's place in the runtime's table (0: none), and
+    /// [`PageRecord::PINNED`] when a policy bound the page to its node (`MPOL_BIND`,
+    /// `move_pages`).
     pub place: core::sync::atomic::AtomicU32,
     /// Accesses counted on the page, and of those the ones made by threads of another home.
     pub accesses: core::sync::atomic::AtomicU64,
@@ -455,6 +457,8 @@ pub struct PageRecord {
 impl PageRecord {
     /// `accessor` when more than one thread's accesses were counted.
     pub const SEVERAL: u32 = u32::MAX;
+    /// The bit of `place` that says a policy bound the page to its node.
+    pub const PINNED: u32 = 1 << 31;
 }
 
 const _: () = assert!(core::mem::size_of::<PageRecord>() == 1 << PAGE_ENTRY_SHIFT);

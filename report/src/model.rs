@@ -367,6 +367,10 @@ pub struct NumaInput {
     pub plan_lines: Vec<String>,
     /// Migration risk: what the waits say, None without waits.
     pub migration: Option<String>,
+    /// NUMAPROF's unpinned categories (`emulate`, `real`): accesses by threads whose CPUs
+    /// were not on one node, and accesses to pages no policy bound.
+    pub unpinned_thread: u64,
+    pub unpinned_page: u64,
     /// Objects by seriousness score, highest first (at most `--top`).
     pub objects: Vec<NumaObject>,
 }
@@ -461,6 +465,8 @@ pub struct NumaThread {
     pub migrations: u64,
     /// Its start routine (None: the main thread or not known).
     pub routine: Option<String>,
+    /// Its CPUs are on one node (`emulate`, `real`).
+    pub pinned: bool,
 }
 
 /// What the runtime could not observe, and what the report could not symbolise.

@@ -1030,6 +1030,7 @@ pub(crate) fn sample_report() -> Report {
                         waits: Default::default(),
                         migrations: 0,
                         routine: None,
+                        pinned: false,
                     },
                     crate::model::NumaThread {
                         thread: 1,
@@ -1041,6 +1042,7 @@ pub(crate) fn sample_report() -> Report {
                         waits: Default::default(),
                         migrations: 0,
                         routine: Some("worker".into()),
+                        pinned: true,
                     },
                 ],
                 node_matrix: vec![vec![900, 0], vec![100, 0]],
@@ -1051,6 +1053,8 @@ pub(crate) fn sample_report() -> Report {
                 plan: vec![],
                 plan_lines: vec![],
                 migration: None,
+                unpinned_thread: 900,
+                unpinned_page: 1000,
                 objects: vec![crate::model::NumaObject {
                     object: "heap block allocated at a.c:3".into(),
                     allocated_at: Some("a.c:3".into()),

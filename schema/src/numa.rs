@@ -132,6 +132,15 @@ pub struct NumaThread {
     /// `real`: the times it woke from a wait on another node than before.
     #[serde(default)]
     pub migrations: u64,
+    /// NUMAPROF's categories (`emulate`, `real`): whether its CPUs are on one node at the
+    /// end; its accesses made while they were not (an unpinned thread), and its accesses to
+    /// pages no policy bound (unpinned pages). Counted when its page cache is flushed.
+    #[serde(default)]
+    pub pinned: bool,
+    #[serde(default)]
+    pub unpinned_thread: u64,
+    #[serde(default)]
+    pub unpinned_page: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq, Eq)]

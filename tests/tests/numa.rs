@@ -216,6 +216,23 @@ fn emulate_puts_a_bound_thread_on_the_node_of_its_cpus() {
         (exact(&p, 2), 0)
     };
     assert_eq!((w2.local, w2.remote), want, "{w2:?}");
+    // NUMAPROF's categories: the bound worker is pinned (when binding leaves it fewer CPUs
+    // than all), the other worker is not and every access it made was by an unpinned thread;
+    // no policy bound a page, so every access is to an unpinned page.
+    let w1 = &numa.threads[1];
+    assert_eq!(
+        (w2.pinned, w2.unpinned_thread),
+        (conf > 1, if conf > 1 { 0 } else { exact(&p, 2) }),
+        "{w2:?}"
+    );
+    assert_eq!(
+        (w1.pinned, w1.unpinned_thread),
+        (false, exact(&p, 1)),
+        "{w1:?}"
+    );
+    for t in &numa.threads {
+        assert_eq!(t.unpinned_page, exact(&p, t.thread), "{t:?}");
+    }
 }
 
 #[test]

@@ -402,6 +402,13 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
                 parts.join("; ")
             ));
         }
+        if i.model == "emulate" || i.model == "real" {
+            out.push_str(&format!(
+                "  unpinned (NUMAPROF): {:.1}% of accesses by threads not bound to one node's CPUs, {:.1}% to pages no policy bound to a node\n",
+                pct(i.unpinned_thread, all),
+                pct(i.unpinned_page, all)
+            ));
+        }
         if let Some(m) = &i.migration {
             out.push_str(&format!("  migration risk: {m}\n"));
         }

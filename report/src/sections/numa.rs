@@ -62,6 +62,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                     waits: t.waits,
                     migrations: t.migrations,
                     routine: routine(m, i, t.thread),
+                    pinned: t.pinned,
                 })
                 .collect();
             let mut node_matrix = Vec::new();
@@ -144,6 +145,8 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 plan,
                 plan_lines,
                 migration,
+                unpinned_thread: n.threads.iter().map(|t| t.unpinned_thread).sum(),
+                unpinned_page: n.threads.iter().map(|t| t.unpinned_page).sum(),
             })
         })
         .collect();

@@ -162,6 +162,51 @@ fn node_of_cpu(c: usize, nodes: u32) -> u32 {
     (c * nodes as usize / ncpus()) as u32
 }
 
+/// Whether the calling thread's CPUs are all on one node and are not all the CPUs (NUMAPROF's
+/// pinned thread), the node of CPU `c` given by `node`.
+fn pinned_now(node: impl Fn(usize) -> u32) -> bool {
+    let ncpus = ncpus();
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return false;
+    }
+    let allowed: Vec<usize> = (0..ncpus.min(libc::CPU_SETSIZE as usize))
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    !allowed.is_empty()
+        && allowed.len() < ncpus
+        && allowed.iter().all(|&c| node(c) == node(allowed[0]))
+}
+
+/// The node of CPU `c` on this machine (/sys/devices/system/cpu/cpuC/nodeN), 0 if unknown.
+fn real_node_of_cpu(c: usize) -> u32 {
+    std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{c}"))
+        .ok()
+        .and_then(|d| {
+            d.flatten().find_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_prefix("node")?
+                    .parse::<u32>()
+                    .ok()
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// The calling thread is pinned now, under the model in force.
+fn thread_pinned() -> bool {
+    match model() {
+        Model::Emulate => {
+            let nodes = NODES.load(Relaxed);
+            pinned_now(|c| node_of_cpu(c, nodes))
+        }
+        Model::Real => pinned_now(real_node_of_cpu),
+        _ => false,
+    }
+}
+
 /// The emulated node of the calling thread (dense id `id`): the node of the CPUs its affinity
 /// mask allows when they are all on one node and are not all the CPUs, else `id` mod nodes.
 fn emulated_node(id: u32, nodes: u32) -> u32 {
@@ -222,6 +267,11 @@ struct ThreadState {
     /// `real`, the wakes on another node.
     waits: [AtomicU64; 5],
     migrations: AtomicU64,
+    /// `emulate`, `real`: 1 while its CPUs are all on one node (NUMAPROF: pinned); its
+    /// accesses while it was not, and its accesses to pages no policy bound.
+    pinned: AtomicU32,
+    unpinned_thread: AtomicU64,
+    unpinned_page: AtomicU64,
     row: [AtomicU64; ROW],
 }
 
@@ -241,6 +291,12 @@ impl ThreadState {
         rec.accesses.fetch_add(n, Relaxed);
         if e != self.home.load(Relaxed) {
             rec.remote.fetch_add(n, Relaxed);
+        }
+        if self.pinned.load(Relaxed) == 0 {
+            self.unpinned_thread.fetch_add(n, Relaxed);
+        }
+        if rec.place.load(Relaxed) & PageRecord::PINNED == 0 {
+            self.unpinned_page.fetch_add(n, Relaxed);
         }
         // The one thread besides the first toucher that used the page, or several.
         let me = self.id.load(Relaxed).saturating_add(1);
@@ -302,6 +358,7 @@ impl ThreadState {
             .store(row.get(home as usize).copied().unwrap_or(0), Relaxed);
         self.total_since.store(row.iter().sum(), Relaxed);
         self.home.store(home, Relaxed);
+        self.pinned.store(thread_pinned() as u32, Relaxed);
     }
 }
 
@@ -380,7 +437,15 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
     // `emulate` where a memory policy says otherwise.
     let page_home = match model() {
         Model::Real => page_node(p, home.saturating_sub(1)) + 1,
-        Model::Emulate => policy_node(p as u64, st, home.saturating_sub(1)).map_or(home, |n| n + 1),
+        Model::Emulate => match policy_node(p as u64, st, home.saturating_sub(1)) {
+            Some((n, bound)) => {
+                if bound {
+                    rec.place.fetch_or(PageRecord::PINNED, Relaxed);
+                }
+                n + 1
+            }
+            None => home,
+        },
         _ => home,
     };
     match rec.home.compare_exchange(0, page_home, Relaxed, Relaxed) {
@@ -564,7 +629,11 @@ pub extern "C" fn profcc_numa_move_pages(
             continue;
         }
         let home = (node as u32).min(MAX_HOMES - 2) + 1;
-        if record(p >> PAGE_SHIFT).home.swap(home, Relaxed) == 0 {
+        let rec = record(p >> PAGE_SHIFT);
+        if model() == Model::Emulate {
+            rec.place.fetch_or(PageRecord::PINNED, Relaxed);
+        }
+        if rec.home.swap(home, Relaxed) == 0 {
             PAGES.fetch_add(1, Relaxed);
             let _g = crate::threads::RtGuard::enter();
             PLACES
@@ -577,8 +646,9 @@ pub extern "C" fn profcc_numa_move_pages(
 }
 
 /// `emulate`: the node a memory policy puts the page holding `p` on, first touched by the
-/// thread `st` running on node `here`; None: no policy (or a local one): the toucher's.
-fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<u32> {
+/// thread `st` running on node `here`, and whether the policy binds it there (`MPOL_BIND`);
+/// None: no policy (or a local one): the toucher's.
+fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<(u32, bool)> {
     let ranged = {
         let _g = crate::threads::RtGuard::enter();
         let r = RANGES.lock();
@@ -612,13 +682,16 @@ fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<u32> {
             } else {
                 st.map_or(0, |s| s.pol_next.fetch_add(1, Relaxed))
             };
-            Some(nodes[(k % nodes.len() as u64) as usize])
+            Some((nodes[(k % nodes.len() as u64) as usize], false))
         }
-        MPOL_PREFERRED | MPOL_BIND | MPOL_PREFERRED_MANY => Some(if nodes.contains(&here) {
-            here
-        } else {
-            nodes[0]
-        }),
+        MPOL_PREFERRED | MPOL_BIND | MPOL_PREFERRED_MANY => Some((
+            if nodes.contains(&here) {
+                here
+            } else {
+                nodes[0]
+            },
+            pol.mode == MPOL_BIND,
+        )),
         _ => None,
     }
 }
@@ -694,7 +767,10 @@ impl Credit {
         self.pages += 1;
         self.accesses += n;
         self.remote += remote;
-        *self.places.entry(rec.place.load(Relaxed)).or_default() += 1;
+        *self
+            .places
+            .entry(rec.place.load(Relaxed) & !PageRecord::PINNED)
+            .or_default() += 1;
         // The page's user: its one other thread (a moved page), else its first toucher.
         let user = match acc {
             PageRecord::SEVERAL => {
@@ -949,6 +1025,7 @@ impl Analysis for Numa {
         };
         st.home.store(home, Relaxed);
         st.id.store(t.id, Relaxed);
+        st.pinned.store(thread_pinned() as u32, Relaxed);
         st.stack_lo.store(t.stack_lo, Relaxed);
         st.stack_hi.store(t.stack_hi, Relaxed);
         for s in &st.cache {
@@ -1029,6 +1106,9 @@ impl Analysis for Numa {
                         sem: s.waits[4].load(Relaxed),
                     },
                     migrations: s.migrations.load(Relaxed),
+                    pinned: s.pinned.load(Relaxed) == 1,
+                    unpinned_thread: s.unpinned_thread.load(Relaxed),
+                    unpinned_page: s.unpinned_page.load(Relaxed),
                 });
             }
             let (lo, hi) = (s.stack_lo.load(Relaxed), s.stack_hi.load(Relaxed));
