@@ -510,6 +510,17 @@ fn real_model_on_this_machine_counts_every_access_and_one_node_is_all_local() {
     }
 }
 
+/// Build `NAME.c` (`src`) with `PROFCC_INSTRUMENT=numa` at -O2 without vectorising (one
+/// access per element, so that the counts are the elements), `extra` arguments last.
+fn build_scalar(s: &Scratch, name: &str, src: &str, extra: &[&str]) {
+    let file = format!("{name}.c");
+    s.write(&file, src);
+    let mut args = vec!["-O2", "-fno-vectorize", "-fno-slp-vectorize", "-g"];
+    args.extend_from_slice(&[file.as_str(), "-o", name]);
+    args.extend_from_slice(extra);
+    s.compile_env(&profcc(), &args, &[("PROFCC_INSTRUMENT", "numa")]);
+}
+
 const BLOCKS_C: &str = r#"
 #include <pthread.h>
 #include <stdio.h>
@@ -560,22 +571,7 @@ int main(void) {
 #[test]
 fn objects_name_permuted_tiles_a_shared_global_and_the_main_stack() {
     let s = Scratch::new();
-    s.write("blocks.c", BLOCKS_C);
-    s.compile_env(
-        &profcc(),
-        // Not vectorised: one access per element, so that the counts are the elements.
-        &[
-            "-O2",
-            "-fno-vectorize",
-            "-fno-slp-vectorize",
-            "-g",
-            "-pthread",
-            "blocks.c",
-            "-o",
-            "blocks",
-        ],
-        &[("PROFCC_INSTRUMENT", "numa")],
-    );
+    build_scalar(&s, "blocks", BLOCKS_C, &["-pthread"]);
     let (out, p) = s.run_profiled("blocks", &[], "summary=0");
     assert_eq!(out.status.code(), Some(0));
     assert!(!out.stdout.is_empty());
@@ -704,21 +700,7 @@ int main(void) {
 #[test]
 fn libnuma_interleave_and_set_mempolicy_place_pages_on_alternate_nodes() {
     let s = Scratch::new();
-    s.write("policy.c", POLICY_C);
-    s.compile_env(
-        &profcc(),
-        &[
-            "-O2",
-            "-fno-vectorize",
-            "-fno-slp-vectorize",
-            "-g",
-            "policy.c",
-            "-o",
-            "policy",
-            "-lnuma",
-        ],
-        &[("PROFCC_INSTRUMENT", "numa")],
-    );
+    build_scalar(&s, "policy", POLICY_C, &["-lnuma"]);
     let per = 64 * 512u64; // writes, then as many reads
     for (options, half) in [
         ("summary=0:numa=emulate:numa_nodes=2", true),
@@ -931,21 +913,7 @@ int main(void) {
 #[test]
 fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
     let s = Scratch::new();
-    s.write("groups.c", GROUPS_C);
-    s.compile_env(
-        &profcc(),
-        &[
-            "-O2",
-            "-fno-vectorize",
-            "-fno-slp-vectorize",
-            "-g",
-            "-pthread",
-            "groups.c",
-            "-o",
-            "groups",
-        ],
-        &[("PROFCC_INSTRUMENT", "numa")],
-    );
+    build_scalar(&s, "groups", GROUPS_C, &["-pthread"]);
     let (out, _) = s.run_profiled("groups", &[], "summary=0:numa_nodes=2");
     assert_eq!(out.status.code(), Some(0));
     let profile = s.path("groups.profile.json");
@@ -1033,21 +1001,7 @@ int main(void) {
 #[test]
 fn two_hundred_fifty_six_threads_each_read_a_neighbours_page() {
     let s = Scratch::new();
-    s.write("many.c", MANY_C);
-    s.compile_env(
-        &profcc(),
-        &[
-            "-O2",
-            "-fno-vectorize",
-            "-fno-slp-vectorize",
-            "-g",
-            "-pthread",
-            "many.c",
-            "-o",
-            "many",
-        ],
-        &[("PROFCC_INSTRUMENT", "numa")],
-    );
+    build_scalar(&s, "many", MANY_C, &["-pthread"]);
     let (out, p) = s.run_profiled("many", &[], "summary=0");
     let want: i64 = (0..256i64).map(|k| ((k + 1) % 256) * 1024).sum();
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{want}\n"));
