@@ -56,6 +56,9 @@ static NODES: AtomicU32 = AtomicU32::new(4);
 static SHADOW: AtomicU32 = AtomicU32::new(0);
 /// Pages given a home.
 static PAGES: AtomicU64 = AtomicU64::new(0);
+/// 1 once a module built with `numa` registered: until then no page is counted, and frees
+/// and the dump have nothing to do (every program has the analysis in its registry).
+static IN_USE: AtomicU32 = AtomicU32::new(0);
 
 /// First touches by place, and the pages touched (for the dump's walk).
 #[derive(Default)]
@@ -850,7 +853,10 @@ fn first_middle(start: u64) -> u64 {
 
 /// A block is being freed: it takes its pages' counts, which are cleared for the next one.
 fn object_freed(o: &crate::alloc::ObjectInfo) {
-    if SHADOW.load(Relaxed) != 1 || first_middle(o.start) >= o.start.saturating_add(o.size) {
+    if IN_USE.load(Relaxed) == 0
+        || SHADOW.load(Relaxed) != 1
+        || first_middle(o.start) >= o.start.saturating_add(o.size)
+    {
         return;
     }
     let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
@@ -1005,6 +1011,9 @@ impl Analysis for Numa {
         NODES.store(o.numa_nodes.clamp(1, MAX_HOMES - 1), Relaxed);
     }
     fn module_registered(&self, flags: u32) {
+        if flags & profcc_abi::FLAG_NUMA != 0 {
+            IN_USE.store(1, Relaxed);
+        }
         if flags & profcc_abi::FLAG_NUMA != 0 && SHADOW.load(Relaxed) != 1 {
             crate::writer::stderr_line(&format!(
                 "profcc: the NUMA page shadow ({} GiB of address space at {PAGE_SHADOW:#x}) could not be reserved: a module built with PROFCC_INSTRUMENT=numa cannot run; rebuild it without numa",
@@ -1069,7 +1078,7 @@ impl Analysis for Numa {
         }
     }
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
-        if SHADOW.load(Relaxed) != 1 {
+        if SHADOW.load(Relaxed) != 1 || IN_USE.load(Relaxed) == 0 {
             return;
         }
         let me = crate::analysis::current_state(&NUMA) as *const ThreadState;
