@@ -371,6 +371,8 @@ pub struct NumaInput {
     /// were not on one node, and accesses to pages no policy bound.
     pub unpinned_thread: u64,
     pub unpinned_page: u64,
+    /// Accesses by unpinned threads to unpinned pages.
+    pub unpinned_both: u64,
     /// Objects by seriousness score, highest first (at most `--top`).
     pub objects: Vec<NumaObject>,
 }

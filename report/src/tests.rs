@@ -1055,6 +1055,7 @@ pub(crate) fn sample_report() -> Report {
                 migration: None,
                 unpinned_thread: 900,
                 unpinned_page: 1000,
+                unpinned_both: 900,
                 objects: vec![crate::model::NumaObject {
                     object: "heap block allocated at a.c:3".into(),
                     allocated_at: Some("a.c:3".into()),

@@ -141,6 +141,9 @@ pub struct NumaThread {
     pub unpinned_thread: u64,
     #[serde(default)]
     pub unpinned_page: u64,
+    /// Of those, the accesses by an unpinned thread to an unpinned page.
+    #[serde(default)]
+    pub unpinned_both: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq, Eq)]

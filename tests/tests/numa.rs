@@ -232,6 +232,10 @@ fn emulate_puts_a_bound_thread_on_the_node_of_its_cpus() {
     );
     for t in &numa.threads {
         assert_eq!(t.unpinned_page, exact(&p, t.thread), "{t:?}");
+        assert_eq!(
+            t.unpinned_both, t.unpinned_thread,
+            "every page unpinned: {t:?}"
+        );
     }
 }
 

@@ -404,9 +404,10 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
         }
         if i.model == "emulate" || i.model == "real" {
             out.push_str(&format!(
-                "  unpinned (NUMAPROF): {:.1}% of accesses by threads not bound to one node's CPUs, {:.1}% to pages no policy bound to a node\n",
+                "  unpinned (NUMAPROF): {:.1}% of accesses by threads not bound to one node's CPUs, {:.1}% to pages no policy bound to a node, {:.1}% both\n",
                 pct(i.unpinned_thread, all),
-                pct(i.unpinned_page, all)
+                pct(i.unpinned_page, all),
+                pct(i.unpinned_both, all)
             ));
         }
         if let Some(m) = &i.migration {

@@ -147,6 +147,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 migration,
                 unpinned_thread: n.threads.iter().map(|t| t.unpinned_thread).sum(),
                 unpinned_page: n.threads.iter().map(|t| t.unpinned_page).sum(),
+                unpinned_both: n.threads.iter().map(|t| t.unpinned_both).sum(),
             })
         })
         .collect();

@@ -275,6 +275,10 @@ struct ThreadState {
     pinned: AtomicU32,
     unpinned_thread: AtomicU64,
     unpinned_page: AtomicU64,
+    /// Accesses by the thread while unpinned to pages no policy bound (both unpinned).
+    unpinned_both: AtomicU64,
+    /// 1 while the thread is in the door.
+    busy: AtomicU32,
     row: [AtomicU64; ROW],
 }
 
@@ -295,11 +299,16 @@ impl ThreadState {
         if e != self.home.load(Relaxed) {
             rec.remote.fetch_add(n, Relaxed);
         }
-        if self.pinned.load(Relaxed) == 0 {
+        let thread_free = self.pinned.load(Relaxed) == 0;
+        let page_free = rec.place.load(Relaxed) & PageRecord::PINNED == 0;
+        if thread_free {
             self.unpinned_thread.fetch_add(n, Relaxed);
         }
-        if rec.place.load(Relaxed) & PageRecord::PINNED == 0 {
+        if page_free {
             self.unpinned_page.fetch_add(n, Relaxed);
+        }
+        if thread_free && page_free {
+            self.unpinned_both.fetch_add(n, Relaxed);
         }
         // The one thread besides the first toucher that used the page, or several.
         let me = self.id.load(Relaxed).saturating_add(1);
@@ -399,11 +408,18 @@ pub extern "C" fn profcc_numa_page_miss(p: *const u8, pc: *const u8) {
         home_of(p, pc, None);
         return;
     };
+    // A signal handler's access while this thread is in the door: leave at once (its count
+    // lands on whatever page its slot holds) rather than spin on a lock this thread holds or
+    // flush a slot twice.
+    if s.busy.swap(1, Relaxed) == 1 {
+        return;
+    }
     let i = profcc_abi::numa_slot(page);
     s.flush(i);
     let home = home_of(p, pc, Some(s));
     s.slot_home[i].store(home, Relaxed);
     s.cache[i].page.store(page, Relaxed);
+    s.busy.store(0, Relaxed);
 }
 
 /// The home of the page holding `p`, given at its first touch (by the thread `st`, at `pc`).
@@ -1118,6 +1134,7 @@ impl Analysis for Numa {
                     pinned: s.pinned.load(Relaxed) == 1,
                     unpinned_thread: s.unpinned_thread.load(Relaxed),
                     unpinned_page: s.unpinned_page.load(Relaxed),
+                    unpinned_both: s.unpinned_both.load(Relaxed),
                 });
             }
             let (lo, hi) = (s.stack_lo.load(Relaxed), s.stack_hi.load(Relaxed));
