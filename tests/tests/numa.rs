@@ -945,6 +945,25 @@ fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
         "{:?}",
         n.groups
     );
+    // The four blocks (allocated in an unrolled loop: several code addresses, one line) are
+    // one object: each written first by its thread (local), read 5 times more by the heavy
+    // ones (local) and once by the partner (remote, a moved page).
+    let blocks = n
+        .objects
+        .iter()
+        .find(|o| o.object.starts_with("heap block allocated at "))
+        .unwrap();
+    assert_eq!(
+        (blocks.instances, blocks.pages, blocks.moved_pages),
+        (4, 16, 16),
+        "{blocks:?}"
+    );
+    assert_eq!(
+        (blocks.local, blocks.remote),
+        (4 * 4096 + 2 * 5 * 4096, 4 * 4096),
+        "{blocks:?}"
+    );
+    assert_eq!(blocks.kind.as_deref(), Some("first touch"));
     let clusters: Vec<(u32, Vec<u32>)> =
         n.plan.iter().map(|c| (c.node, c.threads.clone())).collect();
     assert_eq!(

@@ -178,6 +178,15 @@ fn fix_words(o: &profcc_schema::numa::NumaObject, first: &str) -> (Option<String
         }
         ObjectFix::FirstTouch {
             layout: Layout::Permuted,
+        } if o.instances > 1 => (
+            Some("first touch".into()),
+            Some(format!(
+                "{first}; most of its {} pages are used by one thread other than the one that touched them first: touch each block first in the thread that later uses it",
+                o.pages
+            )),
+        ),
+        ObjectFix::FirstTouch {
+            layout: Layout::Permuted,
         } => (
             Some("first touch".into()),
             Some(format!(
@@ -272,27 +281,50 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
             *inv.entry(k).or_default() += line.invalidations;
         }
     }
-    let mut out: Vec<NumaObject> = pieces
-        .iter()
-        .enumerate()
-        .map(|(k, o)| {
-            let allocated_at = o.alloc_stack.and_then(|id| {
-                let stack = m.stack(i, id);
-                user_frame(&stack).and_then(|u| u.place())
-            });
-            let object = if let Some(t) = o.stack_of {
-                format!("stack of thread {t}")
-            } else if o.alloc_stack.is_some() {
-                match &allocated_at {
-                    Some(p) => format!("heap block allocated at {p}"),
-                    None => "heap block".to_string(),
-                }
-            } else {
-                m.global(i, o.address)
-                    .or_else(|| m.global(i, o.address + o.bytes / 2))
-                    .map(|g| format!("global {}", g.name))
-                    .unwrap_or_else(|| format!("memory at {:#x}", o.address))
-            };
+    // Names; pieces of one name merge (the blocks of one line allocated at several code
+    // addresses, e.g. an unrolled loop; a global's pages in two runs).
+    let mut named: Vec<(String, Option<String>, profcc_schema::numa::NumaObject, u64)> = Vec::new();
+    for (k, o) in pieces.into_iter().enumerate() {
+        let allocated_at = o.alloc_stack.and_then(|id| {
+            let stack = m.stack(i, id);
+            user_frame(&stack).and_then(|u| u.place())
+        });
+        let object = if let Some(t) = o.stack_of {
+            format!("stack of thread {t}")
+        } else if o.alloc_stack.is_some() {
+            match &allocated_at {
+                Some(p) => format!("heap block allocated at {p}"),
+                None => "heap block".to_string(),
+            }
+        } else {
+            // The global at the run's start or middle, else the one its first touch hit.
+            let end = o.address + o.bytes;
+            m.global(i, o.address)
+                .or_else(|| m.global(i, o.address + o.bytes / 2))
+                .or_else(|| {
+                    n.first_touch
+                        .iter()
+                        .filter(|f| (o.address..end).contains(&f.address))
+                        .find_map(|f| m.global(i, f.address))
+                })
+                .map(|g| format!("global {}", g.name))
+                .unwrap_or_else(|| format!("memory at {:#x}", o.address))
+        };
+        let inv_k = inv.get(&k).copied().unwrap_or(0);
+        match named
+            .iter_mut()
+            .find(|(n, a, _, _)| *n == object && *a == allocated_at)
+        {
+            Some((_, _, g, gi)) => {
+                merge_object(g, &o);
+                *gi += inv_k;
+            }
+            None => named.push((object, allocated_at, o, inv_k)),
+        }
+    }
+    let mut out: Vec<NumaObject> = named
+        .into_iter()
+        .map(|(object, allocated_at, o, remote_invalidations)| {
             let top = o.first_touch.first();
             let first_touch_at = top.and_then(|t| {
                 let frames = m.address(i, t.pc);
@@ -301,13 +333,28 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
                     .find(|x| x.place().is_some())
                     .and_then(|x| x.place())
             });
-            let remote_invalidations = inv.get(&k).copied().unwrap_or(0);
-            let first = match (top.and_then(|t| t.thread), &first_touch_at) {
-                (Some(t), Some(p)) => format!("thread {t} touched it first at {p}"),
-                (Some(t), None) => format!("thread {t} touched it first"),
-                _ => "first touched by an unknown thread".to_string(),
+            let mut touchers: Vec<u32> = Vec::new();
+            for t in o.first_touch.iter().filter_map(|t| t.thread) {
+                if !touchers.contains(&t) {
+                    touchers.push(t);
+                }
+            }
+            let who = match touchers.as_slice() {
+                [] => "an unknown thread".to_string(),
+                [t] => format!("thread {t}"),
+                ts => format!(
+                    "threads {}",
+                    ts.iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             };
-            let (kind, fix) = fix_words(o, &first);
+            let first = match &first_touch_at {
+                Some(p) => format!("{who} touched it first (most at {p})"),
+                None => format!("{who} touched it first"),
+            };
+            let (kind, fix) = fix_words(&o, &first);
             NumaObject {
                 object,
                 allocated_at,
@@ -339,31 +386,49 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
             }
         })
         .collect();
-    // Objects of one name merge (a global's pages in two runs, split by another object).
-    let mut merged: Vec<NumaObject> = Vec::new();
-    for o in out.drain(..) {
-        match merged.iter_mut().find(|g| {
-            g.object == o.object && o.instances == 1 && g.instances == 1 && o.allocated_at.is_none()
-        }) {
-            Some(g) => {
-                g.pages += o.pages;
-                g.local += o.local;
-                g.remote += o.remote;
-                g.remote_invalidations += o.remote_invalidations;
-                g.score += o.score;
-                g.shared_pages += o.shared_pages;
-                g.moved_pages += o.moved_pages;
-            }
-            None => merged.push(o),
-        }
-    }
-    merged.sort_by(|a, b| {
+    out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
             .then(b.remote.cmp(&a.remote))
             .then(a.object.cmp(&b.object))
     });
-    (merged, all_inv)
+    (out, all_inv)
+}
+
+/// Add object `b` to `a` (blocks of one allocation line, pieces of one global): counts, pages,
+/// first touches by place, each thread's range.
+fn merge_object(a: &mut profcc_schema::numa::NumaObject, b: &profcc_schema::numa::NumaObject) {
+    a.instances += b.instances;
+    a.bytes = a.bytes.max(b.bytes);
+    a.pages += b.pages;
+    a.accesses += b.accesses;
+    a.remote += b.remote;
+    a.shared_pages += b.shared_pages;
+    a.moved_pages += b.moved_pages;
+    for t in &b.first_touch {
+        match a
+            .first_touch
+            .iter_mut()
+            .find(|x| (x.pc, x.thread) == (t.pc, t.thread))
+        {
+            Some(x) => x.pages += t.pages,
+            None => a.first_touch.push(t.clone()),
+        }
+    }
+    a.first_touch
+        .sort_by(|x, y| y.pages.cmp(&x.pages).then(x.pc.cmp(&y.pc)));
+    for t in &b.threads {
+        match a.threads.iter_mut().find(|x| x.thread == t.thread) {
+            Some(x) => {
+                x.start = x.start.min(t.start);
+                x.end = x.end.max(t.end);
+                x.pages += t.pages;
+            }
+            None => a.threads.push(t.clone()),
+        }
+    }
+    a.threads.sort_by_key(|t| t.thread);
+    a.page_counts.clear();
 }
 
 /// The start routine of thread `id` of input `i`, by name (None: the main thread or unknown).
