@@ -426,6 +426,7 @@ fn report_csv_writes_one_file_per_table() {
         [
             "access_sites.csv",
             "alloc_sites.csv",
+            "numa_binding.csv",
             "numa_objects.csv",
             "numa_threads.csv",
             "sharing_below_threshold.csv",

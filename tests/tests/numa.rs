@@ -986,6 +986,32 @@ fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
         "{text}"
     );
     assert!(text.contains("OMP_PLACES=\""), "{text}");
+    // The binding file: one row per worker, on its cluster's node and that node's CPUs.
+    let dir = s.path("csv");
+    sh(std::process::Command::new(profcc())
+        .args(["report", "--csv"])
+        .arg(&dir)
+        .arg(&profile));
+    let csv = std::fs::read_to_string(dir.join("numa_binding.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let nodes: Vec<(&str, &str)> = rows.iter().map(|r| (r[1], r[2])).collect();
+    assert_eq!(
+        nodes,
+        vec![("1", "0"), ("2", "0"), ("3", "1"), ("4", "1")],
+        "{csv}"
+    );
+    // A node's CPUs: this machine's configured CPUs split in 2 contiguous halves.
+    let (_, conf) = cpus();
+    let cores = (conf / 2).max(1);
+    for r in &rows {
+        let node: usize = r[2].parse().unwrap();
+        let want = format!("{}-{}", node * cores, node * cores + cores - 1);
+        assert_eq!(r[3], want, "{csv}");
+    }
 }
 
 const MANY_C: &str = r#"

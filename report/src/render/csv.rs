@@ -31,6 +31,7 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     sharing_below_threshold,
     numa_threads,
     numa_objects,
+    numa_binding,
 ];
 
 /// Cells that hold several values are joined with this.
@@ -345,6 +346,34 @@ pub fn numa_threads(r: &Report) -> Table {
             "first_touches",
             "model",
         ],
+        rows,
+    }
+}
+
+/// The binding plan as a file (docs/numa.md, "Imbalance and binding"): one row per worker
+/// thread of every input with a plan, its node and CPUs.
+pub fn numa_binding(r: &Report) -> Table {
+    let rows = r
+        .numa
+        .iter()
+        .flat_map(|n| &n.inputs)
+        .flat_map(|i| {
+            i.plan.iter().flat_map(move |c| {
+                c.threads.iter().map(move |t| {
+                    vec![
+                        i.input.to_string(),
+                        t.to_string(),
+                        c.node.to_string(),
+                        format!("{}-{}", c.first_cpu, c.first_cpu + c.cpus.max(1) - 1),
+                        c.unbalanced.contains(t).to_string(),
+                    ]
+                })
+            })
+        })
+        .collect();
+    Table {
+        file: "numa_binding.csv",
+        header: &["input", "thread", "node", "cpus", "unbalanced"],
         rows,
     }
 }

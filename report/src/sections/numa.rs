@@ -499,13 +499,15 @@ fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<S
         .max(workers.len().div_ceil(nodes))
         .max(1);
     let (clusters, unbalanced) = binding_plan(&close, nodes, per_node);
+    // A node's CPUs (numbered contiguously per node), whatever the cluster size.
+    let cores = (n.cpus as usize / nodes).max(1);
     let out: Vec<crate::model::NumaCluster> = clusters
         .iter()
         .enumerate()
         .map(|(k, c)| crate::model::NumaCluster {
             node: (k % nodes) as u32,
-            first_cpu: ((k % nodes) * per_node) as u32,
-            cpus: per_node as u32,
+            first_cpu: ((k % nodes) * cores) as u32,
+            cpus: cores as u32,
             threads: c.iter().map(|&a| workers[a].thread).collect(),
             unbalanced: c
                 .iter()
@@ -519,7 +521,7 @@ fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<S
     let place = |t: u32| {
         out.iter()
             .find(|c| c.threads.contains(&t))
-            .map_or(format!("{{0:{per_node}}}"), |c| {
+            .map_or(format!("{{0:{cores}}}"), |c| {
                 format!("{{{}:{}}}", c.first_cpu, c.cpus)
             })
     };
