@@ -465,7 +465,7 @@ const _: () = assert!(core::mem::size_of::<PageRecord>() == 1 << PAGE_ENTRY_SHIF
 
 /// Slots of a thread's page cache (NUMA hook): slot [`numa_slot`]`(page)` holds the page number
 /// of the page it counts (`NUMA_NO_PAGE`: none) and the accesses not yet added to its record.
-pub const NUMA_SLOT_BITS: u32 = 6;
+pub const NUMA_SLOT_BITS: u32 = 8;
 pub const NUMA_SLOTS: u32 = 1 << NUMA_SLOT_BITS;
 /// The slot's hash multiplier (Fibonacci hashing: 2^64 / the golden ratio). A page number's
 /// low bits alone would put the same element of arrays that lie a multiple of 64 pages apart
