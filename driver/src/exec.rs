@@ -37,6 +37,11 @@ pub const NUMA_WRAPPED: &[&str] = &[
     "numa_tonode_memory",
 ];
 
+/// OpenMP's barrier (libomp's `__kmpc_barrier`, which clang calls at an explicit barrier and
+/// after a worksharing loop without `nowait`), wrapped in links that use OpenMP
+/// ([`links_openmp`]) for the NUMA analysis's waits; the same reasoning as [`NUMA_WRAPPED`].
+pub const OMP_WRAPPED: &[&str] = &["__kmpc_barrier"];
+
 pub const RUNTIME_LINK_FLAGS: &[&str] = &[
     "-Wl,-u,__profcc_force_link",
     "-Wl,--export-dynamic-symbol=__profcc_*",
@@ -53,6 +58,19 @@ pub fn links_libnuma(args: &[String]) -> bool {
             || file == "libnuma.a"
             || file == "libnuma.so"
             || file.starts_with("libnuma.so.")
+    })
+}
+
+/// The link uses LLVM's OpenMP runtime: `-fopenmp` (clang-22 links libomp), `-lomp`, or
+/// libomp's path.
+pub fn links_openmp(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        let file = a.rsplit('/').next().unwrap_or(a);
+        a == "-fopenmp"
+            || a == "-fopenmp=libomp"
+            || a == "-lomp"
+            || file == "libomp.so"
+            || file.starts_with("libomp.so.")
     })
 }
 
@@ -437,6 +455,9 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<St
         v.extend(RUNTIME_LINK_FLAGS.iter().map(|s| s.to_string()));
         if links_libnuma(&v) {
             v.extend(NUMA_WRAPPED.iter().map(|f| format!("-Wl,--wrap={f}")));
+        }
+        if links_openmp(&v) {
+            v.extend(OMP_WRAPPED.iter().map(|f| format!("-Wl,--wrap={f}")));
         }
         if v.iter().any(|a| a == "-static" || a == "-static-pie") {
             v.extend(STATIC_LINK_FLAGS.iter().map(|f| f.to_string()));

@@ -850,6 +850,9 @@ typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
 typedef int (*cond_timedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
 typedef int (*barrier_wait_fn)(pthread_barrier_t *);
 typedef int (*sem_wait_fn)(sem_t *);
+/* For the link-time wrappers (numa_wrap.c): a wait they saw. */
+void profcc_wait_seen(int kind) { waited(kind); }
+
 int __pthread_cond_wait(pthread_cond_t *, pthread_mutex_t *) __attribute__((weak));
 int __pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
     __attribute__((weak));

@@ -41,18 +41,24 @@ fn allowed(name: &str, interposers: &[String]) -> bool {
             .is_some_and(|w| numa_wrapped().iter().any(|n| n == w))
 }
 
-/// The driver's `NUMA_WRAPPED` (driver/src/exec.rs): the names it wraps with `--wrap`.
+/// The driver's `NUMA_WRAPPED` and `OMP_WRAPPED` (driver/src/exec.rs): the names it wraps
+/// with `--wrap`.
 fn numa_wrapped() -> Vec<String> {
     let text = std::fs::read_to_string(root().join("driver/src/exec.rs")).unwrap();
-    let list = text
-        .split("pub const NUMA_WRAPPED: &[&str] = &[")
-        .nth(1)
-        .and_then(|t| t.split("];").next())
-        .expect("NUMA_WRAPPED in driver/src/exec.rs");
-    list.split('"')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_string)
+    ["NUMA_WRAPPED", "OMP_WRAPPED"]
+        .iter()
+        .flat_map(|name| {
+            let list = text
+                .split(&format!("pub const {name}: &[&str] = &["))
+                .nth(1)
+                .and_then(|t| t.split("];").next())
+                .unwrap_or_else(|| panic!("{name} in driver/src/exec.rs"));
+            list.split('"')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
         .collect()
 }
 

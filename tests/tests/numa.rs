@@ -1080,3 +1080,45 @@ fn two_hundred_fifty_six_threads_each_read_a_neighbours_page() {
         "{blocks:?}"
     );
 }
+
+const OMP_BARRIERS_C: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+#define ROUNDS 5
+#define N 4096
+static double a[N];
+int main(void) {
+  double s = 0;
+#pragma omp parallel num_threads(2) reduction(+ : s)
+  for (int r = 0; r < ROUNDS; r++) {
+#pragma omp for schedule(static) /* MARK_FOR: an implicit barrier after each loop */
+    for (int i = 0; i < N; i++) a[i] += i * r;
+    s += a[omp_get_thread_num()];
+  }
+  printf("%.0f\n", s > 0 ? 1.0 : 0.0);
+  return 0;
+}
+"#;
+
+/// OpenMP's barriers are waits too (libomp's `__kmpc_barrier`, wrapped at the link): each of
+/// the two threads of the team waits at the barrier after each of the 5 worksharing loops.
+#[test]
+fn openmp_barriers_count_as_waits() {
+    let s = Scratch::new();
+    s.write("ompb.c", OMP_BARRIERS_C);
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-fopenmp", "ompb.c", "-o", "ompb"],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let (out, p) = s.run_profiled("ompb", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n");
+    let n = p.numa.expect("a numa section");
+    let barriers: Vec<u64> = n
+        .threads
+        .iter()
+        .filter(|t| t.local + t.remote > 0)
+        .map(|t| t.waits.barrier)
+        .collect();
+    assert_eq!(barriers, vec![5, 5], "{:?}", n.threads);
+}
