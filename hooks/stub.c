@@ -32,10 +32,9 @@ STUB_TLS uint64_t __profcc_me;
 STUB_TLS uint64_t __profcc_rb;
 STUB_TLS uint64_t __profcc_wmask = ~(uint64_t)0;
 STUB_TLS uint64_t __profcc_hot_cd;
-/* NUMA: a scratch cache whose slots hold page 0, which no access touches (it is never
- * mapped): every access calls the door, which does nothing. Slow (a call per access), but the
- * library runs. Zero, so that it lies in .bss like the library's own zero data would not move
- * (an initialised array in .data would shift the library's globals). */
+/* NUMA: a scratch cache whose slots hold no page (zero: PROFCC_NUMA_NO_PAGE): every access
+ * calls the door, which does nothing. Slow (a call per access), but the library runs. In .bss:
+ * an initialised array in .data would shift the library's globals. */
 __attribute__((visibility("hidden"))) struct profcc_page_slot profcc_stub_numa_cache[PROFCC_NUMA_SLOTS];
 STUB_TLS struct profcc_page_slot *__profcc_numa_cache = profcc_stub_numa_cache;
 STUB void __profcc_page_miss(const void *p) { (void)p; }

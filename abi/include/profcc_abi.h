@@ -58,7 +58,7 @@
 #define PROFCC_FLAG_NUMA 2u /* the module reads the page shadow */
 #define PROFCC_MAX_HOMES 1024u /* page homes: entries 1..=MAX_HOMES */
 #define PROFCC_NUMA_SLOTS 256u /* slots of a thread's page cache */
-#define PROFCC_NUMA_NO_PAGE 0xffffffffffffffffull /* a cache slot holding no page */
+#define PROFCC_NUMA_NO_PAGE 0x0ull /* a cache slot holding no page */
 #define PROFCC_NUMA_SLOT_BITS 8
 #define PROFCC_NUMA_SLOT_HASH 0x9e3779b97f4a7c15ull /* Fibonacci hashing of page numbers */
 #define PROFCC_NUMA_SLOT_OF(page) ((uint64_t)((uint64_t)(page) * PROFCC_NUMA_SLOT_HASH) >> (64 - PROFCC_NUMA_SLOT_BITS)) /* the page cache slot of a page number */

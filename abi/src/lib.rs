@@ -477,8 +477,9 @@ pub const NUMA_SLOT_HASH: u64 = 0x9E37_79B9_7F4A_7C15;
 pub const fn numa_slot(page: u64) -> usize {
     (page.wrapping_mul(NUMA_SLOT_HASH) >> (64 - NUMA_SLOT_BITS)) as usize
 }
-/// A cache slot's page number when it holds no page (no page number reaches it).
-pub const NUMA_NO_PAGE: u64 = u64::MAX;
+/// A cache slot's page number when it holds no page: page 0, which no access reaches (the
+/// kernel never maps the first page, `vm.mmap_min_addr`), so a zeroed cache holds no page.
+pub const NUMA_NO_PAGE: u64 = 0;
 /// Constructor priority: before C++ static constructors (65535) so the runtime's `atexit`
 /// runs after their destructors.
 pub const CTOR_PRIORITY: u64 = 1;

@@ -30,10 +30,10 @@ __thread uint64_t __profcc_wmask = ~(uint64_t)0;
 __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_hot_cd;
 
 /* NUMA analysis: the thread's page cache (rt/src/analyses/numa.rs gives each thread its own
- * when it starts); until then a scratch cache whose slots hold no page, so that every access
- * goes through the door. */
-__attribute__((visibility("hidden"))) struct profcc_page_slot
-    profcc_numa_scratch[PROFCC_NUMA_SLOTS] = {[0 ... PROFCC_NUMA_SLOTS - 1] = {PROFCC_NUMA_NO_PAGE, 0}};
+ * when it starts); until then a scratch cache whose slots hold no page (zero:
+ * PROFCC_NUMA_NO_PAGE), so that every access goes through the door. */
+_Static_assert(PROFCC_NUMA_NO_PAGE == 0, "a zeroed cache holds no page");
+__attribute__((visibility("hidden"))) struct profcc_page_slot profcc_numa_scratch[PROFCC_NUMA_SLOTS];
 __attribute__((tls_model("initial-exec"), visibility("default")))
 __thread struct profcc_page_slot *__profcc_numa_cache = profcc_numa_scratch;
 struct profcc_page_slot **profcc_numa_cache_slot(void) { return &__profcc_numa_cache; }

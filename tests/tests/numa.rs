@@ -577,8 +577,10 @@ fn objects_name_permuted_tiles_a_shared_global_and_the_main_stack() {
     let s = Scratch::new();
     build_scalar(&s, "blocks", BLOCKS_C, &["-pthread"]);
     let (out, p) = s.run_profiled("blocks", &[], "summary=0");
-    assert_eq!(out.status.code(), Some(0));
-    assert!(!out.stdout.is_empty());
+    // Sums: each worker's 8 tiles of the other parity (tile b holds b: 64 and 56 x 1024), the
+    // table (2 x 2048 each) and the stack array (1 x 4096 each).
+    let sums = (64 + 56) * 1024 + 2 * (2 * 2048) + 2 * 4096;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{sums}\n"));
     let profile = s.path("blocks.profile.json");
     let r = report(&profile, &[]);
     let n = &r.numa.as_ref().expect("a numa section").inputs[0];
@@ -919,7 +921,12 @@ fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
     let s = Scratch::new();
     build_scalar(&s, "groups", GROUPS_C, &["-pthread"]);
     let (out, _) = s.run_profiled("groups", &[], "summary=0:numa_nodes=2");
-    assert_eq!(out.status.code(), Some(0));
+    // Thread k's sum: its own array (k + i) read 5 times by the heavy ones, its partner's once.
+    let array = |k: i64| 4096 * k + 4095 * 4096 / 2;
+    let sums: i64 = (0..4)
+        .map(|k| if k < 2 { 5 } else { 0 } * array(k) + array(k ^ 1))
+        .sum();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{sums}\n"));
     let profile = s.path("groups.profile.json");
     let r = report(&profile, &[]);
     let n = &r.numa.as_ref().expect("a numa section").inputs[0];

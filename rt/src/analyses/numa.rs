@@ -165,21 +165,21 @@ fn node_of_cpu(c: usize, nodes: u32) -> u32 {
     (c * nodes as usize / ncpus()) as u32
 }
 
-/// Whether the calling thread's CPUs are all on one node and are not all the CPUs (NUMAPROF's
-/// pinned thread), the node of CPU `c` given by `node`.
-fn pinned_now(node: impl Fn(usize) -> u32) -> bool {
+/// The node the calling thread is bound to: the one node of all the CPUs its affinity mask
+/// allows, when they are not all the CPUs (NUMAPROF's pinned thread); the node of CPU `c` is
+/// `node(c)`. None: unbound, bound to CPUs of several nodes, or the mask cannot be read.
+fn bound_node(node: impl Fn(usize) -> u32) -> Option<u32> {
     let ncpus = ncpus();
     let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
     if unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
     {
-        return false;
+        return None;
     }
     let allowed: Vec<usize> = (0..ncpus.min(libc::CPU_SETSIZE as usize))
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect();
-    !allowed.is_empty()
-        && allowed.len() < ncpus
-        && allowed.iter().all(|&c| node(c) == node(allowed[0]))
+    let first = node(*allowed.first()?);
+    (allowed.len() < ncpus && allowed.iter().all(|&c| node(c) == first)).then_some(first)
 }
 
 /// The node of CPU `c` on this machine (/sys/devices/system/cpu/cpuC/nodeN), 0 if unknown.
@@ -203,33 +203,17 @@ fn thread_pinned() -> bool {
     match model() {
         Model::Emulate => {
             let nodes = NODES.load(Relaxed);
-            pinned_now(|c| node_of_cpu(c, nodes))
+            bound_node(|c| node_of_cpu(c, nodes)).is_some()
         }
-        Model::Real => pinned_now(real_node_of_cpu),
+        Model::Real => bound_node(real_node_of_cpu).is_some(),
         _ => false,
     }
 }
 
-/// The emulated node of the calling thread (dense id `id`): the node of the CPUs its affinity
-/// mask allows when they are all on one node and are not all the CPUs, else `id` mod nodes.
+/// The emulated node of the calling thread (dense id `id`): the node of the CPUs it is bound
+/// to ([`bound_node`]), else `id` mod nodes.
 fn emulated_node(id: u32, nodes: u32) -> u32 {
-    let ncpus = ncpus();
-    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
-    let ok =
-        unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) }
-            == 0;
-    if ok {
-        let allowed: Vec<usize> = (0..ncpus.min(libc::CPU_SETSIZE as usize))
-            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-            .collect();
-        if !allowed.is_empty() && allowed.len() < ncpus {
-            let first = node_of_cpu(allowed[0], nodes);
-            if allowed.iter().all(|&c| node_of_cpu(c, nodes) == first) {
-                return first;
-            }
-        }
-    }
-    id % nodes
+    bound_node(|c| node_of_cpu(c, nodes)).unwrap_or(id % nodes)
 }
 
 const ROW: usize = MAX_HOMES as usize + 1;
@@ -292,8 +276,10 @@ impl ThreadState {
         }
         self.cache[i].count.store(0, Relaxed);
         let e = self.slot_home[i].load(Relaxed);
-        let r = &self.row[(e as usize).min(ROW - 1)];
-        r.store(r.load(Relaxed) + n, Relaxed);
+        // The thread's own counters (row, unpinned): a load and a store, no locked add (only
+        // this thread writes them).
+        let add = |c: &AtomicU64| c.store(c.load(Relaxed) + n, Relaxed);
+        add(&self.row[(e as usize).min(ROW - 1)]);
         let rec = record(page);
         rec.accesses.fetch_add(n, Relaxed);
         if e != self.home.load(Relaxed) {
@@ -302,13 +288,13 @@ impl ThreadState {
         let thread_free = self.pinned.load(Relaxed) == 0;
         let page_free = rec.place.load(Relaxed) & PageRecord::PINNED == 0;
         if thread_free {
-            self.unpinned_thread.fetch_add(n, Relaxed);
+            add(&self.unpinned_thread);
         }
         if page_free {
-            self.unpinned_page.fetch_add(n, Relaxed);
+            add(&self.unpinned_page);
         }
         if thread_free && page_free {
-            self.unpinned_both.fetch_add(n, Relaxed);
+            add(&self.unpinned_both);
         }
         // The one thread besides the first toucher that used the page, or several.
         let me = self.id.load(Relaxed).saturating_add(1);
@@ -522,6 +508,8 @@ struct Policy {
 
 /// `mbind` ranges: start -> (end, policy), page-aligned, not overlapping.
 static RANGES: SpinLock<Option<BTreeMap<u64, (u64, Policy)>>> = SpinLock::new(None);
+/// 1 once a range was set: until then a first touch takes no lock for the ranges.
+static ANY_RANGE: AtomicU32 = AtomicU32::new(0);
 
 /// Nodes of the machine (`real`) or 0: not read yet.
 static ONLINE: AtomicU32 = AtomicU32::new(0);
@@ -603,6 +591,7 @@ pub extern "C" fn profcc_numa_mbind(
     }
     if pol.mode != 0 {
         r.insert(start, (end, pol));
+        ANY_RANGE.store(1, Relaxed);
     }
 }
 
@@ -668,7 +657,9 @@ pub extern "C" fn profcc_numa_move_pages(
 /// thread `st` running on node `here`, and whether the policy binds it there (`MPOL_BIND`);
 /// None: no policy (or a local one): the toucher's.
 fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<(u32, bool)> {
-    let ranged = {
+    let ranged = if ANY_RANGE.load(Relaxed) == 0 {
+        None
+    } else {
         let _g = crate::threads::RtGuard::enter();
         let r = RANGES.lock();
         r.as_ref().and_then(|r| {
@@ -827,12 +818,8 @@ impl Credit {
             bytes: size,
             ..Credit::default()
         };
-        let end = start.saturating_add(size).min(APP_LIMIT);
-        let mut mid = first_middle(start);
-        while mid < end {
-            let page = mid >> PAGE_SHIFT;
+        for page in pages_of(start, size) {
             c.add_page(page, (page << PAGE_SHIFT).saturating_sub(start), pending);
-            mid += 1 << PAGE_SHIFT;
         }
         c
     }
@@ -867,11 +854,19 @@ fn first_middle(start: u64) -> u64 {
     ((start + half - 1) & !((1u64 << PAGE_SHIFT) - 1)) + half
 }
 
+/// The pages an object `[start, start + size)` takes: those whose middle byte it holds.
+fn pages_of(start: u64, size: u64) -> impl Iterator<Item = u64> {
+    let end = start.saturating_add(size).min(APP_LIMIT);
+    (first_middle(start)..end)
+        .step_by(1 << PAGE_SHIFT)
+        .map(|mid| mid >> PAGE_SHIFT)
+}
+
 /// A block is being freed: it takes its pages' counts, which are cleared for the next one.
 fn object_freed(o: &crate::alloc::ObjectInfo) {
     if IN_USE.load(Relaxed) == 0
         || SHADOW.load(Relaxed) != 1
-        || first_middle(o.start) >= o.start.saturating_add(o.size)
+        || pages_of(o.start, o.size).next().is_none()
     {
         return;
     }
@@ -883,10 +878,8 @@ fn object_freed(o: &crate::alloc::ObjectInfo) {
     if c.pages == 0 {
         return;
     }
-    let end = o.start.saturating_add(o.size).min(APP_LIMIT);
-    let mut mid = first_middle(o.start);
-    while mid < end {
-        let rec = record(mid >> PAGE_SHIFT);
+    for page in pages_of(o.start, o.size) {
+        let rec = record(page);
         rec.accesses.store(0, Relaxed);
         rec.remote.store(0, Relaxed);
         rec.accessor.store(0, Relaxed);
@@ -896,7 +889,6 @@ fn object_freed(o: &crate::alloc::ObjectInfo) {
             rec.toucher.store(0, Relaxed);
             rec.place.store(0, Relaxed);
         }
-        mid += 1 << PAGE_SHIFT;
     }
     let mut f = FREED.lock();
     let f = f.get_or_insert_with(HashMap::new);
@@ -922,7 +914,7 @@ fn objects(
     let mut claimed: HashSet<u64> = HashSet::new();
     let mut live = Vec::new();
     crate::alloc::each_live(
-        |start, size| first_middle(start) < start.saturating_add(size),
+        |start, size| pages_of(start, size).next().is_some(),
         |o| live.push(o),
     );
     for o in live {
@@ -930,12 +922,7 @@ fn objects(
         if c.pages == 0 {
             continue;
         }
-        let end = o.start.saturating_add(o.size);
-        let mut mid = first_middle(o.start);
-        while mid < end {
-            claimed.insert(mid >> PAGE_SHIFT);
-            mid += 1 << PAGE_SHIFT;
-        }
+        claimed.extend(pages_of(o.start, o.size));
         match by_stack.get_mut(&o.stack) {
             Some(e) => e.merge(c),
             None => {
@@ -1053,9 +1040,6 @@ impl Analysis for Numa {
         st.pinned.store(thread_pinned() as u32, Relaxed);
         st.stack_lo.store(t.stack_lo, Relaxed);
         st.stack_hi.store(t.stack_hi, Relaxed);
-        for s in &st.cache {
-            s.page.store(NUMA_NO_PAGE, Relaxed);
-        }
         st.ready.store(1, Relaxed);
         unsafe { *profcc_numa_cache_slot() = st.cache.as_ptr() as *mut Slot };
     }
