@@ -375,6 +375,19 @@ pub struct NumaInput {
     pub unpinned_both: u64,
     /// Objects by seriousness score, highest first (at most `--top`).
     pub objects: Vec<NumaObject>,
+    /// Accesses by source line, most remote first (at most `--top`): each counted for the
+    /// line whose access brought its page into the thread's page cache (docs/numa.md, "Sites").
+    pub sites: Vec<NumaSite>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaSite {
+    /// `file:line` of the access (None: not symbolised, or the sites beyond the runtime's
+    /// table).
+    pub place: Option<String>,
+    pub function: Option<String>,
+    pub accesses: u64,
+    pub remote: u64,
 }
 
 /// One object of the NUMA analysis: a heap block's allocation site (its blocks together), a

@@ -1087,6 +1087,12 @@ pub(crate) fn sample_report() -> Report {
                     kind: Some("first touch".into()),
                     fix: Some("touch it first in thread 1".into()),
                 }],
+                sites: vec![crate::model::NumaSite {
+                    place: Some("a.c:9".into()),
+                    function: Some("worker".into()),
+                    accesses: 100,
+                    remote: 100,
+                }],
             }],
         }),
         threads: vec![

@@ -26,6 +26,11 @@ pub struct Numa {
     /// middle byte (docs/numa.md).
     #[serde(default)]
     pub objects: Vec<NumaObject>,
+    /// Accesses by code site: each slot of a thread's page cache counts for the site whose
+    /// access brought its page in (docs/numa.md, "Sites"); most remote first. They add up to
+    /// the threads' accesses; pc 0 holds the sites beyond the runtime's table.
+    #[serde(default)]
+    pub sites: Vec<NumaSite>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -107,6 +112,15 @@ pub struct FirstTouch {
     pub pages: u64,
     /// The address the first of those accesses touched (names a global).
     pub address: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct NumaSite {
+    /// Return address of the door's call, just after the access (symbolise `pc - 1`); 0:
+    /// the sites the runtime had no room for.
+    pub pc: u64,
+    pub accesses: u64,
+    pub remote: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -16,7 +16,7 @@ struct job { const int *a; int lo, hi; long sum; };
 static void *worker(void *arg) {
   struct job *j = arg;
   long s = 0;
-  for (int i = j->lo; i < j->hi; i++) s += j->a[i];
+  for (int i = j->lo; i < j->hi; i++) s += j->a[i]; /* MARK_SWEEP */
   j->sum = s;
   return NULL;
 }
@@ -307,6 +307,50 @@ fn the_report_shows_each_threads_locality_in_text_json_and_csv() {
         )),
         "{text}"
     );
+    // Sites: every access counted once (for the line that brought its page into the
+    // thread's page cache), so the lines add up to the threads' accesses and their remote
+    // ones to worker 1's. The sweep's line takes all of it but the final `j->sum` store,
+    // which is counted there too unless its page left the cache in between (a slot
+    // collision with an array page): at most one access elsewhere.
+    let sweep_line = line_of(SWEEP_C, "MARK_SWEEP");
+    let raw = &p.numa.as_ref().unwrap().sites;
+    assert_eq!(raw.iter().map(|x| x.accesses).sum::<u64>(), all);
+    assert_eq!(raw.iter().map(|x| x.remote).sum::<u64>(), w1);
+    let top = &n.sites[0];
+    assert!(
+        top.place
+            .as_deref()
+            .unwrap_or_default()
+            .ends_with(&format!("sweep.c:{sweep_line}"))
+            && top.function.as_deref() == Some("worker"),
+        "{:?}",
+        n.sites
+    );
+    assert!(
+        top.remote + 1 >= w1 && top.accesses - top.remote + 1 >= w2,
+        "{top:?}: worker 1 {w1} remote, worker 2 {w2} local"
+    );
+    let init = n
+        .sites
+        .iter()
+        .find(|x| {
+            x.place
+                .as_deref()
+                .unwrap_or_default()
+                .ends_with(&format!("sweep.c:{touch}"))
+        })
+        .expect("the init loop's line");
+    assert_eq!(init.remote, 0, "{init:?}");
+    assert!(init.accesses >= (1 << 18) / 4, "{init:?}");
+    assert!(
+        text.contains(&format!(
+            "  remote access at {} in worker: {} of {} accesses remote",
+            top.place.as_deref().unwrap(),
+            top.remote,
+            top.accesses
+        )),
+        "{text}"
+    );
     // CSV: numa_threads.csv, one row per thread.
     let dir = s.path("csv");
     sh(std::process::Command::new(profcc())
@@ -320,6 +364,21 @@ fn the_report_shows_each_threads_locality_in_text_json_and_csv() {
         p.numa.as_ref().unwrap().threads[0].first_touches
     );
     assert_eq!(csv, want);
+    let csv = std::fs::read_to_string(dir.join("numa_sites.csv")).unwrap();
+    assert!(
+        csv.starts_with("input,line,function,local,remote\n")
+            && csv.lines().nth(1)
+                == Some(
+                    format!(
+                        "0,{},worker,{},{}",
+                        top.place.as_deref().unwrap(),
+                        top.accesses - top.remote,
+                        top.remote
+                    )
+                    .as_str()
+                ),
+        "{csv}"
+    );
 }
 
 const PARALLEL_C: &str = r#"

@@ -31,6 +31,7 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     sharing_below_threshold,
     numa_threads,
     numa_objects,
+    numa_sites,
     numa_binding,
 ];
 
@@ -374,6 +375,33 @@ pub fn numa_binding(r: &Report) -> Table {
     Table {
         file: "numa_binding.csv",
         header: &["input", "thread", "node", "cpus", "unbalanced"],
+        rows,
+    }
+}
+
+/// One row per source line with counted accesses of every input with NUMA records (at most
+/// `--top` per input): its accesses and the remote ones, each access counted for the line
+/// that brought its page into the thread's page cache (docs/numa.md, "Sites").
+pub fn numa_sites(r: &Report) -> Table {
+    let rows = r
+        .numa
+        .iter()
+        .flat_map(|n| &n.inputs)
+        .flat_map(|i| {
+            i.sites.iter().map(move |x| {
+                vec![
+                    i.input.to_string(),
+                    opt(&x.place),
+                    opt(&x.function),
+                    (x.accesses - x.remote).to_string(),
+                    x.remote.to_string(),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        file: "numa_sites.csv",
+        header: &["input", "line", "function", "local", "remote"],
         rows,
     }
 }

@@ -355,6 +355,22 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
                 if f.pages == 1 { "" } else { "s" }
             ));
         }
+        // The lines with remote accesses, at most MAX_SITE_LINES (JSON and numa_sites.csv
+        // have every one up to --top).
+        for x in i.sites.iter().filter(|x| x.remote > 0).take(MAX_SITE_LINES) {
+            let place = x.place.clone().unwrap_or_else(|| "other code".into());
+            let func = x
+                .function
+                .as_ref()
+                .map(|f| format!(" in {f}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  remote access at {place}{func}: {} of {} accesses remote ({:.1}%)\n",
+                x.remote,
+                x.accesses,
+                pct(x.remote, x.accesses)
+            ));
+        }
         if let Some(a) = &i.advice {
             out.push_str(&format!("  fix: {a}\n"));
         }
@@ -727,6 +743,8 @@ fn counts_text(reads: u64, writes: u64) -> String {
 
 /// Threads listed one a row; a program with more gets one row per creation place (the
 /// JSON and CSV list every thread).
+/// Most lines of the NUMA section's "remote access at" list.
+pub const MAX_SITE_LINES: usize = 5;
 pub const MAX_THREAD_ROWS: usize = 16;
 
 fn threads(threads: &[Thread], several_inputs: bool, out: &mut String) {

@@ -122,6 +122,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
             }
             first_touch.sort_by(|a, b| b.pages.cmp(&a.pages));
             first_touch.truncate(opts.limit(first_touch.len()));
+            let sites = sites(m, i, n, opts);
             let advice = advice(n, first_touch.first());
             let (mut objects, remote_invalidations) = objects(m, i, n);
             objects.truncate(opts.limit(objects.len()));
@@ -148,10 +149,57 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 unpinned_thread: n.threads.iter().map(|t| t.unpinned_thread).sum(),
                 unpinned_page: n.threads.iter().map(|t| t.unpinned_page).sum(),
                 unpinned_both: n.threads.iter().map(|t| t.unpinned_both).sum(),
+                sites,
             })
         })
         .collect();
     (!inputs.is_empty()).then_some(Numa { inputs })
+}
+
+/// Accesses by line: the code addresses of one line and function merged (a vectorised loop
+/// and its remainder), most remote first, then most accesses.
+fn sites(
+    m: &Merged,
+    i: usize,
+    n: &profcc_schema::numa::Numa,
+    opts: &Options,
+) -> Vec<crate::model::NumaSite> {
+    let mut out: Vec<crate::model::NumaSite> = Vec::new();
+    let mut index: std::collections::HashMap<(Option<String>, Option<String>), usize> =
+        std::collections::HashMap::new();
+    for x in &n.sites {
+        let (place, function) = if x.pc == 0 {
+            (None, None)
+        } else {
+            let frames = m.address(i, x.pc);
+            let here = frames
+                .iter()
+                .find(|f| f.place().is_some())
+                .or(frames.first());
+            (
+                here.and_then(|f| f.place()),
+                here.and_then(|f| f.function.clone()),
+            )
+        };
+        match index.get(&(place.clone(), function.clone())) {
+            Some(&k) => {
+                out[k].accesses += x.accesses;
+                out[k].remote += x.remote;
+            }
+            None => {
+                index.insert((place.clone(), function.clone()), out.len());
+                out.push(crate::model::NumaSite {
+                    place,
+                    function,
+                    accesses: x.accesses,
+                    remote: x.remote,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| (b.remote, b.accesses).cmp(&(a.remote, a.accesses)));
+    out.truncate(opts.limit(out.len()));
+    out
 }
 
 /// `[start, end)` as sizes, for a thread's range.

@@ -21,15 +21,17 @@
 //!   first touch made on a CPU of another node than its home (a binding made later); the
 //!   accesses made before such a move count against the home the thread had then;
 //! - `real` (NUMAPROF): node + 1 of the machine's nodes: a thread's node is the one it runs on
-//!   (getcpu, read at its start and at each first touch), a page's the one `move_pages` reports
-//!   at its first touch, or the toucher's when it is not populated yet (the default first-touch
-//!   policy); cached, never refreshed (kernel migrations and huge pages are not followed). On
-//!   a one-node machine, or where the calls fail, everything is node 0: all local;
+//!   (getcpu, read at its start, at each first touch and after each wait), a page's the one
+//!   `move_pages` reports at its first touch, or the toucher's when it is not populated yet
+//!   (the default first-touch policy); cached, never refreshed (kernel migrations are not
+//!   followed). On a one-node machine, or where the calls fail, everything is node 0: all
+//!   local;
 //! - `off`: every thread `MAX_HOMES`.
-//! A page's home never changes once set (no migration in these models).
+//! A page's home changes only through the program's own `move_pages` (and is cleared by
+//! `munmap`).
 //!
-//! Not yet: memory policies, per-site counts, migration risk, imbalance, the binding plan
-//! (docs/numa.md).
+//! Each slot also remembers the code address that brought its page in; a flush credits that
+//! site ([`SITES`]). Memory policies (`emulate`), waits, objects: see their sections below.
 
 use crate::analysis::{Analysis, DumpContext, ThreadStart};
 use crate::mem::SpinLock;
@@ -233,6 +235,8 @@ struct ThreadState {
     cache: [Slot; NUMA_SLOTS as usize],
     /// The home of each slot's page.
     slot_home: [AtomicU32; NUMA_SLOTS as usize],
+    /// The code address whose access brought each slot's page in (its counts go to that site).
+    slot_pc: [AtomicU64; NUMA_SLOTS as usize],
     id: AtomicU32,
     home: AtomicU32,
     /// 1 once `thread_start` gave the thread its cache.
@@ -282,9 +286,11 @@ impl ThreadState {
         add(&self.row[(e as usize).min(ROW - 1)]);
         let rec = record(page);
         rec.accesses.fetch_add(n, Relaxed);
-        if e != self.home.load(Relaxed) {
+        let remote = e != self.home.load(Relaxed);
+        if remote {
             rec.remote.fetch_add(n, Relaxed);
         }
+        site_add(self.slot_pc[i].load(Relaxed), n, remote);
         let thread_free = self.pinned.load(Relaxed) == 0;
         let page_free = rec.place.load(Relaxed) & PageRecord::PINNED == 0;
         if thread_free {
@@ -360,6 +366,59 @@ impl ThreadState {
     }
 }
 
+/// Accesses by site: a cell per code address (the return address of the door's call, just
+/// after the access), counting every access a thread's cache slot counted while that access's
+/// page was in it (the site that brought the page in takes the accesses of the other sites of
+/// the loop to that page: docs/numa.md, "Sites"). Filled in the door, a flushed slot at a time.
+struct SiteCell {
+    pc: AtomicU64,
+    accesses: AtomicU64,
+    remote: AtomicU64,
+}
+const SITE_CELLS: usize = 4096;
+/// Cells looked at for a code address before its counts go to the last cell (code address 0:
+/// "other sites").
+const SITE_PROBES: usize = 32;
+static SITES: [SiteCell; SITE_CELLS] = [const {
+    SiteCell {
+        pc: AtomicU64::new(0),
+        accesses: AtomicU64::new(0),
+        remote: AtomicU64::new(0),
+    }
+}; SITE_CELLS];
+
+/// `n` accesses counted for site `pc`, remote ones or not.
+fn site_add(pc: u64, n: u64, remote: bool) {
+    let cell = site_cell(pc);
+    cell.accesses.fetch_add(n, Relaxed);
+    if remote {
+        cell.remote.fetch_add(n, Relaxed);
+    }
+}
+
+/// The cell of `pc`, taken if it has none; the overflow cell (the last, code address 0) when
+/// `SITE_PROBES` cells from its own are others'.
+fn site_cell(pc: u64) -> &'static SiteCell {
+    let last = &SITES[SITE_CELLS - 1];
+    if pc == 0 {
+        return last;
+    }
+    let start = (pc.wrapping_mul(profcc_abi::NUMA_SLOT_HASH) >> 40) as usize % (SITE_CELLS - 1);
+    for k in 0..SITE_PROBES {
+        let c = &SITES[(start + k) % (SITE_CELLS - 1)];
+        match c.pc.load(Relaxed) {
+            x if x == pc => return c,
+            0 => match c.pc.compare_exchange(0, pc, Relaxed, Relaxed) {
+                Ok(_) => return c,
+                Err(x) if x == pc => return c,
+                Err(_) => {}
+            },
+            _ => {}
+        }
+    }
+    last
+}
+
 extern "C" {
     fn profcc_numa_cache_slot() -> *mut *mut Slot;
 }
@@ -404,6 +463,7 @@ pub extern "C" fn profcc_numa_page_miss(p: *const u8, pc: *const u8) {
     s.flush(i);
     let home = home_of(p, pc, Some(s));
     s.slot_home[i].store(home, Relaxed);
+    s.slot_pc[i].store(pc as u64, Relaxed);
     s.cache[i].page.store(page, Relaxed);
     s.busy.store(0, Relaxed);
 }
@@ -1088,6 +1148,16 @@ impl Analysis for Numa {
         let mut threads = Vec::new();
         let mut pending = Pending::new();
         let mut stacks: Vec<(u64, u64, u32)> = Vec::new();
+        // Sites: the flushed counts, then (below) those still in running threads' caches.
+        let mut sites: HashMap<u64, (u64, u64)> = HashMap::new();
+        for c in SITES.iter() {
+            let n = c.accesses.load(Relaxed);
+            if n > 0 {
+                let e = sites.entry(c.pc.load(Relaxed)).or_default();
+                e.0 += n;
+                e.1 += c.remote.load(Relaxed);
+            }
+        }
         crate::analysis::each_state(&NUMA, |tid, s| {
             let s = unsafe { &*(s as *const ThreadState) };
             let home = s.home.load(Relaxed);
@@ -1138,6 +1208,9 @@ impl Analysis for Numa {
                     } else {
                         0
                     };
+                    let site = sites.entry(s.slot_pc[i].load(Relaxed)).or_default();
+                    site.0 += n;
+                    site.1 += remote;
                     let who = tid.saturating_add(1);
                     let e = pending.entry(page).or_insert((0, 0, who));
                     e.0 += n;
@@ -1218,6 +1291,15 @@ impl Analysis for Numa {
             })
             .collect();
         drop(places);
+        let mut sites: Vec<profcc_schema::numa::NumaSite> = sites
+            .into_iter()
+            .map(|(pc, (accesses, remote))| profcc_schema::numa::NumaSite {
+                pc,
+                accesses,
+                remote,
+            })
+            .collect();
+        sites.sort_by(|a, b| (b.remote, b.accesses, a.pc).cmp(&(a.remote, a.accesses, b.pc)));
         p.numa = Some(profcc_schema::numa::Numa {
             model: match model() {
                 Model::Thread => "thread",
@@ -1237,6 +1319,7 @@ impl Analysis for Numa {
             threads,
             first_touch,
             objects,
+            sites,
         });
     }
 }
