@@ -37,10 +37,19 @@ pub const NUMA_WRAPPED: &[&str] = &[
     "numa_tonode_memory",
 ];
 
-/// OpenMP's barrier (libomp's `__kmpc_barrier`, which clang calls at an explicit barrier and
-/// after a worksharing loop without `nowait`), wrapped in links that use OpenMP
-/// ([`links_openmp`]) for the NUMA analysis's waits; the same reasoning as [`NUMA_WRAPPED`].
-pub const OMP_WRAPPED: &[&str] = &["__kmpc_barrier"];
+/// OpenMP's waits, wrapped in links that use OpenMP ([`links_openmp`]) for the NUMA analysis's
+/// migration risk (rt/csrc/numa_wrap.c), the same reasoning as [`NUMA_WRAPPED`]: libomp's
+/// barrier (`__kmpc_barrier`, which clang calls at an explicit barrier and after a
+/// worksharing loop without `nowait`), critical sections (`#pragma omp critical`) and the
+/// program's own OpenMP locks.
+pub const OMP_WRAPPED: &[&str] = &[
+    "__kmpc_barrier",
+    "__kmpc_critical",
+    "__kmpc_critical_with_hint",
+    "__kmpc_end_critical",
+    "omp_set_lock",
+    "omp_set_nest_lock",
+];
 
 pub const RUNTIME_LINK_FLAGS: &[&str] = &[
     "-Wl,-u,__profcc_force_link",

@@ -129,3 +129,73 @@ void __wrap___kmpc_barrier(void *loc, int gtid) {
   __real___kmpc_barrier(loc, gtid);
   profcc_wait_seen(WAIT_BARRIER);
 }
+
+/* OpenMP's critical sections and locks, counted as mutex waits when contended (the same
+ * links). A lock is tried first (`omp_test_lock`), as the pthread interposers do. A critical
+ * section cannot be tried: each section (its `kmp_critical_name`, one per name) has a count of
+ * the threads inside or waiting, kept here around the real calls, and a thread that finds it
+ * above zero waits. Sections beyond CRIT_CELLS (distinct names in one program) are not
+ * counted. */
+enum { WAIT_MUTEX = 0 };
+#define CRIT_CELLS 256
+static struct {
+  void *name; /* atomic: __atomic builtins only */
+  int inside;
+} crit[CRIT_CELLS];
+
+static int *crit_count(void *name) {
+  size_t h = ((size_t)name >> 5) * 0x9e3779b97f4a7c15ull >> 56;
+  for (size_t k = 0; k < CRIT_CELLS; k++) {
+    size_t i = (h + k) % CRIT_CELLS;
+    void *seen = __atomic_load_n(&crit[i].name, __ATOMIC_RELAXED);
+    if (seen == NULL) {
+      if (__atomic_compare_exchange_n(&crit[i].name, &seen, name, 0, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED))
+        return &crit[i].inside;
+    }
+    if (seen == name) return &crit[i].inside;
+  }
+  return NULL;
+}
+
+static void crit_enter(void *name) {
+  int *c = crit_count(name);
+  if (c && __atomic_fetch_add(c, 1, __ATOMIC_RELAXED) > 0) profcc_wait_seen(WAIT_MUTEX);
+}
+
+static void crit_leave(void *name) {
+  int *c = crit_count(name);
+  if (c) __atomic_fetch_sub(c, 1, __ATOMIC_RELAXED);
+}
+
+void __real___kmpc_critical(void *loc, int gtid, void *name) WEAK;
+void __real___kmpc_critical_with_hint(void *loc, int gtid, void *name, unsigned hint) WEAK;
+void __real___kmpc_end_critical(void *loc, int gtid, void *name) WEAK;
+void __wrap___kmpc_critical(void *loc, int gtid, void *name) {
+  crit_enter(name);
+  __real___kmpc_critical(loc, gtid, name);
+}
+void __wrap___kmpc_critical_with_hint(void *loc, int gtid, void *name, unsigned hint) {
+  crit_enter(name);
+  __real___kmpc_critical_with_hint(loc, gtid, name, hint);
+}
+void __wrap___kmpc_end_critical(void *loc, int gtid, void *name) {
+  __real___kmpc_end_critical(loc, gtid, name);
+  crit_leave(name);
+}
+
+/* omp_lock_t and omp_nest_lock_t are a pointer's size in libomp's API (<omp.h>). */
+int omp_test_lock(void *lock) WEAK;
+int omp_test_nest_lock(void *lock) WEAK;
+void __real_omp_set_lock(void *lock) WEAK;
+void __real_omp_set_nest_lock(void *lock) WEAK;
+void __wrap_omp_set_lock(void *lock) {
+  if (omp_test_lock(lock)) return;
+  profcc_wait_seen(WAIT_MUTEX);
+  __real_omp_set_lock(lock);
+}
+void __wrap_omp_set_nest_lock(void *lock) {
+  if (omp_test_nest_lock(lock)) return;
+  profcc_wait_seen(WAIT_MUTEX);
+  __real_omp_set_nest_lock(lock);
+}

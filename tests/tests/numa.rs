@@ -1188,3 +1188,79 @@ fn openmp_barriers_count_as_waits() {
         .collect();
     assert_eq!(barriers, vec![5, 5], "{:?}", n.threads);
 }
+
+const OMP_LOCKS_C: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+#include <unistd.h>
+#define ROUNDS 3
+static int inside; /* the round thread 0 is holding the section or lock in */
+static long total;
+int main(void) {
+  omp_lock_t lock;
+  omp_init_lock(&lock);
+#pragma omp parallel num_threads(2)
+  {
+    int me = omp_get_thread_num();
+    for (int r = 1; r <= ROUNDS; r++) {
+      /* Thread 0 takes the section first and holds it 200 ms; thread 1 asks for it only
+         once thread 0 is inside, so it waits: exactly one contended entry per round. */
+      if (me == 0) {
+#pragma omp critical(update)
+        {
+          __atomic_store_n(&inside, 2 * r - 1, __ATOMIC_RELEASE);
+          usleep(200000);
+          total += r;
+        }
+      } else {
+        while (__atomic_load_n(&inside, __ATOMIC_ACQUIRE) != 2 * r - 1) {
+        }
+#pragma omp critical(update)
+        total += r;
+      }
+      /* The same with an OpenMP lock. */
+      if (me == 0) {
+        omp_set_lock(&lock);
+        __atomic_store_n(&inside, 2 * r, __ATOMIC_RELEASE);
+        usleep(200000);
+        total += r;
+        omp_unset_lock(&lock);
+      } else {
+        while (__atomic_load_n(&inside, __ATOMIC_ACQUIRE) != 2 * r) {
+        }
+        omp_set_lock(&lock);
+        total += r;
+        omp_unset_lock(&lock);
+      }
+    }
+  }
+  omp_destroy_lock(&lock);
+  printf("%ld\n", total);
+  return 0;
+}
+"#;
+
+/// OpenMP's critical sections and locks count as mutex waits when contended: thread 1 asks
+/// for each while thread 0 holds it (3 rounds of a section and a lock: 6 waits); thread 0
+/// never finds them taken (0).
+#[test]
+fn openmp_critical_sections_and_locks_count_contended_entries() {
+    let s = Scratch::new();
+    s.write("ompl.c", OMP_LOCKS_C);
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-fopenmp", "ompl.c", "-o", "ompl"],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let (out, p) = s.run_profiled("ompl", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "24\n");
+    let n = p.numa.expect("a numa section");
+    let mutex: Vec<(u32, u64)> = n
+        .threads
+        .iter()
+        .filter(|t| t.local + t.remote > 0)
+        .map(|t| (t.thread, t.waits.mutex))
+        .collect();
+    assert_eq!(mutex.len(), 2, "{:?}", n.threads);
+    assert_eq!((mutex[0].1, mutex[1].1), (0, 6), "{:?}", n.threads);
+}
