@@ -746,13 +746,16 @@ int main(void) {
   long *local = numa_alloc_local(PAGES * PAGE); /* MARK_LOCAL */
   /* set_mempolicy: the thread's later first touches interleaved over every node */
   long *later = aligned_alloc(PAGE, PAGES * PAGE); /* MARK_LATER */
-  long s = sweep(inter) + sweep(local);
+  /* numa_alloc_onnode: pages bound to node 0 (pinned pages, NUMAPROF's term) */
+  long *bound = numa_alloc_onnode(PAGES * PAGE, 0); /* MARK_BOUND */
+  long s = sweep(inter) + sweep(local) + sweep(bound);
   set_mempolicy(MPOL_INTERLEAVE, numa_all_nodes_ptr->maskp, numa_all_nodes_ptr->size + 1);
   s += sweep(later);
   set_mempolicy(MPOL_DEFAULT, NULL, 0);
   printf("%ld\n", s);
   numa_free(inter, PAGES * PAGE);
   numa_free(local, PAGES * PAGE);
+  numa_free(bound, PAGES * PAGE);
   free(later);
   return 0;
 }
@@ -760,8 +763,9 @@ int main(void) {
 
 /// Memory policies under `emulate` with 2 nodes: libnuma's interleaved pages alternate
 /// between the nodes, so the main thread (node 0) finds exactly half of them remote; its
-/// `numa_alloc_local` pages are all local; after `set_mempolicy(MPOL_INTERLEAVE)` its first
-/// touches alternate too. Under `thread` (no nodes) policies do not apply: all local.
+/// `numa_alloc_local` and `numa_alloc_onnode(.., 0)` pages are all local, the latter pinned;
+/// after `set_mempolicy(MPOL_INTERLEAVE)` its first touches alternate too. Under `thread` (no
+/// nodes) policies do not apply: all local.
 #[test]
 fn libnuma_interleave_and_set_mempolicy_place_pages_on_alternate_nodes() {
     let s = Scratch::new();
@@ -771,11 +775,11 @@ fn libnuma_interleave_and_set_mempolicy_place_pages_on_alternate_nodes() {
         ("summary=0:numa=emulate:numa_nodes=2", true),
         ("summary=0", false),
     ] {
-        let (out, _) = s.run_profiled("policy", &[], options);
+        let (out, prof) = s.run_profiled("policy", &[], options);
         assert_eq!(out.status.code(), Some(0));
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
-            format!("{}\n", 3 * 64 * 512 / 8 * 28),
+            format!("{}\n", 4 * 64 * 512 / 8 * 28),
             "the program's output"
         );
         let r = report(&s.path("policy.profile.json"), &[]);
@@ -800,12 +804,25 @@ fn libnuma_interleave_and_set_mempolicy_place_pages_on_alternate_nodes() {
                 "{options}: {mark}: {o:?}"
             );
         }
-        let o = at("MARK_LOCAL");
-        assert_eq!(
-            (o.pages, o.local, o.remote),
-            (64, 2 * per, 0),
-            "{options}: {o:?}"
-        );
+        for mark in ["MARK_LOCAL", "MARK_BOUND"] {
+            let o = at(mark);
+            assert_eq!(
+                (o.pages, o.local, o.remote),
+                (64, 2 * per, 0),
+                "{options}: {mark}: {o:?}"
+            );
+        }
+        // Under `emulate` the bound block's pages are pinned: the main thread's accesses to
+        // unpinned pages are all of its accesses but those.
+        if half {
+            let main = &prof.numa.as_ref().unwrap().threads[0];
+            assert_eq!(main.thread, 0);
+            assert_eq!(
+                main.unpinned_page,
+                main.local + main.remote - 2 * per,
+                "{main:?}"
+            );
+        }
     }
 }
 

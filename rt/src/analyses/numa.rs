@@ -540,7 +540,8 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
             };
             if let Some(i) = at {
                 t.list[i as usize].1 += 1;
-                rec.place.store(i + 1, Relaxed);
+                // Keep the PINNED bit a binding policy set above.
+                rec.place.fetch_or(i + 1, Relaxed);
             }
             page_home
         }
