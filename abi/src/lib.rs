@@ -463,6 +463,10 @@ impl PageRecord {
 
 const _: () = assert!(core::mem::size_of::<PageRecord>() == 1 << PAGE_ENTRY_SHIFT);
 
+/// Pages (of `1 << PAGE_SHIFT` bytes) in a transparent huge page: 2 MiB on x86-64. The NUMA
+/// analysis's `real` model recognises them (docs/numa.md, "Huge pages").
+pub const HUGE_PAGE_PAGES: u64 = 512;
+
 /// Slots of a thread's page cache (NUMA hook): slot [`numa_slot`]`(page)` holds the page number
 /// of the page it counts (`NUMA_NO_PAGE`: none) and the accesses not yet added to its record.
 pub const NUMA_SLOT_BITS: u32 = 8;

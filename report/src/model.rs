@@ -347,6 +347,8 @@ pub struct NumaInput {
     pub nodes: u32,
     /// Pages given a home (first touched).
     pub pages: u64,
+    /// `real`: transparent huge pages recognised, each one first touch (docs/numa.md).
+    pub huge_pages: u64,
     pub local: u64,
     pub remote: u64,
     pub threads: Vec<NumaThread>,

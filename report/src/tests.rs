@@ -1017,6 +1017,7 @@ pub(crate) fn sample_report() -> Report {
                 model: "emulate".into(),
                 nodes: 2,
                 pages: 300,
+                huge_pages: 0,
                 local: 900,
                 remote: 100,
                 threads: vec![

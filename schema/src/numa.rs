@@ -10,6 +10,11 @@ pub struct Numa {
     pub nodes: u32,
     /// Pages first touched (given a home).
     pub pages: u64,
+    /// `real`: transparent huge pages recognised (every 4 KiB page of an aligned 2 MiB on one
+    /// node at the first touch of one that was populated already): their pages are in
+    /// `pages`, their first touch counted once, for the thread that touched them first.
+    #[serde(default)]
+    pub huge_pages: u64,
     /// CPUs of the machine, and the nodes a binding plan is made for (`numa_nodes`).
     #[serde(default)]
     pub cpus: u32,

@@ -573,6 +573,86 @@ fn real_model_on_this_machine_counts_every_access_and_one_node_is_all_local() {
     }
 }
 
+const THP_C: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#define HUGE (2UL << 20)
+#define REGIONS 4
+/* What the kernel gave: AnonHugePages of the mapping holding p (/proc/self/smaps), in kB. */
+static long huge_kib(char *p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[256];
+  unsigned long lo, hi;
+  int in = 0;
+  long kib = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+      in = lo <= (unsigned long)p && (unsigned long)p < hi;
+    else if (in && sscanf(line, "AnonHugePages: %ld kB", &kib) == 1)
+      break;
+  }
+  fclose(f);
+  return kib;
+}
+int main(void) {
+  char *raw = mmap(NULL, (REGIONS + 1) * HUGE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *p = (char *)(((unsigned long)raw + HUGE - 1) & ~(HUGE - 1));
+  madvise(p, REGIONS * HUGE, MADV_HUGEPAGE);
+  long sum = 0;
+  for (unsigned long i = 0; i < REGIONS * HUGE; i += 4096) p[i] = 1; /* MARK_TOUCH */
+  for (unsigned long i = 0; i < REGIONS * HUGE; i += 4096) sum += p[i];
+  printf("%ld %ld\n", sum, huge_kib(p) / 2048);
+  return 0;
+}
+"#;
+
+/// `real` recognises transparent huge pages (NUMAPROF's rule): 8 MiB of 2 MiB-aligned memory
+/// advised `MADV_HUGEPAGE`, one byte a page written: as many huge pages as the kernel's
+/// smaps says it gave (4 where THP is on, 0 where it is `never`), each one first touch of
+/// the main thread; all 2048 pages first touched at the writing line.
+#[test]
+fn real_model_recognises_transparent_huge_pages() {
+    let s = Scratch::new();
+    build_scalar(&s, "thp", THP_C, &[]);
+    let (out, p) = s.run_profiled("thp", &[], "summary=0:numa=real");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (sum, huge) = stdout.trim().split_once(' ').expect("two numbers");
+    assert_eq!(sum, "2048");
+    let huge: u64 = huge.parse().unwrap();
+    let n = p.numa.as_ref().expect("a numa section");
+    assert_eq!(n.huge_pages, huge, "as the kernel's smaps says");
+    let main = &n.threads[0];
+    let single = 2048 - huge * profcc_abi::HUGE_PAGE_PAGES;
+    // The region's first touches (a huge page once), and a few pages of the stack and libc.
+    assert!(
+        (huge + single..huge + single + 8).contains(&main.first_touches),
+        "{huge} huge pages: {main:?}"
+    );
+    let r = report(&s.path("thp.profile.json"), &[]);
+    let i = &r.numa.as_ref().unwrap().inputs[0];
+    let top = &i.first_touch[0];
+    let touch = format!("thp.c:{}", line_of(THP_C, "MARK_TOUCH"));
+    assert!(
+        top.pages == 2048 && top.place.as_deref().is_some_and(|x| x.ends_with(&touch)),
+        "{top:?}"
+    );
+    if huge > 0 {
+        let text = sh(std::process::Command::new(profcc())
+            .arg("report")
+            .arg(s.path("thp.profile.json")));
+        let text = String::from_utf8_lossy(&text.stdout).into_owned();
+        assert!(
+            text.contains(&format!(
+                "({} in {huge} transparent huge pages, one first touch each)",
+                huge * profcc_abi::HUGE_PAGE_PAGES
+            )),
+            "{text}"
+        );
+    }
+}
+
 /// Build `NAME.c` (`src`) with `PROFCC_INSTRUMENT=numa` at -O2 without vectorising (one
 /// access per element, so that the counts are the elements), `extra` arguments last.
 fn build_scalar(s: &Scratch, name: &str, src: &str, extra: &[&str]) {

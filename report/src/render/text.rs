@@ -305,8 +305,18 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
                 a as f64 * 100.0 / b as f64
             }
         };
+        let huge = if i.huge_pages > 0 {
+            format!(
+                " ({} in {} transparent huge page{}, one first touch each)",
+                i.huge_pages * profcc_abi::HUGE_PAGE_PAGES,
+                i.huge_pages,
+                if i.huge_pages == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "NUMA locality{of} (model {model}; docs/numa.md): {} of {} accesses remote ({:.1}%), {} pages first touched\n",
+            "NUMA locality{of} (model {model}; docs/numa.md): {} of {} accesses remote ({:.1}%), {} pages first touched{huge}\n",
             i.remote,
             all,
             pct(i.remote, all),

@@ -134,6 +134,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 model: n.model.clone(),
                 nodes: n.nodes,
                 pages: n.pages,
+                huge_pages: n.huge_pages,
                 local: threads.iter().map(|t| t.local).sum(),
                 remote: threads.iter().map(|t| t.remote).sum(),
                 threads,

@@ -23,7 +23,8 @@
 //! - `real` (NUMAPROF): node + 1 of the machine's nodes: a thread's node is the one it runs on
 //!   (getcpu, read at its start, at each first touch and after each wait), a page's the one
 //!   `move_pages` reports at its first touch, or the toucher's when it is not populated yet
-//!   (the default first-touch policy); cached, never refreshed (kernel migrations are not
+//!   (the default first-touch policy), a transparent huge page's pages at once ([`huge_page`]);
+//!   cached, never refreshed (kernel migrations are not
 //!   followed). On a one-node machine, or where the calls fail, everything is node 0: all
 //!   local;
 //! - `off`: every thread `MAX_HOMES`.
@@ -127,26 +128,89 @@ fn current_node() -> u32 {
 /// `real`: the node of the page holding `p` (move_pages without targets). A page not yet
 /// populated (the access that follows populates it) or a kernel that does not answer: the
 /// calling thread's node, where the default first-touch policy puts it.
-fn page_node(p: *const u8, here: u32) -> u32 {
-    let page = (p as usize & !((1usize << profcc_abi::PAGE_SHIFT) - 1)) as *mut libc::c_void;
-    let mut pages = [page];
+/// Whether the page is populated already is the second value.
+fn page_node(p: *const u8, here: u32) -> (u32, bool) {
     let mut status = [-1i32];
+    if query_nodes(p as u64 >> PAGE_SHIFT, &mut status) && status[0] >= 0 {
+        ((status[0] as u32).min(MAX_HOMES - 2), true)
+    } else {
+        (here, false)
+    }
+}
+
+/// `move_pages` without targets for `status.len()` pages from `first` (page numbers): each
+/// page's node, or a negative errno (not populated, not mapped). False: the call failed.
+fn query_nodes(first: u64, status: &mut [i32]) -> bool {
+    let mut pages: [*mut libc::c_void; HUGE_PAGES] = [core::ptr::null_mut(); HUGE_PAGES];
+    let n = status.len().min(HUGE_PAGES);
+    for (k, q) in pages[..n].iter_mut().enumerate() {
+        *q = ((first + k as u64) << PAGE_SHIFT) as *mut libc::c_void;
+    }
     let r = unsafe {
         libc::syscall(
             libc::SYS_move_pages,
             0,
-            1usize,
+            n,
             pages.as_mut_ptr(),
             core::ptr::null::<i32>(),
             status.as_mut_ptr(),
             0,
         )
     };
-    if r == 0 && status[0] >= 0 {
-        (status[0] as u32).min(MAX_HOMES - 2)
-    } else {
-        here
+    r == 0
+}
+
+const HUGE_PAGES: usize = profcc_abi::HUGE_PAGE_PAGES as usize;
+/// `real`: huge pages recognised (NUMAPROF's rule, docs/numa.md "Huge pages").
+static HUGE: AtomicU64 = AtomicU64::new(0);
+/// 1 when transparent huge pages are possible (not `never` in
+/// /sys/kernel/mm/transparent_hugepage/enabled; read at `init` under `real`).
+static THP: AtomicU32 = AtomicU32::new(0);
+
+/// `real`, at the first touch of a page that is populated already (by an access that did not
+/// go through the door for it, such as the fault of another 4 KiB page of a huge page): when
+/// every page of its aligned 2 MiB is present on one node, it is a huge page. Its pages
+/// without a home get that node, and the first toucher and place of the page of it that was
+/// touched first: one first touch for the whole huge page (NUMAPROF). Returns the node.
+fn huge_page(p: u64) -> Option<u32> {
+    let first = (p >> PAGE_SHIFT) & !(HUGE_PAGES as u64 - 1);
+    let mut status = [-1i32; HUGE_PAGES];
+    if !query_nodes(first, &mut status) || status[0] < 0 || status.iter().any(|&s| s != status[0]) {
+        return None;
     }
+    let home = (status[0] as u32).min(MAX_HOMES - 2) + 1;
+    // The toucher and place of the huge page: those of its first page with a home.
+    let (toucher, place) = (first..first + HUGE_PAGES as u64)
+        .map(record)
+        .find(|r| r.home.load(Relaxed) != 0)
+        .map_or((0, 0), |r| {
+            (
+                r.toucher.load(Relaxed),
+                r.place.load(Relaxed) & !PageRecord::PINNED,
+            )
+        });
+    let mut filled = Vec::new();
+    for q in first..first + HUGE_PAGES as u64 {
+        let r = record(q);
+        if r.home.compare_exchange(0, home, Relaxed, Relaxed).is_ok() {
+            r.toucher.store(toucher, Relaxed);
+            r.place.store(place, Relaxed);
+            filled.push(q);
+        }
+    }
+    if filled.is_empty() {
+        return Some(home - 1);
+    }
+    HUGE.fetch_add(1, Relaxed);
+    PAGES.fetch_add(filled.len() as u64, Relaxed);
+    let _g = crate::threads::RtGuard::enter();
+    let mut t = PLACES.lock();
+    let t = t.get_or_insert_with(Places::default);
+    if place > 0 && (place as usize) <= t.list.len() {
+        t.list[place as usize - 1].1 += filled.len() as u64;
+    }
+    t.touched.extend(filled);
+    Some(home - 1)
 }
 
 /// `real`: nodes online (/sys/devices/system/node/online, "0" or "0-3"), 1 when unknown.
@@ -501,7 +565,16 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
     // The page's home: the toucher's, except under `real`, where the kernel says, and under
     // `emulate` where a memory policy says otherwise.
     let page_home = match model() {
-        Model::Real => page_node(p, home.saturating_sub(1)) + 1,
+        Model::Real => {
+            let (node, populated) = page_node(p, home.saturating_sub(1));
+            if populated && THP.load(Relaxed) == 1 {
+                if huge_page(p as u64).is_some() {
+                    // Its home, toucher and place are the huge page's now.
+                    return rec.home.load(Relaxed);
+                }
+            }
+            node + 1
+        }
         Model::Emulate => match policy_node(p as u64, st, home.saturating_sub(1)) {
             Some((n, bound)) => {
                 if bound {
@@ -1072,6 +1145,11 @@ impl Analysis for Numa {
             }
         };
         MODEL.store(m, Relaxed);
+        if m == 3 {
+            let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+            let possible = thp.is_ok_and(|t| !t.contains("[never]"));
+            THP.store(possible as u32, Relaxed);
+        }
         NODES.store(o.numa_nodes.clamp(1, MAX_HOMES - 1), Relaxed);
     }
     fn module_registered(&self, flags: u32) {
@@ -1315,6 +1393,7 @@ impl Analysis for Numa {
                 _ => 0,
             },
             pages: PAGES.load(Relaxed),
+            huge_pages: HUGE.load(Relaxed),
             cpus: ncpus() as u32,
             plan_nodes: NODES.load(Relaxed),
             threads,
