@@ -428,6 +428,7 @@ fn report_csv_writes_one_file_per_table() {
             "alloc_sites.csv",
             "numa_binding.csv",
             "numa_objects.csv",
+            "numa_sites.csv",
             "numa_threads.csv",
             "sharing_below_threshold.csv",
             "sharing_findings.csv",
