@@ -390,6 +390,10 @@ pub struct NumaSite {
     pub function: Option<String>,
     pub accesses: u64,
     pub remote: u64,
+    /// NUMAPROF's categories: accesses by threads not bound to one node, to pages no policy
+    /// bound.
+    pub unpinned_thread: u64,
+    pub unpinned_page: u64,
 }
 
 /// One object of the NUMA analysis: a heap block's allocation site (its blocks together), a
@@ -407,6 +411,8 @@ pub struct NumaObject {
     pub pages: u64,
     pub local: u64,
     pub remote: u64,
+    /// Accesses to its pages that no policy bound (NUMAPROF's unpinned pages).
+    pub unpinned_page: u64,
     /// Invalidations of its tracked lines that used threads of two or more nodes.
     pub remote_invalidations: u64,
     /// `(remote x REMOTE_MISS_RATE + remote_invalidations) / ms` (docs/numa.md).

@@ -55,6 +55,10 @@ pub struct NumaObject {
     /// Accesses to those pages, and of those the ones from threads of another home.
     pub accesses: u64,
     pub remote: u64,
+    /// Of its accesses, those to pages no policy bound (NUMAPROF's unpinned pages; all of
+    /// them under `thread`, where policies do not apply).
+    #[serde(default)]
+    pub unpinned_page: u64,
     /// Where its pages were first touched, most pages first.
     pub first_touch: Vec<ObjectTouch>,
     /// Per thread, the pages it used: those it touched first that no other thread
@@ -85,6 +89,9 @@ pub struct PageCount {
     pub shared: bool,
     /// One thread other than its first toucher accessed it.
     pub moved: bool,
+    /// A policy bound it to its node.
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -126,6 +133,12 @@ pub struct NumaSite {
     pub pc: u64,
     pub accesses: u64,
     pub remote: u64,
+    /// NUMAPROF's categories, as [`NumaThread`]'s: accesses by threads not bound to one node,
+    /// and accesses to pages no policy bound.
+    #[serde(default)]
+    pub unpinned_thread: u64,
+    #[serde(default)]
+    pub unpinned_page: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -366,14 +366,17 @@ fn the_report_shows_each_threads_locality_in_text_json_and_csv() {
     assert_eq!(csv, want);
     let csv = std::fs::read_to_string(dir.join("numa_sites.csv")).unwrap();
     assert!(
-        csv.starts_with("input,line,function,local,remote\n")
+        csv.starts_with("input,line,function,local,remote,unpinned_thread,unpinned_page\n")
             && csv.lines().nth(1)
                 == Some(
                     format!(
-                        "0,{},worker,{},{}",
+                        // Unbound threads, no policy: every access unpinned both ways.
+                        "0,{},worker,{},{},{},{}",
                         top.place.as_deref().unwrap(),
                         top.accesses - top.remote,
-                        top.remote
+                        top.remote,
+                        top.accesses,
+                        top.accesses
                     )
                     .as_str()
                 ),
@@ -790,13 +793,14 @@ fn objects_name_permuted_tiles_a_shared_global_and_the_main_stack() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("input,object,allocation_site,first_touch_thread,first_touch_line,local,remote,remote_invalidations,score,pages,kind")
+        Some("input,object,allocation_site,first_touch_thread,first_touch_line,local,remote,unpinned_page,remote_invalidations,score,pages,kind")
     );
     assert!(
         csv.lines().any(|l| l.contains(&format!(
-            ",{},{},0,{:.3},16,first touch",
+            ",{},{},{},0,{:.3},16,first touch",
             16 * 1024,
             16 * 1024,
+            32 * 1024,
             tiles.score
         ))),
         "{csv}"
@@ -889,6 +893,13 @@ fn libnuma_interleave_and_set_mempolicy_place_pages_on_alternate_nodes() {
             assert_eq!(
                 (o.pages, o.local, o.remote),
                 (64, 2 * per, 0),
+                "{options}: {mark}: {o:?}"
+            );
+            // Only a binding policy pins pages, and only under `emulate`.
+            let pinned = half && mark == "MARK_BOUND";
+            assert_eq!(
+                o.unpinned_page,
+                if pinned { 0 } else { 2 * per },
                 "{options}: {mark}: {o:?}"
             );
         }

@@ -395,13 +395,23 @@ pub fn numa_sites(r: &Report) -> Table {
                     opt(&x.function),
                     (x.accesses - x.remote).to_string(),
                     x.remote.to_string(),
+                    x.unpinned_thread.to_string(),
+                    x.unpinned_page.to_string(),
                 ]
             })
         })
         .collect();
     Table {
         file: "numa_sites.csv",
-        header: &["input", "line", "function", "local", "remote"],
+        header: &[
+            "input",
+            "line",
+            "function",
+            "local",
+            "remote",
+            "unpinned_thread",
+            "unpinned_page",
+        ],
         rows,
     }
 }
@@ -423,6 +433,7 @@ pub fn numa_objects(r: &Report) -> Table {
                     opt(&o.first_touch_at),
                     o.local.to_string(),
                     o.remote.to_string(),
+                    o.unpinned_page.to_string(),
                     o.remote_invalidations.to_string(),
                     format!("{:.3}", o.score),
                     o.pages.to_string(),
@@ -441,6 +452,7 @@ pub fn numa_objects(r: &Report) -> Table {
             "first_touch_line",
             "local",
             "remote",
+            "unpinned_page",
             "remote_invalidations",
             "score",
             "pages",

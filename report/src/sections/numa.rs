@@ -186,6 +186,8 @@ fn sites(
             Some(&k) => {
                 out[k].accesses += x.accesses;
                 out[k].remote += x.remote;
+                out[k].unpinned_thread += x.unpinned_thread;
+                out[k].unpinned_page += x.unpinned_page;
             }
             None => {
                 index.insert((place.clone(), function.clone()), out.len());
@@ -194,6 +196,8 @@ fn sites(
                     function,
                     accesses: x.accesses,
                     remote: x.remote,
+                    unpinned_thread: x.unpinned_thread,
+                    unpinned_page: x.unpinned_page,
                 });
             }
         }
@@ -295,6 +299,9 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
             part.bytes = (at + 4096).saturating_sub(part.address);
             part.accesses += pc.accesses;
             part.remote += pc.remote;
+            if !pc.pinned {
+                part.unpinned_page += pc.accesses;
+            }
             part.shared_pages += pc.shared as u64;
             part.moved_pages += pc.moved as u64;
         }
@@ -413,6 +420,7 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
                 pages: o.pages,
                 local: o.accesses.saturating_sub(o.remote),
                 remote: o.remote,
+                unpinned_page: o.unpinned_page,
                 remote_invalidations,
                 score: score(o.remote, remote_invalidations, profile.duration_ns),
                 first_touch_thread: top.and_then(|t| t.thread),
@@ -452,6 +460,7 @@ fn merge_object(a: &mut profcc_schema::numa::NumaObject, b: &profcc_schema::numa
     a.pages += b.pages;
     a.accesses += b.accesses;
     a.remote += b.remote;
+    a.unpinned_page += b.unpinned_page;
     a.shared_pages += b.shared_pages;
     a.moved_pages += b.moved_pages;
     for t in &b.first_touch {

@@ -354,9 +354,14 @@ impl ThreadState {
         if remote {
             rec.remote.fetch_add(n, Relaxed);
         }
-        site_add(self.slot_pc[i].load(Relaxed), n, remote);
         let thread_free = self.pinned.load(Relaxed) == 0;
         let page_free = rec.place.load(Relaxed) & PageRecord::PINNED == 0;
+        site_cell(self.slot_pc[i].load(Relaxed)).add(&SiteCounts::of(
+            n,
+            remote,
+            thread_free,
+            page_free,
+        ));
         if thread_free {
             add(&self.unpinned_thread);
         }
@@ -436,8 +441,9 @@ impl ThreadState {
 /// the loop to that page: docs/numa.md, "Sites"). Filled in the door, a flushed slot at a time.
 struct SiteCell {
     pc: AtomicU64,
-    accesses: AtomicU64,
-    remote: AtomicU64,
+    /// Accesses, remote ones, ones by a thread not bound to one node, ones to a page no
+    /// policy bound (as [`SiteCounts`]).
+    counts: [AtomicU64; 4],
 }
 const SITE_CELLS: usize = 4096;
 /// Cells looked at for a code address before its counts go to the last cell (code address 0:
@@ -446,17 +452,41 @@ const SITE_PROBES: usize = 32;
 static SITES: [SiteCell; SITE_CELLS] = [const {
     SiteCell {
         pc: AtomicU64::new(0),
-        accesses: AtomicU64::new(0),
-        remote: AtomicU64::new(0),
+        counts: [const { AtomicU64::new(0) }; 4],
     }
 }; SITE_CELLS];
 
-/// `n` accesses counted for site `pc`, remote ones or not.
-fn site_add(pc: u64, n: u64, remote: bool) {
-    let cell = site_cell(pc);
-    cell.accesses.fetch_add(n, Relaxed);
-    if remote {
-        cell.remote.fetch_add(n, Relaxed);
+/// A site's counts: accesses, remote, unpinned thread, unpinned page.
+#[derive(Clone, Copy, Default)]
+struct SiteCounts([u64; 4]);
+
+impl SiteCounts {
+    /// `n` accesses by a thread to one page.
+    fn of(n: u64, remote: bool, thread_free: bool, page_free: bool) -> SiteCounts {
+        SiteCounts([
+            n,
+            n * remote as u64,
+            n * thread_free as u64,
+            n * page_free as u64,
+        ])
+    }
+    fn merge(&mut self, o: &SiteCounts) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
+impl SiteCell {
+    fn add(&self, c: &SiteCounts) {
+        for (a, b) in self.counts.iter().zip(c.0) {
+            if b > 0 {
+                a.fetch_add(b, Relaxed);
+            }
+        }
+    }
+    fn read(&self) -> SiteCounts {
+        SiteCounts(core::array::from_fn(|k| self.counts[k].load(Relaxed)))
     }
 }
 
@@ -869,6 +899,8 @@ struct Credit {
     pages: u64,
     accesses: u64,
     remote: u64,
+    /// Accesses to its pages that no policy bound.
+    unpinned_page: u64,
     /// First-touch place index + 1 (0: none) -> pages.
     places: BTreeMap<u32, u64>,
     /// Thread id -> (first offset, end offset, pages) of the pages it alone accessed.
@@ -911,6 +943,10 @@ impl Credit {
         self.pages += 1;
         self.accesses += n;
         self.remote += remote;
+        let pinned = rec.place.load(Relaxed) & PageRecord::PINNED != 0;
+        if !pinned {
+            self.unpinned_page += n;
+        }
         *self
             .places
             .entry(rec.place.load(Relaxed) & !PageRecord::PINNED)
@@ -934,6 +970,7 @@ impl Credit {
                 remote,
                 shared: acc == PageRecord::SEVERAL,
                 moved: acc != 0 && acc != PageRecord::SEVERAL,
+                pinned,
             });
         }
         if user != 0 {
@@ -967,6 +1004,7 @@ impl Credit {
         self.pages += o.pages;
         self.accesses += o.accesses;
         self.remote += o.remote;
+        self.unpinned_page += o.unpinned_page;
         for (k, v) in o.places {
             *self.places.entry(k).or_default() += v;
         }
@@ -1228,13 +1266,11 @@ impl Analysis for Numa {
         let mut pending = Pending::new();
         let mut stacks: Vec<(u64, u64, u32)> = Vec::new();
         // Sites: the flushed counts, then (below) those still in running threads' caches.
-        let mut sites: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut sites: HashMap<u64, SiteCounts> = HashMap::new();
         for c in SITES.iter() {
-            let n = c.accesses.load(Relaxed);
-            if n > 0 {
-                let e = sites.entry(c.pc.load(Relaxed)).or_default();
-                e.0 += n;
-                e.1 += c.remote.load(Relaxed);
+            let counts = c.read();
+            if counts.0[0] > 0 {
+                sites.entry(c.pc.load(Relaxed)).or_default().merge(&counts);
             }
         }
         crate::analysis::each_state(&NUMA, |tid, s| {
@@ -1287,9 +1323,12 @@ impl Analysis for Numa {
                     } else {
                         0
                     };
-                    let site = sites.entry(s.slot_pc[i].load(Relaxed)).or_default();
-                    site.0 += n;
-                    site.1 += remote;
+                    let page_free = record(page).place.load(Relaxed) & PageRecord::PINNED == 0;
+                    let thread_free = s.pinned.load(Relaxed) == 0;
+                    sites
+                        .entry(s.slot_pc[i].load(Relaxed))
+                        .or_default()
+                        .merge(&SiteCounts::of(n, remote > 0, thread_free, page_free));
                     let who = tid.saturating_add(1);
                     let e = pending.entry(page).or_insert((0, 0, who));
                     e.0 += n;
@@ -1346,6 +1385,7 @@ impl Analysis for Numa {
                     pages: c.pages,
                     accesses: c.accesses,
                     remote: c.remote,
+                    unpinned_page: c.unpinned_page,
                     first_touch: touches,
                     threads: c
                         .threads
@@ -1372,10 +1412,14 @@ impl Analysis for Numa {
         drop(places);
         let mut sites: Vec<profcc_schema::numa::NumaSite> = sites
             .into_iter()
-            .map(|(pc, (accesses, remote))| profcc_schema::numa::NumaSite {
-                pc,
-                accesses,
-                remote,
+            .map(|(pc, SiteCounts([accesses, remote, thread, page]))| {
+                profcc_schema::numa::NumaSite {
+                    pc,
+                    accesses,
+                    remote,
+                    unpinned_thread: thread,
+                    unpinned_page: page,
+                }
             })
             .collect();
         sites.sort_by(|a, b| (b.remote, b.accesses, a.pc).cmp(&(a.remote, a.accesses, b.pc)));
