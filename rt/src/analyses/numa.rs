@@ -331,8 +331,14 @@ struct ThreadState {
     unpinned_both: AtomicU64,
     /// 1 while the thread is in the door.
     busy: AtomicU32,
+    /// The thread's own site cells: flushes add here without locked instructions; a cell
+    /// taken by another site goes to [`SITES`] first, and so do all at the thread's end.
+    sites: [SiteCell; LOCAL_SITES],
     row: [AtomicU64; ROW],
 }
+
+/// Site cells of a thread (direct-mapped by code address).
+const LOCAL_SITES: usize = 64;
 
 impl ThreadState {
     /// On its own thread: add slot `i`'s count to its page's record and to the row.
@@ -356,12 +362,10 @@ impl ThreadState {
         }
         let thread_free = self.pinned.load(Relaxed) == 0;
         let page_free = rec.place.load(Relaxed) & PageRecord::PINNED == 0;
-        site_cell(self.slot_pc[i].load(Relaxed)).add(&SiteCounts::of(
-            n,
-            remote,
-            thread_free,
-            page_free,
-        ));
+        self.site_add(
+            self.slot_pc[i].load(Relaxed),
+            &SiteCounts::of(n, remote, thread_free, page_free),
+        );
         if thread_free {
             add(&self.unpinned_thread);
         }
@@ -379,6 +383,33 @@ impl ThreadState {
                 if other != me {
                     rec.accessor.store(PageRecord::SEVERAL, Relaxed);
                 }
+            }
+        }
+    }
+
+    /// On its own thread: `c` for site `pc`, in its own cell (the cell's old site, if any,
+    /// goes to the shared table first).
+    fn site_add(&self, pc: u64, c: &SiteCounts) {
+        let k = (pc.wrapping_mul(profcc_abi::NUMA_SLOT_HASH) >> 58) as usize % LOCAL_SITES;
+        let cell = &self.sites[k];
+        let old = cell.pc.load(Relaxed);
+        if old != pc {
+            if old != 0 || cell.counts[0].load(Relaxed) != 0 {
+                site_cell(old).add(&cell.take());
+            }
+            cell.pc.store(pc, Relaxed);
+        }
+        for (a, b) in cell.counts.iter().zip(c.0) {
+            a.store(a.load(Relaxed) + b, Relaxed);
+        }
+    }
+
+    /// On its own thread (its end): its site cells to the shared table.
+    fn drain_sites(&self) {
+        for cell in &self.sites {
+            let c = cell.take();
+            if c.0[0] > 0 {
+                site_cell(cell.pc.load(Relaxed)).add(&c);
             }
         }
     }
@@ -487,6 +518,10 @@ impl SiteCell {
     }
     fn read(&self) -> SiteCounts {
         SiteCounts(core::array::from_fn(|k| self.counts[k].load(Relaxed)))
+    }
+    /// A thread's own cell: its counts, now zero.
+    fn take(&self) -> SiteCounts {
+        SiteCounts(core::array::from_fn(|k| self.counts[k].swap(0, Relaxed)))
     }
 }
 
@@ -1224,6 +1259,7 @@ impl Analysis for Numa {
         let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
         if let Some(s) = unsafe { st.as_ref() } {
             s.flush_all();
+            s.drain_sites();
         }
     }
     fn object_events(&self) -> crate::analysis::ObjectEvents {
@@ -1309,6 +1345,13 @@ impl Analysis for Numa {
             let (lo, hi) = (s.stack_lo.load(Relaxed), s.stack_hi.load(Relaxed));
             if lo < hi {
                 stacks.push((lo, hi, tid));
+            }
+            // Its own site cells (read, not added: a running thread may still add to them).
+            for cell in &s.sites {
+                let c = cell.read();
+                if c.0[0] > 0 {
+                    sites.entry(cell.pc.load(Relaxed)).or_default().merge(&c);
+                }
             }
             // Counts still in the cache of a thread that is running (or ended without its
             // exit callback): read, not added.
