@@ -90,7 +90,33 @@ fn sweep_in(
     );
     assert_eq!(out.status.code(), Some(0));
     let numa = p.numa.clone().expect("a numa section");
+    assert_sites_add_up(&numa);
     (p, numa, s.path("sweep.profile.json"))
+}
+
+/// Every counted access is in exactly one line's counts (docs/numa.md, "Sites"): the lines
+/// add up to the threads' rows (`numa=off` has no local or remote), remote ones and unpinned
+/// ones too.
+fn assert_sites_add_up(n: &profcc_schema::numa::Numa) {
+    let sum = |f: fn(&profcc_schema::numa::NumaSite) -> u64| n.sites.iter().map(f).sum::<u64>();
+    let threads =
+        |f: fn(&profcc_schema::numa::NumaThread) -> u64| n.threads.iter().map(f).sum::<u64>();
+    assert_eq!(
+        (
+            sum(|x| x.accesses),
+            sum(|x| x.remote),
+            sum(|x| x.unpinned_thread),
+            sum(|x| x.unpinned_page)
+        ),
+        (
+            threads(|t| t.by_home.iter().map(|h| h.1).sum()),
+            threads(|t| t.remote),
+            threads(|t| t.unpinned_thread),
+            threads(|t| t.unpinned_page)
+        ),
+        "{:?}",
+        n.sites
+    );
 }
 
 #[test]
@@ -1230,6 +1256,7 @@ fn two_hundred_fifty_six_threads_each_read_a_neighbours_page() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{want}\n"));
     let n = p.numa.as_ref().expect("a numa section");
     assert_eq!(n.threads.len(), 257);
+    assert_sites_add_up(n);
     let homes: std::collections::BTreeSet<u32> = n.threads.iter().map(|t| t.home).collect();
     assert_eq!(homes.len(), 257, "a home per thread");
     for t in &n.threads[1..] {
