@@ -24,6 +24,9 @@ extern __thread struct profcc_page_slot *__profcc_numa_cache __attribute__((tls_
 /* The NUMA hook's door (rt/src/analyses/numa.rs): the page holding p is not in its slot; the
  * door adds the slot's counts to their page and gives the slot this page with count 0. */
 void __profcc_page_miss(const void *p);
+/* The same for the out-of-line page counts (hooks/numa.c), which pass the access's address:
+ * cold, and it keeps every register its caller uses (preserve_most). */
+__attribute__((cold, preserve_most)) void __profcc_page_miss_at(const void *p, const void *pc);
 /* Countdown to the thread's next sampled access to a tracked line (the runtime re-arms it). */
 extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
 

@@ -38,6 +38,9 @@ STUB_TLS uint64_t __profcc_hot_cd;
 __attribute__((visibility("hidden"))) struct profcc_page_slot profcc_stub_numa_cache[PROFCC_NUMA_SLOTS];
 STUB_TLS struct profcc_page_slot *__profcc_numa_cache = profcc_stub_numa_cache;
 STUB void __profcc_page_miss(const void *p) { (void)p; }
+STUB __attribute__((preserve_most)) void __profcc_page_miss_at(const void *p, const void *pc) {
+  (void)p, (void)pc;
+}
 
 STUB __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
                                                         uint64_t info) {

@@ -421,7 +421,9 @@ pub const SLOTS: usize = COUNTER_STRIDE * (MAX_SITES + MAX_MODULE_SITES) as usiz
 /// record stream ([`sites`], compressed by [`lz`]), `ModuleDesc::sites_bytes` and
 /// `sites_raw_bytes` its lengths; `INFO_SITE_SHIFT` 24. 7: the NUMA hook counts in a
 /// per-thread page cache (`NUMA_SLOTS`), its door `__profcc_page_miss`; 32-byte page records.
-pub const ABI_VERSION: u32 = 7;
+/// 8: page counts outside short loops call `__profcc_numa_check`, whose door is
+/// `__profcc_page_miss_at` (preserve_most, the access's address passed).
+pub const ABI_VERSION: u32 = 8;
 /// Module descriptor flag: the module's accesses read the line shadow.
 pub const FLAG_SHARING: u32 = 1;
 /// Module descriptor flag: the module's accesses are counted per page (NUMA analysis,
@@ -751,8 +753,12 @@ pub mod names {
         "__profcc_door_m4_3",
         "__profcc_door",
     ];
-    pub const CHECKERS: [&str; 60] = {
-        let mut all = [""; 60];
+    /// The NUMA page count out of line (hooks/numa.c): one access, and one with the `n - 1`
+    /// it covers.
+    pub const NUMA_CHECK: &str = "__profcc_numa_check";
+    pub const NUMA_CHECK_N: &str = "__profcc_numa_check_n";
+    pub const CHECKERS: [&str; 62] = {
+        let mut all = [""; 62];
         let generic = [
             CHECK_READ,
             CHECK_WRITE,
@@ -789,6 +795,9 @@ pub mod names {
             n += 1;
             i += 1;
         }
+        all[n] = NUMA_CHECK;
+        all[n + 1] = NUMA_CHECK_N;
+        n += 2;
         assert!(n == all.len());
         all
     };
@@ -803,7 +812,8 @@ pub mod names {
     pub const NUMA_CACHE: &str = "__profcc_numa_cache";
     /// The NUMA hook's door: the access's page is not in its cache slot.
     pub const PAGE_MISS: &str = "__profcc_page_miss";
-    pub const DOORS: [&str; 3] = [SLOW, RANGE_SLOW, PAGE_MISS];
+    pub const PAGE_MISS_AT: &str = "__profcc_page_miss_at";
+    pub const DOORS: [&str; 4] = [SLOW, RANGE_SLOW, PAGE_MISS, PAGE_MISS_AT];
     /// Runtime entry the module constructor calls with the module descriptor.
     pub const REGISTER: &str = "__profcc_register_module";
     /// Runtime entry the module destructor (priority `CTOR_PRIORITY`) calls with the same

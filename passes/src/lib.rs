@@ -147,6 +147,7 @@ pub fn instrument_module(
         }
         // What only the NUMA hook refers to, when the module has no NUMA checks.
         llvm::delete_unused_function(module.raw(), abi::names::PAGE_MISS);
+        llvm::delete_unused_function(module.raw(), abi::names::PAGE_MISS_AT);
         llvm::delete_unused_global(module.raw(), abi::names::NUMA_CACHE);
     }
     module

@@ -330,11 +330,29 @@ impl Rewriter {
             return None;
         }
         let (s0, s1) = (LLVMGetSuccessor(term, 0), LLVMGetSuccessor(term, 1));
-        let (exit_idx, exit) = match (s0 == bb, s1 == bb) {
-            (true, false) => (1, s1),
-            (false, true) => (0, s0),
+        let exit = match (s0 == bb, s1 == bb) {
+            (true, false) => s1,
+            (false, true) => s0,
             _ => return None,
         };
+        // A dedicated exit (the loop is its only predecessor, as LoopSimplify leaves loops):
+        // the total is added at its top, after its phis. Another exit would need the edge
+        // split and the exit's phis rebuilt, which would free values later accesses still
+        // name (their addresses), so such a loop keeps its count in memory.
+        let mut exit_preds = 0;
+        let mut u = LLVMGetFirstUse(LLVMBasicBlockAsValue(exit));
+        while !u.is_null() {
+            exit_preds += 1;
+            if LLVMIsATerminatorInst(LLVMGetUser(u)).is_null()
+                || LLVMGetInstructionParent(LLVMGetUser(u)) != bb
+            {
+                return None;
+            }
+            u = LLVMGetNextUse(u);
+        }
+        if exit_preds != 1 {
+            return None;
+        }
         // No calls other than intrinsics; the hooks of this block are not inserted yet.
         let mut inst = LLVMGetFirstInstruction(bb);
         while !inst.is_null() {
@@ -378,38 +396,18 @@ impl Rewriter {
             let (mut v, mut b) = if p == bb { (next, p) } else { (zero, p) };
             LLVMAddIncoming(phi, &mut v, &mut b, 1);
         }
-        // The exit edge: bb -> flush -> exit.
-        let flush = LLVMInsertBasicBlockInContext(self.ctx, exit, c"profcc.loop.exit".as_ptr());
-        LLVMPositionBuilderAtEnd(self.b, flush);
+        // At the exit's top: the total of the iterations once.
+        let mut at = LLVMGetFirstInstruction(exit);
+        while !at.is_null() && !LLVMIsAPHINode(at).is_null() {
+            at = LLVMGetNextInstruction(at);
+        }
+        LLVMPositionBuilderBefore(self.b, at);
         let stride = crate::abi::COUNTER_STRIDE as u64;
         let mut idx = [LLVMConstInt(i64t, stride * local as u64, 0)];
         let slot = LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, c"".as_ptr());
         let old = LLVMBuildLoad2(self.b, i64t, slot, c"".as_ptr());
-        let sum = LLVMBuildAdd(self.b, old, next, c"".as_ptr());
+        let sum = LLVMBuildAdd(self.b, old, next, c"profcc.loop.count".as_ptr());
         LLVMBuildStore(self.b, sum, slot);
-        LLVMBuildBr(self.b, exit);
-        LLVMSetSuccessor(term, exit_idx, flush);
-        // The exit's phis now come from the flush block.
-        let mut inst = LLVMGetFirstInstruction(exit);
-        while !inst.is_null() && !LLVMIsAPHINode(inst).is_null() {
-            let next_inst = LLVMGetNextInstruction(inst);
-            let n = LLVMCountIncoming(inst);
-            LLVMPositionBuilderBefore(self.b, inst);
-            let fresh = LLVMBuildPhi(self.b, LLVMTypeOf(inst), c"".as_ptr());
-            for k in 0..n {
-                let mut v = LLVMGetIncomingValue(inst, k);
-                let b = LLVMGetIncomingBlock(inst, k);
-                let mut b = if b == bb { flush } else { b };
-                LLVMAddIncoming(fresh, &mut v, &mut b, 1);
-            }
-            let mut len = 0;
-            let name = LLVMGetValueName2(inst, &mut len);
-            let name = std::slice::from_raw_parts(name as *const u8, len).to_vec();
-            LLVMReplaceAllUsesWith(inst, fresh);
-            LLVMInstructionEraseFromParent(inst);
-            LLVMSetValueName2(fresh, name.as_ptr() as *const _, name.len());
-            inst = next_inst;
-        }
         Some(next)
     }
 
@@ -441,25 +439,29 @@ impl Rewriter {
         }
         self.position_before_access(a);
         let n = 1 + a.extra_reads as u64 + a.extra_writes as u64;
+        // Inlined in short loops, as the sharing checks are; a call of the out-of-line count
+        // elsewhere (a few bytes at each access).
+        let inline = a.loop_blocks > 0 && a.loop_blocks <= crate::select::INLINE_LOOP_BLOCKS;
+        use crate::abi::names::{NUMA, NUMA_CHECK, NUMA_CHECK_N, NUMA_N};
         let (name, mut args) = if n == 1 {
-            (crate::abi::names::NUMA, vec![a.ptr])
+            (if inline { NUMA } else { NUMA_CHECK }, vec![a.ptr])
         } else {
             let i64t = LLVMInt64TypeInContext(self.ctx);
             (
-                crate::abi::names::NUMA_N,
+                if inline { NUMA_N } else { NUMA_CHECK_N },
                 vec![a.ptr, LLVMConstInt(i64t, n, 0)],
             )
         };
-        let f = self.hook(name);
-        LLVMBuildCall2(
-            self.b,
-            LLVMGlobalGetValueType(f),
-            f,
-            args.as_mut_ptr(),
-            args.len() as u32,
-            c"".as_ptr(),
+        // `call` gives the out-of-line count its preserve_most convention.
+        self.call(name, &mut args, c"");
+        stats.bump(
+            if inline {
+                "numa-page-check"
+            } else {
+                "numa-page-call"
+            },
+            1,
         );
-        stats.bump("numa-page-check", 1);
     }
 
     unsafe fn access(

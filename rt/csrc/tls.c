@@ -43,6 +43,11 @@ void profcc_numa_page_miss(const void *p, const void *pc);
 __attribute__((visibility("default"))) void __profcc_page_miss(const void *p) {
   profcc_numa_page_miss(p, __builtin_return_address(0));
 }
+/* The out-of-line page counts' door: they pass the access's address themselves. */
+__attribute__((visibility("default"), preserve_most)) void __profcc_page_miss_at(const void *p,
+                                                                                 const void *pc) {
+  profcc_numa_page_miss(p, pc);
+}
 
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
   *me = &__profcc_me;
