@@ -53,7 +53,7 @@
 #define PROFCC_SLOTS 10485760u /* u64 slots of one thread's counter array */
 
 /* Module descriptor */
-#define PROFCC_ABI_VERSION 7u
+#define PROFCC_ABI_VERSION 8u
 #define PROFCC_FLAG_SHARING 1u /* the module reads the line shadow */
 #define PROFCC_FLAG_NUMA 2u /* the module reads the page shadow */
 #define PROFCC_MAX_HOMES 1024u /* page homes: entries 1..=MAX_HOMES */
