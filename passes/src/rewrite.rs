@@ -318,7 +318,8 @@ impl Rewriter {
 
     /// Count a group that is the body of a single-block loop in a register: a phi at the
     /// block's top (0 on entry), one add per iteration, and the total added to the group's
-    /// counter once, on the exit edge (a new block between the loop and its exit). Only for
+    /// counter once, at the top of the loop's exit block (through a phi there when other
+    /// blocks reach it too: they add 0). Only for
     /// a block that loops to itself and leaves to one other block, with no call that might
     /// not return (nothing but intrinsics before instrumentation): every iteration that
     /// starts reaches the exit edge, so the count stays exact. Returns the iteration's count
@@ -335,23 +336,16 @@ impl Rewriter {
             (false, true) => s0,
             _ => return None,
         };
-        // A dedicated exit (the loop is its only predecessor, as LoopSimplify leaves loops):
-        // the total is added at its top, after its phis. Another exit would need the edge
-        // split and the exit's phis rebuilt, which would free values later accesses still
-        // name (their addresses), so such a loop keeps its count in memory.
-        let mut exit_preds = 0;
+        // The exit's predecessors, one per edge (only terminators may name it).
+        let mut exit_preds = Vec::new();
         let mut u = LLVMGetFirstUse(LLVMBasicBlockAsValue(exit));
         while !u.is_null() {
-            exit_preds += 1;
-            if LLVMIsATerminatorInst(LLVMGetUser(u)).is_null()
-                || LLVMGetInstructionParent(LLVMGetUser(u)) != bb
-            {
+            let user = LLVMGetUser(u);
+            if LLVMIsATerminatorInst(user).is_null() {
                 return None;
             }
+            exit_preds.push(LLVMGetInstructionParent(user));
             u = LLVMGetNextUse(u);
-        }
-        if exit_preds != 1 {
-            return None;
         }
         // No calls other than intrinsics; the hooks of this block are not inserted yet.
         let mut inst = LLVMGetFirstInstruction(bb);
@@ -396,17 +390,31 @@ impl Rewriter {
             let (mut v, mut b) = if p == bb { (next, p) } else { (zero, p) };
             LLVMAddIncoming(phi, &mut v, &mut b, 1);
         }
-        // At the exit's top: the total of the iterations once.
+        // At the exit's top, after its phis: the total of the iterations once. An exit that
+        // other blocks reach too takes it through a phi (0 from them), so that no block is
+        // added on the edge and none of the exit's phis is rebuilt (later accesses may name
+        // them, and LLVM-C cannot rename a phi's incoming block).
         let mut at = LLVMGetFirstInstruction(exit);
         while !at.is_null() && !LLVMIsAPHINode(at).is_null() {
             at = LLVMGetNextInstruction(at);
         }
+        let total = if exit_preds.iter().all(|&p| p == bb) {
+            next
+        } else {
+            LLVMPositionBuilderBefore(self.b, LLVMGetFirstInstruction(exit));
+            let phi = LLVMBuildPhi(self.b, i64t, c"profcc.loop.iters".as_ptr());
+            for p in exit_preds {
+                let mut v = if p == bb { next } else { zero };
+                LLVMAddIncoming(phi, &mut v, &mut { p }, 1);
+            }
+            phi
+        };
         LLVMPositionBuilderBefore(self.b, at);
         let stride = crate::abi::COUNTER_STRIDE as u64;
         let mut idx = [LLVMConstInt(i64t, stride * local as u64, 0)];
         let slot = LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, c"".as_ptr());
         let old = LLVMBuildLoad2(self.b, i64t, slot, c"".as_ptr());
-        let sum = LLVMBuildAdd(self.b, old, next, c"profcc.loop.count".as_ptr());
+        let sum = LLVMBuildAdd(self.b, old, total, c"profcc.loop.count".as_ptr());
         LLVMBuildStore(self.b, sum, slot);
         Some(next)
     }
