@@ -379,7 +379,7 @@ impl Rewriter {
         }
         let i64t = LLVMInt64TypeInContext(self.ctx);
         let c = self.entry_value(a.func, 0);
-        LLVMPositionBuilderBefore(self.b, LLVMGetFirstInstruction(bb));
+        LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, LLVMGetFirstInstruction(bb));
         LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         let phi = LLVMBuildPhi(self.b, i64t, c"profcc.iter".as_ptr());
         LLVMPositionBuilderBefore(self.b, a.inst);
@@ -401,7 +401,8 @@ impl Rewriter {
         let total = if exit_preds.iter().all(|&p| p == bb) {
             next
         } else {
-            LLVMPositionBuilderBefore(self.b, LLVMGetFirstInstruction(exit));
+            // Before the debug records of the block's first instruction too: a phi takes none.
+            LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, LLVMGetFirstInstruction(exit));
             let phi = LLVMBuildPhi(self.b, i64t, c"profcc.loop.iters".as_ptr());
             for p in exit_preds {
                 let mut v = if p == bb { next } else { zero };

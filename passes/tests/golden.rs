@@ -528,3 +528,23 @@ fn rmw_numa_counts_covered_accesses_at_their_check() {
         "the slot's count goes up by 3: {ir}"
     );
 }
+
+#[test]
+fn loop_exit_with_debug_records() {
+    let opts = profcc_passes::Options {
+        accesses: true,
+        sharing: false,
+        numa: false,
+    };
+    // The module verifies (run_with fails otherwise): the exit's phi is above the debug
+    // record of its first instruction.
+    let (ir, s) = run_with("loop_exit_dbg", "loop_exit_dbg", &opts);
+    assert_eq!(s.get("counter-hoisted-loop"), 2);
+    let lines: Vec<&str> = ir.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("%profcc.loop.iters = phi i64 [ %profcc.iter.next"))
+        .expect("the exit's phi");
+    assert!(lines[at].contains("], [ 0, %"), "{ir}");
+    assert!(lines[at + 1].starts_with("    #dbg_value(i64 %1,"), "{ir}");
+}
