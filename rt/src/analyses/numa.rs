@@ -28,6 +28,7 @@
 //!   followed). On a one-node machine, or where the calls fail, everything is node 0: all
 //!   local;
 //! - `off`: every thread `MAX_HOMES`.
+//!
 //! A page's home changes only through the program's own `move_pages` (and is cleared by
 //! `munmap`).
 //!
@@ -171,12 +172,12 @@ static THP: AtomicU32 = AtomicU32::new(0);
 /// go through the door for it, such as the fault of another 4 KiB page of a huge page): when
 /// every page of its aligned 2 MiB is present on one node, it is a huge page. Its pages
 /// without a home get that node, and the first toucher and place of the page of it that was
-/// touched first: one first touch for the whole huge page (NUMAPROF). Returns the node.
-fn huge_page(p: u64) -> Option<u32> {
+/// touched first: one first touch for the whole huge page (NUMAPROF). True: it is one.
+fn huge_page(p: u64) -> bool {
     let first = (p >> PAGE_SHIFT) & !(HUGE_PAGES as u64 - 1);
     let mut status = [-1i32; HUGE_PAGES];
     if !query_nodes(first, &mut status) || status[0] < 0 || status.iter().any(|&s| s != status[0]) {
-        return None;
+        return false;
     }
     let home = (status[0] as u32).min(MAX_HOMES - 2) + 1;
     // The toucher and place of the huge page: those of its first page with a home.
@@ -199,7 +200,7 @@ fn huge_page(p: u64) -> Option<u32> {
         }
     }
     if filled.is_empty() {
-        return Some(home - 1);
+        return true;
     }
     HUGE.fetch_add(1, Relaxed);
     PAGES.fetch_add(filled.len() as u64, Relaxed);
@@ -210,7 +211,7 @@ fn huge_page(p: u64) -> Option<u32> {
         t.list[place as usize - 1].1 += filled.len() as u64;
     }
     t.touched.extend(filled);
-    Some(home - 1)
+    true
 }
 
 /// `real`: nodes online (/sys/devices/system/node/online, "0" or "0-3"), 1 when unknown.
@@ -356,12 +357,10 @@ impl ThreadState {
         add(&self.row[(e as usize).min(ROW - 1)]);
         let rec = record(page);
         rec.accesses.fetch_add(n, Relaxed);
-        let remote = e != self.home.load(Relaxed);
+        let (remote, thread_free, page_free) = self.slot_state(i, page);
         if remote {
             rec.remote.fetch_add(n, Relaxed);
         }
-        let thread_free = self.pinned.load(Relaxed) == 0;
-        let page_free = rec.place.load(Relaxed) & PageRecord::PINNED == 0;
         self.site_add(
             self.slot_pc[i].load(Relaxed),
             &SiteCounts::of(n, remote, thread_free, page_free),
@@ -385,6 +384,16 @@ impl ThreadState {
                 }
             }
         }
+    }
+
+    /// Slot `i`, holding `page`: whether its accesses are remote (the slot's home is not the
+    /// thread's), made by an unpinned thread, and to an unpinned page.
+    fn slot_state(&self, i: usize, page: u64) -> (bool, bool, bool) {
+        (
+            self.slot_home[i].load(Relaxed) != self.home.load(Relaxed),
+            self.pinned.load(Relaxed) == 0,
+            record(page).place.load(Relaxed) & PageRecord::PINNED == 0,
+        )
     }
 
     /// On its own thread: `c` for site `pc`, in its own cell (the cell's old site, if any,
@@ -632,11 +641,9 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
     let page_home = match model() {
         Model::Real => {
             let (node, populated) = page_node(p, home.saturating_sub(1));
-            if populated && THP.load(Relaxed) == 1 {
-                if huge_page(p as u64).is_some() {
-                    // Its home, toucher and place are the huge page's now.
-                    return rec.home.load(Relaxed);
-                }
+            if populated && THP.load(Relaxed) == 1 && huge_page(p as u64) {
+                // Its home, toucher and place are the huge page's now.
+                return rec.home.load(Relaxed);
             }
             node + 1
         }
@@ -1361,17 +1368,12 @@ impl Analysis for Numa {
                     if page == NUMA_NO_PAGE || n == 0 {
                         continue;
                     }
-                    let remote = if s.slot_home[i].load(Relaxed) != home {
-                        n
-                    } else {
-                        0
-                    };
-                    let page_free = record(page).place.load(Relaxed) & PageRecord::PINNED == 0;
-                    let thread_free = s.pinned.load(Relaxed) == 0;
+                    let (is_remote, thread_free, page_free) = s.slot_state(i, page);
+                    let remote = if is_remote { n } else { 0 };
                     sites
                         .entry(s.slot_pc[i].load(Relaxed))
                         .or_default()
-                        .merge(&SiteCounts::of(n, remote > 0, thread_free, page_free));
+                        .merge(&SiteCounts::of(n, is_remote, thread_free, page_free));
                     let who = tid.saturating_add(1);
                     let e = pending.entry(page).or_insert((0, 0, who));
                     e.0 += n;
