@@ -84,11 +84,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                 .first_touch
                 .iter()
                 .map(|f| {
-                    let frames = m.address(i, f.pc);
-                    let here = frames
-                        .iter()
-                        .find(|x| x.place().is_some())
-                        .or(frames.first());
+                    let (place, function) = code_place(m, i, f.pc);
                     let object = match f.alloc_stack {
                         Some(id) => {
                             let stack = m.stack(i, id);
@@ -102,8 +98,8 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
                     NumaFirstTouch {
                         thread: f.thread,
                         pages: f.pages,
-                        place: here.and_then(|x| x.place()),
-                        function: here.and_then(|x| x.function.clone()),
+                        place,
+                        function,
                         object,
                     }
                 })
@@ -157,6 +153,20 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
     (!inputs.is_empty()).then_some(Numa { inputs })
 }
 
+/// `file:line` and function of the access just before return address `pc` (the innermost
+/// inlined frame with a place, else the first).
+fn code_place(m: &Merged, i: usize, pc: u64) -> (Option<String>, Option<String>) {
+    let frames = m.address(i, pc);
+    let here = frames
+        .iter()
+        .find(|f| f.place().is_some())
+        .or(frames.first());
+    (
+        here.and_then(|f| f.place()),
+        here.and_then(|f| f.function.clone()),
+    )
+}
+
 /// Accesses by line: the code addresses of one line and function merged (a vectorised loop
 /// and its remainder), most remote first, then most accesses.
 fn sites(
@@ -172,15 +182,7 @@ fn sites(
         let (place, function) = if x.pc == 0 {
             (None, None)
         } else {
-            let frames = m.address(i, x.pc);
-            let here = frames
-                .iter()
-                .find(|f| f.place().is_some())
-                .or(frames.first());
-            (
-                here.and_then(|f| f.place()),
-                here.and_then(|f| f.function.clone()),
-            )
+            code_place(m, i, x.pc)
         };
         match index.get(&(place.clone(), function.clone())) {
             Some(&k) => {
@@ -382,13 +384,7 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
         .into_iter()
         .map(|(object, allocated_at, o, remote_invalidations)| {
             let top = o.first_touch.first();
-            let first_touch_at = top.and_then(|t| {
-                let frames = m.address(i, t.pc);
-                frames
-                    .iter()
-                    .find(|x| x.place().is_some())
-                    .and_then(|x| x.place())
-            });
+            let first_touch_at = top.and_then(|t| code_place(m, i, t.pc).0);
             let mut touchers: Vec<u32> = Vec::new();
             for t in o.first_touch.iter().filter_map(|t| t.thread) {
                 if !touchers.contains(&t) {
