@@ -47,6 +47,11 @@ static inline __attribute__((always_inline)) void count_at(const void *p, uint64
 NUMA_CHECKER void __profcc_numa_check(const void *p) {
   count_at(p, 1, __builtin_return_address(0));
 }
+/* n is 0 at a loop's exit reached from elsewhere, where the pass counts a loop-invariant
+ * address's iterations (passes/src/rewrite.rs, numa_check_at_exit): the address may not have
+ * been accessed at all, so its page is neither counted nor touched. */
 NUMA_CHECKER void __profcc_numa_check_n(const void *p, uint64_t n) {
+  if (__builtin_expect(n == 0, 0))
+    return;
   count_at(p, n, __builtin_return_address(0));
 }

@@ -38,6 +38,22 @@ struct Rewriter {
     /// leaders whose group is counted so.
     counts_group: Vec<bool>,
     counted_in_checker: Vec<bool>,
+    /// Each single-block loop's iteration count, once built ([`Rewriter::loop_trip`]).
+    trips: HashMap<LLVMBasicBlockRef, Option<Trip>>,
+}
+
+/// A single-block loop's iteration count in registers ([`Rewriter::loop_trip`]).
+#[derive(Clone, Copy)]
+struct Trip {
+    /// In the loop: the count of the iteration under way (1 on the first).
+    next: LLVMValueRef,
+    /// At the exit: the iterations of the loop just left (0 when the exit was reached from
+    /// elsewhere).
+    total: LLVMValueRef,
+    /// The exit's first instruction after its phis: code using `total` goes before it.
+    at: LLVMValueRef,
+    /// The exit is reached from the loop only.
+    only_exit: bool,
 }
 
 /// Which out-of-line check counts its group (the `_c` checkers), so that the group's first
@@ -316,16 +332,24 @@ impl Rewriter {
         v
     }
 
-    /// Count a group that is the body of a single-block loop in a register: a phi at the
-    /// block's top (0 on entry), one add per iteration, and the total added to the group's
-    /// counter once, at the top of the loop's exit block (through a phi there when other
-    /// blocks reach it too: they add 0). Only for
-    /// a block that loops to itself and leaves to one other block, with no call that might
-    /// not return (nothing but intrinsics before instrumentation): every iteration that
-    /// starts reaches the exit edge, so the count stays exact. Returns the iteration's count
-    /// (1 on the first) or None when the block does not qualify.
-    unsafe fn hoist_loop_count(&mut self, a: &Access, local: usize) -> Option<LLVMValueRef> {
-        let bb = LLVMGetInstructionParent(a.inst);
+    /// The iteration count of a single-block loop, built once per block and shared by every
+    /// hook of it that counts in a register: a phi at the block's top (0 on entry) and one add
+    /// after it (`next`, the iteration's count: 1 on the first), and its total at the top of
+    /// the loop's exit block (through a phi there when other blocks reach it too: they give
+    /// 0), with the place after the exit's phis where the totals are used. Only for a block
+    /// that loops to itself and leaves to one other block, with no call that might not return
+    /// (nothing but intrinsics and profcc's own hooks): every iteration that starts reaches
+    /// the exit edge, so counts added there stay exact. None when the block does not qualify.
+    unsafe fn loop_trip(&mut self, bb: LLVMBasicBlockRef) -> Option<Trip> {
+        if let Some(t) = self.trips.get(&bb) {
+            return *t;
+        }
+        let t = self.build_loop_trip(bb);
+        self.trips.insert(bb, t);
+        t
+    }
+
+    unsafe fn build_loop_trip(&mut self, bb: LLVMBasicBlockRef) -> Option<Trip> {
         let term = LLVMGetBasicBlockTerminator(bb);
         if term.is_null() || LLVMGetNumSuccessors(term) != 2 || LLVMIsABranchInst(term).is_null() {
             return None;
@@ -347,7 +371,8 @@ impl Rewriter {
             exit_preds.push(LLVMGetInstructionParent(user));
             u = LLVMGetNextUse(u);
         }
-        // No calls other than intrinsics; the hooks of this block are not inserted yet.
+        // No calls other than intrinsics and the hooks already inserted before earlier
+        // accesses of the block (they all return).
         let mut inst = LLVMGetFirstInstruction(bb);
         while !inst.is_null() {
             if !LLVMIsACallInst(inst).is_null()
@@ -355,9 +380,10 @@ impl Rewriter {
                 || !LLVMIsACallBrInst(inst).is_null()
             {
                 let callee = LLVMGetCalledValue(inst);
+                let ours = |n: &str| n.starts_with("llvm.") || self.hooks_named(n);
                 if callee.is_null()
                     || LLVMIsAFunction(callee).is_null()
-                    || !crate::llvm::name_of(callee).starts_with("llvm.")
+                    || !ours(&crate::llvm::name_of(callee))
                 {
                     return None;
                 }
@@ -378,11 +404,14 @@ impl Rewriter {
             u = LLVMGetNextUse(u);
         }
         let i64t = LLVMInt64TypeInContext(self.ctx);
-        let c = self.entry_value(a.func, 0);
         LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, LLVMGetFirstInstruction(bb));
         LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         let phi = LLVMBuildPhi(self.b, i64t, c"profcc.iter".as_ptr());
-        LLVMPositionBuilderBefore(self.b, a.inst);
+        let mut body = LLVMGetFirstInstruction(bb);
+        while !LLVMIsAPHINode(body).is_null() {
+            body = LLVMGetNextInstruction(body);
+        }
+        LLVMPositionBuilderBefore(self.b, body);
         let one = LLVMConstInt(i64t, 1, 0);
         let next = LLVMBuildAdd(self.b, phi, one, c"profcc.iter.next".as_ptr());
         let zero = LLVMConstInt(i64t, 0, 0);
@@ -398,7 +427,8 @@ impl Rewriter {
         while !at.is_null() && !LLVMIsAPHINode(at).is_null() {
             at = LLVMGetNextInstruction(at);
         }
-        let total = if exit_preds.iter().all(|&p| p == bb) {
+        let only_exit = exit_preds.iter().all(|&p| p == bb);
+        let total = if only_exit {
             next
         } else {
             // Before the debug records of the block's first instruction too: a phi takes none.
@@ -410,14 +440,35 @@ impl Rewriter {
             }
             phi
         };
-        LLVMPositionBuilderBefore(self.b, at);
+        Some(Trip {
+            next,
+            total,
+            at,
+            only_exit,
+        })
+    }
+
+    /// Is `name` one of the hooks this pass inserts (all of them return)?
+    fn hooks_named(&self, name: &str) -> bool {
+        name.starts_with("__profcc_")
+    }
+
+    /// Count a group that is the body of a single-block loop in a register ([`loop_trip`]):
+    /// the total added to the group's counter once, at the top of the loop's exit block.
+    /// Returns the iteration's count or None when the block does not qualify.
+    unsafe fn hoist_loop_count(&mut self, a: &Access, local: usize) -> Option<LLVMValueRef> {
+        let trip = self.loop_trip(LLVMGetInstructionParent(a.inst))?;
+        let i64t = LLVMInt64TypeInContext(self.ctx);
+        let c = self.entry_value(a.func, 0);
+        LLVMPositionBuilderBefore(self.b, trip.at);
+        LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         let stride = crate::abi::COUNTER_STRIDE as u64;
         let mut idx = [LLVMConstInt(i64t, stride * local as u64, 0)];
         let slot = LLVMBuildInBoundsGEP2(self.b, i64t, c, idx.as_mut_ptr(), 1, c"".as_ptr());
         let old = LLVMBuildLoad2(self.b, i64t, slot, c"".as_ptr());
-        let sum = LLVMBuildAdd(self.b, old, total, c"profcc.loop.count".as_ptr());
+        let sum = LLVMBuildAdd(self.b, old, trip.total, c"profcc.loop.count".as_ptr());
         LLVMBuildStore(self.b, sum, slot);
-        Some(next)
+        Some(trip.next)
     }
 
     /// Put the builder right before the access, with its debug location (a function with
@@ -446,8 +497,12 @@ impl Rewriter {
             stats.bump("numa-covered", 1);
             return;
         }
-        self.position_before_access(a);
         let n = 1 + a.extra_reads as u64 + a.extra_writes as u64;
+        if self.numa_check_at_exit(a, n) {
+            stats.bump("numa-page-hoisted-loop", 1);
+            return;
+        }
+        self.position_before_access(a);
         // Inlined in short loops, as the sharing checks are; a call of the out-of-line count
         // elsewhere (a few bytes at each access).
         let inline = a.loop_blocks > 0 && a.loop_blocks <= crate::select::INLINE_LOOP_BLOCKS;
@@ -471,6 +526,40 @@ impl Rewriter {
             },
             1,
         );
+    }
+
+    /// The page count of an access whose address is the same in every iteration of a
+    /// single-block loop, once at the loop's exit for all its iterations (one out-of-line
+    /// count of the iterations times `n`) instead of a cache lookup per iteration: a partial
+    /// sum or counter updated in a loop. Only where the address is known at the exit: defined
+    /// outside the loop, and the exit reached from the loop only or the address an argument,
+    /// a global or a value of the function's entry block. The page's first touch, if this is
+    /// it, is taken at the exit (the loop's line, the thread that left the loop). An exit
+    /// reached from elsewhere counts 0 there, which the count skips (hooks/numa.c).
+    unsafe fn numa_check_at_exit(&mut self, a: &Access, n: u64) -> bool {
+        let bb = LLVMGetInstructionParent(a.inst);
+        let def = LLVMIsAInstruction(a.ptr);
+        if !def.is_null() && LLVMGetInstructionParent(def) == bb {
+            return false;
+        }
+        let Some(trip) = self.loop_trip(bb) else {
+            return false;
+        };
+        let entry = LLVMGetEntryBasicBlock(a.func);
+        if !trip.only_exit && !def.is_null() && LLVMGetInstructionParent(def) != entry {
+            return false;
+        }
+        let loc = self.position_before_access(a);
+        LLVMPositionBuilderBefore(self.b, trip.at);
+        LLVMSetCurrentDebugLocation2(self.b, loc);
+        let i64t = LLVMInt64TypeInContext(self.ctx);
+        let total = if n == 1 {
+            trip.total
+        } else {
+            LLVMBuildMul(self.b, trip.total, LLVMConstInt(i64t, n, 0), c"".as_ptr())
+        };
+        self.call(crate::abi::names::NUMA_CHECK_N, &mut [a.ptr, total], c"");
+        true
     }
 
     unsafe fn access(
@@ -714,6 +803,7 @@ pub unsafe fn rewrite(
         ptrs: sel.accesses.iter().map(|a| a.ptr).collect(),
         counts_group: vec![false; sel.accesses.len()],
         counted_in_checker: vec![false; sel.accesses.len()],
+        trips: HashMap::new(),
     };
     let acc = &sel.accesses;
     if sharing {

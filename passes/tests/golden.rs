@@ -548,3 +548,42 @@ fn loop_exit_with_debug_records() {
     assert!(lines[at].contains("], [ 0, %"), "{ir}");
     assert!(lines[at + 1].starts_with("    #dbg_value(i64 %1,"), "{ir}");
 }
+
+#[test]
+fn loop_invariant_numa_counts_move_to_the_loops_exit() {
+    let opts = profcc_passes::Options {
+        accesses: true,
+        sharing: false,
+        numa: true,
+    };
+    let (ir, s) = run_with("loop_invariant", "loop_invariant.numa", &opts);
+    // @acc: *sum's count (load and covered store: 2 per iteration) at the exit, a[i]'s in the
+    // loop; @acc_late keeps both in the loop.
+    assert_eq!(s.get("numa-page-hoisted-loop"), 1, "{ir}");
+    assert_eq!(s.get("numa-page-check"), 3, "{ir}");
+    let acc =
+        &ir[ir.find("define void @acc(").unwrap()..ir.find("define void @acc_late(").unwrap()];
+    assert!(
+        acc.contains("%profcc.loop.iters = phi i64 [ %profcc.iter.next, %__profcc_numa.exit ], [ 0, %entry ]\n"),
+        "{acc}"
+    );
+    assert!(
+        acc.contains("%21 = mul i64 %profcc.loop.iters, 2\n  call preserve_mostcc void @__profcc_numa_check_n(ptr %sum, i64 %21)\n  ret void"),
+        "{acc}"
+    );
+    assert_eq!(
+        acc.matches("@__profcc_page_miss(ptr noundef %p)").count(),
+        1,
+        "{acc}"
+    );
+    assert!(
+        !acc.contains("@__profcc_page_miss(ptr noundef %sum)"),
+        "{acc}"
+    );
+    let late = &ir[ir.find("define void @acc_late(").unwrap()..];
+    assert!(
+        late.contains("@__profcc_page_miss(ptr noundef %sum)"),
+        "{late}"
+    );
+    assert!(!late.contains("numa_check_n(ptr %sum"), "{late}");
+}

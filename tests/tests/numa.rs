@@ -1399,3 +1399,76 @@ fn openmp_critical_sections_and_locks_count_contended_entries() {
     assert_eq!(mutex.len(), 2, "{:?}", n.threads);
     assert_eq!((mutex[0].1, mutex[1].1), (0, 6), "{:?}", n.threads);
 }
+
+const ACCUMULATE_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define N 100000
+/* A partial sum the optimiser cannot keep in a register (sum and a may alias): one store to
+ * the same address per iteration, whose page count the pass moves to the loop's exit. */
+__attribute__((noinline)) void accumulate(double *sum, const double *a, long n) {
+  for (long i = 0; i < n; i++) *sum += a[i] * a[i];
+}
+static double *a, *sum;
+static void *worker(void *arg) {
+  (void)arg;
+  accumulate(sum, a, N);
+  return NULL;
+}
+int main(void) {
+  a = malloc(N * sizeof *a);
+  for (long i = 0; i < N; i++) a[i] = (double)(i & 3);
+  sum = aligned_alloc(4096, 4096);
+  *sum = 0;
+  double *unused = aligned_alloc(4096, 4096);
+  accumulate(unused, a, 0); /* no iteration: *unused is never read, its page never touched */
+  pthread_t t;
+  pthread_create(&t, NULL, worker, NULL);
+  pthread_join(t, NULL);
+  printf("%.0f %lx %lx\n", *sum, (unsigned long)sum, (unsigned long)unused);
+  return 0;
+}
+"#;
+
+/// A loop-invariant address counted once at its loop's exit (docs/numa.md, "Cost") keeps the
+/// counts exact: the worker's N stores to the main thread's page and its one load before the
+/// loop are all remote, the main thread's two accesses local; the call with no iteration
+/// touches no page (the block it passes is never counted or first-touched).
+#[test]
+fn a_partial_sum_counted_at_its_loops_exit_keeps_exact_counts() {
+    let s = Scratch::new();
+    s.write("acc.c", ACCUMULATE_C);
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-pthread", "acc.c", "-o", "acc"],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let (out, p) = s.run_profiled("acc", &[], "summary=0");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let words: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(words[0], "350000");
+    let addr = u64::from_str_radix(words[1], 16).unwrap();
+    let unused = u64::from_str_radix(words[2], 16).unwrap();
+    let numa = p.numa.clone().unwrap();
+    assert_sites_add_up(&numa);
+    for t in &numa.threads {
+        assert_eq!(t.local + t.remote, exact(&p, t.thread), "{t:?}");
+    }
+    let o = numa.objects.iter().find(|o| o.address == addr).unwrap();
+    assert_eq!((o.accesses, o.remote), (100_003, 100_001), "{o:?}");
+    assert!(
+        numa.first_touch
+            .iter()
+            .all(|f| f.address >> 12 != unused >> 12),
+        "{:?}",
+        numa.first_touch
+    );
+    assert!(
+        numa.objects
+            .iter()
+            .all(|o| o.address != unused || (o.accesses, o.pages) == (0, 0)),
+        "{:?}",
+        numa.objects
+    );
+}
