@@ -354,7 +354,8 @@ unsafe fn push(
 
 impl Selector {
     /// Start a new group at each basic block and after each call that might not return; a
-    /// new epoch also after atomics and fences (the instruction itself stays in the old one).
+    /// new epoch also after other calls (but `nosync` intrinsics), atomics and fences (the
+    /// instruction itself stays in the old one).
     unsafe fn boundaries(&mut self, inst: LLVMValueRef) {
         let block = LLVMGetInstructionParent(inst);
         if block != self.block {
@@ -375,7 +376,13 @@ impl Selector {
             if !intrinsic {
                 self.group += 1;
             }
-            self.epoch += 1;
+            // An intrinsic that does not synchronise (`nosync`: llvm.fmuladd, lifetime
+            // markers, vector reductions) keeps the epoch: another thread's access cannot be
+            // ordered between the accesses around it, so one check still stands for them (an
+            // unrolled `*sum += x[i] * x[i]` checks one store of four).
+            if !(intrinsic && has_attr(callee, "nosync")) {
+                self.epoch += 1;
+            }
         } else if !LLVMIsAFenceInst(prev).is_null()
             || !LLVMIsAAtomicRMWInst(prev).is_null()
             || !LLVMIsAAtomicCmpXchgInst(prev).is_null()

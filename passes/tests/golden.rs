@@ -314,10 +314,18 @@ fn loops_counting_only() {
 #[test]
 fn rmw() {
     let (ir, s) = run("rmw");
-    // @rmw: 4 sites, one counter; @calls: counters for [store], [store, atomic, store].
-    assert_eq!(s.get("counter-shared-in-block"), 3 + 2);
-    // The load before the store and the repeated store are covered; the atomic never is.
-    assert_eq!(s.get("check-covered-same-address"), 2);
+    // @rmw: 4 sites, one counter; @calls: counters for [store], [store, atomic, store];
+    // @unrolled: 3 sites, one counter.
+    assert_eq!(s.get("counter-shared-in-block"), 3 + 2 + 2);
+    // The load before the store and the repeated store are covered, in @rmw and across
+    // @unrolled's `nosync` intrinsics; the atomic never is.
+    assert_eq!(s.get("check-covered-same-address"), 2 + 2);
+    assert!(
+        ir.contains(
+            "call preserve_mostcc void @__profcc_check_write8_s_c(ptr %sum, i64 605028360)"
+        ),
+        "@unrolled: one check, 1 extra read and 1 extra write: {ir}"
+    );
     // Checks: @rmw's first store (8 bytes, 1 extra read, 1 extra write, site 1 with its
     // group's leader, site 0: the packed immediate 1 << 20 | 1 << 26 | 1 << 29, its
     // checker's info 8 | write | 1 << 12 | 1 << 18 | 1 << 24) and its load of %q (site 3: a read
@@ -335,12 +343,12 @@ fn rmw() {
         ir.contains("call preserve_mostcc void @__profcc_check_read8(ptr %q, i64 3)"),
         "{ir}"
     );
-    assert_eq!(s.get("counter-in-checker"), 3, "{ir}");
+    assert_eq!(s.get("counter-in-checker"), 3 + 1, "{ir}");
     assert_eq!(ir.matches("%profcc.n = add").count(), 0, "{ir}");
     assert_eq!(
         ir.matches("call preserve_mostcc void @__profcc_check_")
             .count(),
-        2 + 4,
+        2 + 4 + 1,
         "{ir}"
     );
 }
@@ -520,9 +528,14 @@ fn rmw_numa_counts_covered_accesses_at_their_check() {
     // @rmw: the load, the store and the second store of %p are one page count of 3 (the
     // store's check stands for the load before it and the store after it); the load of %q is
     // its own. @calls: the call and the atomic split the epochs, so no access is covered there.
-    assert_eq!(s.get("check-covered-same-address"), 2);
-    assert_eq!(s.get("numa-covered"), 2);
-    assert_eq!(s.get("numa-page-call"), 6);
+    // @unrolled: one count of 3 for the load and the two stores.
+    assert_eq!(s.get("check-covered-same-address"), 2 + 2);
+    assert_eq!(s.get("numa-covered"), 2 + 2);
+    assert_eq!(s.get("numa-page-call"), 6 + 1);
+    assert!(
+        ir.contains("call preserve_mostcc void @__profcc_numa_check_n(ptr %sum, i64 3)"),
+        "{ir}"
+    );
     assert!(
         ir.contains("call preserve_mostcc void @__profcc_numa_check_n(ptr %p, i64 3)"),
         "the slot's count goes up by 3: {ir}"
