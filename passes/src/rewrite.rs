@@ -380,10 +380,11 @@ impl Rewriter {
                 || !LLVMIsACallBrInst(inst).is_null()
             {
                 let callee = LLVMGetCalledValue(inst);
-                let ours = |n: &str| n.starts_with("llvm.") || self.hooks_named(n);
+                // Our own hooks are the functions `call` inserts: `self.hooks`.
                 if callee.is_null()
                     || LLVMIsAFunction(callee).is_null()
-                    || !ours(&crate::llvm::name_of(callee))
+                    || !(self.hooks.contains(&callee)
+                        || crate::llvm::name_of(callee).starts_with("llvm."))
                 {
                     return None;
                 }
@@ -446,11 +447,6 @@ impl Rewriter {
             at,
             only_exit,
         })
-    }
-
-    /// Is `name` one of the hooks this pass inserts (all of them return)?
-    fn hooks_named(&self, name: &str) -> bool {
-        name.starts_with("__profcc_")
     }
 
     /// Count a group that is the body of a single-block loop in a register ([`loop_trip`]):
