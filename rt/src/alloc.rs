@@ -21,9 +21,13 @@
 //! an address reused by another thread cannot lose its fresh entry.
 
 use crate::mem::{self, SpinLock};
+
+mod stats;
 use crate::stack;
 use crate::threads;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+pub use stats::LIVE_FLUSH;
+pub(crate) use stats::{fork_prepare as stats_fork_prepare, fork_release as stats_fork_release};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Objects up to this size are found by backward probing; larger ones also go to `BIG`.
@@ -563,32 +567,21 @@ fn note_thread(site_idx: u32, s: &Site, tid: u32) {
 }
 
 fn account_alloc(site_idx: u32, tid: u32, size: u64) {
-    let Some(ss) = sites() else { return };
-    let s = ss.site(site_idx);
-    s.count.fetch_add(1, Ordering::Relaxed);
-    s.bytes.fetch_add(size, Ordering::Relaxed);
-    fetch_max(&s.max_size, size);
-    let live = s.live_bytes.fetch_add(size, Ordering::Relaxed) + size;
-    fetch_max(&s.live_peak, live);
-    s.live_objects.fetch_add(1, Ordering::Relaxed);
-    note_thread(site_idx, s, tid);
-    TOTALS.allocations.fetch_add(1, Ordering::Relaxed);
-    TOTALS.bytes.fetch_add(size, Ordering::Relaxed);
-    let live = TOTALS.live.fetch_add(size, Ordering::Relaxed) + size;
-    fetch_max(&TOTALS.peak, live);
+    if let Some(ss) = sites() {
+        stats::alloc(ss, site_idx, tid, size);
+    }
 }
 
 /// `size` bytes of an object of `site` went away; `whole`: the object itself is gone.
 fn account_release(site_idx: u32, size: u64, whole: bool) {
-    let Some(ss) = sites() else { return };
-    let s = ss.site(site_idx);
-    s.live_bytes.fetch_sub(size, Ordering::Relaxed);
-    TOTALS.live.fetch_sub(size, Ordering::Relaxed);
-    if whole {
-        s.frees.fetch_add(1, Ordering::Relaxed);
-        s.live_objects.fetch_sub(1, Ordering::Relaxed);
-        TOTALS.frees.fetch_add(1, Ordering::Relaxed);
+    if let Some(ss) = sites() {
+        stats::release(ss, site_idx, size, whole);
     }
+}
+
+/// The calling thread ends (`threads::profcc_thread_exiting`).
+pub(crate) fn thread_exit() {
+    stats::thread_exit(sites());
 }
 
 fn site_for(kind: u32, fp: *mut libc::c_void) -> Option<u32> {
@@ -799,19 +792,7 @@ pub unsafe extern "C" fn profcc_on_mremap(
     // The analyses see a move as the old pieces freed and the new region allocated.
     tell_analyses(&[&gone[..], &replaced[..]].concat(), Some(&obj));
     if let Some(ss) = sites() {
-        let s = ss.site(first.site);
-        if size >= removed {
-            let d = size - removed;
-            let live = s.live_bytes.fetch_add(d, Ordering::Relaxed) + d;
-            fetch_max(&s.live_peak, live);
-            let live = TOTALS.live.fetch_add(d, Ordering::Relaxed) + d;
-            fetch_max(&TOTALS.peak, live);
-        } else {
-            let d = removed - size;
-            s.live_bytes.fetch_sub(d, Ordering::Relaxed);
-            TOTALS.live.fetch_sub(d, Ordering::Relaxed);
-        }
-        fetch_max(&s.max_size, size);
+        stats::resize(ss, first.site, size.wrapping_sub(removed) as i64, size);
     }
 }
 
@@ -893,11 +874,14 @@ pub unsafe extern "C" fn __profcc_object_at(addr: *const libc::c_void, out: *mut
 
 pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
     let _g = threads::RtGuard::enter();
+    // Shared counters plus every thread's unflushed deltas (`stats`).
+    let (pending, tp) = stats::pending();
+    let live = (TOTALS.live.load(Ordering::Relaxed) as i64).wrapping_add(tp.live_bytes);
     let totals = AllocTotals {
-        allocations: TOTALS.allocations.load(Ordering::Relaxed),
-        frees: TOTALS.frees.load(Ordering::Relaxed),
-        bytes_allocated: TOTALS.bytes.load(Ordering::Relaxed),
-        live_bytes_peak: TOTALS.peak.load(Ordering::Relaxed),
+        allocations: TOTALS.allocations.load(Ordering::Relaxed) + tp.count,
+        frees: TOTALS.frees.load(Ordering::Relaxed) + tp.frees,
+        bytes_allocated: TOTALS.bytes.load(Ordering::Relaxed) + tp.bytes,
+        live_bytes_peak: TOTALS.peak.load(Ordering::Relaxed).max(live.max(0) as u64),
     };
     let p = SITES.load(Ordering::Acquire);
     if p.is_null() {
@@ -908,14 +892,17 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
     let mut out = Vec::new();
     for i in 0..n {
         let s = ss.site(i);
-        let count = s.count.load(Ordering::Relaxed);
+        let d = pending.get(&i).copied().unwrap_or_default();
+        let count = s.count.load(Ordering::Relaxed) + d.count;
+        let frees = s.frees.load(Ordering::Relaxed) + d.frees;
         // (A fork child lists the sites it freed inherited objects of, even if it allocated
         // nothing there: see `after_fork_child`.)
-        if s.state.load(Ordering::Acquire) != 1
-            || (count == 0 && s.frees.load(Ordering::Relaxed) == 0)
-        {
+        if s.state.load(Ordering::Acquire) != 1 || (count == 0 && frees == 0) {
             continue;
         }
+        let live = (s.live_bytes.load(Ordering::Relaxed) as i64).wrapping_add(d.live_bytes);
+        let live_objects =
+            (s.live_objects.load(Ordering::Relaxed) as i64).wrapping_add(d.live_objects);
         let kind = s.kind.load(Ordering::Relaxed) as usize;
         let threads = s
             .tbits
@@ -927,12 +914,12 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
             stack: s.stack.load(Ordering::Relaxed),
             kind: KIND_NAMES.get(kind).unwrap_or(&"malloc").to_string(),
             count,
-            bytes: s.bytes.load(Ordering::Relaxed),
-            frees: s.frees.load(Ordering::Relaxed),
-            max_size: s.max_size.load(Ordering::Relaxed),
-            live_bytes_peak: s.live_peak.load(Ordering::Relaxed),
-            live_bytes_at_exit: s.live_bytes.load(Ordering::Relaxed),
-            live_objects_at_exit: s.live_objects.load(Ordering::Relaxed),
+            bytes: s.bytes.load(Ordering::Relaxed) + d.bytes,
+            frees,
+            max_size: s.max_size.load(Ordering::Relaxed).max(d.max_size),
+            live_bytes_peak: s.live_peak.load(Ordering::Relaxed).max(live.max(0) as u64),
+            live_bytes_at_exit: live.max(0) as u64,
+            live_objects_at_exit: live_objects.max(0) as u64,
             threads,
         });
     }
@@ -947,6 +934,7 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
 /// in the child too), so the child's frees of them are recognised and counted as the
 /// child's frees. Live bytes stay what is live; peaks restart from there.
 pub(crate) fn after_fork_child() {
+    stats::after_fork_child(sites());
     let z = |a: &AtomicU64| a.store(0, Ordering::Relaxed);
     z(&TOTALS.allocations);
     z(&TOTALS.frees);

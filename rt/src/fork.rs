@@ -17,7 +17,8 @@
 //! 5. `threads::REG` (thread registry).
 //! 6. The object map: `alloc::OBJECTS` (64 primary shards, then 64 containment shards),
 //!    `alloc::MMAPS`, `alloc::THREAD_SET`.
-//! 7. `mem::HEAP`, last: every lock above may be held while the runtime allocates.
+//! 7. The allocation statistics (`alloc/stats.rs`): the list of blocks, each block, the pool.
+//! 8. `mem::HEAP`, last: every lock above may be held while the runtime allocates.
 //!
 //! The options need no lock: they are fixed once at initialisation (`options::init`).
 //!
@@ -73,12 +74,14 @@ unsafe extern "C" fn prepare() {
     crate::alloc::OBJECTS.lock_all();
     hold(&crate::alloc::MMAPS);
     hold(&crate::alloc::THREAD_SET);
+    crate::alloc::stats_fork_prepare();
     hold(&crate::mem::HEAP);
 }
 
 /// Release everything `prepare` took except the analyses' locks (their own callbacks do).
 unsafe fn release_core() {
     crate::mem::HEAP.force_unlock();
+    crate::alloc::stats_fork_release();
     crate::alloc::THREAD_SET.force_unlock();
     crate::alloc::MMAPS.force_unlock();
     crate::alloc::OBJECTS.unlock_all();

@@ -43,6 +43,10 @@ impl<T> SpinLock<T> {
         }
         SpinGuard { lock: self }
     }
+    /// The value, for a caller that holds the lock with its guard forgotten (`fork.rs`).
+    pub fn data_ptr(&self) -> *mut T {
+        self.value.get()
+    }
     /// Only for the child after `fork`: the parent's holder no longer exists.
     pub unsafe fn force_unlock(&self) {
         self.locked.store(false, Ordering::Release);

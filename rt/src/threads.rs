@@ -24,6 +24,8 @@ pub struct Tls {
     pub in_rt: u32,
     pub stack_lo: usize,
     pub stack_hi: usize,
+    /// The thread's allocation-statistics block (`alloc::stats`): 0 none yet, 1 exited.
+    pub alloc_stats: usize,
 }
 
 extern "C" {
@@ -101,6 +103,7 @@ pub extern "C" fn profcc_thread_exiting() {
     // Its counter array goes back to the pool for the next thread (counts folded in).
     let _g = RtGuard::enter();
     crate::counts::thread_ended();
+    crate::alloc::thread_exit();
 }
 
 /// Called once from `ensure_init`, on whichever thread initialises (normally the main thread

@@ -511,3 +511,102 @@ fn own_malloc_wins_the_link() {
     let in_main = sites_in(&r, "own_allocator_links.c", None);
     assert!(in_main.is_empty(), "{in_main:?}");
 }
+
+/// Threads keep their allocation statistics in their own blocks (rt/src/alloc/stats.rs) and
+/// fold them in at exit, on a slot conflict or past LIVE_FLUSH of live bytes: a producer's
+/// blocks freed by a consumer thread, blocks kept by four threads, a main-thread site whose
+/// live bytes pass the flush bound: counts, frees, live bytes and the single-threaded peak
+/// are exact.
+const CROSS_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define N 100000
+static void *slots[N];
+static void *kept[4][1000];
+static void *produce(void *a) {
+  for (int i = 0; i < N; i++) slots[i] = malloc(48);            // MARK_PRODUCE
+  return a;
+}
+static void *consume(void *a) {
+  for (int i = 0; i < N; i++) free(slots[i]);
+  return a;
+}
+static void *keep(void *a) {
+  long t = (long)a;
+  for (int i = 0; i < 1000; i++) kept[t][i] = malloc(16);       // MARK_KEEP
+  return a;
+}
+static void *big[10];
+/* Read at run time, so the optimiser cannot peel the rounds into two call sites. */
+static volatile int rounds = 2, per_round[2] = {10, 5}, free_round[2] = {1, 0};
+int main(void) {
+  pthread_t p, c, k[4];
+  pthread_create(&p, 0, produce, 0);
+  pthread_join(p, 0);
+  pthread_create(&c, 0, consume, 0);
+  pthread_join(c, 0);
+  for (long t = 0; t < 4; t++) pthread_create(&k[t], 0, keep, (void *)t);
+  for (long t = 0; t < 4; t++) pthread_join(k[t], 0);
+  int r = rounds;
+  for (int round = 0; round < r; round++) {
+    int n = per_round[round];
+    for (int i = 0; i < n; i++) big[i] = malloc(300000);        // MARK_BIG
+    if (free_round[round]) for (int i = 0; i < n; i++) free(big[i]);
+  }
+  printf("%d\n", ((char *)kept[3][999] != 0) + (big[4] != 0));
+  return 0;
+}
+"#;
+
+#[test]
+fn statistics_of_threads_add_up_exactly() {
+    let s = Scratch::new();
+    s.write("cross.c", CROSS_C);
+    s.compile(
+        &profcc(),
+        &["-O2", "-g", "-pthread", "cross.c", "-o", "cross"],
+    );
+    let (out, p) = s.run_profiled("cross", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2\n");
+    let r = report(&s.path("cross.profile.json"), &["--top", "0"]);
+    let at = |marker: &str| {
+        let line = line_of(CROSS_C, marker);
+        r.alloc_sites
+            .sites
+            .iter()
+            .find(|x| {
+                x.stack.iter().any(|f| {
+                    f.file.as_deref().is_some_and(|x| x.ends_with("cross.c"))
+                        && f.line == Some(line)
+                })
+            })
+            .unwrap_or_else(|| panic!("no site at {marker}: {:#?}", r.alloc_sites))
+            .clone()
+    };
+    let row = |a: &AllocSite| {
+        (
+            a.count,
+            a.bytes,
+            a.frees,
+            a.live_objects_at_exit,
+            a.live_bytes_at_exit,
+        )
+    };
+    assert_eq!(
+        row(&at("MARK_PRODUCE")),
+        (100_000, 4_800_000, 100_000, 0, 0)
+    );
+    assert_eq!(row(&at("MARK_KEEP")), (4000, 64_000, 0, 4000, 64_000));
+    assert_eq!(at("MARK_KEEP").threads, 4);
+    let big = at("MARK_BIG");
+    assert_eq!(row(&big), (15, 4_500_000, 10, 5, 1_500_000));
+    assert_eq!(big.live_bytes_peak, 3_000_000, "{big:#?}");
+    // The producer's site peaked with all its blocks live, in one thread.
+    assert_eq!(at("MARK_PRODUCE").live_bytes_peak, 4_800_000);
+    // Totals: the program's calls (the runtime's own are never counted) add up the same.
+    let sum = |f: fn(&AllocSite) -> u64| r.alloc_sites.sites.iter().map(f).sum::<u64>();
+    assert_eq!(p.totals.allocations, sum(|a| a.count));
+    assert_eq!(p.totals.frees, sum(|a| a.frees));
+    assert_eq!(p.totals.bytes_allocated, sum(|a| a.bytes));
+}
