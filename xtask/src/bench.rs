@@ -8,7 +8,9 @@
 //! padded twin, `bench/predict.rs`), `sharing` (multithreaded kernels: cache-line sharing
 //! analysis overhead, RSS, findings, and the `fs_sample` table; see `bench/sharing.rs`),
 //! `numa` (the NUMA page check alone and with the sharing checks on the sharing kernels and
-//! two NUMA kernels, `bench/numa.rs`).
+//! two NUMA kernels, `bench/numa.rs`), `alloc` (the allocation path on malloc-heavy kernels,
+//! one and two threads, glibc and jemalloc, with Debian's heaptrack side by side,
+//! `bench/alloc.rs`).
 //!
 //! Prints Markdown tables and writes them to target/bench/results.md.
 
@@ -41,6 +43,7 @@ pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
     Err(format!("crate {name} not found in cargo metadata"))
 }
 
+mod alloc;
 mod numa;
 mod predict;
 mod sharing;
@@ -174,7 +177,7 @@ fn side_by_side(
 }
 
 /// The benchmark's parts, in the order they run.
-const PARTS: &[&str] = &["build", "kernels", "predict", "sharing", "numa"];
+const PARTS: &[&str] = &["build", "kernels", "predict", "sharing", "numa", "alloc"];
 
 pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let mut runs = 5usize;
@@ -240,6 +243,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     if parts.contains(&"numa") {
         numa::run(root, &profcc, &work, runs, &mut out)?;
+    }
+    if parts.contains(&"alloc") {
+        alloc::run(root, &profcc, &work, runs, &mut out)?;
     }
     println!("{out}");
     std::fs::write(work.join("results.md"), &out).map_err(|e| e.to_string())?;

@@ -30,6 +30,8 @@ const TEST_PACKAGES: &[&str] = &[
     "libjemalloc2",
     "libmimalloc2.0",
     "libtcmalloc-minimal4",
+    // The anchor of the allocation-path bench (xtask/src/bench/alloc.rs).
+    "heaptrack",
     // The faithful test set's expat-like project (tests/tests/faithful.rs): autoreconf + libtool.
     "automake",
     "libtool",

@@ -1,0 +1,146 @@
+//! The `alloc` part of `cargo xtask bench`: what the allocation path costs (issue 12, "make
+//! the path cheap first"). Two malloc-heavy kernels (bench/kernels/alloc_pairs.c: malloc(40)/
+//! free pairs; alloc_larson.c: larson-like churn of random sizes with cross-thread frees), with
+//! one and two threads, under glibc and under Debian's jemalloc (`LD_PRELOAD`), each built with
+//! clang-22 and with profcc at -O2 twice: the default build (sharing) and `PROFCC_INSTRUMENT=none`
+//! (the allocation path alone: no access hooks). Debian's heaptrack runs the native build
+//! side by side (it unwinds every call and streams it to a file: the anchor of issue 12,
+//! 14x and 38x on malloc/free pairs). Each round runs every build once; `runs` rounds,
+//! medians. Target (issue 12, for the allocator analysis, which is not built yet): at most
+//! 1.25x geomean; peak RSS at most 1.5x native + 64 MiB.
+
+use super::{measure, median};
+use crate::run as sh;
+use std::path::Path;
+use std::process::Command;
+
+const GEOMEAN_TARGET: f64 = 1.25;
+const RSS_FACTOR: f64 = 1.5;
+const RSS_PLUS_MIB: f64 = 64.0;
+const KERNELS: &[&str] = &["alloc_pairs", "alloc_larson"];
+const THREADS: &[&str] = &["1", "2"];
+/// (name, library to preload; empty: the system's glibc).
+const ALLOCATORS: &[(&str, &str)] = &[
+    ("glibc", ""),
+    ("jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
+];
+/// The builds, in table order: native, then profcc's.
+const MODES: [&str; 2] = ["sharing", "none"];
+
+pub fn run(
+    root: &Path,
+    profcc: &Path,
+    work: &Path,
+    runs: usize,
+    out: &mut String,
+) -> Result<(), String> {
+    let heaptrack = which::which("heaptrack").ok();
+    out.push_str(
+        "| kernel | threads | allocator | native s | profcc (sharing) | profcc (none) | heaptrack | native RSS MiB | profcc RSS MiB |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let (mut logs, mut n, mut rss_ok) = ([0.0f64; 2], 0.0f64, true);
+    for k in KERNELS {
+        let src = root.join(format!("bench/kernels/{k}.c"));
+        let native = work.join(format!("{k}.native"));
+        sh(Command::new("clang-22")
+            .args(["-O2", "-g", "-pthread"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&native))?;
+        let mut builds = Vec::new();
+        for mode in MODES {
+            let b = work.join(format!("{k}.{mode}"));
+            sh(Command::new(profcc)
+                .env("PROFCC_INSTRUMENT", mode)
+                .args(["-O2", "-g", "-pthread"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&b))?;
+            builds.push(b);
+        }
+        for t in THREADS {
+            for (alloc, preload) in ALLOCATORS {
+                if !preload.is_empty() && !Path::new(preload).exists() {
+                    out.push_str(&format!("| {k} | {t} | {alloc} | (not installed) |||||\n"));
+                    continue;
+                }
+                let cmd = |exe: &Path| {
+                    let mut c = Command::new(exe);
+                    c.arg(t).env("PROFCC_OPTIONS", "write=0:summary=0");
+                    if !preload.is_empty() {
+                        c.env("LD_PRELOAD", preload);
+                    }
+                    c
+                };
+                let (mut base, mut inst, mut ht) = (Vec::new(), vec![Vec::new(); 2], Vec::new());
+                let (mut base_rss, mut inst_rss) = (0i64, 0i64);
+                for _ in 0..runs {
+                    let s = measure(&mut cmd(&native))?;
+                    base.push(s.secs);
+                    base_rss = base_rss.max(s.max_rss_kib);
+                    for (m, b) in builds.iter().enumerate() {
+                        let s = measure(&mut cmd(b))?;
+                        inst[m].push(s.secs);
+                        if m == 0 {
+                            inst_rss = inst_rss.max(s.max_rss_kib);
+                        }
+                    }
+                    if let Some(h) = &heaptrack {
+                        let data = work.join(format!("{k}.heaptrack"));
+                        let mut c = Command::new(h);
+                        c.arg("-o").arg(&data).arg(&native).arg(t);
+                        if !preload.is_empty() {
+                            c.env("LD_PRELOAD", preload);
+                        }
+                        ht.push(measure(&mut c)?.secs);
+                        for e in std::fs::read_dir(work)
+                            .map_err(|e| e.to_string())?
+                            .flatten()
+                        {
+                            if e.file_name()
+                                .to_string_lossy()
+                                .starts_with(&format!("{k}.heaptrack"))
+                            {
+                                let _ = std::fs::remove_file(e.path());
+                            }
+                        }
+                    }
+                }
+                let b = median(base);
+                let r: Vec<f64> = inst.into_iter().map(|v| median(v) / b).collect();
+                let h = if ht.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}x", median(ht) / b)
+                };
+                for m in 0..2 {
+                    logs[m] += r[m].ln();
+                }
+                n += 1.0;
+                rss_ok &= inst_rss as f64 / 1024.0
+                    <= base_rss as f64 / 1024.0 * RSS_FACTOR + RSS_PLUS_MIB;
+                eprintln!(
+                    "bench: alloc {k} {t} {alloc}: native {b:.3}s, sharing {:.2}x, none {:.2}x, heaptrack {h}",
+                    r[0], r[1]
+                );
+                out.push_str(&format!(
+                    "| {k} | {t} | {alloc} | {b:.3} | {:.2}x | {:.2}x | {h} | {:.1} | {:.1} |\n",
+                    r[0],
+                    r[1],
+                    base_rss as f64 / 1024.0,
+                    inst_rss as f64 / 1024.0
+                ));
+            }
+        }
+    }
+    let g: Vec<f64> = logs.iter().map(|l| (l / n.max(1.0)).exp()).collect();
+    let met = |ok: bool| if ok { "met" } else { "MISSED" };
+    out.push_str(&format!(
+        "\nGeomean: profcc (sharing) {:.2}x, profcc (none) {:.2}x; the allocator analysis's target is ≤ {GEOMEAN_TARGET}x ({} by the allocation path alone); peak RSS within {RSS_FACTOR}x native + {RSS_PLUS_MIB} MiB: {}\n\n",
+        g[0],
+        g[1],
+        met(g[1] <= GEOMEAN_TARGET),
+        met(rss_ok)
+    ));
+    Ok(())
+}
