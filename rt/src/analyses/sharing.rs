@@ -25,7 +25,7 @@
 
 use crate::analysis::{Analysis, DumpContext, ObjectEvents, SummarySection, ThreadStart};
 use crate::threads;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use profcc_abi::{
     line_shadow as shadow_of, ShadowWord, APP_LIMIT, COUNTER_STRIDE, FLAG_SHARING, INFO_ATOMIC,
     INFO_EXTRA_MAX, INFO_EXTRA_READS_SHIFT, INFO_EXTRA_WRITES_SHIFT, INFO_SAMPLED, INFO_SITE_SHIFT,
@@ -82,6 +82,9 @@ static INV_NS: AtomicU32 = AtomicU32::new(D.fs_inv_ns);
 
 /// 0: not reserved yet, 1: reserved, 2: reservation failed.
 static SHADOW: AtomicU32 = AtomicU32::new(0);
+/// A module built with the sharing checks registered: only then can a line's shadow be other
+/// than zero, and a free has lines to reset (a build without them skips that work per free).
+static CHECKED_MODULE: AtomicBool = AtomicBool::new(false);
 static SHADOW_ERRNO: AtomicU32 = AtomicU32::new(0);
 
 /// Threads alive that the runtime knows of, and the time spent with more than one.
@@ -114,6 +117,7 @@ pub fn check_module(flags: u32) {
     if flags & FLAG_SHARING == 0 {
         return;
     }
+    CHECKED_MODULE.store(true, Relaxed);
     reserve();
     if SHADOW.load(Relaxed) == 2 {
         crate::writer::stderr_line(&format!(
@@ -657,7 +661,11 @@ const FREE_SCAN_LINES: u64 = 4096;
 /// history, reported with the block); a new lifetime that contends gets a record of its own.
 /// Lines the block shares with its neighbours keep their state.
 pub fn object_freed(o: &crate::alloc::ObjectInfo) {
-    if SHADOW.load(Relaxed) != 1 || o.start >= APP_LIMIT || o.size == 0 {
+    if !CHECKED_MODULE.load(Relaxed)
+        || SHADOW.load(Relaxed) != 1
+        || o.start >= APP_LIMIT
+        || o.size == 0
+    {
         return;
     }
     let first = o.start & !63;
