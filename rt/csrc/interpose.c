@@ -108,7 +108,6 @@ struct profcc_tls {
     uint32_t in_rt;     /* re-entrancy guard */
     uintptr_t stack_lo; /* bounds of this thread's stack, for the frame-pointer walker */
     uintptr_t stack_hi;
-    uintptr_t alloc_stats; /* allocation-statistics block (rt/src/alloc/stats.rs): 0, 1 exited */
 };
 __attribute__((tls_model("initial-exec"))) static __thread struct profcc_tls tls;
 

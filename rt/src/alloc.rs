@@ -566,17 +566,110 @@ fn note_thread(site_idx: u32, s: &Site, tid: u32) {
     }
 }
 
-fn account_alloc(site_idx: u32, tid: u32, size: u64) {
+fn account_alloc(site_idx: u32, tid: u32, size: u64, w: u64, totals: bool) {
     if let Some(ss) = sites() {
-        stats::alloc(ss, site_idx, tid, size);
+        stats::alloc(ss, site_idx, tid, size, w, totals);
     }
 }
 
 /// `size` bytes of an object of `site` went away; `whole`: the object itself is gone.
-fn account_release(site_idx: u32, size: u64, whole: bool) {
+fn account_release(o: &Obj, size: u64, whole: bool) {
     if let Some(ss) = sites() {
-        stats::release(ss, site_idx, size, whole);
+        let (w, totals) = weight_of(o);
+        stats::release(ss, o.site, size, whole, w, totals);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling (`alloc_sample`).
+//
+// With `alloc_sample=N` > 0 every allocation call is counted in the thread's totals, and one
+// in about N bytes is recorded (site, stack, object map) with the weight 1 / (1 - exp(-n/N))
+// of an n-byte request (`stats::count_call`). A free looks in the object map only when the
+// counting filter `FILTER` (one byte per hash bucket of addresses, counting the recorded
+// objects that fall in it; saturated buckets stay set) says a recorded object may start there.
+// The sharing and NUMA analyses need every object: when a module built with their checks
+// registers, sampling stops for good (`module_registered`); objects recorded while it ran keep
+// their weight (`SAMPLED` in `Obj::tid`), later ones are exact.
+
+/// `Obj::tid`'s bit for an object recorded by sampling (its weight follows from its size).
+const SAMPLED: u32 = 1 << 31;
+/// Mean bytes between recorded allocations; 0: every allocation is recorded.
+static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
+/// What `alloc_sample` asked for (kept after sampling stopped: the weights of old objects).
+static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
+static SAMPLE_STOPPED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+const FILTER_BITS: u32 = 20;
+static FILTER: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::ptr::null_mut());
+
+/// From `ensure_init`, after the options are read.
+pub(crate) fn init_sampling() {
+    let n = crate::options::get().alloc_sample as u64;
+    if n == 0 {
+        return;
+    }
+    let f = mem::map(1 << FILTER_BITS, true);
+    if f.is_null() {
+        return; // no filter, no sampling: every allocation is recorded
+    }
+    FILTER.store(f as *mut core::sync::atomic::AtomicU8, Ordering::Release);
+    SAMPLE_ASKED.store(n, Ordering::Relaxed);
+    SAMPLE_MEAN.store(n, Ordering::Release);
+}
+
+/// A module registered with `flags`: one with access checks stops sampling.
+pub(crate) fn module_registered(flags: u32) {
+    use profcc_abi::{FLAG_NUMA, FLAG_SHARING};
+    if flags & (FLAG_SHARING | FLAG_NUMA) != 0 && SAMPLE_MEAN.swap(0, Ordering::AcqRel) != 0 {
+        SAMPLE_STOPPED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What the profile's notes say of sampling.
+pub fn sampling_note() -> Option<String> {
+    let n = SAMPLE_ASKED.load(Ordering::Relaxed);
+    if n == 0 {
+        return None;
+    }
+    Some(if SAMPLE_STOPPED.load(Ordering::Relaxed) {
+        format!("alloc_sample={n} stopped when a module built with access checks registered (they need every object): allocations before it were sampled (their sites' figures are estimates), those after it are exact")
+    } else {
+        format!("allocation sites sampled (alloc_sample={n}): one allocation recorded per {n} bytes on average, standing for 1/(1-exp(-size/{n})) allocations; per-site counts, bytes, frees, live bytes and peaks are estimates, the totals of allocations, bytes and frees are exact")
+    })
+}
+
+#[inline]
+fn filter_slot(addr: u64) -> Option<&'static core::sync::atomic::AtomicU8> {
+    let f = FILTER.load(Ordering::Acquire);
+    if f.is_null() {
+        return None;
+    }
+    Some(unsafe { &*f.add((mix(addr) >> (64 - FILTER_BITS)) as usize) })
+}
+
+fn filter_add(addr: u64) {
+    if let Some(c) = filter_slot(addr) {
+        let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| v.checked_add(1));
+    }
+}
+
+fn filter_remove(addr: u64) {
+    if let Some(c) = filter_slot(addr) {
+        let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| {
+            (v != 0 && v != u8::MAX).then(|| v - 1)
+        });
+    }
+}
+
+/// The weight of a recorded object, and whether its free is counted in the totals here (not
+/// while sampling runs: `profcc_take` counted it).
+fn weight_of(o: &Obj) -> (u64, bool) {
+    let w = if o.tid & SAMPLED != 0 {
+        stats::weight(o.size, SAMPLE_ASKED.load(Ordering::Relaxed), o.addr)
+    } else {
+        1
+    };
+    (w, SAMPLE_MEAN.load(Ordering::Relaxed) == 0)
 }
 
 /// The calling thread ends (`threads::profcc_thread_exiting`).
@@ -601,19 +694,34 @@ pub unsafe extern "C" fn profcc_on_alloc(
 ) {
     #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
     crate::ensure_init();
+    let mean = SAMPLE_MEAN.load(Ordering::Relaxed);
+    let (w, sampled) = if mean == 0 {
+        (1, 0)
+    } else {
+        match stats::count_call(n as u64, mean) {
+            None => return,
+            Some(m) => (stats::weight(n as u64, m, p as u64), SAMPLED),
+        }
+    };
     let tid = threads::current_id();
     let Some(site) = site_for(kind, fp) else {
         return;
     };
-    account_alloc(site, tid, n as u64);
+    account_alloc(site, tid, n as u64, w, sampled == 0);
     let o = Obj {
         addr: p as u64,
         size: n as u64,
         site,
-        tid,
+        tid: tid | sampled,
     };
+    if sampled != 0 {
+        filter_add(o.addr);
+    }
     if let Some(stale) = OBJECTS.insert(o) {
-        account_release(stale.site, stale.size, true);
+        if stale.tid & SAMPLED != 0 {
+            filter_remove(stale.addr);
+        }
+        account_release(&stale, stale.size, true);
     }
     crate::analysis::object_allocated(|| info(&o));
 }
@@ -621,8 +729,19 @@ pub unsafe extern "C" fn profcc_on_alloc(
 /// Remove `p` from the object map (before the real free); 1 when it was there.
 #[no_mangle]
 pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32 {
+    if SAMPLE_MEAN.load(Ordering::Relaxed) != 0 {
+        stats::count_free();
+        // While sampling runs every recorded object is in the filter (after it stopped, the
+        // exact ones are not: the map is asked).
+        if filter_slot(p as u64).is_some_and(|c| c.load(Ordering::Relaxed) == 0) {
+            return 0; // no recorded object starts in this bucket
+        }
+    }
     match OBJECTS.remove(p as u64) {
         Some(o) => {
+            if o.tid & SAMPLED != 0 {
+                filter_remove(o.addr);
+            }
             *out = o;
             1
         }
@@ -634,12 +753,15 @@ pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32
 pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
     crate::analysis::object_freed(|| info(o));
-    account_release(o.site, o.size, true);
+    account_release(o, o.size, true);
 }
 
 /// A failed realloc: the old block is still the program's.
 #[no_mangle]
 pub unsafe extern "C" fn profcc_put_back(o: *const Obj) {
+    if (*o).tid & SAMPLED != 0 {
+        filter_add((*o).addr);
+    }
     OBJECTS.insert(*o);
 }
 
@@ -699,7 +821,7 @@ fn unmap_range(m: &mut BTreeMap<u64, Region>, a: u64, len: u64, free: bool) -> V
             );
         }
         if free {
-            account_release(o.site, gone, left == 0 && right == 0 && !r.fragment);
+            account_release(&o, gone, left == 0 && right == 0 && !r.fragment);
         }
         removed.push(Obj {
             addr: o.addr.max(a),
@@ -735,7 +857,7 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
         },
     );
     drop(m);
-    account_alloc(site, tid, size);
+    account_alloc(site, tid, size, 1, true);
     tell_analyses(&replaced, Some(&obj));
 }
 
@@ -813,7 +935,7 @@ fn info(o: &Obj) -> ObjectInfo {
         start: o.addr,
         size: o.size,
         stack,
-        tid: o.tid,
+        tid: o.tid & !SAMPLED,
         kind,
         site: o.site,
     }

@@ -122,6 +122,7 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
     for a in crate::analysis::all() {
         a.module_registered((*m).flags);
     }
+    crate::alloc::module_registered((*m).flags);
     note_wrappers(&*m);
     let n = (*m).nsites.min(MAX_MODULE_SITES);
     // Bases are never handed out twice (a module loaded again gets a new range), so the

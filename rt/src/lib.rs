@@ -74,6 +74,7 @@ fn init_slow() {
     for a in analysis::all() {
         a.init();
     }
+    alloc::init_sampling();
     fork::install();
     threads::init_main_thread();
     counts::thread_counts();

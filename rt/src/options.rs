@@ -216,6 +216,7 @@ macro_rules! options {
 
 // name: type = default, range (uints), owner, help. Keep sorted by name.
 options! {
+    alloc_sample: u32 = 0, 0..=4294967295, "core", "record one allocation per this many bytes on average (geometric sampling; per-site counts, bytes and live bytes become estimates, the totals of calls, bytes and frees stay exact; docs/report.md), or 0 = every allocation. Sampling stops when a module built with access checks (the sharing or NUMA analysis) registers: they need every object";
     alloc_wrappers: Text = Text::new(""), 0..=0, "core", "more allocation wrappers, comma-separated function names (`xmalloc,pool_get`): a heap object is named by the first frame of its allocation stack outside them and the wrappers the compiler recognised (a C++ name as the report prints it, e.g. `make_block(unsigned long)`)";
     dump_signal: Signal = Signal(0), 0..=0, "core", "write the profile (trigger `signal`) each time this signal arrives (USR2, USR1, ...; the runtime then has a handler for it and one helper thread); off: the signal keeps the program's disposition";
     exit_dump: bool = true, 0..=1, "core", "write the profile at exit, at `_exit`/`_Exit`, and before `abort` or a failed `assert` (a `dump_signal` dump happens either way; off, the exit waits up to 10 s for a signal dump still being written)";

@@ -24,8 +24,6 @@ pub struct Tls {
     pub in_rt: u32,
     pub stack_lo: usize,
     pub stack_hi: usize,
-    /// The thread's allocation-statistics block (`alloc::stats`): 0 none yet, 1 exited.
-    pub alloc_stats: usize,
 }
 
 extern "C" {

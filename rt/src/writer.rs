@@ -464,6 +464,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
     notes.push(
         "allocations made inside glibc (its own mmap/brk) and accesses in uninstrumented libraries are not observed".into(),
     );
+    notes.extend(crate::alloc::sampling_note());
     let ids: std::collections::HashMap<u32, u32> = snap
         .global_ids
         .iter()

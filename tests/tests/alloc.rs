@@ -610,3 +610,103 @@ fn statistics_of_threads_add_up_exactly() {
     assert_eq!(p.totals.frees, sum(|a| a.frees));
     assert_eq!(p.totals.bytes_allocated, sum(|a| a.bytes));
 }
+
+/// `alloc_sample`: the totals of calls, bytes and frees are exact (the same as an exact run's),
+/// a site of requests far above the mean is exact (each is recorded with weight 1), a site of
+/// small requests is estimated within the sampling error, and a sampled site whose blocks were
+/// all freed has as many estimated frees as allocations. Then with the sharing checks built
+/// in, sampling stops at the module's registration, and says so.
+const SAMPLED_C: &str = r#"
+#include <stdlib.h>
+#include <unistd.h>
+static void *volatile sink;
+static void *kept_big[100];
+static void *kept_mid[20000];
+int main(void) {
+  for (int i = 0; i < 200000; i++) {
+    void *p = malloc(64);                                        // MARK_SMALL
+    sink = p;
+    free(p);
+  }
+  for (int i = 0; i < 20000; i++) kept_mid[i] = malloc(4096);     // MARK_MID
+  for (int i = 0; i < 100; i++) kept_big[i] = malloc(1 << 20);    // MARK_BIG
+  sink = kept_mid[7];
+  sink = kept_big[99];
+  return write(1, "ok\n", 3) != 3;
+}
+"#;
+
+fn site_in<'a>(r: &'a Report, src: &str, file: &str, marker: &str) -> &'a AllocSite {
+    let line = line_of(src, marker);
+    r.alloc_sites
+        .sites
+        .iter()
+        .find(|x| {
+            x.stack.iter().any(|f| {
+                f.file.as_deref().is_some_and(|x| x.ends_with(file)) && f.line == Some(line)
+            })
+        })
+        .unwrap_or_else(|| panic!("no site at {marker}: {:#?}", r.alloc_sites))
+}
+
+#[test]
+fn sampled_allocation_sites_are_estimated_and_totals_exact() {
+    let s = Scratch::new();
+    s.write("sampled.c", SAMPLED_C);
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "sampled.c", "-o", "sampled"],
+        &[("PROFCC_INSTRUMENT", "none")],
+    );
+    let (out, exact) = s.run_profiled("sampled", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    let (out, p) = s.run_profiled("sampled", &[], "summary=0:alloc_sample=65536");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    let t = (&p.totals, &exact.totals);
+    assert_eq!(
+        (t.0.allocations, t.0.bytes_allocated, t.0.frees),
+        (t.1.allocations, t.1.bytes_allocated, t.1.frees),
+        "totals under sampling"
+    );
+    assert!(
+        p.notes.iter().any(|n| n.contains("alloc_sample=65536")),
+        "{:?}",
+        p.notes
+    );
+    let r = report(&s.path("sampled.profile.json"), &["--top", "0"]);
+    let big = site_in(&r, SAMPLED_C, "sampled.c", "MARK_BIG");
+    assert_eq!(
+        (big.count, big.bytes, big.live_objects_at_exit),
+        (100, 100 << 20, 100)
+    );
+    let near = |what: &str, got: u64, want: f64, tol: f64| {
+        assert!(
+            (got as f64 - want).abs() <= want * tol,
+            "{what}: estimated {got}, true {want}"
+        );
+    };
+    let mid = site_in(&r, SAMPLED_C, "sampled.c", "MARK_MID");
+    near("mid bytes", mid.bytes, 20000.0 * 4096.0, 0.15);
+    near("mid live", mid.live_bytes_at_exit, 20000.0 * 4096.0, 0.15);
+    let small = site_in(&r, SAMPLED_C, "sampled.c", "MARK_SMALL");
+    near("small count", small.count, 200000.0, 0.25);
+    assert_eq!((small.frees, small.live_objects_at_exit), (small.count, 0));
+
+    // The default build (sharing checks): sampling stops when its module registers, before
+    // main, so the program's sites are exact.
+    s.compile(&profcc(), &["-O2", "-g", "sampled.c", "-o", "checked"]);
+    let (_, p) = s.run_profiled("checked", &[], "summary=0:alloc_sample=65536");
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("alloc_sample=65536 stopped")),
+        "{:?}",
+        p.notes
+    );
+    let r = report(&s.path("checked.profile.json"), &["--top", "0"]);
+    let small = site_in(&r, SAMPLED_C, "sampled.c", "MARK_SMALL");
+    assert_eq!(
+        (small.count, small.bytes, small.frees),
+        (200000, 200000 * 64, 200000)
+    );
+}

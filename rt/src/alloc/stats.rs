@@ -52,6 +52,10 @@ struct Entry {
 #[repr(C, align(64))]
 pub(crate) struct Block {
     lock: SpinLock<()>,
+    /// Sampling: bytes until the next recorded allocation, and the generator's state (0:
+    /// not seeded); owner only.
+    sample_left: AtomicI64,
+    rng: AtomicU64,
     allocations: AtomicU64,
     frees: AtomicU64,
     bytes: AtomicU64,
@@ -63,7 +67,7 @@ pub(crate) struct Block {
 static ALL: SpinLock<Vec<usize>> = SpinLock::new(Vec::new());
 static FREE: SpinLock<Vec<usize>> = SpinLock::new(Vec::new());
 
-/// The thread's `alloc_stats` after it exited: use the shared counters.
+/// `BLOCK` after its thread exited: use the shared counters.
 const EXITED: usize = 1;
 
 #[inline]
@@ -79,12 +83,18 @@ fn add_i(a: &AtomicI64, d: i64) {
 /// no memory could be had).
 #[inline]
 fn mine() -> Option<&'static Block> {
-    let t = threads::tls();
-    match t.alloc_stats {
+    match BLOCK.with(|b| b.get()) {
         0 => new_block(),
         EXITED => None,
         p => Some(unsafe { &*(p as *const Block) }),
     }
+}
+
+thread_local! {
+    /// The thread's block: 0 none yet, [`EXITED`], else its address. A constant-initialised
+    /// Rust thread-local without destructor: a plain TLS word the fast path reads inline
+    /// (the C `tls` struct costs a call across the languages), usable in TLS destructors.
+    static BLOCK: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
 }
 
 #[cold]
@@ -103,7 +113,7 @@ fn new_block() -> Option<&'static Block> {
             p
         }
     };
-    threads::tls().alloc_stats = p;
+    BLOCK.with(|b| b.set(p));
     Some(unsafe { &*(p as *const Block) })
 }
 
@@ -168,33 +178,38 @@ fn check_peak(shared: &AtomicU64, delta: i64, peak: &AtomicU64) {
     }
 }
 
-/// An object of `size` bytes was allocated at `site` by thread `tid`.
-pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64) {
+/// An object of `size` bytes was allocated at `site` by thread `tid`, standing for `w`
+/// allocations (1, or a sampled allocation's weight); `totals`: count the call in the totals
+/// (a sampled call was counted by [`count_call`] already).
+pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: bool) {
     let s = ss.site(site);
     let Some(b) = mine() else {
-        shared_alloc(ss, site, tid, size);
+        shared_alloc(ss, site, tid, size, w, totals);
         return;
     };
+    let ws = w.wrapping_mul(size);
     let e = b.entry(ss, site);
     if e.count.load(Relaxed) == 0 {
         note_thread(site, s, tid);
     }
-    add_u(&e.count, 1);
-    add_u(&e.bytes, size);
+    add_u(&e.count, w);
+    add_u(&e.bytes, ws);
     if e.max_size.load(Relaxed) < size {
         e.max_size.store(size, Relaxed);
     }
-    add_i(&e.live_objects, 1);
-    add_i(&e.live_bytes, size as i64);
+    add_i(&e.live_objects, w as i64);
+    add_i(&e.live_bytes, ws as i64);
     if e.live_bytes.load(Relaxed) > LIVE_FLUSH {
         let _g = b.lock.lock();
         s.live_bytes
             .fetch_add(e.live_bytes.swap(0, Relaxed) as u64, Relaxed);
     }
     check_peak(&s.live_bytes, e.live_bytes.load(Relaxed), &s.live_peak);
-    add_u(&b.allocations, 1);
-    add_u(&b.bytes, size);
-    add_i(&b.live, size as i64);
+    if totals {
+        add_u(&b.allocations, 1);
+        add_u(&b.bytes, size);
+    }
+    add_i(&b.live, ws as i64);
     if b.live.load(Relaxed) > LIVE_FLUSH {
         let _g = b.lock.lock();
         TOTALS
@@ -204,24 +219,28 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64) {
     check_peak(&TOTALS.live, b.live.load(Relaxed), &TOTALS.peak);
 }
 
-/// `size` bytes of an object of `site` went away; `whole`: the object itself is gone.
-pub(super) fn release(ss: &Sites, site: u32, size: u64, whole: bool) {
+/// `size` bytes of an object of `site` (standing for `w` objects) went away; `whole`: the
+/// object itself is gone; `totals`: count the free in the totals.
+pub(super) fn release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, totals: bool) {
     let Some(b) = mine() else {
-        shared_release(ss, site, size, whole);
+        shared_release(ss, site, size, whole, w, totals);
         return;
     };
     let e = b.entry(ss, site);
-    add_i(&e.live_bytes, (size as i64).wrapping_neg());
+    let ws = w.wrapping_mul(size);
+    add_i(&e.live_bytes, (ws as i64).wrapping_neg());
     if whole {
-        add_u(&e.frees, 1);
-        add_i(&e.live_objects, -1);
-        add_u(&b.frees, 1);
+        add_u(&e.frees, w);
+        add_i(&e.live_objects, -(w as i64));
+        if totals {
+            add_u(&b.frees, 1);
+        }
     }
     if e.live_bytes.load(Relaxed) < -LIVE_FLUSH {
         let _g = b.lock.lock();
         s_add(ss, site, e.live_bytes.swap(0, Relaxed));
     }
-    add_i(&b.live, (size as i64).wrapping_neg());
+    add_i(&b.live, (ws as i64).wrapping_neg());
     if b.live.load(Relaxed) < -LIVE_FLUSH {
         let _g = b.lock.lock();
         TOTALS
@@ -262,38 +281,207 @@ pub(super) fn resize(ss: &Sites, site: u32, d: i64, size: u64) {
     fetch_max(&s.max_size, size);
 }
 
-fn shared_alloc(ss: &Sites, site: u32, tid: u32, size: u64) {
+fn shared_alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: bool) {
     let s = ss.site(site);
-    s.count.fetch_add(1, Relaxed);
-    s.bytes.fetch_add(size, Relaxed);
+    let ws = w.wrapping_mul(size);
+    s.count.fetch_add(w, Relaxed);
+    s.bytes.fetch_add(ws, Relaxed);
     fetch_max(&s.max_size, size);
-    let live = s.live_bytes.fetch_add(size, Relaxed).wrapping_add(size);
+    let live = s.live_bytes.fetch_add(ws, Relaxed).wrapping_add(ws);
     check_peak(&AtomicU64::new(live), 0, &s.live_peak);
-    s.live_objects.fetch_add(1, Relaxed);
+    s.live_objects.fetch_add(w, Relaxed);
     note_thread(site, s, tid);
-    TOTALS.allocations.fetch_add(1, Relaxed);
-    TOTALS.bytes.fetch_add(size, Relaxed);
-    let live = TOTALS.live.fetch_add(size, Relaxed).wrapping_add(size);
+    if totals {
+        TOTALS.allocations.fetch_add(1, Relaxed);
+        TOTALS.bytes.fetch_add(size, Relaxed);
+    }
+    let live = TOTALS.live.fetch_add(ws, Relaxed).wrapping_add(ws);
     check_peak(&AtomicU64::new(live), 0, &TOTALS.peak);
 }
 
-fn shared_release(ss: &Sites, site: u32, size: u64, whole: bool) {
+fn shared_release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, totals: bool) {
     let s = ss.site(site);
-    s.live_bytes.fetch_sub(size, Relaxed);
-    TOTALS.live.fetch_sub(size, Relaxed);
+    let ws = w.wrapping_mul(size);
+    s.live_bytes.fetch_sub(ws, Relaxed);
+    TOTALS.live.fetch_sub(ws, Relaxed);
     if whole {
-        s.frees.fetch_add(1, Relaxed);
-        s.live_objects.fetch_sub(1, Relaxed);
-        TOTALS.frees.fetch_add(1, Relaxed);
+        s.frees.fetch_add(w, Relaxed);
+        s.live_objects.fetch_sub(w, Relaxed);
+        if totals {
+            TOTALS.frees.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// Sampling (`alloc_sample`): count an allocation call of `size` bytes in the totals, and say
+/// whether to record it: `Some(mean)` when the thread's byte countdown ran out (the next
+/// countdown drawn from an exponential distribution of mean `mean`, so an allocation of `n`
+/// bytes is recorded with probability 1 - exp(-n / mean) and stands for the inverse of it).
+#[inline]
+pub(super) fn count_call(size: u64, mean: u64) -> Option<u64> {
+    let Some(b) = mine() else {
+        TOTALS.allocations.fetch_add(1, Relaxed);
+        TOTALS.bytes.fetch_add(size, Relaxed);
+        return Some(mean);
+    };
+    add_u(&b.allocations, 1);
+    add_u(&b.bytes, size);
+    if b.rng.load(Relaxed) == 0 {
+        // The thread's first call: seed, then a first countdown (not 0: that would record
+        // the first allocation whatever its size, with a weight it did not earn).
+        b.sample_left.store(next_countdown(b, mean), Relaxed);
+    }
+    let left = b.sample_left.load(Relaxed) - size as i64;
+    if left > 0 {
+        b.sample_left.store(left, Relaxed);
+        return None;
+    }
+    b.sample_left.store(next_countdown(b, mean), Relaxed);
+    Some(mean)
+}
+
+/// Sampling: count a free call in the totals.
+#[inline]
+pub(super) fn count_free() {
+    match mine() {
+        Some(b) => add_u(&b.frees, 1),
+        None => {
+            TOTALS.frees.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// How many allocations of `size` bytes one recorded at `addr` under sampling of mean `mean`
+/// stands for: 1 / (1 - exp(-size / mean)), rounded down or up with the probability that
+/// keeps it unbiased, the coin being a hash of the address (so its free, which recomputes the
+/// weight, takes back exactly what its allocation added).
+pub fn weight(size: u64, mean: u64, addr: u64) -> u64 {
+    if mean == 0 {
+        return 1;
+    }
+    let inv = 1.0 / one_minus_exp_neg(size.max(1) as f64 / mean as f64);
+    let (whole, frac) = (inv as u64, inv - (inv as u64) as f64);
+    let coin = (super::mix(addr ^ 0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
+    whole + u64::from(coin < frac)
+}
+
+/// The next countdown: exponential with mean `mean` bytes, from the block's own xorshift
+/// state (seeded by the thread id when the block was taken, so a run repeats its samples).
+fn next_countdown(b: &Block, mean: u64) -> i64 {
+    let mut x = b.rng.load(Relaxed);
+    if x == 0 {
+        x = 0x9E37_79B9_7F4A_7C15
+            ^ (threads::current_id() as u64 + 1).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b.rng.store(x, Relaxed);
+    // Uniform in (0, 1] from the top 53 bits.
+    let u = ((x >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    ((-ln(u) * mean as f64) as i64).max(1)
+}
+
+// The runtime links no libm (a C program need not link -lm): the two functions sampling needs,
+// to about 1e-12 relative (tested against std's).
+
+/// Natural logarithm of `x` > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(t),
+/// t = (m - 1) / (m + 1), |t| < 0.172: the series to t^23.
+pub(crate) fn ln(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52));
+    if m > core::f64::consts::SQRT_2 {
+        m /= 2.0;
+        e += 1;
+    }
+    let t = (m - 1.0) / (m + 1.0);
+    let t2 = t * t;
+    let (mut sum, mut pow) = (0.0, t);
+    for k in 0..12 {
+        sum += pow / (2 * k + 1) as f64;
+        pow *= t2;
+    }
+    2.0 * sum + e as f64 * core::f64::consts::LN_2
+}
+
+/// 1 - exp(-x) for x >= 0, without cancellation for small x.
+pub(crate) fn one_minus_exp_neg(x: f64) -> f64 {
+    if x < 0.5 {
+        // -(expm1(-x)) = x - x^2/2! + x^3/3! - ...
+        let (mut sum, mut term) = (0.0, x);
+        for k in 1..20 {
+            sum += term;
+            term *= -x / (k + 1) as f64;
+        }
+        return sum;
+    }
+    if x > 700.0 {
+        return 1.0;
+    }
+    // exp(-x) = 2^-k exp(-r), x = k ln 2 + r, r in [0, ln 2): a short Taylor series.
+    let k = (x / core::f64::consts::LN_2) as i32;
+    let r = x - k as f64 * core::f64::consts::LN_2;
+    let (mut e, mut term) = (0.0, 1.0);
+    for j in 0..20 {
+        e += term;
+        term *= -r / (j + 1) as f64;
+    }
+    1.0 - e * f64::powi(0.5, k)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sampling_math_matches_std() {
+        for &x in &[
+            1e-9, 1e-4, 0.1, 0.5, 0.7071, 1.0, 1.5, 2.0, 3.7, 1e3, 1e9, 123456.789,
+        ] {
+            let (a, b) = (super::ln(x), x.ln());
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                "ln({x}) = {a}, std {b}"
+            );
+        }
+        for &x in &[
+            0.0, 1e-12, 7.6e-5, 0.01, 0.3, 0.49, 0.5, 1.0, 2.5, 16.0, 40.0, 800.0,
+        ] {
+            let (a, b) = (super::one_minus_exp_neg(x), -(-x).exp_m1());
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1e-300),
+                "1-exp(-{x}) = {a}, std {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn weights_are_inverse_probabilities() {
+        use super::weight;
+        assert_eq!(weight(40, 0, 0x1000), 1);
+        assert_eq!(weight(1 << 24, 524288, 0x1000), 1); // certainly recorded
+                                                        // 40 bytes at a mean of 512 KiB: recorded with probability 7.63e-5, 1/p = 13107.7.
+        let w = weight(40, 524288, 0x1000);
+        assert!(w == 13107 || w == 13108, "{w}");
+        // Unbiased over addresses: 1/p = 1.5820 for a request of the mean's size.
+        let n = 100_000u64;
+        let sum: u64 = (0..n)
+            .map(|i| weight(524288, 524288, 0x7f00_0000_0000 + i * 16))
+            .sum();
+        let mean = sum as f64 / n as f64;
+        assert!(
+            (mean - 1.0 / (1.0 - (-1.0f64).exp())).abs() < 0.01,
+            "{mean}"
+        );
+        // The same object, the same weight (its free takes back what its allocation added).
+        assert_eq!(weight(100, 4096, 0xdead0), weight(100, 4096, 0xdead0));
     }
 }
 
 /// The calling thread ends: its deltas go to the shared counters and its block to the pool.
 pub(crate) fn thread_exit(ss: Option<&Sites>) {
-    let t = threads::tls();
-    let p = t.alloc_stats;
+    let p = BLOCK.with(|b| b.get());
     if p == 0 || p == EXITED {
-        t.alloc_stats = EXITED;
+        BLOCK.with(|b| b.set(EXITED));
         return;
     }
     let b = unsafe { &*(p as *const Block) };
@@ -307,7 +495,8 @@ pub(crate) fn thread_exit(ss: Option<&Sites>) {
         }
         flush_totals(b);
     }
-    t.alloc_stats = EXITED;
+    BLOCK.with(|b| b.set(EXITED));
+    b.rng.store(0, Relaxed); // the next thread to take the block seeds it with its own id
     FREE.lock().push(p);
 }
 
@@ -354,7 +543,7 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
 /// counters (the objects are still live), the rest is dropped (the child's statistics start
 /// from zero, see `alloc::after_fork_child`); only the calling thread keeps a block.
 pub(super) fn after_fork_child(ss: Option<&Sites>) {
-    let mine = threads::tls().alloc_stats;
+    let mine = BLOCK.with(|b| b.get());
     let all: Vec<usize> = ALL.lock().clone();
     let mut free = FREE.lock();
     free.clear();
