@@ -131,11 +131,10 @@ static void identify(void) {
     }
     const char *path = mi.dli_fname && mi.dli_fname[0] ? mi.dli_fname : "main";
     say("object %s", path);
-    void *h = strcmp(path, "main") == 0 ? dlopen(NULL, RTLD_LAZY)
-                                         : dlopen(mi.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return;
-    for (int i = 0; IDENT[i]; i++) {
+    void *h = strcmp(path, "main") == 0 ? NULL : dlopen(mi.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) /* the main program (dladdr names it as it was started) */
+        h = dlopen(NULL, RTLD_LAZY);
+    for (int i = 0; h && IDENT[i]; i++) {
         void *s = dlsym(h, IDENT[i]);
         Dl_info si;
         if (s && dladdr(s, &si) && si.dli_fbase == mi.dli_fbase)
@@ -149,6 +148,8 @@ static void identify(void) {
     }
     void *s;
     Dl_info si;
+    if (!h)
+        return;
     if ((s = dlsym(h, "mi_version")) && dladdr(s, &si) && si.dli_fbase == mi.dli_fbase)
         say("version mi_version %d", ((int (*)(void))s)());
     if ((s = dlsym(h, "tc_version")) && dladdr(s, &si) && si.dli_fbase == mi.dli_fbase) {

@@ -423,7 +423,7 @@ fn behaviour(o: &Observations, d: &Description) -> (String, String) {
             "isolated objects"
                 if d.first_big_size
                     .and_then(place)
-                    .is_some_and(|p| p.page_aligned == 0) =>
+                    .is_some_and(|p| 2 * p.page_aligned < p.n) =>
             {
                 ("jemalloc", "large objects apart, not page aligned")
             }

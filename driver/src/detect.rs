@@ -110,28 +110,28 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
     };
     let wall_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let mut obs = probe::parse(&text).map_err(|e| Fail(e, 1))?;
-    if let (Some(exe), Some("main")) = (&exe, obs.object.as_deref()) {
-        for s in static_symbols(exe) {
+    // dladdr names a file as the loader opened it (/lib/... for /usr/lib/...; the program as
+    // started): its real path.
+    let object = match obs.object.as_deref() {
+        Some("main") => exe.clone().unwrap_or_default(),
+        Some(p) => std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)),
+        None => PathBuf::new(),
+    };
+    if exe.as_ref() == Some(&object) {
+        for s in static_symbols(&object) {
             if !obs.syms.contains(&s) {
                 obs.syms.push(s);
             }
         }
     }
-    let object = match obs.object.as_deref() {
-        Some("main") => exe.clone().unwrap_or_default(),
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::new(),
-    };
+    obs.object = Some(object.display().to_string());
     let channels = probe::channels(&object.display().to_string(), &imports(&object));
     let run = probe::ProbeRun {
         mode,
         wall_ms: (wall_ms * 10.0).round() / 10.0,
         ..Default::default()
     };
-    let mut d = probe::describe(&obs, channels, run);
-    if obs.object.as_deref() == Some("main") {
-        d.object = object.display().to_string();
-    }
+    let d = probe::describe(&obs, channels, run);
     write_out(args.output.as_deref(), &probe::to_toml(&d))
 }
 
@@ -273,7 +273,12 @@ fn run_standalone(mut cmd: Command, lib: Option<&Path>) -> Result<String, Fail> 
     })?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     if let Some(lib) = lib {
-        if let Some(line) = stderr.lines().find(|l| l.contains("cannot be preloaded")) {
+        // ld.so ignores a library it cannot open ("cannot be preloaded") and stops at one
+        // whose dependencies it cannot load.
+        let refused = stderr.lines().find(|l| {
+            l.contains("cannot be preloaded") || l.contains("error while loading shared libraries")
+        });
+        if let Some(line) = refused {
             return Err(usage(format!(
                 "--preload {}: the dynamic loader cannot load it ({}); name a shared library \
                  for this machine",
