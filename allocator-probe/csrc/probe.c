@@ -15,8 +15,9 @@
  *   version KIND TEXT           what a version function returned (KIND: the function)
  *   style SEQ BIBOP OTHER       votes of the layout probe
  *   u REQ USABLE                usable size of a request (a walk, then sparse pairs)
- *   place SIZE N PAGEALIGNED ADJACENT MINDIFF TZ XTHREAD   placement of N objects of SIZE;
- *                               XTHREAD: a freed one goes to a new thread (1/0, -1 untested)
+ *   place SIZE N PAGEALIGNED ADJACENT MINDIFF TZ XTHREAD STAY MOVED   placement of N objects of SIZE;
+ *                               XTHREAD: a freed one goes to a new thread (1/0, -1 untested);
+ *                               then realloc to SIZE stayed (1/0), realloc to SIZE+1 moved (1/0)
  *   big WHERE REQ RESULT OFF_START OFF_END   a fresh process (fork) allocating REQ: was the
  *                               object mapped for itself (see big_try), and how far the fresh
  *                               mapping's ends lie from the object's
@@ -302,8 +303,18 @@ static void place(size_t size) {
     }
     for (int i = 0; i < n; i++)
         A.free((void *)p[i]);
-    say("place %zu %d %d %d %lu %d %d", size, n, aligned, adjacent, (unsigned long)mindiff, tz,
-        size >= 4096 ? xthread(size) : -1);
+    /* realloc as a cross-check: to the same usable size it stays; one byte more moves out of
+     * a size class (a sequential heap may grow in place). */
+    int stay = -1, moved = -1;
+    if (A.realloc) {
+        char *a = A.malloc(size), *b = a ? A.realloc(a, size) : NULL;
+        stay = a && b == a;
+        char *c = b ? A.realloc(b, size + 1) : NULL;
+        moved = b && c && c != b;
+        A.free(c ? c : b);
+    }
+    say("place %zu %d %d %d %lu %d %d %d %d", size, n, aligned, adjacent, (unsigned long)mindiff,
+        tz, size >= 4096 ? xthread(size) : -1, stay, moved);
 }
 
 static void placements(void) {

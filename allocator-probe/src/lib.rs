@@ -33,6 +33,10 @@ pub struct Place {
     /// Did a new thread get the object the main thread freed: Some(true) a heap the threads
     /// share (a page heap), Some(false) per-thread caches; None untested (small sizes).
     pub xthread: Option<bool>,
+    /// realloc to `size` kept the object in place (None: not tested).
+    pub realloc_stays: Option<bool>,
+    /// realloc to `size + 1` moved it.
+    pub realloc_moves: Option<bool>,
 }
 
 /// One `big` line: a fresh process allocating `req`.
@@ -109,7 +113,11 @@ pub fn parse(text: &str) -> Result<Observations, String> {
                 let adjacent = num(&mut it, line)? as u32;
                 let min_diff = num(&mut it, line)?;
                 let align_log2 = num(&mut it, line)? as u32;
-                let x: i64 = it.next().and_then(|t| t.parse().ok()).unwrap_or(-1);
+                let mut flag = || -> Option<bool> {
+                    let x: i64 = it.next().and_then(|t| t.parse().ok()).unwrap_or(-1);
+                    (x >= 0).then_some(x == 1)
+                };
+                let (xthread, realloc_stays, realloc_moves) = (flag(), flag(), flag());
                 o.places.push(Place {
                     size,
                     n,
@@ -117,7 +125,9 @@ pub fn parse(text: &str) -> Result<Observations, String> {
                     adjacent,
                     min_diff,
                     align_log2,
-                    xthread: (x >= 0).then_some(x == 1),
+                    xthread,
+                    realloc_stays,
+                    realloc_moves,
                 });
             }
             "big" => {
@@ -261,6 +271,9 @@ pub struct Description {
     pub first_big_size: Option<u64>,
     /// `mmap`, `page-heap` or `extent`.
     pub big_via: String,
+    /// realloc's cross-check of the classes: `agrees` (a realloc to a class's own size stays,
+    /// one byte more moves out of it; sequential: stays only), or what disagreed.
+    pub realloc_check: String,
     /// Direct mmap: the largest request whose free raises the threshold over it (the
     /// threshold slides); absent when a free never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -500,6 +513,7 @@ pub fn describe(o: &Observations, channels: Channels, mut probe: ProbeRun) -> De
         s.sort_unstable();
         d.mmap_threshold_slides_to = s.iter().take_while(|x| !x.1).map(|x| x.0).last();
     }
+    d.realloc_check = realloc_check(&o.places, &d);
     let (name, version, source, how) = identify(o, &d);
     d.name = name;
     d.version = version;
@@ -511,6 +525,37 @@ pub fn describe(o: &Observations, channels: Channels, mut probe: ProbeRun) -> De
     probe.style_votes = [o.style.0, o.style.1, o.style.2];
     d.probe = probe;
     d
+}
+
+/// realloc as a cross-check of the usable sizes: the first size that disagrees.
+fn realloc_check(places: &[Place], d: &Description) -> String {
+    let classes: Vec<u64> = if d.style == "sequential" {
+        places
+            .iter()
+            .map(|p| p.size)
+            .filter(|&s| s <= d.small_max)
+            .collect()
+    } else {
+        d.size_classes.clone()
+    };
+    let mut checked = 0;
+    for c in classes {
+        let Some(p) = places.iter().find(|p| p.size == c) else {
+            continue;
+        };
+        if p.realloc_stays == Some(false) {
+            return format!("disagrees: realloc({c}) of a {c}-byte object moved it");
+        }
+        if d.style == "bibop" && p.realloc_moves == Some(false) {
+            return format!("disagrees: realloc({}) of a {c}-byte object stayed", c + 1);
+        }
+        checked += usize::from(p.realloc_stays.is_some());
+    }
+    if checked == 0 {
+        "untested".into()
+    } else {
+        "agrees".into()
+    }
 }
 
 /// Past small_max, does the walk step by one whole number of pages every time (a page
@@ -580,6 +625,7 @@ mod tests {
         assert_eq!(d.first_big_size, Some(16384));
         assert_eq!(d.small_max_by, "isolated objects");
         assert_eq!(d.big_via, "extent");
+        assert_eq!(d.realloc_check, "agrees");
         assert!(!d.brk_heap);
     }
 

@@ -71,6 +71,10 @@ fn assert_matches_shipped(d: &Description, file: &str) {
     );
     assert_eq!(d.big_via, s.big_via, "{file}: big_via");
     assert_eq!(d.channels.imports, s.channels.imports, "{file}: channels");
+    assert_eq!(
+        d.realloc_check, "agrees",
+        "{file}: realloc disagrees with the classes"
+    );
     assert!(
         d.probe.wall_ms < 5000.0,
         "{file}: the probe took {} ms",
