@@ -1,6 +1,6 @@
 //! Builds the two C artefacts of the probe into OUT_DIR: `profcc-allocator-probe` (an
 //! executable) and `libprofcc_allocator_probe.so` (its preloadable form). `cargo xtask build`
-//! copies them next to the driver; the library exports their OUT_DIR paths for tests.
+//! copies them next to the driver (it finds OUT_DIR in cargo's JSON messages).
 
 use std::path::Path;
 
@@ -29,5 +29,4 @@ fn main() {
         &["-shared", "-fPIC"],
         &["preload.c", "probe.c"],
     );
-    println!("cargo:rustc-env=PROFCC_PROBE_OUT_DIR={}", out.display());
 }

@@ -6,14 +6,12 @@
 //!
 //! The built probe: `profcc-allocator-probe` (an executable that measures the malloc it runs
 //! with) and `libprofcc_allocator_probe.so` (the same, run by its constructor inside another
-//! program when `PROFCC_PROBE_OUT` names the output file). `cargo xtask build` puts both next
-//! to the driver; [`BUILT_DIR`] is where cargo built them.
+//! program when `PROFCC_PROBE_OUT` names the output file), built by build.rs into OUT_DIR;
+//! `cargo xtask build` puts both next to the driver, where it looks for them.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Where build.rs put the probe's executable and shared object.
-pub const BUILT_DIR: &str = env!("PROFCC_PROBE_OUT_DIR");
 /// The standalone probe's file name.
 pub const PROBE_EXE: &str = "profcc-allocator-probe";
 /// The preloadable probe's file name.

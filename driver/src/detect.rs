@@ -317,8 +317,9 @@ fn check_program(exe: &Path) -> Result<PathBuf, Fail> {
     }
     if file.section_by_name(".interp").is_none() {
         return Err(usage(format!(
-            "--exe {}: statically linked (no dynamic loader), the probe cannot be loaded into it; \
-             link it dynamically (without -static) or probe its allocator's library with --preload",
+            "--exe {}: no dynamic loader (statically linked, or a shared library), the probe \
+             cannot be loaded into it; link it dynamically (without -static), or name an \
+             allocator's library with --preload",
             exe.display()
         )));
     }
