@@ -585,6 +585,11 @@ static void brk_region(void) {
     }
 }
 
+static int same_file(void *a, void *b) {
+    Dl_info x, y;
+    return dladdr(a, &x) && dladdr(b, &y) && x.dli_fbase == y.dli_fbase;
+}
+
 static uint64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -603,6 +608,20 @@ int profcc_probe_run(int fd) {
         say("error cannot find malloc, free and a usable-size function");
         return 1;
     }
+    /* A function found by its plain name in another file (glibc's malloc_usable_size beside
+     * an allocator that lacks one) would be handed foreign pointers. */
+    if (!same_file((void *)A.malloc, (void *)A.free)) {
+        say("error free is not in the file that defines malloc");
+        return 1;
+    }
+    if (!same_file((void *)A.malloc, (void *)A.usable)) {
+        say("error malloc_usable_size is not in the file that defines malloc");
+        return 1;
+    }
+    if (A.realloc && !same_file((void *)A.malloc, (void *)A.realloc))
+        A.realloc = NULL;
+    if (A.mallctl && !same_file((void *)A.malloc, (void *)A.mallctl))
+        A.mallctl = NULL;
     identify();
     /* Fresh-process measurements first: nothing mapped afresh has been freed yet. */
     big_search(0);

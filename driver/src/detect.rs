@@ -288,6 +288,14 @@ fn run_standalone(mut cmd: Command, lib: Option<&Path>) -> Result<String, Fail> 
         }
     }
     if !out.status.success() {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // The probe's own refusal: the library lacks what it needs.
+        if let (Some(lib), Some(e)) = (lib, stdout.lines().find_map(|l| l.strip_prefix("error "))) {
+            return Err(usage(format!(
+                "--preload {}: {e}; the probe needs malloc, free and malloc_usable_size from one library",
+                lib.display()
+            )));
+        }
         return Err(Fail(
             format!(
                 "the probe failed ({}): {}",

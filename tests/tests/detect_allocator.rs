@@ -361,6 +361,24 @@ fn bad_inputs_are_one_line_errors() {
         "a.toml",
         "cannot load it",
     );
+    // An allocator without malloc_usable_size: glibc's would get its pointers.
+    s.write(
+        "bump.c",
+        "static char pool[1 << 20]; static unsigned long top;\n\
+         void *malloc(unsigned long n) { void *p = pool + top; top += (n + 15) & ~15ul; return p; }\n\
+         void free(void *p) { (void)p; }\n",
+    );
+    s.compile(
+        Path::new("clang-22"),
+        &["-shared", "-fPIC", "bump.c", "-o", "libbump.so"],
+    );
+    let bump = s.path("libbump.so");
+    assert_usage_error(
+        &s,
+        &["--preload", bump.to_str().unwrap()],
+        "a.toml",
+        "malloc_usable_size is not in the file that defines malloc",
+    );
     assert_usage_error(
         &s,
         &["--exe", "/nonexistent/program"],
