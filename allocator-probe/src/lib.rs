@@ -480,7 +480,16 @@ pub fn describe(o: &Observations, channels: Channels, mut probe: ProbeRun) -> De
                 d.small_max_by = "direct mmap".into();
             }
             None => {
-                d.small_max = below.last().map_or(0, |c| c.0);
+                // No big objects seen: the heap serves every request the walk made at the
+                // granularity (the largest such request).
+                let g = d.granularity.unwrap_or(16);
+                d.small_max = o
+                    .usable
+                    .iter()
+                    .filter(|&&(r, u)| u >= r && u - r < g.max(d.min_size.unwrap_or(0)))
+                    .map(|&(r, _)| r)
+                    .max()
+                    .unwrap_or(0);
                 d.large_threshold = d.small_max + 1;
                 d.small_max_by = "walk end".into();
             }
@@ -696,6 +705,22 @@ mod tests {
             describe(&o, Channels::default(), ProbeRun::default()).style,
             "bibop"
         );
+    }
+
+    /// A sequential heap without big objects serves the whole walk (to 64 MiB).
+    #[test]
+    fn sequential_without_mmap_ends_at_the_walk() {
+        let mut o = parse(include_str!("../testdata/glibc-2.36.obs")).unwrap();
+        o.big.clear();
+        o.usable.retain(|&(r, _)| r < 200_000);
+        o.usable.push((64 << 20, (64 << 20) + 8));
+        let d = describe(&o, Channels::default(), ProbeRun::default());
+        assert_eq!(
+            (d.style.as_str(), d.small_max_by.as_str()),
+            ("sequential", "walk end")
+        );
+        assert_eq!(d.small_max, 64 << 20);
+        assert_eq!(d.big_via, "extent");
     }
 
     #[test]

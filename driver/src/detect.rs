@@ -334,8 +334,9 @@ fn check_program(exe: &Path) -> Result<PathBuf, Fail> {
     std::fs::canonicalize(exe).map_err(|e| usage(format!("--exe {}: {e}", exe.display())))
 }
 
-/// A malloc PROGRAM defines but does not export, or a `je_`-prefixed one: the roles by their
-/// addresses in the file (`@HEX`). Empty: the dynamic loader finds malloc.
+/// A malloc PROGRAM defines but does not export, or a prefixed API linked into it (`je_`
+/// as redis links jemalloc, `mi_`, `tc_`, `scalable_`): the roles by their addresses in the
+/// file (`@HEX`). Empty: the dynamic loader finds malloc.
 fn program_functions(exe: &Path) -> Result<Vec<(String, String)>, Fail> {
     let data = read_elf(exe, "--exe", "name a dynamically linked executable")?;
     let file = object::File::parse(&*data)
@@ -349,16 +350,14 @@ fn program_functions(exe: &Path) -> Result<Vec<(String, String)>, Fail> {
     let address = |name: &str| -> Option<u64> {
         file.symbols()
             .chain(file.dynamic_symbols())
-            .find(|s| s.is_definition() && s.name() == Ok(name) && s.address() != 0)
+            .find(|s| {
+                s.is_definition() && s.is_global() && s.name() == Ok(name) && s.address() != 0
+            })
             .map(|s| s.address())
     };
-    for prefix in ["", "je_"] {
-        let names = [
-            format!("{prefix}malloc"),
-            format!("{prefix}free"),
-            format!("{prefix}realloc"),
-            format!("{prefix}malloc_usable_size"),
-        ];
+    let plain = ["malloc", "free", "realloc", "malloc_usable_size"];
+    for names in std::iter::once(&plain).chain(APIS.iter().map(|(_, n)| n)) {
+        let prefix = names[0].strip_suffix("malloc").unwrap_or("");
         let addrs: Vec<Option<u64>> = names.iter().map(|n| address(n)).collect();
         if addrs[0].is_none() {
             continue;
