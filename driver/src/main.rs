@@ -6,6 +6,8 @@
 //!                                CMAKE_<LANG>_LINKER_LAUNCHER, CMake >= 3.21, so the link
 //!                                gets the runtime)
 //! profcc report PROFILE...       the report of profiles (text, JSON, CSV); `--help` for more
+//! profcc detect-allocator [--preload LIB.so | --exe PROGRAM] [-o FILE]
+//!                                measure an allocator, describe it in TOML (docs/allocators.md)
 //! profcc --profcc-version        profcc's own version
 //! profcc --print-cmake-toolchain path of configs/profcc.cmake
 //! profcc --profcc-clang          path of the clang-22 profcc runs
@@ -31,6 +33,7 @@
 
 mod args;
 mod calibrate;
+mod detect;
 mod exec;
 mod layout;
 mod plan;

@@ -31,6 +31,8 @@ enum Command {
     Report(profcc_report::ReportArgs),
     #[command(about = crate::calibrate::ABOUT)]
     Calibrate(crate::calibrate::CalibrateArgs),
+    #[command(about = crate::detect::ABOUT)]
+    DetectAllocator(crate::detect::DetectArgs),
 }
 
 /// Is `arg` (argv[1]) exactly the name of one of profcc's subcommands?
@@ -64,6 +66,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
     match cli.command {
         Command::Report(a) => profcc_report::run(&a),
         Command::Calibrate(a) => crate::calibrate::run(&a),
+        Command::DetectAllocator(a) => crate::detect::run(&a),
     }
 }
 

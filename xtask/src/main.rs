@@ -30,6 +30,8 @@ const TEST_PACKAGES: &[&str] = &[
     "libjemalloc2",
     "libmimalloc2.0",
     "libtcmalloc-minimal4",
+    // `profcc detect-allocator --preload libtbbmalloc.so.2` (tests/tests/detect_allocator.rs).
+    "libtbbmalloc2",
     // The anchor of the allocation-path bench (xtask/src/bench/alloc.rs).
     "heaptrack",
     // The faithful test set's expat-like project (tests/tests/faithful.rs): autoreconf + libtool.
@@ -154,12 +156,48 @@ fn build() -> Result<(), String> {
         "profcc",
         "-p",
         "profcc-rt",
+        "-p",
+        "profcc-allocator-probe",
     ]))?;
     runtime_archive()?;
+    allocator_probe()?;
     let link = bin_dir().join("profcc++");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink("profcc", &link)
         .map_err(|e| format!("cannot create {}: {e}", link.display()))
+}
+
+/// The allocator probe's executable and preloadable object (`profcc detect-allocator` looks
+/// for them next to itself): copied from the build script's OUT_DIR, which cargo names in its
+/// JSON messages.
+fn allocator_probe() -> Result<(), String> {
+    let messages = output(Command::new(env!("CARGO")).current_dir(root()).args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "profcc-allocator-probe",
+        "--message-format=json",
+    ]))?;
+    let out_dir = messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| {
+            m["reason"] == "build-script-executed"
+                && m["package_id"]
+                    .as_str()
+                    .is_some_and(|p| p.contains("allocator-probe"))
+        })
+        .and_then(|m| m["out_dir"].as_str().map(PathBuf::from))
+        .ok_or("cargo named no OUT_DIR for profcc-allocator-probe")?;
+    for name in ["profcc-allocator-probe", "libprofcc_allocator_probe.so"] {
+        let (from, to) = (out_dir.join(name), bin_dir().join(name));
+        let tmp = to.with_extension("tmp");
+        std::fs::copy(&from, &tmp)
+            .and_then(|_| std::fs::rename(&tmp, &to))
+            .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+    }
+    Ok(())
 }
 
 /// cargo's staticlib of the runtime (the runtime, Rust std, compiler-builtins, serde...).
