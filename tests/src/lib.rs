@@ -397,3 +397,29 @@ pub fn assert_same_run(what: &str, native: &Output, profiled: &Output) {
         "{what}: exit status differs"
     );
 }
+
+/// A static jemalloc built with `--with-jemalloc-prefix=je_` (as redis links it) in `s`, from
+/// the tikv-jemalloc-sys sources (realsrc/); returns the path of its `libjemalloc.a`.
+pub fn build_prefixed_static_jemalloc(s: &Scratch) -> PathBuf {
+    let je = s.path("jemalloc");
+    copy_tree(&crate_dir("tikv-jemalloc-sys").join("jemalloc"), &je);
+    // Outside git, configure takes the version from this file (the crate's 5.3.0 sources).
+    std::fs::write(
+        je.join("VERSION"),
+        "5.3.0-1-ge13ca993e8ccb9ba9847cc330696e02839f328f7\n",
+    )
+    .unwrap();
+    sh(Command::new("./autogen.sh")
+        .args([
+            "--with-jemalloc-prefix=je_",
+            "--disable-cxx",
+            "--disable-doc",
+        ])
+        .current_dir(&je)
+        .env("CC", "clang-22")
+        .env("CXX", "clang++-22"));
+    sh(Command::new("make")
+        .args(["-j2", "lib/libjemalloc.a"])
+        .current_dir(&je));
+    je.join("lib/libjemalloc.a")
+}

@@ -435,21 +435,7 @@ fn allocations_during_resolution_come_from_the_pool() {
 #[test]
 fn prefixed_static_jemalloc() {
     let s = Scratch::new();
-    let je = s.path("jemalloc");
-    copy_tree(&crate_dir("tikv-jemalloc-sys").join("jemalloc"), &je);
-    sh(Command::new("./autogen.sh")
-        .args([
-            "--with-jemalloc-prefix=je_",
-            "--disable-cxx",
-            "--disable-doc",
-        ])
-        .current_dir(&je)
-        .env("CC", "clang-22")
-        .env("CXX", "clang++-22"));
-    sh(Command::new("make")
-        .args(["-j2", "lib/libjemalloc.a"])
-        .current_dir(&je));
-    let lib = je.join("lib/libjemalloc.a");
+    let lib = build_prefixed_static_jemalloc(&s);
     let src_path = fixture("alloc/je_prefixed.c");
     let src = std::fs::read_to_string(&src_path).unwrap();
     for (cc, out) in [

@@ -6,7 +6,7 @@
 //! output file.
 
 use profcc_allocator_probe::{from_toml, Description};
-use profcc_tests::{copy_tree, crate_dir, fixture, output_within, profcc, root, sh, Scratch};
+use profcc_tests::{build_prefixed_static_jemalloc, fixture, output_within, profcc, root, Scratch};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -231,27 +231,7 @@ fn exe_linked_with_jemalloc() {
 #[test]
 fn exe_with_static_prefixed_jemalloc() {
     let s = Scratch::new();
-    let je = s.path("jemalloc");
-    copy_tree(&crate_dir("tikv-jemalloc-sys").join("jemalloc"), &je);
-    // Outside git, configure takes the version from this file (the crate's 5.3.0 sources).
-    std::fs::write(
-        je.join("VERSION"),
-        "5.3.0-1-ge13ca993e8ccb9ba9847cc330696e02839f328f7\n",
-    )
-    .unwrap();
-    sh(Command::new("./autogen.sh")
-        .args([
-            "--with-jemalloc-prefix=je_",
-            "--disable-cxx",
-            "--disable-doc",
-        ])
-        .current_dir(&je)
-        .env("CC", "clang-22")
-        .env("CXX", "clang++-22"));
-    sh(Command::new("make")
-        .args(["-j2", "lib/libjemalloc.a"])
-        .current_dir(&je));
-    let lib = je.join("lib/libjemalloc.a");
+    let lib = build_prefixed_static_jemalloc(&s);
     let exe = build_fixture(
         &s,
         "je_static",
