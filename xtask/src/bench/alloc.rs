@@ -1,7 +1,9 @@
 //! The `alloc` part of `cargo xtask bench`: what the allocation path costs (issue 12, "make
 //! the path cheap first"). Two malloc-heavy kernels (bench/kernels/alloc_pairs.c: malloc(40)/
-//! free pairs; alloc_larson.c: larson-like churn of random sizes with cross-thread frees), with
-//! one and two threads, under glibc and under Debian's jemalloc (`LD_PRELOAD`), each built with
+//! free pairs; alloc_larson.c: larson-like churn of random sizes with cross-thread frees) and
+//! two programs (alloc_cxx_map.cpp: C++ strings, vectors and an unordered_map built and
+//! erased; the sqlite driver, tests/fixtures/real/sqlite_driver.c, 100,000 rows per thread),
+//! with one and two threads, under glibc and under Debian's jemalloc (`LD_PRELOAD`), each built with
 //! clang-22 and with profcc at -O2 twice: the default build (sharing) and `PROFCC_INSTRUMENT=none`
 //! (the allocation path alone: no access hooks), the latter also run with
 //! `PROFCC_OPTIONS=alloc_sample=524288` (one allocation recorded per 512 KiB on average, the
@@ -19,7 +21,29 @@ use std::process::Command;
 const GEOMEAN_TARGET: f64 = 1.25;
 const RSS_FACTOR: f64 = 1.5;
 const RSS_PLUS_MIB: f64 = 64.0;
-const KERNELS: &[&str] = &["alloc_pairs", "alloc_larson"];
+/// The programs: (name, sources relative to the root or in sqlite's directory, C++?, extra
+/// arguments after the thread count). Two kernels, then two real malloc-heavy programs.
+const PROGRAMS: &[(&str, &[&str], bool, &[&str])] = &[
+    ("alloc_pairs", &["bench/kernels/alloc_pairs.c"], false, &[]),
+    (
+        "alloc_larson",
+        &["bench/kernels/alloc_larson.c"],
+        false,
+        &[],
+    ),
+    (
+        "alloc_cxx_map",
+        &["bench/kernels/alloc_cxx_map.cpp"],
+        true,
+        &[],
+    ),
+    (
+        "sqlite_driver",
+        &["tests/fixtures/real/sqlite_driver.c", "SQLITE/sqlite3.c"],
+        false,
+        &["100000"],
+    ),
+];
 const THREADS: &[&str] = &["1", "2"];
 /// (name, library to preload; empty: the system's glibc).
 const ALLOCATORS: &[(&str, &str)] = &[
@@ -43,23 +67,42 @@ pub fn run(
         "| kernel | threads | allocator | native s | profcc (sharing) | profcc (none) | profcc (none, sampled) | heaptrack | native RSS MiB | profcc RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let (mut logs, mut n, mut rss_ok) = ([0.0f64; RUNS.len()], 0.0f64, true);
-    for k in KERNELS {
-        let src = root.join(format!("bench/kernels/{k}.c"));
+    let sqlite = super::crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
+    for (k, sources, cxx, extra) in PROGRAMS {
+        let srcs: Vec<std::path::PathBuf> = sources
+            .iter()
+            .map(|s| match s.strip_prefix("SQLITE/") {
+                Some(f) => sqlite.join(f),
+                None => root.join(s),
+            })
+            .collect();
+        let flags = [
+            "-O2",
+            "-g",
+            "-pthread",
+            "-DSQLITE_OMIT_LOAD_EXTENSION",
+            "-I",
+            sqlite.to_str().ok_or("sqlite path")?,
+        ];
+        let build = |cc: &Path, mode: Option<&str>, out: &Path| {
+            let mut c = Command::new(cc);
+            if let Some(m) = mode {
+                c.env("PROFCC_INSTRUMENT", m);
+            }
+            sh(c.args(flags).args(&srcs).arg("-o").arg(out))
+        };
         let native = work.join(format!("{k}.native"));
-        sh(Command::new("clang-22")
-            .args(["-O2", "-g", "-pthread"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&native))?;
+        let clang = if *cxx { "clang++-22" } else { "clang-22" };
+        build(Path::new(clang), None, &native)?;
+        let driver = if *cxx {
+            profcc.with_file_name("profcc++")
+        } else {
+            profcc.to_path_buf()
+        };
         let mut builds = Vec::new();
         for mode in MODES {
             let b = work.join(format!("{k}.{mode}"));
-            sh(Command::new(profcc)
-                .env("PROFCC_INSTRUMENT", mode)
-                .args(["-O2", "-g", "-pthread"])
-                .arg(&src)
-                .arg("-o")
-                .arg(&b))?;
+            build(&driver, Some(mode), &b)?;
             builds.push(b);
         }
         for t in THREADS {
@@ -71,6 +114,7 @@ pub fn run(
                 let cmd = |exe: &Path, opts: &str| {
                     let mut c = Command::new(exe);
                     c.arg(t)
+                        .args(*extra)
                         .env("PROFCC_OPTIONS", format!("write=0:summary=0{opts}"));
                     if !preload.is_empty() {
                         c.env("LD_PRELOAD", preload);
@@ -94,7 +138,7 @@ pub fn run(
                     if let Some(h) = &heaptrack {
                         let data = work.join(format!("{k}.heaptrack"));
                         let mut c = Command::new(h);
-                        c.arg("-o").arg(&data).arg(&native).arg(t);
+                        c.arg("-o").arg(&data).arg(&native).arg(t).args(*extra);
                         if !preload.is_empty() {
                             c.env("LD_PRELOAD", preload);
                         }
