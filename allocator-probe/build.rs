@@ -22,11 +22,16 @@ fn link(out: &Path, name: &str, extra: &[&str], sources: &[&str]) {
 fn main() {
     println!("cargo:rerun-if-changed=csrc");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    link(&out, "profcc-allocator-probe", &[], &["main.c", "probe.c"]);
+    link(
+        &out,
+        "profcc-allocator-probe",
+        &[],
+        &["main.c", "probe.c", "ident.c"],
+    );
     link(
         &out,
         "libprofcc_allocator_probe.so",
         &["-shared", "-fPIC"],
-        &["preload.c", "probe.c"],
+        &["preload.c", "probe.c", "ident.c"],
     );
 }

@@ -1,6 +1,7 @@
 fn main() {
     println!("cargo:rerun-if-changed=csrc");
     println!("cargo:rerun-if-changed=../hooks");
+    println!("cargo:rerun-if-changed=../allocator-probe/csrc/ident.c");
     println!("cargo:rerun-if-changed=../abi/include");
     println!("cargo:rerun-if-env-changed=PROFCC_CLANG");
     let mut build = cc::Build::new();
@@ -14,6 +15,8 @@ fn main() {
     }
     // The sharing hooks' cold door lives next to the hook bodies (the pass inlines those).
     build.file("../hooks/sharing_door.c");
+    // Which allocator malloc reaches: the allocator probe's identification, shared.
+    build.file("../allocator-probe/csrc/ident.c");
     build
         // profcc_abi.h (generated from the profcc-abi crate) and the hooks' declarations.
         .include("../abi/include")

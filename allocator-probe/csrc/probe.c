@@ -118,51 +118,21 @@ static void *resolve(const char *role, const char *dflt) {
     return f;
 }
 
-/* ---- identification ---- */
+/* ---- identification (ident.c, shared with the runtime) ---- */
 
-static const char *const IDENT[] = {
-    "mallctl",   "je_mallctl",      "mi_version", "tc_version", "MallocExtension_GetNumericProperty",
-    "scalable_malloc", "scalable_msize", "TBB_runtime_version", "gnu_get_libc_version", NULL};
+size_t profcc_alloc_ident(void *malloc_fn, void *mallctl, char *buf, size_t cap);
 
 static void identify(void) {
-    Dl_info mi;
-    if (!dladdr((void *)A.malloc, &mi)) {
-        say("object ?");
-        return;
+    char buf[2048];
+    size_t n = profcc_alloc_ident((void *)A.malloc, (void *)A.mallctl, buf, sizeof buf);
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(out_fd, p, n);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
     }
-    const char *path = mi.dli_fname && mi.dli_fname[0] ? mi.dli_fname : "main";
-    say("object %s", path);
-    void *h = strcmp(path, "main") == 0 ? NULL : dlopen(mi.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) /* the main program (dladdr names it as it was started) */
-        h = dlopen(NULL, RTLD_LAZY);
-    for (int i = 0; h && IDENT[i]; i++) {
-        void *s = dlsym(h, IDENT[i]);
-        Dl_info si;
-        if (s && dladdr(s, &si) && si.dli_fbase == mi.dli_fbase)
-            say("sym %s", IDENT[i]);
-    }
-    if (A.mallctl) {
-        const char *v = NULL;
-        size_t sz = sizeof v;
-        if (A.mallctl("version", &v, &sz, NULL, 0) == 0 && v)
-            say("version mallctl %s", v);
-    }
-    void *s;
-    Dl_info si;
-    if (!h)
-        return;
-    if ((s = dlsym(h, "mi_version")) && dladdr(s, &si) && si.dli_fbase == mi.dli_fbase)
-        say("version mi_version %d", ((int (*)(void))s)());
-    if ((s = dlsym(h, "tc_version")) && dladdr(s, &si) && si.dli_fbase == mi.dli_fbase) {
-        int ma = 0, mn = 0;
-        const char *patch = NULL;
-        const char *v = ((const char *(*)(int *, int *, const char **))s)(&ma, &mn, &patch);
-        if (v)
-            say("version tc_version %s", v);
-    }
-    if ((s = dlsym(h, "gnu_get_libc_version")) && dladdr(s, &si) && si.dli_fbase == mi.dli_fbase)
-        say("version gnu_get_libc_version %s", ((const char *(*)(void))s)());
-    /* The handle stays open: dlclose of a RTLD_NOLOAD handle only drops a reference. */
 }
 
 /* ---- layout style ---- */

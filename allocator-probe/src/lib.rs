@@ -78,8 +78,20 @@ fn num(it: &mut std::str::SplitWhitespace, line: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("malformed probe line '{line}'"))
 }
 
-/// Read the probe's lines.
+/// Read the probe's lines: a whole run (it ended with `done`, no `error`).
 pub fn parse(text: &str) -> Result<Observations, String> {
+    let o = parse_lines(text)?;
+    if let Some(e) = &o.error {
+        return Err(format!("the probe failed: {e}"));
+    }
+    if o.done_us.is_none() {
+        return Err("the probe's output ends early (it crashed or was killed)".into());
+    }
+    Ok(o)
+}
+
+/// Read probe lines, however many (a profile holds only the identification's).
+fn parse_lines(text: &str) -> Result<Observations, String> {
     let mut o = Observations::default();
     for line in text.lines() {
         let mut it = line.split_whitespace();
@@ -146,12 +158,6 @@ pub fn parse(text: &str) -> Result<Observations, String> {
             "error" => o.error = Some(rest.to_string()),
             _ => {} // a later probe's line: ignored
         }
-    }
-    if let Some(e) = &o.error {
-        return Err(format!("the probe failed: {e}"));
-    }
-    if o.done_us.is_none() {
-        return Err("the probe's output ends early (it crashed or was killed)".into());
     }
     Ok(o)
 }
@@ -370,8 +376,37 @@ fn mode(v: impl Iterator<Item = u64>) -> Option<u64> {
         .map(|(v, _)| v)
 }
 
-/// The allocator's name and version from the symbols the probe found, else from behaviour.
-fn identify(o: &Observations, d: &Description) -> (String, Option<String>, Option<String>, String) {
+/// An allocator named by its identifying symbols (what a profile records: the runtime sees
+/// no behaviour).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identity {
+    pub name: String,
+    pub version: Option<String>,
+    /// What the version function returned.
+    pub version_source: Option<String>,
+    /// `symbol NAME`.
+    pub identified_by: String,
+    /// The file defining the malloc in use (`main`: the program).
+    pub object: Option<String>,
+}
+
+/// The allocator named by the probe's `object`/`sym`/`version` lines alone (a profile's
+/// `allocator` lines); `None` when no identifying symbol is there.
+pub fn identify_by_symbols(lines: &[String]) -> Option<Identity> {
+    let o = parse_lines(&lines.join("\n")).ok()?;
+    let (name, how) = by_symbol(&o)?;
+    let (version, version_source) = version_of(&name, &o);
+    Some(Identity {
+        name,
+        version,
+        version_source,
+        identified_by: how,
+        object: o.object.clone(),
+    })
+}
+
+/// The name from the first identifying symbol found, and `symbol NAME`.
+fn by_symbol(o: &Observations) -> Option<(String, String)> {
     let has = |s: &str| o.syms.iter().any(|x| x == s);
     let by_symbol = [
         ("mallctl", "jemalloc"),
@@ -382,11 +417,16 @@ fn identify(o: &Observations, d: &Description) -> (String, Option<String>, Optio
         ("scalable_malloc", "tbbmalloc"),
         ("gnu_get_libc_version", "glibc"),
     ];
-    let (name, how) = match by_symbol.iter().find(|(s, _)| has(s)) {
-        Some((s, n)) => (n.to_string(), format!("symbol {s}")),
-        None => behaviour(o, d),
-    };
-    let (version, source) = match name.as_str() {
+    by_symbol
+        .iter()
+        .find(|(s, _)| has(s))
+        .map(|(s, n)| (n.to_string(), format!("symbol {s}")))
+}
+
+/// The version of allocator `name` from the version functions the probe called, and what the
+/// function returned.
+fn version_of(name: &str, o: &Observations) -> (Option<String>, Option<String>) {
+    match name {
         "jemalloc" => o.versions.get("mallctl").map(|v| {
             (
                 v.split('-').next().unwrap_or(v).to_string(),
@@ -412,7 +452,13 @@ fn identify(o: &Observations, d: &Description) -> (String, Option<String>, Optio
             .map(|v| (v.clone(), format!("gnu_get_libc_version() = {v}"))),
         _ => None,
     }
-    .unzip();
+    .unzip()
+}
+
+/// The allocator's name and version from the symbols the probe found, else from behaviour.
+fn identify(o: &Observations, d: &Description) -> (String, Option<String>, Option<String>, String) {
+    let (name, how) = by_symbol(o).unwrap_or_else(|| behaviour(o, d));
+    let (version, source) = version_of(&name, o);
     (name, version, source, how)
 }
 

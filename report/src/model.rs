@@ -62,6 +62,22 @@ pub struct InputInfo {
     /// was not a terminal).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exit_summary: Vec<String>,
+    /// The allocator the program's malloc calls reached (absent in profiles that do not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<Allocator>,
+}
+
+/// An allocator, as the runtime identified it (docs/allocators.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Allocator {
+    /// glibc, jemalloc, tcmalloc, mimalloc, tbbmalloc, or unknown.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The file that defines the malloc in use (`main`: the program itself).
+    pub object: String,
+    /// `symbol NAME`, or why it is unknown.
+    pub identified_by: String,
 }
 
 /// Top access sites, aggregated by file:line.

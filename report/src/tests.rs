@@ -927,6 +927,7 @@ pub(crate) fn sample_report() -> Report {
                 threads: 3,
                 accesses: 1000,
                 exit_summary: vec![],
+                allocator: None,
             }],
             totals: Totals {
                 accesses: 1000,

@@ -1049,6 +1049,24 @@ static int own_allocator_linked(void) {
            (void *)realloc == (void *)own_realloc && (void *)free == (void *)own_free;
 }
 
+/* ---- which allocator the program's malloc calls reach (the profile's `allocator` lines) ----
+ * The forwarding target when our interposers won the link (resolved now if no malloc ran yet),
+ * else the program's own malloc. Lines as the allocator probe writes them (ident.c, shared
+ * with allocator-probe/). Not async-signal-safe: the writer skips it in a fatal-signal dump. */
+size_t profcc_alloc_ident(void *malloc_fn, void *mallctl, char *buf, size_t cap);
+size_t profcc_allocator_lines(char *buf, size_t cap) {
+    void *m = (void *)malloc;
+    if (own_allocator_linked()) {
+        m = resolved_or_wait() ? (void *)__atomic_load_n(&next_alloc.malloc, __ATOMIC_ACQUIRE)
+                               : (void *)__libc_malloc;
+    }
+    uint32_t saved = tls.in_rt;
+    tls.in_rt = 1; /* what dlopen/dlsym allocate is not the program's */
+    size_t n = profcc_alloc_ident(m, 0, buf, cap);
+    tls.in_rt = saved;
+    return n;
+}
+
 /* Bounds of the calling thread's stack. `is_main`: use __libc_stack_end (no /proc read). */
 void profcc_stack_bounds_self(int is_main, uintptr_t *lo, uintptr_t *hi) {
     *lo = *hi = 0;

@@ -430,6 +430,32 @@ pub(crate) fn loaded_modules() -> Vec<schema::Module> {
     out
 }
 
+extern "C" {
+    fn profcc_allocator_lines(buf: *mut u8, cap: usize) -> usize;
+}
+
+/// The allocator's identification lines (rt/csrc/interpose.c), found once, at the final dump
+/// (exit, `_exit`, abort, assert). Not in a fatal signal's (dlopen/dlsym and the allocator's
+/// version functions are not async-signal-safe), nor in a `dump_signal` dump while the program
+/// runs on: a failed dlsym mallocs its error message, and the program's heap must not change
+/// under it.
+fn allocator_lines(trigger: &str) -> Vec<String> {
+    static LINES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    if trigger.starts_with("fatal") || trigger == "signal" {
+        return LINES.get().cloned().unwrap_or_default();
+    }
+    LINES
+        .get_or_init(|| {
+            let mut buf = [0u8; 2048];
+            let n = unsafe { profcc_allocator_lines(buf.as_mut_ptr(), buf.len()) }.min(buf.len());
+            String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .map(String::from)
+                .collect()
+        })
+        .clone()
+}
+
 pub fn build_profile(trigger: &str) -> schema::Profile {
     let snap = counts::snapshot();
     let (alloc_sites, at) = crate::alloc::snapshot();
@@ -490,6 +516,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         notes,
         exe,
         alloc_wrappers: counts::alloc_wrappers(),
+        allocator: allocator_lines(trigger),
         ..Default::default()
     };
     // Each analysis adds its section and notes.

@@ -63,6 +63,12 @@ pub struct Profile {
     /// names. A heap object is named by the first frame of its allocation stack outside them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alloc_wrappers: Vec<String>,
+    /// The allocator the program's malloc calls reach, as the allocator probe's lines
+    /// (`object PATH`, `sym NAME`, `version KIND TEXT`: docs/allocators.md); `profcc report`
+    /// names it. Found at the final dump only: empty in a `dump_signal` dump before it (finding
+    /// it may malloc) and in a fatal-signal dump (not async-signal-safe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocator: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

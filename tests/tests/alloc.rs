@@ -301,6 +301,23 @@ fn check_owner(what: &str, allocator: &str, link: &[&str], env: &[(&str, &str)])
     );
     assert_same_run(what, &native, &profiled);
     assert_owner_sites(what, &profile, "allocator_owner.cpp", &src);
+    // The profile names the allocator the calls reached (rt/csrc/interpose.c, the allocator
+    // probe's identification), with its version where it exports one.
+    let r = report(&profile, &[]);
+    let a = r.summary.inputs[0]
+        .allocator
+        .as_ref()
+        .unwrap_or_else(|| panic!("{what}: no allocator in the profile"));
+    assert_eq!(a.name, allocator, "{what}: {a:?}");
+    assert!(a.identified_by.starts_with("symbol "), "{what}: {a:?}");
+    let version = match allocator {
+        "glibc" => Some("2.36"),
+        "jemalloc" => Some("5.3.0"),
+        "mimalloc" => Some("2.0.9"),
+        "tcmalloc" => Some("2.10"),
+        _ => None,
+    };
+    assert_eq!(a.version.as_deref(), version, "{what}: {a:?}");
 }
 
 #[test]

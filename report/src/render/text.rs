@@ -40,6 +40,20 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     out
 }
 
+/// `jemalloc 5.3.0 (/usr/lib/.../libjemalloc.so.2, symbol mallctl)`.
+fn allocator(a: &crate::model::Allocator) -> String {
+    format!(
+        "{}{} ({}, {})",
+        a.name,
+        a.version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default(),
+        a.object,
+        a.identified_by
+    )
+}
+
 fn summary(s: &Summary, out: &mut String) {
     let t = &s.totals;
     match s.inputs.as_slice() {
@@ -60,6 +74,9 @@ fn summary(s: &Summary, out: &mut String) {
             ));
             if one.argv.len() > 1 {
                 out.push_str(&format!("  command: {}\n", one.argv.join(" ")));
+            }
+            if let Some(a) = &one.allocator {
+                out.push_str(&format!("  allocator: {}\n", allocator(a)));
             }
         }
         many => {
@@ -92,6 +109,9 @@ fn summary(s: &Summary, out: &mut String) {
                     fmt::count(i.accesses),
                     written(&i.trigger),
                 ));
+                if let Some(a) = &i.allocator {
+                    out.push_str(&format!("      allocator: {}\n", allocator(a)));
+                }
             }
         }
     }
