@@ -3,8 +3,12 @@
  * the same file, then `version KIND TEXT` for each version function there that answered.
  * Shared by the probe and the runtime (rt/build.rs compiles this file too: the runtime records
  * the lines in the profile, the report names the allocator with allocator-probe/src/lib.rs).
- * Calls dladdr, dlopen(RTLD_NOLOAD), dlsym and the allocator's own version functions
- * (mallctl("version"), mi_version, tc_version, gnu_get_libc_version): not async-signal-safe. */
+ * Calls dladdr, dlsym(RTLD_DEFAULT) and the allocator's own version functions
+ * (mallctl("version"), mi_version, tc_version, gnu_get_libc_version): not async-signal-safe.
+ * No dlopen: the runtime must not reference it (glibc warns about it in every static link).
+ * So a symbol counts only if its global definition (RTLD_DEFAULT's) is in malloc's file: an
+ * allocator loaded RTLD_LOCAL, or whose symbols an earlier object also defines, is not named
+ * by them. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -40,10 +44,10 @@ static const char *const IDENT[] = {
     "MallocExtension_GetNumericProperty", "scalable_malloc", "scalable_msize",
     "TBB_runtime_version", "gnu_get_libc_version", NULL};
 
-/* The symbol `name` of handle `h` if it is defined in the file whose base is `base`. */
-static void *same_file(void *h, const char *name, void *base) {
+/* The global definition of `name` if it is in the file whose base is `base`. */
+static void *same_file(const char *name, void *base) {
     Dl_info si;
-    void *s = h ? dlsym(h, name) : NULL;
+    void *s = dlsym(RTLD_DEFAULT, name);
     return s && dladdr(s, &si) && si.dli_fbase == base ? s : NULL;
 }
 
@@ -61,16 +65,13 @@ size_t profcc_alloc_ident(void *malloc_fn, void *mallctl, char *buf, size_t cap)
     }
     const char *path = mi.dli_fname && mi.dli_fname[0] ? mi.dli_fname : "main";
     put(&o, "object %s", path);
-    void *h = strcmp(path, "main") == 0 ? NULL : dlopen(mi.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) /* the main program (dladdr names it as it was started) */
-        h = dlopen(NULL, RTLD_LAZY);
     for (int i = 0; IDENT[i]; i++)
-        if (same_file(h, IDENT[i], mi.dli_fbase))
+        if (same_file(IDENT[i], mi.dli_fbase))
             put(&o, "sym %s", IDENT[i]);
     if (!mallctl)
-        mallctl = same_file(h, "mallctl", mi.dli_fbase);
+        mallctl = same_file("mallctl", mi.dli_fbase);
     if (!mallctl)
-        mallctl = same_file(h, "je_mallctl", mi.dli_fbase);
+        mallctl = same_file("je_mallctl", mi.dli_fbase);
     if (mallctl) {
         const char *v = NULL;
         size_t sz = sizeof v;
@@ -78,17 +79,16 @@ size_t profcc_alloc_ident(void *malloc_fn, void *mallctl, char *buf, size_t cap)
             put(&o, "version mallctl %s", v);
     }
     void *s;
-    if ((s = same_file(h, "mi_version", mi.dli_fbase)))
+    if ((s = same_file("mi_version", mi.dli_fbase)))
         put(&o, "version mi_version %d", ((int (*)(void))s)());
-    if ((s = same_file(h, "tc_version", mi.dli_fbase))) {
+    if ((s = same_file("tc_version", mi.dli_fbase))) {
         int ma = 0, mn = 0;
         const char *patch = NULL;
         const char *v = ((const char *(*)(int *, int *, const char **))s)(&ma, &mn, &patch);
         if (v)
             put(&o, "version tc_version %s", v);
     }
-    if ((s = same_file(h, "gnu_get_libc_version", mi.dli_fbase)))
+    if ((s = same_file("gnu_get_libc_version", mi.dli_fbase)))
         put(&o, "version gnu_get_libc_version %s", ((const char *(*)(void))s)());
-    /* The handle stays open: dlclose of a RTLD_NOLOAD handle only drops a reference. */
     return o.len;
 }
