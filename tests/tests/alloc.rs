@@ -612,6 +612,54 @@ fn statistics_of_threads_add_up_exactly() {
     assert_eq!(p.totals.allocations, sum(|a| a.count));
     assert_eq!(p.totals.frees, sum(|a| a.frees));
     assert_eq!(p.totals.bytes_allocated, sum(|a| a.bytes));
+
+    // Sampled (`alloc_sample`, a build without access checks): a block freed by another
+    // thread takes back exactly the weight its allocation added (the weight follows from its
+    // size and address), so the producer's site ends with as many estimated frees as
+    // allocations and nothing live; the kept blocks stay live; the totals stay exact.
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-pthread", "cross.c", "-o", "cross_none"],
+        &[("PROFCC_INSTRUMENT", "none")],
+    );
+    let (out, q) = s.run_profiled("cross_none", &[], "summary=0:alloc_sample=65536");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2\n");
+    assert_eq!(
+        (
+            q.totals.allocations,
+            q.totals.frees,
+            q.totals.bytes_allocated
+        ),
+        (
+            p.totals.allocations,
+            p.totals.frees,
+            p.totals.bytes_allocated
+        )
+    );
+    let r = report(&s.path("cross_none.profile.json"), &["--top", "0"]);
+    let produce = r
+        .alloc_sites
+        .sites
+        .iter()
+        .find(|x| {
+            let line = line_of(CROSS_C, "MARK_PRODUCE");
+            x.stack.iter().any(|f| {
+                f.file.as_deref().is_some_and(|x| x.ends_with("cross.c")) && f.line == Some(line)
+            })
+        })
+        .expect("the producer's site is sampled");
+    assert!(
+        produce.count > 50_000 && produce.count < 150_000,
+        "{produce:#?}"
+    );
+    assert_eq!(
+        (
+            produce.frees,
+            produce.live_objects_at_exit,
+            produce.live_bytes_at_exit
+        ),
+        (produce.count, 0, 0)
+    );
 }
 
 /// `alloc_sample`: the totals of calls, bytes and frees are exact (the same as an exact run's),
