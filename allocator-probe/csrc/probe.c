@@ -22,6 +22,7 @@
  *                               object mapped for itself (see big_try), and how far the fresh
  *                               mapping's ends lie from the object's
  *   slide REQ AGAIN             after freeing a fresh mapping of REQ, is REQ mapped afresh
+ *   bench OP SIZE REUSE PHASE NS N   with PROFCC_PROBE_BENCH=1: mean ns of N calls (see bench)
  *   brk SIZE INHEAP             is an object of SIZE inside the [heap] (brk) region
  *   done MICROSECONDS
  */
@@ -560,6 +561,82 @@ static int same_file(void *a, void *b) {
     return dladdr(a, &x) && dladdr(b, &y) && x.dli_fbase == y.dli_fbase;
 }
 
+/* ---- bench (PROFCC_PROBE_BENCH=1): the mean cost of a call ----
+ * For each request size of BENCH_SIZES: N mallocs in a row (fresh addresses: `new`), their N
+ * frees, N mallocs again (the addresses just freed: `reused`), their frees; N keeps the batch
+ * under 256 MiB of requests (the blocks are never touched). Serially, then in two threads at
+ * once (`parallel`, the mean of both). Lines: bench OP SIZE REUSE PHASE NS N. The sizes are
+ * fixed here; allocator-probe/src/lib.rs files each under small/medium/big by the
+ * description. */
+#include <sys/mman.h>
+static const size_t BENCH_SIZES[] = {64, 1024, 16384, 262144, 4u << 20, 20u << 20, 0};
+
+struct bench_job {
+    size_t size;
+    int n;
+    double ns[4]; /* malloc new, free new, malloc reused, free reused */
+    pthread_barrier_t *start;
+};
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void *bench_run(void *arg) {
+    struct bench_job *j = arg;
+    void **b = mmap(NULL, (size_t)j->n * sizeof *b, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED)
+        return NULL;
+    if (j->start)
+        pthread_barrier_wait(j->start);
+    for (int round = 0; round < 2; round++) {
+        double t = now_ns();
+        for (int i = 0; i < j->n; i++)
+            b[i] = A.malloc(j->size);
+        j->ns[2 * round] = (now_ns() - t) / j->n;
+        t = now_ns();
+        for (int i = 0; i < j->n; i++)
+            A.free(b[i]);
+        j->ns[2 * round + 1] = (now_ns() - t) / j->n;
+    }
+    munmap(b, (size_t)j->n * sizeof *b);
+    return NULL;
+}
+
+static void bench(void) {
+    const char *e = getenv("PROFCC_PROBE_BENCH");
+    if (!e || strcmp(e, "1") != 0)
+        return;
+    static const char *const OP[4] = {"malloc", "free", "malloc", "free"};
+    static const char *const REUSE[4] = {"new", "new", "reused", "reused"};
+    for (int k = 0; BENCH_SIZES[k]; k++) {
+        size_t size = BENCH_SIZES[k];
+        size_t n = (256u << 20) / size;
+        n = n < 16 ? 16 : n > 20000 ? 20000 : n;
+        struct bench_job one = {size, (int)n, {0}, NULL};
+        bench_run(&one);
+        for (int c = 0; c < 4; c++)
+            say("bench %s %zu %s serial %.1f %zu", OP[c], size, REUSE[c], one.ns[c], n);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        struct bench_job two[2] = {{size, (int)n, {0}, &start}, {size, (int)n, {0}, &start}};
+        pthread_t t;
+        if (pthread_create(&t, NULL, bench_run, &two[1]) != 0) {
+            pthread_barrier_destroy(&start);
+            continue;
+        }
+        bench_run(&two[0]);
+        pthread_join(t, NULL);
+        pthread_barrier_destroy(&start);
+        for (int c = 0; c < 4; c++)
+            say("bench %s %zu %s parallel %.1f %zu", OP[c], size, REUSE[c],
+                (two[0].ns[c] + two[1].ns[c]) / 2, n);
+    }
+}
+
 static uint64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -601,6 +678,7 @@ int profcc_probe_run(int fd) {
     style();
     walk();
     placements();
+    bench();
     say("done %lu", (unsigned long)(now_us() - t0));
     return 0;
 }

@@ -70,6 +70,8 @@ pub struct Observations {
     pub brk: Vec<(u64, bool)>,
     pub done_us: Option<u64>,
     pub error: Option<String>,
+    /// `--bench`: (op, request size, reuse, phase, mean ns, calls).
+    pub bench: Vec<(String, u64, String, String, f64, u64)>,
 }
 
 fn num(it: &mut std::str::SplitWhitespace, line: &str) -> Result<u64, String> {
@@ -155,6 +157,24 @@ fn parse_lines(text: &str) -> Result<Observations, String> {
                 .push((num(&mut it, line)?, num(&mut it, line)? == 1)),
             "brk" => o.brk.push((num(&mut it, line)?, num(&mut it, line)? == 1)),
             "done" => o.done_us = Some(num(&mut it, line)?),
+            "bench" => {
+                let mut word = || {
+                    it.next()
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("malformed probe line '{line}'"))
+                };
+                let (op, size, reuse, phase, ns, n) =
+                    (word()?, word()?, word()?, word()?, word()?, word()?);
+                let bad = || format!("malformed probe line '{line}'");
+                o.bench.push((
+                    op,
+                    size.parse().map_err(|_| bad())?,
+                    reuse,
+                    phase,
+                    ns.parse().map_err(|_| bad())?,
+                    n.parse().map_err(|_| bad())?,
+                ));
+            }
             "error" => o.error = Some(rest.to_string()),
             _ => {} // a later probe's line: ignored
         }
@@ -286,6 +306,40 @@ pub struct Description {
     pub brk_heap: bool,
     pub channels: Channels,
     pub probe: ProbeRun,
+    /// `--bench`: the mean cost of malloc and free by request size, size kind, reuse and phase
+    /// (machine-specific; docs/allocators.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bench: Vec<BenchRow>,
+}
+
+/// One cell of `--bench`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// `malloc` or `free`.
+    pub op: String,
+    /// The request size.
+    pub size: u64,
+    /// `small` (up to `small_max`), `medium` (between), `big` (from `large_threshold`).
+    pub kind: String,
+    /// `new` (fresh addresses) or `reused` (the addresses just freed).
+    pub reuse: String,
+    /// `serial` (one thread) or `parallel` (two at once).
+    pub phase: String,
+    /// Mean nanoseconds per call.
+    pub ns: f64,
+    /// Calls timed.
+    pub calls: u64,
+}
+
+/// The size kind of a request under description `d`.
+pub fn size_kind(d: &Description, size: u64) -> &'static str {
+    if size <= d.small_max {
+        "small"
+    } else if size >= d.large_threshold {
+        "big"
+    } else {
+        "medium"
+    }
 }
 
 const PAGE: u64 = 4096;
@@ -577,6 +631,19 @@ pub fn describe(o: &Observations, channels: Channels, mut probe: ProbeRun) -> De
     probe.functions = o.funcs.clone();
     probe.style_votes = [o.style.0, o.style.1, o.style.2];
     d.probe = probe;
+    d.bench = o
+        .bench
+        .iter()
+        .map(|(op, size, reuse, phase, ns, calls)| BenchRow {
+            op: op.clone(),
+            size: *size,
+            kind: size_kind(&d, *size).to_string(),
+            reuse: reuse.clone(),
+            phase: phase.clone(),
+            ns: *ns,
+            calls: *calls,
+        })
+        .collect();
     d
 }
 

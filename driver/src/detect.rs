@@ -33,6 +33,10 @@ pub struct DetectArgs {
     /// Write the description to FILE instead of stdout.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also time malloc and free by request size, size kind, address reuse and phase (one
+    /// thread, two at once): the `[[bench]]` rows, this machine's figures.
+    #[arg(long)]
+    pub bench: bool,
 }
 
 pub const ABOUT: &str =
@@ -89,6 +93,12 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
             )))
         }
     };
+    // The probe (standalone, or preloaded into PROGRAM) inherits it.
+    if args.bench {
+        std::env::set_var("PROFCC_PROBE_BENCH", "1");
+    } else {
+        std::env::remove_var("PROFCC_PROBE_BENCH");
+    }
     let t0 = Instant::now();
     let (text, mode, exe) = if let Some(lib) = &args.preload {
         let lib = check_library(lib)?;

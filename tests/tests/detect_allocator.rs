@@ -411,3 +411,65 @@ fn output_file_is_the_description() {
         .collect();
     assert_eq!(names, ["alloc.toml"]);
 }
+
+/// `--bench`: malloc and free timed for each request size, address reuse and phase, each row
+/// filed under the description's size kind; a fresh 20 MiB block (glibc maps it: a system
+/// call and page-table work) costs more than a reused 64-byte one (a tcache pop).
+#[test]
+fn bench_times_every_cell_and_files_it_by_kind() {
+    let s = Scratch::new();
+    let d = detect(&s, &["--bench"]);
+    let sizes = [64u64, 1024, 16384, 262144, 4 << 20, 20 << 20];
+    assert_eq!(d.bench.len(), sizes.len() * 2 * 2 * 2, "{:#?}", d.bench);
+    for size in sizes {
+        for op in ["malloc", "free"] {
+            for reuse in ["new", "reused"] {
+                for phase in ["serial", "parallel"] {
+                    let rows: Vec<_> = d
+                        .bench
+                        .iter()
+                        .filter(|r| {
+                            (r.size, r.op.as_str(), r.reuse.as_str(), r.phase.as_str())
+                                == (size, op, reuse, phase)
+                        })
+                        .collect();
+                    assert_eq!(rows.len(), 1, "{size} {op} {reuse} {phase}");
+                    let r = rows[0];
+                    assert!(r.ns.is_finite() && r.ns > 0.0 && r.calls >= 16, "{r:?}");
+                    let kind = if size <= d.small_max {
+                        "small"
+                    } else if size >= d.large_threshold {
+                        "big"
+                    } else {
+                        "medium"
+                    };
+                    assert_eq!(r.kind, kind, "{r:?}");
+                }
+            }
+        }
+    }
+    // glibc 2.36: up to 131048 bytes from the heap, from 131049 a mapping each.
+    let kinds: Vec<&str> = sizes
+        .iter()
+        .map(|&z| {
+            d.bench
+                .iter()
+                .find(|r| r.size == z)
+                .map(|r| r.kind.as_str())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(kinds, ["small", "small", "small", "big", "big", "big"]);
+    let ns = |op: &str, size: u64, reuse: &str| {
+        d.bench
+            .iter()
+            .find(|r| r.op == op && r.size == size && r.reuse == reuse && r.phase == "serial")
+            .unwrap()
+            .ns
+    };
+    assert!(
+        ns("malloc", 20 << 20, "new") > ns("malloc", 64, "reused"),
+        "{:#?}",
+        d.bench
+    );
+}
