@@ -56,6 +56,17 @@ static struct {
 
 static int out_fd = 1;
 
+/* All of [p, p+n) to the output (stops at an error). */
+static void put_out(const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(out_fd, p, n);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
     char buf[512];
@@ -68,14 +79,7 @@ static void say(const char *fmt, ...) {
     if (n > (int)sizeof buf - 2)
         n = sizeof buf - 2;
     buf[n++] = '\n';
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(out_fd, p, n);
-        if (w <= 0)
-            return;
-        p += w;
-        n -= w;
-    }
+    put_out(buf, (size_t)n);
 }
 
 /* ---- resolving the allocator's functions ---- */
@@ -125,15 +129,7 @@ size_t profcc_alloc_ident(void *malloc_fn, void *mallctl, char *buf, size_t cap)
 
 static void identify(void) {
     char buf[2048];
-    size_t n = profcc_alloc_ident((void *)A.malloc, (void *)A.mallctl, buf, sizeof buf);
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(out_fd, p, n);
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
+    put_out(buf, profcc_alloc_ident((void *)A.malloc, (void *)A.mallctl, buf, sizeof buf));
 }
 
 /* ---- layout style ---- */

@@ -1061,7 +1061,7 @@ size_t profcc_allocator_lines(char *buf, size_t cap) {
                                : (void *)__libc_malloc;
     }
     uint32_t saved = tls.in_rt;
-    tls.in_rt = 1; /* what dlopen/dlsym allocate is not the program's */
+    tls.in_rt = 1; /* what dlsym allocates (its error messages) is not the program's */
     size_t n = profcc_alloc_ident(m, 0, buf, cap);
     tls.in_rt = saved;
     return n;

@@ -598,7 +598,6 @@ const SAMPLED: u32 = 1 << 31;
 static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
 /// What `alloc_sample` asked for (kept after sampling stopped: the weights of old objects).
 static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
-static SAMPLE_STOPPED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 const FILTER_BITS: u32 = 20;
 static FILTER: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -617,11 +616,12 @@ pub(crate) fn init_sampling() {
     SAMPLE_MEAN.store(n, Ordering::Release);
 }
 
-/// A module registered with `flags`: one with access checks stops sampling.
+/// A module registered with `flags`: one with access checks stops sampling (for good:
+/// `SAMPLE_ASKED` stays, so sampling ran and stopped iff it is set and `SAMPLE_MEAN` is 0).
 pub(crate) fn module_registered(flags: u32) {
     use profcc_abi::{FLAG_NUMA, FLAG_SHARING};
-    if flags & (FLAG_SHARING | FLAG_NUMA) != 0 && SAMPLE_MEAN.swap(0, Ordering::AcqRel) != 0 {
-        SAMPLE_STOPPED.store(true, Ordering::Relaxed);
+    if flags & (FLAG_SHARING | FLAG_NUMA) != 0 {
+        SAMPLE_MEAN.store(0, Ordering::Release);
     }
 }
 
@@ -631,7 +631,7 @@ pub fn sampling_note() -> Option<String> {
     if n == 0 {
         return None;
     }
-    Some(if SAMPLE_STOPPED.load(Ordering::Relaxed) {
+    Some(if SAMPLE_MEAN.load(Ordering::Relaxed) == 0 {
         format!("alloc_sample={n} stopped when a module built with access checks registered (they need every object): allocations before it were sampled (their sites' figures are estimates), those after it are exact")
     } else {
         format!("allocation sites sampled (alloc_sample={n}): one allocation recorded per {n} bytes on average, standing for 1/(1-exp(-size/{n})) allocations; per-site counts, bytes, frees, live bytes and peaks are estimates, the totals of allocations, bytes and frees are exact")
@@ -698,10 +698,10 @@ pub unsafe extern "C" fn profcc_on_alloc(
     let (w, sampled) = if mean == 0 {
         (1, 0)
     } else {
-        match stats::count_call(n as u64, mean) {
-            None => return,
-            Some(m) => (stats::weight(n as u64, m, p as u64), SAMPLED),
+        if !stats::count_call(n as u64, mean) {
+            return;
         }
+        (stats::weight(n as u64, mean, p as u64), SAMPLED)
     };
     let tid = threads::current_id();
     let Some(site) = site_for(kind, fp) else {

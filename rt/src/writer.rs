@@ -435,7 +435,7 @@ extern "C" {
 }
 
 /// The allocator's identification lines (rt/csrc/interpose.c), found once, at the final dump
-/// (exit, `_exit`, abort, assert). Not in a fatal signal's (dlopen/dlsym and the allocator's
+/// (exit, `_exit`, abort, assert). Not in a fatal signal's (dladdr/dlsym and the allocator's
 /// version functions are not async-signal-safe), nor in a `dump_signal` dump while the program
 /// runs on: a failed dlsym mallocs its error message, and the program's heap must not change
 /// under it.

@@ -5,7 +5,7 @@
 //! statically and `je_`-prefixed; every bad input is one line on stderr, exit code 2, and no
 //! output file.
 
-use profcc_allocator_probe::{from_toml, Description};
+use profcc_allocator_probe::{from_toml, size_kind, Description};
 use profcc_tests::{build_prefixed_static_jemalloc, fixture, output_within, profcc, root, Scratch};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -436,14 +436,7 @@ fn bench_times_every_cell_and_files_it_by_kind() {
                     assert_eq!(rows.len(), 1, "{size} {op} {reuse} {phase}");
                     let r = rows[0];
                     assert!(r.ns.is_finite() && r.ns > 0.0 && r.calls >= 16, "{r:?}");
-                    let kind = if size <= d.small_max {
-                        "small"
-                    } else if size >= d.large_threshold {
-                        "big"
-                    } else {
-                        "medium"
-                    };
-                    assert_eq!(r.kind, kind, "{r:?}");
+                    assert_eq!(r.kind, size_kind(&d, size), "{r:?}");
                 }
             }
         }

@@ -131,6 +131,28 @@ impl Block {
     }
 }
 
+/// Add deltas to site `s`'s shared counters (a flush, or a call with no block of its own).
+fn apply_site(
+    s: &super::Site,
+    count: u64,
+    bytes: u64,
+    frees: u64,
+    live_bytes: i64,
+    live_objects: i64,
+) {
+    for (a, d) in [
+        (&s.count, count),
+        (&s.bytes, bytes),
+        (&s.frees, frees),
+        (&s.live_bytes, live_bytes as u64),
+        (&s.live_objects, live_objects as u64),
+    ] {
+        if d != 0 {
+            a.fetch_add(d, Relaxed);
+        }
+    }
+}
+
 /// Add `e`'s deltas to its site and zero them (the caller holds the block's lock).
 fn flush_entry(ss: &Sites, e: &Entry) {
     let Some(i) = e.site_plus1.load(Relaxed).checked_sub(1) else {
@@ -139,22 +161,15 @@ fn flush_entry(ss: &Sites, e: &Entry) {
     let s = ss.site(i);
     let take_u = |a: &AtomicU64| a.swap(0, Relaxed);
     let take_i = |a: &AtomicI64| a.swap(0, Relaxed);
-    let (c, b, f) = (take_u(&e.count), take_u(&e.bytes), take_u(&e.frees));
-    if c != 0 {
-        s.count.fetch_add(c, Relaxed);
-        s.bytes.fetch_add(b, Relaxed);
-    }
-    if f != 0 {
-        s.frees.fetch_add(f, Relaxed);
-    }
     fetch_max(&s.max_size, take_u(&e.max_size));
-    let (lb, lo) = (take_i(&e.live_bytes), take_i(&e.live_objects));
-    if lb != 0 {
-        s.live_bytes.fetch_add(lb as u64, Relaxed);
-    }
-    if lo != 0 {
-        s.live_objects.fetch_add(lo as u64, Relaxed);
-    }
+    apply_site(
+        s,
+        take_u(&e.count),
+        take_u(&e.bytes),
+        take_u(&e.frees),
+        take_i(&e.live_bytes),
+        take_i(&e.live_objects),
+    );
 }
 
 /// Move the block's totals into `TOTALS` (the caller holds the block's lock).
@@ -169,13 +184,33 @@ fn flush_totals(b: &Block) {
         .fetch_add(b.live.swap(0, Relaxed) as u64, Relaxed);
 }
 
-/// `shared + delta` as a live-byte count, compared with `peak`.
+/// A live-byte count (shared plus some thread's unflushed delta), compared with `peak`.
 #[inline]
-fn check_peak(shared: &AtomicU64, delta: i64, peak: &AtomicU64) {
-    let live = (shared.load(Relaxed) as i64).wrapping_add(delta);
+fn note_peak(peak: &AtomicU64, live: i64) {
     if live > 0 {
         fetch_max(peak, live as u64);
     }
+}
+
+/// A live-bytes delta past [`LIVE_FLUSH`] (either sign) moves into its shared counter, under
+/// the block's lock (so [`pending`] never sees it twice).
+#[inline]
+fn bound_live(b: &Block, delta: &AtomicI64, shared: &AtomicU64) {
+    if delta.load(Relaxed).abs() > LIVE_FLUSH {
+        let _g = b.lock.lock();
+        shared.fetch_add(delta.swap(0, Relaxed) as u64, Relaxed);
+    }
+}
+
+/// After an allocation: bound the delta, then compare shared + delta (the live bytes as this
+/// thread sees them) with the peak.
+#[inline]
+fn grew(b: &Block, delta: &AtomicI64, shared: &AtomicU64, peak: &AtomicU64) {
+    bound_live(b, delta, shared);
+    note_peak(
+        peak,
+        (shared.load(Relaxed) as i64).wrapping_add(delta.load(Relaxed)),
+    );
 }
 
 /// An object of `size` bytes was allocated at `site` by thread `tid`, standing for `w`
@@ -199,24 +234,13 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: 
     }
     add_i(&e.live_objects, w as i64);
     add_i(&e.live_bytes, ws as i64);
-    if e.live_bytes.load(Relaxed) > LIVE_FLUSH {
-        let _g = b.lock.lock();
-        s.live_bytes
-            .fetch_add(e.live_bytes.swap(0, Relaxed) as u64, Relaxed);
-    }
-    check_peak(&s.live_bytes, e.live_bytes.load(Relaxed), &s.live_peak);
+    grew(b, &e.live_bytes, &s.live_bytes, &s.live_peak);
     if totals {
         add_u(&b.allocations, 1);
         add_u(&b.bytes, size);
     }
     add_i(&b.live, ws as i64);
-    if b.live.load(Relaxed) > LIVE_FLUSH {
-        let _g = b.lock.lock();
-        TOTALS
-            .live
-            .fetch_add(b.live.swap(0, Relaxed) as u64, Relaxed);
-    }
-    check_peak(&TOTALS.live, b.live.load(Relaxed), &TOTALS.peak);
+    grew(b, &b.live, &TOTALS.live, &TOTALS.peak);
 }
 
 /// `size` bytes of an object of `site` (standing for `w` objects) went away; `whole`: the
@@ -236,93 +260,75 @@ pub(super) fn release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, tot
             add_u(&b.frees, 1);
         }
     }
-    if e.live_bytes.load(Relaxed) < -LIVE_FLUSH {
-        let _g = b.lock.lock();
-        s_add(ss, site, e.live_bytes.swap(0, Relaxed));
-    }
+    bound_live(b, &e.live_bytes, &ss.site(site).live_bytes);
     add_i(&b.live, (ws as i64).wrapping_neg());
-    if b.live.load(Relaxed) < -LIVE_FLUSH {
-        let _g = b.lock.lock();
-        TOTALS
-            .live
-            .fetch_add(b.live.swap(0, Relaxed) as u64, Relaxed);
-    }
-}
-
-fn s_add(ss: &Sites, site: u32, d: i64) {
-    ss.site(site).live_bytes.fetch_add(d as u64, Relaxed);
+    bound_live(b, &b.live, &TOTALS.live);
 }
 
 /// A mapping of `site` grew (`d` > 0) or shrank in place: the shared counters directly (a
-/// system call happened anyway).
+/// system call happened anyway), the peaks with the calling thread's own deltas.
 pub(super) fn resize(ss: &Sites, site: u32, d: i64, size: u64) {
     let s = ss.site(site);
     let live = s
         .live_bytes
         .fetch_add(d as u64, Relaxed)
-        .wrapping_add(d as u64);
+        .wrapping_add(d as u64) as i64;
     let total = TOTALS
         .live
         .fetch_add(d as u64, Relaxed)
-        .wrapping_add(d as u64);
+        .wrapping_add(d as u64) as i64;
     if d > 0 {
-        let own = mine().map_or((0, 0), |b| {
+        let (own_site, own_total) = mine().map_or((0, 0), |b| {
             let e = &b.entries[site as usize % ENTRIES];
-            let el = if e.site_plus1.load(Relaxed) == site + 1 {
-                e.live_bytes.load(Relaxed)
-            } else {
-                0
-            };
-            (el, b.live.load(Relaxed))
+            let mine = e.site_plus1.load(Relaxed) == site + 1;
+            (
+                if mine { e.live_bytes.load(Relaxed) } else { 0 },
+                b.live.load(Relaxed),
+            )
         });
-        check_peak(&AtomicU64::new(live), own.0, &s.live_peak);
-        check_peak(&AtomicU64::new(total), own.1, &TOTALS.peak);
+        note_peak(&s.live_peak, live.wrapping_add(own_site));
+        note_peak(&TOTALS.peak, total.wrapping_add(own_total));
     }
     fetch_max(&s.max_size, size);
 }
 
+/// [`alloc`] for a thread without a block (after its exit): the shared counters directly.
 fn shared_alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: bool) {
     let s = ss.site(site);
     let ws = w.wrapping_mul(size);
-    s.count.fetch_add(w, Relaxed);
-    s.bytes.fetch_add(ws, Relaxed);
+    apply_site(s, w, ws, 0, ws as i64, w as i64);
     fetch_max(&s.max_size, size);
-    let live = s.live_bytes.fetch_add(ws, Relaxed).wrapping_add(ws);
-    check_peak(&AtomicU64::new(live), 0, &s.live_peak);
-    s.live_objects.fetch_add(w, Relaxed);
+    note_peak(&s.live_peak, s.live_bytes.load(Relaxed) as i64);
     note_thread(site, s, tid);
     if totals {
         TOTALS.allocations.fetch_add(1, Relaxed);
         TOTALS.bytes.fetch_add(size, Relaxed);
     }
     let live = TOTALS.live.fetch_add(ws, Relaxed).wrapping_add(ws);
-    check_peak(&AtomicU64::new(live), 0, &TOTALS.peak);
+    note_peak(&TOTALS.peak, live as i64);
 }
 
+/// [`release`] for a thread without a block.
 fn shared_release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, totals: bool) {
-    let s = ss.site(site);
-    let ws = w.wrapping_mul(size);
-    s.live_bytes.fetch_sub(ws, Relaxed);
-    TOTALS.live.fetch_sub(ws, Relaxed);
-    if whole {
-        s.frees.fetch_add(w, Relaxed);
-        s.live_objects.fetch_sub(w, Relaxed);
-        if totals {
-            TOTALS.frees.fetch_add(1, Relaxed);
-        }
+    let ws = w.wrapping_mul(size) as i64;
+    let (frees, objects) = if whole { (w, -(w as i64)) } else { (0, 0) };
+    apply_site(ss.site(site), 0, 0, frees, -ws, objects);
+    TOTALS.live.fetch_sub(ws as u64, Relaxed);
+    if whole && totals {
+        TOTALS.frees.fetch_add(1, Relaxed);
     }
 }
 
 /// Sampling (`alloc_sample`): count an allocation call of `size` bytes in the totals, and say
-/// whether to record it: `Some(mean)` when the thread's byte countdown ran out (the next
+/// whether to record it: when the thread's byte countdown ran out (the next
 /// countdown drawn from an exponential distribution of mean `mean`, so an allocation of `n`
 /// bytes is recorded with probability 1 - exp(-n / mean) and stands for the inverse of it).
 #[inline]
-pub(super) fn count_call(size: u64, mean: u64) -> Option<u64> {
+pub(super) fn count_call(size: u64, mean: u64) -> bool {
     let Some(b) = mine() else {
         TOTALS.allocations.fetch_add(1, Relaxed);
         TOTALS.bytes.fetch_add(size, Relaxed);
-        return Some(mean);
+        return true;
     };
     add_u(&b.allocations, 1);
     add_u(&b.bytes, size);
@@ -334,10 +340,10 @@ pub(super) fn count_call(size: u64, mean: u64) -> Option<u64> {
     let left = b.sample_left.load(Relaxed) - size as i64;
     if left > 0 {
         b.sample_left.store(left, Relaxed);
-        return None;
+        return false;
     }
     b.sample_left.store(next_countdown(b, mean), Relaxed);
-    Some(mean)
+    true
 }
 
 /// Sampling: count a free call in the totals.
@@ -430,53 +436,6 @@ pub(crate) fn one_minus_exp_neg(x: f64) -> f64 {
     1.0 - e * f64::powi(0.5, k)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sampling_math_matches_std() {
-        for &x in &[
-            1e-9, 1e-4, 0.1, 0.5, 0.7071, 1.0, 1.5, 2.0, 3.7, 1e3, 1e9, 123456.789,
-        ] {
-            let (a, b) = (super::ln(x), x.ln());
-            assert!(
-                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
-                "ln({x}) = {a}, std {b}"
-            );
-        }
-        for &x in &[
-            0.0, 1e-12, 7.6e-5, 0.01, 0.3, 0.49, 0.5, 1.0, 2.5, 16.0, 40.0, 800.0,
-        ] {
-            let (a, b) = (super::one_minus_exp_neg(x), -(-x).exp_m1());
-            assert!(
-                (a - b).abs() <= 1e-12 * b.abs().max(1e-300),
-                "1-exp(-{x}) = {a}, std {b}"
-            );
-        }
-    }
-
-    #[test]
-    fn weights_are_inverse_probabilities() {
-        use super::weight;
-        assert_eq!(weight(40, 0, 0x1000), 1);
-        assert_eq!(weight(1 << 24, 524288, 0x1000), 1); // certainly recorded
-                                                        // 40 bytes at a mean of 512 KiB: recorded with probability 7.63e-5, 1/p = 13107.7.
-        let w = weight(40, 524288, 0x1000);
-        assert!(w == 13107 || w == 13108, "{w}");
-        // Unbiased over addresses: 1/p = 1.5820 for a request of the mean's size.
-        let n = 100_000u64;
-        let sum: u64 = (0..n)
-            .map(|i| weight(524288, 524288, 0x7f00_0000_0000 + i * 16))
-            .sum();
-        let mean = sum as f64 / n as f64;
-        assert!(
-            (mean - 1.0 / (1.0 - (-1.0f64).exp())).abs() < 0.01,
-            "{mean}"
-        );
-        // The same object, the same weight (its free takes back what its allocation added).
-        assert_eq!(weight(100, 4096, 0xdead0), weight(100, 4096, 0xdead0));
-    }
-}
-
 /// The calling thread ends: its deltas go to the shared counters and its block to the pool.
 pub(crate) fn thread_exit(ss: Option<&Sites>) {
     let p = BLOCK.with(|b| b.get());
@@ -551,11 +510,8 @@ pub(super) fn after_fork_child(ss: Option<&Sites>) {
         let b = unsafe { &*(p as *const Block) };
         for e in &b.entries {
             if let (Some(ss), Some(i)) = (ss, e.site_plus1.load(Relaxed).checked_sub(1)) {
-                let s = ss.site(i);
-                s.live_bytes
-                    .fetch_add(e.live_bytes.load(Relaxed) as u64, Relaxed);
-                s.live_objects
-                    .fetch_add(e.live_objects.load(Relaxed) as u64, Relaxed);
+                let live = (e.live_bytes.load(Relaxed), e.live_objects.load(Relaxed));
+                apply_site(ss.site(i), 0, 0, 0, live.0, live.1);
             }
             e.site_plus1.store(0, Relaxed);
             for a in [&e.count, &e.bytes, &e.frees, &e.max_size] {
@@ -591,4 +547,50 @@ pub(crate) unsafe fn fork_release() {
         (*(p as *const Block)).lock.force_unlock();
     }
     ALL.force_unlock();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sampling_math_matches_std() {
+        for &x in &[
+            1e-9, 1e-4, 0.1, 0.5, 0.7071, 1.0, 1.5, 2.0, 3.7, 1e3, 1e9, 123456.789,
+        ] {
+            let (a, b) = (super::ln(x), x.ln());
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                "ln({x}) = {a}, std {b}"
+            );
+        }
+        for &x in &[
+            0.0, 1e-12, 7.6e-5, 0.01, 0.3, 0.49, 0.5, 1.0, 2.5, 16.0, 40.0, 800.0,
+        ] {
+            let (a, b) = (super::one_minus_exp_neg(x), -(-x).exp_m1());
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1e-300),
+                "1-exp(-{x}) = {a}, std {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn weights_are_inverse_probabilities() {
+        use super::weight;
+        assert_eq!(weight(40, 0, 0x1000), 1);
+        // 16 MiB at a mean of 512 KiB: recorded with probability 1 - 1e-14.
+        assert_eq!(weight(1 << 24, 524288, 0x1000), 1);
+        // 40 bytes at a mean of 512 KiB: recorded with probability 7.63e-5, 1/p = 13107.7.
+        let w = weight(40, 524288, 0x1000);
+        assert!(w == 13107 || w == 13108, "{w}");
+        // Unbiased over addresses: 1/p = 1.5820 for a request of the mean's size.
+        let n = 100_000u64;
+        let sum: u64 = (0..n)
+            .map(|i| weight(524288, 524288, 0x7f00_0000_0000 + i * 16))
+            .sum();
+        let mean = sum as f64 / n as f64;
+        assert!(
+            (mean - 1.0 / (1.0 - (-1.0f64).exp())).abs() < 0.01,
+            "{mean}"
+        );
+    }
 }
