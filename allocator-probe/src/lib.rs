@@ -701,6 +701,86 @@ pub fn to_toml(d: &Description) -> String {
     )
 }
 
+/// The descriptions shipped in `configs/allocators/` (file name, text); a test checks the
+/// list against the directory.
+pub const SHIPPED: &[(&str, &str)] = &[
+    (
+        "glibc-2.36.toml",
+        include_str!("../../configs/allocators/glibc-2.36.toml"),
+    ),
+    (
+        "jemalloc-5.3.0.toml",
+        include_str!("../../configs/allocators/jemalloc-5.3.0.toml"),
+    ),
+    (
+        "mimalloc-2.0.9.toml",
+        include_str!("../../configs/allocators/mimalloc-2.0.9.toml"),
+    ),
+    (
+        "tbbmalloc-2021.8.toml",
+        include_str!("../../configs/allocators/tbbmalloc-2021.8.toml"),
+    ),
+    (
+        "tcmalloc-2.10.toml",
+        include_str!("../../configs/allocators/tcmalloc-2.10.toml"),
+    ),
+];
+
+/// Every shipped description, parsed (file name, description).
+pub fn shipped() -> Vec<(&'static str, Description)> {
+    SHIPPED
+        .iter()
+        .map(|(f, t)| (*f, from_toml(t).unwrap_or_else(|e| panic!("{f}: {e}"))))
+        .collect()
+}
+
+/// The shipped description of allocator `name` (the one of `version` if there is one).
+pub fn shipped_for(name: &str, version: Option<&str>) -> Option<(&'static str, Description)> {
+    let all: Vec<_> = shipped()
+        .into_iter()
+        .filter(|(_, d)| d.name == name)
+        .collect();
+    let exact = all
+        .iter()
+        .position(|(_, d)| version.is_some() && d.version.as_deref() == version);
+    all.into_iter().nth(exact.unwrap_or(0))
+}
+
+/// The bench row `op` a program operation is priced with: allocations by `malloc`'s rows,
+/// frees (and deletes) by `free`'s.
+pub fn bench_op(op: &str) -> &'static str {
+    if op == "free" || op == "delete" {
+        "free"
+    } else {
+        "malloc"
+    }
+}
+
+/// The reference cost (ns) of one operation of `size` bytes under `d`'s bench rows with this
+/// reuse and phase: linear in log(size) between the two rows around it, the nearest row
+/// outside their range. None when `d` has no such rows.
+pub fn reference_ns(d: &Description, op: &str, size: u64, reuse: &str, phase: &str) -> Option<f64> {
+    let op = bench_op(op);
+    let mut rows: Vec<(u64, f64)> = d
+        .bench
+        .iter()
+        .filter(|r| r.op == op && r.reuse == reuse && r.phase == phase)
+        .map(|r| (r.size, r.ns))
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    let (first, last) = (*rows.first()?, *rows.last()?);
+    if size <= first.0 {
+        return Some(first.1);
+    }
+    if size >= last.0 {
+        return Some(last.1);
+    }
+    let i = rows.iter().position(|r| r.0 >= size)?;
+    let (a, b) = (rows[i - 1], rows[i]);
+    let t = ((size as f64).ln() - (a.0 as f64).ln()) / ((b.0 as f64).ln() - (a.0 as f64).ln());
+    Some(a.1 + t * (b.1 - a.1))
+}
+
 /// Read a description (a shipped file, or one written before).
 pub fn from_toml(text: &str) -> Result<Description, String> {
     toml::from_str(text).map_err(|e| e.to_string())
@@ -709,6 +789,51 @@ pub fn from_toml(text: &str) -> Result<Description, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shipped_list_is_the_directory() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/allocators");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|f| f.ends_with(".toml"))
+            .collect();
+        files.sort();
+        let listed: Vec<String> = SHIPPED.iter().map(|(f, _)| f.to_string()).collect();
+        assert_eq!(files, listed);
+        assert_eq!(shipped().len(), SHIPPED.len());
+        assert_eq!(
+            shipped_for("jemalloc", Some("5.3.0")).unwrap().0,
+            "jemalloc-5.3.0.toml"
+        );
+        assert!(shipped_for("hoard", None).is_none());
+    }
+
+    #[test]
+    fn reference_cost_interpolates_in_log_size() {
+        let row = |size, ns| BenchRow {
+            op: "malloc".into(),
+            size,
+            kind: "small".into(),
+            reuse: "new".into(),
+            phase: "serial".into(),
+            ns,
+            calls: 1,
+        };
+        let d = Description {
+            bench: vec![row(64, 10.0), row(4096, 40.0)],
+            ..Default::default()
+        };
+        assert_eq!(reference_ns(&d, "new", 16, "new", "serial"), Some(10.0));
+        assert_eq!(
+            reference_ns(&d, "calloc", 1 << 20, "new", "serial"),
+            Some(40.0)
+        );
+        // 512 is half way from 64 to 4096 in log size.
+        assert!((reference_ns(&d, "malloc", 512, "new", "serial").unwrap() - 25.0).abs() < 1e-9);
+        assert_eq!(reference_ns(&d, "free", 64, "new", "serial"), None);
+        assert_eq!(reference_ns(&d, "malloc", 64, "reused", "serial"), None);
+    }
 
     fn desc(raw: &str) -> Description {
         describe(

@@ -191,6 +191,11 @@ impl Merged {
         let mut missing = 0usize;
         for i in 0..self.inputs.len() {
             let sites = self.inputs[i].profile.alloc_sites.clone();
+            let hz = self.inputs[i]
+                .profile
+                .allocator_ops
+                .as_ref()
+                .map_or(0.0, |a| a.tsc_hz);
             for a in &sites {
                 if !self.inputs[i].stacks.contains_key(&a.stack) {
                     missing += 1;
@@ -221,6 +226,7 @@ impl Merged {
                         threads: 0,
                         merged_sites: 0,
                         wrapper_frames,
+                        allocator_ns: 0.0,
                     });
                     self.alloc_sites.len() - 1
                 });
@@ -232,6 +238,9 @@ impl Merged {
                 m.live_bytes_peak += a.live_bytes_peak;
                 m.live_bytes_at_exit += a.live_bytes_at_exit;
                 m.live_objects_at_exit += a.live_objects_at_exit;
+                if hz > 0.0 {
+                    m.allocator_ns += a.cycles as f64 * 1e9 / hz;
+                }
                 m.threads += a.threads;
                 m.merged_sites += 1;
             }

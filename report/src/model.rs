@@ -33,6 +33,9 @@ pub struct Report {
     /// Only when an input has NUMA records (`PROFCC_INSTRUMENT=numa`; docs/numa.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<Numa>,
+    /// Only when an input has the allocator analysis's records (docs/allocators.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<AllocatorAnalysis>,
     /// Every thread of every input.
     pub threads: Vec<Thread>,
     pub notes: Notes,
@@ -165,6 +168,10 @@ pub struct AllocSite {
     /// `alloc_wrappers`): the site is the program's call after them.
     #[serde(default)]
     pub wrapper_frames: usize,
+    /// Nanoseconds the program's allocator spent on this site's objects (allocations,
+    /// reallocations and frees; the allocator analysis), summed over merged sites.
+    #[serde(default)]
+    pub allocator_ns: f64,
 }
 
 /// One symbolised frame. An address inside inlined code yields several frames: the inlined
@@ -515,4 +522,115 @@ pub struct Notes {
     pub notes: Vec<String>,
     /// Symbolisation problems, one per module (missing, changed, no debug info readable).
     pub warnings: Vec<String>,
+}
+
+/// The allocator analysis of every input that has it (docs/allocators.md, "The allocator
+/// analysis").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocatorAnalysis {
+    pub inputs: Vec<AllocatorInput>,
+    /// The allocation sites whose objects cost the allocator most, over all inputs (at most
+    /// `--top`): who pays.
+    pub top_sites: Vec<AllocSiteCost>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocatorInput {
+    /// Index into `summary.inputs`.
+    pub input: usize,
+    /// The allocator in use ("glibc 2.36"; "unknown").
+    pub allocator: String,
+    /// Where the size kinds come from: `shipped FILE`, `allocator=FILE`, or why none.
+    pub description: String,
+    /// Whether a description's kind boundary falls inside a size bucket (then the rows near
+    /// it are filed by the bucket's lower end).
+    pub kinds_approximate: bool,
+    /// Operations by op, size kind, reuse and phase (the first call of each thread left out).
+    pub ops: Vec<AllocOpRow>,
+    /// Nanoseconds in the allocator, summed over threads and rows.
+    pub total_ns: f64,
+    /// The run's wall-clock time.
+    pub duration_ns: u64,
+    pub first_calls: u64,
+    /// Channels the allocator's work goes through, observable or not.
+    pub channels: Vec<AllocChannel>,
+    /// Memory at the peak of live requested bytes and at exit (docs/allocators.md, "Memory
+    /// overhead").
+    pub overhead: Vec<AllocOverhead>,
+    /// Switching to each allocator with reference costs, best first.
+    pub predictions: Vec<AllocPrediction>,
+    /// The in-use allocator's own reference costs over the same operations (None: no rows).
+    pub self_check_ns: Option<f64>,
+    /// What to do, in words (None: nothing worth changing).
+    pub advice: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocOpRow {
+    /// malloc, calloc, realloc, free, new, delete, aligned.
+    pub op: String,
+    /// small, medium, big; "unknown" for frees of objects the runtime had not recorded.
+    pub size_kind: String,
+    pub reuse: String,
+    pub phase: String,
+    pub count: u64,
+    pub mean_ns: f64,
+    pub total_ns: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocChannel {
+    /// mmap, munmap, mremap, madvise, mprotect, sbrk, mutex, mutex_wait.
+    pub channel: String,
+    /// False: the allocator makes these calls where profcc cannot see them.
+    pub observable: bool,
+    /// Why not, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<String>,
+    pub count: u64,
+    pub total_ns: f64,
+    /// Calls per operation: (op, count, ns).
+    pub by_op: Vec<(String, u64, f64)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocSiteCost {
+    /// The program's call (first frame outside allocation wrappers), "file:line function".
+    pub site: String,
+    pub count: u64,
+    pub allocator_ns: f64,
+    pub share: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocPrediction {
+    /// "jemalloc 5.3.0".
+    pub allocator: String,
+    /// Nanoseconds the same operations would take at its reference costs.
+    pub predicted_ns: f64,
+    /// predicted - measured (negative: faster).
+    pub change_ns: f64,
+    /// change / wall-clock time of the run.
+    pub change_of_run: f64,
+    /// How to try it.
+    pub how: String,
+}
+
+/// Heap memory at one moment, split (docs/allocators.md, "Memory overhead"):
+/// heap_rss = usable + blowup + external_and_metadata, usable = requested +
+/// internal_fragmentation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocOverhead {
+    /// "peak" or "exit".
+    pub moment: String,
+    pub requested: u64,
+    pub usable: u64,
+    pub internal_fragmentation: u64,
+    /// Usable bytes freed and not allocated again by the freeing thread, per size bucket.
+    pub blowup: u64,
+    /// Resident set size above what it was when the runtime started.
+    pub heap_rss: u64,
+    /// heap_rss - usable - blowup (0 when negative): free space between blocks, allocator
+    /// metadata, and whatever else the program touched since it started.
+    pub external_and_metadata: u64,
 }

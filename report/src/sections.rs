@@ -8,6 +8,7 @@ use crate::model::{Report, REPORT_FORMAT, REPORT_VERSION};
 
 pub mod access;
 pub mod alloc;
+pub mod allocator;
 pub mod notes;
 pub mod numa;
 pub mod sharing;
@@ -52,6 +53,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
     let alloc_sites = alloc::build(m, opts);
     let sharing = sharing::build(m, opts);
     let numa = numa::build(m, opts);
+    let allocator = allocator::build(m, opts);
     let threads = threads::build(m, opts);
     let notes = notes::build(m, opts);
     Report {
@@ -62,6 +64,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         alloc_sites,
         sharing,
         numa,
+        allocator,
         threads,
         notes,
     }

@@ -261,6 +261,7 @@ fn merges_two_files() {
         live_bytes_at_exit: 0,
         live_objects_at_exit: 0,
         threads: 1,
+        cycles: 0,
     };
     a.alloc_sites = vec![alloc(1, 10)];
     b.alloc_sites = vec![alloc(9, 30)];
@@ -982,6 +983,7 @@ pub(crate) fn sample_report() -> Report {
                 merged_sites: 2,
                 stack: vec![raw.clone(), frame("make", 21), frame("main", 40)],
                 wrapper_frames: 0,
+                allocator_ns: 0.0,
             }],
         },
         sharing: Some(Sharing {
@@ -1098,6 +1100,58 @@ pub(crate) fn sample_report() -> Report {
                     unpinned_thread: 0,
                     unpinned_page: 100,
                 }],
+            }],
+        }),
+        allocator: Some(crate::model::AllocatorAnalysis {
+            inputs: vec![crate::model::AllocatorInput {
+                input: 0,
+                allocator: "glibc 2.36".into(),
+                description: "shipped configs/allocators/glibc-2.36.toml".into(),
+                kinds_approximate: false,
+                ops: vec![crate::model::AllocOpRow {
+                    op: "malloc".into(),
+                    size_kind: "small".into(),
+                    reuse: "reused".into(),
+                    phase: "serial".into(),
+                    count: 1000,
+                    mean_ns: 10.5,
+                    total_ns: 10500.0,
+                }],
+                total_ns: 10500.0,
+                duration_ns: 2_000_000,
+                first_calls: 1,
+                channels: vec![crate::model::AllocChannel {
+                    channel: "mmap".into(),
+                    observable: false,
+                    why_not: Some("libc.so.6 makes these calls inside itself, not through its PLT".into()),
+                    count: 0,
+                    total_ns: 0.0,
+                    by_op: vec![],
+                }],
+                overhead: vec![crate::model::AllocOverhead {
+                    moment: "peak".into(),
+                    requested: 1000,
+                    usable: 1200,
+                    internal_fragmentation: 200,
+                    blowup: 64,
+                    heap_rss: 135168,
+                    external_and_metadata: 133904,
+                }],
+                predictions: vec![crate::model::AllocPrediction {
+                    allocator: "mimalloc 2.0.9".into(),
+                    predicted_ns: 8000.0,
+                    change_ns: -2500.0,
+                    change_of_run: -0.00125,
+                    how: "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2.0 PROGRAM, or link with -lmimalloc".into(),
+                }],
+                self_check_ns: Some(11000.0),
+                advice: None,
+            }],
+            top_sites: vec![crate::model::AllocSiteCost {
+                site: "make t.c:21".into(),
+                count: 1000,
+                allocator_ns: 10500.0,
+                share: 1.0,
             }],
         }),
         threads: vec![

@@ -108,6 +108,10 @@ struct profcc_tls {
     uint32_t in_rt;     /* re-entrancy guard */
     uintptr_t stack_lo; /* bounds of this thread's stack, for the frame-pointer walker */
     uintptr_t stack_hi;
+    /* C only (threads.rs mirrors the fields above): the allocator operation whose real call
+     * runs (its OP_ + 1; 0: none), so the mmap family and the mutex see the allocator's own
+     * calls (the allocator analysis's channels). */
+    uint32_t alloc_op;
 };
 __attribute__((tls_model("initial-exec"))) static __thread struct profcc_tls tls;
 
@@ -147,7 +151,9 @@ enum {
     K_PVALLOC, K_NEW, K_NEW_ARRAY, K_MMAP, K_STRDUP, K_STRNDUP
 };
 struct profcc_obj { uint64_t addr, size; uint32_t site, tid; };
-void profcc_on_alloc(void *p, size_t n, uint32_t kind, void *fp);
+/* Returns the object's allocation-site index, NO_SITE when it was not recorded. */
+uint32_t profcc_on_alloc(void *p, size_t n, uint32_t kind, void *fp);
+#define NO_SITE 0xffffffffu
 int profcc_take(void *p, struct profcc_obj *out);
 void profcc_account_free(const struct profcc_obj *o);
 void profcc_put_back(const struct profcc_obj *o);
@@ -162,22 +168,38 @@ void profcc_thread_failed(void *rec);
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FP() __builtin_frame_address(0)
-#define RECORD(p, n, k)                                  \
-    do {                                                 \
-        if (LIKELY(!tls.in_rt) && LIKELY((p) != 0)) {    \
-            tls.in_rt = 1;                               \
-            profcc_on_alloc((p), (n), (k), FP());        \
-            tls.in_rt = 0;                               \
-        }                                                \
-    } while (0)
+/* ---- the allocator analysis's timing (rt/src/analyses/allocator.rs) ----
+ * The operations, in the order of the analysis's `OP_NAMES` (a unit test there reads this
+ * line): */
+enum { OP_MALLOC, OP_CALLOC, OP_REALLOC, OP_FREE, OP_NEW, OP_DELETE, OP_ALIGNED };
+/* The channels an allocator's own calls go through, in the order of `CHANNEL_NAMES`: */
+enum { CH_MMAP, CH_MUNMAP, CH_MREMAP, CH_MUTEX, CH_MUTEX_WAIT };
+/* Set once by the analysis's init when it is on (read relaxed on every program call). */
+uint32_t profcc_alloc_timing;
+/* After the real call: the program's operation `op` of `n` bytes returned (or freed) `p`,
+ * taking `cycles` TSC ticks in the allocator (0: not timed, the analysis is off); `old`,
+ * `old_n`: realloc's old block and its size (NO_SIZE: not recorded); `site`: the object's
+ * allocation site (NO_SITE: not recorded). */
+void profcc_alloc_op(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t cycles,
+                     uint32_t site);
+#define NO_SIZE ((size_t)-1)
+/* An allocator call ran through channel `ch` for `cycles` ticks inside operation `op`. */
+void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles);
 
-/* Remove and account; forward. */
-static inline void forget(void *p) {
-    if (UNLIKELY(tls.in_rt) || !p) return;
-    tls.in_rt = 1;
-    struct profcc_obj o;
-    if (profcc_take(p, &o)) profcc_account_free(&o);
-    tls.in_rt = 0;
+/* Start timing the program's operation `op` (`outer`: the guard's value on entry; a call
+ * made inside the runtime, an allocator or new/delete is not the program's): its start
+ * tick, 0 when not timed. */
+static inline uint64_t timing_start(uint32_t outer, uint32_t op) {
+    if (LIKELY(outer) || !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) return 0;
+    tls.alloc_op = op + 1;
+    return __builtin_ia32_rdtsc();
+}
+/* Ticks since `t0` (0: not timed). */
+static inline uint64_t timing_end(uint64_t t0) {
+    if (!t0) return 0;
+    uint64_t t1 = __builtin_ia32_rdtsc();
+    tls.alloc_op = 0;
+    return t1 - t0 ? t1 - t0 : 1;
 }
 
 /* ---- the real allocator ----
@@ -444,14 +466,19 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
  * call is the program's (0: record it) or made inside the runtime, an allocator or new/delete
  * (forward only). */
 
-#define FORWARD_AND_RECORD(call, n, kind)                                   \
-    do {                                                                    \
-        uint32_t outer = tls.in_rt;                                         \
-        tls.in_rt = 1;                                                      \
-        void *p = (call);                                                   \
-        if (LIKELY(!outer) && LIKELY(p != 0)) profcc_on_alloc(p, (n), (kind), FP()); \
-        tls.in_rt = outer;                                                  \
-        return p;                                                           \
+#define FORWARD_AND_RECORD(call, n, kind, op)                                                \
+    do {                                                                                     \
+        uint32_t outer = tls.in_rt;                                                          \
+        tls.in_rt = 1;                                                                       \
+        uint64_t t0 = timing_start(outer, (op));                                             \
+        void *p = (call);                                                                    \
+        uint64_t c = timing_end(t0);                                                         \
+        if (LIKELY(!outer)) {                                                                \
+            uint32_t site = LIKELY(p != 0) ? profcc_on_alloc(p, (n), (kind), FP()) : NO_SITE; \
+            if (c) profcc_alloc_op((op), (n), p, 0, 0, c, site);                                \
+        }                                                                                    \
+        tls.in_rt = outer;                                                                   \
+        return p;                                                                            \
     } while (0)
 
 /* ---- the dynamic thread vector's side blocks ----
@@ -563,7 +590,7 @@ void *malloc(size_t n) {
         void *p = scratch_alloc(n);
         if (p) return p;
     }
-    FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC);
+    FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC, OP_MALLOC);
 }
 
 /* strdup and strndup: libc's copies call the allocator from inside libc, which has no frame
@@ -582,11 +609,16 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
     }
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
+    uint64_t t0 = timing_start(outer, OP_MALLOC);
     p = REAL(malloc)(len + 1);
+    uint64_t c = timing_end(t0);
     if (LIKELY(p != 0)) {
         __builtin_memcpy(p, s, len);
         p[len] = 0;
-        if (LIKELY(!outer)) profcc_on_alloc(p, len + 1, kind, fp);
+    }
+    if (LIKELY(!outer)) {
+        uint32_t site = LIKELY(p != 0) ? profcc_on_alloc(p, len + 1, kind, fp) : NO_SITE;
+        if (c) profcc_alloc_op(OP_MALLOC, len + 1, p, 0, 0, c, site);
     }
     tls.in_rt = outer;
     return p;
@@ -605,8 +637,12 @@ void free(void *p) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
-    if (!outer && p && profcc_take(p, &o)) profcc_account_free(&o);
+    int had = !outer && p && profcc_take(p, &o);
+    if (had) profcc_account_free(&o);
+    uint64_t t0 = p ? timing_start(outer, OP_FREE) : 0;
     if (LIKELY(!in_pool(p))) REAL(free)(p); /* a pool block is never handed to any free */
+    uint64_t c = timing_end(t0);
+    if (c) profcc_alloc_op(OP_FREE, had ? o.size : 0, p, 0, 0, c, had ? o.site : NO_SITE);
     tls.in_rt = outer;
 }
 
@@ -622,7 +658,7 @@ void *calloc(size_t n, size_t m) {
         void *p = scratch_alloc(n * m);
         if (p) return __builtin_memset(p, 0, n * m);
     }
-    FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC);
+    FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC, OP_CALLOC);
 }
 
 static void *realloc_impl(void *old, size_t n, void *fp) {
@@ -631,14 +667,18 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
     struct profcc_obj o;
     int had = !outer && old && profcc_take(old, &o);
     /* The allocator's realloc; a pool block moves out of the pool. */
+    uint64_t t0 = UNLIKELY(in_pool(old)) ? 0 : timing_start(outer, OP_REALLOC);
     void *p = UNLIKELY(in_pool(old)) ? pool_realloc(old, n) : REAL(realloc)(old, n);
+    uint64_t c = timing_end(t0);
     if (!outer) {
+        uint32_t site = NO_SITE;
         if (!p && n != 0 && old) {
             if (had) profcc_put_back(&o); /* failed: the old block is still the program's */
         } else {
             if (had) profcc_account_free(&o);
-            if (p) profcc_on_alloc(p, n, K_REALLOC, fp);
+            if (p) site = profcc_on_alloc(p, n, K_REALLOC, fp);
         }
+        if (c) profcc_alloc_op(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, site);
     }
     tls.in_rt = outer;
     return p;
@@ -672,19 +712,28 @@ void *reallocarray(void *old, size_t n, size_t m) {
 int posix_memalign(void **out, size_t al, size_t n) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
+    uint64_t t0 = timing_start(outer, OP_ALIGNED);
     int rc = REAL(posix_memalign)(out, al, n);
-    if (LIKELY(!outer) && rc == 0 && *out) profcc_on_alloc(*out, n, K_POSIX_MEMALIGN, FP());
+    uint64_t c = timing_end(t0);
+    if (LIKELY(!outer)) {
+        void *p = rc == 0 ? *out : 0;
+        uint32_t site = p ? profcc_on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
+        if (c) profcc_alloc_op(OP_ALIGNED, n, p, 0, 0, c, site);
+    }
     tls.in_rt = outer;
     return rc;
 }
 
-void *aligned_alloc(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(aligned_alloc)(al, n), n, K_ALIGNED_ALLOC); }
+void *aligned_alloc(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(aligned_alloc)(al, n), n, K_ALIGNED_ALLOC, OP_ALIGNED); }
 
-void *memalign(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(memalign)(al, n), n, K_MEMALIGN); }
+void *memalign(size_t al, size_t n) { FORWARD_AND_RECORD(REAL(memalign)(al, n), n, K_MEMALIGN, OP_ALIGNED); }
 
-void *valloc(size_t n) { FORWARD_AND_RECORD(REAL(valloc)(n), n, K_VALLOC); }
+void *valloc(size_t n) { FORWARD_AND_RECORD(REAL(valloc)(n), n, K_VALLOC, OP_ALIGNED); }
 
-void *pvalloc(size_t n) { FORWARD_AND_RECORD(REAL(pvalloc)(n), n, K_PVALLOC); }
+void *pvalloc(size_t n) { FORWARD_AND_RECORD(REAL(pvalloc)(n), n, K_PVALLOC, OP_ALIGNED); }
+
+/* For the allocator analysis: the real allocator's usable size of a block it handed out. */
+size_t profcc_usable(void *p) { return p && !in_pool(p) && !in_dtv(p) ? REAL(usable)(p) : 0; }
 
 size_t malloc_usable_size(void *p) {
     if (!p) return 0;
@@ -735,11 +784,19 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
     return p;
 }
 
-#define NEW(name, params, n, al, nothrow, kind)     \
-    void *name params {                             \
-        void *p = new_impl((n), (al), (nothrow));   \
-        RECORD(p, (n), (kind));                     \
-        return p;                                   \
+#define NEW(name, params, n, al, nothrow, kind)                                           \
+    void *name params {                                                                   \
+        uint64_t t0 = timing_start(tls.in_rt, OP_NEW);                                    \
+        void *p = new_impl((n), (al), (nothrow));                                         \
+        uint64_t c = timing_end(t0);                                                      \
+        if (LIKELY(!tls.in_rt)) {                                                         \
+            uint32_t site = NO_SITE;                                                      \
+            tls.in_rt = 1;                                                                \
+            if (LIKELY(p != 0)) site = profcc_on_alloc(p, (n), (kind), FP());             \
+            if (c) profcc_alloc_op(OP_NEW, (n), p, 0, 0, c, site);                           \
+            tls.in_rt = 0;                                                                \
+        }                                                                                 \
+        return p;                                                                         \
     }
 
 typedef struct { char c; } nothrow_t; /* std::nothrow_t const& : only its address is passed */
@@ -760,10 +817,26 @@ static inline void raw_free(void *p) {
     tls.in_rt = saved;
 }
 
+/* Remove and account (before the real free), free through the malloc family, time it. */
+static inline void delete_impl(void *p) {
+    if (UNLIKELY(tls.in_rt) || !p) {
+        raw_free(p);
+        return;
+    }
+    tls.in_rt = 1;
+    struct profcc_obj o;
+    int had = profcc_take(p, &o);
+    if (had) profcc_account_free(&o);
+    uint64_t t0 = timing_start(0, OP_DELETE);
+    free(p); /* guard set: forwards */
+    uint64_t c = timing_end(t0);
+    if (c) profcc_alloc_op(OP_DELETE, had ? o.size : 0, p, 0, 0, c, had ? o.site : NO_SITE);
+    tls.in_rt = 0;
+}
+
 #define DELETE(name, params)     \
     void name params {           \
-        forget(p);               \
-        raw_free(p);             \
+        delete_impl(p);          \
     }
 
 DELETE(_ZdlPv, (void *p))
@@ -781,8 +854,23 @@ DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t al, const nothrow_t
 
 /* ---- mmap family: raw syscalls, never a lazy dlsym ---- */
 
+/* A system call the allocator made inside the program's operation: timed for the analysis. */
+#define CHANNEL(ch, call)                                                        \
+    ({                                                                           \
+        uint32_t op_ = tls.alloc_op;                                             \
+        uint64_t t0_ = UNLIKELY(op_ != 0) ? __builtin_ia32_rdtsc() : 0;          \
+        long r_ = (call);                                                        \
+        if (UNLIKELY(op_ != 0)) {                                                \
+            int e_ = errno;                                                      \
+            profcc_alloc_channel((ch), op_ - 1, __builtin_ia32_rdtsc() - t0_);   \
+            errno = e_;                                                          \
+        }                                                                        \
+        r_;                                                                      \
+    })
+
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off); /* sets errno, returns -1 */
+    /* sets errno, returns -1 */
+    long r = CHANNEL(CH_MMAP, syscall(SYS_mmap, addr, len, prot, flags, fd, off));
     void *p = (void *)r;
     if (p != MAP_FAILED && LIKELY(!tls.in_rt)) {
         tls.in_rt = 1;
@@ -800,7 +888,7 @@ int munmap(void *addr, size_t len) {
         profcc_on_munmap(addr, len);
         tls.in_rt = 0;
     }
-    return (int)syscall(SYS_munmap, addr, len);
+    return (int)CHANNEL(CH_MUNMAP, syscall(SYS_munmap, addr, len));
 }
 
 /* For the wrappers of libnuma's allocators (numa_wrap_libnuma.c): run a call unrecorded, and
@@ -876,8 +964,9 @@ typedef int (*mutex_lock_fn)(pthread_mutex_t *);
 
 int pthread_mutex_lock(pthread_mutex_t *m) {
     int r = pthread_mutex_trylock(m);
+    if (UNLIKELY(tls.alloc_op != 0) && r != EBUSY) profcc_alloc_channel(CH_MUTEX, tls.alloc_op - 1, 0);
     if (r != EBUSY) return r; /* taken, or an error the lock would give too */
-    r = REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m);
+    r = CHANNEL(CH_MUTEX_WAIT, REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m));
     waited(WAIT_MUTEX);
     return r;
 }
@@ -917,7 +1006,7 @@ void *mremap(void *old, size_t old_len, size_t len, int flags, ...) {
         want = va_arg(ap, void *);
         va_end(ap);
     }
-    long r = syscall(SYS_mremap, old, old_len, len, flags, want);
+    long r = CHANNEL(CH_MREMAP, syscall(SYS_mremap, old, old_len, len, flags, want));
     void *p = (void *)r;
     if (p != MAP_FAILED && LIKELY(!tls.in_rt)) {
         tls.in_rt = 1;

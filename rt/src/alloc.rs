@@ -434,6 +434,8 @@ struct Site {
     live_bytes: AtomicU64,
     live_peak: AtomicU64,
     live_objects: AtomicU64,
+    /// TSC ticks the allocator spent on this site's objects (allocator analysis).
+    cycles: AtomicU64,
     /// Bit t: thread t allocated here (t < 256); higher ids go to `THREAD_SET`.
     tbits: [AtomicU64; 4],
 }
@@ -691,7 +693,7 @@ pub unsafe extern "C" fn profcc_on_alloc(
     n: usize,
     kind: u32,
     fp: *mut libc::c_void,
-) {
+) -> u32 {
     #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
     crate::ensure_init();
     let mean = SAMPLE_MEAN.load(Ordering::Relaxed);
@@ -699,13 +701,13 @@ pub unsafe extern "C" fn profcc_on_alloc(
         (1, 0)
     } else {
         if !stats::count_call(n as u64, mean) {
-            return;
+            return NO_SITE;
         }
         (stats::weight(n as u64, mean, p as u64), SAMPLED)
     };
     let tid = threads::current_id();
     let Some(site) = site_for(kind, fp) else {
-        return;
+        return NO_SITE;
     };
     account_alloc(site, tid, n as u64, w, sampled == 0);
     let o = Obj {
@@ -724,6 +726,18 @@ pub unsafe extern "C" fn profcc_on_alloc(
         account_release(&stale, stale.size, true);
     }
     crate::analysis::object_allocated(|| info(&o));
+    site
+}
+
+/// What `profcc_on_alloc` returns for an allocation it did not record (`NO_SITE` in
+/// interpose.c).
+pub const NO_SITE: u32 = u32::MAX;
+
+/// Add `cycles` of allocator time to `site`'s counters (the allocator analysis's "who pays").
+pub fn add_site_cycles(site: u32, cycles: u64) {
+    if let Some(ss) = sites() {
+        stats::cycles(ss, site, cycles);
+    }
 }
 
 /// Remove `p` from the object map (before the real free); 1 when it was there.
@@ -1043,6 +1057,7 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
             live_bytes_at_exit: live.max(0) as u64,
             live_objects_at_exit: live_objects.max(0) as u64,
             threads,
+            cycles: s.cycles.load(Ordering::Relaxed) + d.cycles,
         });
     }
     out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.stack.cmp(&b.stack)));
@@ -1077,6 +1092,7 @@ pub(crate) fn after_fork_child() {
         z(&s.bytes);
         z(&s.frees);
         z(&s.max_size);
+        z(&s.cycles);
         s.extra_threads.store(0, Ordering::Relaxed);
         for b in &s.tbits {
             z(b);

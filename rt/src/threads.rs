@@ -81,7 +81,12 @@ fn is_main_thread() -> bool {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 == libc::getpid() }
 }
 
+/// Program threads running now (registered and not yet ended; a thread started behind the
+/// runtime's back is never seen to end): the allocator analysis's serial/parallel phase.
+pub static LIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
 fn set_bounds(main: bool) {
+    LIVE.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     let t = tls();
     let (mut lo, mut hi) = (0usize, 0usize);
     let _g = RtGuard::enter(); // pthread_getattr_np allocates
@@ -95,6 +100,7 @@ fn set_bounds(main: bool) {
 /// `pthread_exit` or it was cancelled (a cleanup handler).
 #[no_mangle]
 pub extern "C" fn profcc_thread_exiting() {
+    LIVE.fetch_sub(1, core::sync::atomic::Ordering::Relaxed);
     for a in crate::analysis::all() {
         a.thread_exit();
     }
@@ -261,4 +267,5 @@ pub unsafe extern "C" fn profcc_thread_failed(rec: *mut libc::c_void) {
 pub(crate) fn after_fork_child() {
     let me = tls().tid_plus1.wrapping_sub(1);
     REG.lock().recs.retain(|r| r.id == me);
+    LIVE.store(1, core::sync::atomic::Ordering::Relaxed);
 }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod allocator;
 pub mod numa;
 pub mod sharing;
 
@@ -69,6 +70,9 @@ pub struct Profile {
     /// it may malloc) and in a fatal-signal dump (not async-signal-safe).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allocator: Vec<String>,
+    /// The allocator analysis (absent when it was off: `alloc_ops=0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_ops: Option<allocator::Allocator>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -172,6 +176,14 @@ pub struct AllocSite {
     pub live_objects_at_exit: u64,
     /// Threads that allocated here.
     pub threads: u32,
+    /// TSC ticks the allocator spent in the operations on this site's objects (allocations,
+    /// reallocations, frees; the allocator analysis, `allocator.tsc_hz` converts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cycles: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -33,6 +33,9 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     numa_objects,
     numa_sites,
     numa_binding,
+    alloc_ops,
+    alloc_channels,
+    alloc_overhead,
 ];
 
 /// Cells that hold several values are joined with this.
@@ -490,6 +493,126 @@ pub fn check_dir(dir: &Path) -> Result<(), CsvError> {
         )));
     }
     Ok(())
+}
+
+/// One row per operation kind of every input with the allocator analysis
+/// (docs/allocators.md): op, size kind, reuse, phase, count and the allocator's time.
+pub fn alloc_ops(r: &Report) -> Table {
+    let rows = r
+        .allocator
+        .iter()
+        .flat_map(|a| &a.inputs)
+        .flat_map(|i| {
+            i.ops.iter().map(move |o| {
+                vec![
+                    i.input.to_string(),
+                    o.op.clone(),
+                    o.size_kind.clone(),
+                    o.reuse.clone(),
+                    o.phase.clone(),
+                    o.count.to_string(),
+                    format!("{:.2}", o.mean_ns),
+                    format!("{:.0}", o.total_ns),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        file: "alloc_ops.csv",
+        header: &[
+            "input",
+            "op",
+            "size_kind",
+            "reuse",
+            "phase",
+            "count",
+            "mean_ns",
+            "total_ns",
+        ],
+        rows,
+    }
+}
+
+/// One row per channel (system call or lock the allocator's work goes through) of every input
+/// with the allocator analysis; `observable` false: the allocator makes these calls where
+/// profcc cannot see them (never read as zero).
+pub fn alloc_channels(r: &Report) -> Table {
+    let rows = r
+        .allocator
+        .iter()
+        .flat_map(|a| &a.inputs)
+        .flat_map(|i| {
+            i.channels.iter().map(move |c| {
+                vec![
+                    i.input.to_string(),
+                    c.channel.clone(),
+                    c.observable.to_string(),
+                    if c.observable {
+                        c.count.to_string()
+                    } else {
+                        String::new()
+                    },
+                    if c.observable {
+                        format!("{:.0}", c.total_ns)
+                    } else {
+                        String::new()
+                    },
+                    c.why_not.clone().unwrap_or_default(),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        file: "alloc_channels.csv",
+        header: &[
+            "input",
+            "channel",
+            "observable",
+            "count",
+            "total_ns",
+            "why_not",
+        ],
+        rows,
+    }
+}
+
+/// The heap's memory at the peak of live requested bytes and at exit, split into what the
+/// program asked for, internal fragmentation, freed-but-cached blocks and the rest
+/// (docs/allocators.md, "Memory overhead").
+pub fn alloc_overhead(r: &Report) -> Table {
+    let rows = r
+        .allocator
+        .iter()
+        .flat_map(|a| &a.inputs)
+        .flat_map(|i| {
+            i.overhead.iter().map(move |o| {
+                vec![
+                    i.input.to_string(),
+                    o.moment.clone(),
+                    o.requested.to_string(),
+                    o.usable.to_string(),
+                    o.internal_fragmentation.to_string(),
+                    o.blowup.to_string(),
+                    o.heap_rss.to_string(),
+                    o.external_and_metadata.to_string(),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        file: "alloc_overhead.csv",
+        header: &[
+            "input",
+            "moment",
+            "requested",
+            "usable",
+            "internal_fragmentation",
+            "blowup",
+            "heap_rss",
+            "external_and_metadata",
+        ],
+        rows,
+    }
 }
 
 /// Write every table into `dir` (created if missing; an error if it exists and is not a

@@ -35,6 +35,9 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     if let Some(n) = &r.numa {
         numa(n, several_inputs, &mut out);
     }
+    if let Some(a) = &r.allocator {
+        allocator_analysis(a, several_inputs, &mut out);
+    }
     threads(&r.threads, several_inputs, &mut out);
     notes(&r.notes, &mut out);
     out
@@ -295,6 +298,145 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
             "{indent}... {} more frames (--stack-depth 0 shows all)\n",
             stack.len() - shown
         ));
+    }
+}
+
+/// The allocator analysis: operations by kind, channels, who pays, switching.
+fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool, out: &mut String) {
+    use crate::fmt::{count, duration};
+    let ms = |ns: f64| duration(ns.max(0.0) as u64);
+    for i in &a.inputs {
+        out.push('\n');
+        let of = if several_inputs {
+            format!(" [input {}]", i.input)
+        } else {
+            String::new()
+        };
+        let n: u64 = i.ops.iter().map(|r| r.count).sum();
+        out.push_str(&format!(
+            "Allocator{of}: {} (size kinds: {}; docs/allocators.md)\n",
+            i.allocator, i.description
+        ));
+        out.push_str(&format!(
+            "  {} operations spent {} in the allocator ({:.1}% of the run's {} wall-clock time; summed over threads, each thread's first call left out: {})\n",
+            count(n),
+            ms(i.total_ns),
+            i.total_ns * 100.0 / i.duration_ns.max(1) as f64,
+            duration(i.duration_ns),
+            i.first_calls
+        ));
+        if i.kinds_approximate {
+            out.push_str("  (a kind boundary of the description falls inside a size bucket: rows near it are filed by the bucket's lower end)\n");
+        }
+        out.push_str(&format!(
+            "  {:<8} {:<8} {:<7} {:<9} {:>12} {:>10} {:>10}\n",
+            "op", "kind", "reuse", "phase", "count", "mean ns", "total"
+        ));
+        let mut rows: Vec<_> = i.ops.iter().collect();
+        rows.sort_by(|x, y| y.total_ns.total_cmp(&x.total_ns));
+        for r in rows {
+            out.push_str(&format!(
+                "  {:<8} {:<8} {:<7} {:<9} {:>12} {:>10.1} {:>10}\n",
+                r.op,
+                r.size_kind,
+                r.reuse,
+                r.phase,
+                count(r.count),
+                r.mean_ns,
+                ms(r.total_ns)
+            ));
+        }
+        for o in &i.overhead {
+            out.push_str(&format!(
+                "  memory at {}: {} requested, {} usable (internal fragmentation {}), blowup {}, heap RSS {} (external fragmentation, metadata and other memory {})\n",
+                o.moment,
+                crate::fmt::bytes(o.requested),
+                crate::fmt::bytes(o.usable),
+                crate::fmt::bytes(o.internal_fragmentation),
+                crate::fmt::bytes(o.blowup),
+                crate::fmt::bytes(o.heap_rss),
+                crate::fmt::bytes(o.external_and_metadata)
+            ));
+        }
+        let mut seen = Vec::new();
+        let mut hidden: Vec<(String, Vec<String>)> = Vec::new();
+        for c in &i.channels {
+            if c.observable {
+                let ops: Vec<String> = c
+                    .by_op
+                    .iter()
+                    .map(|(op, n, _)| format!("{op} {}", count(*n)))
+                    .collect();
+                let what = if ops.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {}", ops.join(", "))
+                };
+                seen.push(format!(
+                    "{} {} ({}){what}",
+                    c.channel,
+                    count(c.count),
+                    ms(c.total_ns)
+                ));
+            } else {
+                let why = c.why_not.clone().unwrap_or_default();
+                match hidden.iter_mut().find(|(w, _)| *w == why) {
+                    Some((_, names)) => names.push(c.channel.clone()),
+                    None => hidden.push((why, vec![c.channel.clone()])),
+                }
+            }
+        }
+        if !seen.is_empty() {
+            out.push_str(&format!("  allocator's calls: {}\n", seen.join("; ")));
+        }
+        for (why, names) in &hidden {
+            out.push_str(&format!(
+                "  not observable with this allocator: {} ({why})\n",
+                names.join(", ")
+            ));
+        }
+        if !i.predictions.is_empty() {
+            let p: Vec<String> = i
+                .predictions
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {}{} ({:+.1}% of the run)",
+                        p.allocator,
+                        if p.change_ns < 0.0 { "-" } else { "+" },
+                        ms(p.change_ns.abs()),
+                        p.change_of_run * 100.0
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  switching, at each allocator's reference costs (`profcc detect-allocator --bench` on the shipped descriptions' machine): {}\n",
+                p.join("; ")
+            ));
+        }
+        if let Some(c) = i.self_check_ns {
+            out.push_str(&format!(
+                "  reference check: {}'s own reference costs give {} for these operations (measured {})\n",
+                i.allocator,
+                ms(c),
+                ms(i.total_ns)
+            ));
+        }
+        if let Some(adv) = &i.advice {
+            out.push_str(&format!("  advice: {adv}\n"));
+        }
+    }
+    if !a.top_sites.is_empty() {
+        out.push_str("  who pays (allocator time on each site's objects):\n");
+        for s in &a.top_sites {
+            out.push_str(&format!(
+                "    {:>5.1}%  {}  ({} objects, {})\n",
+                s.share * 100.0,
+                s.site,
+                count(s.count),
+                ms(s.allocator_ns)
+            ));
+        }
     }
 }
 

@@ -47,6 +47,8 @@ struct Entry {
     max_size: AtomicU64,
     live_bytes: AtomicI64,
     live_objects: AtomicI64,
+    /// TSC ticks the allocator spent on this site's objects (the allocator analysis).
+    cycles: AtomicU64,
 }
 
 #[repr(C, align(64))]
@@ -162,6 +164,10 @@ fn flush_entry(ss: &Sites, e: &Entry) {
     let take_u = |a: &AtomicU64| a.swap(0, Relaxed);
     let take_i = |a: &AtomicI64| a.swap(0, Relaxed);
     fetch_max(&s.max_size, take_u(&e.max_size));
+    let c = take_u(&e.cycles);
+    if c != 0 {
+        s.cycles.fetch_add(c, Relaxed);
+    }
     apply_site(
         s,
         take_u(&e.count),
@@ -290,6 +296,16 @@ pub(super) fn resize(ss: &Sites, site: u32, d: i64, size: u64) {
         note_peak(&TOTALS.peak, total.wrapping_add(own_total));
     }
     fetch_max(&s.max_size, size);
+}
+
+/// The allocator spent `c` ticks on an operation on an object of `site`.
+pub(super) fn cycles(ss: &Sites, site: u32, c: u64) {
+    match mine() {
+        Some(b) => add_u(&b.entry(ss, site).cycles, c),
+        None => {
+            ss.site(site).cycles.fetch_add(c, Relaxed);
+        }
+    }
 }
 
 /// [`alloc`] for a thread without a block (after its exit): the shared counters directly.
@@ -468,6 +484,7 @@ pub(super) struct Pending {
     pub max_size: u64,
     pub live_bytes: i64,
     pub live_objects: i64,
+    pub cycles: u64,
 }
 
 /// Per site, and for the totals (`allocations` in `count`, `live` in `live_bytes`).
@@ -489,6 +506,7 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
             d.max_size = d.max_size.max(e.max_size.load(Relaxed));
             d.live_bytes += e.live_bytes.load(Relaxed);
             d.live_objects += e.live_objects.load(Relaxed);
+            d.cycles += e.cycles.load(Relaxed);
         }
         tot.count += b.allocations.load(Relaxed);
         tot.frees += b.frees.load(Relaxed);
@@ -514,7 +532,7 @@ pub(super) fn after_fork_child(ss: Option<&Sites>) {
                 apply_site(ss.site(i), 0, 0, 0, live.0, live.1);
             }
             e.site_plus1.store(0, Relaxed);
-            for a in [&e.count, &e.bytes, &e.frees, &e.max_size] {
+            for a in [&e.count, &e.bytes, &e.frees, &e.max_size, &e.cycles] {
                 a.store(0, Relaxed);
             }
             e.live_bytes.store(0, Relaxed);

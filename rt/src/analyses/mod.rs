@@ -8,8 +8,13 @@
 
 use crate::analysis::{Analysis, Registry};
 
+pub mod allocator;
 pub mod numa;
 pub mod sharing;
 
 /// The registry.
-pub static ANALYSES: Registry = &[&sharing::SHARING as &dyn Analysis, &numa::NUMA];
+pub static ANALYSES: Registry = &[
+    &sharing::SHARING as &dyn Analysis,
+    &numa::NUMA,
+    &allocator::ALLOCATOR,
+];

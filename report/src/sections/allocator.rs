@@ -1,0 +1,306 @@
+//! The allocator analysis (docs/allocators.md, "The allocator analysis"): the runtime's
+//! per-operation timings filed by the size kinds of the allocator's description, the channels
+//! the allocator's work goes through, who pays, and the predicted change of switching to each
+//! shipped allocator at its reference costs.
+
+use super::Options;
+use crate::merge::Merged;
+use crate::model::{
+    AllocChannel, AllocOpRow, AllocOverhead, AllocPrediction, AllocSiteCost, AllocatorAnalysis,
+    AllocatorInput,
+};
+use crate::symbolize::user_frame;
+use profcc_allocator_probe::{self as probe, Description};
+use std::collections::BTreeMap;
+
+/// Advise switching when the best reference allocator saves at least this share of the
+/// allocator's measured time ...
+pub const ADVISE_SHARE_OF_ALLOCATOR: f64 = 0.20;
+/// ... and at least this share of the run's wall-clock time.
+pub const ADVISE_SHARE_OF_RUN: f64 = 0.02;
+
+/// The description the kinds come from: `allocator=FILE`'s text kept in the profile, else the
+/// shipped one of the identified allocator.
+fn description(
+    a: &profcc_schema::allocator::Allocator,
+    name: &str,
+    version: Option<&str>,
+) -> (Option<Description>, String) {
+    if let Some(text) = &a.description {
+        return match probe::from_toml(text) {
+            Ok(d) => (Some(d), "allocator=FILE (given at run time)".into()),
+            Err(e) => (None, format!("allocator=FILE does not parse ({e})")),
+        };
+    }
+    match probe::shipped_for(name, version) {
+        Some((f, d)) => (Some(d), format!("shipped configs/allocators/{f}")),
+        None => (
+            None,
+            format!(
+                "none for {name}: `profcc detect-allocator --exe PROGRAM -o FILE`, then run with \
+                 PROFCC_OPTIONS=allocator=FILE; size kinds are by the generic rule (small up to \
+                 {GENERIC_SMALL_MAX} bytes, big from {GENERIC_BIG})"
+            ),
+        ),
+    }
+}
+
+/// Without a description: small up to this (the classes every allocator above has) ...
+pub const GENERIC_SMALL_MAX: u64 = 1024;
+/// ... big from this (glibc's default mmap threshold).
+pub const GENERIC_BIG: u64 = 128 * 1024;
+
+fn kind(d: Option<&Description>, size: u64) -> &'static str {
+    match d {
+        Some(d) => probe::size_kind(d, size),
+        None if size <= GENERIC_SMALL_MAX => "small",
+        None if size >= GENERIC_BIG => "big",
+        None => "medium",
+    }
+}
+
+/// The size a bucket [lo, hi) is priced at: its geometric middle (2 x lo when unbounded).
+fn bucket_size(lo: u64, hi: u64) -> u64 {
+    let hi = if hi == u64::MAX { lo.max(1) * 2 } else { hi };
+    ((lo.max(1) as f64) * (hi as f64)).sqrt() as u64
+}
+
+/// Channels as (name, what the description says of it, whether profcc interposes it).
+fn channel_rows(
+    a: &profcc_schema::allocator::Allocator,
+    d: Option<&Description>,
+    ns: &dyn Fn(u64) -> f64,
+) -> Vec<AllocChannel> {
+    let mut out = Vec::new();
+    let listed: [(&str, fn(&probe::Channels) -> bool, bool); 8] = [
+        ("mmap", |c| c.mmap, true),
+        ("munmap", |c| c.munmap, true),
+        ("mremap", |c| c.mremap, true),
+        ("mutex", |c| c.pthread_mutex_lock, true),
+        ("mutex_wait", |c| c.pthread_mutex_lock, true),
+        ("madvise", |c| c.madvise, false),
+        ("mprotect", |c| c.mprotect, false),
+        ("sbrk", |c| c.sbrk || c.brk, false),
+    ];
+    for (name, imported, interposed) in listed {
+        let cells: Vec<_> = a.channels.iter().filter(|c| c.channel == name).collect();
+        let count: u64 = cells.iter().map(|c| c.count).sum();
+        let cycles: u64 = cells.iter().map(|c| c.cycles).sum();
+        let (observable, why_not) = match d {
+            _ if count > 0 => (true, None),
+            Some(d) if !imported(&d.channels) => (
+                false,
+                Some(format!(
+                    "{} makes these calls inside itself, not through its PLT",
+                    d.channels.file
+                )),
+            ),
+            Some(_) if !interposed => (
+                false,
+                Some("the allocator imports these, but profcc does not interpose them yet".into()),
+            ),
+            Some(_) => (true, None),
+            None => (
+                false,
+                Some("no description of this allocator says how it calls the kernel".into()),
+            ),
+        };
+        out.push(AllocChannel {
+            channel: name.into(),
+            observable,
+            why_not,
+            count,
+            total_ns: ns(cycles),
+            by_op: cells
+                .iter()
+                .map(|c| (c.op.clone(), c.count, ns(c.cycles)))
+                .collect(),
+        });
+    }
+    out
+}
+
+/// How to run a program with the allocator of description `d`.
+fn how_to_use(d: &Description) -> String {
+    let obj = &d.object;
+    if d.name == "glibc" {
+        return "the system's malloc: drop the LD_PRELOAD or -l flag that brings the current one"
+            .into();
+    }
+    let lib = std::path::Path::new(obj)
+        .file_name()
+        .and_then(|f| f.to_str())
+        .and_then(|f| f.strip_prefix("lib"))
+        .and_then(|f| f.split(".so").next())
+        .unwrap_or("?");
+    format!("LD_PRELOAD={obj} PROGRAM, or link with -l{lib}")
+}
+
+pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
+    let mut inputs = Vec::new();
+    for (i, input) in m.inputs.iter().enumerate() {
+        let p = &input.profile;
+        let Some(a) = p.allocator_ops.as_ref() else {
+            continue;
+        };
+        let hz = if a.tsc_hz > 0.0 { a.tsc_hz } else { 1e9 };
+        let ns = |c: u64| c as f64 * 1e9 / hz;
+        let ident = probe::identify_by_symbols(&p.allocator);
+        let (name, version) = match &ident {
+            Some(i) => (i.name.clone(), i.version.clone()),
+            None => ("unknown".to_string(), None),
+        };
+        let (d, source) = description(a, &name, version.as_deref());
+        let shown = match (&d, &version) {
+            (Some(d), _) if a.description.is_some() => {
+                format!("{} {}", d.name, d.version.clone().unwrap_or_default())
+            }
+            (_, Some(v)) => format!("{name} {v}"),
+            _ => name.clone(),
+        };
+        let mut approx = false;
+        let mut rows: BTreeMap<(String, &str, String, String), (u64, u64)> = BTreeMap::new();
+        for c in &a.ops {
+            let k = if c.lo == 0 && c.hi == 0 {
+                "unknown"
+            } else {
+                let k = kind(d.as_ref(), c.lo);
+                if c.hi != u64::MAX && kind(d.as_ref(), c.hi - 1) != k {
+                    approx = true;
+                }
+                k
+            };
+            let e = rows
+                .entry((c.op.clone(), k, c.reuse.clone(), c.phase.clone()))
+                .or_default();
+            e.0 += c.count;
+            e.1 += c.cycles;
+        }
+        let ops: Vec<AllocOpRow> = rows
+            .into_iter()
+            .map(|((op, k, reuse, phase), (count, cycles))| AllocOpRow {
+                op,
+                size_kind: k.into(),
+                reuse,
+                phase,
+                count,
+                mean_ns: ns(cycles) / count.max(1) as f64,
+                total_ns: ns(cycles),
+            })
+            .collect();
+        let total_ns: f64 = ops.iter().map(|r| r.total_ns).sum();
+        // Prediction: each operation at a reference allocator's cost for its size, reuse
+        // and phase (an unknown size priced as 64 bytes).
+        let price = |r: &Description| -> Option<f64> {
+            let mut sum = 0.0;
+            for c in &a.ops {
+                let size = if c.lo == 0 && c.hi == 0 {
+                    64
+                } else {
+                    bucket_size(c.lo, c.hi)
+                };
+                sum += c.count as f64 * probe::reference_ns(r, &c.op, size, &c.reuse, &c.phase)?;
+            }
+            Some(sum)
+        };
+        let duration_ns = p.duration_ns;
+        let in_use = |r: &Description| r.name == name;
+        let mut predictions: Vec<AllocPrediction> = probe::shipped()
+            .into_iter()
+            .filter(|(_, r)| !in_use(r))
+            .filter_map(|(_, r)| {
+                let predicted_ns = price(&r)?;
+                let change_ns = predicted_ns - total_ns;
+                Some(AllocPrediction {
+                    allocator: format!("{} {}", r.name, r.version.clone().unwrap_or_default())
+                        .trim()
+                        .to_string(),
+                    predicted_ns,
+                    change_ns,
+                    change_of_run: change_ns / duration_ns.max(1) as f64,
+                    how: how_to_use(&r),
+                })
+            })
+            .collect();
+        predictions.sort_by(|x, y| x.change_ns.total_cmp(&y.change_ns));
+        let self_check_ns = probe::shipped()
+            .into_iter()
+            .find(|(_, r)| in_use(r))
+            .and_then(|(_, r)| price(&r));
+        let advice = predictions.first().and_then(|best| {
+            let saves = -best.change_ns;
+            (saves >= ADVISE_SHARE_OF_ALLOCATOR * total_ns
+                && saves >= ADVISE_SHARE_OF_RUN * duration_ns as f64)
+                .then(|| {
+                    format!(
+                        "try {}: at its reference costs these operations would take {:.1} ms instead of {:.1} ms ({:.0}% of the run's wall-clock time less); {}",
+                        best.allocator,
+                        best.predicted_ns / 1e6,
+                        total_ns / 1e6,
+                        saves / duration_ns.max(1) as f64 * 100.0,
+                        best.how
+                    )
+                })
+        });
+        let overhead = a
+            .overhead
+            .iter()
+            .flat_map(|o| [("peak", &o.peak), ("exit", &o.exit)])
+            .map(|(moment, u)| {
+                let heap_rss = u.rss.saturating_sub(u.rss_at_start);
+                AllocOverhead {
+                    moment: moment.into(),
+                    requested: u.requested,
+                    usable: u.usable,
+                    internal_fragmentation: u.usable.saturating_sub(u.requested),
+                    blowup: u.cached_free,
+                    heap_rss,
+                    external_and_metadata: heap_rss.saturating_sub(u.usable + u.cached_free),
+                }
+            })
+            .collect();
+        inputs.push(AllocatorInput {
+            overhead,
+            input: i,
+            allocator: shown,
+            description: source,
+            kinds_approximate: approx,
+            ops,
+            total_ns,
+            duration_ns,
+            first_calls: a.first_calls,
+            channels: channel_rows(a, d.as_ref(), &ns),
+            predictions,
+            self_check_ns,
+            advice,
+        });
+    }
+    if inputs.is_empty() {
+        return None;
+    }
+    let total: f64 = m.alloc_sites.iter().map(|s| s.allocator_ns).sum();
+    let mut sites: Vec<AllocSiteCost> = m
+        .alloc_sites
+        .iter()
+        .filter(|s| s.allocator_ns > 0.0)
+        .map(|s| {
+            let rest = &s.stack[s.wrapper_frames.min(s.stack.len())..];
+            let site = user_frame(rest)
+                .or(rest.first())
+                .map(|f| f.short())
+                .unwrap_or_else(|| "?".into());
+            AllocSiteCost {
+                site,
+                count: s.count,
+                allocator_ns: s.allocator_ns,
+                share: s.allocator_ns / total.max(1e-9),
+            }
+        })
+        .collect();
+    sites.sort_by(|x, y| y.allocator_ns.total_cmp(&x.allocator_ns));
+    sites.truncate(opts.limit(sites.len()));
+    Some(AllocatorAnalysis {
+        inputs,
+        top_sites: sites,
+    })
+}

@@ -1,0 +1,780 @@
+//! The allocator analysis (`alloc_ops`, on by default): what the program's own allocator costs
+//! it, per operation, by request size, address reuse and phase, and what the allocator does
+//! inside those operations through the calls profcc interposes.
+//!
+//! How it measures (rt/csrc/interpose.c, "the allocator analysis's timing"): each program call
+//! of the malloc family and of operator new/delete reads the TSC just before and just after
+//! the real allocator's call (`rdtsc`, not serialising: an average over many calls is right to
+//! a few ticks, a single call is not), so profcc's own bookkeeping is not counted. The call is
+//! then filed here by [`profcc_alloc_op`]:
+//! - operation: `OP_NAMES` (the C enum in interpose.c follows it; a unit test reads it);
+//! - request size: a bucket of [`EDGES`] (powers of two from 16 bytes, plus the kind
+//!   boundaries of every shipped allocator description and of `allocator=FILE`), so the
+//!   report can sum buckets into the description's small/medium/big without straddling;
+//! - reuse: "reused" when the address is one the program freed before and nobody was handed
+//!   since ([`FREED`], a direct-mapped table of 2^20 recently freed addresses: an address
+//!   pushed out of it by a later free counts as new), or a realloc that stayed in place; a
+//!   free is "reused" when its block had come back that way;
+//! - phase: "parallel" while more than one program thread runs (`threads::LIVE`).
+//!
+//! Each thread's first timed call is left out (`first_calls`): the allocator sets up its
+//! per-thread state then (glibc's tcache, jemalloc's tsd). Per allocation site, the ticks of
+//! every operation on the site's objects are added to the site's `cycles`.
+//!
+//! Channels: while the real call runs, `tls.alloc_op` says which operation it is, so the
+//! interposed mmap, munmap, mremap and pthread_mutex_lock count (and time) the allocator's
+//! own calls. Calls the allocator makes inside its library (glibc's malloc calls its internal
+//! mmap and locks) never reach an interposer: the report marks those channels "not
+//! observable with this allocator" from the description's PLT imports, never as zero.
+//!
+//! Per-thread cells ([`Cells`], about 30 KiB) are written by their thread only (relaxed load
+//! and store); the dump sums every block. A thread's block goes back to a pool when it ends
+//! and the next thread keeps adding to it (only sums are reported), so a process holds as
+//! many blocks as it had threads alive at once.
+
+use crate::analysis::{Analysis, DumpContext};
+use crate::mem::SpinLock;
+use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::cell::Cell;
+
+/// The operations, in the order of interpose.c's `OP_` enum.
+pub const OP_NAMES: [&str; 7] = [
+    "malloc", "calloc", "realloc", "free", "new", "delete", "aligned",
+];
+/// The channels, in the order of interpose.c's `CH_` enum.
+pub const CHANNEL_NAMES: [&str; 5] = ["mmap", "munmap", "mremap", "mutex", "mutex_wait"];
+const OPS: usize = OP_NAMES.len();
+const CHANNELS: usize = CHANNEL_NAMES.len();
+const OP_REALLOC: u32 = 2;
+const OP_FREE: u32 = 3;
+const OP_DELETE: u32 = 5;
+
+/// Size buckets per operation; the last one is "size unknown".
+const BUCKETS: usize = 64;
+const UNKNOWN: usize = BUCKETS - 1;
+/// Reuse x phase.
+const RP: usize = 4;
+
+// SHIPPED_EDGES: the kind boundaries of configs/allocators/*.toml (rt/build.rs).
+include!(concat!(env!("OUT_DIR"), "/alloc_edges.rs"));
+
+/// Bucket edges, ascending: bucket i holds requests in [EDGES[i-1] (0 for i = 0), EDGES[i])
+/// (the last one up to u64::MAX). Set once by `init`.
+static EDGES: [AtomicU64; BUCKETS - 2] = [const { AtomicU64::new(0) }; BUCKETS - 2];
+static NEDGES: AtomicU32 = AtomicU32::new(0);
+
+/// The set the edges are made of: every power of two from 16 bytes to 1 TiB, `extra`.
+fn edge_set(extra: &[u64]) -> Vec<u64> {
+    let mut e: Vec<u64> = (4..=40).map(|s| 1u64 << s).collect();
+    e.extend(SHIPPED_EDGES.iter().copied());
+    e.extend(extra.iter().copied().filter(|&x| x > 0));
+    e.sort_unstable();
+    e.dedup();
+    e.truncate(BUCKETS - 2);
+    e
+}
+
+/// Per floor(log2(n)): the number of edges at or below 2^that (where `bucket` starts).
+static BELOW_POW2: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+
+fn set_edges(edges: &[u64]) {
+    for (i, &e) in edges.iter().enumerate() {
+        EDGES[i].store(e, Relaxed);
+    }
+    NEDGES.store(edges.len() as u32, Relaxed);
+    for (l, b) in BELOW_POW2.iter().enumerate() {
+        b.store(
+            edges.iter().filter(|&&e| e <= 1u64 << l).count() as u32,
+            Relaxed,
+        );
+    }
+}
+
+/// The bucket of an n-byte request: the number of edges at or below n.
+#[inline]
+fn bucket(n: u64) -> usize {
+    let k = NEDGES.load(Relaxed) as usize;
+    let mut i = if n == 0 {
+        0
+    } else {
+        BELOW_POW2[63 - n.leading_zeros() as usize].load(Relaxed) as usize
+    };
+    while i < k && EDGES[i].load(Relaxed) <= n {
+        i += 1;
+    }
+    i
+}
+
+fn bucket_range(b: usize) -> (u64, u64) {
+    if b == UNKNOWN {
+        return (0, 0);
+    }
+    let k = NEDGES.load(Relaxed) as usize;
+    let lo = if b == 0 {
+        0
+    } else {
+        EDGES[b - 1].load(Relaxed)
+    };
+    let hi = if b < k {
+        EDGES[b].load(Relaxed)
+    } else {
+        u64::MAX
+    };
+    (lo, hi)
+}
+
+#[repr(C)]
+struct Pair {
+    count: AtomicU64,
+    cycles: AtomicU64,
+}
+
+#[repr(C, align(64))]
+struct Cells {
+    ops: [[[Pair; RP]; BUCKETS]; OPS],
+    channels: [[Pair; OPS]; CHANNELS],
+    first_calls: AtomicU64,
+    /// Live requested and usable bytes of the objects this thread allocated minus those it
+    /// freed (summed over threads they are the process's).
+    requested: AtomicI64,
+    usable: AtomicI64,
+    /// Per size bucket: usable bytes this thread freed and has not allocated again (never
+    /// below zero).
+    cached: [AtomicI64; BUCKETS],
+    /// Requested bytes not yet added to `LIVE_REQUESTED`.
+    pending: AtomicI64,
+}
+
+/// Every block ever made, and those no thread holds.
+static ALL: SpinLock<Vec<usize>> = SpinLock::new(Vec::new());
+static FREE: SpinLock<Vec<usize>> = SpinLock::new(Vec::new());
+/// For calls after the thread's block went back (TLS destructors): locked adds.
+static SHARED: AtomicPtr<Cells> = AtomicPtr::new(core::ptr::null_mut());
+const EXITED: usize = 1;
+
+/// `MINE`'s bit for "the thread made its first (untimed) operation" (blocks are 64-aligned).
+const SEEN: usize = 2;
+
+thread_local! {
+    /// The thread's block: 0 none yet, [`EXITED`], else its address (| [`SEEN`]).
+    static MINE: Cell<usize> = const { Cell::new(0) };
+}
+
+fn new_cells() -> usize {
+    let l = std::alloc::Layout::new::<Cells>();
+    unsafe { std::alloc::alloc_zeroed(l) as usize }
+}
+
+/// The calling thread's cells and whether it owns them (else: the shared block, locked adds).
+#[inline]
+fn mine() -> Option<(&'static Cells, bool)> {
+    let p = MINE.with(|m| m.get());
+    if p > EXITED {
+        return Some((unsafe { &*((p & !SEEN) as *const Cells) }, true));
+    }
+    if p == EXITED {
+        return unsafe { SHARED.load(Relaxed).as_ref() }.map(|c| (c, false));
+    }
+    let p = match FREE.lock().pop() {
+        Some(p) => p,
+        None => {
+            let p = new_cells();
+            if p == 0 {
+                return None;
+            }
+            ALL.lock().push(p);
+            p
+        }
+    };
+    MINE.with(|m| m.set(p));
+    Some((unsafe { &*(p as *const Cells) }, true))
+}
+
+#[inline]
+fn add_i(a: &AtomicI64, v: i64, own: bool) {
+    if own {
+        a.store(a.load(Relaxed).wrapping_add(v), Relaxed);
+    } else {
+        a.fetch_add(v, Relaxed);
+    }
+}
+
+#[inline]
+fn add(a: &AtomicU64, v: u64, own: bool) {
+    if own {
+        a.store(a.load(Relaxed).wrapping_add(v), Relaxed);
+    } else {
+        a.fetch_add(v, Relaxed);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reuse: recently freed addresses.
+
+const FREED_BITS: u32 = 20;
+/// Slot: a freed address, or (bit 0 set) an address handed out again from there.
+static FREED: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
+
+#[inline]
+fn freed_slot(a: u64) -> Option<&'static AtomicU64> {
+    let t = FREED.load(Relaxed);
+    if t.is_null() {
+        return None;
+    }
+    let i = ((a >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FREED_BITS)) as usize;
+    Some(unsafe { &*t.add(i) })
+}
+
+/// A block at `a` was handed out: was the address freed before (and is it now marked)?
+#[inline]
+fn handed_out(a: u64) -> bool {
+    match freed_slot(a) {
+        Some(s) if s.load(Relaxed) & !1 == a => {
+            s.store(a | 1, Relaxed);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The block at `a` is freed: had it come back from a free (its free is a reused one)?
+#[inline]
+fn freed(a: u64) -> bool {
+    match freed_slot(a) {
+        Some(s) => s.swap(a, Relaxed) == a | 1,
+        None => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ticks to time.
+
+static START: SpinLock<(u64, u64)> = SpinLock::new((0, 0));
+
+fn now_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn tsc() -> u64 {
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// Shortest span the tick rate is measured over; a shorter run waits at its dump.
+const CALIBRATE_NS: u64 = 10_000_000;
+
+/// TSC ticks per second from the start of the run to now (waiting until `CALIBRATE_NS`).
+fn tsc_hz() -> f64 {
+    let (t0, n0) = *START.lock();
+    let mut n1 = now_ns();
+    while n1 < n0 + CALIBRATE_NS {
+        core::hint::spin_loop();
+        n1 = now_ns();
+    }
+    let t1 = tsc();
+    (t1.wrapping_sub(t0)) as f64 * 1e9 / (n1 - n0) as f64
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points from interpose.c (guard set).
+
+extern "C" {
+    static mut profcc_alloc_timing: u32;
+}
+
+/// The program's operation `op` on `n` bytes returned (allocation) or freed `p`; `old`,
+/// `old_n`: realloc's old block and its size (`NO_SIZE`: not recorded); `cycles`: ticks in
+/// the allocator; `site`: the object's allocation site (`alloc::NO_SITE`: not recorded).
+#[no_mangle]
+pub extern "C" fn profcc_alloc_op(
+    op: u32,
+    n: usize,
+    p: *mut libc::c_void,
+    old: *mut libc::c_void,
+    old_n: usize,
+    cycles: u64,
+    site: u32,
+) {
+    let op = op as usize;
+    if op >= OPS {
+        return;
+    }
+    let Some((c, own)) = mine() else {
+        return;
+    };
+    let (p, old, n) = (p as u64, old as u64, n as u64);
+    let recorded = site != crate::alloc::NO_SITE;
+    let is_free = op as u32 == OP_FREE || op as u32 == OP_DELETE;
+    let b = if is_free && !recorded {
+        UNKNOWN
+    } else {
+        bucket(n)
+    };
+    let reused = if is_free {
+        if recorded {
+            let u = usable_after_free(n);
+            add_i(&c.usable, -(u as i64), own);
+            add_i(&c.cached[b], u as i64, own);
+            live_changed(c, own, -(n as i64));
+        }
+        freed(p)
+    } else if p == 0 {
+        false
+    } else {
+        if op as u32 == OP_REALLOC && old != 0 {
+            if old_n != NO_SIZE {
+                let ob = bucket(old_n as u64);
+                let u = usable_after_free(old_n as u64);
+                add_i(&c.usable, -(u as i64), own);
+                add_i(&c.cached[ob], u as i64, own);
+                live_changed(c, own, -(old_n as i64));
+            }
+            if old != p {
+                freed(old);
+            }
+        }
+        if recorded {
+            let u = usable_of(p, n);
+            add_i(&c.usable, u as i64, own);
+            let slot = &c.cached[b];
+            let had = slot.load(Relaxed);
+            if had > 0 {
+                let left = (had - u as i64).max(0);
+                if own {
+                    slot.store(left, Relaxed);
+                } else {
+                    slot.fetch_sub(had - left, Relaxed);
+                }
+            }
+            live_changed(c, own, n as i64);
+        }
+        (op as u32 == OP_REALLOC && old == p) | handed_out(p)
+    };
+    if own && MINE.with(|m| m.get()) & SEEN == 0 {
+        MINE.with(|m| m.set(m.get() | SEEN));
+        add(&c.first_calls, 1, own);
+        return;
+    }
+    let parallel = crate::threads::LIVE.load(Relaxed) > 1;
+    let cell = &c.ops[op][b][(reused as usize) * 2 + parallel as usize];
+    add(&cell.count, 1, own);
+    add(&cell.cycles, cycles, own);
+    if recorded {
+        crate::alloc::add_site_cycles(site, cycles);
+    }
+}
+
+/// interpose.c's `NO_SIZE`: realloc's old block was not recorded.
+const NO_SIZE: usize = usize::MAX;
+
+/// The allocator called through channel `ch` inside the program's operation `op`.
+#[no_mangle]
+pub extern "C" fn profcc_alloc_channel(ch: u32, op: u32, cycles: u64) {
+    let (ch, op) = (ch as usize, op as usize);
+    if ch >= CHANNELS || op >= OPS {
+        return;
+    }
+    if let Some((c, own)) = mine() {
+        let cell = &c.channels[ch][op];
+        add(&cell.count, 1, own);
+        add(&cell.cycles, cycles, own);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory overhead (docs/allocators.md, "Memory overhead").
+
+/// Usage is taken again each time live requested bytes pass their last peak by this much.
+pub const OVERHEAD_STEP: i64 = 1 << 20;
+/// A thread adds its requested-bytes delta to the process's count past this (either sign):
+/// the peak is seen late by at most (threads - 1) x this.
+const PENDING_FLUSH: i64 = 256 << 10;
+/// Requests up to this size remember the usable size of their first block (one
+/// `malloc_usable_size` call per request size); larger ones ask the allocator every time.
+const USABLE_MEMO: usize = 32 << 10;
+static MEMO: AtomicPtr<AtomicU32> = AtomicPtr::new(core::ptr::null_mut());
+static LIVE_REQUESTED: AtomicI64 = AtomicI64::new(0);
+static NEXT_SNAPSHOT: AtomicI64 = AtomicI64::new(OVERHEAD_STEP);
+static PEAK: SpinLock<Option<profcc_schema::allocator::Usage>> = SpinLock::new(None);
+static RSS_AT_START: AtomicU64 = AtomicU64::new(0);
+
+extern "C" {
+    /// The program's allocator's `malloc_usable_size` (interpose.c).
+    fn profcc_usable(p: *mut libc::c_void) -> usize;
+}
+
+fn usable_of(addr: u64, size: u64) -> u64 {
+    let memo = MEMO.load(Relaxed);
+    if size as usize <= USABLE_MEMO && !memo.is_null() {
+        let m = unsafe { &*memo.add(size as usize) };
+        let u = m.load(Relaxed);
+        if u != 0 {
+            return u as u64;
+        }
+        let u = unsafe { profcc_usable(addr as *mut libc::c_void) } as u64;
+        m.store(u.min(u32::MAX as u64) as u32, Relaxed);
+        return u;
+    }
+    unsafe { profcc_usable(addr as *mut libc::c_void) as u64 }
+}
+
+/// The usable size an n-byte block had, when it can no longer be asked (after its free):
+/// the memo up to `USABLE_MEMO` (filled when such a block was allocated), else the request
+/// rounded up to its page end (big blocks).
+fn usable_after_free(size: u64) -> u64 {
+    let memo = MEMO.load(Relaxed);
+    if size as usize <= USABLE_MEMO && !memo.is_null() {
+        let u = unsafe { &*memo.add(size as usize) }.load(Relaxed) as u64;
+        if u != 0 {
+            return u;
+        }
+    }
+    if size as usize <= USABLE_MEMO {
+        size
+    } else {
+        (size + 4095) & !4095
+    }
+}
+
+/// Resident set size (bytes), from /proc/self/statm.
+fn rss() -> u64 {
+    let Ok(t) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = t
+        .split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// The process's usage now (every thread's cells summed).
+fn usage() -> profcc_schema::allocator::Usage {
+    let blocks = ALL.lock().clone();
+    let (mut requested, mut usable) = (0i64, 0i64);
+    let mut cached = [0i64; BUCKETS];
+    for &b in &blocks {
+        let c = unsafe { &*(b as *const Cells) };
+        requested += c.requested.load(Relaxed);
+        usable += c.usable.load(Relaxed);
+        for (s, x) in cached.iter_mut().zip(&c.cached) {
+            *s += x.load(Relaxed);
+        }
+    }
+    profcc_schema::allocator::Usage {
+        requested: requested.max(0) as u64,
+        usable: usable.max(0) as u64,
+        cached_free: cached.iter().map(|&x| x.max(0) as u64).sum(),
+        rss: rss(),
+        rss_at_start: RSS_AT_START.load(Relaxed),
+    }
+}
+
+/// Live requested bytes changed by `d` in this thread: past a new peak, take the usage.
+fn live_changed(c: &Cells, own: bool, d: i64) {
+    add_i(&c.requested, d, own);
+    let p = c.pending.load(Relaxed).wrapping_add(d);
+    if own && p.abs() < PENDING_FLUSH {
+        c.pending.store(p, Relaxed);
+        return;
+    }
+    if own {
+        c.pending.store(0, Relaxed);
+    }
+    let live = LIVE_REQUESTED.fetch_add(if own { p } else { d }, Relaxed) + if own { p } else { d };
+    let next = NEXT_SNAPSHOT.load(Relaxed);
+    if live >= next
+        && NEXT_SNAPSHOT
+            .compare_exchange(next, live + OVERHEAD_STEP, Relaxed, Relaxed)
+            .is_ok()
+    {
+        let u = usage();
+        let mut peak = PEAK.lock();
+        if peak.as_ref().is_none_or(|p| u.requested >= p.requested) {
+            *peak = Some(u);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The description given with `allocator=FILE`.
+
+static DESCRIPTION: SpinLock<Option<String>> = SpinLock::new(None);
+
+/// The top-level integer `key = N` of a description (the part before its first table). The
+/// runtime reads only these keys and does not link a TOML parser (its dependencies stay
+/// small); `profcc report` reads the whole file with the `toml` crate, and a test checks the
+/// two agree on every shipped description.
+pub fn top_level_int(text: &str, key: &str) -> Option<u64> {
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            return None;
+        }
+        if let Some((k, v)) = l.split_once('=') {
+            if k.trim() == key {
+                return v.split('#').next()?.trim().parse().ok();
+            }
+        }
+    }
+    None
+}
+
+/// The kind boundaries a description sets: small_max + 1 and large_threshold.
+pub fn kind_edges(text: &str) -> Vec<u64> {
+    let mut e = Vec::new();
+    if let Some(s) = top_level_int(text, "small_max") {
+        e.push(s + 1);
+    }
+    if let Some(l) = top_level_int(text, "large_threshold") {
+        e.push(l);
+    }
+    e
+}
+
+// ---------------------------------------------------------------------------------------------
+
+pub struct AllocatorAnalysis;
+pub static ALLOCATOR: AllocatorAnalysis = AllocatorAnalysis;
+
+impl Analysis for AllocatorAnalysis {
+    fn name(&self) -> &'static str {
+        "allocator"
+    }
+
+    fn init(&self) {
+        let o = crate::options::get();
+        if !o.alloc_ops {
+            return;
+        }
+        let mut extra = Vec::new();
+        let path = o.allocator.as_str();
+        if !path.is_empty() {
+            match std::fs::read_to_string(path) {
+                Ok(t) if top_level_int(&t, "small_max").is_some() => {
+                    extra = kind_edges(&t);
+                    *DESCRIPTION.lock() = Some(t);
+                }
+                Ok(_) => crate::writer::stderr_line(&format!(
+                    "profcc: allocator={path}: not an allocator description (no small_max); \
+                     write one with `profcc detect-allocator -o FILE`"
+                )),
+                Err(e) => crate::writer::stderr_line(&format!(
+                    "profcc: allocator={path}: cannot read it ({e}); give the path of a \
+                     `profcc detect-allocator` description"
+                )),
+            }
+        }
+        set_edges(&edge_set(&extra));
+        let t = crate::mem::map(8 << FREED_BITS, true);
+        if !t.is_null() {
+            FREED.store(t as *mut AtomicU64, Relaxed);
+        }
+        let m = crate::mem::map(4 * (USABLE_MEMO + 1), true);
+        if !m.is_null() {
+            MEMO.store(m as *mut AtomicU32, Relaxed);
+        }
+        RSS_AT_START.store(rss(), Relaxed);
+        let shared = new_cells();
+        if shared != 0 {
+            ALL.lock().push(shared);
+            SHARED.store(shared as *mut Cells, Relaxed);
+        }
+        *START.lock() = (tsc(), now_ns());
+        unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!(profcc_alloc_timing), 1) };
+    }
+
+    fn thread_exit(&self) {
+        let p = MINE.with(|m| m.replace(EXITED));
+        if p > EXITED {
+            FREE.lock().push(p & !SEEN);
+        }
+    }
+
+    fn fork_prepare(&self) {
+        core::mem::forget(ALL.lock());
+        core::mem::forget(FREE.lock());
+        core::mem::forget(START.lock());
+        core::mem::forget(DESCRIPTION.lock());
+        core::mem::forget(PEAK.lock());
+    }
+
+    fn fork_parent(&self) {
+        unsafe {
+            PEAK.force_unlock();
+            DESCRIPTION.force_unlock();
+            START.force_unlock();
+            FREE.force_unlock();
+            ALL.force_unlock();
+        }
+    }
+
+    fn fork_child(&self) {
+        self.fork_parent();
+        // The child reports its own operations: every block from zero, the others' blocks
+        // free for its threads.
+        let me = MINE.with(|m| m.get()) & !SEEN;
+        let shared = SHARED.load(Relaxed) as usize;
+        let all = ALL.lock().clone();
+        let mut free = FREE.lock();
+        free.clear();
+        for p in all {
+            unsafe { core::ptr::write_bytes(p as *mut Cells, 0, 1) };
+            if p != me && p != shared {
+                free.push(p);
+            }
+        }
+    }
+
+    fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
+        if NEDGES.load(Relaxed) == 0 {
+            return; // off
+        }
+        let blocks = ALL.lock().clone();
+        let at = |p: usize| unsafe { &*(p as *const Cells) };
+        let mut ops = Vec::new();
+        for (op, name) in OP_NAMES.iter().enumerate() {
+            for b in 0..BUCKETS {
+                for rp in 0..RP {
+                    let (mut count, mut cycles) = (0u64, 0u64);
+                    for &blk in &blocks {
+                        let c = &at(blk).ops[op][b][rp];
+                        count += c.count.load(Relaxed);
+                        cycles += c.cycles.load(Relaxed);
+                    }
+                    if count == 0 {
+                        continue;
+                    }
+                    let (lo, hi) = bucket_range(b);
+                    ops.push(profcc_schema::allocator::OpCell {
+                        op: name.to_string(),
+                        lo,
+                        hi,
+                        reuse: if rp >= 2 { "reused" } else { "new" }.into(),
+                        phase: if rp % 2 == 1 { "parallel" } else { "serial" }.into(),
+                        count,
+                        cycles,
+                    });
+                }
+            }
+        }
+        let mut channels = Vec::new();
+        for (ch, chn) in CHANNEL_NAMES.iter().enumerate() {
+            for (op, opn) in OP_NAMES.iter().enumerate() {
+                let (mut count, mut cycles) = (0u64, 0u64);
+                for &blk in &blocks {
+                    let c = &at(blk).channels[ch][op];
+                    count += c.count.load(Relaxed);
+                    cycles += c.cycles.load(Relaxed);
+                }
+                if count > 0 {
+                    channels.push(profcc_schema::allocator::ChannelCell {
+                        channel: chn.to_string(),
+                        op: opn.to_string(),
+                        count,
+                        cycles,
+                    });
+                }
+            }
+        }
+        let first_calls = blocks
+            .iter()
+            .map(|&b| at(b).first_calls.load(Relaxed))
+            .sum();
+        p.allocator_ops = Some(profcc_schema::allocator::Allocator {
+            tsc_hz: tsc_hz(),
+            ops,
+            channels,
+            first_calls,
+            description: DESCRIPTION.lock().clone(),
+            overhead: Some(profcc_schema::allocator::Overhead {
+                peak: PEAK.lock().clone().unwrap_or_else(usage),
+                exit: usage(),
+                step: OVERHEAD_STEP as u64,
+            }),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// interpose.c's enums name the operations and channels in this file's order.
+    #[test]
+    fn c_enums_follow_the_names() {
+        let c = include_str!("../../csrc/interpose.c");
+        let line = |prefix: &str| {
+            c.lines()
+                .find(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no `{prefix}` line in interpose.c"))
+                .to_string()
+        };
+        let ops = line("enum { OP_MALLOC");
+        let want: Vec<String> = OP_NAMES
+            .iter()
+            .map(|n| format!("OP_{}", n.to_uppercase()))
+            .collect();
+        assert_eq!(ops, format!("enum {{ {} }};", want.join(", ")));
+        let chs = line("enum { CH_MMAP");
+        let want: Vec<String> = CHANNEL_NAMES
+            .iter()
+            .map(|n| format!("CH_{}", n.to_uppercase()))
+            .collect();
+        assert_eq!(chs, format!("enum {{ {} }};", want.join(", ")));
+    }
+
+    #[test]
+    fn buckets_split_at_every_edge() {
+        let e = edge_set(&[100]);
+        set_edges(&e);
+        for n in (0..70_000u64).chain([u64::MAX, 1 << 40, (1 << 40) - 1]) {
+            assert_eq!(bucket(n), e.iter().filter(|&&x| x <= n).count(), "{n}");
+        }
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(15), 0);
+        assert_eq!(bucket(16), 1);
+        assert_eq!(bucket_range(bucket(99)), (64, 100));
+        assert_eq!(bucket_range(bucket(100)), (100, 128));
+        for &x in SHIPPED_EDGES {
+            let (lo, hi) = bucket_range(bucket(x));
+            assert_eq!(lo, x, "a shipped boundary starts a bucket");
+            assert!(hi > x);
+            assert!(bucket_range(bucket(x - 1)).1 == x);
+        }
+        assert_eq!(bucket_range(bucket(u64::MAX)).1, u64::MAX);
+        assert!(e.len() <= BUCKETS - 2);
+    }
+
+    /// The runtime's scan of a description reads what the `toml` crate reads, in every
+    /// shipped file (and so in what `profcc detect-allocator` writes).
+    #[test]
+    fn scanner_agrees_with_toml_on_shipped_descriptions() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/allocators");
+        let mut n = 0;
+        for f in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            let v: toml::Table = toml::from_str(&text).unwrap();
+            for key in ["small_max", "large_threshold"] {
+                let want = v.get(key).and_then(|x| x.as_integer()).map(|x| x as u64);
+                assert!(want.is_some());
+                assert_eq!(top_level_int(&text, key), want, "{key}");
+            }
+            n += 1;
+        }
+        assert!(n >= 5);
+    }
+
+    #[test]
+    fn description_keys_are_read_before_the_first_table() {
+        let t = "name = \"x\"\nsmall_max = 14336\nlarge_threshold = 14337 # c\n[channels]\nsmall_max = 1\n";
+        assert_eq!(top_level_int(t, "small_max"), Some(14336));
+        assert_eq!(kind_edges(t), vec![14337, 14337]);
+        assert_eq!(top_level_int(t, "missing"), None);
+    }
+}

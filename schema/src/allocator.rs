@@ -1,0 +1,79 @@
+//! The allocator analysis's section of a profile (`rt/src/analyses/allocator.rs` writes it,
+//! `profcc report` reads it; docs/allocators.md has the formulas).
+
+use serde::{Deserialize, Serialize};
+
+/// Time the program's allocator spent per operation, by request size, address reuse and
+/// phase, with the system calls and locks it made inside them, and its memory overhead.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Allocator {
+    /// TSC ticks per second, measured against `CLOCK_MONOTONIC` over the run.
+    pub tsc_hz: f64,
+    /// One row per (operation, request-size range, reuse, phase) that happened.
+    pub ops: Vec<OpCell>,
+    /// What the allocator did through the calls profcc interposes, per operation.
+    pub channels: Vec<ChannelCell>,
+    /// Each thread's first timed operation (the allocator's per-thread initialisation),
+    /// left out of `ops`.
+    pub first_calls: u64,
+    /// The description given with `allocator=FILE` (its text), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Memory at the peak of live requested bytes and at the dump.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Overhead>,
+}
+
+/// Operations of one kind, the allocator's time in TSC ticks.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct OpCell {
+    /// malloc, calloc, realloc, free, new, delete, aligned.
+    pub op: String,
+    /// Request bytes in [lo, hi) (`hi` = u64::MAX: unbounded); lo = hi = 0: unknown (a free
+    /// of an object the runtime had not recorded).
+    pub lo: u64,
+    pub hi: u64,
+    /// "new" (an address not seen freed before) or "reused" (the address of a recently freed
+    /// block, or realloc in place).
+    pub reuse: String,
+    /// "serial" (one program thread running) or "parallel".
+    pub phase: String,
+    pub count: u64,
+    pub cycles: u64,
+}
+
+/// Calls the allocator made through one channel inside the program's operations of `op`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct ChannelCell {
+    /// mmap, munmap, mremap (system calls), mutex (pthread_mutex_lock calls that got the lock
+    /// at once), mutex_wait (calls that had to wait; `cycles`: the wait).
+    pub channel: String,
+    pub op: String,
+    pub count: u64,
+    pub cycles: u64,
+}
+
+/// Heap memory at two moments.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Overhead {
+    /// At the highest live requested bytes (taken each time it grew by `step` bytes).
+    pub peak: Usage,
+    /// At the dump.
+    pub exit: Usage,
+    pub step: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Usage {
+    /// Bytes the program asked for, live.
+    pub requested: u64,
+    /// `malloc_usable_size` of the same objects (class size; for big objects up to the
+    /// page end).
+    pub usable: u64,
+    /// Usable bytes freed and not yet handed out again, summed per size class (the blowup
+    /// estimate).
+    pub cached_free: u64,
+    /// Resident set size, and what it was when the runtime started.
+    pub rss: u64,
+    pub rss_at_start: u64,
+}
