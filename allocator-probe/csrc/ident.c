@@ -42,7 +42,7 @@ static void put(struct ident_out *o, const char *fmt, ...) {
 static const char *const IDENT[] = {
     "mallctl",         "je_mallctl",     "mi_version",          "tc_version",
     "MallocExtension_GetNumericProperty", "scalable_malloc", "scalable_msize",
-    "TBB_runtime_version", "gnu_get_libc_version", NULL};
+    "TBB_runtime_version", "__TBB_malloc_proxy", "gnu_get_libc_version", NULL};
 
 /* The global definition of `name` if it is in the file whose base is `base`. */
 static void *same_file(const char *name, void *base) {

@@ -469,6 +469,9 @@ fn by_symbol(o: &Observations) -> Option<(String, String)> {
         ("tc_version", "tcmalloc"),
         ("MallocExtension_GetNumericProperty", "tcmalloc"),
         ("scalable_malloc", "tbbmalloc"),
+        // oneTBB's proxy (libtbbmalloc_proxy.so): malloc there, scalable_malloc in the
+        // library it loads.
+        ("__TBB_malloc_proxy", "tbbmalloc"),
         ("gnu_get_libc_version", "glibc"),
     ];
     by_symbol

@@ -127,6 +127,11 @@ fn how_to_use(d: &Description) -> String {
         return "the system's malloc: drop the LD_PRELOAD or -l flag that brings the current one"
             .into();
     }
+    if d.name == "tbbmalloc" {
+        // The library has no malloc of its own: its proxy replaces the malloc family.
+        let proxy = obj.replace("libtbbmalloc.so", "libtbbmalloc_proxy.so");
+        return format!("LD_PRELOAD={proxy} PROGRAM, or link with -ltbbmalloc_proxy");
+    }
     let lib = std::path::Path::new(obj)
         .file_name()
         .and_then(|f| f.to_str())

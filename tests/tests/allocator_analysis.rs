@@ -1,0 +1,362 @@
+//! The allocator analysis end to end (`alloc_ops=1`; docs/allocators.md): known-answer
+//! programs run under glibc and under each Debian allocator (`LD_PRELOAD`), the report's
+//! operation counts by kind, reuse and phase, the memory split, and the channels.
+//!
+//! Expected kinds come from the shipped description of the allocator the program ran with
+//! (`size_kind`), so each assertion checks that the runtime's size buckets and the report's
+//! kinds agree with the description's boundaries for that allocator.
+
+use profcc_allocator_probe::{shipped, size_kind, Description};
+use profcc_report::model::{AllocatorInput, Report};
+use profcc_tests::*;
+use std::path::Path;
+use std::process::Command;
+
+/// The optimiser would delete a malloc/free pair nobody sees (and fold malloc + memset into
+/// calloc): every block goes through a volatile sink. Output with write(2) only: stdio's
+/// buffer would be one more malloc.
+const KAT_C: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void *volatile sink;
+#define N 20000
+#define XN 65536
+static void *blocks[XN];
+static void *producer(void *a) {
+    for (int i = 0; i < XN; i++) { blocks[i] = malloc(64); sink = blocks[i]; }
+    return a;
+}
+static void *consumer(void *a) {
+    for (int i = 0; i < XN; i++) free(blocks[i]);
+    return a;
+}
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    /* The thread's first call is left out of the timings: make it this one (unless something
+     * allocated before main, as oneTBB's proxy does in its constructor). */
+    sink = malloc(4000);
+    free(sink);
+    if (!strcmp(mode, "reuse")) {
+        for (int i = 0; i < N; i++) { void *p = malloc(32); sink = p; free(p); }
+    } else if (!strcmp(mode, "big")) {
+        static void *b[20];
+        for (int i = 0; i < 10; i++) { b[i] = malloc(100 << 10); sink = b[i]; }
+        for (int i = 10; i < 20; i++) { b[i] = malloc(200 << 10); sink = b[i]; }
+        for (int i = 0; i < 20; i++) free(b[i]);
+    } else if (!strcmp(mode, "xthread")) {
+        pthread_t t;
+        pthread_create(&t, 0, producer, 0);
+        pthread_join(t, 0);
+        pthread_create(&t, 0, consumer, 0);
+        pthread_join(t, 0);
+    } else {
+        return 2;
+    }
+    write(1, "ok\n", 3);
+    return 0;
+}
+"#;
+
+const N: u64 = 20_000;
+const XN: u64 = 65_536;
+
+/// (name, LD_PRELOAD, description) of every allocator installed here: glibc, then the Debian
+/// allocators of the shipped descriptions whose file exists.
+fn allocators() -> Vec<(String, Option<String>, Description)> {
+    let mut out = Vec::new();
+    for (_, d) in shipped() {
+        if d.name == "glibc" {
+            out.push((d.name.clone(), None, d));
+        } else if Path::new(&d.object).exists() {
+            // oneTBB's library has no malloc: its proxy replaces the malloc family.
+            let preload = d.object.replace("libtbbmalloc.so", "libtbbmalloc_proxy.so");
+            out.push((d.name.clone(), Some(preload), d));
+        } else {
+            eprintln!(
+                "skipped {}: {} is not installed (`cargo xtask setup` installs it)",
+                d.name, d.object
+            );
+        }
+    }
+    out
+}
+
+fn built() -> &'static Scratch {
+    static S: std::sync::OnceLock<Scratch> = std::sync::OnceLock::new();
+    S.get_or_init(|| {
+        let s = Scratch::new();
+        s.write("kat.c", KAT_C);
+        s.compile(&profcc(), &["-O2", "-g", "kat.c", "-o", "kat", "-lpthread"]);
+        s
+    })
+}
+
+/// Run `kat MODE` under `preload` with the analysis on; its report.
+fn run(mode: &str, name: &str, preload: Option<&str>) -> (Report, std::path::PathBuf) {
+    let s = built();
+    let profile = s.path(&format!("kat-{mode}-{name}.json"));
+    let _ = std::fs::remove_file(&profile);
+    let mut cmd = Command::new(s.path("kat"));
+    cmd.arg(mode).env(
+        "PROFCC_OPTIONS",
+        format!("out={}:summary=0:alloc_ops=1", profile.display()),
+    );
+    if let Some(p) = preload {
+        cmd.env("LD_PRELOAD", p);
+    }
+    let out = output_within(&mut cmd);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ok\n",
+        "{mode} under {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (report(&profile, &["--top", "0"]), profile)
+}
+
+/// Operations `op` whose request-size bucket holds `size`, from the profile's raw cells.
+fn raw(profile: &Path, op: &str, size: u64) -> u64 {
+    let p = profcc_schema::read(profile).unwrap();
+    p.allocator_ops
+        .unwrap()
+        .ops
+        .iter()
+        .filter(|c| c.op == op && c.lo <= size && size < c.hi)
+        .map(|c| c.count)
+        .sum()
+}
+
+fn input(r: &Report) -> &AllocatorInput {
+    &r.allocator.as_ref().expect("an allocator section").inputs[0]
+}
+
+/// Operations of `op` with this kind (None: any), reuse and phase (None: any).
+fn count(
+    i: &AllocatorInput,
+    op: &str,
+    kind: Option<&str>,
+    reuse: Option<&str>,
+    phase: Option<&str>,
+) -> u64 {
+    i.ops
+        .iter()
+        .filter(|r| {
+            r.op == op
+                && kind.is_none_or(|k| r.size_kind == k)
+                && reuse.is_none_or(|x| r.reuse == x)
+                && phase.is_none_or(|x| r.phase == x)
+        })
+        .map(|r| r.count)
+        .sum()
+}
+
+/// The usable size of an n-byte request under `d`: its class (BiBOP), or the sequential
+/// allocator's min_size + k x granularity.
+fn class_of(d: &Description, n: u64) -> u64 {
+    if d.style == "bibop" {
+        *d.size_classes.iter().find(|&&c| c >= n).unwrap()
+    } else {
+        let (g, m) = (d.granularity.unwrap(), d.min_size.unwrap());
+        m + (n.saturating_sub(m)).div_ceil(g) * g
+    }
+}
+
+/// Many short-lived small blocks: every malloc and free is counted, in the thread's serial
+/// phase, kind small, and the addresses come back (reuse); the allocator is named and the
+/// kinds come from its shipped description.
+#[test]
+fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
+    for (name, preload, d) in allocators() {
+        let (r, profile) = run("reuse", &name, preload.as_deref());
+        let i = input(&r);
+        assert!(i.allocator.starts_with(&name), "{name}: {}", i.allocator);
+        assert!(
+            i.description
+                .contains(&format!("configs/allocators/{name}")),
+            "{}",
+            i.description
+        );
+        assert_eq!(size_kind(&d, 32), "small");
+        assert_eq!(size_kind(&d, 4000), "small");
+        // Every call of the loop is counted (the warm-up pair or an earlier call is the
+        // thread's first, left out).
+        assert_eq!(i.first_calls, 1, "{name}");
+        assert_eq!(raw(&profile, "malloc", 32), N, "{name}");
+        assert_eq!(raw(&profile, "free", 32), N, "{name}");
+        // Warm-up malloc (unless it was the first call) and free: one more of each.
+        let m = count(i, "malloc", Some("small"), None, Some("serial"));
+        assert!(m == N || m == N + 1, "{name}: {m}: {:?}", i.ops);
+        assert_eq!(count(i, "malloc", None, None, None), m, "{name}");
+        assert_eq!(
+            count(i, "free", Some("small"), None, Some("serial")),
+            N + 1,
+            "{name}"
+        );
+        let reused = count(i, "malloc", None, Some("reused"), None);
+        assert!(
+            reused >= N / 2,
+            "{name}: only {reused} of {N} mallocs reused an address"
+        );
+        assert!(
+            count(i, "free", None, Some("reused"), None) >= N / 2,
+            "{name}"
+        );
+        // Means are real times: above zero, below 10 µs for a small block.
+        for row in &i.ops {
+            assert!(
+                row.mean_ns > 0.0 && row.mean_ns < 10_000.0,
+                "{name}: {row:?}"
+            );
+        }
+        assert!(i.total_ns > 0.0);
+        // Per-site time: the loop's line pays.
+        let top = &r.allocator.as_ref().unwrap().top_sites[0];
+        assert!(top.site.contains("kat.c:"), "{name}: {top:?}");
+        assert!(top.count >= N - 1);
+    }
+}
+
+/// Blocks around glibc's mmap threshold and each allocator's own boundaries: each request is
+/// filed under the kind its description gives it.
+#[test]
+fn big_blocks_are_filed_by_the_description_kinds() {
+    for (name, preload, d) in allocators() {
+        let (r, profile) = run("big", &name, preload.as_deref());
+        let i = input(&r);
+        assert_eq!(raw(&profile, "malloc", 100 << 10), 10, "{name}");
+        assert_eq!(raw(&profile, "malloc", 200 << 10), 10, "{name}");
+        let (k100, k200) = (size_kind(&d, 100 << 10), size_kind(&d, 200 << 10));
+        let want = |k: &str| (k100 == k) as u64 * 10 + (k200 == k) as u64 * 10;
+        let m_small = count(i, "malloc", Some("small"), None, None);
+        let f_small = count(i, "free", Some("small"), None, None);
+        // Small also holds the warm-up pair (its malloc unless it was the first call).
+        assert!(
+            m_small == want("small") || m_small == want("small") + 1,
+            "{name}: {:?}",
+            i.ops
+        );
+        assert_eq!(f_small, want("small") + 1, "{name}");
+        for k in ["medium", "big"] {
+            assert_eq!(
+                count(i, "malloc", Some(k), None, None),
+                want(k),
+                "{name} {k}: {:?}",
+                i.ops
+            );
+            assert_eq!(count(i, "free", Some(k), None, None), want(k), "{name} {k}");
+        }
+        // Channels: what the description says the allocator imports through its PLT is
+        // observable, the rest is said not to be (never a zero count).
+        let ch = |n: &str| i.channels.iter().find(|c| c.channel == n).unwrap();
+        assert_eq!(
+            ch("mmap").observable,
+            d.channels.mmap || ch("mmap").count > 0,
+            "{name}"
+        );
+        if !d.channels.mmap {
+            assert!(ch("mmap")
+                .why_not
+                .as_deref()
+                .unwrap()
+                .contains("not through its PLT"));
+        }
+        assert!(
+            !ch("madvise").observable,
+            "profcc does not interpose madvise"
+        );
+    }
+}
+
+/// A producer allocates 4 MiB of 64-byte blocks, a consumer frees them all: counts by phase,
+/// the live peak exactly 4 MiB with each allocator's internal fragmentation, and at exit the
+/// consumer's freed blocks it never reused as blowup.
+#[test]
+fn producer_consumer_peak_fragmentation_and_blowup() {
+    for (name, preload, d) in allocators() {
+        let (r, _) = run("xthread", &name, preload.as_deref());
+        let i = input(&r);
+        // The main thread's, the producer's first malloc, the consumer's first free.
+        assert_eq!(i.first_calls, 3, "{name}");
+        assert_eq!(
+            count(i, "malloc", Some("small"), None, Some("parallel")),
+            XN - 1,
+            "{name}"
+        );
+        assert_eq!(
+            count(i, "free", Some("small"), None, Some("parallel")),
+            XN - 1,
+            "{name}"
+        );
+        let usable = class_of(&d, 64);
+        let peak = i.overhead.iter().find(|o| o.moment == "peak").unwrap();
+        let exit = i.overhead.iter().find(|o| o.moment == "exit").unwrap();
+        // What is still live at exit was live at the peak too (nothing of the program's:
+        // oneTBB's proxy allocates 56 bytes in its constructor).
+        assert!(exit.requested < 4096, "{name}: {exit:?}");
+        assert_eq!(peak.requested, XN * 64 + exit.requested, "{name}");
+        assert_eq!(
+            peak.usable,
+            XN * usable + exit.usable,
+            "{name}: usable size of 64 bytes {usable}"
+        );
+        assert_eq!(
+            peak.internal_fragmentation,
+            XN * (usable - 64) + exit.internal_fragmentation,
+            "{name}"
+        );
+        // The consumer never reused what it freed, nor main its warm-up block.
+        assert_eq!(exit.blowup, XN * usable + class_of(&d, 4000), "{name}");
+    }
+}
+
+/// The text report names the section's parts, and `--csv` writes the three tables.
+#[test]
+fn text_and_csv_carry_the_allocator_section() {
+    let (_, profile) = run("reuse", "glibc", None);
+    let out = sh(Command::new(profcc()).arg("report").arg(&profile));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "Allocator: glibc 2.36 (size kinds: shipped configs/allocators/glibc-2.36.toml"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "not observable with this allocator: mmap, munmap, mremap, mutex, mutex_wait"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  malloc   small    reused  serial"),
+        "{text}"
+    );
+    let dir = built().path("csv");
+    sh(Command::new(profcc())
+        .arg("report")
+        .arg(&profile)
+        .arg("--csv")
+        .arg(&dir));
+    let ops = std::fs::read_to_string(dir.join("alloc_ops.csv")).unwrap();
+    assert!(
+        ops.starts_with("input,op,size_kind,reuse,phase,count,mean_ns,total_ns\n"),
+        "{ops}"
+    );
+    assert!(
+        ops.contains(&format!("0,free,small,reused,serial,")),
+        "{ops}"
+    );
+    let ov = std::fs::read_to_string(dir.join("alloc_overhead.csv")).unwrap();
+    assert_eq!(ov.lines().count(), 3, "header, peak, exit: {ov}");
+}
+
+/// Off by default: no section, no timing.
+#[test]
+fn off_by_default() {
+    let s = built();
+    let (_, p) = s.run_profiled("kat", &["reuse"], "summary=0");
+    assert!(p.allocator_ops.is_none());
+    assert_eq!(p.options.get("alloc_ops").map(String::as_str), Some("0"));
+}
