@@ -425,6 +425,9 @@ fn report_csv_writes_one_file_per_table() {
         files,
         [
             "access_sites.csv",
+            "alloc_channels.csv",
+            "alloc_ops.csv",
+            "alloc_overhead.csv",
             "alloc_sites.csv",
             "numa_binding.csv",
             "numa_objects.csv",

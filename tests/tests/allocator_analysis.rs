@@ -203,12 +203,13 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
             count(i, "free", None, Some("reused"), None) >= N / 2,
             "{name}"
         );
-        // Means are real times: above zero, below 10 µs for a small block.
+        // Means are real times: above zero; the loop's rows (thousands of calls, so a
+        // preemption or two under load moves them little) below 2 µs a small block.
         for row in &i.ops {
-            assert!(
-                row.mean_ns > 0.0 && row.mean_ns < 10_000.0,
-                "{name}: {row:?}"
-            );
+            assert!(row.mean_ns > 0.0, "{name}: {row:?}");
+            if row.count >= 1000 {
+                assert!(row.mean_ns < 2000.0, "{name}: {row:?}");
+            }
         }
         assert!(i.total_ns > 0.0);
         // Per-site time: the loop's line pays.
