@@ -749,6 +749,16 @@ pub fn shipped_for(name: &str, version: Option<&str>) -> Option<(&'static str, D
     all.into_iter().nth(exact.unwrap_or(0))
 }
 
+/// The library a program preloads to run with the allocator of `d`: its object, except
+/// oneTBB's, whose library has no malloc of its own (its proxy replaces the malloc family).
+pub fn preload_of(d: &Description) -> String {
+    if d.name == "tbbmalloc" {
+        d.object.replace("libtbbmalloc.so", "libtbbmalloc_proxy.so")
+    } else {
+        d.object.clone()
+    }
+}
+
 /// The bench row `op` a program operation is priced with: allocations by `malloc`'s rows,
 /// frees (and deletes) by `free`'s.
 pub fn bench_op(op: &str) -> &'static str {

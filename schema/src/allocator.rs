@@ -3,6 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `OpCell::op` values, in the runtime's order (interpose.c's `OP_` enum follows it; a unit
+/// test in rt/src/analyses/allocator.rs reads that enum).
+pub const OPS: [&str; 7] = [
+    "malloc", "calloc", "realloc", "free", "new", "delete", "aligned",
+];
+/// `ChannelCell::channel` values, in the runtime's order (interpose.c's `CH_` enum).
+pub const CHANNELS: [&str; 5] = ["mmap", "munmap", "mremap", "mutex", "mutex_wait"];
+
 /// Time the program's allocator spent per operation, by request size, address reuse and
 /// phase, with the system calls and locks it made inside them, and its memory overhead.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -6,7 +6,7 @@
 //! (`size_kind`), so each assertion checks that the runtime's size buckets and the report's
 //! kinds agree with the description's boundaries for that allocator.
 
-use profcc_allocator_probe::{shipped, size_kind, Description};
+use profcc_allocator_probe::{preload_of, shipped, size_kind, Description};
 use profcc_report::model::{AllocatorInput, Report};
 use profcc_tests::*;
 use std::path::Path;
@@ -69,14 +69,13 @@ fn allocators() -> Vec<(String, Option<String>, Description)> {
     for (_, d) in shipped() {
         if d.name == "glibc" {
             out.push((d.name.clone(), None, d));
-        } else if Path::new(&d.object).exists() {
-            // oneTBB's library has no malloc: its proxy replaces the malloc family.
-            let preload = d.object.replace("libtbbmalloc.so", "libtbbmalloc_proxy.so");
-            out.push((d.name.clone(), Some(preload), d));
+        } else if Path::new(&preload_of(&d)).exists() {
+            out.push((d.name.clone(), Some(preload_of(&d)), d));
         } else {
             eprintln!(
                 "skipped {}: {} is not installed (`cargo xtask setup` installs it)",
-                d.name, d.object
+                d.name,
+                preload_of(&d)
             );
         }
     }

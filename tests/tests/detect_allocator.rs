@@ -6,16 +6,18 @@
 //! output file.
 
 use profcc_allocator_probe::{from_toml, size_kind, Description};
-use profcc_tests::{build_prefixed_static_jemalloc, fixture, output_within, profcc, root, Scratch};
+use profcc_tests::{build_prefixed_static_jemalloc, fixture, output_within, profcc, Scratch};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const LIBDIR: &str = "/usr/lib/x86_64-linux-gnu";
 
 fn shipped(file: &str) -> Description {
-    let p = root().join("configs/allocators").join(file);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    profcc_allocator_probe::shipped()
+        .into_iter()
+        .find(|(f, _)| *f == file)
+        .unwrap_or_else(|| panic!("{file} is not in profcc_allocator_probe::SHIPPED"))
+        .1
 }
 
 fn run_detect(s: &Scratch, args: &[&str], out: &str) -> Output {

@@ -65,24 +65,26 @@ fn bucket_size(lo: u64, hi: u64) -> u64 {
     ((lo.max(1) as f64) * (hi as f64)).sqrt() as u64
 }
 
-/// Channels as (name, what the description says of it, whether profcc interposes it).
+/// Every channel with what the description says of it: the runtime's (interposed,
+/// `profcc_schema::allocator::CHANNELS`) and those profcc does not interpose.
 fn channel_rows(
     a: &profcc_schema::allocator::Allocator,
     d: Option<&Description>,
     ns: &dyn Fn(u64) -> f64,
 ) -> Vec<AllocChannel> {
     let mut out = Vec::new();
-    let listed: [(&str, fn(&probe::Channels) -> bool, bool); 8] = [
-        ("mmap", |c| c.mmap, true),
-        ("munmap", |c| c.munmap, true),
-        ("mremap", |c| c.mremap, true),
-        ("mutex", |c| c.pthread_mutex_lock, true),
-        ("mutex_wait", |c| c.pthread_mutex_lock, true),
-        ("madvise", |c| c.madvise, false),
-        ("mprotect", |c| c.mprotect, false),
-        ("sbrk", |c| c.sbrk || c.brk, false),
+    let imports: [(&str, fn(&probe::Channels) -> bool); 8] = [
+        ("mmap", |c| c.mmap),
+        ("munmap", |c| c.munmap),
+        ("mremap", |c| c.mremap),
+        ("mutex", |c| c.pthread_mutex_lock),
+        ("mutex_wait", |c| c.pthread_mutex_lock),
+        ("madvise", |c| c.madvise),
+        ("mprotect", |c| c.mprotect),
+        ("sbrk", |c| c.sbrk || c.brk),
     ];
-    for (name, imported, interposed) in listed {
+    for (name, imported) in imports {
+        let interposed = profcc_schema::allocator::CHANNELS.contains(&name);
         let cells: Vec<_> = a.channels.iter().filter(|c| c.channel == name).collect();
         let count: u64 = cells.iter().map(|c| c.count).sum();
         let cycles: u64 = cells.iter().map(|c| c.cycles).sum();
@@ -122,27 +124,23 @@ fn channel_rows(
 
 /// How to run a program with the allocator of description `d`.
 fn how_to_use(d: &Description) -> String {
-    let obj = &d.object;
     if d.name == "glibc" {
         return "the system's malloc: drop the LD_PRELOAD or -l flag that brings the current one"
             .into();
     }
-    if d.name == "tbbmalloc" {
-        // The library has no malloc of its own: its proxy replaces the malloc family.
-        let proxy = obj.replace("libtbbmalloc.so", "libtbbmalloc_proxy.so");
-        return format!("LD_PRELOAD={proxy} PROGRAM, or link with -ltbbmalloc_proxy");
-    }
-    let lib = std::path::Path::new(obj)
+    let preload = probe::preload_of(d);
+    let lib = std::path::Path::new(&preload)
         .file_name()
         .and_then(|f| f.to_str())
         .and_then(|f| f.strip_prefix("lib"))
         .and_then(|f| f.split(".so").next())
         .unwrap_or("?");
-    format!("LD_PRELOAD={obj} PROGRAM, or link with -l{lib}")
+    format!("LD_PRELOAD={preload} PROGRAM, or link with -l{lib}")
 }
 
 pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
     let mut inputs = Vec::new();
+    let shipped = probe::shipped();
     for (i, input) in m.inputs.iter().enumerate() {
         let p = &input.profile;
         let Some(a) = p.allocator_ops.as_ref() else {
@@ -210,11 +208,11 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
         };
         let duration_ns = p.duration_ns;
         let in_use = |r: &Description| r.name == name;
-        let mut predictions: Vec<AllocPrediction> = probe::shipped()
-            .into_iter()
+        let mut predictions: Vec<AllocPrediction> = shipped
+            .iter()
             .filter(|(_, r)| !in_use(r))
             .filter_map(|(_, r)| {
-                let predicted_ns = price(&r)?;
+                let predicted_ns = price(r)?;
                 let change_ns = predicted_ns - total_ns;
                 Some(AllocPrediction {
                     allocator: format!("{} {}", r.name, r.version.clone().unwrap_or_default())
@@ -223,15 +221,15 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
                     predicted_ns,
                     change_ns,
                     change_of_run: change_ns / duration_ns.max(1) as f64,
-                    how: how_to_use(&r),
+                    how: how_to_use(r),
                 })
             })
             .collect();
         predictions.sort_by(|x, y| x.change_ns.total_cmp(&y.change_ns));
-        let self_check_ns = probe::shipped()
-            .into_iter()
+        let self_check_ns = shipped
+            .iter()
             .find(|(_, r)| in_use(r))
-            .and_then(|(_, r)| price(&r));
+            .and_then(|(_, r)| price(r));
         let advice = predictions.first().and_then(|best| {
             let saves = -best.change_ns;
             (saves >= ADVISE_SHARE_OF_ALLOCATOR * total_ns

@@ -7,7 +7,8 @@
 //! the real allocator's call (`rdtsc`, not serialising: an average over many calls is right to
 //! a few ticks, a single call is not), so profcc's own bookkeeping is not counted. The call is
 //! then filed here by [`profcc_alloc_op`]:
-//! - operation: `OP_NAMES` (the C enum in interpose.c follows it; a unit test reads it);
+//! - operation: `profcc_schema::allocator::OPS` (the C enum in interpose.c follows it; a
+//!   unit test reads it);
 //! - request size: a bucket of [`EDGES`] (powers of two from 16 bytes, plus the kind
 //!   boundaries of every shipped allocator description and of `allocator=FILE`), so the
 //!   report can sum buckets into the description's small/medium/big without straddling;
@@ -37,12 +38,7 @@ use crate::mem::SpinLock;
 use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::cell::Cell;
 
-/// The operations, in the order of interpose.c's `OP_` enum.
-pub const OP_NAMES: [&str; 7] = [
-    "malloc", "calloc", "realloc", "free", "new", "delete", "aligned",
-];
-/// The channels, in the order of interpose.c's `CH_` enum.
-pub const CHANNEL_NAMES: [&str; 5] = ["mmap", "munmap", "mremap", "mutex", "mutex_wait"];
+use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES};
 const OPS: usize = OP_NAMES.len();
 const CHANNELS: usize = CHANNEL_NAMES.len();
 const OP_REALLOC: u32 = 2;
@@ -55,19 +51,26 @@ const UNKNOWN: usize = BUCKETS - 1;
 /// Reuse x phase.
 const RP: usize = 4;
 
-// SHIPPED_EDGES: the kind boundaries of configs/allocators/*.toml (rt/build.rs).
-include!(concat!(env!("OUT_DIR"), "/alloc_edges.rs"));
+// SHIPPED_KINDS: (small_max, large_threshold) of configs/allocators/*.toml (rt/build.rs).
+include!(concat!(env!("OUT_DIR"), "/alloc_kinds.rs"));
+
+/// Where a description's kinds start: medium at small_max + 1, big at large_threshold.
+fn kind_starts((small_max, large_threshold): (u64, u64)) -> [u64; 2] {
+    [small_max + 1, large_threshold]
+}
 
 /// Bucket edges, ascending: bucket i holds requests in [EDGES[i-1] (0 for i = 0), EDGES[i])
 /// (the last one up to u64::MAX). Set once by `init`.
 static EDGES: [AtomicU64; BUCKETS - 2] = [const { AtomicU64::new(0) }; BUCKETS - 2];
 static NEDGES: AtomicU32 = AtomicU32::new(0);
 
-/// The set the edges are made of: every power of two from 16 bytes to 1 TiB, `extra`.
-fn edge_set(extra: &[u64]) -> Vec<u64> {
+/// The set the edges are made of: every power of two from 16 bytes to 1 TiB, and where the
+/// kinds of every shipped description and of `extra` start.
+fn edge_set(extra: Option<(u64, u64)>) -> Vec<u64> {
     let mut e: Vec<u64> = (4..=40).map(|s| 1u64 << s).collect();
-    e.extend(SHIPPED_EDGES.iter().copied());
-    e.extend(extra.iter().copied().filter(|&x| x > 0));
+    for k in SHIPPED_KINDS.iter().copied().chain(extra) {
+        e.extend(kind_starts(k));
+    }
     e.sort_unstable();
     e.dedup();
     e.truncate(BUCKETS - 2);
@@ -249,7 +252,9 @@ fn freed(a: u64) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Ticks to time.
 
-static START: SpinLock<(u64, u64)> = SpinLock::new((0, 0));
+/// TSC and CLOCK_MONOTONIC at `init`.
+static START_TSC: AtomicU64 = AtomicU64::new(0);
+static START_NS: AtomicU64 = AtomicU64::new(0);
 
 fn now_ns() -> u64 {
     let mut t = libc::timespec {
@@ -269,7 +274,7 @@ const CALIBRATE_NS: u64 = 10_000_000;
 
 /// TSC ticks per second from the start of the run to now (waiting until `CALIBRATE_NS`).
 fn tsc_hz() -> f64 {
-    let (t0, n0) = *START.lock();
+    let (t0, n0) = (START_TSC.load(Relaxed), START_NS.load(Relaxed));
     let mut n1 = now_ns();
     while n1 < n0 + CALIBRATE_NS {
         core::hint::spin_loop();
@@ -299,8 +304,7 @@ pub extern "C" fn profcc_alloc_op(
     cycles: u64,
     site: u32,
 ) {
-    let op = op as usize;
-    if op >= OPS {
+    if op as usize >= OPS {
         return;
     }
     let Some((c, own)) = mine() else {
@@ -308,7 +312,7 @@ pub extern "C" fn profcc_alloc_op(
     };
     let (p, old, n) = (p as u64, old as u64, n as u64);
     let recorded = site != crate::alloc::NO_SITE;
-    let is_free = op as u32 == OP_FREE || op as u32 == OP_DELETE;
+    let is_free = op == OP_FREE || op == OP_DELETE;
     let b = if is_free && !recorded {
         UNKNOWN
     } else {
@@ -316,56 +320,60 @@ pub extern "C" fn profcc_alloc_op(
     };
     let reused = if is_free {
         if recorded {
-            let u = usable_after_free(n);
-            add_i(&c.usable, -(u as i64), own);
-            add_i(&c.cached[b], u as i64, own);
-            live_changed(c, own, -(n as i64));
+            released(c, own, n, b);
         }
         freed(p)
     } else if p == 0 {
         false
     } else {
-        if op as u32 == OP_REALLOC && old != 0 {
+        if op == OP_REALLOC && old != 0 {
             if old_n != NO_SIZE {
-                let ob = bucket(old_n as u64);
-                let u = usable_after_free(old_n as u64);
-                add_i(&c.usable, -(u as i64), own);
-                add_i(&c.cached[ob], u as i64, own);
-                live_changed(c, own, -(old_n as i64));
+                released(c, own, old_n as u64, bucket(old_n as u64));
             }
             if old != p {
                 freed(old);
             }
         }
         if recorded {
-            let u = usable_of(p, n);
-            add_i(&c.usable, u as i64, own);
-            let slot = &c.cached[b];
-            let had = slot.load(Relaxed);
-            if had > 0 {
-                let left = (had - u as i64).max(0);
-                if own {
-                    slot.store(left, Relaxed);
-                } else {
-                    slot.fetch_sub(had - left, Relaxed);
-                }
-            }
-            live_changed(c, own, n as i64);
+            acquired(c, own, p, n, b);
         }
-        (op as u32 == OP_REALLOC && old == p) | handed_out(p)
+        (op == OP_REALLOC && old == p) | handed_out(p)
     };
-    if own && MINE.with(|m| m.get()) & SEEN == 0 {
-        MINE.with(|m| m.set(m.get() | SEEN));
+    // The thread's first operation is its allocator's set-up: not timed (`SEEN`).
+    let first = own && MINE.with(|m| m.replace(m.get() | SEEN)) & SEEN == 0;
+    if first {
         add(&c.first_calls, 1, own);
         return;
     }
     let parallel = crate::threads::LIVE.load(Relaxed) > 1;
-    let cell = &c.ops[op][b][(reused as usize) * 2 + parallel as usize];
+    let cell = &c.ops[op as usize][b][(reused as usize) * 2 + parallel as usize];
     add(&cell.count, 1, own);
     add(&cell.cycles, cycles, own);
     if recorded {
         crate::alloc::add_site_cycles(site, cycles);
     }
+}
+
+/// A recorded n-byte block (bucket `b`) was freed: its usable bytes leave the live count and
+/// join the thread's freed-not-reused bytes of its bucket.
+fn released(c: &Cells, own: bool, n: u64, b: usize) {
+    let u = usable_after_free(n) as i64;
+    add_i(&c.usable, -u, own);
+    add_i(&c.cached[b], u, own);
+    live_changed(c, own, -(n as i64));
+}
+
+/// A recorded n-byte block at `p` (bucket `b`) was handed out: its usable bytes join the
+/// live count and, as far as the thread had freed such blocks, leave its freed-not-reused.
+fn acquired(c: &Cells, own: bool, p: u64, n: u64, b: usize) {
+    let u = usable_of(p, n) as i64;
+    add_i(&c.usable, u, own);
+    let slot = &c.cached[b];
+    let had = slot.load(Relaxed);
+    if had > 0 {
+        add_i(slot, -had.min(u), own);
+    }
+    live_changed(c, own, n as i64);
 }
 
 /// interpose.c's `NO_SIZE`: realloc's old block was not recorded.
@@ -407,36 +415,35 @@ extern "C" {
     fn profcc_usable(p: *mut libc::c_void) -> usize;
 }
 
+/// The memo slot of an n-byte request (None above `USABLE_MEMO`); 0: not known yet.
+fn memo(size: u64) -> Option<&'static AtomicU32> {
+    let m = MEMO.load(Relaxed);
+    (size as usize <= USABLE_MEMO && !m.is_null()).then(|| unsafe { &*m.add(size as usize) })
+}
+
+/// The usable size of the live n-byte block at `addr`.
 fn usable_of(addr: u64, size: u64) -> u64 {
-    let memo = MEMO.load(Relaxed);
-    if size as usize <= USABLE_MEMO && !memo.is_null() {
-        let m = unsafe { &*memo.add(size as usize) };
-        let u = m.load(Relaxed);
-        if u != 0 {
-            return u as u64;
+    let slot = memo(size);
+    match slot.map(|m| m.load(Relaxed)) {
+        Some(u) if u != 0 => u as u64,
+        _ => {
+            let u = unsafe { profcc_usable(addr as *mut libc::c_void) } as u64;
+            if let Some(m) = slot {
+                m.store(u.min(u32::MAX as u64) as u32, Relaxed);
+            }
+            u
         }
-        let u = unsafe { profcc_usable(addr as *mut libc::c_void) } as u64;
-        m.store(u.min(u32::MAX as u64) as u32, Relaxed);
-        return u;
     }
-    unsafe { profcc_usable(addr as *mut libc::c_void) as u64 }
 }
 
 /// The usable size an n-byte block had, when it can no longer be asked (after its free):
 /// the memo up to `USABLE_MEMO` (filled when such a block was allocated), else the request
 /// rounded up to its page end (big blocks).
 fn usable_after_free(size: u64) -> u64 {
-    let memo = MEMO.load(Relaxed);
-    if size as usize <= USABLE_MEMO && !memo.is_null() {
-        let u = unsafe { &*memo.add(size as usize) }.load(Relaxed) as u64;
-        if u != 0 {
-            return u;
-        }
-    }
-    if size as usize <= USABLE_MEMO {
-        size
-    } else {
-        (size + 4095) & !4095
+    match memo(size).map(|m| m.load(Relaxed)) {
+        Some(u) if u != 0 => u as u64,
+        Some(_) => size,
+        None => (size + 4095) & !4095,
     }
 }
 
@@ -525,16 +532,12 @@ pub fn top_level_int(text: &str, key: &str) -> Option<u64> {
     None
 }
 
-/// The kind boundaries a description sets: small_max + 1 and large_threshold.
-pub fn kind_edges(text: &str) -> Vec<u64> {
-    let mut e = Vec::new();
-    if let Some(s) = top_level_int(text, "small_max") {
-        e.push(s + 1);
-    }
-    if let Some(l) = top_level_int(text, "large_threshold") {
-        e.push(l);
-    }
-    e
+/// A description's (small_max, large_threshold); None when it lacks either.
+pub fn kinds_of(text: &str) -> Option<(u64, u64)> {
+    Some((
+        top_level_int(text, "small_max")?,
+        top_level_int(text, "large_threshold")?,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -552,17 +555,17 @@ impl Analysis for AllocatorAnalysis {
         if !o.alloc_ops {
             return;
         }
-        let mut extra = Vec::new();
+        let mut extra = None;
         let path = o.allocator.as_str();
         if !path.is_empty() {
             match std::fs::read_to_string(path) {
-                Ok(t) if top_level_int(&t, "small_max").is_some() => {
-                    extra = kind_edges(&t);
+                Ok(t) if kinds_of(&t).is_some() => {
+                    extra = kinds_of(&t);
                     *DESCRIPTION.lock() = Some(t);
                 }
                 Ok(_) => crate::writer::stderr_line(&format!(
-                    "profcc: allocator={path}: not an allocator description (no small_max); \
-                     write one with `profcc detect-allocator -o FILE`"
+                    "profcc: allocator={path}: not an allocator description (no small_max or \
+                     large_threshold); write one with `profcc detect-allocator -o FILE`"
                 )),
                 Err(e) => crate::writer::stderr_line(&format!(
                     "profcc: allocator={path}: cannot read it ({e}); give the path of a \
@@ -570,7 +573,7 @@ impl Analysis for AllocatorAnalysis {
                 )),
             }
         }
-        set_edges(&edge_set(&extra));
+        set_edges(&edge_set(extra));
         let t = crate::mem::map(8 << FREED_BITS, true);
         if !t.is_null() {
             FREED.store(t as *mut AtomicU64, Relaxed);
@@ -585,7 +588,8 @@ impl Analysis for AllocatorAnalysis {
             ALL.lock().push(shared);
             SHARED.store(shared as *mut Cells, Relaxed);
         }
-        *START.lock() = (tsc(), now_ns());
+        START_TSC.store(tsc(), Relaxed);
+        START_NS.store(now_ns(), Relaxed);
         unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!(profcc_alloc_timing), 1) };
     }
 
@@ -599,7 +603,6 @@ impl Analysis for AllocatorAnalysis {
     fn fork_prepare(&self) {
         core::mem::forget(ALL.lock());
         core::mem::forget(FREE.lock());
-        core::mem::forget(START.lock());
         core::mem::forget(DESCRIPTION.lock());
         core::mem::forget(PEAK.lock());
     }
@@ -608,7 +611,6 @@ impl Analysis for AllocatorAnalysis {
         unsafe {
             PEAK.force_unlock();
             DESCRIPTION.force_unlock();
-            START.force_unlock();
             FREE.force_unlock();
             ALL.force_unlock();
         }
@@ -731,7 +733,7 @@ mod tests {
 
     #[test]
     fn buckets_split_at_every_edge() {
-        let e = edge_set(&[100]);
+        let e = edge_set(Some((99, 100)));
         set_edges(&e);
         for n in (0..70_000u64).chain([u64::MAX, 1 << 40, (1 << 40) - 1]) {
             assert_eq!(bucket(n), e.iter().filter(|&&x| x <= n).count(), "{n}");
@@ -741,7 +743,7 @@ mod tests {
         assert_eq!(bucket(16), 1);
         assert_eq!(bucket_range(bucket(99)), (64, 100));
         assert_eq!(bucket_range(bucket(100)), (100, 128));
-        for &x in SHIPPED_EDGES {
+        for x in SHIPPED_KINDS.iter().flat_map(|&k| kind_starts(k)) {
             let (lo, hi) = bucket_range(bucket(x));
             assert_eq!(lo, x, "a shipped boundary starts a bucket");
             assert!(hi > x);
@@ -774,7 +776,7 @@ mod tests {
     fn description_keys_are_read_before_the_first_table() {
         let t = "name = \"x\"\nsmall_max = 14336\nlarge_threshold = 14337 # c\n[channels]\nsmall_max = 1\n";
         assert_eq!(top_level_int(t, "small_max"), Some(14336));
-        assert_eq!(kind_edges(t), vec![14337, 14337]);
+        assert_eq!(kinds_of(t), Some((14336, 14337)));
         assert_eq!(top_level_int(t, "missing"), None);
     }
 }
