@@ -563,6 +563,39 @@ pub struct AllocatorInput {
     pub self_check_ns: Option<f64>,
     /// What to do, in words (None: nothing worth changing).
     pub advice: Option<String>,
+    /// Cache lines the allocator shared between threads (None: the profile has no count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub induced_sharing: Option<AllocInducedSharing>,
+}
+
+/// Allocator-induced false sharing (docs/allocators.md, "Allocator-induced false sharing").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocInducedSharing {
+    pub active_lines: u64,
+    pub passive_lines: u64,
+    /// Lines the runtime's table had no room for (not counted).
+    pub untracked_lines: u64,
+    /// Lines listed in the profile (the first `max_listed` shared), which the sites and the
+    /// invalidations below are over.
+    pub listed: u64,
+    pub max_listed: u64,
+    /// With the sharing analysis in the same run: listed lines it saw invalidated, and their
+    /// invalidations (None: it did not run).
+    pub contended_lines: Option<u64>,
+    pub invalidations: Option<u64>,
+    /// Allocation sites whose objects made lines shared, most lines first (at most `--top`).
+    pub sites: Vec<AllocInducedSite>,
+    /// What to do, in words (None: no shared line).
+    pub advice: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocInducedSite {
+    pub site: String,
+    pub active: u64,
+    pub passive: u64,
+    /// Invalidations the sharing analysis saw on these lines (None: it did not run).
+    pub invalidations: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -74,7 +74,8 @@ pub trait Analysis: Sync {
     fn thread_start(&self, _t: &ThreadStart) {}
     /// On the thread that ends (its start routine returned, or `pthread_exit`, or cancelled).
     fn thread_exit(&self) {}
-    /// Which of `object_alloc` and `object_free` it wants called (default: neither).
+    /// Which of `object_alloc` and `object_free` it wants called (default: neither); asked
+    /// once, at installation, after the options were parsed.
     fn object_events(&self) -> ObjectEvents {
         ObjectEvents::default()
     }
@@ -113,7 +114,8 @@ static OFFSETS: [AtomicUsize; MAX_ANALYSES + 1] = [const { AtomicUsize::new(0) }
 static WANT_ALLOC: AtomicU32 = AtomicU32::new(0);
 static WANT_FREE: AtomicU32 = AtomicU32::new(0);
 
-/// Once, from `ensure_init`, before anything else: the table the core calls.
+/// Once, from `ensure_init`, after the options were parsed and before any analysis's `init`:
+/// the table the core calls.
 pub fn install(registry: &'static Registry) {
     assert!(registry.len() <= MAX_ANALYSES, "raise MAX_ANALYSES");
     let mut off = 0usize;

@@ -63,11 +63,12 @@ fn init_slow() {
     }
     // Whatever libc allocates for the runtime during initialisation is not the program's.
     let _guard = threads::RtGuard::enter();
-    analysis::install(&analyses::ANALYSES);
     let spec = env("PROFCC_OPTIONS").unwrap_or_default();
     for w in options::init(&spec) {
         writer::stderr_line(&w);
     }
+    // After the options: an analysis's `object_events` may depend on them.
+    analysis::install(&analyses::ANALYSES);
     if options::get().help {
         writer::stderr_line(&options::help_text());
     }

@@ -30,6 +30,38 @@ pub struct Allocator {
     /// Memory at the peak of live requested bytes and at the dump.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<Overhead>,
+    /// Cache lines the allocator shared between threads (recorded objects only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub induced_sharing: Option<InducedSharing>,
+}
+
+/// Allocator-induced false sharing: cache lines that came to hold live objects of different
+/// threads, each counted once until its last object was freed (docs/allocators.md).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct InducedSharing {
+    /// The allocator handed neighbouring blocks to different threads.
+    pub active_lines: u64,
+    /// A thread got back a block it had freed for another thread, next to that thread's
+    /// live objects.
+    pub passive_lines: u64,
+    /// Edge lines the runtime's table had no room for (not counted).
+    pub untracked_lines: u64,
+    /// The first `max_listed` lines that became shared.
+    pub lines: Vec<InducedLine>,
+    pub max_listed: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct InducedLine {
+    /// Cache line address.
+    pub addr: u64,
+    pub passive: bool,
+    /// The thread whose allocation shared the line, and another owner (None: a fourth
+    /// thread, not tracked).
+    pub thread: u32,
+    pub other_thread: Option<u32>,
+    /// Stack id (the profile's `stacks`) of the new object's allocation call.
+    pub alloc_stack: u32,
 }
 
 /// Operations of one kind, the allocator's time in TSC ticks.

@@ -17,6 +17,8 @@ use std::process::Command;
 /// buffer would be one more malloc.
 const KAT_C: &str = r#"
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,6 +32,38 @@ static void *producer(void *a) {
 }
 static void *consumer(void *a) {
     for (int i = 0; i < XN; i++) free(blocks[i]);
+    return a;
+}
+/* Allocator-induced false sharing: two threads take turns allocating 24-byte objects
+ * (active: one arena serves both, so their blocks alternate on each line); an owner thread
+ * allocates, main frees every other object in rounds of 7 (glibc's tcache holds 7 per size)
+ * and allocates as many right after (passive: the allocator hands main back the blocks it
+ * freed for the owner, between the owner's live objects). */
+#define FS 512
+#define WR 40
+static void *objs[2 * FS];
+static atomic_int turn, ready, done;
+static void *alternate(void *a) {
+    int me = (int)(long)a;
+    for (int i = 0; i < FS; i++) {
+        while (atomic_load(&turn) != 2 * i + me) sched_yield();
+        objs[2 * i + me] = malloc(24);
+        sink = objs[2 * i + me];
+        atomic_store(&turn, 2 * i + me + 1);
+    }
+    /* Then each writes its own objects, in turns: the sharing analysis sees the lines the
+     * two threads' objects share change writer every turn. */
+    for (int r = 0; r < WR; r++) {
+        while (atomic_load(&turn) != 2 * FS + 2 * r + me) sched_yield();
+        for (int i = 0; i < FS; i++) memset(objs[2 * i + me], r, 24);
+        atomic_store(&turn, 2 * FS + 2 * r + me + 1);
+    }
+    return a;
+}
+static void *owner(void *a) {
+    for (int i = 0; i < 2 * FS; i++) { objs[i] = malloc(24); sink = objs[i]; }
+    atomic_store(&ready, 1);
+    while (!atomic_load(&done)) sched_yield();
     return a;
 }
 int main(int argc, char **argv) {
@@ -51,6 +85,21 @@ int main(int argc, char **argv) {
         pthread_join(t, 0);
         pthread_create(&t, 0, consumer, 0);
         pthread_join(t, 0);
+    } else if (!strcmp(mode, "active")) {
+        pthread_t t[2];
+        for (long i = 0; i < 2; i++) pthread_create(&t[i], 0, alternate, (void *)i);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    } else if (!strcmp(mode, "passive")) {
+        pthread_t t;
+        pthread_create(&t, 0, owner, 0);
+        while (!atomic_load(&ready)) sched_yield();
+        for (int r = 0; r < FS; r += 7) {
+            int n = FS - r < 7 ? FS - r : 7;
+            for (int k = 0; k < n; k++) free(objs[2 * (r + k) + 1]);
+            for (int k = 0; k < n; k++) { objs[2 * (r + k) + 1] = malloc(24); sink = objs[2 * (r + k) + 1]; }
+        }
+        atomic_store(&done, 1);
+        pthread_join(t, 0);
     } else {
         return 2;
     }
@@ -61,6 +110,9 @@ int main(int argc, char **argv) {
 
 const N: u64 = 20_000;
 const XN: u64 = 65_536;
+/// Objects per thread of the false-sharing modes (24 bytes each: 2 x FS objects fill about
+/// FS cache lines under glibc, whose 24-byte blocks are 32 bytes apart).
+const FS: u64 = 512;
 
 /// (name, LD_PRELOAD, description) of every allocator installed here: glibc, then the Debian
 /// allocators of the shipped descriptions whose file exists.
@@ -94,10 +146,21 @@ fn built() -> &'static Scratch {
 
 /// Run `kat MODE` under `preload` with the analysis on; its report.
 fn run(mode: &str, name: &str, preload: Option<&str>) -> (Report, std::path::PathBuf) {
+    run_env(mode, name, preload, &[])
+}
+
+/// [`run`] with more environment variables.
+fn run_env(
+    mode: &str,
+    name: &str,
+    preload: Option<&str>,
+    env: &[(&str, &str)],
+) -> (Report, std::path::PathBuf) {
     let s = built();
     let profile = s.path(&format!("kat-{mode}-{name}.json"));
     let _ = std::fs::remove_file(&profile);
     let mut cmd = Command::new(s.path("kat"));
+    cmd.envs(env.iter().copied());
     cmd.arg(mode).env(
         "PROFCC_OPTIONS",
         format!("out={}:summary=0:alloc_ops=1", profile.display()),
@@ -308,6 +371,89 @@ fn producer_consumer_peak_fragmentation_and_blowup() {
         );
         // The consumer never reused what it freed, nor main its warm-up block.
         assert_eq!(exit.blowup, XN * usable + class_of(&d, 4000), "{name}");
+    }
+}
+
+fn induced(i: &AllocatorInput) -> &profcc_report::model::AllocInducedSharing {
+    i.induced_sharing
+        .as_ref()
+        .expect("an induced-sharing count")
+}
+
+/// Two threads take turns allocating 24-byte objects. One glibc arena for both
+/// (`glibc.malloc.arena_max=1`) puts their blocks side by side: nearly every one of the FS
+/// lines is shared, active, found at the allocation line, and the sharing analysis (built in)
+/// saw each of them invalidated when the threads then wrote their own objects in turns.
+/// Allocators that give each thread its own arena or heap share none; tcmalloc only where the
+/// batches its thread caches take from the shared central list meet.
+#[test]
+fn active_allocator_induced_false_sharing() {
+    let (r, _) = run_env(
+        "active",
+        "glibc-one-arena",
+        None,
+        &[("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")],
+    );
+    let s = induced(input(&r));
+    assert!(
+        (FS - 2..=FS).contains(&s.active_lines),
+        "{} lines of {FS}",
+        s.active_lines
+    );
+    assert_eq!(s.passive_lines, 0);
+    assert_eq!(s.untracked_lines, 0);
+    assert_eq!(s.listed, s.active_lines);
+    assert_eq!(s.contended_lines, Some(s.active_lines), "{s:?}");
+    assert!(s.invalidations.unwrap() >= s.active_lines);
+    assert_eq!(s.sites.len(), 1, "{:?}", s.sites);
+    let line = KAT_C
+        .lines()
+        .position(|l| l.contains("objs[2 * i + me] = malloc(24)"))
+        .unwrap()
+        + 1;
+    assert!(
+        s.sites[0].site.contains(&format!("kat.c:{line}")),
+        "{:?}",
+        s.sites
+    );
+    assert!(s.advice.as_deref().unwrap().contains("arena_max"));
+    for (name, preload, _) in allocators() {
+        let (r, _) = run("active", &name, preload.as_deref());
+        let s = induced(input(&r));
+        assert_eq!(s.passive_lines, 0, "{name}");
+        if name == "tcmalloc" {
+            assert!(s.active_lines <= FS / 8, "{name}: {s:?}");
+        } else {
+            assert_eq!(s.active_lines, 0, "{name}: {s:?}");
+            assert!(s.advice.is_none());
+        }
+    }
+}
+
+/// An owner thread allocates 2 x FS objects; main frees every other one and allocates as many
+/// again. glibc's tcache and the thread caches of jemalloc and tcmalloc keep a block freed by
+/// another thread and hand it back to that thread: FS passive lines. mimalloc and oneTBB
+/// return a remote free to its owner's page: none.
+#[test]
+fn passive_allocator_induced_false_sharing() {
+    for (name, preload, _) in allocators() {
+        let (r, _) = run("passive", &name, preload.as_deref());
+        let s = induced(input(&r));
+        assert_eq!(s.active_lines, 0, "{name}: {s:?}");
+        if name == "mimalloc" || name == "tbbmalloc" {
+            assert_eq!(s.passive_lines, 0, "{name}: {s:?}");
+        } else {
+            assert!(
+                (FS - 2..=FS).contains(&s.passive_lines),
+                "{name}: {} of {FS}",
+                s.passive_lines
+            );
+            let adv = s.advice.as_deref().unwrap();
+            assert!(
+                adv.contains("mimalloc") && adv.contains("LD_PRELOAD="),
+                "{adv}"
+            );
+        }
     }
 }
 

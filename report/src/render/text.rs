@@ -301,6 +301,49 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
     }
 }
 
+/// Allocator-induced false sharing, under the allocator's input.
+fn induced_sharing(s: &crate::model::AllocInducedSharing, out: &mut String) {
+    use crate::fmt::count;
+    out.push_str(&format!(
+        "  allocator-induced false sharing: {} cache lines active (the allocator gave neighbouring blocks to different threads), {} passive (a thread got back a block it had freed for another thread, next to that thread's live objects){}\n",
+        count(s.active_lines),
+        count(s.passive_lines),
+        if s.untracked_lines > 0 {
+            format!("; {} lines not tracked (table full)", count(s.untracked_lines))
+        } else {
+            String::new()
+        }
+    ));
+    if let (Some(l), Some(n)) = (s.contended_lines, s.invalidations) {
+        out.push_str(&format!(
+            "    the sharing analysis saw {} of the {} listed lines invalidated ({} invalidations)\n",
+            count(l),
+            count(s.listed),
+            count(n)
+        ));
+    }
+    for x in &s.sites {
+        out.push_str(&format!(
+            "    {}: {} active, {} passive{}\n",
+            x.site,
+            count(x.active),
+            count(x.passive),
+            x.invalidations
+                .map(|n| format!(", {} invalidations", count(n)))
+                .unwrap_or_default()
+        ));
+    }
+    if s.listed < s.active_lines + s.passive_lines {
+        out.push_str(&format!(
+            "    (sites and invalidations over the first {} lines shared)\n",
+            count(s.listed)
+        ));
+    }
+    if let Some(a) = &s.advice {
+        out.push_str(&format!("    advice: {a}\n"));
+    }
+}
+
 /// The allocator analysis: operations by kind, channels, who pays, switching.
 fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool, out: &mut String) {
     use crate::fmt::{count, duration};
@@ -424,6 +467,9 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
         }
         if let Some(adv) = &i.advice {
             out.push_str(&format!("  advice: {adv}\n"));
+        }
+        if let Some(s) = &i.induced_sharing {
+            induced_sharing(s, out);
         }
     }
     if !a.top_sites.is_empty() {

@@ -6,8 +6,8 @@
 use super::Options;
 use crate::merge::Merged;
 use crate::model::{
-    AllocChannel, AllocOpRow, AllocOverhead, AllocPrediction, AllocSiteCost, AllocatorAnalysis,
-    AllocatorInput,
+    AllocChannel, AllocInducedSharing, AllocInducedSite, AllocOpRow, AllocOverhead,
+    AllocPrediction, AllocSiteCost, AllocatorAnalysis, AllocatorInput,
 };
 use crate::symbolize::user_frame;
 use profcc_allocator_probe::{self as probe, Description};
@@ -136,6 +136,86 @@ fn how_to_use(d: &Description) -> String {
         .and_then(|f| f.split(".so").next())
         .unwrap_or("?");
     format!("LD_PRELOAD={preload} PROGRAM, or link with -l{lib}")
+}
+
+/// The lines the allocator shared between threads, by allocation site, joined with the
+/// sharing analysis's invalidations on the same lines when it ran.
+fn induced_sharing(
+    m: &Merged,
+    i: usize,
+    s: &profcc_schema::allocator::InducedSharing,
+    shipped: &[(&str, Description)],
+    opts: &Options,
+) -> AllocInducedSharing {
+    let p = &m.inputs[i].profile;
+    let inval: Option<std::collections::HashMap<u64, u64>> = p
+        .sharing
+        .as_ref()
+        .map(|sh| sh.lines.iter().map(|l| (l.addr, l.invalidations)).collect());
+    let of = |addr: u64| inval.as_ref().map(|t| t.get(&addr).copied().unwrap_or(0));
+    let mut by_site: BTreeMap<String, AllocInducedSite> = BTreeMap::new();
+    for l in &s.lines {
+        let stack = m.stack(i, l.alloc_stack);
+        let name = user_frame(&stack)
+            .or(stack.first())
+            .map(|f| f.short())
+            .unwrap_or_else(|| "?".into());
+        let e = by_site.entry(name.clone()).or_insert(AllocInducedSite {
+            site: name,
+            active: 0,
+            passive: 0,
+            invalidations: inval.as_ref().map(|_| 0),
+        });
+        if l.passive {
+            e.passive += 1;
+        } else {
+            e.active += 1;
+        }
+        if let (Some(t), Some(n)) = (&mut e.invalidations, of(l.addr)) {
+            *t += n;
+        }
+    }
+    let mut sites: Vec<AllocInducedSite> = by_site.into_values().collect();
+    sites.sort_by_key(|x| std::cmp::Reverse((x.active + x.passive, x.invalidations)));
+    sites.truncate(opts.limit(sites.len()));
+    let contended_lines = inval.as_ref().map(|_| {
+        s.lines
+            .iter()
+            .filter(|l| of(l.addr).unwrap_or(0) > 0)
+            .count() as u64
+    });
+    let invalidations = inval
+        .as_ref()
+        .map(|_| s.lines.iter().map(|l| of(l.addr).unwrap_or(0)).sum());
+    let owner_returning = shipped
+        .iter()
+        .find(|(_, d)| d.name == "mimalloc")
+        .map(|(_, d)| format!(" ({})", how_to_use(d)))
+        .unwrap_or_default();
+    let mut advice = Vec::new();
+    if s.active_lines > 0 {
+        advice.push(format!(
+            "the allocator put objects of different threads next to each other on {} cache lines: allocate objects that threads write on their own lines (size and alignment rounded to 64 bytes, aligned_alloc(64, ...)) or use an allocator with per-thread heaps (jemalloc, tcmalloc, mimalloc); under glibc a higher glibc.malloc.arena_max keeps threads in separate arenas",
+            s.active_lines
+        ));
+    }
+    if s.passive_lines > 0 {
+        advice.push(format!(
+            "{} cache lines got back a block that a thread freed for another thread, next to that thread's live objects: free objects in the thread that allocated them, or use an allocator that returns a remote free to its owner's page, as mimalloc and oneTBB's do{owner_returning}",
+            s.passive_lines
+        ));
+    }
+    AllocInducedSharing {
+        active_lines: s.active_lines,
+        passive_lines: s.passive_lines,
+        untracked_lines: s.untracked_lines,
+        listed: s.lines.len() as u64,
+        max_listed: s.max_listed,
+        contended_lines,
+        invalidations,
+        sites,
+        advice: (!advice.is_empty()).then(|| advice.join("; ")),
+    }
 }
 
 pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
@@ -276,6 +356,10 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             predictions,
             self_check_ns,
             advice,
+            induced_sharing: a
+                .induced_sharing
+                .as_ref()
+                .map(|s| induced_sharing(m, i, s, &shipped, opts)),
         });
     }
     if inputs.is_empty() {

@@ -39,6 +39,8 @@ use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering::R
 use std::cell::Cell;
 
 use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES};
+
+mod lines;
 const OPS: usize = OP_NAMES.len();
 const CHANNELS: usize = CHANNEL_NAMES.len();
 const OP_REALLOC: u32 = 2;
@@ -574,6 +576,7 @@ impl Analysis for AllocatorAnalysis {
             }
         }
         set_edges(&edge_set(extra));
+        lines::init();
         let t = crate::mem::map(8 << FREED_BITS, true);
         if !t.is_null() {
             FREED.store(t as *mut AtomicU64, Relaxed);
@@ -593,6 +596,26 @@ impl Analysis for AllocatorAnalysis {
         unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!(profcc_alloc_timing), 1) };
     }
 
+    fn object_events(&self) -> crate::analysis::ObjectEvents {
+        let on = crate::options::get().alloc_ops;
+        crate::analysis::ObjectEvents {
+            alloc: on,
+            free: on,
+        }
+    }
+
+    fn object_alloc(&self, o: &crate::alloc::ObjectInfo) {
+        if o.kind != crate::alloc::KIND_MMAP {
+            lines::allocated(o.start, o.size, o.tid, o.stack);
+        }
+    }
+
+    fn object_free(&self, o: &crate::alloc::ObjectInfo) {
+        if o.kind != crate::alloc::KIND_MMAP {
+            lines::freed(o.start, o.size, o.tid, crate::threads::current_id());
+        }
+    }
+
     fn thread_exit(&self) {
         let p = MINE.with(|m| m.replace(EXITED));
         if p > EXITED {
@@ -605,9 +628,11 @@ impl Analysis for AllocatorAnalysis {
         core::mem::forget(FREE.lock());
         core::mem::forget(DESCRIPTION.lock());
         core::mem::forget(PEAK.lock());
+        lines::fork_prepare();
     }
 
     fn fork_parent(&self) {
+        lines::fork_parent();
         unsafe {
             PEAK.force_unlock();
             DESCRIPTION.force_unlock();
@@ -617,7 +642,13 @@ impl Analysis for AllocatorAnalysis {
     }
 
     fn fork_child(&self) {
-        self.fork_parent();
+        unsafe {
+            PEAK.force_unlock();
+            DESCRIPTION.force_unlock();
+            FREE.force_unlock();
+            ALL.force_unlock();
+        }
+        lines::fork_child();
         // The child reports its own operations: every block from zero, the others' blocks
         // free for its threads.
         let me = MINE.with(|m| m.get()) & !SEEN;
@@ -699,7 +730,29 @@ impl Analysis for AllocatorAnalysis {
                 exit: usage(),
                 step: OVERHEAD_STEP as u64,
             }),
+            induced_sharing: Some(induced_sharing()),
         });
+    }
+}
+
+/// The lines the allocator shared between threads (`lines`), for the profile.
+fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
+    let listed = lines::LISTED.lock().clone();
+    profcc_schema::allocator::InducedSharing {
+        active_lines: lines::ACTIVE.load(Relaxed),
+        passive_lines: lines::PASSIVE.load(Relaxed),
+        untracked_lines: lines::UNTRACKED.load(Relaxed),
+        lines: listed
+            .iter()
+            .map(|l| profcc_schema::allocator::InducedLine {
+                addr: l.line,
+                passive: l.passive,
+                thread: l.thread,
+                other_thread: (l.other != u32::MAX).then_some(l.other),
+                alloc_stack: l.stack,
+            })
+            .collect(),
+        max_listed: lines::MAX_LISTED as u64,
     }
 }
 
