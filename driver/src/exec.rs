@@ -102,6 +102,8 @@ pub const STATIC_LINK_FLAGS: &[&str] = &[
     "-Wl,-u,__pthread_barrier_wait",
     "-Wl,-u,__new_sem_wait",
     "-Wl,-u,__pthread_mutex_lock",
+    "-Wl,-u,__pthread_mutex_trylock",
+    "-Wl,-u,__pthread_mutex_unlock",
 ];
 
 static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);

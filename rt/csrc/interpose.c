@@ -91,6 +91,11 @@ extern void *__libc_stack_end;
 #pragma weak strndup
 #pragma weak pthread_create
 #pragma weak pthread_mutex_lock
+#pragma weak pthread_mutex_trylock
+#pragma weak pthread_mutex_unlock
+#pragma weak madvise
+#pragma weak mprotect
+#pragma weak sbrk
 #pragma weak pthread_spin_lock
 #pragma weak pthread_cond_wait
 #pragma weak pthread_cond_timedwait
@@ -103,6 +108,7 @@ extern void *__libc_stack_end;
 
 /* ---- per-thread state (initial-exec TLS: no __tls_get_addr, no malloc) ---- */
 
+#define HELD 4
 struct profcc_tls {
     uint32_t tid_plus1; /* dense thread id + 1; 0 = not registered yet */
     uint32_t in_rt;     /* re-entrancy guard */
@@ -112,6 +118,10 @@ struct profcc_tls {
      * runs (its OP_ + 1; 0: none), so the mmap family and the mutex see the allocator's own
      * calls (the allocator analysis's channels). */
     uint32_t alloc_op;
+    /* Mutexes the allocator took inside the current operation and when (hold times). */
+    uint32_t nheld;
+    void *held[HELD];
+    uint64_t held_at[HELD];
 };
 __attribute__((tls_model("initial-exec"))) static __thread struct profcc_tls tls;
 
@@ -173,7 +183,10 @@ void profcc_thread_failed(void *rec);
  * line): */
 enum { OP_MALLOC, OP_CALLOC, OP_REALLOC, OP_FREE, OP_NEW, OP_DELETE, OP_ALIGNED };
 /* The channels an allocator's own calls go through, in the order of `CHANNEL_NAMES`: */
-enum { CH_MMAP, CH_MUNMAP, CH_MREMAP, CH_MUTEX, CH_MUTEX_WAIT };
+enum {
+    CH_MMAP, CH_MUNMAP, CH_MREMAP, CH_MUTEX, CH_MUTEX_WAIT, CH_MUTEX_TRY, CH_MUTEX_BUSY,
+    CH_MUTEX_HOLD, CH_MADVISE, CH_MPROTECT, CH_SBRK
+};
 /* Set once by the analysis's init when it is on (read relaxed on every program call). */
 uint32_t profcc_alloc_timing;
 /* After the real call: the program's operation `op` of `n` bytes returned (or freed) `p`,
@@ -199,6 +212,7 @@ static inline uint64_t timing_end(uint64_t t0) {
     if (!t0) return 0;
     uint64_t t1 = __builtin_ia32_rdtsc();
     tls.alloc_op = 0;
+    tls.nheld = 0; /* a lock the operation left held is not timed further */
     return t1 - t0 ? t1 - t0 : 1;
 }
 
@@ -891,6 +905,28 @@ int munmap(void *addr, size_t len) {
     return (int)CHANNEL(CH_MUNMAP, syscall(SYS_munmap, addr, len));
 }
 
+int madvise(void *addr, size_t len, int advice) {
+    return (int)CHANNEL(CH_MADVISE, syscall(SYS_madvise, addr, len, advice));
+}
+
+int mprotect(void *addr, size_t len, int prot) {
+    return (int)CHANNEL(CH_MPROTECT, syscall(SYS_mprotect, addr, len, prot));
+}
+
+/* glibc's own (it keeps the break in libc's state): exported under this name too. */
+void *__sbrk(intptr_t inc);
+void *sbrk(intptr_t inc) {
+    uint32_t op = tls.alloc_op;
+    uint64_t t0 = UNLIKELY(op != 0) ? __builtin_ia32_rdtsc() : 0;
+    void *r = __sbrk(inc);
+    if (UNLIKELY(op != 0)) {
+        int e = errno;
+        profcc_alloc_channel(CH_SBRK, op - 1, __builtin_ia32_rdtsc() - t0);
+        errno = e;
+    }
+    return r;
+}
+
 /* For the wrappers of libnuma's allocators (numa_wrap_libnuma.c): run a call unrecorded, and
  * record a mapping made inside a library with the stack above `fp`. */
 int profcc_quiet_enter(void) {
@@ -947,6 +983,8 @@ int __pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct t
 int __pthread_barrier_wait(pthread_barrier_t *) __attribute__((weak));
 int __new_sem_wait(sem_t *) __attribute__((weak));
 int __pthread_mutex_lock(pthread_mutex_t *) __attribute__((weak));
+int __pthread_mutex_trylock(pthread_mutex_t *) __attribute__((weak));
+int __pthread_mutex_unlock(pthread_mutex_t *) __attribute__((weak));
 typedef int (*mutex_lock_fn)(pthread_mutex_t *);
 
 /* The real `name` (dlsym, once), else `fallback` (a static link's libc.a name). */
@@ -962,13 +1000,56 @@ typedef int (*mutex_lock_fn)(pthread_mutex_t *);
         f;                                                                                      \
     })
 
+/* The allocator's mutexes inside the program's operation (the allocator analysis): each
+ * lock and trylock is counted by how it went, and the time from taking a mutex to its unlock
+ * inside the same operation is its hold time. */
+static inline void took(pthread_mutex_t *m) {
+    if (tls.nheld < HELD) {
+        tls.held[tls.nheld] = m;
+        tls.held_at[tls.nheld++] = __builtin_ia32_rdtsc();
+    }
+}
+
+#define REAL_TRYLOCK REAL_WAIT(mutex_lock_fn, "pthread_mutex_trylock", __pthread_mutex_trylock)
+
 int pthread_mutex_lock(pthread_mutex_t *m) {
-    int r = pthread_mutex_trylock(m);
-    if (UNLIKELY(tls.alloc_op != 0) && r != EBUSY) profcc_alloc_channel(CH_MUTEX, tls.alloc_op - 1, 0);
+    int r = REAL_TRYLOCK(m);
+    if (UNLIKELY(tls.alloc_op != 0) && r != EBUSY) {
+        profcc_alloc_channel(CH_MUTEX, tls.alloc_op - 1, 0);
+        if (r == 0) took(m);
+    }
     if (r != EBUSY) return r; /* taken, or an error the lock would give too */
     r = CHANNEL(CH_MUTEX_WAIT, REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m));
+    if (UNLIKELY(tls.alloc_op != 0) && r == 0) took(m);
     waited(WAIT_MUTEX);
     return r;
+}
+
+int pthread_mutex_trylock(pthread_mutex_t *m) {
+    int r = REAL_TRYLOCK(m);
+    if (UNLIKELY(tls.alloc_op != 0)) {
+        int e = errno;
+        profcc_alloc_channel(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, tls.alloc_op - 1, 0);
+        if (r == 0) took(m);
+        errno = e;
+    }
+    return r;
+}
+
+int pthread_mutex_unlock(pthread_mutex_t *m) {
+    if (UNLIKELY(tls.alloc_op != 0)) {
+        for (uint32_t i = tls.nheld; i-- > 0;) {
+            if (tls.held[i] != m) continue;
+            uint64_t held = __builtin_ia32_rdtsc() - tls.held_at[i];
+            tls.held[i] = tls.held[--tls.nheld];
+            tls.held_at[i] = tls.held_at[tls.nheld];
+            int e = errno;
+            profcc_alloc_channel(CH_MUTEX_HOLD, tls.alloc_op - 1, held);
+            errno = e;
+            break;
+        }
+    }
+    return REAL_WAIT(mutex_lock_fn, "pthread_mutex_unlock", __pthread_mutex_unlock)(m);
 }
 
 int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {

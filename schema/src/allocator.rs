@@ -9,7 +9,19 @@ pub const OPS: [&str; 7] = [
     "malloc", "calloc", "realloc", "free", "new", "delete", "aligned",
 ];
 /// `ChannelCell::channel` values, in the runtime's order (interpose.c's `CH_` enum).
-pub const CHANNELS: [&str; 5] = ["mmap", "munmap", "mremap", "mutex", "mutex_wait"];
+pub const CHANNELS: [&str; 11] = [
+    "mmap",
+    "munmap",
+    "mremap",
+    "mutex",
+    "mutex_wait",
+    "mutex_try",
+    "mutex_busy",
+    "mutex_hold",
+    "madvise",
+    "mprotect",
+    "sbrk",
+];
 
 /// Time the program's allocator spent per operation, by request size, address reuse and
 /// phase, with the system calls and locks it made inside them, and its memory overhead.
@@ -85,8 +97,11 @@ pub struct OpCell {
 /// Calls the allocator made through one channel inside the program's operations of `op`.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct ChannelCell {
-    /// mmap, munmap, mremap (system calls), mutex (pthread_mutex_lock calls that got the lock
-    /// at once), mutex_wait (calls that had to wait; `cycles`: the wait).
+    /// mmap, munmap, mremap, madvise, mprotect (system calls), sbrk; mutex
+    /// (pthread_mutex_lock calls that got the lock at once), mutex_wait (calls that had to
+    /// wait; `cycles`: the wait), mutex_try (pthread_mutex_trylock calls that got it),
+    /// mutex_busy (trylock calls that found it held: contention), mutex_hold (unlocks of a
+    /// mutex taken inside the same operation; `cycles`: from taking it to its unlock).
     pub channel: String,
     pub op: String,
     pub count: u64,

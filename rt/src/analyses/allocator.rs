@@ -764,19 +764,22 @@ mod tests {
     #[test]
     fn c_enums_follow_the_names() {
         let c = include_str!("../../csrc/interpose.c");
-        let line = |prefix: &str| {
-            c.lines()
-                .find(|l| l.starts_with(prefix))
-                .unwrap_or_else(|| panic!("no `{prefix}` line in interpose.c"))
-                .to_string()
+        // The enum's names from `enum {` to `};`, on one line or several.
+        let line = |first: &str| {
+            let at = c
+                .find(&format!("enum {{ {first}"))
+                .or_else(|| c.find(&format!("enum {{\n    {first}")))
+                .unwrap_or_else(|| panic!("no enum starting with {first} in interpose.c"));
+            let text = &c[at..at + c[at..].find("};").unwrap() + 2];
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
         };
-        let ops = line("enum { OP_MALLOC");
+        let ops = line("OP_MALLOC");
         let want: Vec<String> = OP_NAMES
             .iter()
             .map(|n| format!("OP_{}", n.to_uppercase()))
             .collect();
         assert_eq!(ops, format!("enum {{ {} }};", want.join(", ")));
-        let chs = line("enum { CH_MMAP");
+        let chs = line("CH_MMAP");
         let want: Vec<String> = CHANNEL_NAMES
             .iter()
             .map(|n| format!("CH_{}", n.to_uppercase()))
