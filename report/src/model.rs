@@ -563,9 +563,35 @@ pub struct AllocatorInput {
     pub self_check_ns: Option<f64>,
     /// What to do, in words (None: nothing worth changing).
     pub advice: Option<String>,
+    /// Events per operation on a sample of operations (None: not counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<AllocEvents>,
     /// Cache lines the allocator shared between threads (None: the profile has no count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub induced_sharing: Option<AllocInducedSharing>,
+}
+
+/// Events per sampled operation (docs/allocators.md, "Events per operation").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocEvents {
+    /// hardware, software (page faults only), unavailable, not sampled.
+    pub mode: String,
+    pub why: Option<String>,
+    /// One operation in `period` per thread sampled.
+    pub period: u64,
+    /// The events counted (`profcc_schema::allocator::EVENTS` names).
+    pub counted: Vec<String>,
+    /// Per op and size kind: samples and each counted event's mean per operation.
+    pub rows: Vec<AllocEventRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocEventRow {
+    pub op: String,
+    pub size_kind: String,
+    pub samples: u64,
+    /// Mean per sampled operation, in `counted` order.
+    pub per_op: Vec<f64>,
 }
 
 /// Allocator-induced false sharing (docs/allocators.md, "Allocator-induced false sharing").

@@ -1146,6 +1146,7 @@ pub(crate) fn sample_report() -> Report {
                 }],
                 self_check_ns: Some(11000.0),
                 advice: None,
+                events: None,
                 induced_sharing: None,
             }],
             top_sites: vec![crate::model::AllocSiteCost {

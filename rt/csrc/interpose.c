@@ -120,6 +120,11 @@ struct profcc_tls {
     uint32_t alloc_op;
     /* Mutexes the allocator took inside the current operation and when (hold times). */
     uint32_t nheld;
+    /* Timed operations before the next one whose events are counted (alloc_events), and
+     * whether the current one's are. */
+    uint32_t ev_countdown;
+    uint32_t ev_on;
+    uint32_t ev_rng;
     void *held[HELD];
     uint64_t held_at[HELD];
 };
@@ -189,6 +194,29 @@ enum {
 };
 /* Set once by the analysis's init when it is on (read relaxed on every program call). */
 uint32_t profcc_alloc_timing;
+/* alloc_events: one timed operation in this many per thread has its events counted (0: none;
+ * rt/src/analyses/allocator/events.rs). */
+uint32_t profcc_alloc_event_period;
+void profcc_alloc_events_begin(void);
+void profcc_alloc_events_end(void);
+
+/* The countdown ran out: count this operation's events (guard set), and start the next. */
+__attribute__((noinline, cold)) static void events_begin(void) {
+    uint32_t period = __atomic_load_n(&profcc_alloc_event_period, __ATOMIC_RELAXED);
+    /* The next gap is drawn from [0, 2 x period - 2] (mean: one in `period`), so a loop whose
+     * operations repeat with the period's length (malloc/free pairs) is sampled in every
+     * phase (xorshift32 per thread, seeded from its TLS address). */
+    uint32_t x = tls.ev_rng ? tls.ev_rng : (uint32_t)(uintptr_t)&tls | 1;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    tls.ev_rng = x;
+    tls.ev_countdown = period ? x % (2 * (uint64_t)period - 1) : UINT32_MAX;
+    if (period) {
+        tls.ev_on = 1;
+        profcc_alloc_events_begin();
+    }
+}
 /* After the real call: the program's operation `op` of `n` bytes returned (or freed) `p`,
  * taking `cycles` TSC ticks in the allocator (0: not timed, the analysis is off); `old`,
  * `old_n`: realloc's old block and its size (NO_SIZE: not recorded); `site`: the object's
@@ -205,6 +233,7 @@ void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles);
 static inline uint64_t timing_start(uint32_t outer, uint32_t op) {
     if (LIKELY(outer) || !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) return 0;
     tls.alloc_op = op + 1;
+    if (UNLIKELY(tls.ev_countdown-- == 0)) events_begin();
     return __builtin_ia32_rdtsc();
 }
 /* Ticks since `t0` (0: not timed). */
@@ -213,6 +242,10 @@ static inline uint64_t timing_end(uint64_t t0) {
     uint64_t t1 = __builtin_ia32_rdtsc();
     tls.alloc_op = 0;
     tls.nheld = 0; /* a lock the operation left held is not timed further */
+    if (UNLIKELY(tls.ev_on)) {
+        tls.ev_on = 0;
+        profcc_alloc_events_end();
+    }
     return t1 - t0 ? t1 - t0 : 1;
 }
 

@@ -23,6 +23,37 @@ pub const CHANNELS: [&str; 11] = [
     "sbrk",
 ];
 
+/// `EventCell::values` order (rt/src/analyses/allocator/events.rs opens them).
+pub const EVENTS: [&str; 4] = ["instructions", "cache_misses", "dtlb_misses", "page_faults"];
+
+/// Events counted on a sample of operations (`alloc_events=N`).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Events {
+    /// "hardware" (the CPU's counters and page faults), "software" (page faults only: the
+    /// machine gives no hardware counters to this process), "unavailable"
+    /// (`perf_event_open` refused), or "not sampled" (no operation was).
+    pub mode: String,
+    /// Why hardware counters or all events are missing (the refused call's error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// One operation in `period` per thread is sampled.
+    pub period: u64,
+    /// The events counted, in `EVENTS` order (a subset of it).
+    pub counted: Vec<String>,
+    pub cells: Vec<EventCell>,
+}
+
+/// Sampled operations of one op and request-size bucket (as `OpCell`) and their summed
+/// events, in `EVENTS` order (0 for an event not counted).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct EventCell {
+    pub op: String,
+    pub lo: u64,
+    pub hi: u64,
+    pub samples: u64,
+    pub values: Vec<u64>,
+}
+
 /// Time the program's allocator spent per operation, by request size, address reuse and
 /// phase, with the system calls and locks it made inside them, and its memory overhead.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -42,6 +73,9 @@ pub struct Allocator {
     /// Memory at the peak of live requested bytes and at the dump.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<Overhead>,
+    /// Events per operation on a sample of operations (None: `alloc_events=0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Events>,
     /// Cache lines the allocator shared between threads (recorded objects only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub induced_sharing: Option<InducedSharing>,

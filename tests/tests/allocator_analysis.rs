@@ -161,7 +161,7 @@ fn built() -> &'static Scratch {
 
 /// Run `kat MODE` under `preload` with the analysis on; its report.
 fn run(mode: &str, name: &str, preload: Option<&str>) -> (Report, std::path::PathBuf) {
-    run_env(mode, name, preload, &[])
+    run_env(mode, name, preload, &[], "")
 }
 
 /// [`run`] with more environment variables.
@@ -170,6 +170,7 @@ fn run_env(
     name: &str,
     preload: Option<&str>,
     env: &[(&str, &str)],
+    options: &str,
 ) -> (Report, std::path::PathBuf) {
     let s = built();
     let profile = s.path(&format!("kat-{mode}-{name}.json"));
@@ -178,7 +179,7 @@ fn run_env(
     cmd.envs(env.iter().copied());
     cmd.arg(mode).env(
         "PROFCC_OPTIONS",
-        format!("out={}:summary=0:alloc_ops=1", profile.display()),
+        format!("out={}:summary=0:alloc_ops=1{options}", profile.display()),
     );
     if let Some(p) = preload {
         cmd.env("LD_PRELOAD", p);
@@ -405,6 +406,7 @@ fn active_allocator_induced_false_sharing() {
         "glibc-one-arena",
         None,
         &[("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")],
+        "",
     );
     let s = induced(input(&r));
     assert!(
@@ -506,6 +508,71 @@ fn allocator_calls_channels_under_each_allocator() {
             );
         }
     }
+}
+
+/// Events per operation, every operation sampled (`alloc_events=1`): each 200 KiB block glibc
+/// maps for itself takes exactly one page fault in malloc (its header's write), its free
+/// none, and a reused small block none. Where the machine gives no hardware counters (a
+/// virtual machine) the profile says it counted page faults alone, and why.
+#[test]
+fn events_per_operation_count_page_faults() {
+    let events = |mode: &str, options: &str| {
+        let tag = format!("events{}", options.len());
+        let (_, path) = run_env(mode, &tag, None, &[], options);
+        profcc_schema::read(&path)
+            .unwrap()
+            .allocator_ops
+            .unwrap()
+            .events
+            .unwrap()
+    };
+    let e = events("big", ":alloc_events=1");
+    assert_eq!(e.period, 1);
+    if e.mode == "unavailable" {
+        assert!(e
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("perf_event_open refused"));
+        assert!(e.cells.is_empty());
+        return;
+    }
+    assert!(e.counted.contains(&"page_faults".to_string()), "{e:?}");
+    assert_eq!(e.mode == "software", e.counted == ["page_faults"], "{e:?}");
+    assert_eq!(e.mode == "software", e.why.is_some(), "{e:?}");
+    let pf = profcc_schema::allocator::EVENTS
+        .iter()
+        .position(|&n| n == "page_faults")
+        .unwrap();
+    let at = |op: &str, size: u64| {
+        let c = e
+            .cells
+            .iter()
+            .find(|c| c.op == op && c.lo <= size && size < c.hi)
+            .unwrap_or_else(|| panic!("no {op} of {size} bytes sampled: {e:?}"));
+        (c.samples, c.values[pf])
+    };
+    assert_eq!(at("malloc", 200 << 10), (10, 10));
+    assert_eq!(at("free", 200 << 10), (10, 0));
+    let e = events("reuse", ":alloc_events=1");
+    let (n, faults) = at_of(&e, "malloc", 32, pf);
+    assert_eq!(n, N);
+    assert!(faults <= 2, "{faults} page faults in {n} reused mallocs");
+    // 1 in 100 on average, every phase of a malloc/free loop.
+    let e = events("reuse", "");
+    let (m, f) = (at_of(&e, "malloc", 32, pf).0, at_of(&e, "free", 32, pf).0);
+    assert!(
+        (100..=300).contains(&m) && (100..=300).contains(&f),
+        "{m} mallocs and {f} frees of {N} each sampled"
+    );
+}
+
+fn at_of(e: &profcc_schema::allocator::Events, op: &str, size: u64, pf: usize) -> (u64, u64) {
+    e.cells
+        .iter()
+        .find(|c| c.op == op && c.lo <= size && size < c.hi)
+        .map(|c| (c.samples, c.values[pf]))
+        .unwrap_or_else(|| panic!("no {op} of {size} bytes sampled: {e:?}"))
 }
 
 /// The text report names the section's parts, and `--csv` writes the three tables.

@@ -301,9 +301,47 @@ pub fn write_stack(out: &mut String, stack: &[Frame], depth: usize, indent: &str
     }
 }
 
+/// Events per sampled allocator operation.
+fn events(e: &crate::model::AllocEvents, out: &mut String) {
+    use crate::fmt::count;
+    out.push_str(&format!(
+        "  events per operation ({}, one timed operation in {} per thread sampled{}):\n",
+        e.mode,
+        e.period,
+        e.why
+            .as_deref()
+            .map(|w| format!("; {w}"))
+            .unwrap_or_default()
+    ));
+    if e.rows.is_empty() {
+        return;
+    }
+    out.push_str(&format!("    {:<8} {:<8} {:>9}", "op", "kind", "samples"));
+    for n in &e.counted {
+        out.push_str(&format!(" {n:>13}"));
+    }
+    out.push('\n');
+    for r in &e.rows {
+        out.push_str(&format!(
+            "    {:<8} {:<8} {:>9}",
+            r.op,
+            r.size_kind,
+            count(r.samples)
+        ));
+        for v in &r.per_op {
+            out.push_str(&format!(" {v:>13.2}"));
+        }
+        out.push('\n');
+    }
+}
+
 /// Allocator-induced false sharing, under the allocator's input.
 fn induced_sharing(s: &crate::model::AllocInducedSharing, out: &mut String) {
     use crate::fmt::count;
+    if s.active_lines + s.passive_lines == 0 {
+        out.push_str("  allocator-induced false sharing: none (no cache line came to hold live objects of two threads)\n");
+        return;
+    }
     out.push_str(&format!(
         "  allocator-induced false sharing: {} cache lines active (the allocator gave neighbouring blocks to different threads), {} passive (a thread got back a block it had freed for another thread, next to that thread's live objects){}\n",
         count(s.active_lines),
@@ -467,6 +505,9 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
         }
         if let Some(adv) = &i.advice {
             out.push_str(&format!("  advice: {adv}\n"));
+        }
+        if let Some(e) = &i.events {
+            events(e, out);
         }
         if let Some(s) = &i.induced_sharing {
             induced_sharing(s, out);

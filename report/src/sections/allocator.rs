@@ -6,8 +6,8 @@
 use super::Options;
 use crate::merge::Merged;
 use crate::model::{
-    AllocChannel, AllocInducedSharing, AllocInducedSite, AllocOpRow, AllocOverhead,
-    AllocPrediction, AllocSiteCost, AllocatorAnalysis, AllocatorInput,
+    AllocChannel, AllocEventRow, AllocEvents, AllocInducedSharing, AllocInducedSite, AllocOpRow,
+    AllocOverhead, AllocPrediction, AllocSiteCost, AllocatorAnalysis, AllocatorInput,
 };
 use crate::symbolize::user_frame;
 use profcc_allocator_probe::{self as probe, Description};
@@ -67,7 +67,8 @@ fn bucket_size(lo: u64, hi: u64) -> u64 {
 
 /// Each channel of `profcc_schema::allocator::CHANNELS` and the PLT import through which
 /// profcc sees it.
-const CHANNEL_IMPORTS: [(&str, fn(&probe::Channels) -> bool); 11] = [
+type Imported = fn(&probe::Channels) -> bool;
+const CHANNEL_IMPORTS: [(&str, Imported); 11] = [
     ("mmap", |c| c.mmap),
     ("munmap", |c| c.munmap),
     ("mremap", |c| c.mremap),
@@ -99,8 +100,7 @@ fn channel_rows(
     let mut out = Vec::new();
     // What the allocator must import for each channel of `CHANNELS` to see its calls (a
     // unit test checks the two lists name the same channels).
-    let imports: [(&str, fn(&probe::Channels) -> bool); 11] = CHANNEL_IMPORTS;
-    for (name, imported) in imports {
+    for (name, imported) in CHANNEL_IMPORTS {
         let cells: Vec<_> = a.channels.iter().filter(|c| c.channel == name).collect();
         let count: u64 = cells.iter().map(|c| c.count).sum();
         let cycles: u64 = cells.iter().map(|c| c.cycles).sum();
@@ -148,6 +148,48 @@ fn how_to_use(d: &Description) -> String {
         .and_then(|f| f.split(".so").next())
         .unwrap_or("?");
     format!("LD_PRELOAD={preload} PROGRAM, or link with -l{lib}")
+}
+
+/// Sampled events per op and size kind, as means per operation of the counted events.
+fn event_rows(e: &profcc_schema::allocator::Events, d: Option<&Description>) -> AllocEvents {
+    let idx: Vec<usize> = e
+        .counted
+        .iter()
+        .filter_map(|n| profcc_schema::allocator::EVENTS.iter().position(|x| x == n))
+        .collect();
+    let mut rows: BTreeMap<(String, &str), (u64, Vec<u64>)> = BTreeMap::new();
+    for c in &e.cells {
+        let k = if c.lo == 0 && c.hi == 0 {
+            "unknown"
+        } else {
+            kind(d, c.lo)
+        };
+        let r = rows
+            .entry((c.op.clone(), k))
+            .or_insert_with(|| (0, vec![0; idx.len()]));
+        r.0 += c.samples;
+        for (sum, &i) in r.1.iter_mut().zip(&idx) {
+            *sum += c.values.get(i).copied().unwrap_or(0);
+        }
+    }
+    AllocEvents {
+        mode: e.mode.clone(),
+        why: e.why.clone(),
+        period: e.period,
+        counted: e.counted.clone(),
+        rows: rows
+            .into_iter()
+            .map(|((op, k), (samples, sums))| AllocEventRow {
+                op,
+                size_kind: k.into(),
+                samples,
+                per_op: sums
+                    .iter()
+                    .map(|&v| v as f64 / samples.max(1) as f64)
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 /// The lines the allocator shared between threads, by allocation site, joined with the
@@ -368,6 +410,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             predictions,
             self_check_ns,
             advice,
+            events: a.events.as_ref().map(|e| event_rows(e, d.as_ref())),
             induced_sharing: a
                 .induced_sharing
                 .as_ref()

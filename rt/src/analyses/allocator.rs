@@ -40,6 +40,7 @@ use std::cell::Cell;
 
 use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES};
 
+mod events;
 mod lines;
 const OPS: usize = OP_NAMES.len();
 const CHANNELS: usize = CHANNEL_NAMES.len();
@@ -148,6 +149,9 @@ struct Cells {
     cached: [AtomicI64; BUCKETS],
     /// Requested bytes not yet added to `LIVE_REQUESTED`.
     pending: AtomicI64,
+    /// Sampled operations (`alloc_events`) per op and bucket: their count, then their summed
+    /// events in `events::EVENTS` order.
+    events: [[[AtomicU64; events::NEV + 1]; BUCKETS]; OPS],
 }
 
 /// Every block ever made, and those no thread holds.
@@ -313,6 +317,7 @@ pub extern "C" fn profcc_alloc_op(
         return;
     };
     let (p, old, n) = (p as u64, old as u64, n as u64);
+    let sampled = events::take();
     let recorded = site != crate::alloc::NO_SITE;
     let is_free = op == OP_FREE || op == OP_DELETE;
     let b = if is_free && !recorded {
@@ -351,6 +356,13 @@ pub extern "C" fn profcc_alloc_op(
     let cell = &c.ops[op as usize][b][(reused as usize) * 2 + parallel as usize];
     add(&cell.count, 1, own);
     add(&cell.cycles, cycles, own);
+    if let Some(d) = sampled {
+        let e = &c.events[op as usize][b];
+        add(&e[0], 1, own);
+        for (x, v) in e[1..].iter().zip(d) {
+            add(x, v, own);
+        }
+    }
     if recorded {
         crate::alloc::add_site_cycles(site, cycles);
     }
@@ -577,6 +589,7 @@ impl Analysis for AllocatorAnalysis {
         }
         set_edges(&edge_set(extra));
         lines::init();
+        events::init(o.alloc_events);
         let t = crate::mem::map(8 << FREED_BITS, true);
         if !t.is_null() {
             FREED.store(t as *mut AtomicU64, Relaxed);
@@ -617,6 +630,7 @@ impl Analysis for AllocatorAnalysis {
     }
 
     fn thread_exit(&self) {
+        events::close_thread();
         let p = MINE.with(|m| m.replace(EXITED));
         if p > EXITED {
             FREE.lock().push(p & !SEEN);
@@ -649,6 +663,7 @@ impl Analysis for AllocatorAnalysis {
             ALL.force_unlock();
         }
         lines::fork_child();
+        events::close_thread();
         // The child reports its own operations: every block from zero, the others' blocks
         // free for its threads.
         let me = MINE.with(|m| m.get()) & !SEEN;
@@ -730,9 +745,78 @@ impl Analysis for AllocatorAnalysis {
                 exit: usage(),
                 step: OVERHEAD_STEP as u64,
             }),
+            events: events_section(&blocks),
             induced_sharing: Some(induced_sharing()),
         });
     }
+}
+
+/// The sampled operations' events, for the profile (None: `alloc_events=0`).
+fn events_section(blocks: &[usize]) -> Option<profcc_schema::allocator::Events> {
+    let period = crate::options::get().alloc_events;
+    if period == 0 {
+        return None;
+    }
+    let mut cells = Vec::new();
+    for (op, name) in OP_NAMES.iter().enumerate() {
+        for b in 0..BUCKETS {
+            let mut sum = [0u64; events::NEV + 1];
+            for &blk in blocks {
+                let e = &unsafe { &*(blk as *const Cells) }.events[op][b];
+                for (s, x) in sum.iter_mut().zip(e) {
+                    *s += x.load(Relaxed);
+                }
+            }
+            if sum[0] == 0 {
+                continue;
+            }
+            let (lo, hi) = bucket_range(b);
+            cells.push(profcc_schema::allocator::EventCell {
+                op: name.to_string(),
+                lo,
+                hi,
+                samples: sum[0],
+                values: sum[1..].to_vec(),
+            });
+        }
+    }
+    let counted = events::COUNTED.load(Relaxed);
+    let errno = events::REFUSED.load(Relaxed) as i32;
+    let mode = events::mode_name();
+    let why = (errno != 0 && mode != "hardware").then(|| {
+        let what = if mode == "software" {
+            "hardware counters"
+        } else {
+            "perf_event_open"
+        };
+        let cause = match errno {
+            libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => {
+                "the machine gives this process no such counters (a virtual machine often has none)"
+            }
+            libc::EACCES | libc::EPERM => {
+                "not permitted (kernel.perf_event_paranoid, or a seccomp filter as in containers)"
+            }
+            libc::ENOSYS => "the kernel has no perf events",
+            _ => "",
+        };
+        format!(
+            "{what} refused ({}){}{cause}",
+            std::io::Error::from_raw_os_error(errno),
+            if cause.is_empty() { "" } else { ": " }
+        )
+    });
+    Some(profcc_schema::allocator::Events {
+        mode: mode.into(),
+        why,
+        period: period as u64,
+        counted: events::EVENTS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| counted & (1 << i) != 0)
+            .map(|(_, n)| n.to_string())
+            .collect(),
+        cells,
+    })
 }
 
 /// The lines the allocator shared between threads (`lines`), for the profile.

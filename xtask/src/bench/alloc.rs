@@ -54,13 +54,14 @@ const ALLOCATORS: &[(&str, &str)] = &[
 /// The builds: `PROFCC_INSTRUMENT` values.
 const MODES: [&str; 2] = ["sharing", "none"];
 /// The profiled runs, in table order: (build in `MODES`, extra run-time options). The last
-/// two are the allocator analysis (`alloc_ops=1`) on the exact and on the sampled path.
+/// two are the allocator analysis (`alloc_ops=1`) on the exact and on the sampled path, with
+/// event sampling off (`alloc_events=0`): the target is for that setting.
 const RUNS: [(usize, &str); 5] = [
     (0, ""),
     (1, ""),
     (1, ":alloc_sample=524288"),
-    (1, ":alloc_ops=1"),
-    (1, ":alloc_sample=524288:alloc_ops=1"),
+    (1, ":alloc_ops=1:alloc_events=0"),
+    (1, ":alloc_sample=524288:alloc_ops=1:alloc_events=0"),
 ];
 
 pub fn run(
