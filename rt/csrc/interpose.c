@@ -1043,7 +1043,14 @@ static inline void took(pthread_mutex_t *m) {
     }
 }
 
-#define REAL_TRYLOCK REAL_WAIT(mutex_lock_fn, "pthread_mutex_trylock", __pthread_mutex_trylock)
+/* libc's own, exported under these names: no dlsym (which may allocate, and an allocator
+ * that is initialising takes its locks: jemalloc's first malloc would reach dlsym again). */
+#define REAL_TRYLOCK                                                                        \
+    (__pthread_mutex_trylock ? __pthread_mutex_trylock                                      \
+                             : REAL_WAIT(mutex_lock_fn, "pthread_mutex_trylock", 0))
+#define REAL_UNLOCK                                                                         \
+    (__pthread_mutex_unlock ? __pthread_mutex_unlock                                        \
+                            : REAL_WAIT(mutex_lock_fn, "pthread_mutex_unlock", 0))
 
 int pthread_mutex_lock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
@@ -1082,7 +1089,7 @@ int pthread_mutex_unlock(pthread_mutex_t *m) {
             break;
         }
     }
-    return REAL_WAIT(mutex_lock_fn, "pthread_mutex_unlock", __pthread_mutex_unlock)(m);
+    return REAL_UNLOCK(m);
 }
 
 int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
