@@ -1,6 +1,7 @@
 //! `cargo xtask test --stress [N] [FILTER...]`: are the sharing verdicts and the NUMA counts
 //! stable? Every test that asserts a sharing finding (tests/tests/sharing.rs, and the sharing
-//! assertions of other test files) and every NUMA test (tests/tests/numa.rs): [`SUITES`], runs N
+//! assertions of other test files), every NUMA test (tests/tests/numa.rs) and every allocator
+//! analysis test (tests/tests/allocator_analysis.rs): [`SUITES`], runs N
 //! times (default 20) while a CPU hog runs on every core, the profiled
 //! programs built once (`PROFCC_BUILD_CACHE`, tests/src/lib.rs) and run N times. Prints a table
 //! test x (runs that gave the expected verdict / N), keeps the output of every failed run in
@@ -16,6 +17,8 @@ const SUITES: &[(&str, &[&str])] = &[
     ("sharing", &[]),
     // The NUMA counts are exact whatever the load: they must not move under it either.
     ("numa", &[]),
+    // The allocator analysis's exact counts and its allocator-induced sharing verdicts.
+    ("allocator_analysis", &[]),
     (
         "faithful_lifetimes",
         &[
