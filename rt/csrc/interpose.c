@@ -948,17 +948,7 @@ int mprotect(void *addr, size_t len, int prot) {
 
 /* glibc's own (it keeps the break in libc's state): exported under this name too. */
 void *__sbrk(intptr_t inc);
-void *sbrk(intptr_t inc) {
-    uint32_t op = tls.alloc_op;
-    uint64_t t0 = UNLIKELY(op != 0) ? __builtin_ia32_rdtsc() : 0;
-    void *r = __sbrk(inc);
-    if (UNLIKELY(op != 0)) {
-        int e = errno;
-        profcc_alloc_channel(CH_SBRK, op - 1, __builtin_ia32_rdtsc() - t0);
-        errno = e;
-    }
-    return r;
-}
+void *sbrk(intptr_t inc) { return (void *)CHANNEL(CH_SBRK, (long)__sbrk(inc)); }
 
 /* For the wrappers of libnuma's allocators (numa_wrap_libnuma.c): run a call unrecorded, and
  * record a mapping made inside a library with the stack above `fp`. */

@@ -556,6 +556,27 @@ pub fn kinds_of(text: &str) -> Option<(u64, u64)> {
 
 // ---------------------------------------------------------------------------------------------
 
+/// Release this file's locks that `fork_prepare` took (`lines` has its own).
+fn unlock_after_fork() {
+    unsafe {
+        PEAK.force_unlock();
+        DESCRIPTION.force_unlock();
+        FREE.force_unlock();
+        ALL.force_unlock();
+    }
+}
+
+/// The counters `cell` picks from each block, summed over `blocks`.
+fn summed<const N: usize>(blocks: &[usize], cell: impl Fn(&Cells) -> [&AtomicU64; N]) -> [u64; N] {
+    let mut sum = [0u64; N];
+    for &b in blocks {
+        for (s, x) in sum.iter_mut().zip(cell(unsafe { &*(b as *const Cells) })) {
+            *s += x.load(Relaxed);
+        }
+    }
+    sum
+}
+
 pub struct AllocatorAnalysis;
 pub static ALLOCATOR: AllocatorAnalysis = AllocatorAnalysis;
 
@@ -647,21 +668,11 @@ impl Analysis for AllocatorAnalysis {
 
     fn fork_parent(&self) {
         lines::fork_parent();
-        unsafe {
-            PEAK.force_unlock();
-            DESCRIPTION.force_unlock();
-            FREE.force_unlock();
-            ALL.force_unlock();
-        }
+        unlock_after_fork();
     }
 
     fn fork_child(&self) {
-        unsafe {
-            PEAK.force_unlock();
-            DESCRIPTION.force_unlock();
-            FREE.force_unlock();
-            ALL.force_unlock();
-        }
+        unlock_after_fork();
         lines::fork_child();
         events::close_thread();
         // The child reports its own operations: every block from zero, the others' blocks
@@ -684,17 +695,14 @@ impl Analysis for AllocatorAnalysis {
             return; // off
         }
         let blocks = ALL.lock().clone();
-        let at = |p: usize| unsafe { &*(p as *const Cells) };
         let mut ops = Vec::new();
         for (op, name) in OP_NAMES.iter().enumerate() {
             for b in 0..BUCKETS {
                 for rp in 0..RP {
-                    let (mut count, mut cycles) = (0u64, 0u64);
-                    for &blk in &blocks {
-                        let c = &at(blk).ops[op][b][rp];
-                        count += c.count.load(Relaxed);
-                        cycles += c.cycles.load(Relaxed);
-                    }
+                    let [count, cycles] = summed(&blocks, |c| {
+                        let x = &c.ops[op][b][rp];
+                        [&x.count, &x.cycles]
+                    });
                     if count == 0 {
                         continue;
                     }
@@ -714,12 +722,10 @@ impl Analysis for AllocatorAnalysis {
         let mut channels = Vec::new();
         for (ch, chn) in CHANNEL_NAMES.iter().enumerate() {
             for (op, opn) in OP_NAMES.iter().enumerate() {
-                let (mut count, mut cycles) = (0u64, 0u64);
-                for &blk in &blocks {
-                    let c = &at(blk).channels[ch][op];
-                    count += c.count.load(Relaxed);
-                    cycles += c.cycles.load(Relaxed);
-                }
+                let [count, cycles] = summed(&blocks, |c| {
+                    let x = &c.channels[ch][op];
+                    [&x.count, &x.cycles]
+                });
                 if count > 0 {
                     channels.push(profcc_schema::allocator::ChannelCell {
                         channel: chn.to_string(),
@@ -730,10 +736,7 @@ impl Analysis for AllocatorAnalysis {
                 }
             }
         }
-        let first_calls = blocks
-            .iter()
-            .map(|&b| at(b).first_calls.load(Relaxed))
-            .sum();
+        let [first_calls] = summed(&blocks, |c| [&c.first_calls]);
         p.allocator_ops = Some(profcc_schema::allocator::Allocator {
             tsc_hz: tsc_hz(),
             ops,
@@ -760,13 +763,7 @@ fn events_section(blocks: &[usize]) -> Option<profcc_schema::allocator::Events> 
     let mut cells = Vec::new();
     for (op, name) in OP_NAMES.iter().enumerate() {
         for b in 0..BUCKETS {
-            let mut sum = [0u64; events::NEV + 1];
-            for &blk in blocks {
-                let e = &unsafe { &*(blk as *const Cells) }.events[op][b];
-                for (s, x) in sum.iter_mut().zip(e) {
-                    *s += x.load(Relaxed);
-                }
-            }
+            let sum = summed(blocks, |c| c.events[op][b].each_ref());
             if sum[0] == 0 {
                 continue;
             }
@@ -832,7 +829,7 @@ fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
                 addr: l.line,
                 passive: l.passive,
                 thread: l.thread,
-                other_thread: (l.other != u32::MAX).then_some(l.other),
+                other_thread: l.other,
                 alloc_stack: l.stack,
             })
             .collect(),

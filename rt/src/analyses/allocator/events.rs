@@ -98,6 +98,8 @@ struct Group {
     n: Cell<usize>,
     start: Cell<[u64; NEV]>,
     bias: Cell<[u64; NEV]>,
+    /// A bracket is open (its start was read).
+    open: Cell<bool>,
     /// The last bracket's counts, waiting for `profcc_alloc_op` to file them.
     pending: Cell<Option<[u64; NEV]>>,
 }
@@ -111,6 +113,7 @@ thread_local! {
             n: Cell::new(0),
             start: Cell::new([0; NEV]),
             bias: Cell::new([0; NEV]),
+            open: Cell::new(false),
             pending: Cell::new(None),
         }
     };
@@ -204,7 +207,7 @@ pub extern "C" fn profcc_alloc_events_begin() {
         if g.fd.get() >= 0 {
             if let Some(v) = read(g) {
                 g.start.set(v);
-                g.pending.set(Some([u64::MAX; NEV]));
+                g.open.set(true);
             }
         }
     });
@@ -214,19 +217,16 @@ pub extern "C" fn profcc_alloc_events_begin() {
 #[no_mangle]
 pub extern "C" fn profcc_alloc_events_end() {
     let _ = G.try_with(|g| {
-        if g.pending.get().is_none() {
+        if !g.open.replace(false) {
             return;
         }
-        match read(g) {
-            Some(v) => {
-                let (s, b) = (g.start.get(), g.bias.get());
-                let mut d = [0u64; NEV];
-                for i in 0..NEV {
-                    d[i] = v[i].wrapping_sub(s[i]).saturating_sub(b[i]);
-                }
-                g.pending.set(Some(d));
+        if let Some(v) = read(g) {
+            let (s, b) = (g.start.get(), g.bias.get());
+            let mut d = [0u64; NEV];
+            for i in 0..NEV {
+                d[i] = v[i].wrapping_sub(s[i]).saturating_sub(b[i]);
             }
-            None => g.pending.set(None),
+            g.pending.set(Some(d));
         }
     });
 }
@@ -234,10 +234,7 @@ pub extern "C" fn profcc_alloc_events_end() {
 /// The counts of the thread's last sampled operation, once (None: it was not sampled).
 #[inline]
 pub fn take() -> Option<[u64; NEV]> {
-    G.try_with(|g| g.pending.take())
-        .ok()
-        .flatten()
-        .filter(|d| d[0] != u64::MAX)
+    G.try_with(|g| g.pending.take()).ok().flatten()
 }
 
 /// The thread ends, or a fork child starts (its inherited group counts the parent's thread).
@@ -250,6 +247,7 @@ pub fn close_thread() {
         }
         g.fds.set([-1; NEV]);
         g.fd.set(-1);
+        g.open.set(false);
         g.pending.set(None);
     });
 }

@@ -60,9 +60,10 @@ pub static UNTRACKED: AtomicU64 = AtomicU64::new(0);
 pub struct Listed {
     pub line: u64,
     pub passive: bool,
-    /// The thread whose allocation made the line shared, and one other owner.
+    /// The thread whose allocation made the line shared, and one other owner (None: only
+    /// an untracked fourth thread).
     pub thread: u32,
-    pub other: u32,
+    pub other: Option<u32>,
     /// Stack depot id of the new object's allocation call.
     pub stack: u32,
 }
@@ -132,7 +133,7 @@ pub fn allocated(start: u64, size: u64, tid: u32, stack: u32) {
                 .iter()
                 .find(|&&o| o & TID_MASK != me && o >> 24 != 0)
                 .map(|o| (o & TID_MASK) - 1);
-            let other = other.or((e.flags & OVERFLOW != 0).then_some(u32::MAX));
+            let shared = other.is_some() || e.flags & OVERFLOW != 0;
             match e.owners.iter_mut().find(|o| **o & TID_MASK == me) {
                 Some(o) => {
                     if *o >> 24 != 255 {
@@ -144,21 +145,19 @@ pub fn allocated(start: u64, size: u64, tid: u32, stack: u32) {
                     None => e.flags |= OVERFLOW,
                 },
             }
-            if let Some(other) = other {
-                if e.flags & COUNTED == 0 {
-                    e.flags |= COUNTED;
-                    let passive = e.remote == me;
-                    if passive { &PASSIVE } else { &ACTIVE }.fetch_add(1, Relaxed);
-                    let mut l = LISTED.lock();
-                    if l.len() < MAX_LISTED {
-                        l.push(Listed {
-                            line,
-                            passive,
-                            thread: tid,
-                            other,
-                            stack,
-                        });
-                    }
+            if shared && e.flags & COUNTED == 0 {
+                e.flags |= COUNTED;
+                let passive = e.remote == me;
+                if passive { &PASSIVE } else { &ACTIVE }.fetch_add(1, Relaxed);
+                let mut l = LISTED.lock();
+                if l.len() < MAX_LISTED {
+                    l.push(Listed {
+                        line,
+                        passive,
+                        thread: tid,
+                        other,
+                        stack,
+                    });
                 }
             }
         });
@@ -245,7 +244,7 @@ mod tests {
         assert_eq!((ACTIVE.load(Relaxed), PASSIVE.load(Relaxed)), (4, 1));
         let l = LISTED.lock();
         assert_eq!(l.len(), 5);
-        assert!(l[4].passive && l[4].thread == 2 && l[4].other == 1 && l[4].stack == 8);
+        assert!(l[4].passive && l[4].thread == 2 && l[4].other == Some(1) && l[4].stack == 8);
         // An object spanning many lines only touches its edge lines.
         assert_eq!(
             edges(0x40, 64 * 10).collect::<Vec<_>>(),
