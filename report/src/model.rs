@@ -633,6 +633,9 @@ pub struct AllocOpRow {
     pub reuse: String,
     pub phase: String,
     pub count: u64,
+    /// Calls whose time was read (`alloc_time`); `mean_ns` is theirs, `total_ns` the mean
+    /// times `count`.
+    pub timed: u64,
     pub mean_ns: f64,
     pub total_ns: f64,
 }

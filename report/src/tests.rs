@@ -1114,6 +1114,7 @@ pub(crate) fn sample_report() -> Report {
                     reuse: "reused".into(),
                     phase: "serial".into(),
                     count: 1000,
+                    timed: 16,
                     mean_ns: 10.5,
                     total_ns: 10500.0,
                 }],

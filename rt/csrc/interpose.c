@@ -120,11 +120,19 @@ struct profcc_tls {
     uint32_t alloc_op;
     /* Mutexes the allocator took inside the current operation and when (hold times). */
     uint32_t nheld;
-    /* Timed operations before the next one whose events are counted (alloc_events), and
-     * whether the current one's are. */
+    /* Operations before the next one whose events are counted (alloc_events), and whether
+     * the current one's are. */
     uint32_t ev_countdown;
     uint32_t ev_on;
-    uint32_t ev_rng;
+    uint32_t rng;
+    /* Counted operations before the next timed one (alloc_time). */
+    uint32_t time_left;
+    /* The thread made its first counted operation (the allocator's set-up, not timed). */
+    uint32_t alloc_seen;
+    /* The allocator analysis's cells of this thread (see op_done; 0: none). */
+    uint64_t *alloc_cells;
+    /* The thread's sampling counters (see on_alloc; 0: none). */
+    struct sample_head *sblock;
     void *held[HELD];
     uint64_t held_at[HELD];
 };
@@ -160,6 +168,9 @@ static void *scratch_alloc(size_t n) {
     return p + 16;
 }
 
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define FP() __builtin_frame_address(0)
 /* ---- Rust side ---- */
 enum {
     K_MALLOC = 0, K_CALLOC, K_REALLOC, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC, K_MEMALIGN, K_VALLOC,
@@ -170,6 +181,57 @@ struct profcc_obj { uint64_t addr, size; uint32_t site, tid; };
 uint32_t profcc_on_alloc(void *p, size_t n, uint32_t kind, void *fp);
 #define NO_SITE 0xffffffffu
 int profcc_take(void *p, struct profcc_obj *out);
+
+/* ---- sampling's fast path (alloc_sample, rt/src/alloc.rs "Sampling") ----
+ * While sampling runs, most calls record nothing: an allocation only counts in the thread's
+ * totals and moves its countdown, a free only counts when the filter says no recorded object
+ * starts in its bucket. Those calls are done here, without calling Rust; the rest (a recorded
+ * allocation, a possible recorded free, a thread without a block, exact recording) go to
+ * profcc_on_alloc / profcc_take, which do the whole work themselves. */
+struct sample_head { /* the head of rt/src/alloc/stats.rs's `Block` (a unit test checks it) */
+    int64_t left;    /* bytes until the next recorded allocation */
+    uint64_t rng;    /* 0: not seeded yet */
+    uint64_t allocations, frees, bytes;
+};
+extern uint64_t profcc_sample_mean; /* 0: every allocation is recorded */
+extern uint8_t *profcc_sample_filter;
+#define FILTER_BITS 20
+
+/* The filter byte of an address (Rust's filter uses this one too). */
+static inline uint64_t filter_index(uint64_t a) {
+    uint64_t h = a * 0x9E3779B97F4A7C15ull;
+    h ^= (h >> 29) ^ (h >> 47);
+    return h >> (64 - FILTER_BITS);
+}
+uint64_t profcc_filter_index(uint64_t a) { return filter_index(a); }
+
+void profcc_sample_set_block(struct sample_head *b) { tls.sblock = b; }
+
+static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
+    struct sample_head *b = tls.sblock;
+    if (LIKELY(b != 0) && b->rng != 0 && __atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) {
+        int64_t left = b->left - (int64_t)n;
+        if (LIKELY(left > 0)) {
+            b->left = left;
+            b->allocations += 1;
+            b->bytes += n;
+            return NO_SITE;
+        }
+    }
+    return profcc_on_alloc(p, n, kind, fp);
+}
+
+static inline int take_obj(void *p, struct profcc_obj *out) {
+    struct sample_head *b = tls.sblock;
+    if (LIKELY(b != 0) && __atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) {
+        uint8_t *f = __atomic_load_n(&profcc_sample_filter, __ATOMIC_ACQUIRE);
+        if (f && __atomic_load_n(&f[filter_index((uint64_t)p)], __ATOMIC_RELAXED) == 0) {
+            b->frees += 1;
+            return 0;
+        }
+    }
+    return profcc_take(p, out);
+}
 void profcc_account_free(const struct profcc_obj *o);
 void profcc_put_back(const struct profcc_obj *o);
 void profcc_on_mmap(void *p, size_t n, void *fp);
@@ -180,9 +242,6 @@ void profcc_thread_started(void *rec, void *(**fn)(void *), void **arg);
 void profcc_thread_exiting(void);
 void profcc_thread_failed(void *rec);
 
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define FP() __builtin_frame_address(0)
 /* ---- the allocator analysis's timing (rt/src/analyses/allocator.rs) ----
  * The operations, in the order of the analysis's `OP_NAMES` (a unit test there reads this
  * line): */
@@ -194,59 +253,190 @@ enum {
 };
 /* Set once by the analysis's init when it is on (read relaxed on every program call). */
 uint32_t profcc_alloc_timing;
-/* alloc_events: one timed operation in this many per thread has its events counted (0: none;
- * rt/src/analyses/allocator/events.rs). */
+/* alloc_time: one program operation in about this many per thread has its allocator time
+ * read (1: every one); a request of `profcc_alloc_time_all_from` bytes or more always has
+ * (both set by the analysis's init, from rt/src/analyses/allocator.rs). */
+uint32_t profcc_alloc_time_period = 1;
+uint64_t profcc_alloc_time_all_from;
+/* alloc_events: one program operation in this many per thread has its events counted (0:
+ * none; rt/src/analyses/allocator/events.rs). */
 uint32_t profcc_alloc_event_period;
 void profcc_alloc_events_begin(void);
 void profcc_alloc_events_end(void);
 
-/* The countdown ran out: count this operation's events (guard set), and start the next. */
-__attribute__((noinline, cold)) static void events_begin(void) {
-    uint32_t period = __atomic_load_n(&profcc_alloc_event_period, __ATOMIC_RELAXED);
-    /* The next gap is drawn from [0, 2 x period - 2] (mean: one in `period`), so a loop whose
-     * operations repeat with the period's length (malloc/free pairs) is sampled in every
-     * phase (xorshift32 per thread, seeded from its TLS address). */
-    uint32_t x = tls.ev_rng ? tls.ev_rng : (uint32_t)(uintptr_t)&tls | 1;
+/* The thread's xorshift32 (seeded from its TLS address): the gaps between sampled calls. */
+static inline uint32_t tls_rand(void) {
+    uint32_t x = tls.rng ? tls.rng : (uint32_t)(uintptr_t)&tls | 1;
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
-    tls.ev_rng = x;
-    tls.ev_countdown = period ? x % (2 * (uint64_t)period - 1) : UINT32_MAX;
+    tls.rng = x;
+    return x;
+}
+
+/* A gap drawn from [0, 2 x period - 2]: with a countdown that fires at 0, one call in
+ * `period` on average, and a loop whose calls repeat with the period's length (malloc/free
+ * pairs) is sampled in every phase. */
+static inline uint32_t gap(uint32_t period) {
+    return period > 1 ? tls_rand() % (2 * (uint64_t)period - 1) : 0;
+}
+
+/* The events countdown ran out: count this operation's events (guard set), start the next. */
+__attribute__((noinline, cold)) static void events_begin(void) {
+    uint32_t period = __atomic_load_n(&profcc_alloc_event_period, __ATOMIC_RELAXED);
+    tls.ev_countdown = period ? gap(period) : UINT32_MAX;
     if (period) {
         tls.ev_on = 1;
         profcc_alloc_events_begin();
     }
 }
-/* After the real call: the program's operation `op` of `n` bytes returned (or freed) `p`,
- * taking `cycles` TSC ticks in the allocator (0: not timed, the analysis is off); `old`,
- * `old_n`: realloc's old block and its size (NO_SIZE: not recorded); `site`: the object's
- * allocation site (NO_SITE: not recorded). */
-void profcc_alloc_op(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t cycles,
-                     uint32_t site);
+
+/* The timing countdown ran out: this call is timed and stands for `period` calls. */
+__attribute__((noinline)) static uint32_t time_next(void) {
+    uint32_t period = __atomic_load_n(&profcc_alloc_time_period, __ATOMIC_RELAXED);
+    tls.time_left = gap(period);
+    return period ? period : 1;
+}
+
+/* What C's counting leaves to Rust (rt/src/analyses/allocator.rs): the program's operation
+ * `flags` (OP_ | OP_EVENTS | OP_FIRST) filed in `cell` (see op_done), on `n` bytes at `p`;
+ * `old_n`: realloc's old block's size (NO_SIZE: not recorded); `cycles`: TSC ticks in the
+ * allocator when the call was timed, standing for `weight` calls (0: not timed); `site`: the
+ * object's allocation site (NO_SITE: not recorded). */
+void profcc_alloc_op(uint32_t flags, uint32_t cell, size_t n, void *p, size_t old_n,
+                     uint64_t cycles, uint32_t weight, uint32_t site);
 #define NO_SIZE ((size_t)-1)
 /* An allocator call ran through channel `ch` for `cycles` ticks inside operation `op`. */
 void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles);
 
-/* Start timing the program's operation `op` (`outer`: the guard's value on entry; a call
- * made inside the runtime, an allocator or new/delete is not the program's): its start
- * tick, 0 when not timed. */
-static inline uint64_t timing_start(uint32_t outer, uint32_t op) {
-    if (LIKELY(outer) || !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) return 0;
+/* profcc_alloc_op's `flags` bits (EVENTS_BIT and FIRST_BIT in rt/src/analyses/allocator.rs):
+ * this operation's events were counted; it is the thread's first. */
+#define OP_EVENTS (1u << 8)
+#define OP_FIRST (1u << 9)
+/* One program operation as the analysis sees it: `on` (counted: the analysis is on and the
+ * call is the program's; | OP_EVENTS: its events were counted), `weight` (timed, standing
+ * for this many calls; 0: not timed), its start tick. */
+struct op_timer {
+    uint64_t t0;
+    uint32_t weight, on;
+};
+
+/* Start the program's operation `op` of `n` request bytes (0: unknown; `outer`: the guard's
+ * value on entry; a call made inside the runtime, an allocator or new/delete is not the
+ * program's). */
+static inline struct op_timer timing_start(uint32_t outer, uint32_t op, size_t n) {
+    struct op_timer t = {0, 0, 0};
+    if (LIKELY(outer) || !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) return t;
+    t.on = 1;
     tls.alloc_op = op + 1;
-    if (UNLIKELY(tls.ev_countdown-- == 0)) events_begin();
-    return __builtin_ia32_rdtsc();
+    if (UNLIKELY(tls.ev_countdown-- == 0)) {
+        events_begin();
+        if (tls.ev_on) t.on |= OP_EVENTS;
+    }
+    if (n >= __atomic_load_n(&profcc_alloc_time_all_from, __ATOMIC_RELAXED))
+        t.weight = 1;
+    else if (UNLIKELY(tls.time_left-- == 0))
+        t.weight = time_next();
+    else
+        return t;
+    t.t0 = __builtin_ia32_rdtsc();
+    return t;
 }
-/* Ticks since `t0` (0: not timed). */
-static inline uint64_t timing_end(uint64_t t0) {
-    if (!t0) return 0;
-    uint64_t t1 = __builtin_ia32_rdtsc();
+/* Ticks since the start (0: not timed). */
+static inline uint64_t timing_end(const struct op_timer *t) {
+    if (!t->on) return 0;
+    uint64_t t1 = t->weight ? __builtin_ia32_rdtsc() : 0;
     tls.alloc_op = 0;
     tls.nheld = 0; /* a lock the operation left held is not timed further */
     if (UNLIKELY(tls.ev_on)) {
         tls.ev_on = 0;
         profcc_alloc_events_end();
     }
-    return t1 - t0 ? t1 - t0 : 1;
+    if (!t->weight) return 0;
+    return t1 - t->t0 ? t1 - t->t0 : 1;
+}
+
+/* ---- the allocator analysis's cells ----
+ * Every counted operation is filed here, next to the interposers: its request size's bucket,
+ * whether its address is reused, and the phase make its cell, whose count goes up in the
+ * thread's block (`Cells::ops` in rt/src/analyses/allocator.rs, which owns the tables below
+ * and checks these layout constants in a unit test). profcc_alloc_op in Rust is called only
+ * for what needs more: a timed call, a recorded object, counted events, the thread's first
+ * call, a thread without a block. */
+#define A_BUCKETS 64 /* the last one: size unknown */
+#define A_RP 4       /* reuse x phase */
+#define A_CELL_WORDS 3 /* count, timed, cycles */
+#define A_FREED_BITS 20
+extern uint64_t profcc_alloc_edges[A_BUCKETS - 2];
+extern uint32_t profcc_alloc_nedges;
+extern uint32_t profcc_alloc_below_pow2[64];
+extern uint64_t *profcc_alloc_freed;
+extern uint32_t profcc_live_threads;
+
+/* The bucket of an n-byte request: the number of bucket edges at or below n. */
+uint32_t profcc_alloc_bucket(uint64_t n) {
+    uint32_t k = __atomic_load_n(&profcc_alloc_nedges, __ATOMIC_RELAXED);
+    uint32_t i = n ? __atomic_load_n(&profcc_alloc_below_pow2[63 - __builtin_clzll(n)], __ATOMIC_RELAXED) : 0;
+    while (i < k && __atomic_load_n(&profcc_alloc_edges[i], __ATOMIC_RELAXED) <= n) i++;
+    return i;
+}
+
+/* Reuse: a direct-mapped table of 2^A_FREED_BITS recently freed addresses; a slot holds a
+ * freed address, or (bit 0 set) one handed out again from there. A load and a store, not an
+ * exchange: two threads freeing into one slot at once may misfile one of the two, no more. */
+static inline uint64_t *freed_slot(uint64_t a) {
+    uint64_t *t = __atomic_load_n(&profcc_alloc_freed, __ATOMIC_RELAXED);
+    return t ? t + (((a >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - A_FREED_BITS)) : 0;
+}
+/* The block at `a` is freed: had it come back from a free (its free is a reused one)? */
+static inline int freed_mark(uint64_t a) {
+    uint64_t *s = freed_slot(a);
+    if (!s) return 0;
+    uint64_t was = __atomic_load_n(s, __ATOMIC_RELAXED);
+    __atomic_store_n(s, a, __ATOMIC_RELAXED);
+    return was == (a | 1);
+}
+/* A block at `a` was handed out: was the address freed before (now marked handed out)? */
+static inline int handed_out(uint64_t a) {
+    uint64_t *s = freed_slot(a);
+    if (!s || (__atomic_load_n(s, __ATOMIC_RELAXED) & ~1ull) != a) return 0;
+    __atomic_store_n(s, a | 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* The thread's block of cells, set and cleared by Rust (0: none; Rust files the calls). */
+void profcc_alloc_set_cells(uint64_t *cells) { tls.alloc_cells = cells; }
+
+/* The program's counted operation `op` on `n` bytes returned (or freed) `p`; `old`,
+ * `old_n`: realloc's old block and its recorded size (NO_SIZE: not recorded); `c`: its
+ * ticks when timed; `site`: the object's site (NO_SITE: not recorded). */
+static inline void op_done(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t c,
+                           const struct op_timer *t, uint32_t site) {
+    int is_free = op == OP_FREE || op == OP_DELETE;
+    uint32_t b = is_free && site == NO_SITE ? A_BUCKETS - 1 : profcc_alloc_bucket(n);
+    int reused;
+    if (is_free) {
+        reused = freed_mark((uint64_t)p);
+    } else if (!p) {
+        reused = 0;
+    } else {
+        if (op == OP_REALLOC && old && old != p) freed_mark((uint64_t)old);
+        reused = (op == OP_REALLOC && old == p) | handed_out((uint64_t)p);
+    }
+    int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
+    uint32_t cell = (op * A_BUCKETS + b) * A_RP + (uint32_t)reused * 2 + (uint32_t)parallel;
+    uint32_t flags = op | (t->on & OP_EVENTS);
+    if (UNLIKELY(!tls.alloc_seen)) {
+        tls.alloc_seen = 1;
+        flags |= OP_FIRST;
+    }
+    uint64_t *cells = tls.alloc_cells;
+    if (LIKELY(cells != 0 && flags == op && !t->weight && site == NO_SITE &&
+               (op != OP_REALLOC || old_n == NO_SIZE))) {
+        cells[(size_t)cell * A_CELL_WORDS] += 1;
+        return;
+    }
+    profcc_alloc_op(flags, cell, n, p, old_n, c, t->weight, site);
 }
 
 /* ---- the real allocator ----
@@ -517,12 +707,12 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
     do {                                                                                     \
         uint32_t outer = tls.in_rt;                                                          \
         tls.in_rt = 1;                                                                       \
-        uint64_t t0 = timing_start(outer, (op));                                             \
+        struct op_timer t = timing_start(outer, (op), (n));                                  \
         void *p = (call);                                                                    \
-        uint64_t c = timing_end(t0);                                                         \
+        uint64_t c = timing_end(&t);                                                         \
         if (LIKELY(!outer)) {                                                                \
-            uint32_t site = LIKELY(p != 0) ? profcc_on_alloc(p, (n), (kind), FP()) : NO_SITE; \
-            if (c) profcc_alloc_op((op), (n), p, 0, 0, c, site);                                \
+            uint32_t site = LIKELY(p != 0) ? on_alloc(p, (n), (kind), FP()) : NO_SITE; \
+            if (t.on) op_done((op), (n), p, 0, NO_SIZE, c, &t, site);                              \
         }                                                                                    \
         tls.in_rt = outer;                                                                   \
         return p;                                                                            \
@@ -656,16 +846,16 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
     }
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
-    uint64_t t0 = timing_start(outer, OP_MALLOC);
+    struct op_timer t = timing_start(outer, OP_MALLOC, len + 1);
     p = REAL(malloc)(len + 1);
-    uint64_t c = timing_end(t0);
+    uint64_t c = timing_end(&t);
     if (LIKELY(p != 0)) {
         __builtin_memcpy(p, s, len);
         p[len] = 0;
     }
     if (LIKELY(!outer)) {
-        uint32_t site = LIKELY(p != 0) ? profcc_on_alloc(p, len + 1, kind, fp) : NO_SITE;
-        if (c) profcc_alloc_op(OP_MALLOC, len + 1, p, 0, 0, c, site);
+        uint32_t site = LIKELY(p != 0) ? on_alloc(p, len + 1, kind, fp) : NO_SITE;
+        if (t.on) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site);
     }
     tls.in_rt = outer;
     return p;
@@ -684,12 +874,12 @@ void free(void *p) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
-    int had = !outer && p && profcc_take(p, &o);
+    int had = !outer && p && take_obj(p, &o);
     if (had) profcc_account_free(&o);
-    uint64_t t0 = p ? timing_start(outer, OP_FREE) : 0;
+    struct op_timer t = timing_start(outer || !p, OP_FREE, had ? o.size : 0);
     if (LIKELY(!in_pool(p))) REAL(free)(p); /* a pool block is never handed to any free */
-    uint64_t c = timing_end(t0);
-    if (c) profcc_alloc_op(OP_FREE, had ? o.size : 0, p, 0, 0, c, had ? o.site : NO_SITE);
+    uint64_t c = timing_end(&t);
+    if (t.on) op_done(OP_FREE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE);
     tls.in_rt = outer;
 }
 
@@ -712,20 +902,20 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
-    int had = !outer && old && profcc_take(old, &o);
+    int had = !outer && old && take_obj(old, &o);
     /* The allocator's realloc; a pool block moves out of the pool. */
-    uint64_t t0 = UNLIKELY(in_pool(old)) ? 0 : timing_start(outer, OP_REALLOC);
+    struct op_timer t = timing_start(outer || UNLIKELY(in_pool(old)), OP_REALLOC, n);
     void *p = UNLIKELY(in_pool(old)) ? pool_realloc(old, n) : REAL(realloc)(old, n);
-    uint64_t c = timing_end(t0);
+    uint64_t c = timing_end(&t);
     if (!outer) {
         uint32_t site = NO_SITE;
         if (!p && n != 0 && old) {
             if (had) profcc_put_back(&o); /* failed: the old block is still the program's */
         } else {
             if (had) profcc_account_free(&o);
-            if (p) site = profcc_on_alloc(p, n, K_REALLOC, fp);
+            if (p) site = on_alloc(p, n, K_REALLOC, fp);
         }
-        if (c) profcc_alloc_op(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, site);
+        if (t.on) op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site);
     }
     tls.in_rt = outer;
     return p;
@@ -759,13 +949,13 @@ void *reallocarray(void *old, size_t n, size_t m) {
 int posix_memalign(void **out, size_t al, size_t n) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
-    uint64_t t0 = timing_start(outer, OP_ALIGNED);
+    struct op_timer t = timing_start(outer, OP_ALIGNED, n);
     int rc = REAL(posix_memalign)(out, al, n);
-    uint64_t c = timing_end(t0);
+    uint64_t c = timing_end(&t);
     if (LIKELY(!outer)) {
         void *p = rc == 0 ? *out : 0;
-        uint32_t site = p ? profcc_on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
-        if (c) profcc_alloc_op(OP_ALIGNED, n, p, 0, 0, c, site);
+        uint32_t site = p ? on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
+        if (t.on) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site);
     }
     tls.in_rt = outer;
     return rc;
@@ -833,14 +1023,14 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
 
 #define NEW(name, params, n, al, nothrow, kind)                                           \
     void *name params {                                                                   \
-        uint64_t t0 = timing_start(tls.in_rt, OP_NEW);                                    \
+        struct op_timer tm = timing_start(tls.in_rt, OP_NEW, (n));                        \
         void *p = new_impl((n), (al), (nothrow));                                         \
-        uint64_t c = timing_end(t0);                                                      \
+        uint64_t c = timing_end(&tm);                                                     \
         if (LIKELY(!tls.in_rt)) {                                                         \
             uint32_t site = NO_SITE;                                                      \
             tls.in_rt = 1;                                                                \
-            if (LIKELY(p != 0)) site = profcc_on_alloc(p, (n), (kind), FP());             \
-            if (c) profcc_alloc_op(OP_NEW, (n), p, 0, 0, c, site);                           \
+            if (LIKELY(p != 0)) site = on_alloc(p, (n), (kind), FP());             \
+            if (tm.on) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site);            \
             tls.in_rt = 0;                                                                \
         }                                                                                 \
         return p;                                                                         \
@@ -872,12 +1062,12 @@ static inline void delete_impl(void *p) {
     }
     tls.in_rt = 1;
     struct profcc_obj o;
-    int had = profcc_take(p, &o);
+    int had = take_obj(p, &o);
     if (had) profcc_account_free(&o);
-    uint64_t t0 = timing_start(0, OP_DELETE);
+    struct op_timer t = timing_start(0, OP_DELETE, had ? o.size : 0);
     free(p); /* guard set: forwards */
-    uint64_t c = timing_end(t0);
-    if (c) profcc_alloc_op(OP_DELETE, had ? o.size : 0, p, 0, 0, c, had ? o.site : NO_SITE);
+    uint64_t c = timing_end(&t);
+    if (t.on) op_done(OP_DELETE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE);
     tls.in_rt = 0;
 }
 

@@ -597,11 +597,18 @@ fn account_release(o: &Obj, size: u64, whole: bool) {
 /// `Obj::tid`'s bit for an object recorded by sampling (its weight follows from its size).
 const SAMPLED: u32 = 1 << 31;
 /// Mean bytes between recorded allocations; 0: every allocation is recorded.
+#[export_name = "profcc_sample_mean"] // read by interpose.c's sampling fast path
 static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
 /// What `alloc_sample` asked for (kept after sampling stopped: the weights of old objects).
 static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
 const FILTER_BITS: u32 = 20;
+#[export_name = "profcc_sample_filter"] // read by interpose.c's sampling fast path
 static FILTER: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::ptr::null_mut());
+
+extern "C" {
+    /// interpose.c: the filter byte of an address (its fast path reads the same one).
+    fn profcc_filter_index(addr: u64) -> u64;
+}
 
 /// From `ensure_init`, after the options are read.
 pub(crate) fn init_sampling() {
@@ -646,7 +653,7 @@ fn filter_slot(addr: u64) -> Option<&'static core::sync::atomic::AtomicU8> {
     if f.is_null() {
         return None;
     }
-    Some(unsafe { &*f.add((mix(addr) >> (64 - FILTER_BITS)) as usize) })
+    Some(unsafe { &*f.add(profcc_filter_index(addr) as usize) })
 }
 
 fn filter_add(addr: u64) {

@@ -83,6 +83,7 @@ fn is_main_thread() -> bool {
 
 /// Program threads running now (registered and not yet ended; a thread started behind the
 /// runtime's back is never seen to end): the allocator analysis's serial/parallel phase.
+#[export_name = "profcc_live_threads"] // read by interpose.c (the allocator analysis's phase)
 pub static LIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 fn set_bounds(main: bool) {

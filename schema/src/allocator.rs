@@ -110,6 +110,12 @@ pub struct InducedLine {
     pub alloc_stack: u32,
 }
 
+/// Requests of this many bytes or more are timed on every call, whatever `alloc_time` says
+/// (they are rare and slow: a sample would miss them, and the two TSC reads cost them
+/// little). A power of two, so a size bucket's calls are all timed or all sampled (a runtime
+/// unit test checks it is a bucket edge).
+pub const TIME_ALL_FROM: u64 = 4096;
+
 /// Operations of one kind, the allocator's time in TSC ticks.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct OpCell {
@@ -125,6 +131,10 @@ pub struct OpCell {
     /// "serial" (one program thread running) or "parallel".
     pub phase: String,
     pub count: u64,
+    /// How many of the `count` calls were timed (`alloc_time`: one call in about N, every
+    /// call of 4096 bytes or more), and their ticks in the allocator: the cell's mean is
+    /// `cycles / timed`, its estimated total `count x cycles / timed`.
+    pub timed: u64,
     pub cycles: u64,
 }
 

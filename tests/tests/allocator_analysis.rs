@@ -281,11 +281,21 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
             count(i, "free", None, Some("reused"), None) >= N / 2,
             "{name}"
         );
-        // Means are real times: above zero; the loop's rows (thousands of calls, so a
-        // preemption or two under load moves them little) below 2 µs a small block.
+        // Means are real times: above zero where a call was timed; the loop's rows
+        // (thousands of calls, one in about 64 timed: dozens, so a preemption or two under
+        // load moves them little) below 2 µs a small block.
+        // One call in about 64 is timed (alloc_time's default; jittered gaps of 0..=126
+        // calls): the loop's 2N calls give 2N/64 = 625 timed, the bounds are 10 standard
+        // deviations away.
+        let timed: u64 = i.ops.iter().map(|r| r.timed).sum();
+        assert!((400..=900).contains(&timed), "{name}: {timed} timed");
         for row in &i.ops {
-            assert!(row.mean_ns > 0.0, "{name}: {row:?}");
+            assert!(row.timed <= row.count, "{name}: {row:?}");
+            if row.timed > 0 {
+                assert!(row.mean_ns > 0.0, "{name}: {row:?}");
+            }
             if row.count >= 1000 {
+                assert!(row.timed >= 1, "{name}: {row:?}");
                 assert!(row.mean_ns < 2000.0, "{name}: {row:?}");
             }
         }
@@ -325,6 +335,14 @@ fn big_blocks_are_filed_by_the_description_kinds() {
                 i.ops
             );
             assert_eq!(count(i, "free", Some(k), None, None), want(k), "{name} {k}");
+        }
+        // Requests of 4 KiB or more are timed on every call (alloc_time samples the rest).
+        for row in i
+            .ops
+            .iter()
+            .filter(|r| r.size_kind != "small" && r.size_kind != "unknown")
+        {
+            assert_eq!(row.timed, row.count, "{name}: {row:?}");
         }
         // Channels: what the description says the allocator imports through its PLT is
         // observable, the rest is said not to be (never a zero count).
@@ -604,7 +622,7 @@ fn text_and_csv_carry_the_allocator_section() {
         .arg(&dir));
     let ops = std::fs::read_to_string(dir.join("alloc_ops.csv")).unwrap();
     assert!(
-        ops.starts_with("input,op,size_kind,reuse,phase,count,mean_ns,total_ns\n"),
+        ops.starts_with("input,op,size_kind,reuse,phase,count,timed,mean_ns,total_ns\n"),
         "{ops}"
     );
     assert!(

@@ -511,7 +511,13 @@ pub fn alloc_ops(r: &Report) -> Table {
                     o.reuse.clone(),
                     o.phase.clone(),
                     o.count.to_string(),
-                    format!("{:.2}", o.mean_ns),
+                    o.timed.to_string(),
+                    // Empty: no call of the row was timed.
+                    if o.timed > 0 {
+                        format!("{:.2}", o.mean_ns)
+                    } else {
+                        String::new()
+                    },
                     format!("{:.0}", o.total_ns),
                 ]
             })
@@ -526,6 +532,7 @@ pub fn alloc_ops(r: &Report) -> Table {
             "reuse",
             "phase",
             "count",
+            "timed",
             "mean_ns",
             "total_ns",
         ],

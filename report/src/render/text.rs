@@ -398,6 +398,7 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
             "Allocator{of}: {} (size kinds: {}; docs/allocators.md)\n",
             i.allocator, i.description
         ));
+        let timed: u64 = i.ops.iter().map(|r| r.timed).sum();
         out.push_str(&format!(
             "  {} operations spent {} in the allocator ({:.1}% of the run's {} wall-clock time; summed over threads, each thread's first call left out: {})\n",
             count(n),
@@ -406,24 +407,34 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
             duration(i.duration_ns),
             i.first_calls
         ));
+        out.push_str(&format!(
+            "  timed: {} of them (alloc_time: a sample of the requests under {}, every one from there up); a row's mean is its timed calls' mean, its total that mean times its count (-: no call of the row was timed, its time is left out)\n",
+            count(timed),
+            crate::fmt::bytes(profcc_schema::allocator::TIME_ALL_FROM)
+        ));
         if i.kinds_approximate {
             out.push_str("  (a kind boundary of the description falls inside a size bucket: rows near it are filed by the bucket's lower end)\n");
         }
         out.push_str(&format!(
-            "  {:<8} {:<8} {:<7} {:<9} {:>12} {:>10} {:>10}\n",
-            "op", "kind", "reuse", "phase", "count", "mean ns", "total"
+            "  {:<8} {:<8} {:<7} {:<9} {:>12} {:>10} {:>10} {:>10}\n",
+            "op", "kind", "reuse", "phase", "count", "timed", "mean ns", "total"
         ));
         let mut rows: Vec<_> = i.ops.iter().collect();
         rows.sort_by(|x, y| y.total_ns.total_cmp(&x.total_ns));
         for r in rows {
             out.push_str(&format!(
-                "  {:<8} {:<8} {:<7} {:<9} {:>12} {:>10.1} {:>10}\n",
+                "  {:<8} {:<8} {:<7} {:<9} {:>12} {:>10} {:>10} {:>10}\n",
                 r.op,
                 r.size_kind,
                 r.reuse,
                 r.phase,
                 count(r.count),
-                r.mean_ns,
+                count(r.timed),
+                if r.timed > 0 {
+                    format!("{:.1}", r.mean_ns)
+                } else {
+                    "-".into()
+                },
                 ms(r.total_ns)
             ));
         }

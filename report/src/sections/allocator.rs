@@ -59,6 +59,15 @@ fn kind(d: Option<&Description>, size: u64) -> &'static str {
     }
 }
 
+/// A cell's estimated ticks over all its calls: its timed calls' mean times its count (0 when
+/// none was timed).
+fn cell_cycles(c: &profcc_schema::allocator::OpCell) -> f64 {
+    if c.timed == 0 {
+        return 0.0;
+    }
+    c.cycles as f64 * c.count as f64 / c.timed as f64
+}
+
 /// The size a bucket [lo, hi) is priced at: its geometric middle (2 x lo when unbounded).
 fn bucket_size(lo: u64, hi: u64) -> u64 {
     let hi = if hi == u64::MAX { lo.max(1) * 2 } else { hi };
@@ -296,7 +305,9 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             _ => name.clone(),
         };
         let mut approx = false;
-        let mut rows: BTreeMap<(String, &str, String, String), (u64, u64)> = BTreeMap::new();
+        // Per row: calls, calls timed, the timed cells' estimated ticks and their calls.
+        let mut rows: BTreeMap<(String, &str, String, String), (u64, u64, f64, u64)> =
+            BTreeMap::new();
         for c in &a.ops {
             let k = if c.lo == 0 && c.hi == 0 {
                 "unknown"
@@ -311,19 +322,29 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
                 .entry((c.op.clone(), k, c.reuse.clone(), c.phase.clone()))
                 .or_default();
             e.0 += c.count;
-            e.1 += c.cycles;
+            e.1 += c.timed;
+            if c.timed > 0 {
+                e.2 += cell_cycles(c);
+                e.3 += c.count;
+            }
         }
         let ops: Vec<AllocOpRow> = rows
             .into_iter()
-            .map(|((op, k, reuse, phase), (count, cycles))| AllocOpRow {
-                op,
-                size_kind: k.into(),
-                reuse,
-                phase,
-                count,
-                mean_ns: ns(cycles) / count.max(1) as f64,
-                total_ns: ns(cycles),
-            })
+            .map(
+                |((op, k, reuse, phase), (count, timed, cycles, timed_cells))| {
+                    let mean_ns = cycles * 1e9 / hz / timed_cells.max(1) as f64;
+                    AllocOpRow {
+                        op,
+                        size_kind: k.into(),
+                        reuse,
+                        phase,
+                        count,
+                        timed,
+                        mean_ns,
+                        total_ns: mean_ns * count as f64,
+                    }
+                },
+            )
             .collect();
         let total_ns: f64 = ops.iter().map(|r| r.total_ns).sum();
         // Prediction: each operation at a reference allocator's cost for its size, reuse

@@ -51,9 +51,10 @@ struct Entry {
     cycles: AtomicU64,
 }
 
+/// The first five fields are interpose.c's `struct sample_head` (its sampling fast path
+/// counts there; a unit test checks the layout).
 #[repr(C, align(64))]
 pub(crate) struct Block {
-    lock: SpinLock<()>,
     /// Sampling: bytes until the next recorded allocation, and the generator's state (0:
     /// not seeded); owner only.
     sample_left: AtomicI64,
@@ -61,6 +62,7 @@ pub(crate) struct Block {
     allocations: AtomicU64,
     frees: AtomicU64,
     bytes: AtomicU64,
+    lock: SpinLock<()>,
     live: AtomicI64,
     entries: [Entry; ENTRIES],
 }
@@ -99,6 +101,11 @@ thread_local! {
     static BLOCK: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
 }
 
+extern "C" {
+    /// interpose.c: the calling thread's block for its sampling fast path (null: none).
+    fn profcc_sample_set_block(b: *mut libc::c_void);
+}
+
 #[cold]
 fn new_block() -> Option<&'static Block> {
     let reused = FREE.lock().pop();
@@ -116,10 +123,24 @@ fn new_block() -> Option<&'static Block> {
         }
     };
     BLOCK.with(|b| b.set(p));
+    unsafe { profcc_sample_set_block(p as *mut libc::c_void) };
     Some(unsafe { &*(p as *const Block) })
 }
 
 impl Block {
+    /// Where interpose.c's `struct sample_head` fields are (tests).
+    #[cfg(test)]
+    fn default_offsets() -> [usize; 5] {
+        use core::mem::offset_of;
+        [
+            offset_of!(Block, sample_left),
+            offset_of!(Block, rng),
+            offset_of!(Block, allocations),
+            offset_of!(Block, frees),
+            offset_of!(Block, bytes),
+        ]
+    }
+
     /// The entry of `site`, taking its slot from the site there (flushed) if needed.
     #[inline]
     fn entry(&self, ss: &Sites, site: u32) -> &Entry {
@@ -471,6 +492,7 @@ pub(crate) fn thread_exit(ss: Option<&Sites>) {
         flush_totals(b);
     }
     BLOCK.with(|b| b.set(EXITED));
+    unsafe { profcc_sample_set_block(core::ptr::null_mut()) };
     b.rng.store(0, Relaxed); // the next thread to take the block seeds it with its own id
     FREE.lock().push(p);
 }
@@ -569,6 +591,25 @@ pub(crate) unsafe fn fork_release() {
 
 #[cfg(test)]
 mod tests {
+    /// interpose.c's `struct sample_head` is the head of `Block`, field by field.
+    #[test]
+    fn interpose_cs_sample_head_is_blocks_head() {
+        use core::mem::offset_of;
+        let b = super::Block::default_offsets();
+        assert_eq!(b, [0, 8, 16, 24, 32]);
+        let c = include_str!("../../csrc/interpose.c");
+        let at = c.find("struct sample_head {").unwrap();
+        let body = &c[at..at + c[at..].find("};").unwrap()];
+        let fields: Vec<&str> = body
+            .lines()
+            .skip(1)
+            .flat_map(|l| l.split("/*").next().unwrap().split([',', ';']))
+            .filter_map(|w| w.split_whitespace().last())
+            .collect();
+        assert_eq!(fields, ["left", "rng", "allocations", "frees", "bytes"]);
+        let _ = offset_of!(super::Block, live);
+    }
+
     #[test]
     fn sampling_math_matches_std() {
         for &x in &[

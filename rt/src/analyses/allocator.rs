@@ -64,7 +64,9 @@ fn kind_starts((small_max, large_threshold): (u64, u64)) -> [u64; 2] {
 
 /// Bucket edges, ascending: bucket i holds requests in [EDGES[i-1] (0 for i = 0), EDGES[i])
 /// (the last one up to u64::MAX). Set once by `init`.
+#[export_name = "profcc_alloc_edges"]
 static EDGES: [AtomicU64; BUCKETS - 2] = [const { AtomicU64::new(0) }; BUCKETS - 2];
+#[export_name = "profcc_alloc_nedges"]
 static NEDGES: AtomicU32 = AtomicU32::new(0);
 
 /// The set the edges are made of: every power of two from 16 bytes to 1 TiB, and where the
@@ -81,6 +83,7 @@ fn edge_set(extra: Option<(u64, u64)>) -> Vec<u64> {
 }
 
 /// Per floor(log2(n)): the number of edges at or below 2^that (where `bucket` starts).
+#[export_name = "profcc_alloc_below_pow2"]
 static BELOW_POW2: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
 
 fn set_edges(edges: &[u64]) {
@@ -96,19 +99,16 @@ fn set_edges(edges: &[u64]) {
     }
 }
 
-/// The bucket of an n-byte request: the number of edges at or below n.
-#[inline]
+extern "C" {
+    /// interpose.c: the bucket of an n-byte request (the number of edges at or below n).
+    fn profcc_alloc_bucket(n: u64) -> u32;
+    /// interpose.c: the calling thread's block (null: none, calls go to `profcc_alloc_op`).
+    fn profcc_alloc_set_cells(cells: *mut u64);
+}
+
+/// The bucket of an n-byte request (interpose.c files every operation with it).
 fn bucket(n: u64) -> usize {
-    let k = NEDGES.load(Relaxed) as usize;
-    let mut i = if n == 0 {
-        0
-    } else {
-        BELOW_POW2[63 - n.leading_zeros() as usize].load(Relaxed) as usize
-    };
-    while i < k && EDGES[i].load(Relaxed) <= n {
-        i += 1;
-    }
-    i
+    unsafe { profcc_alloc_bucket(n) as usize }
 }
 
 fn bucket_range(b: usize) -> (u64, u64) {
@@ -135,9 +135,17 @@ struct Pair {
     cycles: AtomicU64,
 }
 
+/// Operations of one kind: all of them, those timed, and the timed ones' ticks.
+#[repr(C)]
+struct OpPair {
+    count: AtomicU64,
+    timed: AtomicU64,
+    cycles: AtomicU64,
+}
+
 #[repr(C, align(64))]
 struct Cells {
-    ops: [[[Pair; RP]; BUCKETS]; OPS],
+    ops: [[[OpPair; RP]; BUCKETS]; OPS],
     channels: [[Pair; OPS]; CHANNELS],
     first_calls: AtomicU64,
     /// Live requested and usable bytes of the objects this thread allocated minus those it
@@ -161,11 +169,9 @@ static FREE: SpinLock<Vec<usize>> = SpinLock::new(Vec::new());
 static SHARED: AtomicPtr<Cells> = AtomicPtr::new(core::ptr::null_mut());
 const EXITED: usize = 1;
 
-/// `MINE`'s bit for "the thread made its first (untimed) operation" (blocks are 64-aligned).
-const SEEN: usize = 2;
-
 thread_local! {
-    /// The thread's block: 0 none yet, [`EXITED`], else its address (| [`SEEN`]).
+    /// The thread's block: 0 none yet, [`EXITED`], else its address (also in interpose.c's
+    /// `tls.alloc_cells`, where the thread's calls are counted).
     static MINE: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -179,8 +185,15 @@ fn new_cells() -> usize {
 fn mine() -> Option<(&'static Cells, bool)> {
     let p = MINE.with(|m| m.get());
     if p > EXITED {
-        return Some((unsafe { &*((p & !SEEN) as *const Cells) }, true));
+        return Some((unsafe { &*(p as *const Cells) }, true));
     }
+    mine_slow(p)
+}
+
+/// The thread has no block yet, or gave it back.
+#[cold]
+#[inline(never)]
+fn mine_slow(p: usize) -> Option<(&'static Cells, bool)> {
     if p == EXITED {
         return unsafe { SHARED.load(Relaxed).as_ref() }.map(|c| (c, false));
     }
@@ -196,6 +209,7 @@ fn mine() -> Option<(&'static Cells, bool)> {
         }
     };
     MINE.with(|m| m.set(p));
+    unsafe { profcc_alloc_set_cells(p as *mut u64) };
     Some((unsafe { &*(p as *const Cells) }, true))
 }
 
@@ -218,42 +232,12 @@ fn add(a: &AtomicU64, v: u64, own: bool) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reuse: recently freed addresses.
+// Reuse: recently freed addresses (filed by interpose.c's `freed_mark` and `handed_out`).
 
 const FREED_BITS: u32 = 20;
 /// Slot: a freed address, or (bit 0 set) an address handed out again from there.
+#[export_name = "profcc_alloc_freed"]
 static FREED: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
-
-#[inline]
-fn freed_slot(a: u64) -> Option<&'static AtomicU64> {
-    let t = FREED.load(Relaxed);
-    if t.is_null() {
-        return None;
-    }
-    let i = ((a >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FREED_BITS)) as usize;
-    Some(unsafe { &*t.add(i) })
-}
-
-/// A block at `a` was handed out: was the address freed before (and is it now marked)?
-#[inline]
-fn handed_out(a: u64) -> bool {
-    match freed_slot(a) {
-        Some(s) if s.load(Relaxed) & !1 == a => {
-            s.store(a | 1, Relaxed);
-            true
-        }
-        _ => false,
-    }
-}
-
-/// The block at `a` is freed: had it come back from a free (its free is a reused one)?
-#[inline]
-fn freed(a: u64) -> bool {
-    match freed_slot(a) {
-        Some(s) => s.swap(a, Relaxed) == a | 1,
-        None => false,
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Ticks to time.
@@ -295,67 +279,73 @@ fn tsc_hz() -> f64 {
 
 extern "C" {
     static mut profcc_alloc_timing: u32;
+    static mut profcc_alloc_time_period: u32;
+    static mut profcc_alloc_time_all_from: u64;
 }
 
-/// The program's operation `op` on `n` bytes returned (allocation) or freed `p`; `old`,
-/// `old_n`: realloc's old block and its size (`NO_SIZE`: not recorded); `cycles`: ticks in
-/// the allocator; `site`: the object's allocation site (`alloc::NO_SITE`: not recorded).
+use profcc_schema::allocator::TIME_ALL_FROM;
+
+/// `profcc_alloc_op`'s `flags` bits (interpose.c's `OP_EVENTS`, `OP_FIRST`): the
+/// operation's events were counted; it is the thread's first.
+const EVENTS_BIT: u32 = 1 << 8;
+const FIRST_BIT: u32 = 1 << 9;
+
+/// What interpose.c's `op_done` does not count itself: the program's operation `flags`
+/// (`OP_` | [`EVENTS_BIT`] | [`FIRST_BIT`]) filed in `cell` (an index into `Cells::ops`:
+/// operation, size bucket, reuse, phase) on `n` bytes at `p`; `old_n`: realloc's old block's
+/// size (`NO_SIZE`: not recorded); `cycles`: ticks in the allocator when timed, standing for
+/// `weight` calls (0: not timed); `site`: the object's allocation site (`alloc::NO_SITE`: not
+/// recorded).
 #[no_mangle]
 pub extern "C" fn profcc_alloc_op(
-    op: u32,
+    flags: u32,
+    cell: u32,
     n: usize,
     p: *mut libc::c_void,
-    old: *mut libc::c_void,
     old_n: usize,
     cycles: u64,
+    weight: u32,
     site: u32,
 ) {
-    if op as usize >= OPS {
+    let op = flags & 0xff;
+    let cell = cell as usize;
+    if op as usize >= OPS || cell >= OPS * BUCKETS * RP {
         return;
     }
     let Some((c, own)) = mine() else {
         return;
     };
-    let (p, old, n) = (p as u64, old as u64, n as u64);
-    let sampled = events::take();
-    let recorded = site != crate::alloc::NO_SITE;
-    let is_free = op == OP_FREE || op == OP_DELETE;
-    let b = if is_free && !recorded {
-        UNKNOWN
+    let sampled = if flags & EVENTS_BIT != 0 {
+        events::take()
     } else {
-        bucket(n)
+        None
     };
-    let reused = if is_free {
+    let (p, n) = (p as u64, n as u64);
+    let b = cell / RP % BUCKETS;
+    let recorded = site != crate::alloc::NO_SITE;
+    if op == OP_FREE || op == OP_DELETE {
         if recorded {
             released(c, own, n, b);
         }
-        freed(p)
-    } else if p == 0 {
-        false
-    } else {
-        if op == OP_REALLOC && old != 0 {
-            if old_n != NO_SIZE {
-                released(c, own, old_n as u64, bucket(old_n as u64));
-            }
-            if old != p {
-                freed(old);
-            }
+    } else if p != 0 {
+        if op == OP_REALLOC && old_n != NO_SIZE {
+            released(c, own, old_n as u64, bucket(old_n as u64));
         }
         if recorded {
             acquired(c, own, p, n, b);
         }
-        (op == OP_REALLOC && old == p) | handed_out(p)
-    };
-    // The thread's first operation is its allocator's set-up: not timed (`SEEN`).
-    let first = own && MINE.with(|m| m.replace(m.get() | SEEN)) & SEEN == 0;
-    if first {
+    }
+    // The thread's first operation is its allocator's set-up: not counted with the others.
+    if flags & FIRST_BIT != 0 {
         add(&c.first_calls, 1, own);
         return;
     }
-    let parallel = crate::threads::LIVE.load(Relaxed) > 1;
-    let cell = &c.ops[op as usize][b][(reused as usize) * 2 + parallel as usize];
-    add(&cell.count, 1, own);
-    add(&cell.cycles, cycles, own);
+    let x = &c.ops[cell / (BUCKETS * RP)][b][cell % RP];
+    add(&x.count, 1, own);
+    if weight != 0 {
+        add(&x.timed, 1, own);
+        add(&x.cycles, cycles, own);
+    }
     if let Some(d) = sampled {
         let e = &c.events[op as usize][b];
         add(&e[0], 1, own);
@@ -363,8 +353,8 @@ pub extern "C" fn profcc_alloc_op(
             add(x, v, own);
         }
     }
-    if recorded {
-        crate::alloc::add_site_cycles(site, cycles);
+    if recorded && weight != 0 {
+        crate::alloc::add_site_cycles(site, cycles * weight as u64);
     }
 }
 
@@ -627,7 +617,17 @@ impl Analysis for AllocatorAnalysis {
         }
         START_TSC.store(tsc(), Relaxed);
         START_NS.store(now_ns(), Relaxed);
-        unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!(profcc_alloc_timing), 1) };
+        unsafe {
+            core::ptr::write_volatile(
+                core::ptr::addr_of_mut!(profcc_alloc_time_period),
+                o.alloc_time.max(1),
+            );
+            core::ptr::write_volatile(
+                core::ptr::addr_of_mut!(profcc_alloc_time_all_from),
+                TIME_ALL_FROM,
+            );
+            core::ptr::write_volatile(core::ptr::addr_of_mut!(profcc_alloc_timing), 1);
+        }
     }
 
     fn object_events(&self) -> crate::analysis::ObjectEvents {
@@ -653,8 +653,9 @@ impl Analysis for AllocatorAnalysis {
     fn thread_exit(&self) {
         events::close_thread();
         let p = MINE.with(|m| m.replace(EXITED));
+        unsafe { profcc_alloc_set_cells(core::ptr::null_mut()) };
         if p > EXITED {
-            FREE.lock().push(p & !SEEN);
+            FREE.lock().push(p);
         }
     }
 
@@ -677,7 +678,7 @@ impl Analysis for AllocatorAnalysis {
         events::close_thread();
         // The child reports its own operations: every block from zero, the others' blocks
         // free for its threads.
-        let me = MINE.with(|m| m.get()) & !SEEN;
+        let me = MINE.with(|m| m.get());
         let shared = SHARED.load(Relaxed) as usize;
         let all = ALL.lock().clone();
         let mut free = FREE.lock();
@@ -699,9 +700,9 @@ impl Analysis for AllocatorAnalysis {
         for (op, name) in OP_NAMES.iter().enumerate() {
             for b in 0..BUCKETS {
                 for rp in 0..RP {
-                    let [count, cycles] = summed(&blocks, |c| {
+                    let [count, timed, cycles] = summed(&blocks, |c| {
                         let x = &c.ops[op][b][rp];
-                        [&x.count, &x.cycles]
+                        [&x.count, &x.timed, &x.cycles]
                     });
                     if count == 0 {
                         continue;
@@ -714,6 +715,7 @@ impl Analysis for AllocatorAnalysis {
                         reuse: if rp >= 2 { "reused" } else { "new" }.into(),
                         phase: if rp % 2 == 1 { "parallel" } else { "serial" }.into(),
                         count,
+                        timed,
                         cycles,
                     });
                 }
@@ -840,6 +842,47 @@ fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The option's help states the size from which every call is timed, and that size is a
+    /// bucket edge.
+    /// interpose.c files operations in `Cells::ops` with its own copy of the layout.
+    #[test]
+    fn interpose_cs_cell_layout_is_this_one() {
+        let c = include_str!("../../csrc/interpose.c");
+        for (name, v) in [("OP_EVENTS", EVENTS_BIT), ("OP_FIRST", FIRST_BIT)] {
+            let shift = v.trailing_zeros();
+            assert_eq!(v, 1 << shift);
+            assert!(
+                c.contains(&format!("#define {name} (1u << {shift})")),
+                "{name}"
+            );
+        }
+        assert!(OPS < EVENTS_BIT as usize);
+        for (name, v) in [
+            ("A_BUCKETS", BUCKETS),
+            ("A_RP", RP),
+            ("A_CELL_WORDS", core::mem::size_of::<OpPair>() / 8),
+            ("A_FREED_BITS", FREED_BITS as usize),
+        ] {
+            assert!(
+                c.contains(&format!("#define {name} {v} "))
+                    || c.contains(&format!("#define {name} {v}\n")),
+                "{name}"
+            );
+        }
+        assert_eq!(core::mem::offset_of!(Cells, ops), 0);
+        assert_eq!(core::mem::offset_of!(OpPair, count), 0);
+    }
+
+    #[test]
+    fn time_all_from_is_stated_and_an_edge() {
+        let f = crate::options::FLAGS
+            .iter()
+            .find(|f| f.name == "alloc_time")
+            .unwrap();
+        assert!(f.help.contains(&format!("{TIME_ALL_FROM} bytes or more")));
+        assert!(edge_set(None).contains(&TIME_ALL_FROM));
+    }
 
     /// interpose.c's enums name the operations and channels in this file's order.
     #[test]
