@@ -366,11 +366,11 @@ static inline uint64_t timing_end(const struct op_timer *t) {
 #define A_BUCKETS 64 /* the last one: size unknown */
 #define A_RP 4       /* reuse x phase */
 #define A_CELL_WORDS 3 /* count, timed, cycles */
-#define A_FREED_BITS 20
+#define A_FREED_BITS 16
 extern uint64_t profcc_alloc_edges[A_BUCKETS - 2];
 extern uint32_t profcc_alloc_nedges;
 extern uint32_t profcc_alloc_below_pow2[64];
-extern uint64_t *profcc_alloc_freed;
+extern uint32_t *profcc_alloc_freed;
 extern uint32_t profcc_live_threads;
 
 /* The bucket of an n-byte request: the number of bucket edges at or below n. */
@@ -381,26 +381,33 @@ uint32_t profcc_alloc_bucket(uint64_t n) {
     return i;
 }
 
-/* Reuse: a direct-mapped table of 2^A_FREED_BITS recently freed addresses; a slot holds a
- * freed address, or (bit 0 set) one handed out again from there. A load and a store, not an
- * exchange: two threads freeing into one slot at once may misfile one of the two, no more. */
-static inline uint64_t *freed_slot(uint64_t a) {
-    uint64_t *t = __atomic_load_n(&profcc_alloc_freed, __ATOMIC_RELAXED);
-    return t ? t + (((a >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - A_FREED_BITS)) : 0;
+/* Reuse: a direct-mapped table of 2^A_FREED_BITS slots (256 KiB) indexed by the block's
+ * address in 16-byte granules modulo 2^A_FREED_BITS (a 1 MiB window), so neighbouring blocks
+ * have neighbouring slots and the table is walked with the heap's own locality. A slot holds
+ * the address's tag (its bits from 4 + A_FREED_BITS up) and FREED (freed since handed out)
+ * or HANDED (handed out again from a free); 0: empty. Blocks 1 MiB apart share a slot: the
+ * later free pushes the earlier out (its reuse then counts as new). Plain loads and stores,
+ * not an exchange: two threads freeing into one slot at once may misfile one of the two. */
+#define SLOT_FREED 1u
+#define SLOT_HANDED 2u
+static inline uint32_t *freed_slot(uint64_t a) {
+    uint32_t *t = __atomic_load_n(&profcc_alloc_freed, __ATOMIC_RELAXED);
+    return t ? t + ((a >> 4) & ((1u << A_FREED_BITS) - 1)) : 0;
 }
+static inline uint32_t slot_tag(uint64_t a) { return (uint32_t)(a >> (4 + A_FREED_BITS)) << 2; }
 /* The block at `a` is freed: had it come back from a free (its free is a reused one)? */
 static inline int freed_mark(uint64_t a) {
-    uint64_t *s = freed_slot(a);
+    uint32_t *s = freed_slot(a);
     if (!s) return 0;
-    uint64_t was = __atomic_load_n(s, __ATOMIC_RELAXED);
-    __atomic_store_n(s, a, __ATOMIC_RELAXED);
-    return was == (a | 1);
+    uint32_t was = __atomic_load_n(s, __ATOMIC_RELAXED);
+    __atomic_store_n(s, slot_tag(a) | SLOT_FREED, __ATOMIC_RELAXED);
+    return was == (slot_tag(a) | SLOT_HANDED);
 }
 /* A block at `a` was handed out: was the address freed before (now marked handed out)? */
 static inline int handed_out(uint64_t a) {
-    uint64_t *s = freed_slot(a);
-    if (!s || (__atomic_load_n(s, __ATOMIC_RELAXED) & ~1ull) != a) return 0;
-    __atomic_store_n(s, a | 1, __ATOMIC_RELAXED);
+    uint32_t *s = freed_slot(a);
+    if (!s || __atomic_load_n(s, __ATOMIC_RELAXED) != (slot_tag(a) | SLOT_FREED)) return 0;
+    __atomic_store_n(s, slot_tag(a) | SLOT_HANDED, __ATOMIC_RELAXED);
     return 1;
 }
 

@@ -1,26 +1,31 @@
-//! The allocator analysis (`alloc_ops`, on by default): what the program's own allocator costs
-//! it, per operation, by request size, address reuse and phase, and what the allocator does
-//! inside those operations through the calls profcc interposes.
+//! The allocator analysis (`alloc_ops`, off by default until its overhead target holds):
+//! what the program's own allocator costs it, per operation, by request size, address reuse
+//! and phase, and what the allocator does inside those operations through the calls profcc
+//! interposes.
 //!
-//! How it measures (rt/csrc/interpose.c, "the allocator analysis's timing"): each program call
-//! of the malloc family and of operator new/delete reads the TSC just before and just after
-//! the real allocator's call (`rdtsc`, not serialising: an average over many calls is right to
-//! a few ticks, a single call is not), so profcc's own bookkeeping is not counted. The call is
-//! then filed here by [`profcc_alloc_op`]:
+//! How it measures (rt/csrc/interpose.c, "the allocator analysis's timing" and "cells"):
+//! every program call of the malloc family and of operator new/delete is counted; one in
+//! about `alloc_time` (jittered gaps), and every request of `TIME_ALL_FROM` bytes or more, is
+//! timed: the TSC is read just before and just after the real allocator's call (`rdtsc`, not
+//! serialising: an average over many calls is right to a few ticks, a single call is not), so
+//! profcc's own bookkeeping is not counted. interpose.c's `op_done` files the call in its cell
+//! of the thread's [`Cells`] and counts it there; [`profcc_alloc_op`] sees only the calls that
+//! need more (timed, recorded object, counted events, the thread's first). A cell is:
 //! - operation: `profcc_schema::allocator::OPS` (the C enum in interpose.c follows it; a
 //!   unit test reads it);
 //! - request size: a bucket of [`EDGES`] (powers of two from 16 bytes, plus the kind
 //!   boundaries of every shipped allocator description and of `allocator=FILE`), so the
 //!   report can sum buckets into the description's small/medium/big without straddling;
 //! - reuse: "reused" when the address is one the program freed before and nobody was handed
-//!   since ([`FREED`], a direct-mapped table of 2^20 recently freed addresses: an address
-//!   pushed out of it by a later free counts as new), or a realloc that stayed in place; a
-//!   free is "reused" when its block had come back that way;
+//!   since (interpose.c's `freed_slot`: a direct-mapped table of 2^16 slots by address modulo
+//!   1 MiB; an address pushed out of it by a later free counts as new), or a realloc that
+//!   stayed in place; a free is "reused" when its block had come back that way;
 //! - phase: "parallel" while more than one program thread runs (`threads::LIVE`).
 //!
-//! Each thread's first timed call is left out (`first_calls`): the allocator sets up its
+//! Each thread's first counted call is left out (`first_calls`): the allocator sets up its
 //! per-thread state then (glibc's tcache, jemalloc's tsd). Per allocation site, the ticks of
-//! every operation on the site's objects are added to the site's `cycles`.
+//! the timed operations on the site's objects, each times the calls it stands for, are added
+//! to the site's `cycles`.
 //!
 //! Channels: while the real call runs, `tls.alloc_op` says which operation it is, so the
 //! interposed mmap, munmap, mremap and pthread_mutex_lock count (and time) the allocator's
@@ -234,10 +239,10 @@ fn add(a: &AtomicU64, v: u64, own: bool) {
 // ---------------------------------------------------------------------------------------------
 // Reuse: recently freed addresses (filed by interpose.c's `freed_mark` and `handed_out`).
 
-const FREED_BITS: u32 = 20;
-/// Slot: a freed address, or (bit 0 set) an address handed out again from there.
+const FREED_BITS: u32 = 16;
+/// Slots of interpose.c's reuse table (`freed_slot`: an address's tag and two flags).
 #[export_name = "profcc_alloc_freed"]
-static FREED: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
+static FREED: AtomicPtr<AtomicU32> = AtomicPtr::new(core::ptr::null_mut());
 
 // ---------------------------------------------------------------------------------------------
 // Ticks to time.
@@ -601,9 +606,9 @@ impl Analysis for AllocatorAnalysis {
         set_edges(&edge_set(extra));
         lines::init();
         events::init(o.alloc_events);
-        let t = crate::mem::map(8 << FREED_BITS, true);
+        let t = crate::mem::map(4 << FREED_BITS, true);
         if !t.is_null() {
-            FREED.store(t as *mut AtomicU64, Relaxed);
+            FREED.store(t as *mut AtomicU32, Relaxed);
         }
         let m = crate::mem::map(4 * (USABLE_MEMO + 1), true);
         if !m.is_null() {
