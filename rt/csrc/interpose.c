@@ -383,7 +383,8 @@ uint32_t profcc_alloc_bucket(uint64_t n) {
 
 /* Reuse: a direct-mapped table of 2^A_FREED_BITS slots (256 KiB) indexed by the block's
  * address in 16-byte granules modulo 2^A_FREED_BITS (a 1 MiB window), so neighbouring blocks
- * have neighbouring slots and the table is walked with the heap's own locality. A slot holds
+ * have neighbouring slots and the table is walked with the heap's own locality (each window
+ * starts at a hashed offset). A slot holds
  * the address's tag (its bits from 4 + A_FREED_BITS up) and FREED (freed since handed out)
  * or HANDED (handed out again from a free); 0: empty. Blocks 1 MiB apart share a slot: the
  * later free pushes the earlier out (its reuse then counts as new). Plain loads and stores,
@@ -392,7 +393,11 @@ uint32_t profcc_alloc_bucket(uint64_t n) {
 #define SLOT_HANDED 2u
 static inline uint32_t *freed_slot(uint64_t a) {
     uint32_t *t = __atomic_load_n(&profcc_alloc_freed, __ATOMIC_RELAXED);
-    return t ? t + ((a >> 4) & ((1u << A_FREED_BITS) - 1)) : 0;
+    /* The window's place in the table is a hash of the address's upper bits: threads whose
+     * heaps have the same layout at different addresses (glibc's arenas, 64 MiB-aligned)
+     * must not land on the same slots. */
+    uint64_t shift = ((a >> (4 + A_FREED_BITS)) * 0x9E3779B97F4A7C15ull) >> (64 - A_FREED_BITS);
+    return t ? t + (((a >> 4) + shift) & ((1u << A_FREED_BITS) - 1)) : 0;
 }
 static inline uint32_t slot_tag(uint64_t a) { return (uint32_t)(a >> (4 + A_FREED_BITS)) << 2; }
 /* The block at `a` is freed: had it come back from a free (its free is a reused one)? */
