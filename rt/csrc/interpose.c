@@ -254,10 +254,10 @@ enum {
 /* Set once by the analysis's init when it is on (read relaxed on every program call). */
 uint32_t profcc_alloc_timing;
 /* alloc_time: one program operation in about this many per thread has its allocator time
- * read (1: every one); a request of `profcc_alloc_time_all_from` bytes or more always has
- * (both set by the analysis's init, from rt/src/analyses/allocator.rs). */
+ * read (1: every one; set by the analysis's init); a request of TIME_ALL_FROM bytes or more
+ * always has (`TIME_ALL_FROM` in schema/src/allocator.rs; a unit test there checks this). */
 uint32_t profcc_alloc_time_period = 1;
-uint64_t profcc_alloc_time_all_from;
+#define TIME_ALL_FROM 4096
 /* alloc_events: one program operation in this many per thread has its events counted (0:
  * none; rt/src/analyses/allocator/events.rs). */
 uint32_t profcc_alloc_event_period;
@@ -299,7 +299,8 @@ __attribute__((noinline)) static uint32_t time_next(void) {
 }
 
 /* What C's counting leaves to Rust (rt/src/analyses/allocator.rs): the program's operation
- * `flags` (OP_ | OP_EVENTS | OP_FIRST) filed in `cell` (see op_done), on `n` bytes at `p`;
+ * filed in `cell` (see op_done; the operation is the cell's first index), with `flags`
+ * (OP_EVENTS | OP_FIRST), on `n` bytes at `p`;
  * `old_n`: realloc's old block's size (NO_SIZE: not recorded); `cycles`: TSC ticks in the
  * allocator when the call was timed, standing for `weight` calls (0: not timed); `site`: the
  * object's allocation site (NO_SITE: not recorded). */
@@ -333,7 +334,7 @@ static inline struct op_timer timing_start(uint32_t outer, uint32_t op, size_t n
         events_begin();
         if (tls.ev_on) t.on |= OP_EVENTS;
     }
-    if (n >= __atomic_load_n(&profcc_alloc_time_all_from, __ATOMIC_RELAXED))
+    if (n >= TIME_ALL_FROM)
         t.weight = 1;
     else if (UNLIKELY(tls.time_left-- == 0))
         t.weight = time_next();
@@ -345,15 +346,18 @@ static inline struct op_timer timing_start(uint32_t outer, uint32_t op, size_t n
 /* Ticks since the start (0: not timed). */
 static inline uint64_t timing_end(const struct op_timer *t) {
     if (!t->on) return 0;
-    uint64_t t1 = t->weight ? __builtin_ia32_rdtsc() : 0;
+    uint64_t c = 0;
+    if (t->weight) {
+        c = __builtin_ia32_rdtsc() - t->t0;
+        c += !c; /* a timed call is never 0 ticks */
+    }
     tls.alloc_op = 0;
     tls.nheld = 0; /* a lock the operation left held is not timed further */
     if (UNLIKELY(tls.ev_on)) {
         tls.ev_on = 0;
         profcc_alloc_events_end();
     }
-    if (!t->weight) return 0;
-    return t1 - t->t0 ? t1 - t->t0 : 1;
+    return c;
 }
 
 /* ---- the allocator analysis's cells ----
@@ -437,13 +441,13 @@ static inline void op_done(uint32_t op, size_t n, void *p, void *old, size_t old
     }
     int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
     uint32_t cell = (op * A_BUCKETS + b) * A_RP + (uint32_t)reused * 2 + (uint32_t)parallel;
-    uint32_t flags = op | (t->on & OP_EVENTS);
+    uint32_t flags = t->on & OP_EVENTS;
     if (UNLIKELY(!tls.alloc_seen)) {
         tls.alloc_seen = 1;
         flags |= OP_FIRST;
     }
     uint64_t *cells = tls.alloc_cells;
-    if (LIKELY(cells != 0 && flags == op && !t->weight && site == NO_SITE &&
+    if (LIKELY(cells != 0 && flags == 0 && !t->weight && site == NO_SITE &&
                (op != OP_REALLOC || old_n == NO_SIZE))) {
         cells[(size_t)cell * A_CELL_WORDS] += 1;
         return;

@@ -601,7 +601,8 @@ const SAMPLED: u32 = 1 << 31;
 static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
 /// What `alloc_sample` asked for (kept after sampling stopped: the weights of old objects).
 static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
-const FILTER_BITS: u32 = 20;
+/// The filter has 2^FILTER_BITS bytes (interpose.c's copy is checked by a unit test).
+pub(crate) const FILTER_BITS: u32 = 20;
 #[export_name = "profcc_sample_filter"] // read by interpose.c's sampling fast path
 static FILTER: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::ptr::null_mut());
 

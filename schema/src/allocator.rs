@@ -113,7 +113,7 @@ pub struct InducedLine {
 /// Requests of this many bytes or more are timed on every call, whatever `alloc_time` says
 /// (they are rare and slow: a sample would miss them, and the two TSC reads cost them
 /// little). A power of two, so a size bucket's calls are all timed or all sampled (a runtime
-/// unit test checks it is a bucket edge).
+/// unit test checks it is a bucket edge, and that rt/csrc/interpose.c's copy is this value).
 pub const TIME_ALL_FROM: u64 = 4096;
 
 /// Operations of one kind, the allocator's time in TSC ticks.

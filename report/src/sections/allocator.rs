@@ -290,7 +290,8 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             continue;
         };
         let hz = if a.tsc_hz > 0.0 { a.tsc_hz } else { 1e9 };
-        let ns = |c: u64| c as f64 * 1e9 / hz;
+        let ns_of = |c: f64| c * 1e9 / hz;
+        let ns = |c: u64| ns_of(c as f64);
         let ident = probe::identify_by_symbols(&p.allocator);
         let (name, version) = match &ident {
             Some(i) => (i.name.clone(), i.version.clone()),
@@ -332,7 +333,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             .into_iter()
             .map(
                 |((op, k, reuse, phase), (count, timed, cycles, timed_cells))| {
-                    let mean_ns = cycles * 1e9 / hz / timed_cells.max(1) as f64;
+                    let mean_ns = ns_of(cycles) / timed_cells.max(1) as f64;
                     AllocOpRow {
                         op,
                         size_kind: k.into(),

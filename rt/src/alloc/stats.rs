@@ -128,19 +128,6 @@ fn new_block() -> Option<&'static Block> {
 }
 
 impl Block {
-    /// Where interpose.c's `struct sample_head` fields are (tests).
-    #[cfg(test)]
-    fn default_offsets() -> [usize; 5] {
-        use core::mem::offset_of;
-        [
-            offset_of!(Block, sample_left),
-            offset_of!(Block, rng),
-            offset_of!(Block, allocations),
-            offset_of!(Block, frees),
-            offset_of!(Block, bytes),
-        ]
-    }
-
     /// The entry of `site`, taking its slot from the site there (flushed) if needed.
     #[inline]
     fn entry(&self, ss: &Sites, site: u32) -> &Entry {
@@ -594,9 +581,16 @@ mod tests {
     /// interpose.c's `struct sample_head` is the head of `Block`, field by field.
     #[test]
     fn interpose_cs_sample_head_is_blocks_head() {
+        use super::Block;
         use core::mem::offset_of;
-        let b = super::Block::default_offsets();
-        assert_eq!(b, [0, 8, 16, 24, 32]);
+        let at = [
+            offset_of!(Block, sample_left),
+            offset_of!(Block, rng),
+            offset_of!(Block, allocations),
+            offset_of!(Block, frees),
+            offset_of!(Block, bytes),
+        ];
+        assert_eq!(at, [0, 8, 16, 24, 32]);
         let c = include_str!("../../csrc/interpose.c");
         let at = c.find("struct sample_head {").unwrap();
         let body = &c[at..at + c[at..].find("};").unwrap()];
@@ -607,7 +601,11 @@ mod tests {
             .filter_map(|w| w.split_whitespace().last())
             .collect();
         assert_eq!(fields, ["left", "rng", "allocations", "frees", "bytes"]);
-        let _ = offset_of!(super::Block, live);
+        // The filter interpose.c indexes is the one rt/src/alloc.rs maps.
+        assert!(c.contains(&format!(
+            "#define FILTER_BITS {}\n",
+            crate::alloc::FILTER_BITS
+        )));
     }
 
     #[test]

@@ -285,19 +285,16 @@ fn tsc_hz() -> f64 {
 extern "C" {
     static mut profcc_alloc_timing: u32;
     static mut profcc_alloc_time_period: u32;
-    static mut profcc_alloc_time_all_from: u64;
 }
-
-use profcc_schema::allocator::TIME_ALL_FROM;
 
 /// `profcc_alloc_op`'s `flags` bits (interpose.c's `OP_EVENTS`, `OP_FIRST`): the
 /// operation's events were counted; it is the thread's first.
 const EVENTS_BIT: u32 = 1 << 8;
 const FIRST_BIT: u32 = 1 << 9;
 
-/// What interpose.c's `op_done` does not count itself: the program's operation `flags`
-/// (`OP_` | [`EVENTS_BIT`] | [`FIRST_BIT`]) filed in `cell` (an index into `Cells::ops`:
-/// operation, size bucket, reuse, phase) on `n` bytes at `p`; `old_n`: realloc's old block's
+/// What interpose.c's `op_done` does not count itself: the program's operation filed in
+/// `cell` (an index into `Cells::ops`: operation, size bucket, reuse, phase), with `flags`
+/// ([`EVENTS_BIT`] | [`FIRST_BIT`]), on `n` bytes at `p`; `old_n`: realloc's old block's
 /// size (`NO_SIZE`: not recorded); `cycles`: ticks in the allocator when timed, standing for
 /// `weight` calls (0: not timed); `site`: the object's allocation site (`alloc::NO_SITE`: not
 /// recorded).
@@ -312,11 +309,11 @@ pub extern "C" fn profcc_alloc_op(
     weight: u32,
     site: u32,
 ) {
-    let op = flags & 0xff;
     let cell = cell as usize;
-    if op as usize >= OPS || cell >= OPS * BUCKETS * RP {
+    if cell >= OPS * BUCKETS * RP {
         return;
     }
+    let op = (cell / (BUCKETS * RP)) as u32;
     let Some((c, own)) = mine() else {
         return;
     };
@@ -627,10 +624,6 @@ impl Analysis for AllocatorAnalysis {
                 core::ptr::addr_of_mut!(profcc_alloc_time_period),
                 o.alloc_time.max(1),
             );
-            core::ptr::write_volatile(
-                core::ptr::addr_of_mut!(profcc_alloc_time_all_from),
-                TIME_ALL_FROM,
-            );
             core::ptr::write_volatile(core::ptr::addr_of_mut!(profcc_alloc_timing), 1);
         }
     }
@@ -848,8 +841,6 @@ fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
 mod tests {
     use super::*;
 
-    /// The option's help states the size from which every call is timed, and that size is a
-    /// bucket edge.
     /// interpose.c files operations in `Cells::ops` with its own copy of the layout.
     #[test]
     fn interpose_cs_cell_layout_is_this_one() {
@@ -862,7 +853,6 @@ mod tests {
                 "{name}"
             );
         }
-        assert!(OPS < EVENTS_BIT as usize);
         for (name, v) in [
             ("A_BUCKETS", BUCKETS),
             ("A_RP", RP),
@@ -879,14 +869,19 @@ mod tests {
         assert_eq!(core::mem::offset_of!(OpPair, count), 0);
     }
 
+    /// The size from which every call is timed: interpose.c's copy, the option's help, and a
+    /// bucket edge.
     #[test]
     fn time_all_from_is_stated_and_an_edge() {
+        use profcc_schema::allocator::TIME_ALL_FROM;
         let f = crate::options::FLAGS
             .iter()
             .find(|f| f.name == "alloc_time")
             .unwrap();
         assert!(f.help.contains(&format!("{TIME_ALL_FROM} bytes or more")));
         assert!(edge_set(None).contains(&TIME_ALL_FROM));
+        let c = include_str!("../../csrc/interpose.c");
+        assert!(c.contains(&format!("#define TIME_ALL_FROM {TIME_ALL_FROM}\n")));
     }
 
     /// interpose.c's enums name the operations and channels in this file's order.
