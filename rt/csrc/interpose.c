@@ -194,16 +194,26 @@ struct sample_head { /* the head of rt/src/alloc/stats.rs's `Block` (a unit test
     uint64_t allocations, frees, bytes;
 };
 extern uint64_t profcc_sample_mean; /* 0: every allocation is recorded */
-extern uint8_t *profcc_sample_filter;
-#define FILTER_BITS 20
 
-/* The filter byte of an address (Rust's filter uses this one too). */
-static inline uint64_t filter_index(uint64_t a) {
-    uint64_t h = a * 0x9E3779B97F4A7C15ull;
-    h ^= (h >> 29) ^ (h >> 47);
-    return h >> (64 - FILTER_BITS);
+/* The granule table (rt/src/alloc.rs `GRANULES`): two bytes for each 16-byte granule of the
+ * address space modulo 2^GRANULE_BITS granules (a 16 MiB window), so a thread's calls walk it
+ * with the heap's own locality and touch one cache line each, not a miss per table. Each
+ * window starts at a hash of the address's upper bits: heaps with one layout at different
+ * addresses (glibc's arenas, 64 MiB-aligned) use different bytes. Byte 0 counts the recorded
+ * objects that start in the granule (sampling's filter); byte 1 is the allocator analysis's
+ * reuse state (`reuse_byte`). Granules 16 MiB apart in one window share the two bytes. */
+extern uint8_t *profcc_granules;
+#define GRANULE_BITS 20
+
+static inline uint64_t granule_index(uint64_t a) {
+    uint64_t shift = ((a >> (4 + GRANULE_BITS)) * 0x9E3779B97F4A7C15ull) >> (64 - GRANULE_BITS);
+    return ((a >> 4) + shift) & ((1u << GRANULE_BITS) - 1);
 }
-uint64_t profcc_filter_index(uint64_t a) { return filter_index(a); }
+uint64_t profcc_granule_index(uint64_t a) { return granule_index(a); }
+static inline uint8_t *granule(uint64_t a) {
+    uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE);
+    return g ? g + 2 * granule_index(a) : 0;
+}
 
 void profcc_sample_set_block(struct sample_head *b) { tls.sblock = b; }
 
@@ -224,8 +234,8 @@ static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
 static inline int take_obj(void *p, struct profcc_obj *out) {
     struct sample_head *b = tls.sblock;
     if (LIKELY(b != 0) && __atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) {
-        uint8_t *f = __atomic_load_n(&profcc_sample_filter, __ATOMIC_ACQUIRE);
-        if (f && __atomic_load_n(&f[filter_index((uint64_t)p)], __ATOMIC_RELAXED) == 0) {
+        uint8_t *g = granule((uint64_t)p);
+        if (g && __atomic_load_n(&g[0], __ATOMIC_RELAXED) == 0) {
             b->frees += 1;
             return 0;
         }
@@ -370,52 +380,48 @@ static inline uint64_t timing_end(const struct op_timer *t) {
 #define A_BUCKETS 64 /* the last one: size unknown */
 #define A_RP 4       /* reuse x phase */
 #define A_CELL_WORDS 3 /* count, timed, cycles */
-#define A_FREED_BITS 16
 extern uint64_t profcc_alloc_edges[A_BUCKETS - 2];
 extern uint32_t profcc_alloc_nedges;
 extern uint32_t profcc_alloc_below_pow2[64];
-extern uint32_t *profcc_alloc_freed;
+extern uint8_t profcc_alloc_small_bucket[TIME_ALL_FROM];
 extern uint32_t profcc_live_threads;
 
 /* The bucket of an n-byte request: the number of bucket edges at or below n. */
-uint32_t profcc_alloc_bucket(uint64_t n) {
+static inline uint32_t bucket_of(uint64_t n) {
+    if (LIKELY(n < TIME_ALL_FROM)) return __atomic_load_n(&profcc_alloc_small_bucket[n], __ATOMIC_RELAXED);
     uint32_t k = __atomic_load_n(&profcc_alloc_nedges, __ATOMIC_RELAXED);
     uint32_t i = n ? __atomic_load_n(&profcc_alloc_below_pow2[63 - __builtin_clzll(n)], __ATOMIC_RELAXED) : 0;
     while (i < k && __atomic_load_n(&profcc_alloc_edges[i], __ATOMIC_RELAXED) <= n) i++;
     return i;
 }
+uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
 
-/* Reuse: a direct-mapped table of 2^A_FREED_BITS slots (256 KiB) indexed by the block's
- * address in 16-byte granules modulo 2^A_FREED_BITS (a 1 MiB window), so neighbouring blocks
- * have neighbouring slots and the table is walked with the heap's own locality (each window
- * starts at a hashed offset). A slot holds
- * the address's tag (its bits from 4 + A_FREED_BITS up) and FREED (freed since handed out)
- * or HANDED (handed out again from a free); 0: empty. Blocks 1 MiB apart share a slot: the
- * later free pushes the earlier out (its reuse then counts as new). Plain loads and stores,
- * not an exchange: two threads freeing into one slot at once may misfile one of the two. */
+/* Reuse: the second byte of the address's granule (see `granule`) holds the granule's tag (bits
+ * 4 + GRANULE_BITS and up of the address, 6 of them) and FREED (freed since handed out) or
+ * HANDED (handed out again from a free); 0: nothing known. Granules 16 MiB apart share the
+ * byte: the later free pushes the earlier out (its reuse then counts as new), and 64 windows
+ * apart the tags agree too (one may be misfiled). Plain loads and stores, not an exchange: two
+ * threads freeing into one byte at once may misfile one of the two, and sampling's count in
+ * the first byte is a different object (Rust updates it atomically). */
 #define SLOT_FREED 1u
 #define SLOT_HANDED 2u
-static inline uint32_t *freed_slot(uint64_t a) {
-    uint32_t *t = __atomic_load_n(&profcc_alloc_freed, __ATOMIC_RELAXED);
-    /* The window's place in the table is a hash of the address's upper bits: threads whose
-     * heaps have the same layout at different addresses (glibc's arenas, 64 MiB-aligned)
-     * must not land on the same slots. */
-    uint64_t shift = ((a >> (4 + A_FREED_BITS)) * 0x9E3779B97F4A7C15ull) >> (64 - A_FREED_BITS);
-    return t ? t + (((a >> 4) + shift) & ((1u << A_FREED_BITS) - 1)) : 0;
+static inline uint8_t *reuse_byte(uint64_t a) {
+    uint8_t *g = granule(a);
+    return g ? g + 1 : 0;
 }
-static inline uint32_t slot_tag(uint64_t a) { return (uint32_t)(a >> (4 + A_FREED_BITS)) << 2; }
+static inline uint8_t slot_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
 /* The block at `a` is freed: had it come back from a free (its free is a reused one)? */
 static inline int freed_mark(uint64_t a) {
-    uint32_t *s = freed_slot(a);
+    uint8_t *s = reuse_byte(a);
     if (!s) return 0;
-    uint32_t was = __atomic_load_n(s, __ATOMIC_RELAXED);
+    uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED);
     __atomic_store_n(s, slot_tag(a) | SLOT_FREED, __ATOMIC_RELAXED);
     return was == (slot_tag(a) | SLOT_HANDED);
 }
 /* A block at `a` was handed out: was the address freed before (now marked handed out)? */
 static inline int handed_out(uint64_t a) {
-    uint32_t *s = freed_slot(a);
-    if (!s || __atomic_load_n(s, __ATOMIC_RELAXED) != (slot_tag(a) | SLOT_FREED)) return 0;
+    uint8_t *s = reuse_byte(a);
+    if (!s || __atomic_load_n(s, __ATOMIC_RELAXED) != (uint8_t)(slot_tag(a) | SLOT_FREED)) return 0;
     __atomic_store_n(s, slot_tag(a) | SLOT_HANDED, __ATOMIC_RELAXED);
     return 1;
 }
@@ -426,10 +432,10 @@ void profcc_alloc_set_cells(uint64_t *cells) { tls.alloc_cells = cells; }
 /* The program's counted operation `op` on `n` bytes returned (or freed) `p`; `old`,
  * `old_n`: realloc's old block and its recorded size (NO_SIZE: not recorded); `c`: its
  * ticks when timed; `site`: the object's site (NO_SITE: not recorded). */
-static inline void op_done(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t c,
+__attribute__((always_inline)) static inline void op_done(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t c,
                            const struct op_timer *t, uint32_t site) {
     int is_free = op == OP_FREE || op == OP_DELETE;
-    uint32_t b = is_free && site == NO_SITE ? A_BUCKETS - 1 : profcc_alloc_bucket(n);
+    uint32_t b = is_free && site == NO_SITE ? A_BUCKETS - 1 : bucket_of(n);
     int reused;
     if (is_free) {
         reused = freed_mark((uint64_t)p);

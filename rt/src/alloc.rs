@@ -588,8 +588,8 @@ fn account_release(o: &Obj, size: u64, whole: bool) {
 // With `alloc_sample=N` > 0 every allocation call is counted in the thread's totals, and one
 // in about N bytes is recorded (site, stack, object map) with the weight 1 / (1 - exp(-n/N))
 // of an n-byte request (`stats::count_call`). A free looks in the object map only when the
-// counting filter `FILTER` (one byte per hash bucket of addresses, counting the recorded
-// objects that fall in it; saturated buckets stay set) says a recorded object may start there.
+// counting filter (the first byte of the address's granule in `GRANULES`, counting the recorded
+// objects that start in it; a saturated count stays set) says a recorded object may start there.
 // The sharing and NUMA analyses need every object: when a module built with their checks
 // registers, sampling stops for good (`module_registered`); objects recorded while it ran keep
 // their weight (`SAMPLED` in `Obj::tid`), later ones are exact.
@@ -601,14 +601,35 @@ const SAMPLED: u32 = 1 << 31;
 static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
 /// What `alloc_sample` asked for (kept after sampling stopped: the weights of old objects).
 static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
-/// The filter has 2^FILTER_BITS bytes (interpose.c's copy is checked by a unit test).
-pub(crate) const FILTER_BITS: u32 = 20;
-#[export_name = "profcc_sample_filter"] // read by interpose.c's sampling fast path
-static FILTER: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::ptr::null_mut());
+/// The granule table: two bytes for each 16-byte granule of the address space modulo
+/// 2^GRANULE_BITS granules (a 16 MiB window, placed at a hash of the address's upper bits:
+/// interpose.c's `granule_index`, which Rust calls too), so a thread's calls walk it with the
+/// heap's own locality and touch one cache line each. Byte 0: sampling's filter count; byte
+/// 1: the allocator analysis's reuse state (interpose.c's `reuse_byte`). Mapped once (4 MiB of
+/// address space, pages touched as used) when either needs it. interpose.c's copy of the
+/// constant is checked by a unit test.
+pub(crate) const GRANULE_BITS: u32 = 20;
+#[export_name = "profcc_granules"] // read by interpose.c's fast paths
+static GRANULES: AtomicPtr<core::sync::atomic::AtomicU8> =
+    AtomicPtr::new(core::ptr::null_mut());
 
 extern "C" {
-    /// interpose.c: the filter byte of an address (its fast path reads the same one).
-    fn profcc_filter_index(addr: u64) -> u64;
+    /// interpose.c: the granule of an address (its fast paths use the same one).
+    fn profcc_granule_index(addr: u64) -> u64;
+}
+
+/// Map the granule table (from initialisation, which runs on one thread); false when the
+/// system refused the memory.
+pub(crate) fn map_granules() -> bool {
+    if !GRANULES.load(Ordering::Relaxed).is_null() {
+        return true;
+    }
+    let g = mem::map(2 << GRANULE_BITS, true);
+    if g.is_null() {
+        return false;
+    }
+    GRANULES.store(g as *mut core::sync::atomic::AtomicU8, Ordering::Release);
+    true
 }
 
 /// From `ensure_init`, after the options are read.
@@ -617,11 +638,9 @@ pub(crate) fn init_sampling() {
     if n == 0 {
         return;
     }
-    let f = mem::map(1 << FILTER_BITS, true);
-    if f.is_null() {
+    if !map_granules() {
         return; // no filter, no sampling: every allocation is recorded
     }
-    FILTER.store(f as *mut core::sync::atomic::AtomicU8, Ordering::Release);
     SAMPLE_ASKED.store(n, Ordering::Relaxed);
     SAMPLE_MEAN.store(n, Ordering::Release);
 }
@@ -650,11 +669,11 @@ pub fn sampling_note() -> Option<String> {
 
 #[inline]
 fn filter_slot(addr: u64) -> Option<&'static core::sync::atomic::AtomicU8> {
-    let f = FILTER.load(Ordering::Acquire);
-    if f.is_null() {
+    let g = GRANULES.load(Ordering::Acquire);
+    if g.is_null() {
         return None;
     }
-    Some(unsafe { &*f.add(profcc_filter_index(addr) as usize) })
+    Some(unsafe { &*g.add(2 * profcc_granule_index(addr) as usize) })
 }
 
 fn filter_add(addr: u64) {

@@ -601,10 +601,10 @@ mod tests {
             .filter_map(|w| w.split_whitespace().last())
             .collect();
         assert_eq!(fields, ["left", "rng", "allocations", "frees", "bytes"]);
-        // The filter interpose.c indexes is the one rt/src/alloc.rs maps.
+        // The granule table interpose.c indexes is the one rt/src/alloc.rs maps.
         assert!(c.contains(&format!(
-            "#define FILTER_BITS {}\n",
-            crate::alloc::FILTER_BITS
+            "#define GRANULE_BITS {}\n",
+            crate::alloc::GRANULE_BITS
         )));
     }
 

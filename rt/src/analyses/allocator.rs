@@ -40,10 +40,10 @@
 
 use crate::analysis::{Analysis, DumpContext};
 use crate::mem::SpinLock;
-use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::cell::Cell;
 
-use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES};
+use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES, TIME_ALL_FROM};
 
 mod events;
 mod lines;
@@ -91,6 +91,12 @@ fn edge_set(extra: Option<(u64, u64)>) -> Vec<u64> {
 #[export_name = "profcc_alloc_below_pow2"]
 static BELOW_POW2: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
 
+/// The bucket of every request below `TIME_ALL_FROM` bytes, one byte each (4 KiB): the
+/// interposers' common case is one load (interpose.c's `profcc_alloc_bucket`).
+#[export_name = "profcc_alloc_small_bucket"]
+static SMALL_BUCKET: [AtomicU8; TIME_ALL_FROM as usize] =
+    [const { AtomicU8::new(0) }; TIME_ALL_FROM as usize];
+
 fn set_edges(edges: &[u64]) {
     for (i, &e) in edges.iter().enumerate() {
         EDGES[i].store(e, Relaxed);
@@ -101,6 +107,13 @@ fn set_edges(edges: &[u64]) {
             edges.iter().filter(|&&e| e <= 1u64 << l).count() as u32,
             Relaxed,
         );
+    }
+    let mut below = 0;
+    for (n, b) in SMALL_BUCKET.iter().enumerate() {
+        while below < edges.len() && edges[below] <= n as u64 {
+            below += 1;
+        }
+        b.store(below as u8, Relaxed);
     }
 }
 
@@ -235,14 +248,6 @@ fn add(a: &AtomicU64, v: u64, own: bool) {
         a.fetch_add(v, Relaxed);
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Reuse: recently freed addresses (filed by interpose.c's `freed_mark` and `handed_out`).
-
-const FREED_BITS: u32 = 16;
-/// Slots of interpose.c's reuse table (`freed_slot`: an address's tag and two flags).
-#[export_name = "profcc_alloc_freed"]
-static FREED: AtomicPtr<AtomicU32> = AtomicPtr::new(core::ptr::null_mut());
 
 // ---------------------------------------------------------------------------------------------
 // Ticks to time.
@@ -603,10 +608,9 @@ impl Analysis for AllocatorAnalysis {
         set_edges(&edge_set(extra));
         lines::init();
         events::init(o.alloc_events);
-        let t = crate::mem::map(4 << FREED_BITS, true);
-        if !t.is_null() {
-            FREED.store(t as *mut AtomicU32, Relaxed);
-        }
+        // Reuse is filed in the granule table (interpose.c's `freed_mark` and `handed_out`);
+        // without it every address counts as new.
+        crate::alloc::map_granules();
         let m = crate::mem::map(4 * (USABLE_MEMO + 1), true);
         if !m.is_null() {
             MEMO.store(m as *mut AtomicU32, Relaxed);
@@ -857,7 +861,6 @@ mod tests {
             ("A_BUCKETS", BUCKETS),
             ("A_RP", RP),
             ("A_CELL_WORDS", core::mem::size_of::<OpPair>() / 8),
-            ("A_FREED_BITS", FREED_BITS as usize),
         ] {
             assert!(
                 c.contains(&format!("#define {name} {v} "))
@@ -873,7 +876,6 @@ mod tests {
     /// bucket edge.
     #[test]
     fn time_all_from_is_stated_and_an_edge() {
-        use profcc_schema::allocator::TIME_ALL_FROM;
         let f = crate::options::FLAGS
             .iter()
             .find(|f| f.name == "alloc_time")
