@@ -531,7 +531,12 @@ fn behaviour(o: &Observations, d: &Description) -> (String, String) {
     } else {
         match d.small_max_by.as_str() {
             "exact sizes" => ("tbbmalloc", "exact-size objects past the class table"),
-            "shared page heap" => ("tcmalloc", "a page heap shared by threads"),
+            // gperftools' class table: dozens of classes up to 256 KiB (a page heap alone
+            // is no signature: any allocator with one lock and no thread caches has one).
+            "shared page heap" if d.small_max == 256 << 10 && d.size_classes.len() >= 64 => (
+                "tcmalloc",
+                "a page heap shared by threads, dozens of classes up to 256 KiB",
+            ),
             // jemalloc's large objects start at a random cache line of their first page;
             // mimalloc's at a 64 KiB slice, rounded to slices.
             "isolated objects"

@@ -78,6 +78,16 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
             )));
         }
     }
+    let d = describe(args.preload.as_deref(), args.exe.as_deref(), args.bench)?;
+    write_out(args.output.as_deref(), &probe::to_toml(&d))
+}
+
+/// Run the probe under the system's allocator, `preload` or `exe`'s, and describe it.
+fn describe(
+    preload: Option<&Path>,
+    exe: Option<&Path>,
+    bench: bool,
+) -> Result<probe::Description, Fail> {
     let here = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -94,13 +104,13 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
         }
     };
     // The probe (standalone, or preloaded into PROGRAM) inherits it.
-    if args.bench {
+    if bench {
         std::env::set_var("PROFCC_PROBE_BENCH", "1");
     } else {
         std::env::remove_var("PROFCC_PROBE_BENCH");
     }
     let t0 = Instant::now();
-    let (text, mode, exe) = if let Some(lib) = &args.preload {
+    let (text, mode, exe) = if let Some(lib) = preload {
         let lib = check_library(lib)?;
         let funcs = library_functions(&lib)?;
         let mut cmd = Command::new(artefact(probe::PROBE_EXE)?);
@@ -108,7 +118,7 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
         set_funcs(&mut cmd, &funcs);
         let text = run_standalone(cmd, Some(&lib))?;
         (text, format!("preload {}", lib.display()), None)
-    } else if let Some(exe) = &args.exe {
+    } else if let Some(exe) = exe {
         let exe = check_program(exe)?;
         let funcs = program_functions(&exe)?;
         let text = run_in_program(&exe, &artefact(probe::PROBE_SO)?, &funcs)?;
@@ -141,8 +151,29 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
         wall_ms: (wall_ms * 10.0).round() / 10.0,
         ..Default::default()
     };
-    let d = probe::describe(&obs, channels, run);
-    write_out(args.output.as_deref(), &probe::to_toml(&d))
+    Ok(probe::describe(&obs, channels, run))
+}
+
+/// `profcc report`'s live probe (`profcc_report::LiveProbe`): describe the allocator a profile
+/// names (its `object PATH` line) when no description of it ships: the probe preloaded with
+/// that library, or run inside `program` when the allocator is the program's own (the
+/// program's `main` does not run; a profcc runtime in it writes no profile).
+pub fn live_probe(lines: &[String], program: &str) -> Result<probe::Description, String> {
+    let object = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("object "))
+        .filter(|o| *o != "?")
+        .ok_or("the profile does not name the allocator's file")?;
+    let same = |a: &str, b: &str| {
+        a == b
+            || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+    };
+    let r = if object == "main" || same(object, program) {
+        describe(None, Some(Path::new(program)), false)
+    } else {
+        describe(Some(Path::new(object)), None, false)
+    };
+    r.map_err(|Fail(msg, _)| msg)
 }
 
 fn out_dir(out: &Path) -> PathBuf {
@@ -400,6 +431,8 @@ fn run_in_program(exe: &Path, so: &Path, funcs: &[(String, String)]) -> Result<S
     let mut cmd = Command::new(exe);
     cmd.env("LD_PRELOAD", so)
         .env("PROFCC_PROBE_OUT", tmp.path())
+        // A profcc-built PROGRAM: its runtime must not write a profile of the probe's run.
+        .env("PROFCC_OPTIONS", "write=0:summary=0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

@@ -64,7 +64,10 @@ pub fn run(argv: Vec<OsString>) -> i32 {
         }
     };
     match cli.command {
-        Command::Report(a) => profcc_report::run(&a),
+        Command::Report(mut a) => {
+            a.live_probe = Some(crate::detect::live_probe);
+            profcc_report::run(&a)
+        }
         Command::Calibrate(a) => crate::calibrate::run(&a),
         Command::DetectAllocator(a) => crate::detect::run(&a),
     }

@@ -86,7 +86,18 @@ pub struct ReportArgs {
     /// Write one CSV file per table into DIR (created if missing) instead of printing the report
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "format"])]
     pub csv: Option<PathBuf>,
+    /// Do not run the allocator probe for an allocator no shipped description covers (its
+    /// size kinds then follow the generic rule)
+    #[arg(long)]
+    pub no_probe: bool,
+    /// The probe `profcc report` runs for such an allocator (set by the driver).
+    #[arg(skip)]
+    pub live_probe: Option<LiveProbe>,
 }
+
+/// Describe the allocator a profile names (its `allocator` lines) for the program at the given
+/// path, by running the allocator probe: `profcc detect-allocator`'s description, or why not.
+pub type LiveProbe = fn(&[String], &str) -> Result<profcc_allocator_probe::Description, String>;
 
 /// `profcc report`: returns the process exit code.
 pub fn run(args: &ReportArgs) -> i32 {
@@ -116,6 +127,7 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         &sections::Options {
             top: a.top,
             min_speedup: a.min_speedup,
+            live_probe: if a.no_probe { None } else { a.live_probe },
         },
     );
     if let Some(dir) = &a.csv {

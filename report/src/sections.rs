@@ -24,6 +24,9 @@ pub struct Options {
     /// Sharing findings predicted below this speed-up are counted per kind, not listed
     /// (`--min-speedup`; default [`profcc_analysis::sharing::MIN_LISTED_SPEEDUP`]).
     pub min_speedup: f64,
+    /// Describes an allocator no shipped description covers (the driver's live probe; None:
+    /// the generic size rule).
+    pub live_probe: Option<crate::LiveProbe>,
 }
 
 impl Default for Options {
@@ -31,6 +34,7 @@ impl Default for Options {
         Options {
             top: 10,
             min_speedup: profcc_analysis::sharing::MIN_LISTED_SPEEDUP,
+            live_probe: None,
         }
     }
 }

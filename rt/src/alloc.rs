@@ -610,8 +610,7 @@ static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
 /// constant is checked by a unit test.
 pub(crate) const GRANULE_BITS: u32 = 20;
 #[export_name = "profcc_granules"] // read by interpose.c's fast paths
-static GRANULES: AtomicPtr<core::sync::atomic::AtomicU8> =
-    AtomicPtr::new(core::ptr::null_mut());
+static GRANULES: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::ptr::null_mut());
 
 extern "C" {
     /// interpose.c: the granule of an address (its fast paths use the same one).

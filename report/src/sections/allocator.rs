@@ -20,11 +20,15 @@ pub const ADVISE_SHARE_OF_ALLOCATOR: f64 = 0.20;
 pub const ADVISE_SHARE_OF_RUN: f64 = 0.02;
 
 /// The description the kinds come from: `allocator=FILE`'s text kept in the profile, else the
-/// shipped one of the identified allocator.
+/// shipped one of the identified allocator, else the live probe's (`opts.live_probe`: the
+/// allocator probe run now, on the allocator the profile names).
 fn description(
+    p: &profcc_schema::Profile,
     a: &profcc_schema::allocator::Allocator,
     name: &str,
     version: Option<&str>,
+    opts: &Options,
+    probed: &mut BTreeMap<(Vec<String>, String), Result<Description, String>>,
 ) -> (Option<Description>, String) {
     if let Some(text) = &a.description {
         return match probe::from_toml(text) {
@@ -32,16 +36,35 @@ fn description(
             Err(e) => (None, format!("allocator=FILE does not parse ({e})")),
         };
     }
-    match probe::shipped_for(name, version) {
-        Some((f, d)) => (Some(d), format!("shipped configs/allocators/{f}")),
-        None => (
-            None,
+    if let Some((f, d)) = probe::shipped_for(name, version) {
+        return (Some(d), format!("shipped configs/allocators/{f}"));
+    }
+    let generic = format!(
+        "size kinds are by the generic rule (small up to {GENERIC_SMALL_MAX} bytes, big from \
+         {GENERIC_BIG})"
+    );
+    let save = "`profcc detect-allocator --exe PROGRAM -o FILE`, then run with \
+                PROFCC_OPTIONS=allocator=FILE";
+    // Once per allocator and program in a report (merged profiles of one program share it).
+    let live = opts.live_probe.map(|probe| {
+        probed
+            .entry((p.allocator.clone(), p.exe.clone()))
+            .or_insert_with(|| probe(&p.allocator, &p.exe))
+            .clone()
+    });
+    match live {
+        Some(Ok(d)) => (
+            Some(d),
             format!(
-                "none for {name}: `profcc detect-allocator --exe PROGRAM -o FILE`, then run with \
-                 PROFCC_OPTIONS=allocator=FILE; size kinds are by the generic rule (small up to \
-                 {GENERIC_SMALL_MAX} bytes, big from {GENERIC_BIG})"
+                "live probe of this machine's {name} allocator at report time (no shipped \
+                 description; {save} to keep it)"
             ),
         ),
+        Some(Err(e)) => (
+            None,
+            format!("none for {name}, and the live probe failed ({e}); {save}; {generic}"),
+        ),
+        None => (None, format!("none for {name}: {save}; {generic}")),
     }
 }
 
@@ -284,6 +307,7 @@ fn induced_sharing(
 pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
     let mut inputs = Vec::new();
     let shipped = probe::shipped();
+    let mut probed = BTreeMap::new();
     for (i, input) in m.inputs.iter().enumerate() {
         let p = &input.profile;
         let Some(a) = p.allocator_ops.as_ref() else {
@@ -297,7 +321,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             Some(i) => (i.name.clone(), i.version.clone()),
             None => ("unknown".to_string(), None),
         };
-        let (d, source) = description(a, &name, version.as_deref());
+        let (d, source) = description(p, a, &name, version.as_deref(), opts, &mut probed);
         let shown = match (&d, &version) {
             (Some(d), _) if a.description.is_some() => {
                 format!("{} {}", d.name, d.version.clone().unwrap_or_default())
@@ -404,7 +428,12 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
         let overhead = a
             .overhead
             .iter()
-            .flat_map(|o| [("peak", &o.peak), ("exit", &o.exit)])
+            // No peak was taken while live requested bytes stayed under the first step (the
+            // runtime then reports its exit state as the peak): only the exit is shown.
+            .flat_map(|o| {
+                let peak = (o.peak.requested >= o.step).then_some(("peak", &o.peak));
+                peak.into_iter().chain([("exit", &o.exit)])
+            })
             .map(|(moment, u)| {
                 let heap_rss = u.rss.saturating_sub(u.rss_at_start);
                 AllocOverhead {
