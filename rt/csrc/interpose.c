@@ -231,10 +231,10 @@ static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
     return profcc_on_alloc(p, n, kind, fp);
 }
 
-static inline int take_obj(void *p, struct profcc_obj *out) {
+/* `g`: p's granule (0: no table). */
+static inline int take_obj(void *p, uint8_t *g, struct profcc_obj *out) {
     struct sample_head *b = tls.sblock;
     if (LIKELY(b != 0) && __atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) {
-        uint8_t *g = granule((uint64_t)p);
         if (g && __atomic_load_n(&g[0], __ATOMIC_RELAXED) == 0) {
             b->frees += 1;
             return 0;
@@ -396,7 +396,8 @@ static inline uint32_t bucket_of(uint64_t n) {
 }
 uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
 
-/* Reuse: the second byte of the address's granule (see `granule`) holds the granule's tag (bits
+/* Reuse: the second byte of the address's granule (see `granule`; the caller computes it once
+ * per call, the filter reads the first byte) holds the granule's tag (bits
  * 4 + GRANULE_BITS and up of the address, 6 of them) and FREED (freed since handed out) or
  * HANDED (handed out again from a free); 0: nothing known. Granules 16 MiB apart share the
  * byte: the later free pushes the earlier out (its reuse then counts as new), and 64 windows
@@ -405,22 +406,20 @@ uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
  * the first byte is a different object (Rust updates it atomically). */
 #define SLOT_FREED 1u
 #define SLOT_HANDED 2u
-static inline uint8_t *reuse_byte(uint64_t a) {
-    uint8_t *g = granule(a);
-    return g ? g + 1 : 0;
-}
 static inline uint8_t slot_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
-/* The block at `a` is freed: had it come back from a free (its free is a reused one)? */
-static inline int freed_mark(uint64_t a) {
-    uint8_t *s = reuse_byte(a);
-    if (!s) return 0;
+/* The block at `a` (its granule `g`; 0: no table) is freed: had it come back from a free
+ * (its free is a reused one)? */
+static inline int freed_mark(uint64_t a, uint8_t *g) {
+    if (!g) return 0;
+    uint8_t *s = g + 1;
     uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED);
     __atomic_store_n(s, slot_tag(a) | SLOT_FREED, __ATOMIC_RELAXED);
     return was == (slot_tag(a) | SLOT_HANDED);
 }
-/* A block at `a` was handed out: was the address freed before (now marked handed out)? */
-static inline int handed_out(uint64_t a) {
-    uint8_t *s = reuse_byte(a);
+/* A block at `a` (its granule `g`) was handed out: was the address freed before (now marked
+ * handed out)? */
+static inline int handed_out(uint64_t a, uint8_t *g) {
+    uint8_t *s = g ? g + 1 : 0;
     if (!s || __atomic_load_n(s, __ATOMIC_RELAXED) != (uint8_t)(slot_tag(a) | SLOT_FREED)) return 0;
     __atomic_store_n(s, slot_tag(a) | SLOT_HANDED, __ATOMIC_RELAXED);
     return 1;
@@ -431,19 +430,19 @@ void profcc_alloc_set_cells(uint64_t *cells) { tls.alloc_cells = cells; }
 
 /* The program's counted operation `op` on `n` bytes returned (or freed) `p`; `old`,
  * `old_n`: realloc's old block and its recorded size (NO_SIZE: not recorded); `c`: its
- * ticks when timed; `site`: the object's site (NO_SITE: not recorded). */
+ * ticks when timed; `site`: the object's site (NO_SITE: not recorded); `g`: p's granule. */
 __attribute__((always_inline)) static inline void op_done(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t c,
-                           const struct op_timer *t, uint32_t site) {
+                           const struct op_timer *t, uint32_t site, uint8_t *g) {
     int is_free = op == OP_FREE || op == OP_DELETE;
     uint32_t b = is_free && site == NO_SITE ? A_BUCKETS - 1 : bucket_of(n);
     int reused;
     if (is_free) {
-        reused = freed_mark((uint64_t)p);
+        reused = freed_mark((uint64_t)p, g);
     } else if (!p) {
         reused = 0;
     } else {
-        if (op == OP_REALLOC && old && old != p) freed_mark((uint64_t)old);
-        reused = (op == OP_REALLOC && old == p) | handed_out((uint64_t)p);
+        if (op == OP_REALLOC && old && old != p) freed_mark((uint64_t)old, granule((uint64_t)old));
+        reused = (op == OP_REALLOC && old == p) | handed_out((uint64_t)p, g);
     }
     int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
     uint32_t cell = (op * A_BUCKETS + b) * A_RP + (uint32_t)reused * 2 + (uint32_t)parallel;
@@ -734,7 +733,7 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
         uint64_t c = timing_end(&t);                                                         \
         if (LIKELY(!outer)) {                                                                \
             uint32_t site = LIKELY(p != 0) ? on_alloc(p, (n), (kind), FP()) : NO_SITE; \
-            if (t.on) op_done((op), (n), p, 0, NO_SIZE, c, &t, site);                              \
+            if (t.on) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p));  \
         }                                                                                    \
         tls.in_rt = outer;                                                                   \
         return p;                                                                            \
@@ -877,7 +876,7 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
     }
     if (LIKELY(!outer)) {
         uint32_t site = LIKELY(p != 0) ? on_alloc(p, len + 1, kind, fp) : NO_SITE;
-        if (t.on) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site);
+        if (t.on) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p));
     }
     tls.in_rt = outer;
     return p;
@@ -896,12 +895,13 @@ void free(void *p) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
-    int had = !outer && p && take_obj(p, &o);
+    uint8_t *g = p ? granule((uint64_t)p) : 0; /* once: the filter's byte and the reuse byte */
+    int had = !outer && p && take_obj(p, g, &o);
     if (had) profcc_account_free(&o);
     struct op_timer t = timing_start(outer || !p, OP_FREE, had ? o.size : 0);
     if (LIKELY(!in_pool(p))) REAL(free)(p); /* a pool block is never handed to any free */
     uint64_t c = timing_end(&t);
-    if (t.on) op_done(OP_FREE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE);
+    if (t.on) op_done(OP_FREE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g);
     tls.in_rt = outer;
 }
 
@@ -924,7 +924,7 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
-    int had = !outer && old && take_obj(old, &o);
+    int had = !outer && old && take_obj(old, granule((uint64_t)old), &o);
     /* The allocator's realloc; a pool block moves out of the pool. */
     struct op_timer t = timing_start(outer || UNLIKELY(in_pool(old)), OP_REALLOC, n);
     void *p = UNLIKELY(in_pool(old)) ? pool_realloc(old, n) : REAL(realloc)(old, n);
@@ -937,7 +937,7 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
             if (had) profcc_account_free(&o);
             if (p) site = on_alloc(p, n, K_REALLOC, fp);
         }
-        if (t.on) op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site);
+        if (t.on) op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site, granule((uint64_t)p));
     }
     tls.in_rt = outer;
     return p;
@@ -977,7 +977,7 @@ int posix_memalign(void **out, size_t al, size_t n) {
     if (LIKELY(!outer)) {
         void *p = rc == 0 ? *out : 0;
         uint32_t site = p ? on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
-        if (t.on) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site);
+        if (t.on) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p));
     }
     tls.in_rt = outer;
     return rc;
@@ -1052,7 +1052,7 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
             uint32_t site = NO_SITE;                                                      \
             tls.in_rt = 1;                                                                \
             if (LIKELY(p != 0)) site = on_alloc(p, (n), (kind), FP());             \
-            if (tm.on) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site);            \
+            if (tm.on) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p)); \
             tls.in_rt = 0;                                                                \
         }                                                                                 \
         return p;                                                                         \
@@ -1084,12 +1084,13 @@ static inline void delete_impl(void *p) {
     }
     tls.in_rt = 1;
     struct profcc_obj o;
-    int had = take_obj(p, &o);
+    uint8_t *g = granule((uint64_t)p); /* once: the filter's byte and the reuse byte */
+    int had = take_obj(p, g, &o);
     if (had) profcc_account_free(&o);
     struct op_timer t = timing_start(0, OP_DELETE, had ? o.size : 0);
     free(p); /* guard set: forwards */
     uint64_t c = timing_end(&t);
-    if (t.on) op_done(OP_DELETE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE);
+    if (t.on) op_done(OP_DELETE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g);
     tls.in_rt = 0;
 }
 

@@ -155,8 +155,10 @@ pub struct ChannelCell {
 /// Heap memory at two moments.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Overhead {
-    /// At the highest live requested bytes (taken each time it grew by `step` bytes).
-    pub peak: Usage,
+    /// At the highest live requested bytes (taken each time it grew by `step` bytes; None:
+    /// live requested bytes never reached `step`, no peak was taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<Usage>,
     /// At the dump.
     pub exit: Usage,
     pub step: u64,

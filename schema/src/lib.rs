@@ -20,7 +20,9 @@ pub const FORMAT: &str = "profcc-profile";
 /// 6: each `sharing.threads` entry's `accesses` and `sharing.machine.contended_slowdown`, for
 /// the prediction's access-share estimate (older profiles read with them 0 / absent: the
 /// prediction then rests on the latency samples alone).
-pub const VERSION: u32 = 6;
+/// 7: `allocator_ops.overhead.peak` is absent when live requested bytes never reached the
+/// first step (older profiles carry the exit state there; read as a peak).
+pub const VERSION: u32 = 7;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {

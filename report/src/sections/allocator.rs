@@ -428,10 +428,9 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
         let overhead = a
             .overhead
             .iter()
-            // No peak was taken while live requested bytes stayed under the first step (the
-            // runtime then reports its exit state as the peak): only the exit is shown.
+            // No peak row when live requested bytes never reached the first step.
             .flat_map(|o| {
-                let peak = (o.peak.requested >= o.step).then_some(("peak", &o.peak));
+                let peak = o.peak.as_ref().map(|u| ("peak", u));
                 peak.into_iter().chain([("exit", &o.exit)])
             })
             .map(|(moment, u)| {

@@ -92,7 +92,7 @@ fn edge_set(extra: Option<(u64, u64)>) -> Vec<u64> {
 static BELOW_POW2: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
 
 /// The bucket of every request below `TIME_ALL_FROM` bytes, one byte each (4 KiB): the
-/// interposers' common case is one load (interpose.c's `profcc_alloc_bucket`).
+/// interposers' common case is one load (interpose.c's `bucket_of`).
 #[export_name = "profcc_alloc_small_bucket"]
 static SMALL_BUCKET: [AtomicU8; TIME_ALL_FROM as usize] =
     [const { AtomicU8::new(0) }; TIME_ALL_FROM as usize];
@@ -748,7 +748,7 @@ impl Analysis for AllocatorAnalysis {
             first_calls,
             description: DESCRIPTION.lock().clone(),
             overhead: Some(profcc_schema::allocator::Overhead {
-                peak: PEAK.lock().clone().unwrap_or_else(usage),
+                peak: PEAK.lock().clone(),
                 exit: usage(),
                 step: OVERHEAD_STEP as u64,
             }),
