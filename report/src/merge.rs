@@ -189,6 +189,8 @@ impl Merged {
     fn merge_allocs(&mut self) {
         let mut index: HashMap<(String, Vec<FrameKey>), usize> = HashMap::new();
         let mut missing = 0usize;
+        // Per merged site: the input last merged into it and its largest thread count there.
+        let mut threads_seen: Vec<(Option<usize>, u32)> = Vec::new();
         for i in 0..self.inputs.len() {
             let sites = self.inputs[i].profile.alloc_sites.clone();
             let hz = self.inputs[i]
@@ -228,6 +230,7 @@ impl Merged {
                         wrapper_frames,
                         allocator_ns: 0.0,
                     });
+                    threads_seen.push((None, 0));
                     self.alloc_sites.len() - 1
                 });
                 let m = &mut self.alloc_sites[at];
@@ -241,7 +244,17 @@ impl Merged {
                 if hz > 0.0 {
                     m.allocator_ns += a.cycles as f64 * 1e9 / hz;
                 }
-                m.threads += a.threads;
+                // Sites of one process with the same symbolised stack (a call the optimiser
+                // unrolled or duplicated) may share their threads: the largest count is a
+                // lower bound; processes add up.
+                let seen = &mut threads_seen[at];
+                if seen.0 == Some(i) {
+                    m.threads += a.threads.saturating_sub(seen.1);
+                    seen.1 = seen.1.max(a.threads);
+                } else {
+                    m.threads += a.threads;
+                    *seen = (Some(i), a.threads);
+                }
                 m.merged_sites += 1;
             }
         }

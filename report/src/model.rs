@@ -159,6 +159,9 @@ pub struct AllocSite {
     pub live_bytes_peak: u64,
     pub live_bytes_at_exit: u64,
     pub live_objects_at_exit: u64,
+    /// Threads that allocated here: per process the largest count of its merged sites (a
+    /// lower bound: copies of one call made by the optimiser share threads), summed over
+    /// processes.
     pub threads: u32,
     /// How many recorded sites (over all inputs) were merged into this one.
     pub merged_sites: u32,

@@ -94,8 +94,10 @@ extern void *__libc_stack_end;
 #pragma weak pthread_mutex_trylock
 #pragma weak pthread_mutex_unlock
 #pragma weak madvise
+#pragma weak posix_madvise
 #pragma weak mprotect
 #pragma weak sbrk
+#pragma weak brk
 #pragma weak pthread_spin_lock
 #pragma weak pthread_cond_wait
 #pragma weak pthread_cond_timedwait
@@ -1155,6 +1157,16 @@ int madvise(void *addr, size_t len, int advice) {
     return (int)CHANNEL(CH_MADVISE, syscall(SYS_madvise, addr, len, advice));
 }
 
+/* Returns an error number, not -1 and errno (the probe counts it as the madvise channel). */
+int posix_madvise(void *addr, size_t len, int advice) {
+    if (advice == POSIX_MADV_DONTNEED) return 0; /* glibc's: a no-op, no system call */
+    int saved = errno;
+    long r = CHANNEL(CH_MADVISE, syscall(SYS_madvise, addr, len, advice));
+    int e = r < 0 ? errno : 0;
+    errno = saved; /* like glibc's: errno untouched */
+    return e;
+}
+
 int mprotect(void *addr, size_t len, int prot) {
     return (int)CHANNEL(CH_MPROTECT, syscall(SYS_mprotect, addr, len, prot));
 }
@@ -1162,6 +1174,19 @@ int mprotect(void *addr, size_t len, int prot) {
 /* glibc's own (it keeps the break in libc's state): exported under this name too. */
 void *__sbrk(intptr_t inc);
 void *sbrk(intptr_t inc) { return (void *)CHANNEL(CH_SBRK, (long)__sbrk(inc)); }
+/* brk moves the same break: the sbrk channel (the probe counts an import of either). glibc's
+ * own is not exported under another name: done as glibc does, the system call and then the
+ * break glibc's sbrk reads. */
+extern void *__curbrk;
+int brk(void *end) {
+    void *now = (void *)CHANNEL(CH_SBRK, syscall(SYS_brk, end));
+    __curbrk = now;
+    if ((uintptr_t)now < (uintptr_t)end) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
 
 /* For the wrappers of libnuma's allocators (numa_wrap_libnuma.c): run a call unrecorded, and
  * record a mapping made inside a library with the stack above `fp`. */

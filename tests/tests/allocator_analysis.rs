@@ -313,6 +313,20 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
 fn big_blocks_are_filed_by_the_description_kinds() {
     for (name, preload, d) in allocators() {
         let (r, profile) = run("big", &name, preload.as_deref());
+        // The optimiser unrolls the two loops: each malloc call is a site of its own, and
+        // the report merges the ten of a line into one, made by one thread.
+        let line = |n: u64| {
+            r.alloc_sites
+                .sites
+                .iter()
+                .find(|s| s.max_size == n)
+                .unwrap()
+        };
+        for n in [100 << 10, 200 << 10] {
+            let s = line(n);
+            assert_eq!((s.count, s.threads), (10, 1), "{name}: {s:?}");
+            assert!(s.merged_sites > 1, "{name}: {s:?}");
+        }
         let i = input(&r);
         assert_eq!(raw(&profile, "malloc", 100 << 10), 10, "{name}");
         assert_eq!(raw(&profile, "malloc", 200 << 10), 10, "{name}");
@@ -509,7 +523,11 @@ fn allocator_calls_channels_under_each_allocator() {
             }
         }
         assert_eq!(ch("mutex_try").observable, d.channels.pthread_mutex_trylock);
-        assert_eq!(ch("sbrk").observable, d.channels.sbrk, "{name}");
+        assert_eq!(
+            ch("sbrk").observable,
+            d.channels.sbrk || d.channels.brk,
+            "{name}"
+        );
         if name == "jemalloc" {
             let taken = ch("mutex_try").count + ch("mutex").count + ch("mutex_wait").count;
             assert!(taken > 1000, "{name}: {:?}", i.channels);
@@ -681,6 +699,23 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     );
     assert_eq!(count(i, "free", Some("big"), None, None), 20, "{:?}", i.ops);
     assert_eq!(count(i, "malloc", Some("medium"), None, None), 0);
+    // Its calls to the kernel: one posix_madvise per big block (the madvise channel, with the
+    // 4000-byte warm-up call), inside malloc; its small blocks' run taken from the break
+    // (sbrk(0), then brk: the sbrk channel) inside the first small malloc.
+    fn ch<'a>(i: &'a AllocatorInput, n: &str) -> &'a profcc_report::model::AllocChannel {
+        i.channels.iter().find(|c| c.channel == n).unwrap()
+    }
+    let adv = ch(i, "madvise");
+    assert!(adv.observable, "{adv:?}");
+    assert_eq!(adv.count, 21, "{adv:?}");
+    assert_eq!(ch(i, "sbrk").count, 0);
+    let (small, _) = run("reuse", "toy", Some(toy.to_str().unwrap()));
+    let brk = ch(input(&small), "sbrk");
+    assert!(brk.observable, "{brk:?}");
+    assert_eq!(brk.count, 2, "{brk:?}");
+    for c in [adv, brk] {
+        assert!(c.by_op.iter().all(|(op, _, _)| op == "malloc"), "{c:?}");
+    }
     // The description the probe wrote is the one `profcc detect-allocator` gives.
     let out = sh(Command::new(profcc())
         .args(["detect-allocator", "--preload"])
@@ -693,6 +728,7 @@ fn unknown_allocator_is_described_by_a_live_probe() {
         d.size_classes,
         (4..=11).map(|s| 1u64 << s).collect::<Vec<_>>()
     );
+    assert!(d.channels.brk && d.channels.madvise, "{:?}", d.channels);
     // Without the probe: the generic rule, and the way to a description.
     let r = report(&profile, &["--top", "0", "--no-probe"]);
     let i = input(&r);

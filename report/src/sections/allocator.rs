@@ -113,7 +113,7 @@ const CHANNEL_IMPORTS: [(&str, Imported); 11] = [
     }),
     ("madvise", |c| c.madvise),
     ("mprotect", |c| c.mprotect),
-    ("sbrk", |c| c.sbrk),
+    ("sbrk", |c| c.sbrk || c.brk),
 ];
 
 #[cfg(test)]
