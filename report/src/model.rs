@@ -572,6 +572,34 @@ pub struct AllocatorInput {
     /// Cache lines the allocator shared between threads (None: the profile has no count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub induced_sharing: Option<AllocInducedSharing>,
+    /// The mutexes the allocator took inside the program's operations, the most contended
+    /// first (at most `--top`; `locks_total` in all).
+    #[serde(default)]
+    pub locks: Vec<AllocLock>,
+    #[serde(default)]
+    pub locks_total: usize,
+    /// Mutex calls on locks the runtime had no room to keep apart (in the channels only).
+    #[serde(default)]
+    pub locks_untracked: u64,
+}
+
+/// One mutex of the allocator (docs/allocators.md, "Channels").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AllocLock {
+    pub addr: u64,
+    /// Where it lives: `symbol+offset (module)` for a static one, `module+0xoffset`, or
+    /// "heap or anonymous memory".
+    pub place: String,
+    /// Acquisitions: pthread_mutex_lock at once (`mutex`), after a wait (`mutex_wait`), and
+    /// trylocks that got it (`mutex_try`).
+    pub taken: u64,
+    pub waited: u64,
+    pub wait_ns: f64,
+    /// Trylocks that found it held.
+    pub busy: u64,
+    /// Releases inside the operation that took it, and the time from taking to release.
+    pub held: u64,
+    pub hold_ns: f64,
 }
 
 /// Events per sampled operation (docs/allocators.md, "Events per operation").

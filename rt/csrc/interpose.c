@@ -321,6 +321,8 @@ void profcc_alloc_op(uint32_t flags, uint32_t cell, size_t n, void *p, size_t ol
 #define NO_SIZE ((size_t)-1)
 /* An allocator call ran through channel `ch` for `cycles` ticks inside operation `op`. */
 void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles);
+/* The same for a call on mutex `m` (a CH_MUTEX* channel): also counted per mutex. */
+void profcc_alloc_mutex(uint32_t ch, uint32_t op, uint64_t cycles, const void *m);
 
 /* profcc_alloc_op's `flags` bits (EVENTS_BIT and FIRST_BIT in rt/src/analyses/allocator.rs):
  * this operation's events were counted; it is the thread's first. */
@@ -1283,12 +1285,19 @@ static inline void took(pthread_mutex_t *m) {
 int pthread_mutex_lock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
     if (UNLIKELY(tls.alloc_op != 0) && r != EBUSY) {
-        profcc_alloc_channel(CH_MUTEX, tls.alloc_op - 1, 0);
+        profcc_alloc_mutex(CH_MUTEX, tls.alloc_op - 1, 0, m);
         if (r == 0) took(m);
     }
     if (r != EBUSY) return r; /* taken, or an error the lock would give too */
-    r = CHANNEL(CH_MUTEX_WAIT, REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m));
-    if (UNLIKELY(tls.alloc_op != 0) && r == 0) took(m);
+    uint32_t op = tls.alloc_op;
+    uint64_t t0 = UNLIKELY(op != 0) ? __builtin_ia32_rdtsc() : 0;
+    r = REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m);
+    if (UNLIKELY(op != 0)) {
+        int e = errno;
+        profcc_alloc_mutex(CH_MUTEX_WAIT, op - 1, __builtin_ia32_rdtsc() - t0, m);
+        errno = e;
+        if (r == 0) took(m);
+    }
     waited(WAIT_MUTEX);
     return r;
 }
@@ -1297,7 +1306,7 @@ int pthread_mutex_trylock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
     if (UNLIKELY(tls.alloc_op != 0)) {
         int e = errno;
-        profcc_alloc_channel(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, tls.alloc_op - 1, 0);
+        profcc_alloc_mutex(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, tls.alloc_op - 1, 0, m);
         if (r == 0) took(m);
         errno = e;
     }
@@ -1312,7 +1321,7 @@ int pthread_mutex_unlock(pthread_mutex_t *m) {
             tls.held[i] = tls.held[--tls.nheld];
             tls.held_at[i] = tls.held_at[tls.nheld];
             int e = errno;
-            profcc_alloc_channel(CH_MUTEX_HOLD, tls.alloc_op - 1, held);
+            profcc_alloc_mutex(CH_MUTEX_HOLD, tls.alloc_op - 1, held, m);
             errno = e;
             break;
         }

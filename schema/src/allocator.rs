@@ -79,6 +79,47 @@ pub struct Allocator {
     /// Cache lines the allocator shared between threads (recorded objects only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub induced_sharing: Option<InducedSharing>,
+    /// Each mutex the allocator took inside the program's operations (its `mutex*` channels
+    /// per lock; absent in profiles written before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locks: Vec<LockCell>,
+    /// Mutex calls on locks the runtime's table had no room for (in `channels`, not `locks`).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub locks_untracked: u64,
+}
+
+/// One mutex the allocator took: its `mutex*` channels (see [`ChannelCell`]), over all
+/// operations.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct LockCell {
+    /// The mutex's address (the report names a static one by its symbol).
+    pub addr: u64,
+    /// Non-zero channels only, each with its count and ticks.
+    pub channels: Vec<LockChannel>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct LockChannel {
+    pub channel: String,
+    pub count: u64,
+    pub cycles: u64,
+}
+
+/// The channels kept per lock: `CHANNELS[MUTEX_FIRST..MUTEX_FIRST + MUTEX_CHANNELS]` (a unit
+/// test checks they are the `mutex*` ones).
+pub const MUTEX_FIRST: usize = 3;
+pub const MUTEX_CHANNELS: usize = 5;
+
+#[cfg(test)]
+#[test]
+fn mutex_channels_are_the_mutex_ones() {
+    let named: Vec<usize> = (0..CHANNELS.len())
+        .filter(|&i| CHANNELS[i].starts_with("mutex"))
+        .collect();
+    assert_eq!(
+        named,
+        (MUTEX_FIRST..MUTEX_FIRST + MUTEX_CHANNELS).collect::<Vec<_>>()
+    );
 }
 
 /// Allocator-induced false sharing: cache lines that came to hold live objects of different

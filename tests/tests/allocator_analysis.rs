@@ -533,6 +533,15 @@ fn allocator_calls_channels_under_each_allocator() {
             assert!(taken > 1000, "{name}: {:?}", i.channels);
             assert_eq!(ch("mutex_hold").count, taken, "{name}: {:?}", i.channels);
             assert!(ch("mutex_hold").total_ns > 0.0);
+            // Per mutex: several (arenas, bins), each call on one of them, none lost.
+            assert_eq!((i.locks_untracked, i.locks.len()), (0, i.locks_total));
+            assert!(i.locks.len() >= 2, "{:?}", i.locks);
+            let sum = |f: fn(&profcc_report::model::AllocLock) -> u64| -> u64 {
+                i.locks.iter().map(f).sum()
+            };
+            assert_eq!(sum(|l| l.taken), taken, "{:?}", i.locks);
+            assert_eq!(sum(|l| l.held), ch("mutex_hold").count);
+            assert_eq!(sum(|l| l.busy), ch("mutex_busy").count);
         }
         if name == "tcmalloc" {
             let s = ch("sbrk");
@@ -710,7 +719,18 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     assert_eq!(adv.count, 21, "{adv:?}");
     assert_eq!(ch(i, "sbrk").count, 0);
     let (small, _) = run("reuse", "toy", Some(toy.to_str().unwrap()));
-    let brk = ch(input(&small), "sbrk");
+    let small = input(&small);
+    // Its one mutex, a static of the library, named, taken and released in every small
+    // malloc and free.
+    assert_eq!(small.locks.len(), 1, "{:?}", small.locks);
+    let l = &small.locks[0];
+    assert!(l.place.starts_with("toy_lock+0 (libtoy.so)"), "{l:?}");
+    assert_eq!(
+        (l.taken, l.held, l.waited, l.busy),
+        (2 * 20000, 2 * 20000, 0, 0),
+        "{l:?}"
+    );
+    let brk = ch(small, "sbrk");
     assert!(brk.observable, "{brk:?}");
     assert_eq!(brk.count, 2, "{brk:?}");
     for c in [adv, brk] {

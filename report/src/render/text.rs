@@ -487,6 +487,46 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
                 names.join(", ")
             ));
         }
+        if !i.locks.is_empty() {
+            out.push_str(&format!(
+                "  the allocator's mutexes ({} of {}, the most contended first{}):\n",
+                i.locks.len(),
+                i.locks_total,
+                if i.locks_untracked > 0 {
+                    format!(
+                        "; {} calls on mutexes not kept apart",
+                        fmt::count(i.locks_untracked)
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+            for l in &i.locks {
+                let mut what = vec![format!("taken {}", fmt::count(l.taken))];
+                if l.waited > 0 {
+                    what.push(format!(
+                        "waited for {} times ({})",
+                        fmt::count(l.waited),
+                        ms(l.wait_ns)
+                    ));
+                }
+                if l.busy > 0 {
+                    what.push(format!("found held by {} trylocks", fmt::count(l.busy)));
+                }
+                if l.held > 0 {
+                    what.push(format!(
+                        "held {:.0} ns on average",
+                        l.hold_ns / l.held as f64
+                    ));
+                }
+                out.push_str(&format!(
+                    "    {:#x} {}: {}\n",
+                    l.addr,
+                    l.place,
+                    what.join(", ")
+                ));
+            }
+        }
         if !i.predictions.is_empty() {
             let p: Vec<String> = i
                 .predictions

@@ -6,8 +6,8 @@
 use super::Options;
 use crate::merge::Merged;
 use crate::model::{
-    AllocChannel, AllocEventRow, AllocEvents, AllocInducedSharing, AllocInducedSite, AllocOpRow,
-    AllocOverhead, AllocPrediction, AllocSiteCost, AllocatorAnalysis, AllocatorInput,
+    AllocChannel, AllocEventRow, AllocEvents, AllocInducedSharing, AllocInducedSite, AllocLock,
+    AllocOpRow, AllocOverhead, AllocPrediction, AllocSiteCost, AllocatorAnalysis, AllocatorInput,
 };
 use crate::symbolize::user_frame;
 use profcc_allocator_probe::{self as probe, Description};
@@ -304,6 +304,65 @@ fn induced_sharing(
     }
 }
 
+/// Each mutex of the profile, the most contended first (waits and busy trylocks, then wait
+/// time, then acquisitions).
+fn lock_rows(
+    m: &Merged,
+    input: usize,
+    a: &profcc_schema::allocator::Allocator,
+    ns: &dyn Fn(u64) -> f64,
+) -> Vec<AllocLock> {
+    let modules = &m.inputs[input].profile.modules;
+    let mut rows: Vec<AllocLock> = a
+        .locks
+        .iter()
+        .map(|l| {
+            let ch = |n: &str| {
+                l.channels
+                    .iter()
+                    .find(|c| c.channel == n)
+                    .map_or((0, 0), |c| (c.count, c.cycles))
+            };
+            let (now, wait, tried, busy, hold) = (
+                ch("mutex"),
+                ch("mutex_wait"),
+                ch("mutex_try"),
+                ch("mutex_busy"),
+                ch("mutex_hold"),
+            );
+            let file = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+            let place = match m.global(input, l.addr) {
+                Some(g) => format!("{}+{} ({})", g.name, l.addr - g.start, file(&g.module)),
+                None => match modules
+                    .iter()
+                    .find(|md| md.start <= l.addr && l.addr < md.end)
+                {
+                    Some(md) => format!("{}+{:#x}", file(&md.path), l.addr - md.base),
+                    None => "heap or anonymous memory".to_string(),
+                },
+            };
+            AllocLock {
+                addr: l.addr,
+                place,
+                taken: now.0 + wait.0 + tried.0,
+                waited: wait.0,
+                wait_ns: ns(wait.1),
+                busy: busy.0,
+                held: hold.0,
+                hold_ns: ns(hold.1),
+            }
+        })
+        .collect();
+    rows.sort_by(|x, y| {
+        (y.waited + y.busy)
+            .cmp(&(x.waited + x.busy))
+            .then(y.wait_ns.total_cmp(&x.wait_ns))
+            .then(y.taken.cmp(&x.taken))
+            .then(x.addr.cmp(&y.addr))
+    });
+    rows
+}
+
 pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
     let mut inputs = Vec::new();
     let shipped = probe::shipped();
@@ -446,7 +505,13 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
                 }
             })
             .collect();
+        let mut locks = lock_rows(m, i, a, &ns);
+        let locks_total = locks.len();
+        locks.truncate(opts.limit(locks.len()));
         inputs.push(AllocatorInput {
+            locks,
+            locks_total,
+            locks_untracked: a.locks_untracked,
             overhead,
             input: i,
             allocator: shown,

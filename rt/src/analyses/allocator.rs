@@ -17,9 +17,10 @@
 //!   boundaries of every shipped allocator description and of `allocator=FILE`), so the
 //!   report can sum buckets into the description's small/medium/big without straddling;
 //! - reuse: "reused" when the address is one the program freed before and nobody was handed
-//!   since (interpose.c's `freed_slot`: a direct-mapped table of 2^16 slots by address modulo
-//!   1 MiB; an address pushed out of it by a later free counts as new), or a realloc that
-//!   stayed in place; a free is "reused" when its block had come back that way;
+//!   since (interpose.c's `handed_out`: the reuse byte of the address's granule in the
+//!   granule table, rt/src/alloc.rs `GRANULES`; an address pushed out of its byte by a later
+//!   free 16 MiB away counts as new), or a realloc that stayed in place; a free is "reused"
+//!   when its block had come back that way;
 //! - phase: "parallel" while more than one program thread runs (`threads::LIVE`).
 //!
 //! Each thread's first counted call is left out (`first_calls`): the allocator sets up its
@@ -29,7 +30,7 @@
 //!
 //! Channels: while the real call runs, `tls.alloc_op` says which operation it is, so the
 //! interposed mmap, munmap, mremap and pthread_mutex_lock count (and time) the allocator's
-//! own calls. Calls the allocator makes inside its library (glibc's malloc calls its internal
+//! own calls, the mutex calls also per mutex (`locks`). Calls the allocator makes inside its library (glibc's malloc calls its internal
 //! mmap and locks) never reach an interposer: the report marks those channels "not
 //! observable with this allocator" from the description's PLT imports, never as zero.
 //!
@@ -47,6 +48,7 @@ use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES, TIME_
 
 mod events;
 mod lines;
+mod locks;
 const OPS: usize = OP_NAMES.len();
 const CHANNELS: usize = CHANNEL_NAMES.len();
 const OP_REALLOC: u32 = 2;
@@ -389,6 +391,14 @@ fn acquired(c: &Cells, own: bool, p: u64, n: u64, b: usize) {
 
 /// interpose.c's `NO_SIZE`: realloc's old block was not recorded.
 const NO_SIZE: usize = usize::MAX;
+
+/// The allocator called pthread_mutex_* on mutex `m` through channel `ch` (a `mutex*` one)
+/// inside the program's operation `op`: the channel, and the mutex's own record.
+#[no_mangle]
+pub extern "C" fn profcc_alloc_mutex(ch: u32, op: u32, cycles: u64, m: *const libc::c_void) {
+    profcc_alloc_channel(ch, op, cycles);
+    locks::note(m as u64, ch as usize, cycles);
+}
 
 /// The allocator called through channel `ch` inside the program's operation `op`.
 #[no_mangle]
@@ -741,6 +751,7 @@ impl Analysis for AllocatorAnalysis {
             }
         }
         let [first_calls] = summed(&blocks, |c| [&c.first_calls]);
+        let (locks, locks_untracked) = locks::cells();
         p.allocator_ops = Some(profcc_schema::allocator::Allocator {
             tsc_hz: tsc_hz(),
             ops,
@@ -754,6 +765,8 @@ impl Analysis for AllocatorAnalysis {
             }),
             events: events_section(&blocks),
             induced_sharing: Some(induced_sharing()),
+            locks,
+            locks_untracked,
         });
     }
 }
