@@ -1149,6 +1149,18 @@ pub(crate) fn sample_report() -> Report {
                 advice: None,
                 events: None,
                 induced_sharing: None,
+                locks: vec![crate::model::AllocLock {
+                    addr: 0x7f00_0000_1040,
+                    place: "arena_lock+64 (liballoc.so)".into(),
+                    taken: 900,
+                    waited: 12,
+                    wait_ns: 3400.5,
+                    busy: 30,
+                    held: 900,
+                    hold_ns: 45000.0,
+                }],
+                locks_total: 2,
+                locks_untracked: 0,
             }],
             top_sites: vec![crate::model::AllocSiteCost {
                 site: "make t.c:21".into(),
@@ -1209,6 +1221,17 @@ fn json_round_trips_the_model() {
     );
     assert_eq!(f[0]["confidence"], "high");
     assert_eq!(v["access_sites"]["lines"][0]["sites"][0]["kind"], "atomic");
+}
+
+/// A mutex of the allocator in words: its place, acquisitions, waits with their time, busy
+/// trylocks and mean hold time; how many were listed of how many.
+#[test]
+fn text_lists_the_allocators_mutexes() {
+    let text = render::text::render(&sample_report(), &render::text::TextOptions::default());
+    assert!(
+        text.contains("the allocator's mutexes (1 of 2, the most contended first):\n    0x7f0000001040 arena_lock+64 (liballoc.so): taken 900, waited for 12 times (3.4 µs), found held by 30 trylocks, held 50 ns on average\n"),
+        "{text}"
+    );
 }
 
 /// An exit summary the program kept in its profile (stderr was not a terminal) is shown in the
