@@ -718,7 +718,25 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     assert!(adv.observable, "{adv:?}");
     assert_eq!(adv.count, 21, "{adv:?}");
     assert_eq!(ch(i, "sbrk").count, 0);
-    let (small, _) = run("reuse", "toy", Some(toy.to_str().unwrap()));
+    let (small, small_profile) = run("reuse", "toy", Some(toy.to_str().unwrap()));
+    let dir = s.path("toy-csv");
+    sh(Command::new(profcc())
+        .arg("report")
+        .arg(&small_profile)
+        .arg("--csv")
+        .arg(&dir));
+    let csv = std::fs::read_to_string(dir.join("alloc_locks.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert_eq!(
+        rows[0],
+        "input,addr,place,taken,waited,wait_ns,busy,held,hold_ns"
+    );
+    assert!(
+        rows[1].starts_with("0,0x")
+            && rows[1].contains(",toy_lock+0 (libtoy.so),40000,0,0,0,40000,"),
+        "{csv}"
+    );
     let small = input(&small);
     // Its one mutex, a static of the library, named, taken and released in every small
     // malloc and free.

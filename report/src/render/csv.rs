@@ -35,6 +35,7 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     numa_binding,
     alloc_ops,
     alloc_channels,
+    alloc_locks,
     alloc_overhead,
 ];
 
@@ -578,6 +579,38 @@ pub fn alloc_channels(r: &Report) -> Table {
             "count",
             "total_ns",
             "why_not",
+        ],
+        rows,
+    }
+}
+
+/// One row per mutex the allocator took inside the program's operations (the report's list:
+/// the most contended first, at most `--top`).
+pub fn alloc_locks(r: &Report) -> Table {
+    let rows = r
+        .allocator
+        .iter()
+        .flat_map(|a| &a.inputs)
+        .flat_map(|i| {
+            i.locks.iter().map(move |l| {
+                vec![
+                    i.input.to_string(),
+                    format!("{:#x}", l.addr),
+                    l.place.clone(),
+                    l.taken.to_string(),
+                    l.waited.to_string(),
+                    format!("{:.0}", l.wait_ns),
+                    l.busy.to_string(),
+                    l.held.to_string(),
+                    format!("{:.0}", l.hold_ns),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        file: "alloc_locks.csv",
+        header: &[
+            "input", "addr", "place", "taken", "waited", "wait_ns", "busy", "held", "hold_ns",
         ],
         rows,
     }
