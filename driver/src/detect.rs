@@ -157,8 +157,10 @@ fn describe(
 /// `profcc report`'s live probe (`profcc_report::LiveProbe`): describe the allocator a profile
 /// names (its `object PATH` line) when no description of it ships: the probe preloaded with
 /// that library, or run inside `program` when the allocator is the program's own (the
-/// program's `main` does not run; a profcc runtime in it writes no profile).
-pub fn live_probe(lines: &[String], program: &str) -> Result<probe::Description, String> {
+/// program's `main` does not run; a profcc runtime in it writes no profile). The result is
+/// kept in the probe cache ([`probe_cache_file`]) and used again while the measured file keeps
+/// its path, size and modification time; the second value says which.
+pub fn live_probe(lines: &[String], program: &str) -> Result<(probe::Description, String), String> {
     let object = lines
         .iter()
         .find_map(|l| l.strip_prefix("object "))
@@ -168,12 +170,67 @@ pub fn live_probe(lines: &[String], program: &str) -> Result<probe::Description,
         a == b
             || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
     };
-    let r = if object == "main" || same(object, program) {
-        describe(None, Some(Path::new(program)), false)
+    let own = object == "main" || same(object, program);
+    let measured = Path::new(if own { program } else { object });
+    let cache = probe_cache_file(measured);
+    if let Some(f) = &cache {
+        if let Some(d) = std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| probe::from_toml(&t).ok())
+        {
+            return Ok((d, format!("kept from an earlier report in {}", f.display())));
+        }
+    }
+    let r = if own {
+        describe(None, Some(measured), false)
     } else {
-        describe(Some(Path::new(object)), None, false)
+        describe(Some(measured), None, false)
     };
-    r.map_err(|Fail(msg, _)| msg)
+    let d = r.map_err(|Fail(msg, _)| msg)?;
+    let kept = match &cache {
+        None => "measured now; not kept (no XDG_CACHE_HOME or HOME)".to_string(),
+        Some(f) => match f
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_err(|e| Fail(format!("cannot create {}: {e}", f.display()), 1))
+            .and_then(|()| write_out(Some(f), &probe::to_toml(&d)))
+        {
+            Ok(()) => format!("measured now, kept in {}", f.display()),
+            Err(Fail(e, _)) => format!("measured now; not kept ({e})"),
+        },
+    };
+    Ok((d, kept))
+}
+
+/// Where the live probe keeps its description of `measured` (an allocator library, or a
+/// program with its own allocator): `$XDG_CACHE_HOME/profcc/allocators/` (else
+/// `$HOME/.cache/...`), one file per path, size and modification time of the file, so a
+/// rebuilt or upgraded allocator is measured again. None: no cache directory, or the file
+/// cannot be read.
+pub fn probe_cache_file(measured: &Path) -> Option<PathBuf> {
+    let dir = match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|d| !d.is_empty())?).join(".cache"),
+    };
+    let path = std::fs::canonicalize(measured).ok()?;
+    let meta = std::fs::metadata(&path).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    // FNV-1a: the same name from one profcc version to the next (std's hasher is not).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let key = format!("{}\0{}\0{mtime}", path.display(), meta.len());
+    for b in key.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    Some(
+        dir.join("profcc/allocators")
+            .join(format!("{name}-{h:016x}.toml")),
+    )
 }
 
 fn out_dir(out: &Path) -> PathBuf {

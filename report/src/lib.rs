@@ -96,8 +96,10 @@ pub struct ReportArgs {
 }
 
 /// Describe the allocator a profile names (its `allocator` lines) for the program at the given
-/// path, by running the allocator probe: `profcc detect-allocator`'s description, or why not.
-pub type LiveProbe = fn(&[String], &str) -> Result<profcc_allocator_probe::Description, String>;
+/// path, by running the allocator probe: `profcc detect-allocator`'s description and where it
+/// came from (measured now, or kept from an earlier report), or why not.
+pub type LiveProbe =
+    fn(&[String], &str) -> Result<(profcc_allocator_probe::Description, String), String>;
 
 /// `profcc report`: returns the process exit code.
 pub fn run(args: &ReportArgs) -> i32 {

@@ -344,6 +344,7 @@ pub fn compile_many(
 /// with its stacks symbolised, ranked, its findings named).
 pub fn report(profile: &Path, args: &[&str]) -> profcc_report::Report {
     let out = sh(Command::new(profcc())
+        .env("XDG_CACHE_HOME", probe_cache_home())
         .args(["report", "--format", "json"])
         .args(args)
         .arg(profile));
@@ -352,6 +353,19 @@ pub fn report(profile: &Path, args: &[&str]) -> profcc_report::Report {
             "profcc report --format json printed no report ({e}):\n{}",
             tail(&String::from_utf8_lossy(&out.stdout), 40)
         )
+    })
+}
+
+/// The `XDG_CACHE_HOME` of the reports a test process runs (the live probe keeps its
+/// descriptions there, not in the user's cache): one directory per test process.
+pub fn probe_cache_home() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("profcc-test-cache")
+            .tempdir()
+            .expect("a temporary directory")
+            .keep()
     })
 }
 

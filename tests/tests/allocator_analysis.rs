@@ -695,11 +695,40 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     let (r, profile) = run("big", "toy", Some(toy.to_str().unwrap()));
     let i = input(&r);
     assert_eq!(i.allocator, "unknown");
+    let kept = probe_cache_home().join("profcc/allocators");
     assert!(
-        i.description.starts_with("live probe") && i.description.contains("allocator=FILE"),
+        i.description.starts_with(&format!(
+            "live probe of this machine's unknown allocator (measured now, kept in {}/libtoy.so-",
+            kept.display()
+        )) && i.description.contains("allocator=FILE"),
         "{}",
         i.description
     );
+    // The next report uses the kept description; a rebuilt library is measured again.
+    let again = report(&profile, &["--top", "0"]);
+    assert!(
+        input(&again)
+            .description
+            .contains("(kept from an earlier report in "),
+        "{}",
+        input(&again).description
+    );
+    let t = std::fs::metadata(&toy).unwrap().modified().unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&toy)
+        .unwrap()
+        .set_modified(t + std::time::Duration::from_secs(5))
+        .unwrap();
+    let rebuilt = report(&profile, &["--top", "0"]);
+    assert!(
+        input(&rebuilt)
+            .description
+            .contains("(measured now, kept in "),
+        "{}",
+        input(&rebuilt).description
+    );
+    assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 2);
     assert_eq!(
         count(i, "malloc", Some("big"), None, None),
         20,

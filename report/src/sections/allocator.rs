@@ -28,7 +28,7 @@ fn description(
     name: &str,
     version: Option<&str>,
     opts: &Options,
-    probed: &mut BTreeMap<(Vec<String>, String), Result<Description, String>>,
+    probed: &mut BTreeMap<(Vec<String>, String), Result<(Description, String), String>>,
 ) -> (Option<Description>, String) {
     if let Some(text) = &a.description {
         return match probe::from_toml(text) {
@@ -53,11 +53,11 @@ fn description(
             .clone()
     });
     match live {
-        Some(Ok(d)) => (
+        Some(Ok((d, kept))) => (
             Some(d),
             format!(
-                "live probe of this machine's {name} allocator at report time (no shipped \
-                 description; {save} to keep it)"
+                "live probe of this machine's {name} allocator ({kept}; no shipped \
+                 description; {save} to give it at run time)"
             ),
         ),
         Some(Err(e)) => (
