@@ -426,6 +426,7 @@ fn report_csv_writes_one_file_per_table() {
         [
             "access_sites.csv",
             "alloc_channels.csv",
+            "alloc_locks.csv",
             "alloc_ops.csv",
             "alloc_overhead.csv",
             "alloc_sites.csv",

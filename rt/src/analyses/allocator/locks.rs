@@ -4,16 +4,16 @@
 //!
 //! Only a mutex call made inside a program's allocator operation arrives here, and the
 //! allocator took or released that mutex anyway, so a shared table is proportionate: a fixed
-//! open-addressed table of [`SLOTS`] mutex addresses, claimed with a compare-exchange, counted
-//! with relaxed adds. A mutex that finds no slot within [`PROBES`] is counted in
+//! open-addressed table of [`LOCK_SLOTS`] mutex addresses, claimed with a compare-exchange, counted
+//! with relaxed adds. A mutex that finds no slot within [`LOCK_PROBES`] is counted in
 //! [`UNTRACKED`] (still in the per-operation channels). Slots are never freed: a mutex that
 //! went away and a new one at its address share a record.
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use profcc_schema::allocator::{LockCell, LockChannel, CHANNELS, MUTEX_CHANNELS, MUTEX_FIRST};
 
-const SLOTS: usize = 512;
-const PROBES: usize = 16;
+const LOCK_SLOTS: usize = 512;
+const LOCK_PROBES: usize = 16;
 
 struct Slot {
     /// 0: free.
@@ -22,20 +22,20 @@ struct Slot {
     cycles: [AtomicU64; MUTEX_CHANNELS],
 }
 
-static TABLE: [Slot; SLOTS] = [const {
+static TABLE: [Slot; LOCK_SLOTS] = [const {
     Slot {
         addr: AtomicU64::new(0),
         count: [const { AtomicU64::new(0) }; MUTEX_CHANNELS],
         cycles: [const { AtomicU64::new(0) }; MUTEX_CHANNELS],
     }
-}; SLOTS];
+}; LOCK_SLOTS];
 static UNTRACKED: AtomicU64 = AtomicU64::new(0);
 
 /// The slot of mutex `m`, claimed if it had none (None: the table is full around it).
 fn slot(m: u64) -> Option<&'static Slot> {
-    let h = (m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros());
-    for i in 0..PROBES {
-        let s = &TABLE[(h as usize + i) % SLOTS];
+    let h = (m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - LOCK_SLOTS.trailing_zeros());
+    for i in 0..LOCK_PROBES {
+        let s = &TABLE[(h as usize + i) % LOCK_SLOTS];
         let a = s.addr.load(Relaxed);
         if a == m {
             return Some(s);
@@ -121,7 +121,7 @@ mod tests {
         assert_eq!(two.channels[0].channel, "mutex_hold");
         // Fill the table: every later new mutex is untracked.
         let before = UNTRACKED.load(Relaxed);
-        for i in 1..=(SLOTS as u64 + PROBES as u64) {
+        for i in 1..=(LOCK_SLOTS as u64 + LOCK_PROBES as u64) {
             note(0x1000_0000 + i * 8, MUTEX_FIRST, 0);
         }
         assert!(UNTRACKED.load(Relaxed) > before);
