@@ -587,8 +587,8 @@ pub struct AllocatorInput {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AllocLock {
     pub addr: u64,
-    /// Where it lives: `symbol+offset (module)` for a static one, `module+0xoffset`, or
-    /// "heap or anonymous memory".
+    /// Where it lives: `symbol+offset (library)` for a static one with a symbol, else
+    /// `sections::allocator::UNNAMED_LOCK`.
     pub place: String,
     /// Acquisitions: pthread_mutex_lock at once (`mutex`), after a wait (`mutex_wait`), and
     /// trylocks that got it (`mutex_try`).

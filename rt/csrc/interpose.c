@@ -319,10 +319,9 @@ __attribute__((noinline)) static uint32_t time_next(void) {
 void profcc_alloc_op(uint32_t flags, uint32_t cell, size_t n, void *p, size_t old_n,
                      uint64_t cycles, uint32_t weight, uint32_t site);
 #define NO_SIZE ((size_t)-1)
-/* An allocator call ran through channel `ch` for `cycles` ticks inside operation `op`. */
-void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles);
-/* The same for a call on mutex `m` (a CH_MUTEX* channel): also counted per mutex. */
-void profcc_alloc_mutex(uint32_t ch, uint32_t op, uint64_t cycles, const void *m);
+/* An allocator call ran through channel `ch` for `cycles` ticks inside operation `op`; `m`:
+ * the mutex of a CH_MUTEX* call (also counted per mutex), else 0. */
+void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles, const void *m);
 
 /* profcc_alloc_op's `flags` bits (EVENTS_BIT and FIRST_BIT in rt/src/analyses/allocator.rs):
  * this operation's events were counted; it is the thread's first. */
@@ -434,9 +433,10 @@ void profcc_alloc_set_cells(uint64_t *cells) { tls.alloc_cells = cells; }
 
 /* The program's counted operation `op` on `n` bytes returned (or freed) `p`; `old`,
  * `old_n`: realloc's old block and its recorded size (NO_SIZE: not recorded); `c`: its
- * ticks when timed; `site`: the object's site (NO_SITE: not recorded); `g`: p's granule. */
+ * ticks when timed; `site`: the object's site (NO_SITE: not recorded); `g`, `go`: p's and
+ * old's granules (0: none). */
 __attribute__((always_inline)) static inline void op_done(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t c,
-                           const struct op_timer *t, uint32_t site, uint8_t *g) {
+                           const struct op_timer *t, uint32_t site, uint8_t *g, uint8_t *go) {
     int is_free = op == OP_FREE || op == OP_DELETE;
     uint32_t b = is_free && site == NO_SITE ? A_BUCKETS - 1 : bucket_of(n);
     int reused;
@@ -445,7 +445,7 @@ __attribute__((always_inline)) static inline void op_done(uint32_t op, size_t n,
     } else if (!p) {
         reused = 0;
     } else {
-        if (op == OP_REALLOC && old && old != p) freed_mark((uint64_t)old, granule((uint64_t)old));
+        if (op == OP_REALLOC && old && old != p) freed_mark((uint64_t)old, go);
         reused = (op == OP_REALLOC && old == p) | handed_out((uint64_t)p, g);
     }
     int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
@@ -737,7 +737,7 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
         uint64_t c = timing_end(&t);                                                         \
         if (LIKELY(!outer)) {                                                                \
             uint32_t site = LIKELY(p != 0) ? on_alloc(p, (n), (kind), FP()) : NO_SITE; \
-            if (t.on) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p));  \
+            if (t.on) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);  \
         }                                                                                    \
         tls.in_rt = outer;                                                                   \
         return p;                                                                            \
@@ -880,7 +880,7 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
     }
     if (LIKELY(!outer)) {
         uint32_t site = LIKELY(p != 0) ? on_alloc(p, len + 1, kind, fp) : NO_SITE;
-        if (t.on) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p));
+        if (t.on) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
     tls.in_rt = outer;
     return p;
@@ -905,7 +905,7 @@ void free(void *p) {
     struct op_timer t = timing_start(outer || !p, OP_FREE, had ? o.size : 0);
     if (LIKELY(!in_pool(p))) REAL(free)(p); /* a pool block is never handed to any free */
     uint64_t c = timing_end(&t);
-    if (t.on) op_done(OP_FREE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g);
+    if (t.on) op_done(OP_FREE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g, 0);
     tls.in_rt = outer;
 }
 
@@ -928,7 +928,8 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
-    int had = !outer && old && take_obj(old, granule((uint64_t)old), &o);
+    uint8_t *go = old ? granule((uint64_t)old) : 0; /* once: the filter's byte and the reuse byte */
+    int had = !outer && old && take_obj(old, go, &o);
     /* The allocator's realloc; a pool block moves out of the pool. */
     struct op_timer t = timing_start(outer || UNLIKELY(in_pool(old)), OP_REALLOC, n);
     void *p = UNLIKELY(in_pool(old)) ? pool_realloc(old, n) : REAL(realloc)(old, n);
@@ -941,7 +942,9 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
             if (had) profcc_account_free(&o);
             if (p) site = on_alloc(p, n, K_REALLOC, fp);
         }
-        if (t.on) op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site, granule((uint64_t)p));
+        if (t.on)
+            op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site,
+                    p == old ? go : granule((uint64_t)p), go);
     }
     tls.in_rt = outer;
     return p;
@@ -981,7 +984,7 @@ int posix_memalign(void **out, size_t al, size_t n) {
     if (LIKELY(!outer)) {
         void *p = rc == 0 ? *out : 0;
         uint32_t site = p ? on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
-        if (t.on) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p));
+        if (t.on) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
     tls.in_rt = outer;
     return rc;
@@ -1056,7 +1059,7 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
             uint32_t site = NO_SITE;                                                      \
             tls.in_rt = 1;                                                                \
             if (LIKELY(p != 0)) site = on_alloc(p, (n), (kind), FP());             \
-            if (tm.on) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p)); \
+            if (tm.on) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p), 0); \
             tls.in_rt = 0;                                                                \
         }                                                                                 \
         return p;                                                                         \
@@ -1094,7 +1097,7 @@ static inline void delete_impl(void *p) {
     struct op_timer t = timing_start(0, OP_DELETE, had ? o.size : 0);
     free(p); /* guard set: forwards */
     uint64_t c = timing_end(&t);
-    if (t.on) op_done(OP_DELETE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g);
+    if (t.on) op_done(OP_DELETE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g, 0);
     tls.in_rt = 0;
 }
 
@@ -1118,19 +1121,21 @@ DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t al, const nothrow_t
 
 /* ---- mmap family: raw syscalls, never a lazy dlsym ---- */
 
-/* A system call the allocator made inside the program's operation: timed for the analysis. */
-#define CHANNEL(ch, call)                                                        \
-    ({                                                                           \
-        uint32_t op_ = tls.alloc_op;                                             \
-        uint64_t t0_ = UNLIKELY(op_ != 0) ? __builtin_ia32_rdtsc() : 0;          \
-        long r_ = (call);                                                        \
-        if (UNLIKELY(op_ != 0)) {                                                \
-            int e_ = errno;                                                      \
-            profcc_alloc_channel((ch), op_ - 1, __builtin_ia32_rdtsc() - t0_);   \
-            errno = e_;                                                          \
-        }                                                                        \
-        r_;                                                                      \
+/* A call the allocator made inside the program's operation (on mutex `m`, else 0): timed
+ * for the analysis. */
+#define CHANNEL_ON(ch, m, call)                                                     \
+    ({                                                                              \
+        uint32_t op_ = tls.alloc_op;                                                \
+        uint64_t t0_ = UNLIKELY(op_ != 0) ? __builtin_ia32_rdtsc() : 0;             \
+        long r_ = (call);                                                           \
+        if (UNLIKELY(op_ != 0)) {                                                   \
+            int e_ = errno;                                                         \
+            profcc_alloc_channel((ch), op_ - 1, __builtin_ia32_rdtsc() - t0_, (m)); \
+            errno = e_;                                                             \
+        }                                                                           \
+        r_;                                                                         \
     })
+#define CHANNEL(ch, call) CHANNEL_ON(ch, 0, call)
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     /* sets errno, returns -1 */
@@ -1285,19 +1290,12 @@ static inline void took(pthread_mutex_t *m) {
 int pthread_mutex_lock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
     if (UNLIKELY(tls.alloc_op != 0) && r != EBUSY) {
-        profcc_alloc_mutex(CH_MUTEX, tls.alloc_op - 1, 0, m);
+        profcc_alloc_channel(CH_MUTEX, tls.alloc_op - 1, 0, m);
         if (r == 0) took(m);
     }
     if (r != EBUSY) return r; /* taken, or an error the lock would give too */
-    uint32_t op = tls.alloc_op;
-    uint64_t t0 = UNLIKELY(op != 0) ? __builtin_ia32_rdtsc() : 0;
-    r = REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m);
-    if (UNLIKELY(op != 0)) {
-        int e = errno;
-        profcc_alloc_mutex(CH_MUTEX_WAIT, op - 1, __builtin_ia32_rdtsc() - t0, m);
-        errno = e;
-        if (r == 0) took(m);
-    }
+    r = (int)CHANNEL_ON(CH_MUTEX_WAIT, m, REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m));
+    if (UNLIKELY(tls.alloc_op != 0) && r == 0) took(m);
     waited(WAIT_MUTEX);
     return r;
 }
@@ -1306,7 +1304,7 @@ int pthread_mutex_trylock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
     if (UNLIKELY(tls.alloc_op != 0)) {
         int e = errno;
-        profcc_alloc_mutex(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, tls.alloc_op - 1, 0, m);
+        profcc_alloc_channel(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, tls.alloc_op - 1, 0, m);
         if (r == 0) took(m);
         errno = e;
     }
@@ -1321,7 +1319,7 @@ int pthread_mutex_unlock(pthread_mutex_t *m) {
             tls.held[i] = tls.held[--tls.nheld];
             tls.held_at[i] = tls.held_at[tls.nheld];
             int e = errno;
-            profcc_alloc_mutex(CH_MUTEX_HOLD, tls.alloc_op - 1, held, m);
+            profcc_alloc_channel(CH_MUTEX_HOLD, tls.alloc_op - 1, held, m);
             errno = e;
             break;
         }

@@ -304,6 +304,9 @@ fn induced_sharing(
     }
 }
 
+/// Where a mutex with no data symbol lives.
+pub const UNNAMED_LOCK: &str = "no symbol (heap, anonymous memory or a stripped library)";
+
 /// Each mutex of the profile, the most contended first (waits and busy trylocks, then wait
 /// time, then acquisitions).
 fn lock_rows(
@@ -312,7 +315,6 @@ fn lock_rows(
     a: &profcc_schema::allocator::Allocator,
     ns: &dyn Fn(u64) -> f64,
 ) -> Vec<AllocLock> {
-    let modules = &m.inputs[input].profile.modules;
     let mut rows: Vec<AllocLock> = a
         .locks
         .iter()
@@ -330,16 +332,14 @@ fn lock_rows(
                 ch("mutex_busy"),
                 ch("mutex_hold"),
             );
-            let file = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+            // The profile's modules span only their code: a mutex is named through the
+            // symboliser's data symbols, or not at all.
             let place = match m.global(input, l.addr) {
-                Some(g) => format!("{}+{} ({})", g.name, l.addr - g.start, file(&g.module)),
-                None => match modules
-                    .iter()
-                    .find(|md| md.start <= l.addr && l.addr < md.end)
-                {
-                    Some(md) => format!("{}+{:#x}", file(&md.path), l.addr - md.base),
-                    None => "heap or anonymous memory".to_string(),
-                },
+                Some(g) => {
+                    let file = g.module.rsplit('/').next().unwrap_or(&g.module);
+                    format!("{}+{} ({file})", g.name, l.addr - g.start)
+                }
+                None => UNNAMED_LOCK.to_string(),
             };
             AllocLock {
                 addr: l.addr,

@@ -30,9 +30,10 @@
 //!
 //! Channels: while the real call runs, `tls.alloc_op` says which operation it is, so the
 //! interposed mmap, munmap, mremap and pthread_mutex_lock count (and time) the allocator's
-//! own calls, the mutex calls also per mutex (`locks`). Calls the allocator makes inside its library (glibc's malloc calls its internal
-//! mmap and locks) never reach an interposer: the report marks those channels "not
-//! observable with this allocator" from the description's PLT imports, never as zero.
+//! own calls, the mutex calls also per mutex (`locks`). Calls the allocator makes inside its
+//! library (glibc's malloc calls its internal mmap and locks) never reach an interposer: the
+//! report marks those channels "not observable with this allocator" from the description's
+//! PLT imports, never as zero.
 //!
 //! Per-thread cells ([`Cells`], about 30 KiB) are written by their thread only (relaxed load
 //! and store); the dump sums every block. A thread's block goes back to a pool when it ends
@@ -392,17 +393,10 @@ fn acquired(c: &Cells, own: bool, p: u64, n: u64, b: usize) {
 /// interpose.c's `NO_SIZE`: realloc's old block was not recorded.
 const NO_SIZE: usize = usize::MAX;
 
-/// The allocator called pthread_mutex_* on mutex `m` through channel `ch` (a `mutex*` one)
-/// inside the program's operation `op`: the channel, and the mutex's own record.
+/// The allocator called through channel `ch` inside the program's operation `op`; `m`: the
+/// mutex of a `mutex*` call (also counted per mutex, [`locks`]), else null.
 #[no_mangle]
-pub extern "C" fn profcc_alloc_mutex(ch: u32, op: u32, cycles: u64, m: *const libc::c_void) {
-    profcc_alloc_channel(ch, op, cycles);
-    locks::note(m as u64, ch as usize, cycles);
-}
-
-/// The allocator called through channel `ch` inside the program's operation `op`.
-#[no_mangle]
-pub extern "C" fn profcc_alloc_channel(ch: u32, op: u32, cycles: u64) {
+pub extern "C" fn profcc_alloc_channel(ch: u32, op: u32, cycles: u64, m: *const libc::c_void) {
     let (ch, op) = (ch as usize, op as usize);
     if ch >= CHANNELS || op >= OPS {
         return;
@@ -412,6 +406,7 @@ pub extern "C" fn profcc_alloc_channel(ch: u32, op: u32, cycles: u64) {
         add(&cell.count, 1, own);
         add(&cell.cycles, cycles, own);
     }
+    locks::note(m as u64, ch, cycles);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! Per-lock counts of the allocator's mutexes (docs/allocators.md, "Channels"): the `mutex*`
 //! channels again, per mutex address, so the report can say which lock of the allocator is
-//! contended (jemalloc's arena and bin locks, tcmalloc's central free lists and page heap).
+//! contended (jemalloc's arena and bin mutexes; allocators with their own spin locks, as
+//! tcmalloc and mimalloc, make no pthread mutex calls to count).
 //!
 //! Only a mutex call made inside a program's allocator operation arrives here, and the
 //! allocator took or released that mutex anyway, so a shared table is proportionate: a fixed
