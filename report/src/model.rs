@@ -726,4 +726,11 @@ pub struct AllocOverhead {
     /// heap_rss - usable - blowup (0 when negative): free space between blocks, allocator
     /// metadata, and whatever else the program touched since it started.
     pub external_and_metadata: u64,
+    /// Cache lines and pages holding live heap objects, and their utilisation: requested /
+    /// (64 x lines), requested / (4096 x pages) (docs/allocators.md, "Utilisation"; None: not
+    /// measured, as under `alloc_sample`).
+    pub lines: Option<u64>,
+    pub pages: Option<u64>,
+    pub line_utilisation: Option<f64>,
+    pub page_utilisation: Option<f64>,
 }

@@ -1137,6 +1137,10 @@ pub(crate) fn sample_report() -> Report {
                     blowup: 64,
                     heap_rss: 135168,
                     external_and_metadata: 133904,
+                    lines: Some(20),
+                    pages: Some(1),
+                    line_utilisation: Some(1000.0 / 1280.0),
+                    page_utilisation: Some(1000.0 / 4096.0),
                 }],
                 predictions: vec![crate::model::AllocPrediction {
                     allocator: "mimalloc 2.0.9".into(),

@@ -373,6 +373,28 @@ static inline uint64_t timing_end(const struct op_timer *t) {
     return c;
 }
 
+/* Whether the program's operation is counted (`t` from timing_start). The call that starts
+ * the runtime (the process's first recorded allocation, often a library's constructor) began
+ * before the analysis was on: when it recorded an object, it is counted as the thread's
+ * first operation (untimed), so the object's bytes are in the analysis's memory split like
+ * every other live object's. */
+__attribute__((noinline, cold)) static int late_first(struct op_timer *t) {
+    /* The countdowns a first operation would have drawn (left at 0, the next operation would
+     * always be timed and have its events counted). */
+    uint32_t ev = __atomic_load_n(&profcc_alloc_event_period, __ATOMIC_RELAXED);
+    tls.ev_countdown = ev ? gap(ev) : UINT32_MAX;
+    tls.time_left = gap(__atomic_load_n(&profcc_alloc_time_period, __ATOMIC_RELAXED));
+    t->on = 1;
+    return 1;
+}
+static inline int counted(struct op_timer *t, uint32_t site) {
+    if (LIKELY(t->on)) return 1;
+    if (LIKELY(site == NO_SITE) || LIKELY(tls.alloc_seen) ||
+        !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED))
+        return 0;
+    return late_first(t);
+}
+
 /* ---- the allocator analysis's cells ----
  * Every counted operation is filed here, next to the interposers: its request size's bucket,
  * whether its address is reused, and the phase make its cell, whose count goes up in the
@@ -737,7 +759,7 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
         uint64_t c = timing_end(&t);                                                         \
         if (LIKELY(!outer)) {                                                                \
             uint32_t site = LIKELY(p != 0) ? on_alloc(p, (n), (kind), FP()) : NO_SITE; \
-            if (t.on) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);  \
+            if (counted(&t, site)) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0); \
         }                                                                                    \
         tls.in_rt = outer;                                                                   \
         return p;                                                                            \
@@ -880,7 +902,7 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
     }
     if (LIKELY(!outer)) {
         uint32_t site = LIKELY(p != 0) ? on_alloc(p, len + 1, kind, fp) : NO_SITE;
-        if (t.on) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
+        if (counted(&t, site)) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
     tls.in_rt = outer;
     return p;
@@ -942,7 +964,7 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
             if (had) profcc_account_free(&o);
             if (p) site = on_alloc(p, n, K_REALLOC, fp);
         }
-        if (t.on)
+        if (counted(&t, site))
             op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site,
                     p == old ? go : granule((uint64_t)p), go);
     }
@@ -984,7 +1006,7 @@ int posix_memalign(void **out, size_t al, size_t n) {
     if (LIKELY(!outer)) {
         void *p = rc == 0 ? *out : 0;
         uint32_t site = p ? on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
-        if (t.on) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
+        if (counted(&t, site)) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
     tls.in_rt = outer;
     return rc;
@@ -1059,7 +1081,7 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
             uint32_t site = NO_SITE;                                                      \
             tls.in_rt = 1;                                                                \
             if (LIKELY(p != 0)) site = on_alloc(p, (n), (kind), FP());             \
-            if (tm.on) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p), 0); \
+            if (counted(&tm, site)) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p), 0); \
             tls.in_rt = 0;                                                                \
         }                                                                                 \
         return p;                                                                         \

@@ -35,7 +35,7 @@ pub const SMALL_MAX: u64 = 256;
 const SHARDS: usize = 64;
 const MAX_SITES: usize = 1 << 20;
 const KINDS: usize = 16;
-const PAGE: u64 = 4096;
+pub(crate) use profcc_schema::allocator::PAGE;
 
 pub const KIND_NAMES: [&str; 13] = [
     "malloc",

@@ -157,6 +157,9 @@ pub struct InducedLine {
 /// unit test checks it is a bucket edge, and that rt/csrc/interpose.c's copy is this value).
 pub const TIME_ALL_FROM: u64 = 4096;
 
+/// The page of `Usage::pages` (and of the runtime's page rounding): x86-64's 4 KiB.
+pub const PAGE: u64 = 4096;
+
 /// Operations of one kind, the allocator's time in TSC ticks.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct OpCell {
@@ -218,4 +221,12 @@ pub struct Usage {
     /// Resident set size, and what it was when the runtime started.
     pub rss: u64,
     pub rss_at_start: u64,
+    /// Cache lines (64 bytes) and pages (4 KiB) holding at least one byte of a live heap
+    /// object (mmap regions the program made itself are not heap objects): with `requested`
+    /// the line and page utilisation (docs/allocators.md, "Utilisation"). None: not measured
+    /// (`alloc_sample` recorded only some objects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<u64>,
 }

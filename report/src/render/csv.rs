@@ -635,6 +635,10 @@ pub fn alloc_overhead(r: &Report) -> Table {
                     o.blowup.to_string(),
                     o.heap_rss.to_string(),
                     o.external_and_metadata.to_string(),
+                    opt(&o.lines),
+                    opt(&o.pages),
+                    opt(&o.line_utilisation.map(|x| format!("{x:.4}"))),
+                    opt(&o.page_utilisation.map(|x| format!("{x:.4}"))),
                 ]
             })
         })
@@ -650,6 +654,10 @@ pub fn alloc_overhead(r: &Report) -> Table {
             "blowup",
             "heap_rss",
             "external_and_metadata",
+            "lines",
+            "pages",
+            "line_utilisation",
+            "page_utilisation",
         ],
         rows,
     }

@@ -449,6 +449,17 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
                 crate::fmt::bytes(o.heap_rss),
                 crate::fmt::bytes(o.external_and_metadata)
             ));
+            if let (Some(l), Some(p), Some(lu), Some(pu)) =
+                (o.lines, o.pages, o.line_utilisation, o.page_utilisation)
+            {
+                out.push_str(&format!(
+                    "    utilisation: live objects fill {} of the {} cache lines and {} of the {} pages they lie on (requested bytes / bytes of those lines, pages)\n",
+                    crate::fmt::percent(100.0 * lu),
+                    crate::fmt::count(l),
+                    crate::fmt::percent(100.0 * pu),
+                    crate::fmt::count(p)
+                ));
+            }
         }
         let mut seen = Vec::new();
         let mut hidden: Vec<(String, Vec<String>)> = Vec::new();

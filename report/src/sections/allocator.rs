@@ -11,6 +11,7 @@ use crate::model::{
 };
 use crate::symbolize::user_frame;
 use profcc_allocator_probe::{self as probe, Description};
+use profcc_schema::{allocator::PAGE, sharing::LINE};
 use std::collections::BTreeMap;
 
 /// Advise switching when the best reference allocator saves at least this share of the
@@ -305,6 +306,13 @@ fn induced_sharing(
 }
 
 /// Where a mutex with no data symbol lives.
+/// Live requested bytes over the bytes of the `n` units (lines or pages) that hold them
+/// (docs/allocators.md, "Utilisation"; None: not measured or nothing live).
+pub fn utilisation(requested: u64, n: Option<u64>, unit: u64) -> Option<f64> {
+    n.filter(|&n| n > 0)
+        .map(|n| requested as f64 / (n * unit) as f64)
+}
+
 pub const UNNAMED_LOCK: &str = "no symbol (heap, anonymous memory or a stripped library)";
 
 /// Each mutex of the profile, the most contended first (waits and busy trylocks, then wait
@@ -502,6 +510,10 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
                     blowup: u.cached_free,
                     heap_rss,
                     external_and_metadata: heap_rss.saturating_sub(u.usable + u.cached_free),
+                    lines: u.lines,
+                    pages: u.pages,
+                    line_utilisation: utilisation(u.requested, u.lines, LINE),
+                    page_utilisation: utilisation(u.requested, u.pages, PAGE),
                 }
             })
             .collect();

@@ -46,10 +46,12 @@ use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, O
 use std::cell::Cell;
 
 use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES, TIME_ALL_FROM};
+use profcc_schema::sharing::LINE;
 
 mod events;
 mod lines;
 mod locks;
+mod pages;
 const OPS: usize = OP_NAMES.len();
 const CHANNELS: usize = CHANNEL_NAMES.len();
 const OP_REALLOC: u32 = 2;
@@ -178,6 +180,10 @@ struct Cells {
     cached: [AtomicI64; BUCKETS],
     /// Requested bytes not yet added to `LIVE_REQUESTED`.
     pending: AtomicI64,
+    /// Lines and pages holding live heap objects that this thread's allocations added minus
+    /// those its frees took away (`pages.rs`; summed over threads: the process's).
+    lines: AtomicI64,
+    pages: AtomicI64,
     /// Sampled operations (`alloc_events`) per op and bucket: their count, then their summed
     /// events in `events::EVENTS` order.
     events: [[[AtomicU64; events::NEV + 1]; BUCKETS]; OPS],
@@ -479,12 +485,14 @@ fn rss() -> u64 {
 /// The process's usage now (every thread's cells summed).
 fn usage() -> profcc_schema::allocator::Usage {
     let blocks = ALL.lock().clone();
-    let (mut requested, mut usable) = (0i64, 0i64);
+    let (mut requested, mut usable, mut lines, mut pages) = (0i64, 0i64, 0i64, 0i64);
     let mut cached = [0i64; BUCKETS];
     for &b in &blocks {
         let c = unsafe { &*(b as *const Cells) };
         requested += c.requested.load(Relaxed);
         usable += c.usable.load(Relaxed);
+        lines += c.lines.load(Relaxed);
+        pages += c.pages.load(Relaxed);
         for (s, x) in cached.iter_mut().zip(&c.cached) {
             *s += x.load(Relaxed);
         }
@@ -495,7 +503,15 @@ fn usage() -> profcc_schema::allocator::Usage {
         cached_free: cached.iter().map(|&x| x.max(0) as u64).sum(),
         rss: rss(),
         rss_at_start: RSS_AT_START.load(Relaxed),
+        lines: utilisation().then_some(lines.max(0) as u64),
+        pages: utilisation().then_some(pages.max(0) as u64),
     }
+}
+
+/// Lines and pages holding live objects are counted (`pages.rs`): only when every object is
+/// recorded (sampling records some; the others' lines and pages are unknown).
+fn utilisation() -> bool {
+    pages::tracking() && crate::options::get().alloc_sample == 0
 }
 
 /// Live requested bytes changed by `d` in this thread: past a new peak, take the usage.
@@ -612,6 +628,9 @@ impl Analysis for AllocatorAnalysis {
         }
         set_edges(&edge_set(extra));
         lines::init();
+        if o.alloc_sample == 0 {
+            pages::init();
+        }
         events::init(o.alloc_events);
         // Reuse is filed in the granule table (interpose.c's `freed_mark` and `handed_out`);
         // without it every address counts as new.
@@ -646,14 +665,30 @@ impl Analysis for AllocatorAnalysis {
     }
 
     fn object_alloc(&self, o: &crate::alloc::ObjectInfo) {
-        if o.kind != crate::alloc::KIND_MMAP {
-            lines::allocated(o.start, o.size, o.tid, o.stack);
+        if o.kind == crate::alloc::KIND_MMAP {
+            return;
+        }
+        let held = lines::allocated(o.start, o.size, o.tid, o.stack);
+        if utilisation() {
+            if let Some((c, own)) = mine() {
+                let (.., n) = pages::span(o.start, o.size, LINE);
+                add_i(&c.lines, n as i64 - held as i64, own);
+                add_i(&c.pages, pages::allocated(o.start, o.size), own);
+            }
         }
     }
 
     fn object_free(&self, o: &crate::alloc::ObjectInfo) {
-        if o.kind != crate::alloc::KIND_MMAP {
-            lines::freed(o.start, o.size, o.tid, crate::threads::current_id());
+        if o.kind == crate::alloc::KIND_MMAP {
+            return;
+        }
+        let held = lines::freed(o.start, o.size, o.tid, crate::threads::current_id());
+        if utilisation() {
+            if let Some((c, own)) = mine() {
+                let (.., n) = pages::span(o.start, o.size, LINE);
+                add_i(&c.lines, held as i64 - n as i64, own);
+                add_i(&c.pages, -pages::freed(o.start, o.size), own);
+            }
         }
     }
 

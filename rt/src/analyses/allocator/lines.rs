@@ -21,7 +21,7 @@
 use crate::mem::SpinLock;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
 
-const LINE: u64 = 64;
+use profcc_schema::sharing::LINE;
 const SET_BITS: u32 = 18;
 const WAYS: usize = 4;
 const LOCK_BITS: u32 = 10;
@@ -123,11 +123,19 @@ fn with_entry(line: u64, insert: bool, f: impl FnOnce(&mut Entry)) {
     }
 }
 
-/// Thread `tid` allocated [start, start + size) (from the call stack `stack`).
-pub fn allocated(start: u64, size: u64, tid: u32, stack: u32) {
+/// Live objects the entry knows on its line (a fourth thread's are not counted).
+fn live(e: &Entry) -> u32 {
+    e.owners.iter().map(|o| o >> 24).sum()
+}
+
+/// Thread `tid` allocated [start, start + size) (from the call stack `stack`). Returns how
+/// many of its edge lines already held a live object (see `pages.rs`).
+pub fn allocated(start: u64, size: u64, tid: u32, stack: u32) -> u64 {
     let me = (tid & TID_MASK) + 1;
+    let mut held = 0;
     for line in edges(start, size) {
         with_entry(line, true, |e| {
+            held += (live(e) != 0 || e.flags & OVERFLOW != 0) as u64;
             let other = e
                 .owners
                 .iter()
@@ -162,11 +170,14 @@ pub fn allocated(start: u64, size: u64, tid: u32, stack: u32) {
             }
         });
     }
+    held
 }
 
-/// Thread `by` frees [start, start + size), which thread `owner` allocated.
-pub fn freed(start: u64, size: u64, owner: u32, by: u32) {
+/// Thread `by` frees [start, start + size), which thread `owner` allocated. Returns how many
+/// of its edge lines still hold another live object.
+pub fn freed(start: u64, size: u64, owner: u32, by: u32) -> u64 {
     let (own, by) = ((owner & TID_MASK) + 1, (by & TID_MASK) + 1);
+    let mut held = 0;
     for line in edges(start, size) {
         with_entry(line, false, |e| {
             if let Some(o) = e.owners.iter_mut().find(|o| **o & TID_MASK == own) {
@@ -177,11 +188,14 @@ pub fn freed(start: u64, size: u64, owner: u32, by: u32) {
             if own != by {
                 e.remote = by;
             }
-            if e.owners.iter().all(|o| o >> 24 == 0) {
+            if live(e) == 0 {
                 e.line = 0; // the line's episode ends with its last tracked object
+            } else {
+                held += 1;
             }
         });
     }
+    held
 }
 
 pub fn fork_prepare() {
