@@ -77,6 +77,41 @@ static void *churn(void *a) {
     }
     return a;
 }
+/* Larson-like churn (the shape of mimalloc-bench's larson, written here): each of two threads
+ * owns LS slots of blocks of 8 to 1032 bytes and, LR times, frees a pseudo-random slot's
+ * block and allocates another there; every 16th round it leaves that block in its mailbox
+ * for the partner to free instead (a remote free) and frees what the partner left in its
+ * own. Main frees what the mailboxes hold at the end: every block is freed once. */
+#define LS 256
+#define LR 20000
+static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *box[2];
+static void *larson(void *a) {
+    int me = (int)(long)a;
+    unsigned x = 2463534242u + (unsigned)me;
+    void *slot[LS];
+    for (int i = 0; i < LS; i++) { slot[i] = malloc(8 + (size_t)(i * 4) % 1025); sink = slot[i]; }
+    for (int r = 0; r < LR; r++) {
+        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+        int i = (int)(x % LS);
+        if (r % 16 == 15) {
+            pthread_mutex_lock(&box_lock);
+            void *theirs = box[1 - me];
+            box[1 - me] = 0;
+            void *mine = box[me] ? slot[i] : 0;
+            if (!box[me]) box[me] = slot[i];
+            pthread_mutex_unlock(&box_lock);
+            free(theirs);
+            free(mine);
+        } else {
+            free(slot[i]);
+        }
+        slot[i] = malloc(8 + (size_t)(x >> 8) % 1025);
+        sink = slot[i];
+    }
+    for (int i = 0; i < LS; i++) free(slot[i]);
+    return a;
+}
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     /* The thread's first call is left out of the timings: make it this one (unless something
@@ -96,6 +131,12 @@ int main(int argc, char **argv) {
         pthread_join(t, 0);
         pthread_create(&t, 0, consumer, 0);
         pthread_join(t, 0);
+    } else if (!strcmp(mode, "larson")) {
+        pthread_t t[2];
+        for (long i = 0; i < 2; i++) pthread_create(&t[i], 0, larson, (void *)i);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+        free(box[0]);
+        free(box[1]);
     } else if (!strcmp(mode, "churn")) {
         pthread_t t[2];
         for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, churn, 0);
@@ -461,6 +502,52 @@ fn producer_consumer_peak_fragmentation_and_blowup() {
         );
         // The consumer never reused what it freed, nor main its warm-up block.
         assert_eq!(exit.blowup, XN * usable + class_of(&d, 4000), "{name}");
+    }
+}
+
+/// Larson-like churn of two threads with remote frees (see the program's `larson`): every
+/// call counted in its phase, all small, most addresses reused, under each allocator.
+#[test]
+fn larson_like_churn_with_remote_frees() {
+    const LS: u64 = 256;
+    const LR: u64 = 20_000;
+    for (name, preload, _) in allocators() {
+        let (r, profile) = run("larson", &name, preload.as_deref());
+        let i = input(&r);
+        // Main's first call and each worker's first malloc.
+        assert_eq!(i.first_calls, 3, "{name}");
+        let mallocs = count(i, "malloc", None, None, None);
+        assert_eq!(counted_allocations(&profile, i), mallocs, "{name}");
+        assert_eq!(
+            count(i, "malloc", Some("small"), None, Some("parallel")),
+            2 * (LS + LR) - 2,
+            "{name}: {:?}",
+            i.ops
+        );
+        // Every block freed once (the workers' own and remote frees, and after the workers
+        // the blocks main finds in the mailboxes: none to two, serial), and the warm-up free.
+        assert_eq!(
+            count(i, "free", None, None, None),
+            2 * (LS + LR) + 1,
+            "{name}"
+        );
+        let serial = count(i, "free", None, None, Some("serial"));
+        assert!((1..=3).contains(&serial), "{name}: {serial}");
+        assert_eq!(
+            count(i, "free", Some("small"), None, None),
+            2 * (LS + LR) + 1,
+            "{name}"
+        );
+        // A slot's block is freed right before its next malloc: the allocator mostly hands
+        // the address back.
+        let reused = count(i, "malloc", None, Some("reused"), None);
+        assert!(
+            2 * reused >= mallocs,
+            "{name}: {reused} of {mallocs} reused"
+        );
+        // Nothing of the churn is live at exit.
+        let exit = i.overhead.iter().find(|o| o.moment == "exit").unwrap();
+        assert!(exit.requested < 80 << 10, "{name}: {exit:?}");
     }
 }
 
