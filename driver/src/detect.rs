@@ -195,11 +195,43 @@ pub fn live_probe(lines: &[String], program: &str) -> Result<(probe::Description
             .map_err(|e| Fail(format!("cannot create {}: {e}", f.display()), 1))
             .and_then(|()| write_out(Some(f), &probe::to_toml(&d)))
         {
-            Ok(()) => format!("measured now, kept in {}", f.display()),
+            Ok(()) => {
+                if let Some(dir) = f.parent() {
+                    prune_probe_cache(dir, f);
+                }
+                format!("measured now, kept in {}", f.display())
+            }
             Err(Fail(e, _)) => format!("measured now; not kept ({e})"),
         },
     };
     Ok((d, kept))
+}
+
+/// Descriptions the probe cache keeps (about 2 KB each); past this, the least recently
+/// written go.
+pub const PROBE_CACHE_KEEP: usize = 64;
+
+/// Remove the oldest descriptions of the probe cache `dir` beyond [`PROBE_CACHE_KEEP`] (never
+/// `just_written`; files that are not descriptions are left alone). A description whose
+/// allocator was rebuilt or upgraded is never read again (its key changed): it leaves the
+/// cache this way.
+fn prune_probe_cache(dir: &Path, just_written: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p != just_written)
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    if files.len() < PROBE_CACHE_KEEP {
+        return;
+    }
+    files.sort();
+    for (_, p) in &files[..files.len() + 1 - PROBE_CACHE_KEEP] {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 /// Where the live probe keeps its description of `measured` (an allocator library, or a
@@ -575,4 +607,42 @@ fn static_symbols(exe: &Path) -> Vec<String> {
     })
     .map(str::to_string)
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_cache_keeps_the_newest_descriptions() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |i: u64| std::time::UNIX_EPOCH + Duration::from_secs(1_000_000 + i);
+        let n = PROBE_CACHE_KEEP as u64 + 5;
+        for i in 0..n {
+            let p = dir.path().join(format!("lib{i}.so-0.toml"));
+            std::fs::write(&p, "name = \"unknown\"\n").unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(at(i))
+                .unwrap();
+        }
+        std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+        let new = dir.path().join("libnew.so-0.toml");
+        std::fs::write(&new, "name = \"unknown\"\n").unwrap();
+        prune_probe_cache(dir.path(), &new);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        // The new one, the newest KEEP - 1 others, and the file that is not a description.
+        assert_eq!(left.len(), PROBE_CACHE_KEEP + 1, "{left:?}");
+        assert!(left.contains(&"libnew.so-0.toml".to_string()));
+        assert!(left.contains(&"notes.txt".to_string()));
+        assert!(left.contains(&format!("lib{}.so-0.toml", n - 1)));
+        assert!(!left.contains(&format!("lib{}.so-0.toml", n - PROBE_CACHE_KEEP as u64)));
+        assert!(left.contains(&format!("lib{}.so-0.toml", n - PROBE_CACHE_KEEP as u64 + 1)));
+    }
 }
