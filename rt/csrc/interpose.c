@@ -293,11 +293,17 @@ static inline uint32_t gap(uint32_t period) {
     return period > 1 ? tls_rand() % (2 * (uint64_t)period - 1) : 0;
 }
 
-/* The events countdown ran out: count this operation's events (guard set), start the next. */
-__attribute__((noinline, cold)) static void events_begin(void) {
+/* Draw the operations before the next one whose events are counted; returns the period
+ * (0: events off, the countdown then never runs out in practice). */
+static uint32_t ev_rearm(void) {
     uint32_t period = __atomic_load_n(&profcc_alloc_event_period, __ATOMIC_RELAXED);
     tls.ev_countdown = period ? gap(period) : UINT32_MAX;
-    if (period) {
+    return period;
+}
+
+/* The events countdown ran out: count this operation's events (guard set), start the next. */
+__attribute__((noinline, cold)) static void events_begin(void) {
+    if (ev_rearm()) {
         tls.ev_on = 1;
         profcc_alloc_events_begin();
     }
@@ -373,17 +379,19 @@ static inline uint64_t timing_end(const struct op_timer *t) {
     return c;
 }
 
-/* Whether the program's operation is counted (`t` from timing_start). The call that starts
- * the runtime (the process's first recorded allocation, often a library's constructor) began
- * before the analysis was on: when it recorded an object, it is counted as the thread's
- * first operation (untimed), so the object's bytes are in the analysis's memory split like
- * every other live object's. */
+/* Whether the program's operation is counted (`t` from timing_start). The analysis never
+ * turns off, so an uncounted operation of a thread that has counted none yet, finding it on,
+ * began before it was: the call that starts the runtime (the process's first recorded
+ * allocation, often a library's constructor). (A thread's later uncounted operations are
+ * deliberate: a realloc moving a block out of the bootstrap pool.) When it recorded an
+ * object it is counted, as the thread's first operation (untimed: op_done finds
+ * `alloc_seen` unset), so the object's bytes are in the analysis's memory split like every
+ * other live object's. */
 __attribute__((noinline, cold)) static int late_first(struct op_timer *t) {
-    /* The countdowns a first operation would have drawn (left at 0, the next operation would
-     * always be timed and have its events counted). */
-    uint32_t ev = __atomic_load_n(&profcc_alloc_event_period, __ATOMIC_RELAXED);
-    tls.ev_countdown = ev ? gap(ev) : UINT32_MAX;
-    tls.time_left = gap(__atomic_load_n(&profcc_alloc_time_period, __ATOMIC_RELAXED));
+    /* The countdowns a first operation draws (left at 0, the next operation would always be
+     * timed and have its events counted). */
+    ev_rearm();
+    time_next();
     t->on = 1;
     return 1;
 }

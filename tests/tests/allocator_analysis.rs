@@ -262,6 +262,15 @@ fn counted_allocations(profile: &Path, i: &AllocatorInput) -> u64 {
     ops
 }
 
+/// `profcc report PROFILE --csv DIR`.
+fn report_csv(profile: &Path, dir: &Path) {
+    sh(Command::new(profcc())
+        .arg("report")
+        .arg(profile)
+        .arg("--csv")
+        .arg(dir));
+}
+
 fn input(r: &Report) -> &AllocatorInput {
     &r.allocator.as_ref().expect("an allocator section").inputs[0]
 }
@@ -483,6 +492,14 @@ fn producer_consumer_peak_fragmentation_and_blowup() {
         // bytes. Within 1% (pages: the allocators' slab and page headers) of that, besides
         // what is still live at exit.
         let stride = usable + if d.style == "sequential" { 8 } else { 0 };
+        // The figures of docs/allocators.md, "Utilisation" (shown with --nocapture).
+        eprintln!(
+            "{name}: peak {} lines ({:.1}%), {} pages ({:.1}%)",
+            peak.lines.unwrap(),
+            100.0 * peak.line_utilisation.unwrap(),
+            peak.pages.unwrap(),
+            100.0 * peak.page_utilisation.unwrap()
+        );
         for (unit, got, at_exit) in [
             (64, peak.lines.unwrap(), exit.lines.unwrap()),
             (4096, peak.pages.unwrap(), exit.pages.unwrap()),
@@ -777,11 +794,7 @@ fn text_and_csv_carry_the_allocator_section() {
         "{text}"
     );
     let dir = built().path("csv");
-    sh(Command::new(profcc())
-        .arg("report")
-        .arg(&profile)
-        .arg("--csv")
-        .arg(&dir));
+    report_csv(&profile, &dir);
     let ops = std::fs::read_to_string(dir.join("alloc_ops.csv")).unwrap();
     assert!(
         ops.starts_with("input,op,size_kind,reuse,phase,count,timed,mean_ns,total_ns\n"),
@@ -900,11 +913,7 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     assert_eq!(ch(i, "sbrk").count, 0);
     let (small, small_profile) = run("reuse", "toy", Some(toy.to_str().unwrap()));
     let dir = s.path("toy-csv");
-    sh(Command::new(profcc())
-        .arg("report")
-        .arg(&small_profile)
-        .arg("--csv")
-        .arg(&dir));
+    report_csv(&small_profile, &dir);
     let csv = std::fs::read_to_string(dir.join("alloc_locks.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(rows.len(), 2, "{csv}");

@@ -509,9 +509,10 @@ fn usage() -> profcc_schema::allocator::Usage {
 }
 
 /// Lines and pages holding live objects are counted (`pages.rs`): only when every object is
-/// recorded (sampling records some; the others' lines and pages are unknown).
+/// recorded (sampling records some; the others' lines and pages are unknown), the one case
+/// `init` maps the page shadow in.
 fn utilisation() -> bool {
-    pages::tracking() && crate::options::get().alloc_sample == 0
+    pages::tracking()
 }
 
 /// Live requested bytes changed by `d` in this thread: past a new peak, take the usage.

@@ -86,9 +86,7 @@ fn set_of(line: u64) -> usize {
 
 /// The first and the last line of [start, start + size) (once when they are the same).
 fn edges(start: u64, size: u64) -> impl Iterator<Item = u64> {
-    let first = start & !(LINE - 1);
-    let last = (start + size.max(1) - 1) & !(LINE - 1);
-    core::iter::once(first).chain((last != first).then_some(last))
+    super::pages::edges(start, size, LINE)
 }
 
 /// Runs `f` on the entry of `line` (inserted when `insert`), under its set's lock.

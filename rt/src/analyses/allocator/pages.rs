@@ -26,6 +26,8 @@ pub fn init() {
     }
 }
 
+/// The shadow is mapped: the allocator analysis counts lines and pages (init maps it only
+/// when every object is recorded, so this is the one switch).
 pub fn tracking() -> bool {
     !SHADOW.load(Relaxed).is_null()
 }
@@ -38,6 +40,13 @@ pub fn span(start: u64, size: u64, unit: u64) -> (u64, u64, u64) {
     (first, last, (last - first) / unit + 1)
 }
 
+/// The first and the last `unit` of [start, start + size) (once when they are the same):
+/// the only ones another object can share.
+pub fn edges(start: u64, size: u64, unit: u64) -> impl Iterator<Item = u64> {
+    let (first, last, _) = span(start, size, unit);
+    core::iter::once(first).chain((last != first).then_some(last))
+}
+
 fn count(page: u64) -> Option<&'static AtomicU16> {
     let t = SHADOW.load(Relaxed);
     let i = page / PAGE;
@@ -46,9 +55,8 @@ fn count(page: u64) -> Option<&'static AtomicU16> {
 
 /// Pages [start, start + size) adds to those holding live objects.
 pub fn allocated(start: u64, size: u64) -> i64 {
-    let (first, last, n) = span(start, size, PAGE);
-    let mut added = n as i64;
-    for p in core::iter::once(first).chain((last != first).then_some(last)) {
+    let mut added = span(start, size, PAGE).2 as i64;
+    for p in edges(start, size, PAGE) {
         match count(p) {
             // Saturated (65535 live objects on one page cannot happen: 16-byte granules).
             Some(c) => added -= (c.fetch_add(1, Relaxed) != 0) as i64,
@@ -61,9 +69,9 @@ pub fn allocated(start: u64, size: u64) -> i64 {
 /// Pages the free of [start, start + size) takes from those holding live objects (an object
 /// whose first page has no count, allocated before the analysis started, takes none).
 pub fn freed(start: u64, size: u64) -> i64 {
-    let (first, last, n) = span(start, size, PAGE);
+    let (first, _, n) = span(start, size, PAGE);
     let mut taken = n as i64;
-    for p in core::iter::once(first).chain((last != first).then_some(last)) {
+    for p in edges(start, size, PAGE) {
         let Some(c) = count(p) else { return 0 };
         match c.fetch_update(Relaxed, Relaxed, |x| x.checked_sub(1)) {
             Ok(was) => taken -= (was > 1) as i64,
