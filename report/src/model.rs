@@ -581,6 +581,10 @@ pub struct AllocatorInput {
     /// Mutex calls on locks the runtime had no room to keep apart (in the channels only).
     #[serde(default)]
     pub locks_untracked: u64,
+    /// Calls whose address reuse the runtime did not see, split between the rows' new and
+    /// reused (the profile's `reuse_estimated`).
+    #[serde(default)]
+    pub reuse_estimated: u64,
 }
 
 /// One mutex of the allocator (docs/allocators.md, "Channels").

@@ -1165,6 +1165,7 @@ pub(crate) fn sample_report() -> Report {
                 }],
                 locks_total: 2,
                 locks_untracked: 0,
+                reuse_estimated: 0,
             }],
             top_sites: vec![crate::model::AllocSiteCost {
                 site: "make t.c:21".into(),

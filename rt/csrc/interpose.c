@@ -137,6 +137,12 @@ struct profcc_tls {
     struct sample_head *sblock;
     void *held[HELD];
     uint64_t held_at[HELD];
+    /* The last call that took the tail path (see `tail_inside`): the address of its
+     * return-address slot, the return address it held, and its OP_ + 1 when the allocator
+     * analysis is on (else 0). */
+    uintptr_t tail_slot;
+    void *tail_ra;
+    uint32_t tail_op;
 };
 __attribute__((tls_model("initial-exec"))) static __thread struct profcc_tls tls;
 
@@ -381,12 +387,12 @@ static inline uint64_t timing_end(const struct op_timer *t) {
 
 /* Whether the program's operation is counted (`t` from timing_start). The analysis never
  * turns off, so an uncounted operation of a thread that has counted none yet, finding it on,
- * began before it was: the call that starts the runtime (the process's first recorded
- * allocation, often a library's constructor). (A thread's later uncounted operations are
- * deliberate: a realloc moving a block out of the bootstrap pool.) When it recorded an
- * object it is counted, as the thread's first operation (untimed: op_done finds
- * `alloc_seen` unset), so the object's bytes are in the analysis's memory split like every
- * other live object's. */
+ * began before it was: the call that starts the runtime (the process's first allocation,
+ * often a library's constructor). It is counted, as the thread's first operation (untimed:
+ * op_done finds `alloc_seen` unset), so the core's totals are the operations and the first
+ * calls, and the object's bytes, when it recorded one, are in the analysis's memory split
+ * like every other live object's. (A realloc moving a block out of the bootstrap pool is
+ * uncounted on purpose: its caller does not ask.) */
 __attribute__((noinline, cold)) static int late_first(struct op_timer *t) {
     /* The countdowns a first operation draws (left at 0, the next operation would always be
      * timed and have its events counted). */
@@ -395,10 +401,9 @@ __attribute__((noinline, cold)) static int late_first(struct op_timer *t) {
     t->on = 1;
     return 1;
 }
-static inline int counted(struct op_timer *t, uint32_t site) {
+static inline int counted(struct op_timer *t) {
     if (LIKELY(t->on)) return 1;
-    if (LIKELY(site == NO_SITE) || LIKELY(tls.alloc_seen) ||
-        !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED))
+    if (LIKELY(tls.alloc_seen) || LIKELY(!__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)))
         return 0;
     return late_first(t);
 }
@@ -411,7 +416,8 @@ static inline int counted(struct op_timer *t, uint32_t site) {
  * for what needs more: a timed call, a recorded object, counted events, the thread's first
  * call, a thread without a block. */
 #define A_BUCKETS 64 /* the last one: size unknown */
-#define A_RP 4       /* reuse x phase */
+#define A_RP 6       /* reuse (new, reused, unknown) x phase */
+#define REUSE_UNKNOWN 2 /* a tail-path malloc's: its address is never seen */
 #define A_CELL_WORDS 3 /* count, timed, cycles */
 extern uint64_t profcc_alloc_edges[A_BUCKETS - 2];
 extern uint32_t profcc_alloc_nedges;
@@ -431,31 +437,30 @@ uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
 
 /* Reuse: the second byte of the address's granule (see `granule`; the caller computes it once
  * per call, the filter reads the first byte) holds the granule's tag (bits
- * 4 + GRANULE_BITS and up of the address, 6 of them) and FREED (freed since handed out) or
- * HANDED (handed out again from a free); 0: nothing known. Granules 16 MiB apart share the
+ * 4 + GRANULE_BITS and up of the address, 6 of them) and FREED (the address was freed);
+ * 0: nothing known. Granules 16 MiB apart share the
  * byte: the later free pushes the earlier out (its reuse then counts as new), and 64 windows
  * apart the tags agree too (one may be misfiled). Plain loads and stores, not an exchange: two
  * threads freeing into one byte at once may misfile one of the two, and sampling's count in
  * the first byte is a different object (Rust updates it atomically). */
 #define SLOT_FREED 1u
-#define SLOT_HANDED 2u
 static inline uint8_t slot_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
-/* The block at `a` (its granule `g`; 0: no table) is freed: had it come back from a free
- * (its free is a reused one)? */
+/* The block at `a` (its granule `g`; 0: no table) is freed: had the address been freed
+ * before, i.e. had this block come back from a free (its free is a reused one)? */
 static inline int freed_mark(uint64_t a, uint8_t *g) {
     if (!g) return 0;
     uint8_t *s = g + 1;
-    uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED);
-    __atomic_store_n(s, slot_tag(a) | SLOT_FREED, __ATOMIC_RELAXED);
-    return was == (slot_tag(a) | SLOT_HANDED);
+    uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED), now = slot_tag(a) | SLOT_FREED;
+    if (was == now) return 1;
+    __atomic_store_n(s, now, __ATOMIC_RELAXED); /* only when it changes: a store into the line
+                                                   the next call's filter reads stalls it */
+    return 0;
 }
-/* A block at `a` (its granule `g`) was handed out: was the address freed before (now marked
- * handed out)? */
+/* A block at `a` (its granule `g`) was handed out: was the address freed before? (Read only:
+ * the mark stays until another address pushes it out, so the tail path, which never sees the
+ * address a malloc returns, leaves the same state behind.) */
 static inline int handed_out(uint64_t a, uint8_t *g) {
-    uint8_t *s = g ? g + 1 : 0;
-    if (!s || __atomic_load_n(s, __ATOMIC_RELAXED) != (uint8_t)(slot_tag(a) | SLOT_FREED)) return 0;
-    __atomic_store_n(s, slot_tag(a) | SLOT_HANDED, __ATOMIC_RELAXED);
-    return 1;
+    return g && __atomic_load_n(g + 1, __ATOMIC_RELAXED) == (uint8_t)(slot_tag(a) | SLOT_FREED);
 }
 
 /* The thread's block of cells, set and cleared by Rust (0: none; Rust files the calls). */
@@ -750,6 +755,106 @@ static void *boot_pvalloc(size_t n) { /* the pool block is page-aligned, its siz
 
 static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p) : 0; }
 
+/* ---- the tail path (sampling) ----
+ *
+ * Measured on malloc(40)/free pairs (docs/benchmarks.md, "The tail path"): an interposer that
+ * does its work before the real call and jumps to it at the end (a tail call) costs 1.03x
+ * native; one that does anything after the call returns, even one store, 1.25x. So while
+ * sampling runs, a malloc, calloc or free of the program that records nothing does all its
+ * bookkeeping first and jumps to the allocator: the totals, sampling's countdown and filter,
+ * and under the allocator analysis the two countdowns and the call's cell. A free's reuse is
+ * known before the call; a malloc's is not (its address is what the allocator returns), so
+ * such a malloc is filed as reuse unknown (REUSE_UNKNOWN) and the dump splits those calls
+ * between new and reused in the proportion of the cell's calls whose reuse was seen. Whatever
+ * needs the result or a timed call (a recorded allocation, a free the filter cannot clear,
+ * a timed or event-counted call, a thread's first, a request of TAIL_MAX bytes or more, which
+ * is always timed and may fail) takes the full path. A tail-path malloc or calloc that fails
+ * (a small request, so only at the end of memory) still counts in the totals.
+ *
+ * The guard cannot be held around a call the interposer jumps to. The call leaves a marker
+ * instead: the address of its return-address slot and the program's return address in it.
+ * While the allocator runs, whatever it calls (its mmap, its mutexes) runs below that slot,
+ * which still holds the program's return address; once it has returned, the program's next
+ * call at that depth writes its own return address there. `tail_inside` tells the two apart,
+ * so an allocator's mmap is neither recorded as the program's nor missed as a channel. It is
+ * fooled only by the same call instruction called again at the same depth (a function
+ * pointer that held malloc now pointing at a function of the program that maps memory). */
+#define TAIL_MAX TIME_ALL_FROM
+
+/* Whether the caller runs inside the allocator's call of the last tail-path operation. */
+static inline int tail_inside(void) {
+    uintptr_t s = tls.tail_slot;
+    if (LIKELY(s == 0) || (uintptr_t)__builtin_frame_address(0) >= s) return 0;
+    return *(void *const volatile *)s == tls.tail_ra;
+}
+/* The program's operation (OP_ + 1) whose allocator call runs now, for the channels: the
+ * full path's mark, or the tail path's when the caller is inside it; 0: none. */
+static inline uint32_t op_running(void) {
+    uint32_t op = tls.alloc_op;
+    if (LIKELY(op == 0) && UNLIKELY(tls.tail_op != 0) && tail_inside()) op = tls.tail_op;
+    return op;
+}
+/* Inside an allocator call or the runtime: what an interposer sees is not the program's. */
+static inline int not_programs(void) { return tls.in_rt || tail_inside(); }
+
+/* The analysis's part of a tail-path call: its cell (`b` bucket, `reused` 0, 1 or
+ * REUSE_UNKNOWN) counted and both countdowns moved; 0 when the call needs the full path (no
+ * cells, the thread's first call, a countdown about to run out). */
+static inline int tail_cell(uint32_t op, uint32_t b, uint32_t reused) {
+    uint64_t *cells = tls.alloc_cells;
+    if (UNLIKELY(cells == 0) || UNLIKELY(!tls.alloc_seen) || UNLIKELY(tls.time_left == 0) ||
+        UNLIKELY(tls.ev_countdown == 0))
+        return 0;
+    tls.time_left--;
+    tls.ev_countdown--;
+    int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
+    cells[((size_t)(op * A_BUCKETS + b) * A_RP + reused * 2 + (uint32_t)parallel) * A_CELL_WORDS] += 1;
+    return 1;
+}
+/* The caller jumps to the allocator: leave the marker (`fa`: its frame address). */
+static inline void tail_mark(void *fa, void *ra, uint32_t op, uint32_t timing) {
+    tls.tail_slot = (uintptr_t)fa + sizeof(void *);
+    tls.tail_ra = ra;
+    tls.tail_op = timing ? op + 1 : 0;
+}
+/* An n-byte malloc or calloc (`op`) of the program takes the tail path: done, the caller
+ * jumps to the allocator; 0: the full path. */
+static inline int tail_alloc(uint32_t op, size_t n, void *fa, void *ra) {
+    struct sample_head *b = tls.sblock;
+    if (UNLIKELY(n >= TAIL_MAX) || UNLIKELY(b == 0) || UNLIKELY(tls.in_rt) || UNLIKELY(b->rng == 0) ||
+        !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED))
+        return 0;
+    int64_t left = b->left - (int64_t)n;
+    if (UNLIKELY(left <= 0)) return 0;
+    uint32_t timing = __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED);
+    if (timing && !tail_cell(op, bucket_of(n), REUSE_UNKNOWN)) return 0;
+    b->left = left;
+    b->allocations += 1;
+    b->bytes += n;
+    tail_mark(fa, ra, op, timing);
+    return 1;
+}
+/* A free of the program's (p not null) takes the tail path: sampling's filter says no
+ * recorded object starts in p's granule. */
+static inline int tail_free(void *p, void *fa, void *ra) {
+    struct sample_head *b = tls.sblock;
+    if (UNLIKELY(b == 0) || UNLIKELY(tls.in_rt) || !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED))
+        return 0;
+    uint8_t *g = granule((uint64_t)p);
+    if (UNLIKELY(g == 0) || __atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p))) return 0;
+    uint32_t timing = __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED);
+    if (timing) {
+        /* The cell first: when it sends the call to the full path, that one marks the byte. */
+        uint8_t now = slot_tag((uint64_t)p) | SLOT_FREED;
+        int reused = __atomic_load_n(&g[1], __ATOMIC_RELAXED) == now;
+        if (!tail_cell(OP_FREE, A_BUCKETS - 1, (uint32_t)reused)) return 0;
+        if (!reused) __atomic_store_n(&g[1], now, __ATOMIC_RELAXED);
+    }
+    b->frees += 1;
+    tail_mark(fa, ra, OP_FREE, timing);
+    return 1;
+}
+
 /* ---- malloc family ----
  *
  * The allocator runs with the guard set: what it does inside (its own mmap/munmap, a malloc
@@ -767,7 +872,7 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
         uint64_t c = timing_end(&t);                                                         \
         if (LIKELY(!outer)) {                                                                \
             uint32_t site = LIKELY(p != 0) ? on_alloc(p, (n), (kind), FP()) : NO_SITE; \
-            if (counted(&t, site)) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0); \
+            if (counted(&t)) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0); \
         }                                                                                    \
         tls.in_rt = outer;                                                                   \
         return p;                                                                            \
@@ -877,12 +982,18 @@ static void *dtv_realloc(void *p, size_t n) {
     return q;
 }
 
+__attribute__((noinline)) static void *malloc_full(size_t n) {
+    FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC, OP_MALLOC);
+}
+
 void *malloc(size_t n) {
     if (UNLIKELY(scratch != 0)) {
         void *p = scratch_alloc(n);
         if (p) return p;
     }
-    FORWARD_AND_RECORD(REAL(malloc)(n), n, K_MALLOC, OP_MALLOC);
+    if (LIKELY(tail_alloc(OP_MALLOC, n, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL(malloc)(n);
+    __attribute__((musttail)) return malloc_full(n);
 }
 
 /* strdup and strndup: libc's copies call the allocator from inside libc, which has no frame
@@ -910,7 +1021,7 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
     }
     if (LIKELY(!outer)) {
         uint32_t site = LIKELY(p != 0) ? on_alloc(p, len + 1, kind, fp) : NO_SITE;
-        if (counted(&t, site)) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
+        if (counted(&t)) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
     tls.in_rt = outer;
     return p;
@@ -920,12 +1031,20 @@ char *strdup(const char *s) { return dup_n(s, __builtin_strlen(s), K_STRDUP, FP(
 
 char *strndup(const char *s, size_t n) { return dup_n(s, strnlen(s, n), K_STRNDUP, FP()); }
 
+__attribute__((noinline)) static void free_full(void *p);
+
 void free(void *p) {
     if (UNLIKELY(in_scratch(p))) return;
     if (UNLIKELY(in_dtv(p))) {
         dtv_free(p);
         return;
     }
+    if (LIKELY(p != 0) && LIKELY(tail_free(p, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL(free)(p);
+    __attribute__((musttail)) return free_full(p);
+}
+
+__attribute__((noinline)) static void free_full(void *p) {
     uint32_t outer = tls.in_rt;
     tls.in_rt = 1;
     struct profcc_obj o;
@@ -941,6 +1060,10 @@ void free(void *p) {
 
 void cfree(void *p) { free(p); }
 
+__attribute__((noinline)) static void *calloc_full(size_t n, size_t m) {
+    FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC, OP_CALLOC);
+}
+
 void *calloc(size_t n, size_t m) {
     if (UNLIKELY(creating_thread) && m == DTV_ENTRY && n > 2 && &__profcc_native_tls_absent) {
         creating_thread = 0;
@@ -951,7 +1074,11 @@ void *calloc(size_t n, size_t m) {
         void *p = scratch_alloc(n * m);
         if (p) return __builtin_memset(p, 0, n * m);
     }
-    FORWARD_AND_RECORD(REAL(calloc)(n, m), n * m, K_CALLOC, OP_CALLOC);
+    size_t bytes;
+    if (LIKELY(!__builtin_mul_overflow(n, m, &bytes)) &&
+        LIKELY(tail_alloc(OP_CALLOC, bytes, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL(calloc)(n, m);
+    __attribute__((musttail)) return calloc_full(n, m);
 }
 
 static void *realloc_impl(void *old, size_t n, void *fp) {
@@ -972,7 +1099,7 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
             if (had) profcc_account_free(&o);
             if (p) site = on_alloc(p, n, K_REALLOC, fp);
         }
-        if (counted(&t, site))
+        if (LIKELY(!in_pool(old)) && counted(&t))
             op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site,
                     p == old ? go : granule((uint64_t)p), go);
     }
@@ -1014,7 +1141,7 @@ int posix_memalign(void **out, size_t al, size_t n) {
     if (LIKELY(!outer)) {
         void *p = rc == 0 ? *out : 0;
         uint32_t site = p ? on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
-        if (counted(&t, site)) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
+        if (counted(&t)) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
     tls.in_rt = outer;
     return rc;
@@ -1089,7 +1216,7 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
             uint32_t site = NO_SITE;                                                      \
             tls.in_rt = 1;                                                                \
             if (LIKELY(p != 0)) site = on_alloc(p, (n), (kind), FP());             \
-            if (counted(&tm, site)) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p), 0); \
+            if (counted(&tm)) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p), 0); \
             tls.in_rt = 0;                                                                \
         }                                                                                 \
         return p;                                                                         \
@@ -1155,7 +1282,7 @@ DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t al, const nothrow_t
  * for the analysis. */
 #define CHANNEL_ON(ch, m, call)                                                     \
     ({                                                                              \
-        uint32_t op_ = tls.alloc_op;                                                \
+        uint32_t op_ = op_running();                                                \
         uint64_t t0_ = UNLIKELY(op_ != 0) ? __builtin_ia32_rdtsc() : 0;             \
         long r_ = (call);                                                           \
         if (UNLIKELY(op_ != 0)) {                                                   \
@@ -1171,7 +1298,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     /* sets errno, returns -1 */
     long r = CHANNEL(CH_MMAP, syscall(SYS_mmap, addr, len, prot, flags, fd, off));
     void *p = (void *)r;
-    if (p != MAP_FAILED && LIKELY(!tls.in_rt)) {
+    if (p != MAP_FAILED && LIKELY(!not_programs())) {
         tls.in_rt = 1;
         profcc_on_mmap(p, len, FP());
         tls.in_rt = 0;
@@ -1182,7 +1309,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
 void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) __attribute__((alias("mmap")));
 
 int munmap(void *addr, size_t len) {
-    if (LIKELY(!tls.in_rt)) {
+    if (LIKELY(!not_programs())) {
         tls.in_rt = 1;
         profcc_on_munmap(addr, len);
         tls.in_rt = 0;
@@ -1251,7 +1378,7 @@ void profcc_record_mapping(void *p, size_t len, void *fp) {
 enum { WAIT_MUTEX, WAIT_SPIN, WAIT_COND, WAIT_BARRIER, WAIT_SEM };
 void profcc_numa_waited(int kind);
 static void waited(int kind) {
-    if (LIKELY(!tls.in_rt)) {
+    if (LIKELY(!not_programs())) {
         int e = errno;
         tls.in_rt = 1;
         profcc_numa_waited(kind);
@@ -1319,22 +1446,24 @@ static inline void took(pthread_mutex_t *m) {
 
 int pthread_mutex_lock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
-    if (UNLIKELY(tls.alloc_op != 0) && r != EBUSY) {
-        profcc_alloc_channel(CH_MUTEX, tls.alloc_op - 1, 0, m);
+    uint32_t op = op_running();
+    if (UNLIKELY(op != 0) && r != EBUSY) {
+        profcc_alloc_channel(CH_MUTEX, op - 1, 0, m);
         if (r == 0) took(m);
     }
     if (r != EBUSY) return r; /* taken, or an error the lock would give too */
     r = (int)CHANNEL_ON(CH_MUTEX_WAIT, m, REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m));
-    if (UNLIKELY(tls.alloc_op != 0) && r == 0) took(m);
+    if (UNLIKELY(op != 0) && r == 0) took(m);
     waited(WAIT_MUTEX);
     return r;
 }
 
 int pthread_mutex_trylock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
-    if (UNLIKELY(tls.alloc_op != 0)) {
+    uint32_t op = op_running();
+    if (UNLIKELY(op != 0)) {
         int e = errno;
-        profcc_alloc_channel(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, tls.alloc_op - 1, 0, m);
+        profcc_alloc_channel(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, op - 1, 0, m);
         if (r == 0) took(m);
         errno = e;
     }
@@ -1342,14 +1471,15 @@ int pthread_mutex_trylock(pthread_mutex_t *m) {
 }
 
 int pthread_mutex_unlock(pthread_mutex_t *m) {
-    if (UNLIKELY(tls.alloc_op != 0)) {
+    uint32_t op = op_running();
+    if (UNLIKELY(op != 0)) {
         for (uint32_t i = tls.nheld; i-- > 0;) {
             if (tls.held[i] != m) continue;
             uint64_t held = __builtin_ia32_rdtsc() - tls.held_at[i];
             tls.held[i] = tls.held[--tls.nheld];
             tls.held_at[i] = tls.held_at[tls.nheld];
             int e = errno;
-            profcc_alloc_channel(CH_MUTEX_HOLD, tls.alloc_op - 1, held, m);
+            profcc_alloc_channel(CH_MUTEX_HOLD, op - 1, held, m);
             errno = e;
             break;
         }
@@ -1394,7 +1524,7 @@ void *mremap(void *old, size_t old_len, size_t len, int flags, ...) {
     }
     long r = CHANNEL(CH_MREMAP, syscall(SYS_mremap, old, old_len, len, flags, want));
     void *p = (void *)r;
-    if (p != MAP_FAILED && LIKELY(!tls.in_rt)) {
+    if (p != MAP_FAILED && LIKELY(!not_programs())) {
         tls.in_rt = 1;
         profcc_on_mremap(old, old_len, p, len);
         tls.in_rt = 0;

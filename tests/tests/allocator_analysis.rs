@@ -196,6 +196,12 @@ fn built() -> &'static Scratch {
         let s = Scratch::new();
         s.write("kat.c", KAT_C);
         s.compile(&profcc(), &["-O2", "-g", "kat.c", "-o", "kat", "-lpthread"]);
+        // Without access checks: sampling (`alloc_sample`) runs only in such a build.
+        s.compile_env(
+            &profcc(),
+            &["-O2", "-g", "kat.c", "-o", "kat_none", "-lpthread"],
+            &[("PROFCC_INSTRUMENT", "none")],
+        );
         s
     })
 }
@@ -213,10 +219,22 @@ fn run_env(
     env: &[(&str, &str)],
     options: &str,
 ) -> (Report, std::path::PathBuf) {
+    run_bin("kat", mode, name, preload, env, options)
+}
+
+/// [`run_env`] of the build `bin` (`kat`, or `kat_none` without access checks).
+fn run_bin(
+    bin: &str,
+    mode: &str,
+    name: &str,
+    preload: Option<&str>,
+    env: &[(&str, &str)],
+    options: &str,
+) -> (Report, std::path::PathBuf) {
     let s = built();
-    let profile = s.path(&format!("kat-{mode}-{name}.json"));
+    let profile = s.path(&format!("{bin}-{mode}-{name}.json"));
     let _ = std::fs::remove_file(&profile);
-    let mut cmd = Command::new(s.path("kat"));
+    let mut cmd = Command::new(s.path(bin));
     cmd.envs(env.iter().copied());
     cmd.arg(mode).env(
         "PROFCC_OPTIONS",
@@ -833,6 +851,81 @@ fn text_and_csv_carry_the_allocator_section() {
             (None, None, None),
             "{o:?}"
         );
+    }
+}
+
+/// The sampled path (`alloc_sample`): mallocs, callocs and frees that record nothing jump
+/// straight to the allocator (interpose.c, "the tail path"). Every call is still counted in
+/// its cell, the mallocs' reuse, never seen there, is estimated from the calls that were
+/// seen, and what the allocator does inside those calls stays the allocator's: its mappings
+/// are not the program's allocations (the core's totals are the operations exactly) and
+/// are counted in its mmap channel as on the exact path.
+#[test]
+fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
+    for (name, preload, _) in allocators() {
+        let sampled = ":alloc_sample=65536:alloc_events=0";
+        let pre_ = preload.as_deref();
+        let (r, profile) = run_bin("kat_none", "reuse", &name, pre_, &[], sampled);
+        let i = input(&r);
+        let pre = (name == "tbbmalloc") as u64;
+        assert_eq!(raw(&profile, "malloc", 32), N + pre, "{name}");
+        // A free of an unrecorded block has no known size: every one is counted.
+        assert_eq!(count(i, "free", None, None, None), N + 1, "{name}");
+        counted_allocations(&profile, i);
+        let p = profcc_schema::read(&profile).unwrap();
+        let est = p.allocator_ops.as_ref().unwrap().reuse_estimated;
+        assert!(est > N / 2, "{name}: {est} estimated");
+        assert!(r.allocator.as_ref().unwrap().inputs[0].reuse_estimated == est);
+        let reused = count(i, "malloc", None, Some("reused"), None);
+        assert!(
+            reused >= N / 2,
+            "{name}: only {reused} of {N} mallocs reused an address"
+        );
+        // A producer's 65,536 blocks of 64 bytes: the allocator maps memory for them inside
+        // calls of the tail path.
+        let (xs, xsp) = run_bin("kat_none", "xthread", &name, pre_, &[], sampled);
+        let (xe, xep) = run_bin(
+            "kat_none",
+            "xthread",
+            &format!("{name}-exact"),
+            pre_,
+            &[],
+            ":alloc_events=0",
+        );
+        // Each thread's first call is left out (the producer's first malloc, the consumer's
+        // first free); main's warm-up free is counted.
+        assert_eq!(raw(&xsp, "malloc", 64), XN - 1, "{name}");
+        assert_eq!(count(input(&xs), "free", None, None, None), XN, "{name}");
+        // The core's totals: the exact path's (main's warm-up, the producer's blocks and what
+        // the allocator's libraries allocated before main), nothing the allocator mapped.
+        let sp = profcc_schema::read(&xsp).unwrap();
+        let ep = profcc_schema::read(&xep).unwrap();
+        assert!(sp.totals.allocations >= XN + 1, "{name}");
+        assert_eq!(
+            (sp.totals.allocations, sp.totals.frees),
+            (ep.totals.allocations, ep.totals.frees),
+            "{name}"
+        );
+        assert!(
+            sp.alloc_sites.iter().all(|s| s.kind != "mmap"),
+            "{name}: {:?}",
+            sp.alloc_sites
+                .iter()
+                .filter(|s| s.kind == "mmap")
+                .collect::<Vec<_>>()
+        );
+        let mmaps = |i: &AllocatorInput| {
+            i.channels
+                .iter()
+                .find(|c| c.channel == "mmap")
+                .map_or(0, |c| c.count)
+        };
+        // jemalloc, mimalloc and oneTBB map memory for the producer's blocks (glibc's own
+        // mmap and tcmalloc's are not interposable): the same calls on both paths.
+        assert_eq!(mmaps(input(&xs)), mmaps(input(&xe)), "{name}");
+        if ["jemalloc", "mimalloc", "tbbmalloc"].contains(&name.as_str()) {
+            assert!(mmaps(input(&xs)) > 0, "{name}");
+        }
     }
 }
 

@@ -415,6 +415,12 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
         if i.kinds_approximate {
             out.push_str("  (a kind boundary of the description falls inside a size bucket: rows near it are filed by the bucket's lower end)\n");
         }
+        if i.reuse_estimated > 0 {
+            out.push_str(&format!(
+                "  reuse estimated for {} calls: sampling's mallocs and callocs that record nothing go straight to the allocator, their address unseen; they are split between new and reused as the calls of their row whose address was seen\n",
+                count(i.reuse_estimated)
+            ));
+        }
         out.push_str(&format!(
             "  {:<8} {:<8} {:<7} {:<9} {:>12} {:>10} {:>10} {:>10}\n",
             "op", "kind", "reuse", "phase", "count", "timed", "mean ns", "total"

@@ -524,6 +524,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             locks,
             locks_total,
             locks_untracked: a.locks_untracked,
+            reuse_estimated: a.reuse_estimated,
             overhead,
             input: i,
             allocator: shown,

@@ -61,8 +61,10 @@ const OP_DELETE: u32 = 5;
 /// Size buckets per operation; the last one is "size unknown".
 const BUCKETS: usize = 64;
 const UNKNOWN: usize = BUCKETS - 1;
-/// Reuse x phase.
-const RP: usize = 4;
+/// Reuse (new, reused, unknown) x phase: a cell's index is reuse * 2 + phase.
+const RP: usize = 6;
+/// interpose.c's `REUSE_UNKNOWN`: a malloc of the tail path, whose address is never seen.
+const REUSE_UNKNOWN: usize = 2;
 
 // SHIPPED_KINDS: (small_max, large_threshold) of configs/allocators/*.toml (rt/build.rs).
 include!(concat!(env!("OUT_DIR"), "/alloc_kinds.rs"));
@@ -585,6 +587,19 @@ fn unlock_after_fork() {
     }
 }
 
+/// `unknown` calls whose reuse was not seen (the tail path's mallocs), split between new and
+/// reused in the proportion of `seen` (the cell's calls whose reuse was seen: new, reused),
+/// or of `fallback` (the same over the operation's buckets) when the cell saw none; all new
+/// when neither saw any. Returns (new, reused).
+fn split_unknown(unknown: u64, seen: (u64, u64), fallback: (u64, u64)) -> (u64, u64) {
+    let (n, r) = if seen.0 + seen.1 > 0 { seen } else { fallback };
+    if n + r == 0 {
+        return (unknown, 0);
+    }
+    let reused = ((unknown as u128 * r as u128 + (n + r) as u128 / 2) / (n + r) as u128) as u64;
+    (unknown - reused, reused)
+}
+
 /// The counters `cell` picks from each block, summed over `blocks`.
 fn summed<const N: usize>(blocks: &[usize], cell: impl Fn(&Cells) -> [&AtomicU64; N]) -> [u64; N] {
     let mut sum = [0u64; N];
@@ -740,27 +755,46 @@ impl Analysis for AllocatorAnalysis {
         }
         let blocks = ALL.lock().clone();
         let mut ops = Vec::new();
+        let mut reuse_estimated = 0;
         for (op, name) in OP_NAMES.iter().enumerate() {
-            for b in 0..BUCKETS {
-                for rp in 0..RP {
-                    let [count, timed, cycles] = summed(&blocks, |c| {
-                        let x = &c.ops[op][b][rp];
-                        [&x.count, &x.timed, &x.cycles]
-                    });
-                    if count == 0 {
-                        continue;
+            let cells: Vec<[[u64; 3]; RP]> = (0..BUCKETS)
+                .map(|b| {
+                    core::array::from_fn(|rp| {
+                        summed(&blocks, |c| {
+                            let x = &c.ops[op][b][rp];
+                            [&x.count, &x.timed, &x.cycles]
+                        })
+                    })
+                })
+                .collect();
+            for phase in 0..2 {
+                // The op's calls of this phase whose reuse was seen, over every bucket: the
+                // proportion for a bucket that saw none.
+                let all_seen = cells
+                    .iter()
+                    .fold((0, 0), |(n, r), c| (n + c[phase][0], r + c[2 + phase][0]));
+                for (b, c) in cells.iter().enumerate() {
+                    let unknown = c[REUSE_UNKNOWN * 2 + phase][0];
+                    reuse_estimated += unknown;
+                    let (new, reused) =
+                        split_unknown(unknown, (c[phase][0], c[2 + phase][0]), all_seen);
+                    for (reuse, extra) in [(0, new), (1, reused)] {
+                        let [count, timed, cycles] = c[reuse * 2 + phase];
+                        if count + extra == 0 {
+                            continue;
+                        }
+                        let (lo, hi) = bucket_range(b);
+                        ops.push(profcc_schema::allocator::OpCell {
+                            op: name.to_string(),
+                            lo,
+                            hi,
+                            reuse: if reuse == 1 { "reused" } else { "new" }.into(),
+                            phase: if phase == 1 { "parallel" } else { "serial" }.into(),
+                            count: count + extra,
+                            timed,
+                            cycles,
+                        });
                     }
-                    let (lo, hi) = bucket_range(b);
-                    ops.push(profcc_schema::allocator::OpCell {
-                        op: name.to_string(),
-                        lo,
-                        hi,
-                        reuse: if rp >= 2 { "reused" } else { "new" }.into(),
-                        phase: if rp % 2 == 1 { "parallel" } else { "serial" }.into(),
-                        count,
-                        timed,
-                        cycles,
-                    });
                 }
             }
         }
@@ -798,6 +832,7 @@ impl Analysis for AllocatorAnalysis {
             induced_sharing: Some(induced_sharing()),
             locks,
             locks_untracked,
+            reuse_estimated,
         });
     }
 }
@@ -889,6 +924,19 @@ fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
 mod tests {
     use super::*;
 
+    /// The tail path's mallocs join new and reused in the proportion their cell saw, else
+    /// their operation's, else all new; the rounding loses no call.
+    #[test]
+    fn unknown_reuse_splits_by_what_was_seen() {
+        assert_eq!(split_unknown(1000, (1, 3), (50, 50)), (250, 750));
+        assert_eq!(split_unknown(1000, (0, 0), (1, 1)), (500, 500));
+        assert_eq!(split_unknown(7, (0, 0), (0, 0)), (7, 0));
+        assert_eq!(split_unknown(0, (5, 5), (0, 0)), (0, 0));
+        assert_eq!(split_unknown(3, (1, 2), (0, 0)), (1, 2));
+        let (n, r) = split_unknown(u64::MAX, (u64::MAX / 2, u64::MAX / 2), (0, 0));
+        assert_eq!(n + r, u64::MAX);
+    }
+
     /// interpose.c files operations in `Cells::ops` with its own copy of the layout.
     #[test]
     fn interpose_cs_cell_layout_is_this_one() {
@@ -904,6 +952,7 @@ mod tests {
         for (name, v) in [
             ("A_BUCKETS", BUCKETS),
             ("A_RP", RP),
+            ("REUSE_UNKNOWN", REUSE_UNKNOWN),
             ("A_CELL_WORDS", core::mem::size_of::<OpPair>() / 8),
         ] {
             assert!(
