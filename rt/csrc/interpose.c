@@ -545,6 +545,12 @@ struct real_alloc {
     usable_fn usable;
 };
 
+/* The next operator new(size_t) (libstdc++'s or an allocator's; 0: none, or not resolved
+ * yet), for new's tail path. */
+typedef void *(*new_fn)(size_t);
+void *_Znwm(size_t n);
+static new_fn next_new;
+
 /* Zero (in .bss, after the program's own: no .data or TLS of ours moves the program's globals)
  * until resolution fills it. REAL(f): the entry, or its boot stub while it is still null. */
 static struct real_alloc next_alloc;
@@ -660,6 +666,7 @@ __attribute__((noinline)) static int resolve(void) {
     uint32_t saved = tls.in_rt;
     tls.in_rt = 1; /* dlsym's own allocations (served by the pool) are not the program's */
     struct real_alloc r;
+    new_fn nw = 0;
     r.malloc = (malloc_fn)next_or("malloc", (void *)malloc, 0);
     if (!r.malloc) {
         r = (struct real_alloc){__libc_malloc, __libc_calloc, __libc_realloc, __libc_free,
@@ -678,6 +685,10 @@ __attribute__((noinline)) static int resolve(void) {
         r.pvalloc = (malloc_fn)next_or("pvalloc", (void *)pvalloc, (void *)__libc_pvalloc);
         r.usable = (usable_fn)next_or("malloc_usable_size", (void *)malloc_usable_size,
                                       (void *)libc_usable);
+        /* Here, not at the first new: dlsym may allocate, and only resolution's calls come
+         * from the pool (a first new inside the allocator's own set-up would reach it half
+         * made: tcmalloc's). */
+        nw = (new_fn)next_or("_Znwm", (void *)_Znwm, 0);
     }
     tls.in_rt = saved;
     __atomic_store_n(&next_alloc.malloc, r.malloc, __ATOMIC_RELEASE);
@@ -690,6 +701,7 @@ __attribute__((noinline)) static int resolve(void) {
     __atomic_store_n(&next_alloc.valloc, r.valloc, __ATOMIC_RELEASE);
     __atomic_store_n(&next_alloc.pvalloc, r.pvalloc, __ATOMIC_RELEASE);
     __atomic_store_n(&next_alloc.usable, r.usable, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_new, nw, __ATOMIC_RELEASE);
     __atomic_store_n(&real_state, RESOLVED, __ATOMIC_RELEASE);
     return RESOLVED;
 }
@@ -775,27 +787,40 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
  * instead: the address of its return-address slot and the program's return address in it.
  * While the allocator runs, whatever it calls (its mmap, its mutexes) runs below that slot,
  * which still holds the program's return address; once it has returned, the program's next
- * call at that depth writes its own return address there. `tail_inside` tells the two apart,
- * so an allocator's mmap is neither recorded as the program's nor missed as a channel. It is
- * fooled only by the same call instruction called again at the same depth (a function
- * pointer that held malloc now pointing at a function of the program that maps memory). */
+ * call at that depth writes its own return address there. So an interposer whose own
+ * return-address slot is below the marked one, which still holds the marked address, runs
+ * inside that call: an allocator's mmap is neither recorded as the program's nor missed as a
+ * channel. One slot is ambiguous: the marked one itself, holding the marked address, is
+ * where the same call instruction, called again at the same depth, puts it (a loop calling
+ * malloc), and also where an allocator that jumps to mmap leaves it. Allocation calls take it
+ * for the program's loop (`tail_nested`), the mmap family and the mutexes for the
+ * allocator's jump (`tail_inside`); the first is fooled only by an allocator whose malloc
+ * jumps to malloc, the second by a function pointer called at one place that held malloc and
+ * now holds a function of the program that maps memory. */
 #define TAIL_MAX TIME_ALL_FROM
 
-/* Whether the caller runs inside the allocator's call of the last tail-path operation. */
-static inline int tail_inside(void) {
+/* Whether the interposer whose return address is at `own` runs inside the allocator's call
+ * of the last tail-path operation (`at`: also when `own` is the marked slot itself). */
+__attribute__((always_inline)) static inline int tail_under(uintptr_t own, int at) {
     uintptr_t s = tls.tail_slot;
-    if (LIKELY(s == 0) || (uintptr_t)__builtin_frame_address(0) >= s) return 0;
+    if (LIKELY(s == 0) || own > s || (own == s && !at)) return 0;
     return *(void *const volatile *)s == tls.tail_ra;
 }
+/* In the interposer itself (its frame): see above. */
+#define OWN_SLOT() ((uintptr_t)__builtin_frame_address(0) + sizeof(void *))
+#define tail_inside() tail_under(OWN_SLOT(), 1)
+#define tail_nested() tail_under(OWN_SLOT(), 0)
 /* The program's operation (OP_ + 1) whose allocator call runs now, for the channels: the
  * full path's mark, or the tail path's when the caller is inside it; 0: none. */
-static inline uint32_t op_running(void) {
+__attribute__((always_inline)) static inline uint32_t op_running(void) {
     uint32_t op = tls.alloc_op;
     if (LIKELY(op == 0) && UNLIKELY(tls.tail_op != 0) && tail_inside()) op = tls.tail_op;
     return op;
 }
-/* Inside an allocator call or the runtime: what an interposer sees is not the program's. */
-static inline int not_programs(void) { return tls.in_rt || tail_inside(); }
+/* Inside an allocator call or the runtime: what an interposer sees is not the program's
+ * (an allocation call: `nested`; the mmap family: `inside`). */
+#define nested_call() (tls.in_rt || tail_nested())
+#define not_programs() (tls.in_rt || tail_inside())
 
 /* The analysis's part of a tail-path call: its cell (`b` bucket, `reused` 0, 1 or
  * REUSE_UNKNOWN) counted and both countdowns moved; 0 when the call needs the full path (no
@@ -818,14 +843,15 @@ static inline void tail_mark(void *fa, void *ra, uint32_t op, uint32_t timing) {
     tls.tail_op = timing ? op + 1 : 0;
 }
 /* An n-byte malloc or calloc (`op`) of the program takes the tail path: done, the caller
- * jumps to the allocator; 0: the full path. */
-static inline int tail_alloc(uint32_t op, size_t n, void *fa, void *ra) {
+ * jumps to the allocator; 0: the full path (which also forwards, uncounted, a call made
+ * inside a tail-path call: the allocator's own, or the malloc of libstdc++'s operator new). */
+__attribute__((always_inline)) static inline int tail_alloc(uint32_t op, size_t n, void *fa, void *ra) {
     struct sample_head *b = tls.sblock;
     if (UNLIKELY(n >= TAIL_MAX) || UNLIKELY(b == 0) || UNLIKELY(tls.in_rt) || UNLIKELY(b->rng == 0) ||
         !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED))
         return 0;
     int64_t left = b->left - (int64_t)n;
-    if (UNLIKELY(left <= 0)) return 0;
+    if (UNLIKELY(left <= 0) || UNLIKELY(tail_nested())) return 0;
     uint32_t timing = __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED);
     if (timing && !tail_cell(op, bucket_of(n), REUSE_UNKNOWN)) return 0;
     b->left = left;
@@ -836,22 +862,24 @@ static inline int tail_alloc(uint32_t op, size_t n, void *fa, void *ra) {
 }
 /* A free of the program's (p not null) takes the tail path: sampling's filter says no
  * recorded object starts in p's granule. */
-static inline int tail_free(void *p, void *fa, void *ra) {
+__attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p, void *fa, void *ra) {
     struct sample_head *b = tls.sblock;
     if (UNLIKELY(b == 0) || UNLIKELY(tls.in_rt) || !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED))
         return 0;
     uint8_t *g = granule((uint64_t)p);
-    if (UNLIKELY(g == 0) || __atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p))) return 0;
+    if (UNLIKELY(g == 0) || __atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p)) ||
+        UNLIKELY(tail_nested()))
+        return 0;
     uint32_t timing = __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED);
     if (timing) {
         /* The cell first: when it sends the call to the full path, that one marks the byte. */
         uint8_t now = slot_tag((uint64_t)p) | SLOT_FREED;
         int reused = __atomic_load_n(&g[1], __ATOMIC_RELAXED) == now;
-        if (!tail_cell(OP_FREE, A_BUCKETS - 1, (uint32_t)reused)) return 0;
+        if (!tail_cell(op, A_BUCKETS - 1, (uint32_t)reused)) return 0;
         if (!reused) __atomic_store_n(&g[1], now, __ATOMIC_RELAXED);
     }
     b->frees += 1;
-    tail_mark(fa, ra, OP_FREE, timing);
+    tail_mark(fa, ra, op, timing);
     return 1;
 }
 
@@ -865,7 +893,7 @@ static inline int tail_free(void *p, void *fa, void *ra) {
 
 #define FORWARD_AND_RECORD(call, n, kind, op)                                                \
     do {                                                                                     \
-        uint32_t outer = tls.in_rt;                                                          \
+        uint32_t saved = tls.in_rt, outer = saved || tail_nested();                          \
         tls.in_rt = 1;                                                                       \
         struct op_timer t = timing_start(outer, (op), (n));                                  \
         void *p = (call);                                                                    \
@@ -874,7 +902,7 @@ static inline int tail_free(void *p, void *fa, void *ra) {
             uint32_t site = LIKELY(p != 0) ? on_alloc(p, (n), (kind), FP()) : NO_SITE; \
             if (counted(&t)) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0); \
         }                                                                                    \
-        tls.in_rt = outer;                                                                   \
+        tls.in_rt = saved;                                                                   \
         return p;                                                                            \
     } while (0)
 
@@ -1010,7 +1038,7 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
             return p;
         }
     }
-    uint32_t outer = tls.in_rt;
+    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
     tls.in_rt = 1;
     struct op_timer t = timing_start(outer, OP_MALLOC, len + 1);
     p = REAL(malloc)(len + 1);
@@ -1023,7 +1051,7 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
         uint32_t site = LIKELY(p != 0) ? on_alloc(p, len + 1, kind, fp) : NO_SITE;
         if (counted(&t)) op_done(OP_MALLOC, len + 1, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
-    tls.in_rt = outer;
+    tls.in_rt = saved;
     return p;
 }
 
@@ -1039,13 +1067,13 @@ void free(void *p) {
         dtv_free(p);
         return;
     }
-    if (LIKELY(p != 0) && LIKELY(tail_free(p, FP(), __builtin_return_address(0))))
+    if (LIKELY(p != 0) && LIKELY(tail_free(OP_FREE, p, FP(), __builtin_return_address(0))))
         __attribute__((musttail)) return REAL(free)(p);
     __attribute__((musttail)) return free_full(p);
 }
 
 __attribute__((noinline)) static void free_full(void *p) {
-    uint32_t outer = tls.in_rt;
+    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
     tls.in_rt = 1;
     struct profcc_obj o;
     uint8_t *g = p ? granule((uint64_t)p) : 0; /* once: the filter's byte and the reuse byte */
@@ -1055,7 +1083,7 @@ __attribute__((noinline)) static void free_full(void *p) {
     if (LIKELY(!in_pool(p))) REAL(free)(p); /* a pool block is never handed to any free */
     uint64_t c = timing_end(&t);
     if (t.on) op_done(OP_FREE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g, 0);
-    tls.in_rt = outer;
+    tls.in_rt = saved;
 }
 
 void cfree(void *p) { free(p); }
@@ -1082,7 +1110,7 @@ void *calloc(size_t n, size_t m) {
 }
 
 static void *realloc_impl(void *old, size_t n, void *fp) {
-    uint32_t outer = tls.in_rt;
+    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
     tls.in_rt = 1;
     struct profcc_obj o;
     uint8_t *go = old ? granule((uint64_t)old) : 0; /* once: the filter's byte and the reuse byte */
@@ -1103,7 +1131,7 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
             op_done(OP_REALLOC, n, p, old, had ? o.size : NO_SIZE, c, &t, site,
                     p == old ? go : granule((uint64_t)p), go);
     }
-    tls.in_rt = outer;
+    tls.in_rt = saved;
     return p;
 }
 
@@ -1133,7 +1161,7 @@ void *reallocarray(void *old, size_t n, size_t m) {
 }
 
 int posix_memalign(void **out, size_t al, size_t n) {
-    uint32_t outer = tls.in_rt;
+    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
     tls.in_rt = 1;
     struct op_timer t = timing_start(outer, OP_ALIGNED, n);
     int rc = REAL(posix_memalign)(out, al, n);
@@ -1143,7 +1171,7 @@ int posix_memalign(void **out, size_t al, size_t n) {
         uint32_t site = p ? on_alloc(p, n, K_POSIX_MEMALIGN, FP()) : NO_SITE;
         if (counted(&t)) op_done(OP_ALIGNED, n, p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0);
     }
-    tls.in_rt = outer;
+    tls.in_rt = saved;
     return rc;
 }
 
@@ -1209,10 +1237,11 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
 
 #define NEW(name, params, n, al, nothrow, kind)                                           \
     void *name params {                                                                   \
-        struct op_timer tm = timing_start(tls.in_rt, OP_NEW, (n));                        \
+        uint32_t outer = nested_call();                                                  \
+        struct op_timer tm = timing_start(outer, OP_NEW, (n));                            \
         void *p = new_impl((n), (al), (nothrow));                                         \
         uint64_t c = timing_end(&tm);                                                     \
-        if (LIKELY(!tls.in_rt)) {                                                         \
+        if (LIKELY(!outer)) {                                                             \
             uint32_t site = NO_SITE;                                                      \
             tls.in_rt = 1;                                                                \
             if (LIKELY(p != 0)) site = on_alloc(p, (n), (kind), FP());             \
@@ -1224,7 +1253,15 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
 
 typedef struct { char c; } nothrow_t; /* std::nothrow_t const& : only its address is passed */
 
-NEW(_Znwm, (size_t n), n, 0, 0, K_NEW)
+NEW(new_full, (size_t n), n, 0, 0, K_NEW)
+
+/* The next operator new(size_t) (libstdc++'s; 0: none, always the full path), resolved once. */
+void *_Znwm(size_t n) {
+    new_fn nw = __atomic_load_n(&next_new, __ATOMIC_ACQUIRE);
+    if (LIKELY(nw != 0) && LIKELY(tail_alloc(OP_NEW, n, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return nw(n); /* its malloc runs inside: not counted again */
+    __attribute__((musttail)) return new_full(n);
+}
 NEW(_Znam, (size_t n), n, 0, 0, K_NEW_ARRAY)
 NEW(_ZnwmRKSt9nothrow_t, (size_t n, const nothrow_t *t), n, 0, 1, K_NEW)
 NEW(_ZnamRKSt9nothrow_t, (size_t n, const nothrow_t *t), n, 0, 1, K_NEW_ARRAY)
@@ -1242,7 +1279,7 @@ static inline void raw_free(void *p) {
 
 /* Remove and account (before the real free), free through the malloc family, time it. */
 static inline void delete_impl(void *p) {
-    if (UNLIKELY(tls.in_rt) || !p) {
+    if (UNLIKELY(nested_call()) || !p) {
         raw_free(p);
         return;
     }
@@ -1258,9 +1295,15 @@ static inline void delete_impl(void *p) {
     tls.in_rt = 0;
 }
 
-#define DELETE(name, params)     \
-    void name params {           \
-        delete_impl(p);          \
+__attribute__((noinline)) static void delete_full(void *p) { delete_impl(p); }
+
+/* On the tail path a delete is a free, counted as delete, jumping to the allocator's free. */
+#define DELETE(name, params)                                                                   \
+    void name params {                                                                         \
+        if (LIKELY(p != 0) && LIKELY(!in_scratch(p)) && LIKELY(!in_dtv(p)) &&                  \
+            LIKELY(tail_free(OP_DELETE, p, FP(), __builtin_return_address(0))))                \
+            return REAL(free)(p);                                                              \
+        return delete_full(p);                                                                 \
     }
 
 DELETE(_ZdlPv, (void *p))

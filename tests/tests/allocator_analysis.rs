@@ -929,6 +929,96 @@ fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
     }
 }
 
+/// C++ on the sampled path: operator new(size_t) jumps to libstdc++'s (or an allocator's
+/// own), whose malloc is new's, not counted twice; a delete jumps to the allocator's free.
+/// Every call counted once, the core's totals as on the exact path, under each allocator.
+#[test]
+fn sampled_path_counts_new_and_delete_once() {
+    let s = built();
+    s.write(
+        "kat_new.cpp",
+        r#"
+#include <cstdio>
+#include <cstdlib>
+struct Node { long a[4]; };
+static Node *volatile sink;
+int main() {
+    sink = new Node;
+    delete sink;
+    for (int i = 0; i < 20000; i++) { Node *p = new Node; sink = p; delete p; }
+    Node *keep[1000];
+    for (int i = 0; i < 1000; i++) { keep[i] = new Node; sink = keep[i]; }
+    for (int i = 0; i < 1000; i++) delete keep[i];
+    std::puts("ok");
+    return 0;
+}
+"#,
+    );
+    s.compile_env(
+        &profcc_tests::profcxx(),
+        &["-O2", "-g", "kat_new.cpp", "-o", "kat_new"],
+        &[("PROFCC_INSTRUMENT", "none")],
+    );
+    for (name, preload, _) in allocators() {
+        let mut totals = Vec::new();
+        for (path, opts) in [("sampled", ":alloc_sample=65536"), ("exact", "")] {
+            let profile = s.path(&format!("kat_new-{name}-{path}.json"));
+            let mut cmd = Command::new(s.path("kat_new"));
+            cmd.env(
+                "PROFCC_OPTIONS",
+                format!(
+                    "out={}:summary=0:alloc_ops=1:alloc_events=0{opts}",
+                    profile.display()
+                ),
+            );
+            if let Some(p) = &preload {
+                cmd.env("LD_PRELOAD", p);
+            }
+            let out = output_within(&mut cmd);
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                "ok\n",
+                "{name} {path}"
+            );
+            let r = report(&profile, &["--top", "0"]);
+            let i = input(&r);
+            // The thread's first call is libstdc++'s pool, allocated before main: every new
+            // of main is counted.
+            assert_eq!(i.first_calls, 1, "{name} {path}");
+            assert_eq!(
+                raw(&profile, "new", 32),
+                21_001,
+                "{name} {path}: {:?}",
+                i.ops
+            );
+            assert_eq!(raw(&profile, "malloc", 32), 0, "{name} {path}: {:?}", i.ops);
+            assert_eq!(
+                count(i, "delete", None, None, None),
+                21_001,
+                "{name} {path}"
+            );
+            if path == "sampled" {
+                assert!(i.reuse_estimated > 10_000, "{name}: {}", i.reuse_estimated);
+            }
+            let p = profcc_schema::read(&profile).unwrap();
+            totals.push((
+                p.totals.allocations,
+                p.totals.frees,
+                p.totals.bytes_allocated,
+            ));
+        }
+        // tcmalloc's constructor calls operator new (8 bytes) before the runtime has
+        // started: the exact path leaves that call out of the totals, the sampled path
+        // counts it (a known difference, docs/allocators.md "Not done yet").
+        let early = (name == "tcmalloc") as u64;
+        assert_eq!(
+            (totals[0].0 - early, totals[0].1, totals[0].2 - 8 * early),
+            totals[1],
+            "{name}: sampled, exact"
+        );
+    }
+}
+
 /// Off by default: no section, no timing.
 #[test]
 fn off_by_default() {
