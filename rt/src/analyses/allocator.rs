@@ -16,11 +16,12 @@
 //! - request size: a bucket of [`EDGES`] (powers of two from 16 bytes, plus the kind
 //!   boundaries of every shipped allocator description and of `allocator=FILE`), so the
 //!   report can sum buckets into the description's small/medium/big without straddling;
-//! - reuse: "reused" when the address is one the program freed before and nobody was handed
-//!   since (interpose.c's `handed_out`: the reuse byte of the address's granule in the
-//!   granule table, rt/src/alloc.rs `GRANULES`; an address pushed out of its byte by a later
-//!   free 16 MiB away counts as new), or a realloc that stayed in place; a free is "reused"
-//!   when its block had come back that way;
+//! - reuse: "reused" when the address is one the program freed before (interpose.c's
+//!   `handed_out`: the reuse byte of the address's granule in the granule table,
+//!   rt/src/alloc.rs `GRANULES`; an address pushed out of its byte by a later free 16 MiB
+//!   away counts as new), or a realloc that stayed in place; a free is "reused" when its
+//!   block had come back that way; "unknown" for a malloc of sampling's tail path (its
+//!   address is never seen), split at the dump ([`split_unknown`]);
 //! - phase: "parallel" while more than one program thread runs (`threads::LIVE`).
 //!
 //! Each thread's first counted call is left out (`first_calls`): the allocator sets up its
