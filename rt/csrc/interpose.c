@@ -143,6 +143,12 @@ struct profcc_tls {
     uintptr_t tail_slot;
     void *tail_ra;
     uint32_t tail_op;
+    /* The tail path's ready word (see `tail_arm`): the calls it may still take before the
+     * full path runs (0: none), the value it was armed with, and the cells it counts in
+     * (0: the allocator analysis is off). */
+    uint32_t tail_left;
+    uint32_t tail_base;
+    uint64_t *tail_cells;
 };
 __attribute__((tls_model("initial-exec"))) static __thread struct profcc_tls tls;
 
@@ -223,7 +229,11 @@ static inline uint8_t *granule(uint64_t a) {
     return g ? g + 2 * granule_index(a) : 0;
 }
 
-void profcc_sample_set_block(struct sample_head *b) { tls.sblock = b; }
+static inline void tail_sync(void);
+void profcc_sample_set_block(struct sample_head *b) {
+    tail_sync();
+    tls.sblock = b;
+}
 
 static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
     struct sample_head *b = tls.sblock;
@@ -335,6 +345,18 @@ void profcc_alloc_op(uint32_t flags, uint32_t cell, size_t n, void *p, size_t ol
  * the mutex of a CH_MUTEX* call (also counted per mutex), else 0. */
 void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles, const void *m);
 
+/* The tail path's calls since it was armed (see `tail_arm`) move the two countdowns; it is
+ * disarmed until the next `tail_arm`. */
+static inline void tail_sync(void) {
+    uint32_t used = tls.tail_base - tls.tail_left;
+    if (tls.tail_cells) {
+        tls.time_left -= used;
+        tls.ev_countdown -= used;
+    }
+    tls.tail_left = tls.tail_base = 0;
+    tls.tail_cells = 0;
+}
+
 /* profcc_alloc_op's `flags` bits (EVENTS_BIT and FIRST_BIT in rt/src/analyses/allocator.rs):
  * this operation's events were counted; it is the thread's first. */
 #define OP_EVENTS (1u << 8)
@@ -353,6 +375,7 @@ struct op_timer {
 static inline struct op_timer timing_start(uint32_t outer, uint32_t op, size_t n) {
     struct op_timer t = {0, 0, 0};
     if (LIKELY(outer) || !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) return t;
+    tail_sync();
     t.on = 1;
     tls.alloc_op = op + 1;
     if (UNLIKELY(tls.ev_countdown-- == 0)) {
@@ -464,7 +487,10 @@ static inline int handed_out(uint64_t a, uint8_t *g) {
 }
 
 /* The thread's block of cells, set and cleared by Rust (0: none; Rust files the calls). */
-void profcc_alloc_set_cells(uint64_t *cells) { tls.alloc_cells = cells; }
+void profcc_alloc_set_cells(uint64_t *cells) {
+    tail_sync();
+    tls.alloc_cells = cells;
+}
 
 /* The program's counted operation `op` on `n` bytes returned (or freed) `p`; `old`,
  * `old_n`: realloc's old block and its recorded size (NO_SIZE: not recorded); `c`: its
@@ -822,64 +848,80 @@ __attribute__((always_inline)) static inline uint32_t op_running(void) {
 #define nested_call() (tls.in_rt || tail_nested())
 #define not_programs() (tls.in_rt || tail_inside())
 
-/* The analysis's part of a tail-path call: its cell (`b` bucket, `reused` 0, 1 or
- * REUSE_UNKNOWN) counted and both countdowns moved; 0 when the call needs the full path (no
- * cells, the thread's first call, a countdown about to run out). */
-static inline int tail_cell(uint32_t op, uint32_t b, uint32_t reused) {
-    uint64_t *cells = tls.alloc_cells;
-    if (UNLIKELY(cells == 0) || UNLIKELY(!tls.alloc_seen) || UNLIKELY(tls.time_left == 0) ||
-        UNLIKELY(tls.ev_countdown == 0))
-        return 0;
-    tls.time_left--;
-    tls.ev_countdown--;
+/* The ready word. Most of what lets a call take the tail path changes only in the full path
+ * or in the runtime: the thread's sampling block and its seed, the granule table, under the
+ * analysis its cells, its first call, and the two countdowns (timing, events). So the full
+ * path, after the program's call, arms the thread: `tail_left` = the calls the tail path may
+ * take before a countdown runs out (the smaller of the two; UINT32_MAX without the analysis),
+ * `tail_cells` = the cells it counts in; 0 when something is missing. The tail path then checks
+ * that word, the guard, the sampling mean (sampling can stop for good while threads run) and
+ * what depends on the call itself. A full-path call (`timing_start`) or a change of the
+ * block or the cells first moves the countdowns by the calls taken (`tail_sync`).
+ * Measured: docs/benchmarks.md, "The ready word". */
+__attribute__((noinline)) static void tail_arm(void) {
+    tail_sync();
+    struct sample_head *b = tls.sblock;
+    if (!b || !b->rng || tls.in_rt || !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE))
+        return;
+    uint32_t left = UINT32_MAX;
+    if (__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) {
+        if (!tls.alloc_cells || !tls.alloc_seen) return;
+        tls.tail_cells = tls.alloc_cells;
+        left = tls.time_left < tls.ev_countdown ? tls.time_left : tls.ev_countdown;
+    }
+    tls.tail_left = tls.tail_base = left;
+}
+/* Whether the thread is armed and outside the runtime. */
+#define tail_ready()                                                                          \
+    (LIKELY(tls.tail_left != 0) && LIKELY(!tls.in_rt) &&                                      \
+     LIKELY(__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED) != 0))
+/* The analysis's cell of a tail-path call (`b` bucket, `reused` 0, 1 or REUSE_UNKNOWN). */
+static inline void tail_cell(uint64_t *cells, uint32_t op, uint32_t b, uint32_t reused) {
     int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
     cells[((size_t)(op * A_BUCKETS + b) * A_RP + reused * 2 + (uint32_t)parallel) * A_CELL_WORDS] += 1;
-    return 1;
 }
-/* The caller jumps to the allocator: leave the marker (`fa`: its frame address). */
-static inline void tail_mark(void *fa, void *ra, uint32_t op, uint32_t timing) {
+/* The caller jumps to the allocator: the call is taken, leave the marker (`fa`: its frame
+ * address). */
+static inline void tail_mark(void *fa, void *ra, uint32_t op, uint64_t *cells) {
+    tls.tail_left--;
     tls.tail_slot = (uintptr_t)fa + sizeof(void *);
     tls.tail_ra = ra;
-    tls.tail_op = timing ? op + 1 : 0;
+    tls.tail_op = cells ? op + 1 : 0;
 }
 /* An n-byte malloc or calloc (`op`) of the program takes the tail path: done, the caller
  * jumps to the allocator; 0: the full path (which also forwards, uncounted, a call made
  * inside a tail-path call: the allocator's own, or the malloc of libstdc++'s operator new). */
 __attribute__((always_inline)) static inline int tail_alloc(uint32_t op, size_t n, void *fa, void *ra) {
+    if (UNLIKELY(n >= TAIL_MAX) || !tail_ready()) return 0;
     struct sample_head *b = tls.sblock;
-    if (UNLIKELY(n >= TAIL_MAX) || UNLIKELY(b == 0) || UNLIKELY(tls.in_rt) || UNLIKELY(b->rng == 0) ||
-        !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED))
-        return 0;
     int64_t left = b->left - (int64_t)n;
     if (UNLIKELY(left <= 0) || UNLIKELY(tail_nested())) return 0;
-    uint32_t timing = __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED);
-    if (timing && !tail_cell(op, bucket_of(n), REUSE_UNKNOWN)) return 0;
+    uint64_t *cells = tls.tail_cells;
+    if (cells) tail_cell(cells, op, bucket_of(n), REUSE_UNKNOWN);
     b->left = left;
     b->allocations += 1;
     b->bytes += n;
-    tail_mark(fa, ra, op, timing);
+    tail_mark(fa, ra, op, cells);
     return 1;
 }
 /* A free of the program's (p not null) takes the tail path: sampling's filter says no
  * recorded object starts in p's granule. */
 __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p, void *fa, void *ra) {
-    struct sample_head *b = tls.sblock;
-    if (UNLIKELY(b == 0) || UNLIKELY(tls.in_rt) || !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED))
+    if (!tail_ready()) return 0;
+    /* armed: the table is there */
+    uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED) + 2 * granule_index((uint64_t)p);
+    if (__atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p)) || UNLIKELY(tail_nested()))
         return 0;
-    uint8_t *g = granule((uint64_t)p);
-    if (UNLIKELY(g == 0) || __atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p)) ||
-        UNLIKELY(tail_nested()))
-        return 0;
-    uint32_t timing = __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED);
-    if (timing) {
-        /* The cell first: when it sends the call to the full path, that one marks the byte. */
+    uint64_t *cells = tls.tail_cells;
+    if (cells) {
         uint8_t now = slot_tag((uint64_t)p) | SLOT_FREED;
         int reused = __atomic_load_n(&g[1], __ATOMIC_RELAXED) == now;
-        if (!tail_cell(op, A_BUCKETS - 1, (uint32_t)reused)) return 0;
+        tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)reused);
         if (!reused) __atomic_store_n(&g[1], now, __ATOMIC_RELAXED);
     }
-    b->frees += 1;
-    tail_mark(fa, ra, op, timing);
+    tls.sblock->frees += 1;
+    tail_mark(fa, ra, op, cells);
     return 1;
 }
 
@@ -903,6 +945,7 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
             if (counted(&t)) op_done((op), (n), p, 0, NO_SIZE, c, &t, site, granule((uint64_t)p), 0); \
         }                                                                                    \
         tls.in_rt = saved;                                                                   \
+        if (LIKELY(!outer)) tail_arm();                                                      \
         return p;                                                                            \
     } while (0)
 
@@ -1084,6 +1127,7 @@ __attribute__((noinline)) static void free_full(void *p) {
     uint64_t c = timing_end(&t);
     if (t.on) op_done(OP_FREE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g, 0);
     tls.in_rt = saved;
+    if (!outer && p) tail_arm();
 }
 
 void cfree(void *p) { free(p); }
@@ -1132,8 +1176,12 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
                     p == old ? go : granule((uint64_t)p), go);
     }
     tls.in_rt = saved;
+    if (!outer) tail_arm();
     return p;
 }
+
+/* Its own frame, so the tail path's caller (realloc) keeps a small one. */
+__attribute__((noinline)) static void *realloc_full(void *old, size_t n) { return realloc_impl(old, n, FP()); }
 
 void *realloc(void *old, size_t n) {
     if (UNLIKELY(in_dtv(old))) return dtv_realloc(old, n);
@@ -1146,7 +1194,11 @@ void *realloc(void *old, size_t n) {
         }
         return p;
     }
-    return realloc_impl(old, n, FP());
+    /* realloc(0, n) is a malloc (an interpreter's allocation hook makes every new block so:
+     * Lua's l_alloc) and takes its tail path, filed as realloc. */
+    if (!old && LIKELY(tail_alloc(OP_REALLOC, n, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL(realloc)(old, n);
+    __attribute__((musttail)) return realloc_full(old, n);
 }
 
 /* reallocarray is realloc with an overflow check in every allocator (glibc's calls realloc
@@ -1247,6 +1299,7 @@ static inline void *new_impl(size_t n, size_t al, int nothrow) {
             if (LIKELY(p != 0)) site = on_alloc(p, (n), (kind), FP());             \
             if (counted(&tm)) op_done(OP_NEW, (n), p, 0, NO_SIZE, c, &tm, site, granule((uint64_t)p), 0); \
             tls.in_rt = 0;                                                                \
+            tail_arm();                                                                   \
         }                                                                                 \
         return p;                                                                         \
     }
@@ -1293,6 +1346,7 @@ static inline void delete_impl(void *p) {
     uint64_t c = timing_end(&t);
     if (t.on) op_done(OP_DELETE, had ? o.size : 0, p, 0, NO_SIZE, c, &t, had ? o.site : NO_SITE, g, 0);
     tls.in_rt = 0;
+    tail_arm();
 }
 
 __attribute__((noinline)) static void delete_full(void *p) { delete_impl(p); }

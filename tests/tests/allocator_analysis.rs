@@ -120,6 +120,11 @@ int main(int argc, char **argv) {
     free(sink);
     if (!strcmp(mode, "reuse")) {
         for (int i = 0; i < N; i++) { void *p = malloc(32); sink = p; free(p); }
+    } else if (!strcmp(mode, "realloc0")) {
+        /* An interpreter's allocation hook (Lua's l_alloc): every new block is realloc(0, n)
+         * (the null through a volatile: LLVM turns a literal realloc(0, n) into malloc). */
+        static void *volatile none;
+        for (int i = 0; i < N; i++) { void *p = realloc(none, 48); sink = p; free(p); }
     } else if (!strcmp(mode, "big")) {
         static void *b[20];
         for (int i = 0; i < 10; i++) { b[i] = malloc(100 << 10); sink = b[i]; }
@@ -881,6 +886,20 @@ fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
             reused >= N / 2,
             "{name}: only {reused} of {N} mallocs reused an address"
         );
+        // realloc(0, n), an interpreter's malloc: its own tail path, filed as realloc.
+        let (r0, p0) = run_bin("kat_none", "realloc0", &name, pre_, &[], sampled);
+        let i0 = input(&r0);
+        assert_eq!(raw(&p0, "realloc", 48), N, "{name}");
+        assert_eq!(count(i0, "free", None, None, None), N + 1, "{name}");
+        counted_allocations(&p0, i0);
+        let est0 = profcc_schema::read(&p0)
+            .unwrap()
+            .allocator_ops
+            .unwrap()
+            .reuse_estimated;
+        assert!(est0 > N / 2, "{name}: {est0} realloc(0, n) estimated");
+        let reused0 = count(i0, "realloc", None, Some("reused"), None);
+        assert!(reused0 >= N / 2, "{name}: {reused0} of {N} reused");
         // A producer's 65,536 blocks of 64 bytes: the allocator maps memory for them inside
         // calls of the tail path.
         let (xs, xsp) = run_bin("kat_none", "xthread", &name, pre_, &[], sampled);
