@@ -143,6 +143,9 @@ struct profcc_tls {
     uintptr_t tail_slot;
     void *tail_ra;
     uint32_t tail_op;
+    /* The last tail-path call was a new[]: the next operator new at its slot is the one
+     * libstdc++'s new[] jumps to (see _Znwm). */
+    uint32_t tail_array;
     /* The tail path's ready word (see `tail_arm`): the calls it may still take before the
      * full path runs (0: none), the value it was armed with, and the cells it counts in
      * (0: the allocator analysis is off). */
@@ -571,11 +574,12 @@ struct real_alloc {
     usable_fn usable;
 };
 
-/* The next operator new(size_t) (libstdc++'s or an allocator's; 0: none, or not resolved
- * yet), for new's tail path. */
+/* The next operator new(size_t) and new[](size_t) (libstdc++'s or an allocator's; 0: none,
+ * or not resolved yet), for their tail paths. */
 typedef void *(*new_fn)(size_t);
 void *_Znwm(size_t n);
-static new_fn next_new;
+void *_Znam(size_t n);
+static new_fn next_new, next_new_array;
 
 /* Zero (in .bss, after the program's own: no .data or TLS of ours moves the program's globals)
  * until resolution fills it. REAL(f): the entry, or its boot stub while it is still null. */
@@ -692,7 +696,7 @@ __attribute__((noinline)) static int resolve(void) {
     uint32_t saved = tls.in_rt;
     tls.in_rt = 1; /* dlsym's own allocations (served by the pool) are not the program's */
     struct real_alloc r;
-    new_fn nw = 0;
+    new_fn nw = 0, nwa = 0;
     r.malloc = (malloc_fn)next_or("malloc", (void *)malloc, 0);
     if (!r.malloc) {
         r = (struct real_alloc){__libc_malloc, __libc_calloc, __libc_realloc, __libc_free,
@@ -715,6 +719,7 @@ __attribute__((noinline)) static int resolve(void) {
          * from the pool (a first new inside the allocator's own set-up would reach it half
          * made: tcmalloc's). */
         nw = (new_fn)next_or("_Znwm", (void *)_Znwm, 0);
+        nwa = (new_fn)next_or("_Znam", (void *)_Znam, 0);
     }
     tls.in_rt = saved;
     __atomic_store_n(&next_alloc.malloc, r.malloc, __ATOMIC_RELEASE);
@@ -728,6 +733,7 @@ __attribute__((noinline)) static int resolve(void) {
     __atomic_store_n(&next_alloc.pvalloc, r.pvalloc, __ATOMIC_RELEASE);
     __atomic_store_n(&next_alloc.usable, r.usable, __ATOMIC_RELEASE);
     __atomic_store_n(&next_new, nw, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_new_array, nwa, __ATOMIC_RELEASE);
     __atomic_store_n(&real_state, RESOLVED, __ATOMIC_RELEASE);
     return RESOLVED;
 }
@@ -888,6 +894,7 @@ static inline void tail_mark(void *fa, void *ra, uint32_t op, uint64_t *cells) {
     tls.tail_slot = (uintptr_t)fa + sizeof(void *);
     tls.tail_ra = ra;
     tls.tail_op = cells ? op + 1 : 0;
+    tls.tail_array = 0;
 }
 /* An n-byte malloc or calloc (`op`) of the program takes the tail path: done, the caller
  * jumps to the allocator; 0: the full path (which also forwards, uncounted, a call made
@@ -1311,11 +1318,25 @@ NEW(new_full, (size_t n), n, 0, 0, K_NEW)
 /* The next operator new(size_t) (libstdc++'s; 0: none, always the full path), resolved once. */
 void *_Znwm(size_t n) {
     new_fn nw = __atomic_load_n(&next_new, __ATOMIC_ACQUIRE);
+    /* libstdc++'s new[] jumps to operator new: at the marked slot itself, which the
+     * program's loop of new calls would also be, but the slot holds a call of new[]. */
+    if (UNLIKELY(tls.tail_array) && LIKELY(nw != 0) && tail_inside())
+        __attribute__((musttail)) return nw(n);
     if (LIKELY(nw != 0) && LIKELY(tail_alloc(OP_NEW, n, FP(), __builtin_return_address(0))))
         __attribute__((musttail)) return nw(n); /* its malloc runs inside: not counted again */
     __attribute__((musttail)) return new_full(n);
 }
-NEW(_Znam, (size_t n), n, 0, 0, K_NEW_ARRAY)
+NEW(new_array_full, (size_t n), n, 0, 0, K_NEW_ARRAY)
+
+/* new[] likewise (libstdc++'s calls operator new, which then runs inside it: forwarded). */
+void *_Znam(size_t n) {
+    new_fn nw = __atomic_load_n(&next_new_array, __ATOMIC_ACQUIRE);
+    if (LIKELY(nw != 0) && LIKELY(tail_alloc(OP_NEW, n, FP(), __builtin_return_address(0)))) {
+        tls.tail_array = 1;
+        __attribute__((musttail)) return nw(n);
+    }
+    __attribute__((musttail)) return new_array_full(n);
+}
 NEW(_ZnwmRKSt9nothrow_t, (size_t n, const nothrow_t *t), n, 0, 1, K_NEW)
 NEW(_ZnamRKSt9nothrow_t, (size_t n, const nothrow_t *t), n, 0, 1, K_NEW_ARRAY)
 NEW(_ZnwmSt11align_val_t, (size_t n, size_t al), n, al, 0, K_NEW)

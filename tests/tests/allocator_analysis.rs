@@ -968,6 +968,7 @@ int main() {
     Node *keep[1000];
     for (int i = 0; i < 1000; i++) { keep[i] = new Node; sink = keep[i]; }
     for (int i = 0; i < 1000; i++) delete keep[i];
+    for (int i = 0; i < 5000; i++) { long *a = new long[25]; sink = (Node *)a; delete[] a; }
     std::puts("ok");
     return 0;
 }
@@ -1010,14 +1011,27 @@ int main() {
                 "{name} {path}: {:?}",
                 i.ops
             );
+            // new[] (200 bytes) too, libstdc++'s new[] calling operator new inside.
+            assert_eq!(
+                raw(&profile, "new", 200),
+                5_000,
+                "{name} {path}: {:?}",
+                i.ops
+            );
             assert_eq!(raw(&profile, "malloc", 32), 0, "{name} {path}: {:?}", i.ops);
             assert_eq!(
+                raw(&profile, "malloc", 200),
+                0,
+                "{name} {path}: {:?}",
+                i.ops
+            );
+            assert_eq!(
                 count(i, "delete", None, None, None),
-                21_001,
+                26_001,
                 "{name} {path}"
             );
             if path == "sampled" {
-                assert!(i.reuse_estimated > 10_000, "{name}: {}", i.reuse_estimated);
+                assert!(i.reuse_estimated > 12_500, "{name}: {}", i.reuse_estimated);
             }
             let p = profcc_schema::read(&profile).unwrap();
             totals.push((
