@@ -143,8 +143,8 @@ struct profcc_tls {
     uintptr_t tail_slot;
     void *tail_ra;
     uint32_t tail_op;
-    /* The last tail-path call was a new[]: the next operator new at its slot is the one
-     * libstdc++'s new[] jumps to (see _Znwm). */
+    /* A tail-path new[] ran since the last operator new: an operator new at its marked
+     * slot is the one libstdc++'s new[] jumps to (see _Znwm). */
     uint32_t tail_array;
     /* The tail path's ready word (see `tail_arm`): the calls it may still take before the
      * full path runs (0: none), the value it was armed with, and the cells it counts in
@@ -489,6 +489,13 @@ static inline int handed_out(uint64_t a, uint8_t *g) {
     return g && __atomic_load_n(g + 1, __ATOMIC_RELAXED) == (uint8_t)(slot_tag(a) | SLOT_FREED);
 }
 
+/* The cell of operation `op` in size bucket `b` with reuse `reused` (0 new, 1 reused,
+ * REUSE_UNKNOWN) in the current phase: its index in the thread's block, in cells. */
+static inline uint32_t cell_of(uint32_t op, uint32_t b, uint32_t reused) {
+    uint32_t parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
+    return (op * A_BUCKETS + b) * A_RP + reused * 2 + parallel;
+}
+
 /* The thread's block of cells, set and cleared by Rust (0: none; Rust files the calls). */
 void profcc_alloc_set_cells(uint64_t *cells) {
     tail_sync();
@@ -512,8 +519,7 @@ __attribute__((always_inline)) static inline void op_done(uint32_t op, size_t n,
         if (op == OP_REALLOC && old && old != p) freed_mark((uint64_t)old, go);
         reused = (op == OP_REALLOC && old == p) | handed_out((uint64_t)p, g);
     }
-    int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
-    uint32_t cell = (op * A_BUCKETS + b) * A_RP + (uint32_t)reused * 2 + (uint32_t)parallel;
+    uint32_t cell = cell_of(op, b, (uint32_t)reused);
     uint32_t flags = t->on & OP_EVENTS;
     if (UNLIKELY(!tls.alloc_seen)) {
         tls.alloc_seen = 1;
@@ -865,10 +871,12 @@ __attribute__((always_inline)) static inline uint32_t op_running(void) {
  * block or the cells first moves the countdowns by the calls taken (`tail_sync`).
  * Measured: docs/benchmarks.md, "The ready word". */
 __attribute__((noinline)) static void tail_arm(void) {
+    /* Exact recording: never armed (what an earlier arming left is unused, and settled by
+     * the next timing_start or change of the block or cells). */
+    if (!__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) return;
     tail_sync();
     struct sample_head *b = tls.sblock;
-    if (!b || !b->rng || tls.in_rt || !__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED) ||
-        !__atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE))
+    if (!b || !b->rng || tls.in_rt || !__atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE))
         return;
     uint32_t left = UINT32_MAX;
     if (__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) {
@@ -884,8 +892,7 @@ __attribute__((noinline)) static void tail_arm(void) {
      LIKELY(__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED) != 0))
 /* The analysis's cell of a tail-path call (`b` bucket, `reused` 0, 1 or REUSE_UNKNOWN). */
 static inline void tail_cell(uint64_t *cells, uint32_t op, uint32_t b, uint32_t reused) {
-    int parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
-    cells[((size_t)(op * A_BUCKETS + b) * A_RP + reused * 2 + (uint32_t)parallel) * A_CELL_WORDS] += 1;
+    cells[(size_t)cell_of(op, b, reused) * A_CELL_WORDS] += 1;
 }
 /* The caller jumps to the allocator: the call is taken, leave the marker (`fa`: its frame
  * address). */
@@ -894,7 +901,6 @@ static inline void tail_mark(void *fa, void *ra, uint32_t op, uint64_t *cells) {
     tls.tail_slot = (uintptr_t)fa + sizeof(void *);
     tls.tail_ra = ra;
     tls.tail_op = cells ? op + 1 : 0;
-    tls.tail_array = 0;
 }
 /* An n-byte malloc or calloc (`op`) of the program takes the tail path: done, the caller
  * jumps to the allocator; 0: the full path (which also forwards, uncounted, a call made
@@ -942,7 +948,7 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
 
 #define FORWARD_AND_RECORD(call, n, kind, op)                                                \
     do {                                                                                     \
-        uint32_t saved = tls.in_rt, outer = saved || tail_nested();                          \
+        uint32_t saved = tls.in_rt, outer = nested_call();                          \
         tls.in_rt = 1;                                                                       \
         struct op_timer t = timing_start(outer, (op), (n));                                  \
         void *p = (call);                                                                    \
@@ -1088,7 +1094,7 @@ static char *dup_n(const char *s, size_t len, uint32_t kind, void *fp) {
             return p;
         }
     }
-    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
+    uint32_t saved = tls.in_rt, outer = nested_call();
     tls.in_rt = 1;
     struct op_timer t = timing_start(outer, OP_MALLOC, len + 1);
     p = REAL(malloc)(len + 1);
@@ -1123,7 +1129,7 @@ void free(void *p) {
 }
 
 __attribute__((noinline)) static void free_full(void *p) {
-    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
+    uint32_t saved = tls.in_rt, outer = nested_call();
     tls.in_rt = 1;
     struct profcc_obj o;
     uint8_t *g = p ? granule((uint64_t)p) : 0; /* once: the filter's byte and the reuse byte */
@@ -1161,7 +1167,7 @@ void *calloc(size_t n, size_t m) {
 }
 
 static void *realloc_impl(void *old, size_t n, void *fp) {
-    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
+    uint32_t saved = tls.in_rt, outer = nested_call();
     tls.in_rt = 1;
     struct profcc_obj o;
     uint8_t *go = old ? granule((uint64_t)old) : 0; /* once: the filter's byte and the reuse byte */
@@ -1220,7 +1226,7 @@ void *reallocarray(void *old, size_t n, size_t m) {
 }
 
 int posix_memalign(void **out, size_t al, size_t n) {
-    uint32_t saved = tls.in_rt, outer = saved || tail_nested();
+    uint32_t saved = tls.in_rt, outer = nested_call();
     tls.in_rt = 1;
     struct op_timer t = timing_start(outer, OP_ALIGNED, n);
     int rc = REAL(posix_memalign)(out, al, n);
@@ -1319,9 +1325,13 @@ NEW(new_full, (size_t n), n, 0, 0, K_NEW)
 void *_Znwm(size_t n) {
     new_fn nw = __atomic_load_n(&next_new, __ATOMIC_ACQUIRE);
     /* libstdc++'s new[] jumps to operator new: at the marked slot itself, which the
-     * program's loop of new calls would also be, but the slot holds a call of new[]. */
-    if (UNLIKELY(tls.tail_array) && LIKELY(nw != 0) && tail_inside())
-        __attribute__((musttail)) return nw(n);
+     * program's loop of new calls would also be, but the slot holds a call of new[]. The
+     * flag stays set past later tail-path calls: their marker, checked here, rules them
+     * out just as well (their slot holds another call instruction's return address). */
+    if (UNLIKELY(tls.tail_array)) {
+        if (LIKELY(nw != 0) && tail_inside()) __attribute__((musttail)) return nw(n);
+        tls.tail_array = 0;
+    }
     if (LIKELY(nw != 0) && LIKELY(tail_alloc(OP_NEW, n, FP(), __builtin_return_address(0))))
         __attribute__((musttail)) return nw(n); /* its malloc runs inside: not counted again */
     __attribute__((musttail)) return new_full(n);

@@ -86,8 +86,9 @@ pub struct Allocator {
     /// Mutex calls on locks the runtime's table had no room for (in `channels`, not `locks`).
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub locks_untracked: u64,
-    /// Calls whose address reuse was not seen (under `alloc_sample`, the mallocs and callocs
-    /// of the tail path: their address is never looked at), filed in `ops` as new and reused
+    /// Calls whose address reuse was not seen (under `alloc_sample`, the allocations of the
+    /// tail path: malloc, calloc, realloc(0, n), new and new[]; their address is never
+    /// looked at), filed in `ops` as new and reused
     /// in the proportion of the calls of their operation, size range and phase whose reuse
     /// was seen.
     #[serde(default, skip_serializing_if = "crate::is_zero")]

@@ -859,8 +859,8 @@ fn text_and_csv_carry_the_allocator_section() {
     }
 }
 
-/// The sampled path (`alloc_sample`): mallocs, callocs and frees that record nothing jump
-/// straight to the allocator (interpose.c, "the tail path"). Every call is still counted in
+/// The sampled path (`alloc_sample`): mallocs, callocs, realloc(0, n)s and frees that record
+/// nothing jump straight to the allocator (interpose.c, "the tail path"). Every call is still counted in
 /// its cell, the mallocs' reuse, never seen there, is estimated from the calls that were
 /// seen, and what the allocator does inside those calls stays the allocator's: its mappings
 /// are not the program's allocations (the core's totals are the operations exactly) and
@@ -881,6 +881,15 @@ fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
         let est = p.allocator_ops.as_ref().unwrap().reuse_estimated;
         assert!(est > N / 2, "{name}: {est} estimated");
         assert!(r.allocator.as_ref().unwrap().inputs[0].reuse_estimated == est);
+        // The tail path's calls move the timing countdown (interpose.c `tail_sync`): one
+        // call in `alloc_time` (64) is timed, here about (2N + 1) / 64 = 625 of the mallocs
+        // and frees (gaps drawn from 0..126; never more than a few percent off at N).
+        let timed: u64 = i.ops.iter().map(|r| r.timed).sum();
+        assert!(
+            (500..=750).contains(&timed),
+            "{name}: {timed} timed calls of {}",
+            2 * N + 1
+        );
         let reused = count(i, "malloc", None, Some("reused"), None);
         assert!(
             reused >= N / 2,

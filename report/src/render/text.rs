@@ -417,7 +417,7 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
         }
         if i.reuse_estimated > 0 {
             out.push_str(&format!(
-                "  reuse estimated for {} calls: sampling's mallocs and callocs that record nothing go straight to the allocator, their address unseen; they are split between new and reused as the calls of their row whose address was seen\n",
+                "  reuse estimated for {} calls: sampling's allocations that record nothing go straight to the allocator, their address unseen; they are split between new and reused as the calls of their row whose address was seen\n",
                 count(i.reuse_estimated)
             ));
         }

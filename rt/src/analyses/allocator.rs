@@ -64,8 +64,13 @@ const BUCKETS: usize = 64;
 const UNKNOWN: usize = BUCKETS - 1;
 /// Reuse (new, reused, unknown) x phase: a cell's index is reuse * 2 + phase.
 const RP: usize = 6;
-/// interpose.c's `REUSE_UNKNOWN`: a malloc of the tail path, whose address is never seen.
+/// interpose.c's `REUSE_UNKNOWN`: an allocation of the tail path, whose address is never seen.
 const REUSE_UNKNOWN: usize = 2;
+/// The index in a bucket's `RP` cells of `reuse` (0 new, 1 reused, `REUSE_UNKNOWN`) and
+/// `phase` (0 serial, 1 parallel); interpose.c's `cell_of` files by the same rule.
+const fn rp(reuse: usize, phase: usize) -> usize {
+    reuse * 2 + phase
+}
 
 // SHIPPED_KINDS: (small_max, large_threshold) of configs/allocators/*.toml (rt/build.rs).
 include!(concat!(env!("OUT_DIR"), "/alloc_kinds.rs"));
@@ -792,16 +797,16 @@ impl Analysis for AllocatorAnalysis {
             for phase in 0..2 {
                 // The op's calls of this phase whose reuse was seen, over every bucket: the
                 // proportion for a bucket that saw none.
-                let all_seen = cells
-                    .iter()
-                    .fold((0, 0), |(n, r), c| (n + c[phase][0], r + c[2 + phase][0]));
+                let all_seen = cells.iter().fold((0, 0), |(n, r), c| {
+                    (n + c[rp(0, phase)][0], r + c[rp(1, phase)][0])
+                });
                 for (b, c) in cells.iter().enumerate() {
-                    let unknown = c[REUSE_UNKNOWN * 2 + phase][0];
+                    let unknown = c[rp(REUSE_UNKNOWN, phase)][0];
                     reuse_estimated += unknown;
-                    let (new, reused) =
-                        split_unknown(unknown, (c[phase][0], c[2 + phase][0]), all_seen);
+                    let seen = (c[rp(0, phase)][0], c[rp(1, phase)][0]);
+                    let (new, reused) = split_unknown(unknown, seen, all_seen);
                     for (reuse, extra) in [(0, new), (1, reused)] {
-                        let [count, timed, cycles] = c[reuse * 2 + phase];
+                        let [count, timed, cycles] = c[rp(reuse, phase)];
                         if count + extra == 0 {
                             continue;
                         }
