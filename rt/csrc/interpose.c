@@ -138,8 +138,8 @@ struct profcc_tls {
     void *held[HELD];
     uint64_t held_at[HELD];
     /* The last call that took the tail path (see `tail_inside`): the address of its
-     * return-address slot, the return address it held, and its OP_ + 1 when the allocator
-     * analysis is on (else 0). */
+     * return-address slot, the return address it held, and its OP_ + 1 (read by the
+     * channels when the allocator analysis is on). */
     uintptr_t tail_slot;
     void *tail_ra;
     uint32_t tail_op;
@@ -491,9 +491,11 @@ static inline int handed_out(uint64_t a, uint8_t *g) {
 
 /* The cell of operation `op` in size bucket `b` with reuse `reused` (0 new, 1 reused,
  * REUSE_UNKNOWN) in the current phase: its index in the thread's block, in cells. */
-static inline uint32_t cell_of(uint32_t op, uint32_t b, uint32_t reused) {
-    uint32_t parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
+static inline uint32_t cell_at(uint32_t op, uint32_t b, uint32_t reused, uint32_t parallel) {
     return (op * A_BUCKETS + b) * A_RP + reused * 2 + parallel;
+}
+static inline uint32_t cell_of(uint32_t op, uint32_t b, uint32_t reused) {
+    return cell_at(op, b, reused, __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1);
 }
 
 /* The thread's block of cells, set and cleared by Rust (0: none; Rust files the calls). */
@@ -595,6 +597,10 @@ static struct real_alloc next_alloc;
         __typeof__(next_alloc.f) f_ = __atomic_load_n(&next_alloc.f, __ATOMIC_ACQUIRE);        \
         UNLIKELY(!f_) ? boot_##f : f_;                                                        \
     })
+
+/* On the tail path: the thread is armed only once resolution is done (`tail_arm`), so the
+ * entry is there. */
+#define REAL_ARMED(f) __atomic_load_n(&next_alloc.f, __ATOMIC_RELAXED)
 
 /* ---- bootstrap pool: static, bump-allocated, never reused ---- */
 
@@ -805,6 +811,20 @@ static void *boot_pvalloc(size_t n) { /* the pool block is page-aligned, its siz
 
 static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p) : 0; }
 
+/* The side blocks of dynamic thread vectors (see "the dynamic thread vector's side blocks"
+ * below): one reservation of DTV_SLOTS slots of DTV_SLOT bytes. */
+#define DTV_SLOT 1024
+#define DTV_SLOTS 65536
+/* dtv_area + 2^63, 0 while there is none: `in_dtv` is one subtraction and one compare, and
+ * with no area it is false for every user address (each is below 2^63), with the word still
+ * in .bss. */
+static uintptr_t dtv_key;
+#define DTV_BIAS ((uintptr_t)1 << 63)
+static inline int in_dtv(const void *p) {
+    return (uintptr_t)p + DTV_BIAS - __atomic_load_n(&dtv_key, __ATOMIC_ACQUIRE) <
+           (uintptr_t)DTV_SLOT * DTV_SLOTS;
+}
+
 /* ---- the tail path (sampling) ----
  *
  * Measured on malloc(40)/free pairs (docs/benchmarks.md, "The tail path"): an interposer that
@@ -836,6 +856,9 @@ static size_t boot_usable(void *p) { return resolved_or_wait() ? REAL(usable)(p)
  * jumps to malloc, the second by a function pointer called at one place that held malloc and
  * now holds a function of the program that maps memory. */
 #define TAIL_MAX TIME_ALL_FROM
+/* Under the analysis, the most calls one arming lets the tail path take: they are filed in
+ * the phase (serial, parallel) the thread saw when it was armed. */
+#define TAIL_PHASE_CALLS 1024
 
 /* Whether the interposer whose return address is at `own` runs inside the allocator's call
  * of the last tail-path operation (`at`: also when `own` is the marked slot itself). */
@@ -852,7 +875,9 @@ __attribute__((always_inline)) static inline int tail_under(uintptr_t own, int a
  * full path's mark, or the tail path's when the caller is inside it; 0: none. */
 __attribute__((always_inline)) static inline uint32_t op_running(void) {
     uint32_t op = tls.alloc_op;
-    if (LIKELY(op == 0) && UNLIKELY(tls.tail_op != 0) && tail_inside()) op = tls.tail_op;
+    if (LIKELY(op == 0) && UNLIKELY(tls.tail_op != 0) && tail_inside() &&
+        __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED))
+        op = tls.tail_op;
     return op;
 }
 /* Inside an allocator call or the runtime: what an interposer sees is not the program's
@@ -876,13 +901,21 @@ __attribute__((noinline)) static void tail_arm(void) {
     if (!__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) return;
     tail_sync();
     struct sample_head *b = tls.sblock;
-    if (!b || !b->rng || tls.in_rt || !__atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE))
+    /* Armed only when resolution is done (the tail path jumps to REAL_ARMED) and no scratch
+     * buffer serves the thread (the tail path does not look for scratch blocks). */
+    if (!b || !b->rng || tls.in_rt || scratch != 0 ||
+        __atomic_load_n(&real_state, __ATOMIC_ACQUIRE) != RESOLVED ||
+        !__atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE))
         return;
     uint32_t left = UINT32_MAX;
     if (__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) {
         if (!tls.alloc_cells || !tls.alloc_seen) return;
-        tls.tail_cells = tls.alloc_cells;
+        /* The phase is the arming's: its cells are the tail path's base (a cell's index is
+         * linear in the phase, `cell_of`), for at most TAIL_PHASE_CALLS calls. */
+        uint32_t parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
+        tls.tail_cells = tls.alloc_cells + (size_t)parallel * A_CELL_WORDS;
         left = tls.time_left < tls.ev_countdown ? tls.time_left : tls.ev_countdown;
+        if (left > TAIL_PHASE_CALLS) left = TAIL_PHASE_CALLS;
     }
     tls.tail_left = tls.tail_base = left;
 }
@@ -890,17 +923,18 @@ __attribute__((noinline)) static void tail_arm(void) {
 #define tail_ready()                                                                          \
     (LIKELY(tls.tail_left != 0) && LIKELY(!tls.in_rt) &&                                      \
      LIKELY(__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED) != 0))
-/* The analysis's cell of a tail-path call (`b` bucket, `reused` 0, 1 or REUSE_UNKNOWN). */
+/* The analysis's cell of a tail-path call (`b` bucket, `reused` 0, 1 or REUSE_UNKNOWN;
+ * `cells`: the thread's, moved to the arming's phase). */
 static inline void tail_cell(uint64_t *cells, uint32_t op, uint32_t b, uint32_t reused) {
-    cells[(size_t)cell_of(op, b, reused) * A_CELL_WORDS] += 1;
+    cells[(size_t)cell_at(op, b, reused, 0) * A_CELL_WORDS] += 1;
 }
 /* The caller jumps to the allocator: the call is taken, leave the marker (`fa`: its frame
  * address). */
-static inline void tail_mark(void *fa, void *ra, uint32_t op, uint64_t *cells) {
+static inline void tail_mark(void *fa, void *ra, uint32_t op) {
     tls.tail_left--;
     tls.tail_slot = (uintptr_t)fa + sizeof(void *);
     tls.tail_ra = ra;
-    tls.tail_op = cells ? op + 1 : 0;
+    tls.tail_op = op + 1;
 }
 /* An n-byte malloc or calloc (`op`) of the program takes the tail path: done, the caller
  * jumps to the allocator; 0: the full path (which also forwards, uncounted, a call made
@@ -915,7 +949,7 @@ __attribute__((always_inline)) static inline int tail_alloc(uint32_t op, size_t 
     b->left = left;
     b->allocations += 1;
     b->bytes += n;
-    tail_mark(fa, ra, op, cells);
+    tail_mark(fa, ra, op);
     return 1;
 }
 /* A free of the program's (p not null) takes the tail path: sampling's filter says no
@@ -924,7 +958,8 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
     if (!tail_ready()) return 0;
     /* armed: the table is there */
     uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED) + 2 * granule_index((uint64_t)p);
-    if (__atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p)) || UNLIKELY(tail_nested()))
+    if (__atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p)) || UNLIKELY(in_dtv(p)) ||
+        UNLIKELY(tail_nested()))
         return 0;
     uint64_t *cells = tls.tail_cells;
     if (cells) {
@@ -934,7 +969,7 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
         if (!reused) __atomic_store_n(&g[1], now, __ATOMIC_RELAXED);
     }
     tls.sblock->frees += 1;
-    tail_mark(fa, ra, op, cells);
+    tail_mark(fa, ra, op);
     return 1;
 }
 
@@ -978,8 +1013,6 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
  * the runtime's (in a -static link libc.a's may win), since the block must come back to us. */
 extern char __profcc_native_tls_absent __attribute__((weak)); /* through the GOT: 0 or 1 */
 #define DTV_ENTRY 16 /* sizeof(dtv_t) on x86-64 */
-#define DTV_SLOT 1024
-#define DTV_SLOTS 65536
 struct dtv_head {
     void *twin;   /* the program allocator's block of the native size; next free slot when free */
     size_t bytes; /* what glibc asked for */
@@ -990,10 +1023,6 @@ static struct dtv_head *dtv_free_list;
 static int dtv_lock;
 __attribute__((tls_model("initial-exec"))) static __thread uint32_t creating_thread;
 
-static inline int in_dtv(const void *p) {
-    const char *a = __atomic_load_n(&dtv_area, __ATOMIC_ACQUIRE);
-    return a && (uintptr_t)p - (uintptr_t)a < (uintptr_t)DTV_SLOT * DTV_SLOTS;
-}
 
 static void dtv_lock_take(void) {
     while (__atomic_exchange_n(&dtv_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
@@ -1006,7 +1035,10 @@ static struct dtv_head *dtv_slot_take(void) {
     if (!dtv_area) {
         long a = syscall(SYS_mmap, 0, (size_t)DTV_SLOT * DTV_SLOTS, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (a != -1) __atomic_store_n(&dtv_area, (char *)a, __ATOMIC_RELEASE);
+        if (a != -1) {
+            __atomic_store_n(&dtv_area, (char *)a, __ATOMIC_RELEASE);
+            __atomic_store_n(&dtv_key, (uintptr_t)a + DTV_BIAS, __ATOMIC_RELEASE);
+        }
     }
     if (dtv_free_list) {
         h = dtv_free_list;
@@ -1071,12 +1103,13 @@ __attribute__((noinline)) static void *malloc_full(size_t n) {
 }
 
 void *malloc(size_t n) {
+    /* armed: no scratch buffer (`tail_arm`) */
+    if (LIKELY(tail_alloc(OP_MALLOC, n, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL_ARMED(malloc)(n);
     if (UNLIKELY(scratch != 0)) {
         void *p = scratch_alloc(n);
         if (p) return p;
     }
-    if (LIKELY(tail_alloc(OP_MALLOC, n, FP(), __builtin_return_address(0))))
-        __attribute__((musttail)) return REAL(malloc)(n);
     __attribute__((musttail)) return malloc_full(n);
 }
 
@@ -1118,13 +1151,14 @@ char *strndup(const char *s, size_t n) { return dup_n(s, strnlen(s, n), K_STRNDU
 __attribute__((noinline)) static void free_full(void *p);
 
 void free(void *p) {
+    /* armed: no scratch buffer; tail_free leaves dtv blocks to the code below */
+    if (LIKELY(p != 0) && LIKELY(tail_free(OP_FREE, p, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL_ARMED(free)(p);
     if (UNLIKELY(in_scratch(p))) return;
     if (UNLIKELY(in_dtv(p))) {
         dtv_free(p);
         return;
     }
-    if (LIKELY(p != 0) && LIKELY(tail_free(OP_FREE, p, FP(), __builtin_return_address(0))))
-        __attribute__((musttail)) return REAL(free)(p);
     __attribute__((musttail)) return free_full(p);
 }
 
@@ -1150,6 +1184,11 @@ __attribute__((noinline)) static void *calloc_full(size_t n, size_t m) {
 }
 
 void *calloc(size_t n, size_t m) {
+    /* armed: not inside pthread_create (the guard is held there), no scratch buffer */
+    size_t bytes;
+    if (LIKELY(!__builtin_mul_overflow(n, m, &bytes)) &&
+        LIKELY(tail_alloc(OP_CALLOC, bytes, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL_ARMED(calloc)(n, m);
     if (UNLIKELY(creating_thread) && m == DTV_ENTRY && n > 2 && &__profcc_native_tls_absent) {
         creating_thread = 0;
         void *p = dtv_calloc(n);
@@ -1159,10 +1198,6 @@ void *calloc(size_t n, size_t m) {
         void *p = scratch_alloc(n * m);
         if (p) return __builtin_memset(p, 0, n * m);
     }
-    size_t bytes;
-    if (LIKELY(!__builtin_mul_overflow(n, m, &bytes)) &&
-        LIKELY(tail_alloc(OP_CALLOC, bytes, FP(), __builtin_return_address(0))))
-        __attribute__((musttail)) return REAL(calloc)(n, m);
     __attribute__((musttail)) return calloc_full(n, m);
 }
 
@@ -1197,6 +1232,10 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
 __attribute__((noinline)) static void *realloc_full(void *old, size_t n) { return realloc_impl(old, n, FP()); }
 
 void *realloc(void *old, size_t n) {
+    /* realloc(0, n) is a malloc (an interpreter's allocation hook makes every new block so:
+     * Lua's l_alloc) and takes its tail path, filed as realloc (armed: no scratch buffer). */
+    if (!old && LIKELY(tail_alloc(OP_REALLOC, n, FP(), __builtin_return_address(0))))
+        __attribute__((musttail)) return REAL_ARMED(realloc)(old, n);
     if (UNLIKELY(in_dtv(old))) return dtv_realloc(old, n);
     if (UNLIKELY(scratch != 0) && (!old || in_scratch(old))) {
         void *p = scratch_alloc(n);
@@ -1207,10 +1246,6 @@ void *realloc(void *old, size_t n) {
         }
         return p;
     }
-    /* realloc(0, n) is a malloc (an interpreter's allocation hook makes every new block so:
-     * Lua's l_alloc) and takes its tail path, filed as realloc. */
-    if (!old && LIKELY(tail_alloc(OP_REALLOC, n, FP(), __builtin_return_address(0))))
-        __attribute__((musttail)) return REAL(realloc)(old, n);
     __attribute__((musttail)) return realloc_full(old, n);
 }
 
@@ -1385,9 +1420,9 @@ __attribute__((noinline)) static void delete_full(void *p) { delete_impl(p); }
 /* On the tail path a delete is a free, counted as delete, jumping to the allocator's free. */
 #define DELETE(name, params)                                                                   \
     void name params {                                                                         \
-        if (LIKELY(p != 0) && LIKELY(!in_scratch(p)) && LIKELY(!in_dtv(p)) &&                  \
+        if (LIKELY(p != 0) && /* armed: no scratch; tail_free leaves dtv blocks */            \
             LIKELY(tail_free(OP_DELETE, p, FP(), __builtin_return_address(0))))                \
-            return REAL(free)(p);                                                              \
+            return REAL_ARMED(free)(p);                                                        \
         return delete_full(p);                                                                 \
     }
 
@@ -1817,7 +1852,10 @@ void profcc_stack_bounds_self(int is_main, uintptr_t *lo, uintptr_t *hi) {
     struct scratch s = {buf, buf, buf + sizeof buf};
     /* Only when every function that may allocate or free the blocks is ours (not in a -static
      * link, where libc.a's malloc/free/realloc win). */
-    if (own_allocator_linked()) scratch = &s;
+    if (own_allocator_linked()) {
+        tail_sync(); /* disarmed: the tail path does not look for scratch blocks */
+        scratch = &s;
+    }
     pthread_attr_t a;
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
         void *addr = 0;
