@@ -936,31 +936,36 @@ static inline void tail_mark(void *fa, void *ra, uint32_t op) {
     tls.tail_ra = ra;
     tls.tail_op = op + 1;
 }
-/* An n-byte malloc or calloc (`op`) of the program takes the tail path: done, the caller
- * jumps to the allocator; 0: the full path (which also forwards, uncounted, a call made
- * inside a tail-path call: the allocator's own, or the malloc of libstdc++'s operator new). */
+/* What a call does when the thread is armed: */
+#define TAIL_FULL 0    /* the full path */
+#define TAIL_TAKEN 1   /* counted here; the caller jumps to the allocator */
+#define TAIL_INSIDE 2  /* made inside a tail-path call (the allocator's own, or the malloc of
+                          libstdc++'s operator new): the caller jumps to the allocator,
+                          uncounted, as the full path would forward it (the marker still
+                          tells what this call runs inside) */
+/* An n-byte malloc, calloc or realloc(0, n) (`op`) of the program, or operator new. */
 __attribute__((always_inline)) static inline int tail_alloc(uint32_t op, size_t n, void *fa, void *ra) {
-    if (UNLIKELY(n >= TAIL_MAX) || !tail_ready()) return 0;
+    if (UNLIKELY(n >= TAIL_MAX) || !tail_ready()) return TAIL_FULL;
+    if (UNLIKELY(tail_nested())) return TAIL_INSIDE;
     struct sample_head *b = tls.sblock;
     int64_t left = b->left - (int64_t)n;
-    if (UNLIKELY(left <= 0) || UNLIKELY(tail_nested())) return 0;
+    if (UNLIKELY(left <= 0)) return TAIL_FULL;
     uint64_t *cells = tls.tail_cells;
     if (cells) tail_cell(cells, op, bucket_of(n), REUSE_UNKNOWN);
     b->left = left;
     b->allocations += 1;
     b->bytes += n;
     tail_mark(fa, ra, op);
-    return 1;
+    return TAIL_TAKEN;
 }
 /* A free of the program's (p not null) takes the tail path: sampling's filter says no
  * recorded object starts in p's granule. */
 __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p, void *fa, void *ra) {
-    if (!tail_ready()) return 0;
+    if (!tail_ready() || UNLIKELY(in_pool(p)) || UNLIKELY(in_dtv(p))) return TAIL_FULL;
+    if (UNLIKELY(tail_nested())) return TAIL_INSIDE;
     /* armed: the table is there */
     uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED) + 2 * granule_index((uint64_t)p);
-    if (__atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0 || UNLIKELY(in_pool(p)) || UNLIKELY(in_dtv(p)) ||
-        UNLIKELY(tail_nested()))
-        return 0;
+    if (__atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0) return TAIL_FULL;
     uint64_t *cells = tls.tail_cells;
     if (cells) {
         uint8_t now = slot_tag((uint64_t)p) | SLOT_FREED;
@@ -970,7 +975,7 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
     }
     tls.sblock->frees += 1;
     tail_mark(fa, ra, op);
-    return 1;
+    return TAIL_TAKEN;
 }
 
 /* ---- malloc family ----
@@ -1376,7 +1381,8 @@ NEW(new_array_full, (size_t n), n, 0, 0, K_NEW_ARRAY)
 /* new[] likewise (libstdc++'s calls operator new, which then runs inside it: forwarded). */
 void *_Znam(size_t n) {
     new_fn nw = __atomic_load_n(&next_new_array, __ATOMIC_ACQUIRE);
-    if (LIKELY(nw != 0) && LIKELY(tail_alloc(OP_NEW, n, FP(), __builtin_return_address(0)))) {
+    /* (inside a tail-path call: the full path, which forwards it without the flag) */
+    if (LIKELY(nw != 0) && LIKELY(tail_alloc(OP_NEW, n, FP(), __builtin_return_address(0)) == TAIL_TAKEN)) {
         tls.tail_array = 1;
         __attribute__((musttail)) return nw(n);
     }
