@@ -76,7 +76,8 @@ pub struct Allocator {
     /// Events per operation on a sample of operations (None: `alloc_events=0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Events>,
-    /// Cache lines the allocator shared between threads (recorded objects only).
+    /// Cache lines the allocator shared between threads (None: under `alloc_sample`, which
+    /// records only some objects).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub induced_sharing: Option<InducedSharing>,
     /// Each mutex the allocator took inside the program's operations (its `mutex*` channels

@@ -847,8 +847,16 @@ fn text_and_csv_carry_the_allocator_section() {
         text.contains("    utilisation: live objects fill 80.0% of the 81,92"),
         "{text}"
     );
-    // Sampling records some objects only: utilisation is not measured.
-    let (r, _) = run_env("xthread", "glibc-sampled", None, &[], ":alloc_sample=65536");
+    // Sampling records some objects only: utilisation and induced sharing are not measured,
+    // and the report says so.
+    let (r, profile) = run_env("xthread", "glibc-sampled", None, &[], ":alloc_sample=65536");
+    assert!(input(&r).induced_sharing.is_none());
+    let out = sh(Command::new(profcc()).arg("report").arg(&profile));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  utilisation and allocator-induced sharing: not measured (alloc_sample"),
+        "{text}"
+    );
     assert!(!input(&r).overhead.is_empty());
     for o in &input(&r).overhead {
         assert_eq!(

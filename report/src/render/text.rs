@@ -577,8 +577,11 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
         if let Some(e) = &i.events {
             events(e, out);
         }
-        if let Some(s) = &i.induced_sharing {
-            induced_sharing(s, out);
+        match &i.induced_sharing {
+            Some(s) => induced_sharing(s, out),
+            None => out.push_str(
+                "  utilisation and allocator-induced sharing: not measured (alloc_sample records only some objects, and their neighbours are unknown; run without it to measure them)\n",
+            ),
         }
     }
     if !a.top_sites.is_empty() {

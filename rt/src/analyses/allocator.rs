@@ -669,8 +669,12 @@ impl Analysis for AllocatorAnalysis {
             }
         }
         set_edges(&edge_set(extra));
-        lines::init();
+        // Lines and pages shared or filled by neighbouring objects need every object: under
+        // `alloc_sample` two recorded objects almost never meet on a line, and the line
+        // table's 32 MiB would take a page fault per recorded object (a TLB shootdown each
+        // with two threads: alloc_larson, 2 threads, jemalloc, 2.7x native with it).
         if o.alloc_sample == 0 {
+            lines::init();
             pages::init();
         }
         events::init(o.alloc_events);
@@ -856,7 +860,7 @@ impl Analysis for AllocatorAnalysis {
                 step: OVERHEAD_STEP as u64,
             }),
             events: events_section(&blocks),
-            induced_sharing: Some(induced_sharing()),
+            induced_sharing: lines::tracking().then(induced_sharing),
             locks,
             locks_untracked,
             reuse_estimated,

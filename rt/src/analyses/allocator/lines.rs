@@ -69,6 +69,11 @@ pub struct Listed {
 }
 pub static LISTED: SpinLock<Vec<Listed>> = SpinLock::new(Vec::new());
 
+/// The table is mapped: every object is recorded (see the allocator analysis's init).
+pub fn tracking() -> bool {
+    !TABLE.load(Relaxed).is_null()
+}
+
 pub fn init() {
     let p = crate::mem::map(
         (core::mem::size_of::<Entry>() * WAYS) << SET_BITS as usize,
