@@ -737,4 +737,11 @@ pub struct AllocOverhead {
     pub pages: Option<u64>,
     pub line_utilisation: Option<f64>,
     pub page_utilisation: Option<f64>,
+    /// Bytes of the pages the program's instrumented code touched, still mapped, from the
+    /// access shadow (None: no module built with `numa`); `untouched` = heap_rss - touched
+    /// (0 when negative): resident memory the program's code never touched (allocator
+    /// metadata, memory the allocator itself wrote or zeroed, uninstrumented code's pages,
+    /// profcc's own tables).
+    pub touched: Option<u64>,
+    pub untouched: Option<u64>,
 }

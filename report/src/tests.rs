@@ -1141,6 +1141,8 @@ pub(crate) fn sample_report() -> Report {
                     pages: Some(1),
                     line_utilisation: Some(1000.0 / 1280.0),
                     page_utilisation: Some(1000.0 / 4096.0),
+                    touched: None,
+                    untouched: None,
                 }],
                 predictions: vec![crate::model::AllocPrediction {
                     allocator: "mimalloc 2.0.9".into(),

@@ -237,4 +237,9 @@ pub struct Usage {
     pub lines: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages: Option<u64>,
+    /// Bytes of the pages the program's instrumented code has touched, still mapped, from
+    /// the access shadow (heap, stacks and globals alike; docs/allocators.md, "Memory
+    /// overhead"). None: no module was built with `numa`, the one that keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub touched: Option<u64>,
 }

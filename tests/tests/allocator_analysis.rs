@@ -25,6 +25,8 @@ const KAT_C: &str = r#"
 static void *volatile sink;
 #define N 20000
 #define XN 65536
+#define TOUCH_BLOCKS 64
+#define TOUCH_PAGES 16
 static void *blocks[XN];
 static void *producer(void *a) {
     for (int i = 0; i < XN; i++) { blocks[i] = malloc(64); sink = blocks[i]; }
@@ -125,6 +127,15 @@ int main(int argc, char **argv) {
          * (the null through a volatile: LLVM turns a literal realloc(0, n) into malloc). */
         static void *volatile none;
         for (int i = 0; i < N; i++) { void *p = realloc(none, 48); sink = p; free(p); }
+    } else if (!strcmp(mode, "touch")) {
+        /* TOUCH_BLOCKS blocks of 1 MiB (mapped by glibc: above its mmap threshold), live at
+         * exit, of which the program writes the first TOUCH_PAGES pages each. */
+        static char *t[TOUCH_BLOCKS];
+        for (int i = 0; i < TOUCH_BLOCKS; i++) {
+            t[i] = malloc(1 << 20);
+            for (long k = 0; k < TOUCH_PAGES * 4096L; k += 64) t[i][k] = (char)k;
+            sink = t[i];
+        }
     } else if (!strcmp(mode, "big")) {
         static void *b[20];
         for (int i = 0; i < 10; i++) { b[i] = malloc(100 << 10); sink = b[i]; }
@@ -171,6 +182,8 @@ int main(int argc, char **argv) {
 
 const N: u64 = 20_000;
 const XN: u64 = 65_536;
+const TOUCH_BLOCKS: u64 = 64;
+const TOUCH_PAGES: u64 = 16;
 /// Objects per thread of the false-sharing modes (24 bytes each: 2 x FS objects fill about
 /// FS cache lines under glibc, whose 24-byte blocks are 32 bytes apart).
 const FS: u64 = 512;
@@ -201,6 +214,12 @@ fn built() -> &'static Scratch {
         let s = Scratch::new();
         s.write("kat.c", KAT_C);
         s.compile(&profcc(), &["-O2", "-g", "kat.c", "-o", "kat", "-lpthread"]);
+        // With the NUMA page count, whose access shadow gives the pages touched.
+        s.compile_env(
+            &profcc(),
+            &["-O2", "-g", "kat.c", "-o", "kat_numa", "-lpthread"],
+            &[("PROFCC_INSTRUMENT", "numa")],
+        );
         // Without access checks: sampling (`alloc_sample`) runs only in such a build.
         s.compile_env(
             &profcc(),
@@ -833,11 +852,12 @@ fn text_and_csv_carry_the_allocator_section() {
     assert_eq!(ov.lines().count(), 2, "header, exit: {ov}");
     assert_eq!(
         ov.lines().next().unwrap(),
-        "input,moment,requested,usable,internal_fragmentation,blowup,heap_rss,external_and_metadata,lines,pages,line_utilisation,page_utilisation"
+        "input,moment,requested,usable,internal_fragmentation,blowup,heap_rss,external_and_metadata,lines,pages,line_utilisation,page_utilisation,touched,untouched"
     );
     // Nothing live at exit: no line, no page, no utilisation.
     assert!(ov.lines().nth(1).unwrap().starts_with("0,exit,"), "{ov}");
-    assert!(ov.lines().nth(1).unwrap().ends_with(",0,0,,"), "{ov}");
+    // (and no module built with numa: no pages touched from the access shadow)
+    assert!(ov.lines().nth(1).unwrap().ends_with(",0,0,,,,"), "{ov}");
     // The producer's peak in words (producer_consumer_peak_fragmentation_and_blowup checks
     // the counts): glibc's 64-byte blocks 80 bytes apart fill 80% of their lines.
     let (_, profile) = run_env("xthread", "glibc-text", None, &[], "");
@@ -865,6 +885,55 @@ fn text_and_csv_carry_the_allocator_section() {
             "{o:?}"
         );
     }
+}
+
+/// The known-answer program's counts are the ones the tests expect.
+#[test]
+fn kat_constants_agree() {
+    for (name, v) in [
+        ("N", N),
+        ("XN", XN),
+        ("TOUCH_BLOCKS", TOUCH_BLOCKS),
+        ("TOUCH_PAGES", TOUCH_PAGES),
+    ] {
+        assert!(KAT_C.contains(&format!("\n#define {name} {v}\n")), "{name}");
+    }
+}
+
+/// Pages touched from the access shadow (a build with the NUMA page count): 64 live blocks of
+/// 1 MiB, of which the program wrote 16 pages each, are 4 MiB touched, plus the few pages of
+/// stack and globals its code touched; the report's text and CSV carry them beside the heap
+/// RSS. Without such a module the field is absent (text_and_csv_carry_the_allocator_section).
+#[test]
+fn pages_touched_come_from_the_access_shadow() {
+    let written = TOUCH_BLOCKS * TOUCH_PAGES * 4096;
+    let (r, profile) = run_bin("kat_numa", "touch", "glibc", None, &[], "");
+    let exit = input(&r)
+        .overhead
+        .iter()
+        .find(|o| o.moment == "exit")
+        .unwrap()
+        .clone();
+    let touched = exit.touched.expect("pages touched from the access shadow");
+    assert!(
+        (written..written + (64 << 12)).contains(&touched),
+        "{touched} bytes touched, {written} written: {exit:?}"
+    );
+    assert_eq!(exit.untouched, Some(exit.heap_rss.saturating_sub(touched)));
+    // The 1 MiB blocks are live, 15/16 of them never touched: far more usable than touched.
+    assert!(exit.usable >= TOUCH_BLOCKS << 20, "{exit:?}");
+    let out = sh(Command::new(profcc()).arg("report").arg(&profile));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "    pages the program's code touched (access shadow): {};",
+            profcc_report::fmt::bytes(touched)
+        )),
+        "{text}"
+    );
+    // The same program without the NUMA page count: no shadow, no figure.
+    let (r, _) = run_bin("kat_none", "touch", "glibc", None, &[], "");
+    assert!(input(&r).overhead.iter().all(|o| o.touched.is_none()));
 }
 
 /// The sampled path (`alloc_sample`): mallocs, callocs, realloc(0, n)s and frees that record

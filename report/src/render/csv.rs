@@ -639,6 +639,8 @@ pub fn alloc_overhead(r: &Report) -> Table {
                     opt(&o.pages),
                     opt(&o.line_utilisation.map(|x| format!("{x:.4}"))),
                     opt(&o.page_utilisation.map(|x| format!("{x:.4}"))),
+                    opt(&o.touched),
+                    opt(&o.untouched),
                 ]
             })
         })
@@ -658,6 +660,8 @@ pub fn alloc_overhead(r: &Report) -> Table {
             "pages",
             "line_utilisation",
             "page_utilisation",
+            "touched",
+            "untouched",
         ],
         rows,
     }

@@ -466,6 +466,13 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
                     crate::fmt::count(p)
                 ));
             }
+            if let (Some(t), Some(u)) = (o.touched, o.untouched) {
+                out.push_str(&format!(
+                    "    pages the program's code touched (access shadow): {}; resident but never touched by it: {} of the heap RSS (allocator metadata, memory the allocator wrote or zeroed itself, profcc's own tables)\n",
+                    crate::fmt::bytes(t),
+                    crate::fmt::bytes(u)
+                ));
+            }
         }
         let mut seen = Vec::new();
         let mut hidden: Vec<(String, Vec<String>)> = Vec::new();

@@ -514,6 +514,8 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
                     pages: u.pages,
                     line_utilisation: utilisation(u.requested, u.lines, LINE),
                     page_utilisation: utilisation(u.requested, u.pages, PAGE),
+                    touched: u.touched,
+                    untouched: u.touched.map(|t| heap_rss.saturating_sub(t)),
                 }
             })
             .collect();

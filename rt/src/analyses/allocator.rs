@@ -533,6 +533,7 @@ fn usage() -> profcc_schema::allocator::Usage {
         rss_at_start: RSS_AT_START.load(Relaxed),
         lines: utilisation().then_some(lines.max(0) as u64),
         pages: utilisation().then_some(pages.max(0) as u64),
+        touched: super::numa::touched_bytes(),
     }
 }
 

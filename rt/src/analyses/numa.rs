@@ -60,6 +60,22 @@ static NODES: AtomicU32 = AtomicU32::new(4);
 static SHADOW: AtomicU32 = AtomicU32::new(0);
 /// Pages given a home.
 static PAGES: AtomicU64 = AtomicU64::new(0);
+/// Pages that hold a home now: given one, less those whose home an unmapping took away (the
+/// allocator analysis's pages touched, `touched_bytes`).
+static HOMED_NOW: AtomicU64 = AtomicU64::new(0);
+
+/// `n` pages were given a home.
+fn homed(n: u64) {
+    PAGES.fetch_add(n, Relaxed);
+    HOMED_NOW.fetch_add(n, Relaxed);
+}
+
+/// Bytes of the pages the program's instrumented code has touched and that are still mapped
+/// (the access shadow's pages with a home: heap, stacks, globals; a page the allocator unmaps
+/// itself keeps its home), None without a module built with `numa`.
+pub(crate) fn touched_bytes() -> Option<u64> {
+    (IN_USE.load(Relaxed) != 0).then(|| HOMED_NOW.load(Relaxed) << PAGE_SHIFT)
+}
 /// 1 once a module built with `numa` registered: until then no page is counted, and frees
 /// and the dump have nothing to do (every program has the analysis in its registry).
 static IN_USE: AtomicU32 = AtomicU32::new(0);
@@ -203,7 +219,7 @@ fn huge_page(p: u64) -> bool {
         return true;
     }
     HUGE.fetch_add(1, Relaxed);
-    PAGES.fetch_add(filled.len() as u64, Relaxed);
+    homed(filled.len() as u64);
     let _g = crate::threads::RtGuard::enter();
     let mut t = PLACES.lock();
     let t = t.get_or_insert_with(Places::default);
@@ -660,7 +676,7 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
     };
     match rec.home.compare_exchange(0, page_home, Relaxed, Relaxed) {
         Ok(_) => {
-            PAGES.fetch_add(1, Relaxed);
+            homed(1);
             let tid = st.map_or(u32::MAX, |s| {
                 s.first_touches.fetch_add(1, Relaxed);
                 s.id.load(Relaxed)
@@ -848,7 +864,7 @@ pub extern "C" fn profcc_numa_move_pages(
             rec.place.fetch_or(PageRecord::PINNED, Relaxed);
         }
         if rec.home.swap(home, Relaxed) == 0 {
-            PAGES.fetch_add(1, Relaxed);
+            homed(1);
             let _g = crate::threads::RtGuard::enter();
             PLACES
                 .lock()
@@ -1099,7 +1115,9 @@ fn object_freed(o: &crate::alloc::ObjectInfo) {
         rec.accessor.store(0, Relaxed);
         if o.kind == crate::alloc::KIND_MMAP {
             // Unmapped: the kernel frees the page; the next mapping here is touched anew.
-            rec.home.store(0, Relaxed);
+            if rec.home.swap(0, Relaxed) != 0 {
+                HOMED_NOW.fetch_sub(1, Relaxed);
+            }
             rec.toucher.store(0, Relaxed);
             rec.place.store(0, Relaxed);
         }
