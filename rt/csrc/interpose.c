@@ -471,10 +471,9 @@ uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
  * the first byte is a different object (Rust updates it atomically). */
 #define SLOT_FREED 1u
 static inline uint8_t slot_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
-/* The block at `a` (its granule `g`; 0: no table) is freed: had the address been freed
- * before, i.e. had this block come back from a free (its free is a reused one)? */
-static inline int freed_mark(uint64_t a, uint8_t *g) {
-    if (!g) return 0;
+/* The block at `a` (its granule `g`, not null) is freed: had the address been freed before,
+ * i.e. had this block come back from a free (its free is a reused one)? */
+static inline int freed_in(uint64_t a, uint8_t *g) {
     uint8_t *s = g + 1;
     uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED), now = slot_tag(a) | SLOT_FREED;
     if (was == now) return 1;
@@ -482,6 +481,8 @@ static inline int freed_mark(uint64_t a, uint8_t *g) {
                                                    the next call's filter reads stalls it */
     return 0;
 }
+/* The same with no table (`g` 0): nothing known, new. */
+static inline int freed_mark(uint64_t a, uint8_t *g) { return g ? freed_in(a, g) : 0; }
 /* A block at `a` (its granule `g`) was handed out: was the address freed before? (Read only:
  * the mark stays until another address pushes it out, so the tail path, which never sees the
  * address a malloc returns, leaves the same state behind.) */
@@ -875,8 +876,10 @@ __attribute__((always_inline)) static inline int tail_under(uintptr_t own, int a
  * full path's mark, or the tail path's when the caller is inside it; 0: none. */
 __attribute__((always_inline)) static inline uint32_t op_running(void) {
     uint32_t op = tls.alloc_op;
-    if (LIKELY(op == 0) && UNLIKELY(tls.tail_op != 0) && tail_inside() &&
-        __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED))
+    /* (the switch before the stack: the marker is left with the analysis off too, and the
+     * mutex interposers ask on every call) */
+    if (LIKELY(op == 0) && UNLIKELY(tls.tail_op != 0) &&
+        __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED) && tail_inside())
         op = tls.tail_op;
     return op;
 }
@@ -889,8 +892,9 @@ __attribute__((always_inline)) static inline uint32_t op_running(void) {
  * or in the runtime: the thread's sampling block and its seed, the granule table, under the
  * analysis its cells, its first call, and the two countdowns (timing, events). So the full
  * path, after the program's call, arms the thread: `tail_left` = the calls the tail path may
- * take before a countdown runs out (the smaller of the two; UINT32_MAX without the analysis),
- * `tail_cells` = the cells it counts in; 0 when something is missing. The tail path then checks
+ * take before a countdown runs out (the smaller of the two, at most TAIL_PHASE_CALLS;
+ * UINT32_MAX without the analysis), `tail_cells` = the cells it counts in, moved to the
+ * thread's phase now; 0 when something is missing. The tail path then checks
  * that word, the guard, the sampling mean (sampling can stop for good while threads run) and
  * what depends on the call itself. A full-path call (`timing_start`) or a change of the
  * block or the cells first moves the countdowns by the calls taken (`tail_sync`).
@@ -967,12 +971,7 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
     uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED) + 2 * granule_index((uint64_t)p);
     if (__atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0) return TAIL_FULL;
     uint64_t *cells = tls.tail_cells;
-    if (cells) {
-        uint8_t now = slot_tag((uint64_t)p) | SLOT_FREED;
-        int reused = __atomic_load_n(&g[1], __ATOMIC_RELAXED) == now;
-        tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)reused);
-        if (!reused) __atomic_store_n(&g[1], now, __ATOMIC_RELAXED);
-    }
+    if (cells) tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)freed_in((uint64_t)p, g));
     tls.sblock->frees += 1;
     tail_mark(fa, ra, op);
     return TAIL_TAKEN;
