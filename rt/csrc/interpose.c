@@ -127,8 +127,12 @@ struct profcc_tls {
     uint32_t ev_countdown;
     uint32_t ev_on;
     uint32_t rng;
-    /* Counted operations before the next timed one (alloc_time). */
+    /* Counted operations before the next timed one (alloc_time), the period that gap was
+     * drawn with (the calls the next timed one stands for), and the thread's draws (their
+     * count sets the period, `time_next`). */
     uint32_t time_left;
+    uint32_t time_weight;
+    uint32_t time_draws;
     /* The thread made its first counted operation (the allocator's set-up, not timed). */
     uint32_t alloc_seen;
     /* The allocator analysis's cells of this thread (see op_done; 0: none). */
@@ -309,7 +313,8 @@ static inline uint32_t tls_rand(void) {
  * `period` on average, and a loop whose calls repeat with the period's length (malloc/free
  * pairs) is sampled in every phase. */
 static inline uint32_t gap(uint32_t period) {
-    return period > 1 ? tls_rand() % (2 * (uint64_t)period - 1) : 0;
+    /* (a multiply, not a division: a division costs a timed malloc as much as the call) */
+    return period > 1 ? (uint32_t)(((uint64_t)tls_rand() * (2 * (uint64_t)period - 1)) >> 32) : 0;
 }
 
 /* Draw the operations before the next one whose events are counted; returns the period
@@ -328,11 +333,30 @@ __attribute__((noinline, cold)) static void events_begin(void) {
     }
 }
 
-/* The timing countdown ran out: this call is timed and stands for `period` calls. */
+/* The timing gap's growth (profcc_schema::allocator::TIME_LEVEL_DRAWS, TIME_MAX_SHIFT): the
+ * period is alloc_time for a thread's first TIME_LEVEL_DRAWS gaps, doubled for each further
+ * as many, up to alloc_time << TIME_MAX_SHIFT. A loop of millions of calls pays for a few
+ * thousand timed ones (two TSC reads cost 18 ns on this project's 2-core VM, as much as three
+ * native malloc/free pairs), a short run or a rare kind keeps one in alloc_time. */
+#define TIME_LEVEL_DRAWS 256
+#define TIME_MAX_SHIFT 4
+/* The timing countdown ran out: this call is timed; it stands for the calls of the gap that
+ * ran out (the period it was drawn with; returned). Draws the next gap. */
 __attribute__((noinline)) static uint32_t time_next(void) {
-    uint32_t period = __atomic_load_n(&profcc_alloc_time_period, __ATOMIC_RELAXED);
-    tls.time_left = gap(period);
-    return period ? period : 1;
+    uint32_t weight = tls.time_weight ? tls.time_weight : 1;
+    uint64_t period = __atomic_load_n(&profcc_alloc_time_period, __ATOMIC_RELAXED);
+    if (period > 1) {
+        uint32_t level = tls.time_draws / TIME_LEVEL_DRAWS;
+        if (level < TIME_MAX_SHIFT)
+            tls.time_draws++;
+        else
+            level = TIME_MAX_SHIFT;
+        period <<= level;
+        if (period > UINT32_MAX / 2) period = UINT32_MAX / 2;
+    }
+    tls.time_weight = period ? (uint32_t)period : 1;
+    tls.time_left = gap((uint32_t)period);
+    return weight;
 }
 
 /* What C's counting leaves to Rust (rt/src/analyses/allocator.rs): the program's operation
@@ -444,7 +468,7 @@ static inline int counted(struct op_timer *t) {
 #define A_BUCKETS 64 /* the last one: size unknown */
 #define A_RP 6       /* reuse (new, reused, unknown) x phase */
 #define REUSE_UNKNOWN 2 /* a tail-path malloc's: its address is never seen */
-#define A_CELL_WORDS 3 /* count, timed, cycles */
+#define A_CELL_WORDS 4 /* count, timed, weighted cycles, weight */
 extern uint64_t profcc_alloc_edges[A_BUCKETS - 2];
 extern uint32_t profcc_alloc_nedges;
 extern uint32_t profcc_alloc_below_pow2[64];

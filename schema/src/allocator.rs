@@ -165,6 +165,15 @@ pub struct InducedLine {
 /// unit test checks it is a bucket edge, and that rt/csrc/interpose.c's copy is this value).
 pub const TIME_ALL_FROM: u64 = 4096;
 
+/// The timing gap grows as a thread makes timed calls: one call in about `alloc_time` for its
+/// first `TIME_LEVEL_DRAWS` timed calls, then one in 2 x `alloc_time` for the next as many,
+/// and so on up to one in 2^`TIME_MAX_SHIFT` x `alloc_time` (`alloc_time=1`: every call, no
+/// growth). Each timed call stands for the calls of the gap it closed (its weight), so a
+/// cell's mean is weighted (`OpCell::cycles`). rt/csrc/interpose.c's copies are these values
+/// (a runtime unit test reads them).
+pub const TIME_LEVEL_DRAWS: u32 = 256;
+pub const TIME_MAX_SHIFT: u32 = 4;
+
 /// The page of `Usage::pages` (and of the runtime's page rounding): x86-64's 4 KiB.
 pub const PAGE: u64 = 4096;
 
@@ -183,9 +192,12 @@ pub struct OpCell {
     /// "serial" (one program thread running) or "parallel".
     pub phase: String,
     pub count: u64,
-    /// How many of the `count` calls were timed (`alloc_time`: one call in about N, every
-    /// call of 4096 bytes or more), and their ticks in the allocator: the cell's mean is
-    /// `cycles / timed`, its estimated total `count x cycles / timed`.
+    /// How many of the `count` calls were timed (`alloc_time`: one call in about N at first,
+    /// the gap growing with the thread's timed calls, [`TIME_LEVEL_DRAWS`]; every call of
+    /// 4096 bytes or more), and their ticks in the allocator, each timed call's ticks weighted
+    /// by the calls it stands for and scaled back to `timed` calls (`cycles` = timed x
+    /// sum(ticks x weight) / sum(weight)): the cell's mean is `cycles / timed`, its estimated
+    /// total `count x cycles / timed`.
     pub timed: u64,
     pub cycles: u64,
 }

@@ -395,11 +395,15 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
         // Means are real times: above zero where a call was timed; the loop's rows
         // (thousands of calls, one in about 64 timed: dozens, so a preemption or two under
         // load moves them little) below 2 µs a small block.
-        // One call in about 64 is timed (alloc_time's default; jittered gaps of 0..=126
-        // calls): the loop's 2N calls give 2N/64 = 625 timed, the bounds are 10 standard
-        // deviations away.
+        // One call in about 64 is timed at first (alloc_time's default; jittered gaps of
+        // 0..=126 calls), one in 128 after 256 timed calls: the loop's 2N calls give 440
+        // timed (`timed_calls`), within 15%.
         let timed: u64 = i.ops.iter().map(|r| r.timed).sum();
-        assert!((400..=900).contains(&timed), "{name}: {timed} timed");
+        let want = timed_calls(2 * N, 64);
+        assert!(
+            want.abs_diff(timed) * 100 <= want * 15,
+            "{name}: {timed} timed, {want} expected"
+        );
         for row in &i.ops {
             assert!(row.timed <= row.count, "{name}: {row:?}");
             if row.timed > 0 {
@@ -936,6 +940,28 @@ fn pages_touched_come_from_the_access_shadow() {
     assert!(input(&r).overhead.iter().all(|o| o.touched.is_none()));
 }
 
+/// How many of `calls` operations of one thread are timed with `alloc_time=period`, on
+/// average (profcc_schema::allocator::TIME_LEVEL_DRAWS: the gap doubles after every so many
+/// timed calls, up to 2^TIME_MAX_SHIFT x period).
+fn timed_calls(calls: u64, period: u64) -> u64 {
+    use profcc_schema::allocator::{TIME_LEVEL_DRAWS, TIME_MAX_SHIFT};
+    let (mut left, mut timed) = (calls, 0);
+    for level in 0..=TIME_MAX_SHIFT {
+        let gap = period << level;
+        let n = if level < TIME_MAX_SHIFT {
+            (left / gap).min(TIME_LEVEL_DRAWS as u64)
+        } else {
+            left / gap
+        };
+        timed += n;
+        left -= n * gap;
+        if n < TIME_LEVEL_DRAWS as u64 {
+            break;
+        }
+    }
+    timed
+}
+
 /// The sampled path (`alloc_sample`): mallocs, callocs, realloc(0, n)s and frees that record
 /// nothing jump straight to the allocator (interpose.c, "the tail path"). Every call is still counted in
 /// its cell, the mallocs' reuse, never seen there, is estimated from the calls that were
@@ -959,12 +985,14 @@ fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
         assert!(est > N / 2, "{name}: {est} estimated");
         assert!(r.allocator.as_ref().unwrap().inputs[0].reuse_estimated == est);
         // The tail path's calls move the timing countdown (interpose.c `tail_sync`): one
-        // call in `alloc_time` (64) is timed, here about (2N + 1) / 64 = 625 of the mallocs
-        // and frees (gaps drawn from 0..126; never more than a few percent off at N).
+        // call in `alloc_time` (64) is timed, the gap doubling after every TIME_LEVEL_DRAWS
+        // timed calls, here 256 + (2N + 1 - 256 x 64) / 128 = 440 of the mallocs and frees
+        // (gaps drawn from 0..2 x period - 2; within 15% at N).
         let timed: u64 = i.ops.iter().map(|r| r.timed).sum();
+        let want = timed_calls(2 * N + 1, 64);
         assert!(
-            (500..=750).contains(&timed),
-            "{name}: {timed} timed calls of {}",
+            want.abs_diff(timed) * 100 <= want * 15,
+            "{name}: {timed} timed calls of {}, {want} expected",
             2 * N + 1
         );
         let reused = count(i, "malloc", None, Some("reused"), None);

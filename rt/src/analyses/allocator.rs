@@ -166,12 +166,14 @@ struct Pair {
     cycles: AtomicU64,
 }
 
-/// Operations of one kind: all of them, those timed, and the timed ones' ticks.
+/// Operations of one kind: all of them, those timed, the timed ones' ticks each times the
+/// calls it stands for, and those calls (`schema::allocator::TIME_LEVEL_DRAWS`).
 #[repr(C)]
 struct OpPair {
     count: AtomicU64,
     timed: AtomicU64,
     cycles: AtomicU64,
+    weight: AtomicU64,
 }
 
 #[repr(C, align(64))]
@@ -388,7 +390,8 @@ pub extern "C" fn profcc_alloc_op(
     add(&x.count, 1, own);
     if weight != 0 {
         add(&x.timed, 1, own);
-        add(&x.cycles, cycles, own);
+        add(&x.cycles, cycles.saturating_mul(weight as u64), own);
+        add(&x.weight, weight as u64, own);
     }
     if let Some(d) = sampled {
         let e = &c.events[op as usize][b];
@@ -628,6 +631,15 @@ fn split_unknown(unknown: u64, seen: (u64, u64), fallback: (u64, u64)) -> (u64, 
 }
 
 /// The counters `cell` picks from each block, summed over `blocks`.
+/// A cell's ticks as the profile states them (`OpCell::cycles`): `timed` calls at the
+/// weighted mean `cycles / weight` (`cycles`: the sum of ticks x weight).
+fn weighted_cycles(timed: u64, cycles: u64, weight: u64) -> u64 {
+    if weight == 0 {
+        return 0;
+    }
+    (cycles as u128 * timed as u128 / weight as u128) as u64
+}
+
 fn summed<const N: usize>(blocks: &[usize], cell: impl Fn(&Cells) -> [&AtomicU64; N]) -> [u64; N] {
     let mut sum = [0u64; N];
     for &b in blocks {
@@ -792,10 +804,11 @@ impl Analysis for AllocatorAnalysis {
             let cells: Vec<[[u64; 3]; RP]> = (0..BUCKETS)
                 .map(|b| {
                     core::array::from_fn(|rp| {
-                        summed(&blocks, |c| {
+                        let [count, timed, cycles, weight] = summed(&blocks, |c| {
                             let x = &c.ops[op][b][rp];
-                            [&x.count, &x.timed, &x.cycles]
-                        })
+                            [&x.count, &x.timed, &x.cycles, &x.weight]
+                        });
+                        [count, timed, weighted_cycles(timed, cycles, weight)]
                     })
                 })
                 .collect();
@@ -1009,6 +1022,31 @@ mod tests {
         assert!(edge_set(None).contains(&TIME_ALL_FROM));
         let c = include_str!("../../csrc/interpose.c");
         assert!(c.contains(&format!("#define TIME_ALL_FROM {TIME_ALL_FROM}\n")));
+    }
+
+    /// The timing gap's growth: interpose.c's copies and the option's help.
+    #[test]
+    fn time_growth_is_stated() {
+        use profcc_schema::allocator::{TIME_LEVEL_DRAWS, TIME_MAX_SHIFT};
+        let c = include_str!("../../csrc/interpose.c");
+        assert!(c.contains(&format!("#define TIME_LEVEL_DRAWS {TIME_LEVEL_DRAWS}\n")));
+        assert!(c.contains(&format!("#define TIME_MAX_SHIFT {TIME_MAX_SHIFT}\n")));
+        let f = crate::options::FLAGS
+            .iter()
+            .find(|f| f.name == "alloc_time")
+            .unwrap();
+        assert!(f.help.contains(&format!(
+            "doubling after every {TIME_LEVEL_DRAWS} timed calls of the thread up to {} x N",
+            1u32 << TIME_MAX_SHIFT
+        )));
+    }
+
+    /// A cell's weighted mean: two timed calls, 100 ticks standing for 1 call and 10 ticks
+    /// standing for 9, have the mean of the 10 calls (19 ticks), stated as 2 timed calls.
+    #[test]
+    fn timed_calls_are_weighted() {
+        assert_eq!(weighted_cycles(2, 100 * 1 + 10 * 9, 10), 38);
+        assert_eq!(weighted_cycles(0, 0, 0), 0);
     }
 
     /// interpose.c's enums name the operations and channels in this file's order.
