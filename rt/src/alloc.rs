@@ -643,14 +643,17 @@ pub(crate) fn map_granules() -> bool {
     true
 }
 
+/// Whether `alloc_sample` asks for sampling and it can start: its filter, the granule table,
+/// is mapped (without it every allocation is recorded). Mapped here on the first call.
+pub(crate) fn sampling_can_start() -> bool {
+    crate::options::get().alloc_sample != 0 && map_granules()
+}
+
 /// From `ensure_init`, after the options are read.
 pub(crate) fn init_sampling() {
     let n = crate::options::get().alloc_sample as u64;
-    if n == 0 {
+    if !sampling_can_start() {
         return;
-    }
-    if !map_granules() {
-        return; // no filter, no sampling: every allocation is recorded
     }
     FIRST_CAP.store(FIRST_CAP_SAMPLED, Ordering::Relaxed);
     SAMPLE_ASKED.store(n, Ordering::Relaxed);

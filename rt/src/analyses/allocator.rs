@@ -685,8 +685,9 @@ impl Analysis for AllocatorAnalysis {
         // Lines and pages shared or filled by neighbouring objects need every object: under
         // `alloc_sample` two recorded objects almost never meet on a line, and the line
         // table's 32 MiB would take a page fault per recorded object (a TLB shootdown each
-        // with two threads: alloc_larson, 2 threads, jemalloc, 2.7x native with it).
-        if o.alloc_sample == 0 {
+        // with two threads: alloc_larson, 2 threads, jemalloc, 2.7x native with it). Kept
+        // when sampling cannot start (its table refused): every object is recorded then.
+        if !crate::alloc::sampling_can_start() {
             lines::init();
             pages::init();
         }
