@@ -77,7 +77,8 @@ pub struct Allocator {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Events>,
     /// Cache lines the allocator shared between threads (None: under `alloc_sample`, which
-    /// records only some objects).
+    /// records only some objects; kept when sampling could not start and every object was
+    /// recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub induced_sharing: Option<InducedSharing>,
     /// Each mutex the allocator took inside the program's operations (its `mutex*` channels

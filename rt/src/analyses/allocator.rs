@@ -630,7 +630,6 @@ fn split_unknown(unknown: u64, seen: (u64, u64), fallback: (u64, u64)) -> (u64, 
     (unknown - reused, reused)
 }
 
-/// The counters `cell` picks from each block, summed over `blocks`.
 /// A cell's ticks as the profile states them (`OpCell::cycles`): `timed` calls at the
 /// weighted mean `cycles / weight` (`cycles`: the sum of ticks x weight).
 fn weighted_cycles(timed: u64, cycles: u64, weight: u64) -> u64 {
@@ -640,6 +639,7 @@ fn weighted_cycles(timed: u64, cycles: u64, weight: u64) -> u64 {
     (cycles as u128 * timed as u128 / weight as u128) as u64
 }
 
+/// The counters `cell` picks from each block, summed over `blocks`.
 fn summed<const N: usize>(blocks: &[usize], cell: impl Fn(&Cells) -> [&AtomicU64; N]) -> [u64; N] {
     let mut sum = [0u64; N];
     for &b in blocks {
@@ -1046,7 +1046,7 @@ mod tests {
     /// standing for 9, have the mean of the 10 calls (19 ticks), stated as 2 timed calls.
     #[test]
     fn timed_calls_are_weighted() {
-        assert_eq!(weighted_cycles(2, 100 * 1 + 10 * 9, 10), 38);
+        assert_eq!(weighted_cycles(2, 100 + 10 * 9, 10), 38);
         assert_eq!(weighted_cycles(0, 0, 0), 0);
     }
 
