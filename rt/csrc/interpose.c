@@ -216,24 +216,29 @@ struct sample_head { /* the head of rt/src/alloc/stats.rs's `Block` (a unit test
 };
 extern uint64_t profcc_sample_mean; /* 0: every allocation is recorded */
 
-/* The granule table (rt/src/alloc.rs `GRANULES`): two bytes for each 16-byte granule of the
- * address space modulo 2^GRANULE_BITS granules (a 16 MiB window), so a thread's calls walk it
- * with the heap's own locality and touch one cache line each, not a miss per table. Each
- * window starts at a hash of the address's upper bits: heaps with one layout at different
- * addresses (glibc's arenas, 64 MiB-aligned) use different bytes. Byte 0 counts the recorded
- * objects that start in the granule (sampling's filter); byte 1 is the allocator analysis's
- * reuse state (`reuse_byte`). Granules 16 MiB apart in one window share the two bytes. */
+/* The granule table (rt/src/alloc.rs `GRANULES`), one mapping in two parts, each with a byte
+ * for each 16-byte granule of the address space modulo 2^GRANULE_BITS granules (a 16 MiB
+ * window). Each window starts at a hash of the address's upper bits: heaps with one layout at
+ * different addresses (glibc's arenas, 64 MiB-aligned) use different bytes; granules 16 MiB
+ * apart in one window share their bytes. The filter part counts the recorded objects that
+ * start in the granule (sampling's filter); the reuse part, REUSE_AT bytes in, is the
+ * allocator analysis's reuse state (`freed_at`). Apart, not interleaved: a filter page
+ * nothing was recorded in stays the kernel's shared zero page, so the filter costs a free
+ * next to no cache, and the reuse state the analysis writes fills half the lines (a 12 MiB
+ * heap's 768 KiB, not 1.5 MiB: under a 1 MiB L2; docs/benchmarks.md, "The reuse part"). */
 extern uint8_t *profcc_granules;
 #define GRANULE_BITS 20
+#define REUSE_AT (1u << GRANULE_BITS)
 
 static inline uint64_t granule_index(uint64_t a) {
     uint64_t shift = ((a >> (4 + GRANULE_BITS)) * 0x9E3779B97F4A7C15ull) >> (64 - GRANULE_BITS);
     return ((a >> 4) + shift) & ((1u << GRANULE_BITS) - 1);
 }
 uint64_t profcc_granule_index(uint64_t a) { return granule_index(a); }
+/* a's filter byte (0: no table). */
 static inline uint8_t *granule(uint64_t a) {
     uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE);
-    return g ? g + 2 * granule_index(a) : 0;
+    return g ? g + granule_index(a) : 0;
 }
 
 static inline void tail_sync(void);
@@ -485,34 +490,46 @@ static inline uint32_t bucket_of(uint64_t n) {
 }
 uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
 
-/* Reuse: the second byte of the address's granule (see `granule`; the caller computes it once
- * per call, the filter reads the first byte) holds the granule's tag (bits
- * 4 + GRANULE_BITS and up of the address, 6 of them) and FREED (the address was freed);
- * 0: nothing known. Granules 16 MiB apart share the
- * byte: the later free pushes the earlier out (its reuse then counts as new), and 64 windows
- * apart the tags agree too (one may be misfiled). Plain loads and stores, not an exchange: two
- * threads freeing into one byte at once may misfile one of the two, and sampling's count in
- * the first byte is a different object (Rust updates it atomically). */
-#define SLOT_FREED 1u
-static inline uint8_t slot_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
-/* The block at `a` (its granule `g`, not null) is freed: had the address been freed before,
+/* Reuse: the granule's byte in the table's reuse part (see `granule`; the caller computes the
+ * granule once per call, the filter reads its own byte) holds the granule's tag (bits
+ * 4 + GRANULE_BITS and up of the address, 6 of them) and REUSE_FREED (the address was freed);
+ * 0: nothing known. Granules 16 MiB apart share the byte: the later free pushes the earlier
+ * out (its reuse then counts as new), and 64 windows apart the tags agree too (one may be
+ * misfiled). Plain loads and stores, not an exchange: two threads freeing into one byte at
+ * once may misfile one of the two. */
+#define REUSE_FREED 1u
+static inline uint8_t reuse_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
+/* The block at `a` (granule `i` of table `t`) is freed: had the address been freed before,
  * i.e. had this block come back from a free (its free is a reused one)? */
-static inline int freed_in(uint64_t a, uint8_t *g) {
-    uint8_t *s = g + 1;
-    uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED), now = slot_tag(a) | SLOT_FREED;
-    if (was == now) return 1;
-    __atomic_store_n(s, now, __ATOMIC_RELAXED); /* only when it changes: a store into the line
-                                                   the next call's filter reads stalls it */
+static inline int freed_at(uint64_t a, uint8_t *t, uint64_t i) {
+    uint8_t *s = t + REUSE_AT + i;
+    uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED), now = reuse_tag(a) | REUSE_FREED;
+    if (LIKELY(was == now)) return 1;
+    /* Stored only when it changes: most frees of a program that reuses its memory store
+     * nothing. */
+    __atomic_store_n(s, now, __ATOMIC_RELAXED);
     return 0;
+}
+/* The same from the block's filter byte `g` (not null). */
+static inline int freed_in(uint64_t a, uint8_t *g) {
+    uint8_t *t = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED);
+    return freed_at(a, t, (uint64_t)(g - t));
 }
 /* The same with no table (`g` 0): nothing known, new. */
 static inline int freed_mark(uint64_t a, uint8_t *g) { return g ? freed_in(a, g) : 0; }
-/* A block at `a` (its granule `g`) was handed out: was the address freed before? (Read only:
- * the mark stays until another address pushes it out, so the tail path, which never sees the
- * address a malloc returns, leaves the same state behind.) */
+/* A block at `a` (its filter byte `g`) was handed out: was the address freed before? (Read
+ * only: the mark stays until another tag pushes it out, so the tail path, which never sees
+ * the address a malloc returns, leaves the same state behind.) */
 static inline int handed_out(uint64_t a, uint8_t *g) {
-    return g && __atomic_load_n(g + 1, __ATOMIC_RELAXED) == (uint8_t)(slot_tag(a) | SLOT_FREED);
+    return g && __atomic_load_n(g + REUSE_AT, __ATOMIC_RELAXED) == (uint8_t)(reuse_tag(a) | REUSE_FREED);
 }
+
+/* For the runtime's unit test of the reuse state (-1: no table). */
+int profcc_reuse_freed(uint64_t a) {
+    uint8_t *g = granule(a);
+    return g ? freed_in(a, g) : -1;
+}
+int profcc_reuse_handed_out(uint64_t a) { return handed_out(a, granule(a)); }
 
 /* The cell of operation `op` in size bucket `b` with reuse `reused` (0 new, 1 reused,
  * REUSE_UNKNOWN) in the current phase: its index in the thread's block, in cells. */
@@ -992,10 +1009,11 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
     if (!tail_ready() || UNLIKELY(in_pool(p)) || UNLIKELY(in_dtv(p))) return TAIL_FULL;
     if (UNLIKELY(tail_nested())) return TAIL_INSIDE;
     /* armed: the table is there */
-    uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED) + 2 * granule_index((uint64_t)p);
-    if (__atomic_load_n(&g[0], __ATOMIC_RELAXED) != 0) return TAIL_FULL;
+    uint8_t *t = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED);
+    uint64_t i = granule_index((uint64_t)p);
+    if (__atomic_load_n(&t[i], __ATOMIC_RELAXED) != 0) return TAIL_FULL;
     uint64_t *cells = tls.tail_cells;
-    if (cells) tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)freed_in((uint64_t)p, g));
+    if (cells) tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)freed_at((uint64_t)p, t, i));
     tls.sblock->frees += 1;
     tail_mark(fa, ra, op);
     return TAIL_TAKEN;
@@ -1194,7 +1212,7 @@ __attribute__((noinline)) static void free_full(void *p) {
     uint32_t saved = tls.in_rt, outer = nested_call();
     tls.in_rt = 1;
     struct profcc_obj o;
-    uint8_t *g = p ? granule((uint64_t)p) : 0; /* once: the filter's byte and the reuse byte */
+    uint8_t *g = p ? granule((uint64_t)p) : 0; /* once: the filter's byte, and the reuse byte's place */
     int had = !outer && p && take_obj(p, g, &o);
     if (had) profcc_account_free(&o);
     struct op_timer t = timing_start(outer || !p, OP_FREE, had ? o.size : 0);
@@ -1233,7 +1251,7 @@ static void *realloc_impl(void *old, size_t n, void *fp) {
     uint32_t saved = tls.in_rt, outer = nested_call();
     tls.in_rt = 1;
     struct profcc_obj o;
-    uint8_t *go = old ? granule((uint64_t)old) : 0; /* once: the filter's byte and the reuse byte */
+    uint8_t *go = old ? granule((uint64_t)old) : 0; /* once: the filter's byte, and the reuse byte's place */
     int had = !outer && old && take_obj(old, go, &o);
     /* The allocator's realloc; a pool block moves out of the pool. */
     struct op_timer t = timing_start(outer || UNLIKELY(in_pool(old)), OP_REALLOC, n);
@@ -1433,7 +1451,7 @@ static inline void delete_impl(void *p) {
     }
     tls.in_rt = 1;
     struct profcc_obj o;
-    uint8_t *g = granule((uint64_t)p); /* once: the filter's byte and the reuse byte */
+    uint8_t *g = granule((uint64_t)p); /* once: the filter's byte, and the reuse byte's place */
     int had = take_obj(p, g, &o);
     if (had) profcc_account_free(&o);
     struct op_timer t = timing_start(0, OP_DELETE, had ? o.size : 0);

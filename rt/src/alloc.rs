@@ -600,7 +600,7 @@ fn account_release(o: &Obj, size: u64, whole: bool) {
 // With `alloc_sample=N` > 0 every allocation call is counted in the thread's totals, and one
 // in about N bytes is recorded (site, stack, object map) with the weight 1 / (1 - exp(-n/N))
 // of an n-byte request (`stats::count_call`). A free looks in the object map only when the
-// counting filter (the first byte of the address's granule in `GRANULES`, counting the recorded
+// counting filter (the address's byte in the filter part of `GRANULES`, counting the recorded
 // objects that start in it; a saturated count stays set) says a recorded object may start there.
 // The sharing and NUMA analyses need every object: when a module built with their checks
 // registers, sampling stops for good (`module_registered`); objects recorded while it ran keep
@@ -613,14 +613,17 @@ const SAMPLED: u32 = 1 << 31;
 static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
 /// What `alloc_sample` asked for (kept after sampling stopped: the weights of old objects).
 static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
-/// The granule table: two bytes for each 16-byte granule of the address space modulo
-/// 2^GRANULE_BITS granules (a 16 MiB window, placed at a hash of the address's upper bits:
-/// interpose.c's `granule_index`, which Rust calls too), so a thread's calls walk it with the
-/// heap's own locality and touch one cache line each. Byte 0: sampling's filter count; byte
-/// 1: the allocator analysis's reuse state (interpose.c's `reuse_byte`). Mapped once (4 MiB of
-/// address space, pages touched as used) when either needs it. interpose.c's copy of the
-/// constant is checked by a unit test.
+/// The granule table, one mapping in two parts (interpose.c's `granule` and `freed_at`), each
+/// a byte for each 16-byte granule of the address space modulo 2^GRANULE_BITS granules (a
+/// 16 MiB window, placed at a hash of the address's upper bits: interpose.c's
+/// `granule_index`, which Rust calls too). The filter part counts the recorded objects that
+/// start in the granule; its pages nothing was recorded in stay the kernel's zero page. Then,
+/// [`REUSE_AT`] bytes in, the allocator analysis's reuse state (a tag and a freed bit).
+/// Mapped once (2 MiB of address space, pages touched as used) when either needs it.
+/// interpose.c's copies of the constants are checked by a unit test.
 pub(crate) const GRANULE_BITS: u32 = 20;
+/// Where the table's reuse part starts (interpose.c's `REUSE_AT`): after the filter's bytes.
+pub(crate) const REUSE_AT: usize = 1 << GRANULE_BITS;
 #[export_name = "profcc_granules"] // read by interpose.c's fast paths
 static GRANULES: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -635,7 +638,7 @@ pub(crate) fn map_granules() -> bool {
     if !GRANULES.load(Ordering::Relaxed).is_null() {
         return true;
     }
-    let g = mem::map(2 << GRANULE_BITS, true);
+    let g = mem::map(2 * REUSE_AT, true);
     if g.is_null() {
         return false;
     }
@@ -688,7 +691,7 @@ fn filter_slot(addr: u64) -> Option<&'static core::sync::atomic::AtomicU8> {
     if g.is_null() {
         return None;
     }
-    Some(unsafe { &*g.add(2 * profcc_granule_index(addr) as usize) })
+    Some(unsafe { &*g.add(profcc_granule_index(addr) as usize) })
 }
 
 fn filter_add(addr: u64) {

@@ -606,6 +606,9 @@ mod tests {
             "#define GRANULE_BITS {}\n",
             crate::alloc::GRANULE_BITS
         )));
+        // Its reuse part starts where rt/src/alloc.rs's does, after the filter's bytes.
+        assert_eq!(crate::alloc::REUSE_AT, 1 << crate::alloc::GRANULE_BITS);
+        assert!(c.contains("#define REUSE_AT (1u << GRANULE_BITS)\n"));
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //!   boundaries of every shipped allocator description and of `allocator=FILE`), so the
 //!   report can sum buckets into the description's small/medium/big without straddling;
 //! - reuse: "reused" when the address is one the program freed before (interpose.c's
-//!   `handed_out`: the reuse byte of the address's granule in the granule table,
+//!   `handed_out`: the address's byte in the reuse part of the granule table,
 //!   rt/src/alloc.rs `GRANULES`; an address pushed out of its byte by a later free 16 MiB
 //!   away counts as new), or a realloc that stayed in place; a free is "reused" when its
 //!   block had come back that way; "unknown" for a malloc of sampling's tail path (its
@@ -969,6 +969,42 @@ fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    extern "C" {
+        fn profcc_reuse_freed(a: u64) -> i32;
+        fn profcc_reuse_handed_out(a: u64) -> i32;
+        fn profcc_granule_index(a: u64) -> u64;
+    }
+
+    /// The reuse state: each granule has its own mark, so a neighbour's free neither makes a
+    /// block's free reused nor hides its own; a granule of another window with another tag on
+    /// the same byte pushes the mark out.
+    #[test]
+    fn reuse_marks_each_granule() {
+        assert!(crate::alloc::map_granules());
+        let idx = |a: u64| unsafe { profcc_granule_index(a) };
+        let f = |a: u64| unsafe { profcc_reuse_freed(a) };
+        let h = |a: u64| unsafe { profcc_reuse_handed_out(a) };
+        // Neighbouring granules, in address space no other test frees.
+        let base: u64 = 0x7e00_0000_0040;
+        let nb: Vec<u64> = (0..4).map(|k| base + 16 * k).collect();
+        assert_eq!(h(nb[0]), 0, "nothing freed yet");
+        assert_eq!(f(nb[0]), 0, "a first free is of a new block");
+        assert_eq!(h(nb[0]), 1, "the freed address comes back reused");
+        assert_eq!(h(nb[1]), 0, "its neighbour was never freed");
+        assert_eq!(f(nb[1]), 0, "the neighbour's first free is new");
+        assert_eq!(f(nb[0]), 1, "the block's second free is reused");
+        assert_eq!(h(nb[1]), 1);
+        assert_eq!(h(nb[3]), 0);
+        // The next window (another tag): its granule on the same byte.
+        let w = base + (1 << 24) & !((1u64 << 24) - 1);
+        let far = w + 16 * ((idx(base) + (1 << 20) - idx(w)) & ((1 << 20) - 1));
+        assert_eq!(idx(far), idx(base));
+        assert_eq!(f(far), 0, "another window's first free is new");
+        assert_eq!(h(nb[0]), 0, "another tag pushed the mark out");
+        assert_eq!(h(far), 1);
+        assert_eq!(h(nb[1]), 1, "the neighbour's mark stays");
+    }
 
     /// The tail path's mallocs join new and reused in the proportion their cell saw, else
     /// their operation's, else all new; the rounding loses no call.
