@@ -655,6 +655,13 @@ static size_t pool_used;
 
 static inline int in_pool(const void *p) { return (uintptr_t)p - (uintptr_t)pool < POOL_SIZE; }
 
+/* Sampling's filter counts (rt/src/alloc.rs; no-ops while there is no table): the runtime's
+ * own blocks, the bootstrap pool's and the dtv side blocks, are counted there like recorded
+ * objects, so the tail path's free sends them to the full path, which knows them, without a
+ * check of its own (`tail_free`). */
+void profcc_filter_add(uint64_t a);
+void profcc_filter_remove(uint64_t a);
+
 /* The size asked for, kept in the 16 bytes before each block (for realloc and usable_size). */
 static inline size_t pool_size_of(const void *p) { return ((const size_t *)p)[-2]; }
 
@@ -673,8 +680,9 @@ static void *pool_alloc(size_t n, size_t al) {
             errno = ENOMEM;
             return 0;
         }
-        if (__atomic_compare_exchange_n(&pool_used, &old, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        if (__atomic_compare_exchange_n(&pool_used, &old, end, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
             ((size_t *)(pool + at))[-2] = n;
+            profcc_filter_add((uintptr_t)(pool + at)); /* see `profcc_pin_own_blocks` */
             return pool + at; /* zeroed: .bss, never handed out twice */
         }
     }
@@ -905,8 +913,8 @@ static inline int in_dtv(const void *p) {
 /* Whether the interposer whose return address is at `own` runs inside the allocator's call
  * of the last tail-path operation (`at`: also when `own` is the marked slot itself). */
 __attribute__((always_inline)) static inline int tail_under(uintptr_t own, int at) {
-    uintptr_t s = tls.tail_slot;
-    if (LIKELY(s == 0) || own > s || (own == s && !at)) return 0;
+    uintptr_t s = tls.tail_slot; /* 0 when none: below every slot */
+    if (LIKELY(own >= s + (uintptr_t)at)) return 0; /* above it, or at it and not `at` */
     return *(void *const volatile *)s == tls.tail_ra;
 }
 /* In the interposer itself (its frame): see above. */
@@ -1004,14 +1012,17 @@ __attribute__((always_inline)) static inline int tail_alloc(uint32_t op, size_t 
     return TAIL_TAKEN;
 }
 /* A free of the program's (p not null) takes the tail path: sampling's filter says no
- * recorded object starts in p's granule. */
+ * recorded object starts in p's granule, nor a block of the runtime's own (the bootstrap
+ * pool's, a dtv side block: `profcc_filter_add`), which the full path knows; a free the
+ * filter stops goes there even when made inside an allocator call (the full path forwards
+ * it). */
 __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p, void *fa, void *ra) {
-    if (!tail_ready() || UNLIKELY(in_pool(p)) || UNLIKELY(in_dtv(p))) return TAIL_FULL;
-    if (UNLIKELY(tail_nested())) return TAIL_INSIDE;
+    if (!tail_ready()) return TAIL_FULL;
     /* armed: the table is there */
     uint8_t *t = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED);
     uint64_t i = granule_index((uint64_t)p);
     if (__atomic_load_n(&t[i], __ATOMIC_RELAXED) != 0) return TAIL_FULL;
+    if (UNLIKELY(tail_nested())) return TAIL_INSIDE;
     uint64_t *cells = tls.tail_cells;
     if (cells) tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)freed_at((uint64_t)p, t, i));
     tls.sblock->frees += 1;
@@ -1117,13 +1128,29 @@ static void *dtv_calloc(size_t n) {
         return 0;
     }
     h->bytes = bytes;
+    profcc_filter_add((uintptr_t)(h + 1)); /* after the slot was taken: see `profcc_pin_own_blocks` */
     return __builtin_memset(h + 1, 0, bytes);
 }
 
 static void dtv_free(void *p) {
     struct dtv_head *h = (struct dtv_head *)p - 1;
+    profcc_filter_remove((uintptr_t)p);
     REAL(free)(h->twin);
     dtv_slot_give(h);
+}
+
+/* The granule table was just published (rt/src/alloc.rs `map_granules`): count the blocks the
+ * runtime handed out before, which `pool_alloc` and `dtv_calloc` could not. Each of those
+ * reads the table after taking its block, and this reads the blocks taken after publishing
+ * the table (seq_cst, or under the dtv lock), so every block is counted at least once; one
+ * counted twice, or a free dtv slot counted, only sends a few more frees to the full path. */
+void profcc_pin_own_blocks(void) {
+    size_t used = __atomic_load_n(&pool_used, __ATOMIC_SEQ_CST);
+    for (size_t off = 0; off < used; off += POOL_HDR) profcc_filter_add((uintptr_t)pool + off);
+    dtv_lock_take();
+    for (size_t i = 0; dtv_area && i < dtv_used; i++)
+        profcc_filter_add((uintptr_t)(dtv_area + i * DTV_SLOT) + sizeof(struct dtv_head));
+    dtv_lock_drop();
 }
 
 /* glibc grows a thread's vector with realloc when a dlopen'ed library adds TLS modules: the twin

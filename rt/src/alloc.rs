@@ -630,6 +630,8 @@ static GRANULES: AtomicPtr<core::sync::atomic::AtomicU8> = AtomicPtr::new(core::
 extern "C" {
     /// interpose.c: the granule of an address (its fast paths use the same one).
     fn profcc_granule_index(addr: u64) -> u64;
+    /// interpose.c: count the runtime's own blocks handed out before the table existed.
+    fn profcc_pin_own_blocks();
 }
 
 /// Map the granule table (from initialisation, which runs on one thread); false when the
@@ -642,7 +644,10 @@ pub(crate) fn map_granules() -> bool {
     if g.is_null() {
         return false;
     }
-    GRANULES.store(g as *mut core::sync::atomic::AtomicU8, Ordering::Release);
+    GRANULES.store(g as *mut core::sync::atomic::AtomicU8, Ordering::SeqCst);
+    // The runtime's own blocks handed out before the table: their frees must find the
+    // filter set (interpose.c's `tail_free`).
+    unsafe { profcc_pin_own_blocks() };
     true
 }
 
@@ -698,6 +703,17 @@ fn filter_add(addr: u64) {
     if let Some(c) = filter_slot(addr) {
         let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| v.checked_add(1));
     }
+}
+
+/// interpose.c counts the runtime's own blocks (the bootstrap pool's, the dtv side blocks)
+/// in the filter, so sampling's tail path sends their frees to the full path.
+#[no_mangle]
+pub extern "C" fn profcc_filter_add(addr: u64) {
+    filter_add(addr);
+}
+#[no_mangle]
+pub extern "C" fn profcc_filter_remove(addr: u64) {
+    filter_remove(addr);
 }
 
 fn filter_remove(addr: u64) {
