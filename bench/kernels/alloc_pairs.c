@@ -1,13 +1,15 @@
 /* Allocation path cost: each of T threads (argv[1], default 1) makes PAIRS malloc(40)/free
  * pairs, the loop of issue 12's figures. The block is published through a volatile pointer so
- * the optimiser cannot delete the pair. */
+ * the optimiser cannot delete the pair: a thread's own (thread-local), since one pointer written
+ * by every thread made the two-thread runs a measurement of that line moving between the cores
+ * (docs/benchmarks.md, "Two threads of alloc_pairs"). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #ifndef PAIRS
 #define PAIRS 4000000L
 #endif
-static void *volatile sink;
+static __thread void *volatile sink;
 static void *work(void *arg) {
   for (long i = 0; i < PAIRS; i++) {
     void *p = malloc(40);
