@@ -142,11 +142,11 @@ struct profcc_tls {
     void *held[HELD];
     uint64_t held_at[HELD];
     /* The last call that took the tail path (see `tail_inside`): the address of its
-     * return-address slot, the return address it held, and its OP_ + 1 (read by the
-     * channels when the allocator analysis is on). */
+     * return-address slot with its OP_ + 1 in the low three bits (the slot is 8-aligned;
+     * the op is read by the channels when the allocator analysis is on), and the return
+     * address the slot held. One store fewer per call than a word of its own. */
     uintptr_t tail_slot;
     void *tail_ra;
-    uint32_t tail_op;
     /* A tail-path new[] ran since the last operator new: an operator new at its marked
      * slot is the one libstdc++'s new[] jumps to (see _Znwm). */
     uint32_t tail_array;
@@ -912,10 +912,14 @@ static inline int in_dtv(const void *p) {
 
 /* Whether the interposer whose return address is at `own` runs inside the allocator's call
  * of the last tail-path operation (`at`: also when `own` is the marked slot itself). */
+#define TAIL_OP_MASK ((uintptr_t)7)
+_Static_assert(OP_ALIGNED + 1 <= TAIL_OP_MASK, "an op + 1 fits the marked slot's low bits");
 __attribute__((always_inline)) static inline int tail_under(uintptr_t own, int at) {
-    uintptr_t s = tls.tail_slot; /* 0 when none: below every slot */
-    if (LIKELY(own >= s + (uintptr_t)at)) return 0; /* above it, or at it and not `at` */
-    return *(void *const volatile *)s == tls.tail_ra;
+    /* The marked slot plus its op (1..7; 0 when none: below every slot). `own` is 8-aligned,
+     * so own >= slot is own + 8 > marked, and own > slot is own > marked. */
+    uintptr_t m = tls.tail_slot;
+    if (LIKELY(own + (at ? 0 : sizeof(void *)) > m)) return 0; /* above it, or at it and not `at` */
+    return *(void *const volatile *)(m & ~TAIL_OP_MASK) == tls.tail_ra;
 }
 /* In the interposer itself (its frame): see above. */
 #define OWN_SLOT() ((uintptr_t)__builtin_frame_address(0) + sizeof(void *))
@@ -927,9 +931,9 @@ __attribute__((always_inline)) static inline uint32_t op_running(void) {
     uint32_t op = tls.alloc_op;
     /* (the switch before the stack: the marker is left with the analysis off too, and the
      * mutex interposers ask on every call) */
-    if (LIKELY(op == 0) && UNLIKELY(tls.tail_op != 0) &&
+    if (LIKELY(op == 0) && UNLIKELY(tls.tail_slot != 0) &&
         __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED) && tail_inside())
-        op = tls.tail_op;
+        op = (uint32_t)(tls.tail_slot & TAIL_OP_MASK);
     return op;
 }
 /* Inside an allocator call or the runtime: what an interposer sees is not the program's
@@ -985,9 +989,8 @@ static inline void tail_cell(uint64_t *cells, uint32_t op, uint32_t b, uint32_t 
  * address). */
 static inline void tail_mark(void *fa, void *ra, uint32_t op) {
     tls.tail_left--;
-    tls.tail_slot = (uintptr_t)fa + sizeof(void *);
+    tls.tail_slot = ((uintptr_t)fa + sizeof(void *)) | (op + 1); /* OP_ALIGNED + 1 is 7 */
     tls.tail_ra = ra;
-    tls.tail_op = op + 1;
 }
 /* What a call does when the thread is armed: */
 #define TAIL_FULL 0    /* the full path */
