@@ -1217,7 +1217,9 @@ fn ids(mask: u64) -> Vec<u32> {
 /// The `sharing` section: settings and every tracked line. `site_index` maps a global site id
 /// to its index in the profile's `sites`.
 pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Sharing> {
-    if SHADOW.load(Relaxed) != 1 {
+    // No module with the checks: nothing was measured (no section, not an empty one; and
+    // no reading of /proc/cpuinfo for the machine's key at every exit).
+    if SHADOW.load(Relaxed) != 1 || !CHECKED_MODULE.load(Relaxed) {
         return None;
     }
     let _g = threads::RtGuard::enter();
