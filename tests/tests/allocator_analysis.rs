@@ -256,7 +256,12 @@ fn run_bin(
     options: &str,
 ) -> (Report, std::path::PathBuf) {
     let s = built();
-    let profile = s.path(&format!("{bin}-{mode}-{name}.json"));
+    // A name of its own per call: tests running at once run the same mode under the same
+    // allocator (`reuse` under glibc), and one's removal of the file must not take the
+    // other's before it reads it.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let profile = s.path(&format!("{bin}-{mode}-{name}-{n}.json"));
     let _ = std::fs::remove_file(&profile);
     let mut cmd = Command::new(s.path(bin));
     cmd.envs(env.iter().copied());
