@@ -948,15 +948,17 @@ __attribute__((always_inline)) static inline uint32_t op_running(void) {
  * take before a countdown runs out (the smaller of the two, at most TAIL_PHASE_CALLS;
  * UINT32_MAX without the analysis), `tail_cells` = the cells it counts in, moved to the
  * thread's phase now; 0 when something is missing. The tail path then checks
- * that word, the guard, the sampling mean (sampling can stop for good while threads run) and
- * what depends on the call itself. A full-path call (`timing_start`) or a change of the
+ * that word, the guard and what depends on the call itself. Not the sampling mean: when
+ * sampling stops for good while threads run (rt/src/alloc.rs `module_registered`), the
+ * filter is saturated first (every free takes the full path) and every block's countdown
+ * run out (every malloc does, but a thread whose call was under way then, which may store
+ * its countdown over that, until that countdown runs out), and the full path no longer arms. A full-path call (`timing_start`) or a change of the
  * block or the cells first moves the countdowns by the calls taken (`tail_sync`).
  * Measured: docs/benchmarks.md, "The ready word". */
 __attribute__((noinline)) static void tail_arm(void) {
-    /* Exact recording: never armed (what an earlier arming left is unused, and settled by
-     * the next timing_start or change of the block or cells). */
-    if (!__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) return;
     tail_sync();
+    /* Exact recording: never armed. */
+    if (!__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) return;
     struct sample_head *b = tls.sblock;
     /* Armed only when resolution is done (the tail path jumps to REAL_ARMED) and no scratch
      * buffer serves the thread (the tail path does not look for scratch blocks). */
@@ -977,9 +979,7 @@ __attribute__((noinline)) static void tail_arm(void) {
     tls.tail_left = tls.tail_base = left;
 }
 /* Whether the thread is armed and outside the runtime. */
-#define tail_ready()                                                                          \
-    (LIKELY(tls.tail_left != 0) && LIKELY(!tls.in_rt) &&                                      \
-     LIKELY(__atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED) != 0))
+#define tail_ready() (LIKELY(tls.tail_left != 0) && LIKELY(!tls.in_rt))
 /* The analysis's cell of a tail-path call (`b` bucket, `reused` 0, 1 or REUSE_UNKNOWN;
  * `cells`: the thread's, moved to the arming's phase). */
 static inline void tail_cell(uint64_t *cells, uint32_t op, uint32_t b, uint32_t reused) {

@@ -672,9 +672,23 @@ pub(crate) fn init_sampling() {
 /// `SAMPLE_ASKED` stays, so sampling ran and stopped iff it is set and `SAMPLE_MEAN` is 0).
 pub(crate) fn module_registered(flags: u32) {
     use profcc_abi::{FLAG_NUMA, FLAG_SHARING};
-    if flags & (FLAG_SHARING | FLAG_NUMA) != 0 {
-        SAMPLE_MEAN.store(0, Ordering::Release);
+    if flags & (FLAG_SHARING | FLAG_NUMA) == 0 || SAMPLE_MEAN.load(Ordering::Acquire) == 0 {
+        return;
     }
+    // Sampling's tail paths (interpose.c `tail_ready`) do not read the mean; they stop on
+    // what they do read. First the filter, saturated (a saturated count stays set), so a
+    // free of an object recorded exactly from now on never passes it; then every block's
+    // countdown, run out, so a malloc takes the full path (a thread whose call was under way
+    // may store its old countdown over it: it stops when that one runs out); then the mean.
+    let g = GRANULES.load(Ordering::Acquire);
+    if !g.is_null() {
+        let words = g as *const core::sync::atomic::AtomicU64;
+        for i in 0..REUSE_AT / 8 {
+            unsafe { &*words.add(i) }.store(u64::MAX, Ordering::Relaxed);
+        }
+    }
+    stats::run_out_countdowns();
+    SAMPLE_MEAN.store(0, Ordering::SeqCst);
 }
 
 /// What the profile's notes say of sampling.

@@ -780,6 +780,93 @@ fn site_in<'a>(r: &'a Report, src: &str, file: &str, marker: &str) -> &'a AllocS
         .unwrap_or_else(|| panic!("no site at {marker}: {:#?}", r.alloc_sites))
 }
 
+/// Sampling stops mid-run (a module with access checks is dlopen'ed) while another thread is
+/// on the tail path and only frees: the objects recorded exactly from then on are taken out
+/// of the object map by its frees (sampling's filter is saturated before the stop: the tail
+/// path does not read the sampling mean), so none is left live at exit.
+const STOP_MAIN_C: &str = r#"#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define N 1000
+static void *volatile sink;
+static _Atomic(void *) slot;
+static atomic_int done, armed;
+static void *worker(void *a) {
+  for (int i = 0; i < 100000; i++) { void *p = malloc(40); sink = p; free(p); } /* armed */
+  atomic_store(&armed, 1);
+  for (int n = 0; n < N; n++) {
+    void *p;
+    while (!(p = atomic_exchange(&slot, 0))) ;
+    free(p); /* only frees from here on: this thread takes no full-path call */
+  }
+  atomic_store(&done, 1);
+  return a;
+}
+int main(int argc, char **argv) {
+  pthread_t t;
+  pthread_create(&t, 0, worker, 0);
+  while (!atomic_load(&armed)) ;
+  void *h = dlopen(argv[1], RTLD_NOW); /* a module with sharing checks: sampling stops */
+  if (!h) { printf("dlopen: %s\n", dlerror()); return 1; }
+  int (*touch)(int) = (int (*)(int))dlsym(h, "checked_touch");
+  for (int n = 0; n < N; n++) {
+    void *p = malloc(64); /* MARK_AFTER */
+    while (atomic_load(&slot)) ;
+    atomic_store(&slot, p);
+  }
+  while (!atomic_load(&done)) ;
+  pthread_join(t, 0);
+  printf("%d ok\n", touch(1));
+  return 0;
+}
+"#;
+const STOP_LIB_C: &str = r#"
+int checked_value;
+int checked_touch(int x) { checked_value += x; return checked_value; }
+"#;
+
+#[test]
+fn sampling_stops_for_a_thread_on_the_tail_path() {
+    let s = Scratch::new();
+    s.write("stop.c", STOP_MAIN_C);
+    s.write("checked.c", STOP_LIB_C);
+    s.compile(
+        &profcc(),
+        &[
+            "-O2",
+            "-g",
+            "-shared",
+            "-fPIC",
+            "checked.c",
+            "-o",
+            "libchecked.so",
+        ],
+    );
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-pthread", "stop.c", "-o", "stop", "-ldl"],
+        &[("PROFCC_INSTRUMENT", "none")],
+    );
+    let lib = s.path("libchecked.so").display().to_string();
+    let (out, p) = s.run_profiled("stop", &[&lib], "summary=0:alloc_sample=524288");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1 ok\n");
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("alloc_sample=524288 stopped")),
+        "{:?}",
+        p.notes
+    );
+    let r = report(&s.path("stop.profile.json"), &["--top", "0"]);
+    let after = site_in(&r, STOP_MAIN_C, "stop.c", "MARK_AFTER");
+    assert_eq!(
+        (after.count, after.frees, after.live_objects_at_exit),
+        (1000, 1000, 0)
+    );
+}
+
 #[test]
 fn sampled_allocation_sites_are_estimated_and_totals_exact() {
     let s = Scratch::new();

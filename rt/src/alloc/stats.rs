@@ -370,6 +370,15 @@ pub(super) fn count_call(size: u64, mean: u64) -> bool {
     true
 }
 
+/// Sampling stops for good (`module_registered`): every block's countdown runs out, so its
+/// thread's next malloc leaves interpose.c's tail path.
+pub(super) fn run_out_countdowns() {
+    for &p in ALL.lock().iter() {
+        let b = unsafe { &*(p as *const Block) };
+        b.sample_left.store(i64::MIN / 2, Relaxed);
+    }
+}
+
 /// Sampling: count a free call in the totals.
 #[inline]
 pub(super) fn count_free() {
