@@ -997,7 +997,7 @@ mod tests {
         assert_eq!(h(nb[1]), 1);
         assert_eq!(h(nb[3]), 0);
         // The next window (another tag): its granule on the same byte.
-        let w = base + (1 << 24) & !((1u64 << 24) - 1);
+        let w = (base + (1 << 24)) & !((1u64 << 24) - 1);
         let far = w + 16 * ((idx(base) + (1 << 20) - idx(w)) & ((1 << 20) - 1));
         assert_eq!(idx(far), idx(base));
         assert_eq!(f(far), 0, "another window's first free is new");
