@@ -222,7 +222,7 @@ extern uint64_t profcc_sample_mean; /* 0: every allocation is recorded */
  * different addresses (glibc's arenas, 64 MiB-aligned) use different bytes; granules 16 MiB
  * apart in one window share their bytes. The filter part counts the recorded objects that
  * start in the granule (sampling's filter); the reuse part, REUSE_AT bytes in, is the
- * allocator analysis's reuse state (`freed_at`). Apart, not interleaved: a filter page
+ * allocator analysis's reuse state (`freed_in`). Apart, not interleaved: a filter page
  * nothing was recorded in stays the kernel's shared zero page, so the filter costs a free
  * next to no cache, and the reuse state the analysis writes fills half the lines (a 12 MiB
  * heap's 768 KiB, not 1.5 MiB: under a 1 MiB L2; docs/benchmarks.md, "The reuse part"). */
@@ -499,21 +499,17 @@ uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
  * once may misfile one of the two. */
 #define REUSE_FREED 1u
 static inline uint8_t reuse_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
-/* The block at `a` (granule `i` of table `t`) is freed: had the address been freed before,
- * i.e. had this block come back from a free (its free is a reused one)? */
-static inline int freed_at(uint64_t a, uint8_t *t, uint64_t i) {
-    uint8_t *s = t + REUSE_AT + i;
+/* The block at `a` (its filter byte `g`, not null; its reuse byte is REUSE_AT further) is
+ * freed: had the address been freed before, i.e. had this block come back from a free (its
+ * free is a reused one)? */
+static inline int freed_in(uint64_t a, uint8_t *g) {
+    uint8_t *s = g + REUSE_AT;
     uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED), now = reuse_tag(a) | REUSE_FREED;
     if (LIKELY(was == now)) return 1;
     /* Stored only when it changes: most frees of a program that reuses its memory store
      * nothing. */
     __atomic_store_n(s, now, __ATOMIC_RELAXED);
     return 0;
-}
-/* The same from the block's filter byte `g` (not null). */
-static inline int freed_in(uint64_t a, uint8_t *g) {
-    uint8_t *t = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED);
-    return freed_at(a, t, (uint64_t)(g - t));
 }
 /* The same with no table (`g` 0): nothing known, new. */
 static inline int freed_mark(uint64_t a, uint8_t *g) { return g ? freed_in(a, g) : 0; }
@@ -910,10 +906,11 @@ static inline int in_dtv(const void *p) {
  * the phase (serial, parallel) the thread saw when it was armed. */
 #define TAIL_PHASE_CALLS 1024
 
-/* Whether the interposer whose return address is at `own` runs inside the allocator's call
- * of the last tail-path operation (`at`: also when `own` is the marked slot itself). */
+/* The marked slot's low bits: the op of its call + 1 (`tail_mark`). */
 #define TAIL_OP_MASK ((uintptr_t)7)
 _Static_assert(OP_ALIGNED + 1 <= TAIL_OP_MASK, "an op + 1 fits the marked slot's low bits");
+/* Whether the interposer whose return address is at `own` runs inside the allocator's call
+ * of the last tail-path operation (`at`: also when `own` is the marked slot itself). */
 __attribute__((always_inline)) static inline int tail_under(uintptr_t own, int at) {
     /* The marked slot plus its op (1..7; 0 when none: below every slot). `own` is 8-aligned,
      * so own >= slot is own + 8 > marked, and own > slot is own > marked. */
@@ -947,13 +944,14 @@ __attribute__((always_inline)) static inline uint32_t op_running(void) {
  * path, after the program's call, arms the thread: `tail_left` = the calls the tail path may
  * take before a countdown runs out (the smaller of the two, at most TAIL_PHASE_CALLS;
  * UINT32_MAX without the analysis), `tail_cells` = the cells it counts in, moved to the
- * thread's phase now; 0 when something is missing. The tail path then checks
- * that word, the guard and what depends on the call itself. Not the sampling mean: when
- * sampling stops for good while threads run (rt/src/alloc.rs `module_registered`), the
- * filter is saturated first (every free takes the full path) and every block's countdown
- * run out (every malloc does, but a thread whose call was under way then, which may store
- * its countdown over that, until that countdown runs out), and the full path no longer arms. A full-path call (`timing_start`) or a change of the
- * block or the cells first moves the countdowns by the calls taken (`tail_sync`).
+ * thread's phase now; 0 when something is missing. The tail path then checks that word, the
+ * guard and what depends on the call itself. Not the sampling mean: when sampling stops for
+ * good while threads run (rt/src/alloc.rs `module_registered`), the filter is saturated
+ * first (every free takes the full path) and every block's countdown run out (every malloc
+ * does, except one of a thread whose call was under way then and stores its old countdown
+ * back, until that runs out), and the full path no longer arms. A full-path call
+ * (`timing_start`) or a change of the block or the cells first moves the countdowns by the
+ * calls taken (`tail_sync`).
  * Measured: docs/benchmarks.md, "The ready word". */
 __attribute__((noinline)) static void tail_arm(void) {
     tail_sync();
@@ -1022,12 +1020,11 @@ __attribute__((always_inline)) static inline int tail_alloc(uint32_t op, size_t 
 __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p, void *fa, void *ra) {
     if (!tail_ready()) return TAIL_FULL;
     /* armed: the table is there */
-    uint8_t *t = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED);
-    uint64_t i = granule_index((uint64_t)p);
-    if (__atomic_load_n(&t[i], __ATOMIC_RELAXED) != 0) return TAIL_FULL;
+    uint8_t *g = __atomic_load_n(&profcc_granules, __ATOMIC_RELAXED) + granule_index((uint64_t)p);
+    if (__atomic_load_n(g, __ATOMIC_RELAXED) != 0) return TAIL_FULL;
     if (UNLIKELY(tail_nested())) return TAIL_INSIDE;
     uint64_t *cells = tls.tail_cells;
-    if (cells) tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)freed_at((uint64_t)p, t, i));
+    if (cells) tail_cell(cells, op, A_BUCKETS - 1, (uint32_t)freed_in((uint64_t)p, g));
     tls.sblock->frees += 1;
     tail_mark(fa, ra, op);
     return TAIL_TAKEN;

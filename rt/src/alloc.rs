@@ -613,7 +613,7 @@ const SAMPLED: u32 = 1 << 31;
 static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
 /// What `alloc_sample` asked for (kept after sampling stopped: the weights of old objects).
 static SAMPLE_ASKED: AtomicU64 = AtomicU64::new(0);
-/// The granule table, one mapping in two parts (interpose.c's `granule` and `freed_at`), each
+/// The granule table, one mapping in two parts (interpose.c's `granule` and `freed_in`), each
 /// a byte for each 16-byte granule of the address space modulo 2^GRANULE_BITS granules (a
 /// 16 MiB window, placed at a hash of the address's upper bits: interpose.c's
 /// `granule_index`, which Rust calls too). The filter part counts the recorded objects that
@@ -713,24 +713,18 @@ fn filter_slot(addr: u64) -> Option<&'static core::sync::atomic::AtomicU8> {
     Some(unsafe { &*g.add(profcc_granule_index(addr) as usize) })
 }
 
-fn filter_add(addr: u64) {
+/// Also interpose.c's, which counts the runtime's own blocks (the bootstrap pool's, the dtv
+/// side blocks) here, so sampling's tail path sends their frees to the full path.
+#[export_name = "profcc_filter_add"]
+extern "C" fn filter_add(addr: u64) {
     if let Some(c) = filter_slot(addr) {
         let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| v.checked_add(1));
     }
 }
 
-/// interpose.c counts the runtime's own blocks (the bootstrap pool's, the dtv side blocks)
-/// in the filter, so sampling's tail path sends their frees to the full path.
-#[no_mangle]
-pub extern "C" fn profcc_filter_add(addr: u64) {
-    filter_add(addr);
-}
-#[no_mangle]
-pub extern "C" fn profcc_filter_remove(addr: u64) {
-    filter_remove(addr);
-}
-
-fn filter_remove(addr: u64) {
+/// Also interpose.c's (see [`filter_add`]).
+#[export_name = "profcc_filter_remove"]
+extern "C" fn filter_remove(addr: u64) {
     if let Some(c) = filter_slot(addr) {
         let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| {
             (v != 0 && v != u8::MAX).then(|| v - 1)

@@ -970,6 +970,7 @@ fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
 mod tests {
     use super::*;
 
+    use crate::alloc::GRANULE_BITS;
     extern "C" {
         fn profcc_reuse_freed(a: u64) -> i32;
         fn profcc_reuse_handed_out(a: u64) -> i32;
@@ -997,8 +998,9 @@ mod tests {
         assert_eq!(h(nb[1]), 1);
         assert_eq!(h(nb[3]), 0);
         // The next window (another tag): its granule on the same byte.
-        let w = (base + (1 << 24)) & !((1u64 << 24) - 1);
-        let far = w + 16 * ((idx(base) + (1 << 20) - idx(w)) & ((1 << 20) - 1));
+        let (granules, window) = (1u64 << GRANULE_BITS, 16u64 << GRANULE_BITS);
+        let w = (base + window) & !(window - 1);
+        let far = w + 16 * ((idx(base) + granules - idx(w)) & (granules - 1));
         assert_eq!(idx(far), idx(base));
         assert_eq!(f(far), 0, "another window's first free is new");
         assert_eq!(h(nb[0]), 0, "another tag pushed the mark out");
