@@ -120,6 +120,84 @@ impl Kind for Summary {
     }
 }
 
+/// A flag whose default follows other flags (`auto`): [`Options::resolved`] gives it its value
+/// at initialisation, so the profile records what was in force.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Auto<T> {
+    Auto,
+    Is(T),
+}
+pub type AutoBool = Auto<bool>;
+pub type AutoUint = Auto<u32>;
+
+impl Kind for AutoBool {
+    const NAME: &'static str = "bool|auto";
+    fn parse(v: &str, lo: u64, hi: u64) -> Result<Self, String> {
+        match v {
+            "auto" => Ok(Auto::Auto),
+            _ => bool::parse(v, lo, hi)
+                .map(Auto::Is)
+                .map_err(|_| "expected 0 or 1, or auto".into()),
+        }
+    }
+    fn show(&self) -> String {
+        match self {
+            Auto::Auto => "auto".into(),
+            Auto::Is(b) => b.show(),
+        }
+    }
+}
+
+impl Kind for AutoUint {
+    const NAME: &'static str = "uint|auto";
+    const RANGED: bool = true;
+    fn parse(v: &str, lo: u64, hi: u64) -> Result<Self, String> {
+        match v {
+            "auto" => Ok(Auto::Auto),
+            _ => u32::parse(v, lo, hi)
+                .map(Auto::Is)
+                .map_err(|e| format!("{e}, or auto")),
+        }
+    }
+    fn show(&self) -> String {
+        match self {
+            Auto::Auto => "auto".into(),
+            Auto::Is(n) => n.show(),
+        }
+    }
+}
+
+/// `alloc_events`'s period where `auto` gives one (exact recording).
+pub const ALLOC_EVENTS_EXACT: u32 = 100;
+
+impl Options {
+    /// Is the allocator analysis on? `auto`: on the sampled path (`alloc_sample`), where its
+    /// overhead target holds (docs/allocators.md, "Overhead"); off with exact recording, where
+    /// it would about double the core's cost on malloc-heavy programs.
+    pub fn alloc_ops(&self) -> bool {
+        match self.alloc_ops {
+            Auto::Is(b) => b,
+            Auto::Auto => self.alloc_sample > 0,
+        }
+    }
+    /// One operation in this many has its events counted (0: none). `auto`: none on the
+    /// sampled path (two read system calls per counted call cost several times what the
+    /// sampled path does), one in ALLOC_EVENTS_EXACT with exact recording.
+    pub fn alloc_events(&self) -> u32 {
+        match self.alloc_events {
+            Auto::Is(n) => n,
+            Auto::Auto if self.alloc_sample > 0 => 0,
+            Auto::Auto => ALLOC_EVENTS_EXACT,
+        }
+    }
+    /// Every `auto` flag given its value in force.
+    pub fn resolved(mut self) -> Options {
+        self.alloc_ops = Auto::Is(self.alloc_ops());
+        self.alloc_events = Auto::Is(self.alloc_events());
+        self
+    }
+}
+
 /// A signal number (`dump_signal`); 0: none.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Signal(pub i32);
@@ -216,10 +294,10 @@ macro_rules! options {
 
 // name: type = default, range (uints), owner, help. Keep sorted by name.
 options! {
-    alloc_events: u32 = 100, 0..=4294967295, "allocator", "with alloc_ops=1: count events (instructions, cache misses, dTLB misses and page faults where the machine gives hardware counters, page faults alone otherwise) on one allocator operation in N per thread, read with perf_event_open around the real call (two read system calls per sampled call; docs/allocators.md); 0: none";
-    alloc_ops: bool = false, 0..=1, "allocator", "the allocator analysis (off by default: its overhead target is reached only on the sampled path, alloc_sample, and with no margin, docs/allocators.md): count every malloc-family and new/delete call and time a sample of them in the program's allocator (alloc_time), by operation, request size, address reuse and phase, with the allocator's own mmap/munmap/mremap and mutex calls inside them (docs/allocators.md); off: no counts and no `allocator_ops` section";
+    alloc_events: AutoUint = Auto::Auto, 0..=4294967295, "allocator", "with the allocator analysis on: count events (instructions, cache misses, dTLB misses and page faults where the machine gives hardware counters, page faults alone otherwise) on one allocator operation in N per thread, read with perf_event_open around the real call (two read system calls per sampled call; docs/allocators.md); 0: none; auto: 100 with exact recording, none with alloc_sample, where the calls would cost several times the sampled path itself";
+    alloc_ops: AutoBool = Auto::Auto, 0..=1, "allocator", "the allocator analysis: count every malloc-family and new/delete call and time a sample of them in the program's allocator (alloc_time), by operation, request size, address reuse and phase, with the allocator's own mmap/munmap/mremap and mutex calls inside them (docs/allocators.md); off: no counts and no `allocator_ops` section; auto: on with alloc_sample, where its overhead target holds, off with exact recording, where it would about double the core's cost on malloc-heavy programs (docs/allocators.md, \"Overhead\")";
     alloc_sample: u32 = 0, 0..=4294967295, "core", "record one allocation per this many bytes on average (geometric sampling; per-site counts, bytes and live bytes become estimates, the totals of calls, bytes and frees stay exact; docs/report.md), or 0 = every allocation. Sampling stops when a module built with access checks (the sharing or NUMA analysis) registers: they need every object";
-    alloc_time: u32 = 64, 1..=4294967295, "allocator", "with alloc_ops=1: read the allocator's time (two TSC reads around the real call) on one program operation in about N per thread (jittered gaps), the gap doubling after every 256 timed calls of the thread up to 16 x N, and on every request of 4096 bytes or more; 1: every call. Counts stay exact; a kind's mean time is its timed calls' mean, each weighted by the calls it stands for (docs/allocators.md)";
+    alloc_time: u32 = 64, 1..=4294967295, "allocator", "with the allocator analysis on: read the allocator's time (two TSC reads around the real call) on one program operation in about N per thread (jittered gaps), the gap doubling after every 256 timed calls of the thread up to 16 x N, and on every request of 4096 bytes or more; 1: every call. Counts stay exact; a kind's mean time is its timed calls' mean, each weighted by the calls it stands for (docs/allocators.md)";
     alloc_wrappers: Text = Text::new(""), 0..=0, "core", "more allocation wrappers, comma-separated function names (`xmalloc,pool_get`): a heap object is named by the first frame of its allocation stack outside them and the wrappers the compiler recognised (a C++ name as the report prints it, e.g. `make_block(unsigned long)`)";
     allocator: Text = Text::new(""), 0..=0, "allocator", "an allocator description (`profcc detect-allocator -o FILE`) for the program's allocator: its size-kind boundaries split the analysis's size buckets and the report uses it instead of the shipped description it would pick; for an allocator profcc ships none for";
     dump_signal: Signal = Signal(0), 0..=0, "core", "write the profile (trigger `signal`) each time this signal arrives (USR2, USR1, ...; the runtime then has a handler for it and one helper thread); off: the signal keeps the program's disposition";
@@ -297,7 +375,7 @@ static PARSED: OnceLock<(Options, u64)> = OnceLock::new();
 /// warnings to print.
 pub fn init(spec: &str) -> Vec<String> {
     let p = parse(spec);
-    let _ = PARSED.set((p.options, p.given));
+    let _ = PARSED.set((p.options.resolved(), p.given));
     p.warnings
 }
 
@@ -417,6 +495,8 @@ mod tests {
             }
             ("when", _) => "0".into(),
             ("sig", _) => "USR2".into(),
+            ("bool|auto", _) => "1".into(),
+            ("uint|auto", _) => "7".into(),
             _ => "x.%p.json".into(),
         }
     }
@@ -478,6 +558,48 @@ mod tests {
             1,
             "SIGKILL cannot be caught"
         );
+    }
+
+    /// `auto` follows `alloc_sample`; a value given wins; what the profile records is the
+    /// value in force; the help text names the period `auto` gives.
+    #[test]
+    fn auto_flags_follow_alloc_sample() {
+        let on = |spec: &str| {
+            let o = parse(spec).options;
+            (o.alloc_ops(), o.alloc_events())
+        };
+        assert_eq!(on(""), (false, ALLOC_EVENTS_EXACT));
+        assert_eq!(on("alloc_sample=65536"), (true, 0));
+        assert_eq!(on("alloc_sample=65536:alloc_ops=0"), (false, 0));
+        assert_eq!(on("alloc_ops=1"), (true, ALLOC_EVENTS_EXACT));
+        assert_eq!(on("alloc_sample=1:alloc_events=100"), (true, 100));
+        assert_eq!(
+            on("alloc_ops=auto:alloc_events=auto"),
+            (false, ALLOC_EVENTS_EXACT)
+        );
+        let o = parse("alloc_sample=65536").options.resolved();
+        let shown = |name: &str| {
+            let f = FLAGS.iter().find(|f| f.name == name).unwrap();
+            (f.show)(&o)
+        };
+        assert_eq!(
+            (shown("alloc_ops"), shown("alloc_events")),
+            ("1".into(), "0".into())
+        );
+        assert_eq!(
+            (FLAGS.iter().find(|f| f.name == "alloc_ops").unwrap().show)(&Options::DEFAULT),
+            "auto"
+        );
+        let help = FLAGS
+            .iter()
+            .find(|f| f.name == "alloc_events")
+            .unwrap()
+            .help;
+        assert!(
+            help.contains(&format!("auto: {ALLOC_EVENTS_EXACT} with exact recording")),
+            "{help}"
+        );
+        assert!(parse("alloc_ops=maybe").warnings[0].contains("expected 0 or 1, or auto"));
     }
 
     #[test]

@@ -1172,13 +1172,44 @@ int main() {
     }
 }
 
-/// Off by default: no section, no timing.
+/// On by default only on the sampled path (`alloc_ops=auto`): an exact run has no section;
+/// a sampled run (a build without access checks, where sampling runs) counts every call of
+/// the loop, with no events (`alloc_events=auto` is none there), and the profile records the
+/// values in force.
 #[test]
-fn off_by_default() {
+fn on_by_default_only_on_the_sampled_path() {
     let s = built();
     let (_, p) = s.run_profiled("kat", &["reuse"], "summary=0");
     assert!(p.allocator_ops.is_none());
     assert_eq!(p.options.get("alloc_ops").map(String::as_str), Some("0"));
+    assert_eq!(
+        p.options.get("alloc_events").map(String::as_str),
+        Some("100")
+    );
+    let (_, p) = s.run_profiled("kat_none", &["reuse"], "summary=0:alloc_sample=65536");
+    let ops = p
+        .allocator_ops
+        .as_ref()
+        .expect("the section on the sampled path");
+    assert!(ops.events.is_none());
+    assert_eq!(p.options.get("alloc_ops").map(String::as_str), Some("1"));
+    assert_eq!(p.options.get("alloc_events").map(String::as_str), Some("0"));
+    let profile = s.path("kat_none.profile.json");
+    assert_eq!(raw(&profile, "malloc", 32), N);
+    // A free of an unrecorded block has no known size: the loop's and the warm-up's.
+    let frees: u64 = ops
+        .ops
+        .iter()
+        .filter(|c| c.op == "free")
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(frees, N + 1);
+    let (_, p) = s.run_profiled(
+        "kat_none",
+        &["reuse"],
+        "summary=0:alloc_sample=65536:alloc_ops=0",
+    );
+    assert!(p.allocator_ops.is_none());
 }
 
 /// An allocator no identification knows (tests/fixtures/alloc/toy_allocator.c: power-of-two

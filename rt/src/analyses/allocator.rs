@@ -1,4 +1,5 @@
-//! The allocator analysis (`alloc_ops`, off by default until its overhead target holds):
+//! The allocator analysis (`alloc_ops`; by default on with `alloc_sample`, where its overhead
+//! target holds, off with exact recording):
 //! what the program's own allocator costs it, per operation, by request size, address reuse
 //! and phase, and what the allocator does inside those operations through the calls profcc
 //! interposes.
@@ -660,7 +661,7 @@ impl Analysis for AllocatorAnalysis {
 
     fn init(&self) {
         let o = crate::options::get();
-        if !o.alloc_ops {
+        if !o.alloc_ops() {
             return;
         }
         let mut extra = None;
@@ -691,7 +692,7 @@ impl Analysis for AllocatorAnalysis {
             lines::init();
             pages::init();
         }
-        events::init(o.alloc_events);
+        events::init(o.alloc_events());
         // Reuse is filed in the granule table (interpose.c's `freed_mark` and `handed_out`);
         // without it every address counts as new.
         crate::alloc::map_granules();
@@ -718,7 +719,7 @@ impl Analysis for AllocatorAnalysis {
     }
 
     fn object_events(&self) -> crate::analysis::ObjectEvents {
-        let on = crate::options::get().alloc_ops;
+        let on = crate::options::get().alloc_ops();
         crate::analysis::ObjectEvents {
             alloc: on,
             free: on,
@@ -885,7 +886,7 @@ impl Analysis for AllocatorAnalysis {
 
 /// The sampled operations' events, for the profile (None: `alloc_events=0`).
 fn events_section(blocks: &[usize]) -> Option<profcc_schema::allocator::Events> {
-    let period = crate::options::get().alloc_events;
+    let period = crate::options::get().alloc_events();
     if period == 0 {
         return None;
     }
