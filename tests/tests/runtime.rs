@@ -96,6 +96,9 @@ fn every_flag_is_recorded_in_the_profile() {
             (_, "bool") => if default == "1" { "0" } else { "1" }.to_string(),
             (_, "when") => if default == "0" { "1" } else { "0" }.to_string(),
             (_, "sig") => if default == "USR2" { "USR1" } else { "USR2" }.to_string(),
+            // `auto` (decided from other flags): a value of the flag's own type.
+            (_, "bool|auto") => "1".to_string(),
+            (_, "uint|auto") => "7".to_string(),
             // A text flag (its default may be empty): any other text.
             (_, "text") => "profcc_test_text".to_string(),
             (_, "uint") => {
