@@ -20,6 +20,7 @@
 pub mod alloc;
 pub mod analyses;
 pub mod analysis;
+pub mod clock;
 pub mod counts;
 pub mod fork;
 pub mod mem;

@@ -270,61 +270,6 @@ fn add(a: &AtomicU64, v: u64, own: bool) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Ticks to time.
-
-/// TSC and CLOCK_MONOTONIC at `init`.
-static START_TSC: AtomicU64 = AtomicU64::new(0);
-static START_NS: AtomicU64 = AtomicU64::new(0);
-
-fn now_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-fn tsc() -> u64 {
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
-
-/// Shortest span the tick rate is measured over; a shorter run waits at its dump. Each end
-/// is a clock read between two TSC reads at most `PAIR_TICKS` apart (a read preempted in
-/// between is taken again), so the rate is right to 2 x 2 µs / 1 ms = 0.4% or better.
-const CALIBRATE_NS: u64 = 1_000_000;
-const PAIR_TICKS: u64 = 5_000;
-
-/// A TSC reading and `CLOCK_MONOTONIC` at the same moment (within `PAIR_TICKS`; the
-/// closest of a few tries).
-fn paired() -> (u64, u64) {
-    let mut best = (u64::MAX, 0, 0);
-    for _ in 0..16 {
-        let a = tsc();
-        let n = now_ns();
-        let b = tsc();
-        let gap = b.wrapping_sub(a);
-        if gap < best.0 {
-            best = (gap, a + gap / 2, n);
-        }
-        if gap < PAIR_TICKS {
-            break;
-        }
-    }
-    (best.1, best.2)
-}
-
-/// TSC ticks per second from the start of the run to now (waiting until `CALIBRATE_NS`).
-fn tsc_hz() -> f64 {
-    let (t0, n0) = (START_TSC.load(Relaxed), START_NS.load(Relaxed));
-    while now_ns() < n0 + CALIBRATE_NS {
-        core::hint::spin_loop();
-    }
-    let (t1, n1) = paired();
-    (t1.wrapping_sub(t0)) as f64 * 1e9 / (n1 - n0) as f64
-}
-
-// ---------------------------------------------------------------------------------------------
 // Entry points from interpose.c (guard set).
 
 extern "C" {
@@ -706,9 +651,7 @@ impl Analysis for AllocatorAnalysis {
             ALL.lock().push(shared);
             SHARED.store(shared as *mut Cells, Relaxed);
         }
-        let (t, n) = paired();
-        START_TSC.store(t, Relaxed);
-        START_NS.store(n, Relaxed);
+        crate::clock::mark_start();
         unsafe {
             core::ptr::write_volatile(
                 core::ptr::addr_of_mut!(profcc_alloc_time_period),
@@ -865,7 +808,7 @@ impl Analysis for AllocatorAnalysis {
         let [first_calls] = summed(&blocks, |c| [&c.first_calls]);
         let (locks, locks_untracked) = locks::cells();
         p.allocator_ops = Some(profcc_schema::allocator::Allocator {
-            tsc_hz: tsc_hz(),
+            tsc_hz: crate::clock::tsc_hz(),
             ops,
             channels,
             first_calls,
