@@ -415,8 +415,19 @@ fn writes_direct(out: &str) -> bool {
             .unwrap_or(false)
 }
 
+/// profcc's headers (`profcc.h`: the region markers), beside the executable (`cargo xtask
+/// build` puts them there). Searched after every directory of the user's and the system's
+/// (`-idirafter`), so a header of the program's own of the same name wins.
+fn include_dir() -> Option<PathBuf> {
+    let dir = self_exe()?.with_file_name("include");
+    dir.join("profcc.h").is_file().then_some(dir)
+}
+
 fn frontend_cmd(job: &Job, p: &JobPaths) -> Vec<String> {
     let mut v = job.frontend.clone();
+    if let Some(dir) = include_dir() {
+        v.extend(["-idirafter".to_string(), dir.display().to_string()]);
+    }
     v.push("-c".into());
     if job.instrument {
         v.push("-emit-llvm".into());

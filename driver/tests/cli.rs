@@ -434,6 +434,7 @@ fn report_csv_writes_one_file_per_table() {
             "numa_objects.csv",
             "numa_sites.csv",
             "numa_threads.csv",
+            "regions.csv",
             "sharing_below_threshold.csv",
             "sharing_findings.csv",
             "threads.csv"

@@ -36,6 +36,9 @@ pub struct Report {
     /// Only when an input has the allocator analysis's records (docs/allocators.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<AllocatorAnalysis>,
+    /// Only when an input has region markers' records (docs/regions.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regions: Option<Regions>,
     /// Every thread of every input.
     pub threads: Vec<Thread>,
     pub notes: Notes,
@@ -744,4 +747,27 @@ pub struct AllocOverhead {
     /// profcc's own tables).
     pub touched: Option<u64>,
     pub untouched: Option<u64>,
+}
+
+/// Regions of interest (`PROFCC_ROI_BEGIN`/`PROFCC_ROI_END`; docs/regions.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Regions {
+    /// One row per input, region and thread, by input, region name, thread.
+    pub rows: Vec<RegionRow>,
+    /// Markers the runtime could not file, summed over inputs (see the notes).
+    pub dropped: u64,
+    /// Ends with no open region of that name in their thread, summed over inputs.
+    pub unmatched_ends: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RegionRow {
+    /// Index in `summary.inputs`.
+    pub input: usize,
+    pub region: String,
+    pub thread: u32,
+    /// Completed executions (a begin and its end).
+    pub executions: u64,
+    /// Time inside the region, begin to end, TSC ticks over the run's calibrated rate.
+    pub seconds: f64,
 }

@@ -11,6 +11,7 @@ pub mod alloc;
 pub mod allocator;
 pub mod notes;
 pub mod numa;
+pub mod regions;
 pub mod sharing;
 pub mod summary;
 pub mod threads;
@@ -58,6 +59,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
     let sharing = sharing::build(m, opts);
     let numa = numa::build(m, opts);
     let allocator = allocator::build(m, opts);
+    let regions = regions::build(m, opts);
     let threads = threads::build(m, opts);
     let notes = notes::build(m, opts);
     Report {
@@ -69,6 +71,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         sharing,
         numa,
         allocator,
+        regions,
         threads,
         notes,
     }

@@ -1176,6 +1176,17 @@ pub(crate) fn sample_report() -> Report {
                 share: 1.0,
             }],
         }),
+        regions: Some(crate::model::Regions {
+            rows: vec![crate::model::RegionRow {
+                input: 0,
+                region: "triad".into(),
+                thread: 1,
+                executions: 100,
+                seconds: 0.25,
+            }],
+            dropped: 0,
+            unmatched_ends: 0,
+        }),
         threads: vec![
             Thread {
                 input: 0,

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 pub mod allocator;
 pub mod numa;
+pub mod regions;
 pub mod sharing;
 
 pub const FORMAT: &str = "profcc-profile";
@@ -75,6 +76,9 @@ pub struct Profile {
     /// The allocator analysis (absent when it was off: `alloc_ops=0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator_ops: Option<allocator::Allocator>,
+    /// Regions of interest (absent when no region marker ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regions: Option<regions::Regions>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

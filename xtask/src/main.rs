@@ -161,10 +161,26 @@ fn build() -> Result<(), String> {
     ]))?;
     runtime_archive()?;
     allocator_probe()?;
+    headers()?;
     let link = bin_dir().join("profcc++");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink("profcc", &link)
         .map_err(|e| format!("cannot create {}: {e}", link.display()))
+}
+
+/// profcc's headers (include/: `profcc.h`), copied to `include/` beside the driver, which
+/// puts that directory on every compile line it instruments.
+fn headers() -> Result<(), String> {
+    let dir = bin_dir().join("include");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for name in ["profcc.h"] {
+        let (from, to) = (root().join("include").join(name), dir.join(name));
+        let tmp = to.with_extension("tmp");
+        std::fs::copy(&from, &tmp)
+            .and_then(|_| std::fs::rename(&tmp, &to))
+            .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+    }
+    Ok(())
 }
 
 /// The allocator probe's executable and preloadable object (`profcc detect-allocator` looks

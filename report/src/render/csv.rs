@@ -37,6 +37,7 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     alloc_channels,
     alloc_locks,
     alloc_overhead,
+    regions,
 ];
 
 /// Cells that hold several values are joined with this.
@@ -812,5 +813,28 @@ mod tests {
         let e = write_dir(&r, &file).unwrap_err().to_string();
         assert!(e.contains("exists and is not a directory"), "{e}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "user data");
+    }
+}
+
+/// One row per input, region and thread (docs/regions.md).
+pub fn regions(r: &Report) -> Table {
+    let rows = r
+        .regions
+        .iter()
+        .flat_map(|g| &g.rows)
+        .map(|row| {
+            vec![
+                row.input.to_string(),
+                row.region.clone(),
+                row.thread.to_string(),
+                row.executions.to_string(),
+                format!("{:.9}", row.seconds),
+            ]
+        })
+        .collect();
+    Table {
+        file: "regions.csv",
+        header: &["input", "region", "thread", "executions", "seconds"],
+        rows,
     }
 }

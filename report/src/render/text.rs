@@ -38,6 +38,9 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     if let Some(a) = &r.allocator {
         allocator_analysis(a, several_inputs, &mut out);
     }
+    if let Some(g) = &r.regions {
+        regions(g, several_inputs, &mut out);
+    }
     threads(&r.threads, several_inputs, &mut out);
     notes(&r.notes, &mut out);
     out
@@ -1295,5 +1298,55 @@ fn notes(n: &Notes, out: &mut String) {
     out.push_str("\nNotes\n");
     for n in n.warnings.iter().chain(&n.notes) {
         out.push_str(&format!("  - {n}\n"));
+    }
+}
+
+/// Regions of interest: one line per region and thread.
+fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
+    out.push_str("\nRegions of interest (PROFCC_ROI_BEGIN/END; docs/regions.md)\n");
+    if g.rows.is_empty() {
+        out.push_str("  none completed\n");
+    } else {
+        out.push_str(&format!(
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12}\n",
+            if several_inputs { "input " } else { "" },
+            "region",
+            "thread",
+            "executions",
+            "seconds",
+            "mean us"
+        ));
+    }
+    for r in &g.rows {
+        let mean_us = if r.executions > 0 {
+            r.seconds * 1e6 / r.executions as f64
+        } else {
+            0.0
+        };
+        out.push_str(&format!(
+            "  {}{:<24} {:>6} {:>12} {:>12.6} {:>12.3}\n",
+            if several_inputs {
+                format!("{:<6}", r.input)
+            } else {
+                String::new()
+            },
+            r.region,
+            r.thread,
+            r.executions,
+            r.seconds,
+            mean_us
+        ));
+    }
+    if g.dropped > 0 {
+        out.push_str(&format!(
+            "  {} markers not filed (more than 256 region names, regions nested more than 32 deep, or a marker before the runtime knew its thread)\n",
+            g.dropped
+        ));
+    }
+    if g.unmatched_ends > 0 {
+        out.push_str(&format!(
+            "  {} PROFCC_ROI_END with no open region of that name in its thread (ignored)\n",
+            g.unmatched_ends
+        ));
     }
 }

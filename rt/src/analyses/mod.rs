@@ -10,6 +10,7 @@ use crate::analysis::{Analysis, Registry};
 
 pub mod allocator;
 pub mod numa;
+pub mod regions;
 pub mod sharing;
 
 /// The registry.
@@ -17,4 +18,5 @@ pub static ANALYSES: Registry = &[
     &sharing::SHARING as &dyn Analysis,
     &numa::NUMA,
     &allocator::ALLOCATOR,
+    &regions::REGIONS,
 ];

@@ -1,0 +1,41 @@
+//! Regions of interest (docs/regions.md): each input's per-thread executions and time of
+//! every region, as the runtime counted them.
+
+use super::Options;
+use crate::merge::Merged;
+use crate::model::{RegionRow, Regions};
+
+pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
+    let mut out = Regions {
+        rows: Vec::new(),
+        dropped: 0,
+        unmatched_ends: 0,
+    };
+    let mut any = false;
+    for (input, i) in m.inputs.iter().enumerate() {
+        let Some(r) = &i.profile.regions else {
+            continue;
+        };
+        any = true;
+        out.dropped += r.dropped;
+        out.unmatched_ends += r.unmatched_ends;
+        let mut rows: Vec<RegionRow> = r
+            .rows
+            .iter()
+            .map(|row| RegionRow {
+                input,
+                region: row.region.clone(),
+                thread: row.thread,
+                executions: row.executions,
+                seconds: if r.tsc_hz > 0.0 {
+                    row.ticks as f64 / r.tsc_hz
+                } else {
+                    0.0
+                },
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.region, a.thread).cmp(&(&b.region, b.thread)));
+        out.rows.extend(rows);
+    }
+    any.then_some(out)
+}
