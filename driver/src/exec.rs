@@ -417,7 +417,8 @@ fn writes_direct(out: &str) -> bool {
 
 /// profcc's headers (`profcc.h`: the region markers), beside the executable (`cargo xtask
 /// build` puts them there). Searched after every directory of the user's and the system's
-/// (`-idirafter`), so a header of the program's own of the same name wins.
+/// (`-idirafter`), so a header of the program's own of the same name wins. Left out of a
+/// command that prints the search list (`frontend_cmd`).
 fn include_dir() -> Option<PathBuf> {
     let dir = self_exe()?.with_file_name("include");
     dir.join("profcc.h").is_file().then_some(dir)
@@ -425,7 +426,10 @@ fn include_dir() -> Option<PathBuf> {
 
 fn frontend_cmd(job: &Job, p: &JobPaths) -> Vec<String> {
     let mut v = job.frontend.clone();
-    if let Some(dir) = include_dir() {
+    // Not when the compiler's search list is being read (`-v`, `-###`: CMake's and autotools'
+    // compiler probes record it, and the build must see clang-22's own).
+    let inspected = v.iter().any(|a| a == "-v" || a == "-###");
+    if let Some(dir) = include_dir().filter(|_| !inspected) {
         v.extend(["-idirafter".to_string(), dir.display().to_string()]);
     }
     v.push("-c".into());

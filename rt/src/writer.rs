@@ -17,6 +17,7 @@
 //! it); otherwise it goes into the profile (`Profile::exit_summary`), which `profcc report`
 //! shows. `summary=1` prints it on stderr wherever that points; `summary=0` drops it.
 
+use crate::clock::now_ns;
 use crate::{counts, mem::SpinLock, options};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use profcc_schema as schema;
@@ -52,15 +53,6 @@ pub fn stderr_line(s: &str) {
     unsafe {
         libc::write(2, buf.as_ptr() as *const libc::c_void, buf.len());
     }
-}
-
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Device and inode of what fd 2 is, when it is a terminal.

@@ -174,7 +174,7 @@ pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) 
     }
     let _ = (stack_lo, stack_hi); // in the per-thread state (`Sharing::thread_start`)
     if !is_main && LIVE.fetch_add(1, Relaxed) == 1 {
-        PARALLEL_SINCE.store(crate::writer::now_ns(), Relaxed);
+        PARALLEL_SINCE.store(crate::clock::now_ns(), Relaxed);
     }
 }
 
@@ -189,7 +189,7 @@ pub fn thread_exiting() {
     if LIVE.fetch_sub(1, Relaxed) == 2 {
         let since = PARALLEL_SINCE.swap(0, Relaxed);
         if since != 0 {
-            PARALLEL_NS.fetch_add(crate::writer::now_ns().saturating_sub(since), Relaxed);
+            PARALLEL_NS.fetch_add(crate::clock::now_ns().saturating_sub(since), Relaxed);
         }
     }
 }
@@ -302,7 +302,7 @@ fn ticks() -> u64 {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn ticks() -> u64 {
-    crate::writer::now_ns()
+    crate::clock::now_ns()
 }
 
 /// The TSC and the monotonic clock at initialisation, for ticks per ns.
@@ -321,7 +321,7 @@ fn ticks_per_ns() -> f64 {
         return v;
     }
     let (t0, n0) = (TICKS0.load(Relaxed), NS0.load(Relaxed));
-    let (t1, n1) = (ticks(), crate::writer::now_ns());
+    let (t1, n1) = (ticks(), crate::clock::now_ns());
     if n0 == 0 || n1 < n0 + 1_000_000 || t1 <= t0 {
         return 1.0;
     }
@@ -340,7 +340,7 @@ fn timed_reload(p: *const u8) -> u64 {
 
 fn init_clock() {
     TICKS0.store(ticks(), Relaxed);
-    NS0.store(crate::writer::now_ns(), Relaxed);
+    NS0.store(crate::clock::now_ns(), Relaxed);
     let x = 0u8;
     let _ = timed_reload(&x);
     let hit = (0..32).map(|_| timed_reload(&x)).min().unwrap_or(0);
@@ -390,7 +390,7 @@ const CPU_SAMPLE_EVERY: u64 = 256;
 
 /// The prediction's figures of every started thread.
 fn thread_times() -> Vec<schema::ThreadTime> {
-    let now = crate::writer::now_ns();
+    let now = crate::clock::now_ns();
     let mut out = Vec::new();
     crate::analysis::each_state(&SHARING, |_, p| {
         let st = unsafe { &*(p as *const ThreadState) };
@@ -477,7 +477,7 @@ impl Analysis for Sharing {
             st.stack_lo.store(t.stack_lo, Relaxed);
             st.stack_hi.store(t.stack_hi, Relaxed);
             st.ktid.store(unsafe { libc::gettid() } as u32, Relaxed);
-            st.start_ns.store(crate::writer::now_ns(), Relaxed);
+            st.start_ns.store(crate::clock::now_ns(), Relaxed);
             st.cpus.note_current();
         }
         thread_started(t.id, t.stack_lo as usize, t.stack_hi as usize, t.is_main);
@@ -488,7 +488,7 @@ impl Analysis for Sharing {
             st.cpu_ns
                 .store(thread_cpu_ns(unsafe { libc::gettid() } as u32), Relaxed);
             st.cpus.note_current();
-            st.end_ns.store(crate::writer::now_ns(), Relaxed);
+            st.end_ns.store(crate::clock::now_ns(), Relaxed);
         }
         thread_exiting();
     }
@@ -1235,7 +1235,7 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
     let mut parallel_ns = PARALLEL_NS.load(Relaxed);
     let since = PARALLEL_SINCE.load(Relaxed);
     if since != 0 {
-        parallel_ns += crate::writer::now_ns().saturating_sub(since);
+        parallel_ns += crate::clock::now_ns().saturating_sub(since);
     }
     let stacks = stacks();
     let n = if TABLE.load(Relaxed) == 0 {
