@@ -130,39 +130,32 @@ pub enum Auto<T> {
 pub type AutoBool = Auto<bool>;
 pub type AutoUint = Auto<u32>;
 
-impl Kind for AutoBool {
-    const NAME: &'static str = "bool|auto";
-    fn parse(v: &str, lo: u64, hi: u64) -> Result<Self, String> {
-        match v {
-            "auto" => Ok(Auto::Auto),
-            _ => bool::parse(v, lo, hi)
-                .map(Auto::Is)
-                .map_err(|_| "expected 0 or 1, or auto".into()),
-        }
-    }
-    fn show(&self) -> String {
-        match self {
-            Auto::Auto => "auto".into(),
-            Auto::Is(b) => b.show(),
-        }
-    }
+/// A kind a flag may also leave to `auto`, and that pair's name.
+pub trait AutoKind: Kind {
+    const AUTO_NAME: &'static str;
+}
+impl AutoKind for bool {
+    const AUTO_NAME: &'static str = "bool|auto";
+}
+impl AutoKind for u32 {
+    const AUTO_NAME: &'static str = "uint|auto";
 }
 
-impl Kind for AutoUint {
-    const NAME: &'static str = "uint|auto";
-    const RANGED: bool = true;
+impl<T: AutoKind> Kind for Auto<T> {
+    const NAME: &'static str = T::AUTO_NAME;
+    const RANGED: bool = T::RANGED;
     fn parse(v: &str, lo: u64, hi: u64) -> Result<Self, String> {
-        match v {
-            "auto" => Ok(Auto::Auto),
-            _ => u32::parse(v, lo, hi)
-                .map(Auto::Is)
-                .map_err(|e| format!("{e}, or auto")),
+        if v == "auto" {
+            return Ok(Auto::Auto);
         }
+        T::parse(v, lo, hi)
+            .map(Auto::Is)
+            .map_err(|e| format!("{e}, or auto"))
     }
     fn show(&self) -> String {
         match self {
             Auto::Auto => "auto".into(),
-            Auto::Is(n) => n.show(),
+            Auto::Is(v) => v.show(),
         }
     }
 }
@@ -172,7 +165,7 @@ pub const ALLOC_EVENTS_EXACT: u32 = 100;
 
 impl Options {
     /// Is the allocator analysis on? `auto`: on the sampled path (`alloc_sample`), where its
-    /// overhead target holds (docs/allocators.md, "Overhead"); off with exact recording, where
+    /// overhead target holds (docs/allocators.md, "Cost"); off with exact recording, where
     /// it would about double the core's cost on malloc-heavy programs.
     pub fn alloc_ops(&self) -> bool {
         match self.alloc_ops {
@@ -295,7 +288,7 @@ macro_rules! options {
 // name: type = default, range (uints), owner, help. Keep sorted by name.
 options! {
     alloc_events: AutoUint = Auto::Auto, 0..=4294967295, "allocator", "with the allocator analysis on: count events (instructions, cache misses, dTLB misses and page faults where the machine gives hardware counters, page faults alone otherwise) on one allocator operation in N per thread, read with perf_event_open around the real call (two read system calls per sampled call; docs/allocators.md); 0: none; auto: 100 with exact recording, none with alloc_sample, where the calls would cost several times the sampled path itself";
-    alloc_ops: AutoBool = Auto::Auto, 0..=1, "allocator", "the allocator analysis: count every malloc-family and new/delete call and time a sample of them in the program's allocator (alloc_time), by operation, request size, address reuse and phase, with the allocator's own mmap/munmap/mremap and mutex calls inside them (docs/allocators.md); off: no counts and no `allocator_ops` section; auto: on with alloc_sample, where its overhead target holds, off with exact recording, where it would about double the core's cost on malloc-heavy programs (docs/allocators.md, \"Overhead\")";
+    alloc_ops: AutoBool = Auto::Auto, 0..=1, "allocator", "the allocator analysis: count every malloc-family and new/delete call and time a sample of them in the program's allocator (alloc_time), by operation, request size, address reuse and phase, with the allocator's own mmap/munmap/mremap and mutex calls inside them (docs/allocators.md); off: no counts and no `allocator_ops` section; auto: on with alloc_sample, where its overhead target holds, off with exact recording, where it would about double the core's cost on malloc-heavy programs (docs/allocators.md, \"Cost\")";
     alloc_sample: u32 = 0, 0..=4294967295, "core", "record one allocation per this many bytes on average (geometric sampling; per-site counts, bytes and live bytes become estimates, the totals of calls, bytes and frees stay exact; docs/report.md), or 0 = every allocation. Sampling stops when a module built with access checks (the sharing or NUMA analysis) registers: they need every object";
     alloc_time: u32 = 64, 1..=4294967295, "allocator", "with the allocator analysis on: read the allocator's time (two TSC reads around the real call) on one program operation in about N per thread (jittered gaps), the gap doubling after every 256 timed calls of the thread up to 16 x N, and on every request of 4096 bytes or more; 1: every call. Counts stay exact; a kind's mean time is its timed calls' mean, each weighted by the calls it stands for (docs/allocators.md)";
     alloc_wrappers: Text = Text::new(""), 0..=0, "core", "more allocation wrappers, comma-separated function names (`xmalloc,pool_get`): a heap object is named by the first frame of its allocation stack outside them and the wrappers the compiler recognised (a C++ name as the report prints it, e.g. `make_block(unsigned long)`)";

@@ -1303,6 +1303,8 @@ fn notes(n: &Notes, out: &mut String) {
 
 /// Regions of interest: one line per region and thread.
 fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
+    use crate::fmt::{count, duration};
+    use profcc_schema::regions::{MAX_DEPTH, MAX_REGIONS};
     out.push_str("\nRegions of interest (PROFCC_ROI_BEGIN/END; docs/regions.md)\n");
     if g.rows.is_empty() {
         out.push_str("  none completed\n");
@@ -1313,18 +1315,14 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             "region",
             "thread",
             "executions",
-            "seconds",
-            "mean us"
+            "time",
+            "mean"
         ));
     }
+    let ns = |s: f64| (s * 1e9).max(0.0) as u64;
     for r in &g.rows {
-        let mean_us = if r.executions > 0 {
-            r.seconds * 1e6 / r.executions as f64
-        } else {
-            0.0
-        };
         out.push_str(&format!(
-            "  {}{:<24} {:>6} {:>12} {:>12.6} {:>12.3}\n",
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12}\n",
             if several_inputs {
                 format!("{:<6}", r.input)
             } else {
@@ -1332,21 +1330,21 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             },
             r.region,
             r.thread,
-            r.executions,
-            r.seconds,
-            mean_us
+            count(r.executions),
+            duration(ns(r.seconds)),
+            duration(ns(r.seconds) / r.executions.max(1))
         ));
     }
     if g.dropped > 0 {
         out.push_str(&format!(
-            "  {} markers not filed (more than 256 region names, regions nested more than 32 deep, or a marker before the runtime knew its thread)\n",
-            g.dropped
+            "  {} markers not filed (more than {MAX_REGIONS} region names, regions nested more than {MAX_DEPTH} deep, or a marker before the runtime knew its thread)\n",
+            count(g.dropped)
         ));
     }
     if g.unmatched_ends > 0 {
         out.push_str(&format!(
             "  {} PROFCC_ROI_END with no open region of that name in its thread (ignored)\n",
-            g.unmatched_ends
+            count(g.unmatched_ends)
         ));
     }
 }

@@ -10,17 +10,16 @@
 
 use crate::analysis::{current_state, each_state, Analysis, DumpContext};
 use crate::mem::SpinLock;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use profcc_schema::regions as schema;
+use schema::{MAX_DEPTH, MAX_REGIONS, NAME_MAX};
 
-/// Most distinct region names in a run; later names are counted as dropped.
-pub const MAX_REGIONS: usize = 256;
-/// Most regions open at once in one thread; deeper begins are counted as dropped.
-pub const MAX_DEPTH: usize = 32;
-/// Longest name kept (bytes); a longer one is cut there.
-pub const NAME_MAX: usize = 63;
-
-/// The interned names: `NAMES[i]` holds region i's name, `COUNT` of them are in use.
+/// The interned names: `NAMES[i]` holds region i's name, `COUNT` of them are in use. An entry
+/// below `COUNT` never changes, so a lookup reads them without the lock (`COUNT` is published
+/// after its entry is written); only adding a name takes it.
 struct Names {
     text: [[u8; NAME_MAX]; MAX_REGIONS],
     len: [u8; MAX_REGIONS],
@@ -62,19 +61,40 @@ unsafe fn name_bytes<'a>(name: *const libc::c_char) -> &'a [u8] {
     core::slice::from_raw_parts(name as *const u8, n)
 }
 
+/// The region id of `name` among the first `n` names.
+fn find(name: &[u8], n: usize) -> Option<u32> {
+    let t = NAMES.data_ptr() as *const Names;
+    // Only entries below `n` are read: whoever adds a name writes the one at `n`.
+    (0..n)
+        .find(|&i| unsafe {
+            let len = core::ptr::addr_of!((*t).len[i]).read() as usize;
+            let text = &*core::ptr::addr_of!((*t).text[i]);
+            &text[..len] == name
+        })
+        .map(|i| i as u32)
+}
+
+/// The region id of `name`, if it was ever seen.
+fn lookup(name: &[u8]) -> Option<u32> {
+    find(name, COUNT.load(Acquire) as usize)
+}
+
 /// The region id of `name`, interned on first sight (None: the table is full).
 fn intern(name: &[u8]) -> Option<u32> {
+    if let Some(id) = lookup(name) {
+        return Some(id);
+    }
     let mut t = NAMES.lock();
     let n = COUNT.load(Relaxed) as usize;
-    if let Some(i) = (0..n).find(|&i| &t.text[i][..t.len[i] as usize] == name) {
-        return Some(i as u32);
+    if let Some(id) = find(name, n) {
+        return Some(id);
     }
     if n == MAX_REGIONS {
         return None;
     }
     t.text[n][..name.len()].copy_from_slice(name);
     t.len[n] = name.len() as u8;
-    COUNT.store(n as u32 + 1, Relaxed);
+    COUNT.store(n as u32 + 1, Release);
     Some(n as u32)
 }
 
@@ -104,15 +124,18 @@ pub unsafe extern "C" fn __profcc_roi_begin(name: *const libc::c_char) {
 /// inside it and not closed are closed with it).
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_roi_end(name: *const libc::c_char) {
-    let (Some(s), Some(id)) = (state(), intern(name_bytes(name))) else {
+    let now = crate::clock::tsc();
+    let Some(s) = state() else {
         DROPPED.fetch_add(1, Relaxed);
         return;
     };
-    let Some(at) = (0..s.depth as usize).rev().find(|&i| s.stack[i].0 == id) else {
+    // Looked up, not interned: an end with a name never begun takes no slot of the table.
+    let open = lookup(name_bytes(name))
+        .and_then(|id| (0..s.depth as usize).rev().find(|&i| s.stack[i].0 == id));
+    let Some(at) = open else {
         UNMATCHED_ENDS.fetch_add(1, Relaxed);
         return;
     };
-    let now = crate::clock::tsc();
     for i in (at..s.depth as usize).rev() {
         let (r, t0) = s.stack[i];
         let c = &s.cells[r as usize];
