@@ -40,6 +40,35 @@ fn main() {
         assert!(status.success(), "{clang} failed to compile {src}");
     }
     stub_archive(&clang, &out_dir);
+    shim(&clang);
+}
+
+/// ../shim/shim.cpp (LLVM's loops, scalar evolution and cloning behind `extern "C"`), built
+/// with clang++ of the same LLVM against its headers; libLLVM (linked by llvm-sys) has the
+/// symbols.
+fn shim(clang: &str) {
+    println!("cargo:rerun-if-changed=shim/shim.cpp");
+    let config = clang.replace("clang", "llvm-config");
+    let out = Command::new(&config)
+        .arg("--includedir")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {config} ({e}); run `cargo xtask setup`"));
+    assert!(out.status.success(), "{config} --includedir failed");
+    let include = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    cc::Build::new()
+        .cpp(true)
+        .compiler(clang.replace("clang", "clang++"))
+        .file("shim/shim.cpp")
+        .include(include)
+        .flag("-std=c++17")
+        .flag("-fno-exceptions")
+        .flag("-fno-rtti")
+        .flag("-Wno-unused-parameter")
+        .define("_GNU_SOURCE", None)
+        .define("__STDC_CONSTANT_MACROS", None)
+        .define("__STDC_FORMAT_MACROS", None)
+        .define("__STDC_LIMIT_MACROS", None)
+        .compile("profcc_shim");
 }
 
 /// ../hooks/stub.c as an object in an archive: the linker takes it only for a library that

@@ -63,5 +63,6 @@
 #define PROFCC_NUMA_SLOT_HASH 0x9e3779b97f4a7c15ull /* Fibonacci hashing of page numbers */
 #define PROFCC_NUMA_SLOT_OF(page) ((uint64_t)((uint64_t)(page) * PROFCC_NUMA_SLOT_HASH) >> (64 - PROFCC_NUMA_SLOT_BITS)) /* the page cache slot of a page number */
 #define PROFCC_CTOR_PRIORITY 1
+#define PROFCC_ROI_MAX_COUNTERS 1048576 /* region counters in one module */
 
 #endif /* PROFCC_ABI_H */

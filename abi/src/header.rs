@@ -182,6 +182,11 @@ const ITEMS: &[Item] = &[
         "the page cache slot of a page number",
     ),
     int("CTOR_PRIORITY", CTOR_PRIORITY, ""),
+    int(
+        "ROI_MAX_COUNTERS",
+        crate::roi::MAX_COUNTERS as u64,
+        "region counters in one module",
+    ),
 ];
 
 /// Write the header.

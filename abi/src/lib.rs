@@ -72,8 +72,12 @@
 //! `dlclose` unmaps has its counts and site records folded in (copied) before it goes.
 #![no_std]
 
+/// `roi` decodes into vectors (the runtime has an allocator when a module registers).
+extern crate alloc;
+
 pub mod header;
 pub mod lz;
+pub mod roi;
 pub mod sites;
 
 // ---- the address map ----
@@ -588,6 +592,13 @@ impl AccessKind {
 
 /// Symbol names shared by the pass, the hook bodies and the runtime.
 pub mod names {
+    /// Region markers (include/profcc.h; rt/src/analyses/regions.rs).
+    pub const ROI_BEGIN: &str = "__profcc_roi_begin";
+    pub const ROI_END: &str = "__profcc_roi_end";
+    /// A module's region descriptor ([`crate::roi::RoiDesc`]) registers with it...
+    pub const ROI_REGISTER: &str = "__profcc_roi_register";
+    /// ...and a function that counts for a region gets the thread's counter array from it.
+    pub const ROI_COUNTERS: &str = "__profcc_roi_counters";
     /// Hook bodies (hooks/counting.c, hooks/sharing.c), linked into each module and inlined:
     /// function prologue values, counting-only accesses, and the sharing accesses.
     pub const FN_COUNTERS: &str = "__profcc_fn_counters";

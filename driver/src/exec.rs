@@ -326,6 +326,7 @@ pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
         accesses: false,
         sharing: false,
         numa: false,
+        regions: Some(profcc_passes::Placement::Derived),
     };
     let mut none = false;
     for w in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -340,9 +341,12 @@ pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
                 opts.numa = true;
             }
             "none" => none = true,
+            // Region counters alone (their placement is in every mode).
+            "roi" => {}
+            "roi-oracle" => opts.regions = Some(profcc_passes::Placement::Oracle),
             other => {
                 return Err(format!(
-                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses (counts only), sharing (counts and cache-line sharing; the default), numa (counts and NUMA page checks), none (comma-separated)"
+                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses (counts only), sharing (counts and cache-line sharing; the default), numa (counts and NUMA page checks), roi (region counters only), roi-oracle (region counters on every block), none (comma-separated)"
                 ))
             }
         }

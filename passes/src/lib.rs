@@ -25,11 +25,14 @@ mod llvm;
 mod metadata;
 mod rewrite;
 mod select;
+mod shim;
+mod regions;
 mod wrappers;
 
 use std::path::Path;
 
 pub use abi::{AccessKind, MAX_MODULE_SITES};
+pub use regions::Placement;
 
 /// hooks/stub.c in an archive (build.rs): weak definitions of every symbol an instrumented
 /// module refers to, for shared links. A library links with `-z defs` and loads into a program
@@ -45,6 +48,8 @@ pub struct Options {
     pub sharing: bool,
     /// Also check each access's page against the page shadow (NUMA analysis; docs/numa.md).
     pub numa: bool,
+    /// Region counters (docs/regions.md): where they go; None: no region counters.
+    pub regions: Option<Placement>,
 }
 
 impl Default for Options {
@@ -53,6 +58,7 @@ impl Default for Options {
             accesses: true,
             sharing: true,
             numa: false,
+            regions: Some(Placement::Derived),
         }
     }
 }
@@ -71,7 +77,7 @@ impl Stats {
             .map(|c| c.1)
             .unwrap_or(0)
     }
-    fn bump(&mut self, name: &'static str, by: u64) {
+    pub(crate) fn bump(&mut self, name: &'static str, by: u64) {
         match self.counts.iter_mut().find(|c| c.0 == name) {
             Some(c) => c.1 += by,
             None => self.counts.push((name, by)),
@@ -103,11 +109,21 @@ pub fn instrument_module(
     opts: &Options,
 ) -> Result<Stats, String> {
     let mut stats = Stats::default();
-    if module.has_function(abi::names::COUNT) || module.has_global(abi::names::SITE_BASE) {
+    if module.has_function(abi::names::COUNT)
+        || module.has_global(abi::names::SITE_BASE)
+        || module.has_function(abi::names::ROI_REGISTER)
+    {
         stats.bump("skipped-module-already-instrumented", 1);
         return Ok(stats);
     }
+    if let Some(placement) = opts.regions {
+        // First: the clones it makes are then instrumented like the rest of the code.
+        unsafe { regions::instrument(ctx.raw(), module.raw(), placement, &mut stats) };
+    }
     if !opts.accesses {
+        module
+            .verify()
+            .map_err(|e| format!("instrumented module does not verify: {e}"))?;
         return Ok(stats);
     }
     let mut selection = select::select(module.raw(), &mut stats);

@@ -331,7 +331,7 @@ pub unsafe fn emit(
 
 /// Append `{priority, f, null}` to @llvm.global_ctors or @llvm.global_dtors (`list`),
 /// rebuilding the array.
-unsafe fn append_global_xtor(
+pub(crate) unsafe fn append_global_xtor(
     ctx: LLVMContextRef,
     m: LLVMModuleRef,
     f: LLVMValueRef,

@@ -133,7 +133,7 @@ impl Selector {
 /// Loads through it, stores *to* it, GEPs/casts of it (recursively) and lifetime/debug
 /// intrinsics do not; anything else (stored as a value, passed to a call, ptrtoint, phi,
 /// select, returned) does.
-unsafe fn escapes(v: LLVMValueRef, depth: u32) -> bool {
+pub(crate) unsafe fn escapes(v: LLVMValueRef, depth: u32) -> bool {
     if depth > 8 {
         return true;
     }

@@ -245,6 +245,7 @@ fn load_store_counting_only() {
         accesses: true,
         sharing: false,
         numa: false,
+        regions: None,
     };
     let (ir, _) = run_with("load_store", "load_store.counting", &opts);
     // One counter increment for the block's two accesses, no call and no branch left.
@@ -282,6 +283,7 @@ fn loops_counting_only() {
         accesses: true,
         sharing: false,
         numa: false,
+        regions: None,
     };
     let (ir, s) = run_with("loops", "loops.counting", &opts);
     // @sum: the count in a register (a phi from 0, +1 per iteration), added to the counter
@@ -481,6 +483,7 @@ fn load_store_numa() {
         accesses: true,
         sharing: false,
         numa: true,
+        regions: None,
     };
     let (ir, s) = run_with("load_store", "load_store.numa", &opts);
     // Both accesses (straight-line code) call the out-of-line page count (hooks/numa.c,
@@ -523,6 +526,7 @@ fn rmw_numa_counts_covered_accesses_at_their_check() {
         accesses: true,
         sharing: false,
         numa: true,
+        regions: None,
     };
     let (ir, s) = run_with("rmw", "rmw.numa", &opts);
     // @rmw: the load, the store and the second store of %p are one page count of 3 (the
@@ -548,6 +552,7 @@ fn loop_exit_with_debug_records() {
         accesses: true,
         sharing: false,
         numa: false,
+        regions: None,
     };
     // The module verifies (run_with fails otherwise): the exit's phi is above the debug
     // record of its first instruction.
@@ -568,6 +573,7 @@ fn loop_invariant_numa_counts_move_to_the_loops_exit() {
         accesses: true,
         sharing: false,
         numa: true,
+        regions: None,
     };
     let (ir, s) = run_with("loop_invariant", "loop_invariant.numa", &opts);
     // @acc: *sum's count (load and covered store: 2 per iteration) at the exit, a[i]'s in the

@@ -3,6 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Address classes of the by-space arrays in [`Counts`], in order (heap, global, stack,
+/// local: docs/regions.md).
+pub use profcc_abi::roi::{SPACES, SPACE_NAMES};
+/// The index of the non-escaping stack slots, counted apart from the bytes a region reaches.
+pub const LOCAL: usize = profcc_abi::roi::Space::Local as usize;
+
 /// The runtime's limits (rt/src/analyses/regions.rs), named in the report: most distinct
 /// region names in a run, most regions open at once in a thread, longest name kept (bytes).
 pub const MAX_REGIONS: usize = 256;
@@ -35,6 +41,46 @@ pub struct Row {
     /// TSC ticks inside the region, begin to end (a region nested in itself: from its
     /// outermost begin).
     pub ticks: u64,
+    /// What the region's code did in this thread (absent: the module has no region
+    /// counters), derived from the pass's counters and each block's static mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+}
+
+/// A region's dynamic instruction mix in one thread; the by-space arrays are indexed as
+/// [`SPACE_NAMES`].
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// IR instructions executed (phis, debug and lifetime intrinsics not counted).
+    pub instructions: u64,
+    pub loads: [u64; SPACES],
+    pub stores: [u64; SPACES],
+    pub load_bytes: [u64; SPACES],
+    pub store_bytes: [u64; SPACES],
+    pub int_ops: u64,
+    pub fp_ops: u64,
+    pub vector_ops: u64,
+    pub branches: u64,
+    pub calls: u64,
+    /// Calls the counters do not follow (indirect, or out of the instrumented modules).
+    pub uncovered_calls: u64,
+}
+
+impl Counts {
+    /// Bytes read through pointers and globals (and escaping stack objects): every space but
+    /// the function's own non-escaping stack slots.
+    pub fn bytes_read(&self) -> u64 {
+        (0..SPACES).filter(|&s| s != LOCAL).map(|s| self.load_bytes[s]).sum()
+    }
+    pub fn bytes_written(&self) -> u64 {
+        (0..SPACES).filter(|&s| s != LOCAL).map(|s| self.store_bytes[s]).sum()
+    }
+    pub fn loads_total(&self) -> u64 {
+        self.loads.iter().sum()
+    }
+    pub fn stores_total(&self) -> u64 {
+        self.stores.iter().sum()
+    }
 }
 
 #[cfg(test)]

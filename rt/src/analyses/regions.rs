@@ -14,8 +14,39 @@ use core::sync::atomic::{
     AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
+use profcc_abi::roi;
 use profcc_schema::regions as schema;
 use schema::{MAX_DEPTH, MAX_REGIONS, NAME_MAX};
+
+/// Modules with region counters a process can register (more: their counts are dropped).
+const MAX_MODULES: usize = 64;
+
+/// A registered module's region table, decoded when it registered (the dump never reads the
+/// module's memory: it may be unloaded by then).
+struct Module {
+    table: roi::Table,
+}
+static MODULES: SpinLock<Vec<Module>> = SpinLock::new(Vec::new());
+/// Counters of modules past `MAX_MODULES`, of threads without a block, and before the module
+/// registered: nobody reads them. Mapped once, `MAX_COUNTERS` long (address space only).
+static SCRATCH: core::sync::atomic::AtomicPtr<u64> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+fn scratch() -> *mut u64 {
+    let p = SCRATCH.load(Acquire);
+    if !p.is_null() {
+        return p;
+    }
+    let bytes = roi::MAX_COUNTERS as usize * 8;
+    let new = crate::mem::map(bytes, true) as *mut u64;
+    match SCRATCH.compare_exchange(core::ptr::null_mut(), new, Release, Acquire) {
+        Ok(_) => new,
+        Err(won) => {
+            crate::mem::unmap(new as *mut u8, bytes);
+            won
+        }
+    }
+}
 
 /// The interned names: `NAMES[i]` holds region i's name, `COUNT` of them are in use. An entry
 /// below `COUNT` never changes, so a lookup reads them without the lock (`COUNT` is published
@@ -50,6 +81,132 @@ struct State {
     open: [u32; MAX_REGIONS],
     stack: [(u32, u64); MAX_DEPTH],
     depth: u32,
+    /// The thread's region counters of each registered module (null: not yet used), and
+    /// their lengths.
+    arrays: [*mut u64; MAX_MODULES],
+    lengths: [u32; MAX_MODULES],
+}
+
+/// A module's constructor: its region table (`profcc_abi::roi::RoiDesc`).
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_register(desc: *const roi::RoiDesc) {
+    let d = &*desc;
+    if d.version != roi::VERSION {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    }
+    let words = core::slice::from_raw_parts(d.table, d.words as usize);
+    let Some(table) = roi::Table::decode(words) else {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    };
+    let mut m = MODULES.lock();
+    if m.len() == MAX_MODULES {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    }
+    m.push(Module { table });
+    *d.slot = (m.len() - 1) as u32;
+}
+
+/// The calling thread's counter array for a module (a function that counts for a region
+/// calls it at entry; its clones get the array as their first argument). Never null.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_counters(desc: *const roi::RoiDesc) -> *mut u64 {
+    let d = &*desc;
+    let slot = *d.slot as usize;
+    let Some(s) = state().filter(|_| slot < MAX_MODULES) else {
+        return scratch();
+    };
+    if s.arrays[slot].is_null() {
+        let p = crate::mem::map((d.counters as usize * 8).max(8), true) as *mut u64;
+        if p.is_null() {
+            return scratch();
+        }
+        s.lengths[slot] = d.counters;
+        // Published for the dump, which reads other threads' blocks.
+        core::ptr::write_volatile(&mut s.arrays[slot], p);
+    }
+    s.arrays[slot]
+}
+
+/// Adds `count` executions of `mix` to `c`.
+fn add_mix(c: &mut schema::Counts, mix: &roi::Mix, count: u64) {
+    c.instructions += count * mix.instructions as u64;
+    for s in 0..roi::SPACES {
+        c.loads[s] += count * mix.loads[s] as u64;
+        c.stores[s] += count * mix.stores[s] as u64;
+        c.load_bytes[s] += count * mix.load_bytes[s] as u64;
+        c.store_bytes[s] += count * mix.store_bytes[s] as u64;
+    }
+    c.int_ops += count * mix.int_ops as u64;
+    c.fp_ops += count * mix.fp_ops as u64;
+    c.vector_ops += count * mix.vector_ops as u64;
+    c.branches += count * mix.branches as u64;
+    c.calls += count * mix.calls as u64;
+    c.uncovered_calls += count * mix.uncovered_calls as u64;
+}
+
+/// Every region's counts in one thread, by region name, from its counter arrays.
+fn thread_counts(s: &State, modules: &[Module]) -> Vec<(String, schema::Counts)> {
+    let mut out: Vec<(String, schema::Counts)> = Vec::new();
+    fn at(out: &mut Vec<(String, schema::Counts)>, name: &str) -> usize {
+        match out.iter().position(|(n, _)| n == name) {
+            Some(i) => i,
+            None => {
+                out.push((name.into(), schema::Counts::default()));
+                out.len() - 1
+            }
+        }
+    }
+    for (slot, m) in modules.iter().enumerate() {
+        let p = unsafe { core::ptr::read_volatile(&s.arrays[slot]) };
+        if p.is_null() {
+            continue;
+        }
+        let counters = unsafe { core::slice::from_raw_parts(p, s.lengths[slot] as usize) };
+        let t = &m.table;
+        for g in &t.graphs {
+            let Some(counts) = g.node_counts(counters) else {
+                continue;
+            };
+            for (&(mix, _, cx), &n) in g.nodes.iter().zip(&counts) {
+                if n == 0 {
+                    continue;
+                }
+                let (Some(mix), Some(regions)) =
+                    (t.mixes.get(mix as usize), t.contexts.get(cx as usize))
+                else {
+                    continue;
+                };
+                for &r in regions {
+                    if let Some(name) = t.names.get(r as usize) {
+                        let i = at(&mut out, name);
+                        add_mix(&mut out[i].1, mix, n);
+                    }
+                }
+            }
+        }
+        for d in &t.dyns {
+            let n = counters.get(d.counter as usize).copied().unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            for &r in t.contexts.get(d.context as usize).map_or(&[][..], |v| &v[..]) {
+                if let Some(name) = t.names.get(r as usize) {
+                    let i = at(&mut out, name);
+                    let c = &mut out[i].1;
+                    if let Some(x) = c.load_bytes.get_mut(d.read as usize) {
+                        *x += n;
+                    }
+                    if let Some(x) = c.store_bytes.get_mut(d.write as usize) {
+                        *x += n;
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The C string's bytes, cut at `NAME_MAX`.
@@ -167,17 +324,29 @@ impl Analysis for RegionsAnalysis {
 
     fn fork_prepare(&self) {
         core::mem::forget(NAMES.lock());
+        core::mem::forget(MODULES.lock());
     }
     fn fork_parent(&self) {
-        unsafe { NAMES.force_unlock() };
+        unsafe {
+            NAMES.force_unlock();
+            MODULES.force_unlock();
+        }
     }
     fn fork_child(&self) {
-        unsafe { NAMES.force_unlock() };
+        unsafe {
+            NAMES.force_unlock();
+            MODULES.force_unlock();
+        }
     }
 
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
         let n = COUNT.load(Relaxed) as usize;
-        if n == 0 && DROPPED.load(Relaxed) == 0 && UNMATCHED_ENDS.load(Relaxed) == 0 {
+        let modules = MODULES.lock();
+        if n == 0
+            && modules.is_empty()
+            && DROPPED.load(Relaxed) == 0
+            && UNMATCHED_ENDS.load(Relaxed) == 0
+        {
             return;
         }
         let names: Vec<String> = {
@@ -189,10 +358,12 @@ impl Analysis for RegionsAnalysis {
         let mut rows = Vec::new();
         each_state(&REGIONS, |tid, mem| {
             let s = unsafe { &*(mem as *const State) };
+            let mut counts = thread_counts(s, &modules);
             for (i, name) in names.iter().enumerate() {
                 let c = &s.cells[i];
                 let executions = c.executions.load(Relaxed);
-                if executions == 0 {
+                let mine = counts.iter().position(|(n, _)| n == name);
+                if executions == 0 && mine.is_none() {
                     continue;
                 }
                 rows.push(schema::Row {
@@ -200,9 +371,22 @@ impl Analysis for RegionsAnalysis {
                     thread: tid,
                     executions,
                     ticks: c.ticks.load(Relaxed),
+                    counts: mine.map(|i| counts.swap_remove(i).1),
+                });
+            }
+            // Regions whose code ran in this thread without a marker of theirs running here
+            // (an OpenMP team's workers), or whose markers never ran at all.
+            for (name, c) in counts {
+                rows.push(schema::Row {
+                    region: name,
+                    thread: tid,
+                    executions: 0,
+                    ticks: 0,
+                    counts: Some(c),
                 });
             }
         });
+        drop(modules);
         p.regions = Some(schema::Regions {
             tsc_hz: crate::clock::tsc_hz(),
             rows,

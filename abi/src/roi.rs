@@ -1,0 +1,401 @@
+//! Region counters (issue 13; docs/regions.md): what the pass embeds in a module for the
+//! code its regions of interest run, and how the runtime turns a thread's counters into
+//! per-region totals. One definition for both sides: [`Writer`] encodes, [`Table::decode`]
+//! decodes, [`Graph::node_counts`] derives block counts from edge counters.
+//!
+//! A module's region code is a set of *graphs*, one per function instance that runs in a
+//! region (a function with markers, or a callee's per-region clone). A graph's nodes are the
+//! blocks in a region, plus node 0, the outside (the super-node that closes the region over its
+//! boundary edges). Each node has a static instruction [`Mix`]; its *context* is the list of
+//! regions its executions count for (nested regions: all that enclose it).
+//!
+//! Counting, per thread, in one `u64` array per module:
+//! - oracle placement: every node has a counter, incremented when the block runs;
+//! - derived placement (Knuth–Stevenson): only the edges off a maximum-weight spanning tree
+//!   have counters (a countable loop's back edge adds its trip count once per entry, in the
+//!   preheader); every other edge and every node count follows from flow conservation.
+//!
+//! Run-time-sized copies and fills (`llvm.mem*`, libc's `memcpy`/`memmove`/`memset`) add
+//! their length to a byte counter of their own ([`Dyn`]).
+
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Bumped when the encoding changes.
+pub const VERSION: u32 = 1;
+/// "No counter", "no mix".
+pub const NONE: u32 = u32::MAX;
+/// Counters in one module (the pass stops cloning past it).
+pub const MAX_COUNTERS: u32 = 1 << 20;
+
+/// Where an access's address points (the pass classifies the address's base object).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Space {
+    /// Through a pointer the function did not make itself: heap, or anything a caller passed.
+    Heap = 0,
+    /// A global variable (thread-local ones included).
+    Global = 1,
+    /// A stack object whose address escapes the function.
+    Stack = 2,
+    /// A stack slot whose address never leaves the function (what -O0 keeps in memory and
+    /// -O2 in registers): counted apart from the bytes a region reaches.
+    Local = 3,
+}
+pub const SPACES: usize = 4;
+pub const SPACE_NAMES: [&str; SPACES] = ["heap", "global", "stack", "local"];
+
+/// The static instruction mix of a block (or of a clone's share of one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mix {
+    /// IR instructions (debug and lifetime intrinsics not counted).
+    pub instructions: u32,
+    pub loads: [u32; SPACES],
+    pub stores: [u32; SPACES],
+    pub load_bytes: [u32; SPACES],
+    pub store_bytes: [u32; SPACES],
+    /// Integer arithmetic, comparisons and casts.
+    pub int_ops: u32,
+    /// Floating-point arithmetic, comparisons, casts and math intrinsics.
+    pub fp_ops: u32,
+    /// Instructions on vector values.
+    pub vector_ops: u32,
+    /// Conditional branches and switches.
+    pub branches: u32,
+    pub calls: u32,
+    /// Calls the counters do not follow: indirect, or to code outside the module.
+    pub uncovered_calls: u32,
+}
+
+/// Words a [`Mix`] takes in the encoding.
+pub const MIX_WORDS: usize = 7 + 4 * SPACES;
+
+impl Mix {
+    pub fn words(&self) -> [u32; MIX_WORDS] {
+        let mut w = [0u32; MIX_WORDS];
+        w[0] = self.instructions;
+        w[1] = self.int_ops;
+        w[2] = self.fp_ops;
+        w[3] = self.vector_ops;
+        w[4] = self.branches;
+        w[5] = self.calls;
+        w[6] = self.uncovered_calls;
+        for s in 0..SPACES {
+            w[7 + s] = self.loads[s];
+            w[7 + SPACES + s] = self.stores[s];
+            w[7 + 2 * SPACES + s] = self.load_bytes[s];
+            w[7 + 3 * SPACES + s] = self.store_bytes[s];
+        }
+        w
+    }
+    pub fn from_words(w: &[u32]) -> Mix {
+        let mut m = Mix {
+            instructions: w[0],
+            int_ops: w[1],
+            fp_ops: w[2],
+            vector_ops: w[3],
+            branches: w[4],
+            calls: w[5],
+            uncovered_calls: w[6],
+            ..Mix::default()
+        };
+        for s in 0..SPACES {
+            m.loads[s] = w[7 + s];
+            m.stores[s] = w[7 + SPACES + s];
+            m.load_bytes[s] = w[7 + 2 * SPACES + s];
+            m.store_bytes[s] = w[7 + 3 * SPACES + s];
+        }
+        m
+    }
+}
+
+/// One function instance's region code.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Graph {
+    /// Index into [`Table::contexts`]: the regions every node of this graph counts for...
+    pub context: u32,
+    /// ...and, per node (node `i + 1` is `nodes[i]`), `(mix, counter, extra context)`: the mix
+    /// index, its counter (`NONE`: derived), and the regions opened inside this function
+    /// that enclose it (a context index, `NONE`: none).
+    pub nodes: Vec<(u32, u32, u32)>,
+    /// `(from, to, counter)`; node 0 is the outside; `counter` `NONE`: a spanning-tree edge.
+    pub edges: Vec<(u32, u32, u32)>,
+}
+
+impl Graph {
+    /// Every node's executions, from the counters: a node's own counter, else the sum of its
+    /// incoming edges, the tree edges solved by flow conservation (in = out at every node,
+    /// the outside included). Wrapping arithmetic: a region still open when the counters are
+    /// read can leave an edge unbalanced, never a panic. None: the edges do not determine it.
+    pub fn node_counts(&self, counters: &[u64]) -> Option<Vec<u64>> {
+        let n = self.nodes.len() + 1;
+        let get = |c: u32| counters.get(c as usize).copied().unwrap_or(0);
+        if self.nodes.iter().all(|&(_, c, _)| c != NONE) {
+            return Some(self.nodes.iter().map(|&(_, c, _)| get(c)).collect());
+        }
+        let mut val: Vec<Option<u64>> = self
+            .edges
+            .iter()
+            .map(|&(_, _, c)| (c != NONE).then(|| get(c)))
+            .collect();
+        // Incident edges per node, and how many of them are unknown.
+        let mut incident: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, &(a, b, _)) in self.edges.iter().enumerate() {
+            incident[a as usize].push(i);
+            if b != a {
+                incident[b as usize].push(i);
+            }
+        }
+        let mut unknown: Vec<usize> = incident
+            .iter()
+            .map(|es| es.iter().filter(|&&e| val[e].is_none()).count())
+            .collect();
+        let mut work: Vec<usize> = (0..n).filter(|&v| unknown[v] == 1).collect();
+        while let Some(v) = work.pop() {
+            if unknown[v] != 1 {
+                continue;
+            }
+            let Some(&e) = incident[v].iter().find(|&&e| val[e].is_none()) else {
+                continue;
+            };
+            let (a, b, _) = self.edges[e];
+            if a == b {
+                return None; // a self-loop without a counter: no equation determines it
+            }
+            // in - out over the known edges; the unknown one balances it.
+            let mut net: u64 = 0;
+            for &k in &incident[v] {
+                if let Some(x) = val[k] {
+                    let (ka, kb, _) = self.edges[k];
+                    if kb as usize == v {
+                        net = net.wrapping_add(x);
+                    }
+                    if ka as usize == v {
+                        net = net.wrapping_sub(x);
+                    }
+                }
+            }
+            val[e] = Some(if b as usize == v { net.wrapping_neg() } else { net });
+            for end in [a as usize, b as usize] {
+                unknown[end] -= 1;
+                if unknown[end] == 1 {
+                    work.push(end);
+                }
+            }
+        }
+        let mut counts = vec![0u64; n];
+        for (i, &(_, b, _)) in self.edges.iter().enumerate() {
+            counts[b as usize] = counts[b as usize].wrapping_add(val[i]?);
+        }
+        Some(
+            self.nodes
+                .iter()
+                .enumerate()
+                .map(|(i, &(_, c, _))| if c != NONE { get(c) } else { counts[i + 1] })
+                .collect(),
+        )
+    }
+}
+
+/// A byte counter of run-time length: what it adds to which space, read and/or written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dyn {
+    pub counter: u32,
+    /// Context index (the regions it counts for).
+    pub context: u32,
+    /// `Space as u32` read / written, `NONE` for neither.
+    pub read: u32,
+    pub write: u32,
+}
+
+/// A module's region code, decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    pub names: Vec<String>,
+    /// Each a list of indices into `names`.
+    pub contexts: Vec<Vec<u32>>,
+    pub mixes: Vec<Mix>,
+    pub graphs: Vec<Graph>,
+    pub dyns: Vec<Dyn>,
+    pub counters: u32,
+}
+
+/// The region descriptor a module hands to `__profcc_roi_register` (the pass lays it out the
+/// same; passes/tests/abi.rs checks).
+#[repr(C)]
+pub struct RoiDesc {
+    pub version: u32,
+    pub counters: u32,
+    /// The encoded [`Table`], `words` u32s.
+    pub table: *const u32,
+    pub words: u32,
+    /// Written by the runtime at registration: the module's slot (`NONE` before).
+    pub slot: *mut u32,
+}
+
+impl Table {
+    /// The encoding: a header, then names, contexts, mixes, graphs and byte counters.
+    pub fn encode(&self) -> Vec<u32> {
+        let mut w = vec![
+            VERSION,
+            self.names.len() as u32,
+            self.contexts.len() as u32,
+            self.mixes.len() as u32,
+            self.graphs.len() as u32,
+            self.dyns.len() as u32,
+            self.counters,
+        ];
+        for n in &self.names {
+            w.push(n.len() as u32);
+            for chunk in n.as_bytes().chunks(4) {
+                let mut b = [0u8; 4];
+                b[..chunk.len()].copy_from_slice(chunk);
+                w.push(u32::from_le_bytes(b));
+            }
+        }
+        for c in &self.contexts {
+            w.push(c.len() as u32);
+            w.extend_from_slice(c);
+        }
+        for m in &self.mixes {
+            w.extend_from_slice(&m.words());
+        }
+        for g in &self.graphs {
+            w.extend([g.context, g.nodes.len() as u32, g.edges.len() as u32]);
+            for &(m, c, x) in &g.nodes {
+                w.extend([m, c, x]);
+            }
+            for &(a, b, c) in &g.edges {
+                w.extend([a, b, c]);
+            }
+        }
+        for d in &self.dyns {
+            w.extend([d.counter, d.context, d.read, d.write]);
+        }
+        w
+    }
+
+    /// Decodes what [`Table::encode`] wrote; None when the words are not such a table.
+    pub fn decode(w: &[u32]) -> Option<Table> {
+        let mut r = w.iter().copied();
+        let mut next = || r.next();
+        if next()? != VERSION {
+            return None;
+        }
+        let (nn, nc, nm, ng, nd, counters) =
+            (next()?, next()?, next()?, next()?, next()?, next()?);
+        let mut t = Table {
+            counters,
+            ..Table::default()
+        };
+        for _ in 0..nn {
+            let len = next()? as usize;
+            let mut bytes = Vec::with_capacity(len);
+            for _ in 0..len.div_ceil(4) {
+                bytes.extend_from_slice(&next()?.to_le_bytes());
+            }
+            bytes.truncate(len);
+            t.names.push(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        for _ in 0..nc {
+            let len = next()?;
+            let mut c = Vec::new();
+            for _ in 0..len {
+                c.push(next()?);
+            }
+            t.contexts.push(c);
+        }
+        for _ in 0..nm {
+            let mut m = [0u32; MIX_WORDS];
+            for x in m.iter_mut() {
+                *x = next()?;
+            }
+            t.mixes.push(Mix::from_words(&m));
+        }
+        for _ in 0..ng {
+            let (context, nodes, edges) = (next()?, next()?, next()?);
+            let mut g = Graph {
+                context,
+                ..Graph::default()
+            };
+            for _ in 0..nodes {
+                g.nodes.push((next()?, next()?, next()?));
+            }
+            for _ in 0..edges {
+                g.edges.push((next()?, next()?, next()?));
+            }
+            t.graphs.push(g);
+        }
+        for _ in 0..nd {
+            t.dyns.push(Dyn {
+                counter: next()?,
+                context: next()?,
+                read: next()?,
+                write: next()?,
+            });
+        }
+        Some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn a_table_survives_its_encoding() {
+        let t = Table {
+            names: vec!["outer".into(), "a much longer region name".into()],
+            contexts: vec![vec![0], vec![0, 1]],
+            mixes: vec![Mix {
+                instructions: 7,
+                loads: [1, 2, 3, 4],
+                store_bytes: [8, 0, 0, 16],
+                calls: 2,
+                ..Mix::default()
+            }],
+            graphs: vec![Graph {
+                context: 1,
+                nodes: vec![(0, 0, NONE), (0, NONE, 0)],
+                edges: vec![(0, 1, NONE), (1, 2, 1), (2, 0, NONE)],
+            }],
+            dyns: vec![Dyn {
+                counter: 2,
+                context: 0,
+                read: Space::Heap as u32,
+                write: NONE,
+            }],
+            counters: 3,
+        };
+        assert_eq!(Table::decode(&t.encode()), Some(t));
+    }
+
+    /// A loop: outside -> 1 (entry), 1 -> 2 (body), 2 -> 2 (back edge), 2 -> 3, 3 -> outside,
+    /// plus 1 -> 3 (loop skipped). Counters on the back edge and on the skip only.
+    #[test]
+    fn tree_edges_follow_from_flow_conservation() {
+        let g = Graph {
+            context: 0,
+            nodes: vec![(0, NONE, NONE); 3],
+            edges: vec![
+                (0, 1, NONE),
+                (1, 2, NONE),
+                (2, 2, 0),
+                (2, 3, NONE),
+                (3, 0, NONE),
+                (1, 3, 1),
+                (0, 0, 2), // outside -> outside is never placed; here the region entries
+            ],
+        };
+        // 10 entries: 4 skip the loop, 6 run it with 99 back edges in all.
+        let counts = g.node_counts(&[99, 4, 0]);
+        assert_eq!(counts, None, "entries are unknown without a counter on the way in");
+        let mut g = g;
+        g.edges.pop();
+        g.edges[0].2 = 2;
+        let counts = g.node_counts(&[99, 4, 10]).unwrap();
+        assert_eq!(counts, vec![10, 6 + 99, 10]);
+    }
+}

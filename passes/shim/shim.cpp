@@ -1,0 +1,154 @@
+// The few LLVM C++ facilities the regions pass needs and LLVM-C lacks (passes/src/shim.rs):
+// splitting blocks and edges, cloning a function (optionally with a leading counters
+// parameter), loops with their depth, and a loop's back-edge-taken count expanded in its
+// preheader (scalar evolution). Built by passes/build.rs with the `cc` crate against
+// llvm-22-dev; every entry point is `extern "C"` and takes LLVM-C handles.
+#include "llvm-c/Core.h"
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
+
+using namespace llvm;
+
+namespace {
+// LLVM-C's unwrap lives in headers that are per-type; these are the ones needed.
+Function *fn(LLVMValueRef v) { return cast<Function>(reinterpret_cast<Value *>(v)); }
+BasicBlock *bb(LLVMBasicBlockRef b) { return reinterpret_cast<BasicBlock *>(b); }
+LLVMBasicBlockRef wrap_bb(BasicBlock *b) { return reinterpret_cast<LLVMBasicBlockRef>(b); }
+LLVMValueRef wrap_v(Value *v) { return reinterpret_cast<LLVMValueRef>(v); }
+
+// The analyses of one function, built fresh (the pass changes the IR between uses).
+struct Analyses {
+  DominatorTree dt;
+  LoopInfo li;
+  TargetLibraryInfoImpl tlii;
+  TargetLibraryInfo tli;
+  AssumptionCache ac;
+  ScalarEvolution se;
+  explicit Analyses(Function &f)
+      : dt(f), li(dt), tlii(f.getParent()->getTargetTriple()), tli(tlii, &f), ac(f),
+        se(f, tli, ac, dt, li) {}
+};
+} // namespace
+
+extern "C" {
+
+// Splits `inst`'s block before `inst`: the new block (returned) starts with `inst`.
+LLVMBasicBlockRef profcc_split_before(LLVMValueRef inst) {
+  auto *i = cast<Instruction>(reinterpret_cast<Value *>(inst));
+  return wrap_bb(SplitBlock(i->getParent(), i->getIterator(), static_cast<DominatorTree *>(nullptr)));
+}
+
+// Folds a conditional branch or switch on a constant into an unconditional branch (the
+// dead successor's phis lose their entry); true if it changed.
+int profcc_fold_terminator(LLVMBasicBlockRef b) { return ConstantFoldTerminator(bb(b)); }
+
+// A new block on the edge from -> to (phis in `to` updated); null if there is no such edge.
+LLVMBasicBlockRef profcc_split_edge(LLVMBasicBlockRef from, LLVMBasicBlockRef to) {
+  return wrap_bb(SplitEdge(bb(from), bb(to)));
+}
+
+// A copy of `f` in its module, internal, named `name`; with `counters_param` its first
+// parameter is a new `ptr` (the region's counter array), the others follow.
+LLVMValueRef profcc_clone_function(LLVMValueRef f, const char *name, int counters_param) {
+  Function *old = fn(f);
+  std::vector<Type *> params;
+  if (counters_param)
+    params.push_back(PointerType::getUnqual(old->getContext()));
+  for (Argument &a : old->args())
+    params.push_back(a.getType());
+  auto *ty = FunctionType::get(old->getReturnType(), params, old->isVarArg());
+  Function *nf = Function::Create(ty, GlobalValue::InternalLinkage, old->getAddressSpace(), name,
+                                  old->getParent());
+  ValueToValueMapTy vmap;
+  auto ni = nf->arg_begin();
+  if (counters_param) {
+    ni->setName("profcc.counters");
+    ++ni;
+  }
+  for (Argument &a : old->args()) {
+    ni->setName(a.getName());
+    vmap[&a] = &*ni;
+    ++ni;
+  }
+  SmallVector<ReturnInst *, 8> returns;
+  CloneFunctionInto(nf, old, vmap, CloneFunctionChangeType::LocalChangesOnly, returns);
+  nf->setLinkage(GlobalValue::InternalLinkage);
+  nf->setVisibility(GlobalValue::DefaultVisibility);
+  nf->setComdat(nullptr);
+  nf->setDLLStorageClass(GlobalValue::DefaultStorageClass);
+  return wrap_v(nf);
+}
+
+// Loop depth of every block of `f`, in the function's block order (0: in no loop).
+void profcc_block_depths(LLVMValueRef f, unsigned *out, size_t n) {
+  Function &func = *fn(f);
+  DominatorTree dt(func);
+  LoopInfo li(dt);
+  size_t i = 0;
+  for (BasicBlock &b : func) {
+    if (i == n)
+      break;
+    out[i++] = li.getLoopDepth(&b);
+  }
+}
+
+// Loops whose back edge runs a number of times known at entry: one preheader, one latch
+// that is also the only exiting block, and a back-edge-taken count scalar evolution can
+// compute and expand. Header and latch of each go to `out` (pairs, at most `cap` of them);
+// returns how many there are.
+size_t profcc_countable_loops(LLVMValueRef f, LLVMBasicBlockRef *out, size_t cap) {
+  Function &func = *fn(f);
+  Analyses a(func);
+  SCEVExpander exp(a.se, "profcc.trips", false);
+  size_t n = 0;
+  for (Loop *l : a.li.getLoopsInPreorder()) {
+    BasicBlock *latch = l->getLoopLatch();
+    if (!l->getLoopPreheader() || !latch || l->getExitingBlock() != latch)
+      continue;
+    const SCEV *btc = a.se.getBackedgeTakenCount(l);
+    if (isa<SCEVCouldNotCompute>(btc) || !exp.isSafeToExpand(btc))
+      continue;
+    if (n < cap) {
+      out[2 * n] = wrap_bb(l->getHeader());
+      out[2 * n + 1] = wrap_bb(latch);
+    }
+    n++;
+  }
+  return n;
+}
+
+// The back-edge-taken count of the loop headed by `header`, as an i64 computed at the end
+// of its preheader (before the terminator; the preheader goes to `*pre_out`); null when it is
+// not countable (see above).
+LLVMValueRef profcc_expand_trips(LLVMValueRef f, LLVMBasicBlockRef header,
+                                 LLVMBasicBlockRef *pre_out) {
+  Function &func = *fn(f);
+  Analyses a(func);
+  Loop *l = a.li.getLoopFor(bb(header));
+  if (!l || l->getHeader() != bb(header))
+    return nullptr;
+  BasicBlock *pre = l->getLoopPreheader();
+  BasicBlock *latch = l->getLoopLatch();
+  if (!pre || !latch || l->getExitingBlock() != latch)
+    return nullptr;
+  const SCEV *btc = a.se.getBackedgeTakenCount(l);
+  SCEVExpander exp(a.se, "profcc.trips", false);
+  if (isa<SCEVCouldNotCompute>(btc) || !exp.isSafeToExpand(btc))
+    return nullptr;
+  Type *i64 = Type::getInt64Ty(func.getContext());
+  const SCEV *wide = a.se.getNoopOrZeroExtend(btc, i64);
+  Value *v = exp.expandCodeFor(wide, i64, pre->getTerminator()->getIterator());
+  exp.clear();
+  *pre_out = wrap_bb(pre);
+  return wrap_v(v);
+}
+}

@@ -1,0 +1,1130 @@
+//! Region counters (issue 13; docs/regions.md, the encoding in `profcc_abi::roi`).
+//!
+//! 1. Markers: calls of `__profcc_roi_begin/_end` (include/profcc.h), LIKWID's, Caliper's and
+//!    PAPI's region calls, with a constant string as the name. Each marker call gets a block
+//!    of its own (`[call; br]`); the header's null test of its weak reference is folded (the
+//!    runtime, or the stub archive, defines the markers in every profcc link). A foreign
+//!    marker also gets a `__profcc_roi_begin/_end` call beside it, for the region's time.
+//! 2. Instances: a function with markers, and every function a region's code calls directly,
+//!    cloned once per *context* (the set of regions it runs in). A clone takes the thread's
+//!    counter array as a new first parameter; an OpenMP outlined function (behind
+//!    `__kmpc_fork_call`, run by other threads) gets it from the runtime at entry, as does a
+//!    function with markers. Indirect calls and calls out of the module are not followed:
+//!    each counts as an uncovered call.
+//! 3. Per instance, a graph of the blocks in a region (node 0 the outside) with each block's
+//!    static mix; counters either on every block (oracle) or on the edges off a
+//!    maximum-weight spanning tree (derived: Knuth–Stevenson), a countable loop's back edge
+//!    counted once per entry with its trip count in the preheader.
+//! 4. The table, a slot the runtime writes and a descriptor, registered by a constructor.
+//!
+//! The pass runs before the access instrumentation (clones are instrumented like any code).
+
+use crate::abi::names;
+use crate::abi::roi::{self, Dyn, Graph, Mix, Space, Table, NONE};
+use crate::llvm::name_of;
+use crate::shim;
+use crate::Stats;
+use llvm_sys::core::*;
+use llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
+use llvm_sys::prelude::*;
+use llvm_sys::target::{LLVMGetModuleDataLayout, LLVMStoreSizeOfType, LLVMTargetDataRef};
+use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMTypeKind};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ffi::CString;
+
+/// Where counters go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// A counter on every block: the reference the tests hold the derived counts to.
+    Oracle,
+    /// Counters off a maximum-weight spanning tree, loops counted at entry when countable.
+    Derived,
+}
+
+/// Marker functions: (name, begins).
+const MARKERS: [(&str, bool); 8] = [
+    (names::ROI_BEGIN, true),
+    (names::ROI_END, false),
+    ("likwid_markerStartRegion", true),
+    ("likwid_markerStopRegion", false),
+    ("cali_begin_region", true),
+    ("cali_end_region", false),
+    ("PAPI_hl_region_begin", true),
+    ("PAPI_hl_region_end", false),
+];
+
+/// libc copies and fills followed like `llvm.mem*`: (name, destination, source or none,
+/// length operand).
+const LIBC_MEM: [(&str, u32, Option<u32>, u32); 4] = [
+    ("memcpy", 0, Some(1), 2),
+    ("memmove", 0, Some(1), 2),
+    ("memset", 0, None, 2),
+    ("bzero", 0, None, 1),
+];
+
+const FORK_CALL: &str = "__kmpc_fork_call";
+
+fn cstr(s: &str) -> CString {
+    CString::new(s).unwrap_or_default()
+}
+
+/// A marker call: begins?, region name.
+unsafe fn marker(inst: LLVMValueRef) -> Option<(bool, String)> {
+    if LLVMIsACallInst(inst).is_null() {
+        return None;
+    }
+    let callee = LLVMGetCalledValue(inst);
+    if callee.is_null() || LLVMIsAFunction(callee).is_null() {
+        return None;
+    }
+    let name = name_of(callee);
+    let &(_, begins) = MARKERS.iter().find(|m| m.0 == name)?;
+    if LLVMGetNumArgOperands(inst) < 1 {
+        return None;
+    }
+    Some((begins, constant_string(LLVMGetOperand(inst, 0))?))
+}
+
+/// The text of a pointer to a constant C string.
+unsafe fn constant_string(mut v: LLVMValueRef) -> Option<String> {
+    for _ in 0..4 {
+        if !LLVMIsAConstantExpr(v).is_null()
+            && matches!(
+                LLVMGetConstOpcode(v),
+                LLVMOpcode::LLVMGetElementPtr | LLVMOpcode::LLVMBitCast
+            )
+        {
+            v = LLVMGetOperand(v, 0);
+        }
+    }
+    if LLVMIsAGlobalVariable(v).is_null() || LLVMIsGlobalConstant(v) == 0 {
+        return None;
+    }
+    let init = LLVMGetInitializer(v);
+    if init.is_null() || LLVMIsConstantString(init) == 0 {
+        return None;
+    }
+    let mut len = 0usize;
+    let p = LLVMGetAsString(init, &mut len);
+    let bytes = std::slice::from_raw_parts(p as *const u8, len);
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(len);
+    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+}
+
+unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+    let mut v = Vec::new();
+    let mut b = LLVMGetFirstBasicBlock(f);
+    while !b.is_null() {
+        v.push(b);
+        b = LLVMGetNextBasicBlock(b);
+    }
+    v
+}
+
+unsafe fn successors(b: LLVMBasicBlockRef) -> Vec<LLVMBasicBlockRef> {
+    let t = LLVMGetBasicBlockTerminator(b);
+    if t.is_null() {
+        return Vec::new();
+    }
+    (0..LLVMGetNumSuccessors(t))
+        .map(|i| LLVMGetSuccessor(t, i))
+        .collect()
+}
+
+/// The callee's name of a direct call ("" otherwise).
+unsafe fn callee_name(call: LLVMValueRef) -> String {
+    let c = LLVMGetCalledValue(call);
+    if c.is_null() || LLVMIsAFunction(c).is_null() {
+        String::new()
+    } else {
+        name_of(c)
+    }
+}
+
+/// Intrinsics that are no instruction of the program's.
+fn ignored_intrinsic(name: &str) -> bool {
+    ["llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || name == "llvm.pseudoprobe"
+}
+
+/// Step 1: give every marker call a block of its own and fold the header's null tests.
+/// Returns the region names in first-seen order.
+unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> {
+    // `if (__profcc_roi_begin)`: the reference is strong in a profcc link.
+    for name in [names::ROI_BEGIN, names::ROI_END] {
+        let f = LLVMGetNamedFunction(m, cstr(name).as_ptr());
+        if f.is_null() {
+            continue;
+        }
+        if LLVMGetLinkage(f) == LLVMLinkage::LLVMExternalWeakLinkage {
+            LLVMSetLinkage(f, LLVMLinkage::LLVMExternalLinkage);
+        }
+        // `f == null`, or `ptrtoint f == 0` as the optimiser may write it.
+        let mut refs = vec![f];
+        let mut u = LLVMGetFirstUse(f);
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            if !LLVMIsAConstantExpr(user).is_null()
+                && LLVMGetConstOpcode(user) == LLVMOpcode::LLVMPtrToInt
+            {
+                refs.push(user);
+            }
+            u = LLVMGetNextUse(u);
+        }
+        let mut tests = Vec::new();
+        for &r in &refs {
+            let mut u = LLVMGetFirstUse(r);
+            while !u.is_null() {
+                let user = LLVMGetUser(u);
+                if !LLVMIsAICmpInst(user).is_null() {
+                    let other = if LLVMGetOperand(user, 0) == r {
+                        LLVMGetOperand(user, 1)
+                    } else {
+                        LLVMGetOperand(user, 0)
+                    };
+                    let eq_ne = matches!(
+                        LLVMGetICmpPredicate(user),
+                        LLVMIntPredicate::LLVMIntEQ | LLVMIntPredicate::LLVMIntNE
+                    );
+                    if eq_ne && LLVMIsNull(other) != 0 {
+                        tests.push(user);
+                    }
+                }
+                u = LLVMGetNextUse(u);
+            }
+        }
+        let i1 = LLVMInt1TypeInContext(ctx);
+        for t in tests {
+            let ne = LLVMGetICmpPredicate(t) == LLVMIntPredicate::LLVMIntNE;
+            // The branches on the test (LICM may have hoisted it out of their blocks).
+            let mut branches = Vec::new();
+            let mut u = LLVMGetFirstUse(t);
+            while !u.is_null() {
+                let user = LLVMGetUser(u);
+                if !LLVMIsATerminatorInst(user).is_null() {
+                    branches.push(LLVMGetInstructionParent(user));
+                }
+                u = LLVMGetNextUse(u);
+            }
+            LLVMReplaceAllUsesWith(t, LLVMConstInt(i1, ne as u64, 0));
+            LLVMInstructionEraseFromParent(t);
+            for bb in branches {
+                shim::fold_terminator(bb);
+            }
+        }
+    }
+    let mut names_seen: Vec<String> = Vec::new();
+    let mut calls = Vec::new();
+    crate::llvm::for_each_function(m, |f| {
+        crate::llvm::for_each_instruction(f, |i| {
+            if let Some((begins, name)) = marker(i) {
+                calls.push((i, begins, name));
+            }
+        })
+    });
+    let begin_ty = {
+        let mut p = [LLVMPointerTypeInContext(ctx, 0)];
+        LLVMFunctionType(LLVMVoidTypeInContext(ctx), p.as_mut_ptr(), 1, 0)
+    };
+    for (call, begins, name) in calls {
+        if !names_seen.contains(&name) {
+            names_seen.push(name.clone());
+        }
+        let own = callee_name(call);
+        let mut first = call;
+        if own != names::ROI_BEGIN && own != names::ROI_END {
+            // A foreign marker: profcc's own call beside it, for the time.
+            let ours = if begins { names::ROI_BEGIN } else { names::ROI_END };
+            let mut f = LLVMGetNamedFunction(m, cstr(ours).as_ptr());
+            if f.is_null() {
+                f = LLVMAddFunction(m, cstr(ours).as_ptr(), begin_ty);
+            }
+            let b = LLVMCreateBuilderInContext(ctx);
+            LLVMPositionBuilderBefore(b, call);
+            let mut args = [LLVMGetOperand(call, 0)];
+            first = LLVMBuildCall2(b, begin_ty, f, args.as_mut_ptr(), 1, c"".as_ptr());
+            LLVMDisposeBuilder(b);
+        }
+        let bb = LLVMGetInstructionParent(first);
+        if LLVMGetFirstInstruction(bb) != first {
+            shim::split_before(first);
+        }
+        let next = LLVMGetNextInstruction(call);
+        if !next.is_null() {
+            shim::split_before(next);
+        }
+    }
+    names_seen
+}
+
+/// The marker call a block starts with, if any (after `isolate_markers`, its only call).
+unsafe fn block_marker(b: LLVMBasicBlockRef) -> Option<(bool, String)> {
+    let mut i = LLVMGetFirstInstruction(b);
+    while !i.is_null() {
+        if let Some(m) = marker(i) {
+            return Some(m);
+        }
+        if LLVMIsACallInst(i).is_null() {
+            return None;
+        }
+        i = LLVMGetNextInstruction(i);
+    }
+    None
+}
+
+struct Pass {
+    ctx: LLVMContextRef,
+    m: LLVMModuleRef,
+    dl: LLVMTargetDataRef,
+    placement: Placement,
+    names: Vec<String>,
+    contexts: Vec<Vec<u32>>,
+    table: Table,
+    /// (original function, context, counters as parameter) -> its clone.
+    clones: HashMap<(LLVMValueRef, u32, bool), LLVMValueRef>,
+    /// Instances still to process: (function, context, counters as parameter).
+    work: Vec<(LLVMValueRef, u32, bool)>,
+    counters: u32,
+    counters_fn: LLVMValueRef,
+    counters_ty: LLVMTypeRef,
+    desc: LLVMValueRef,
+    escapes: HashMap<LLVMValueRef, bool>,
+    full: bool,
+}
+
+impl Pass {
+    fn context(&mut self, set: &BTreeSet<u32>) -> u32 {
+        let v: Vec<u32> = set.iter().copied().collect();
+        if let Some(i) = self.contexts.iter().position(|c| *c == v) {
+            return i as u32;
+        }
+        self.contexts.push(v);
+        (self.contexts.len() - 1) as u32
+    }
+
+    fn counter(&mut self) -> u32 {
+        self.counters += 1;
+        self.counters - 1
+    }
+
+    unsafe fn space(&mut self, mut p: LLVMValueRef) -> Space {
+        for _ in 0..32 {
+            let strip = !LLVMIsAGetElementPtrInst(p).is_null()
+                || !LLVMIsABitCastInst(p).is_null()
+                || !LLVMIsAAddrSpaceCastInst(p).is_null()
+                || (!LLVMIsAConstantExpr(p).is_null()
+                    && matches!(
+                        LLVMGetConstOpcode(p),
+                        LLVMOpcode::LLVMGetElementPtr
+                            | LLVMOpcode::LLVMBitCast
+                            | LLVMOpcode::LLVMAddrSpaceCast
+                    ));
+            if !strip {
+                break;
+            }
+            p = LLVMGetOperand(p, 0);
+        }
+        if !LLVMIsACallInst(p).is_null() && callee_name(p).starts_with("llvm.threadlocal.address")
+        {
+            return Space::Global;
+        }
+        if !LLVMIsAGlobalVariable(p).is_null() {
+            return Space::Global;
+        }
+        if !LLVMIsAAllocaInst(p).is_null() {
+            let esc = *self
+                .escapes
+                .entry(p)
+                .or_insert_with(|| crate::select::escapes(p, 0));
+            return if esc { Space::Stack } else { Space::Local };
+        }
+        Space::Heap
+    }
+
+    unsafe fn size_of(&self, ty: LLVMTypeRef) -> u32 {
+        LLVMStoreSizeOfType(self.dl, ty).min(u32::MAX as u64) as u32
+    }
+
+    /// The counter array's value in `f`: its parameter, or a call at entry.
+    unsafe fn counters_value(&self, f: LLVMValueRef, param: bool) -> LLVMValueRef {
+        if param {
+            return LLVMGetParam(f, 0);
+        }
+        let entry = LLVMGetEntryBasicBlock(f);
+        let b = LLVMCreateBuilderInContext(self.ctx);
+        LLVMPositionBuilderBefore(b, first_insertion(entry));
+        let mut args = [self.desc];
+        let v = LLVMBuildCall2(
+            b,
+            self.counters_ty,
+            self.counters_fn,
+            args.as_mut_ptr(),
+            1,
+            c"profcc.roi".as_ptr(),
+        );
+        LLVMDisposeBuilder(b);
+        v
+    }
+
+    /// `counters[id] += by` before `at`.
+    unsafe fn bump(&self, at: LLVMValueRef, c: LLVMValueRef, id: u32, by: Option<LLVMValueRef>) {
+        let i64t = LLVMInt64TypeInContext(self.ctx);
+        let b = LLVMCreateBuilderInContext(self.ctx);
+        LLVMPositionBuilderBefore(b, at);
+        let mut idx = [LLVMConstInt(i64t, id as u64, 0)];
+        let p = LLVMBuildInBoundsGEP2(b, i64t, c, idx.as_mut_ptr(), 1, c"".as_ptr());
+        let old = LLVMBuildLoad2(b, i64t, p, c"".as_ptr());
+        let by = match by {
+            Some(v) if LLVMTypeOf(v) != i64t => LLVMBuildZExt(b, v, i64t, c"".as_ptr()),
+            Some(v) => v,
+            None => LLVMConstInt(i64t, 1, 0),
+        };
+        let new = LLVMBuildAdd(b, old, by, c"".as_ptr());
+        LLVMBuildStore(b, new, p);
+        LLVMDisposeBuilder(b);
+    }
+
+    /// The clone of `f` for context `cx` (made and queued on first use).
+    unsafe fn clone_of(&mut self, f: LLVMValueRef, cx: u32, param: bool) -> Option<LLVMValueRef> {
+        if let Some(&c) = self.clones.get(&(f, cx, param)) {
+            return Some(c);
+        }
+        if self.counters >= roi::MAX_COUNTERS / 2 {
+            self.full = true;
+            return None;
+        }
+        let name = format!("{}.profcc.roi{}", name_of(f), cx);
+        let c = shim::clone_function(f, &name, param);
+        self.clones.insert((f, cx, param), c);
+        self.work.push((c, cx, param));
+        Some(c)
+    }
+
+    /// Can a call to `f` be followed (a definition that no other module can replace)?
+    unsafe fn followable(f: LLVMValueRef) -> bool {
+        if LLVMIsDeclaration(f) != 0 || LLVMGetIntrinsicID(f) != 0 {
+            return false;
+        }
+        !matches!(
+            LLVMGetLinkage(f),
+            LLVMLinkage::LLVMExternalWeakLinkage
+                | LLVMLinkage::LLVMWeakAnyLinkage
+                | LLVMLinkage::LLVMLinkOnceAnyLinkage
+                | LLVMLinkage::LLVMAvailableExternallyLinkage
+                | LLVMLinkage::LLVMCommonLinkage
+        )
+    }
+
+    /// One function instance: its region blocks, their mixes, its calls redirected, its
+    /// counters placed.
+    unsafe fn instance(&mut self, f: LLVMValueRef, cx: u32, param: bool, stats: &mut Stats) {
+        let bbs = blocks(f);
+        let index: HashMap<LLVMBasicBlockRef, usize> =
+            bbs.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        // Regions opened in this function around each block.
+        let mut inner: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); bbs.len()];
+        let marks: Vec<Option<(bool, u32)>> = bbs
+            .iter()
+            .map(|&b| {
+                block_marker(b).map(|(begins, n)| {
+                    let id = self.names.iter().position(|x| *x == n).unwrap_or(0) as u32;
+                    (begins, id)
+                })
+            })
+            .collect();
+        for (i, mk) in marks.iter().enumerate() {
+            let Some((true, r)) = *mk else { continue };
+            let mut stack: Vec<usize> =
+                successors(bbs[i]).iter().map(|s| index[s]).collect();
+            while let Some(j) = stack.pop() {
+                if marks[j] == Some((false, r)) || !inner[j].insert(r) {
+                    continue;
+                }
+                stack.extend(successors(bbs[j]).iter().map(|s| index[s]));
+            }
+        }
+        let base: BTreeSet<u32> = self.contexts[cx as usize].iter().copied().collect();
+        let node_cx: Vec<Option<u32>> = (0..bbs.len())
+            .map(|i| {
+                let set: BTreeSet<u32> = base.union(&inner[i]).copied().collect();
+                (!set.is_empty()).then(|| self.context(&set))
+            })
+            .collect();
+        if node_cx.iter().all(Option::is_none) {
+            return;
+        }
+        let counters = self.counters_value(f, param);
+        let mut graph = Graph {
+            context: cx,
+            ..Graph::default()
+        };
+        let mut node_of: Vec<u32> = vec![0; bbs.len()];
+        for (i, c) in node_cx.iter().enumerate() {
+            if let Some(c) = *c {
+                let mix = self.block(bbs[i], c, counters, stats);
+                self.table.mixes.push(mix);
+                graph.nodes.push(((self.table.mixes.len() - 1) as u32, NONE, c));
+                node_of[i] = graph.nodes.len() as u32;
+            }
+        }
+        stats.bump("roi-blocks", graph.nodes.len() as u64);
+        self.place(f, &bbs, &index, &node_of, &mut graph, counters, stats);
+        self.table.graphs.push(graph);
+    }
+
+    /// A block's static mix; its calls redirected to their clones, run-time lengths counted.
+    unsafe fn block(
+        &mut self,
+        b: LLVMBasicBlockRef,
+        cx: u32,
+        counters: LLVMValueRef,
+        stats: &mut Stats,
+    ) -> Mix {
+        let mut mix = Mix::default();
+        let mut i = LLVMGetFirstInstruction(b);
+        while !i.is_null() {
+            let next = LLVMGetNextInstruction(i);
+            self.instruction(i, cx, counters, &mut mix, stats);
+            i = next;
+        }
+        mix
+    }
+
+    unsafe fn instruction(
+        &mut self,
+        i: LLVMValueRef,
+        cx: u32,
+        counters: LLVMValueRef,
+        mix: &mut Mix,
+        stats: &mut Stats,
+    ) {
+        if !LLVMIsAPHINode(i).is_null() || i == counters {
+            return;
+        }
+        let op = LLVMGetInstructionOpcode(i);
+        let ty = LLVMTypeOf(i);
+        let vector = |t: LLVMTypeRef| {
+            matches!(
+                LLVMGetTypeKind(t),
+                LLVMTypeKind::LLVMVectorTypeKind | LLVMTypeKind::LLVMScalableVectorTypeKind
+            )
+        };
+        let fp = |t: LLVMTypeRef| {
+            matches!(
+                LLVMGetTypeKind(t),
+                LLVMTypeKind::LLVMHalfTypeKind
+                    | LLVMTypeKind::LLVMBFloatTypeKind
+                    | LLVMTypeKind::LLVMFloatTypeKind
+                    | LLVMTypeKind::LLVMDoubleTypeKind
+                    | LLVMTypeKind::LLVMX86_FP80TypeKind
+                    | LLVMTypeKind::LLVMFP128TypeKind
+            )
+        };
+        let scalar = |t: LLVMTypeRef| {
+            if vector(t) {
+                LLVMGetElementType(t)
+            } else {
+                t
+            }
+        };
+        match op {
+            LLVMOpcode::LLVMLoad => {
+                let s = self.space(LLVMGetOperand(i, 0)) as usize;
+                mix.loads[s] += 1;
+                mix.load_bytes[s] += self.size_of(ty);
+            }
+            LLVMOpcode::LLVMStore => {
+                let s = self.space(LLVMGetOperand(i, 1)) as usize;
+                mix.stores[s] += 1;
+                mix.store_bytes[s] += self.size_of(LLVMTypeOf(LLVMGetOperand(i, 0)));
+            }
+            LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => {
+                let s = self.space(LLVMGetOperand(i, 0)) as usize;
+                let size = self.size_of(LLVMTypeOf(LLVMGetOperand(i, 1)));
+                mix.loads[s] += 1;
+                mix.stores[s] += 1;
+                mix.load_bytes[s] += size;
+                mix.store_bytes[s] += size;
+            }
+            LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke => {
+                if !self.call(i, cx, counters, mix, stats) {
+                    return;
+                }
+            }
+            LLVMOpcode::LLVMBr => {
+                if LLVMIsConditional(i) != 0 {
+                    mix.branches += 1;
+                }
+            }
+            LLVMOpcode::LLVMSwitch | LLVMOpcode::LLVMIndirectBr => mix.branches += 1,
+            LLVMOpcode::LLVMFCmp => {
+                if vector(LLVMTypeOf(LLVMGetOperand(i, 0))) {
+                    mix.vector_ops += 1
+                } else {
+                    mix.fp_ops += 1
+                }
+            }
+            _ => {
+                let arith = !LLVMIsABinaryOperator(i).is_null()
+                    || !LLVMIsACastInst(i).is_null()
+                    || !LLVMIsAICmpInst(i).is_null()
+                    || !LLVMIsAUnaryOperator(i).is_null()
+                    || !LLVMIsASelectInst(i).is_null()
+                    || !LLVMIsAGetElementPtrInst(i).is_null()
+                    || matches!(
+                        op,
+                        LLVMOpcode::LLVMExtractElement
+                            | LLVMOpcode::LLVMInsertElement
+                            | LLVMOpcode::LLVMShuffleVector
+                    );
+                if arith {
+                    let t = if LLVMGetNumOperands(i) > 0 {
+                        LLVMTypeOf(LLVMGetOperand(i, 0))
+                    } else {
+                        ty
+                    };
+                    if vector(ty) || vector(t) {
+                        mix.vector_ops += 1;
+                    } else if fp(scalar(ty)) || fp(scalar(t)) {
+                        mix.fp_ops += 1;
+                    } else {
+                        mix.int_ops += 1;
+                    }
+                }
+            }
+        }
+        mix.instructions += 1;
+    }
+
+    /// A call's share of the mix; false: not an instruction of the program's (a marker, a
+    /// debug or lifetime intrinsic).
+    unsafe fn call(
+        &mut self,
+        i: LLVMValueRef,
+        cx: u32,
+        counters: LLVMValueRef,
+        mix: &mut Mix,
+        stats: &mut Stats,
+    ) -> bool {
+        if marker(i).is_some() || i == counters {
+            return false;
+        }
+        let callee = LLVMGetCalledValue(i);
+        let direct = !callee.is_null() && !LLVMIsAFunction(callee).is_null();
+        let name = if direct { name_of(callee) } else { String::new() };
+        if name == names::ROI_BEGIN || name == names::ROI_END {
+            return false; // profcc's call beside a foreign marker
+        }
+        if ignored_intrinsic(&name) {
+            return false;
+        }
+        let ty = LLVMTypeOf(i);
+        if direct && LLVMGetIntrinsicID(callee) != 0 {
+            let copy = name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove");
+            if copy || name.starts_with("llvm.memset") {
+                self.mem(i, 0, copy.then_some(1), 2, cx, counters, mix);
+                return true;
+            }
+            let t = if LLVMGetNumArgOperands(i) > 0 {
+                LLVMTypeOf(LLVMGetOperand(i, 0))
+            } else {
+                ty
+            };
+            let kind = |t: LLVMTypeRef| LLVMGetTypeKind(t);
+            if matches!(kind(ty), LLVMTypeKind::LLVMVectorTypeKind)
+                || matches!(kind(t), LLVMTypeKind::LLVMVectorTypeKind)
+            {
+                mix.vector_ops += 1;
+            } else if matches!(
+                kind(ty),
+                LLVMTypeKind::LLVMFloatTypeKind | LLVMTypeKind::LLVMDoubleTypeKind
+            ) {
+                mix.fp_ops += 1;
+            } else {
+                mix.int_ops += 1;
+            }
+            return true;
+        }
+        mix.calls += 1;
+        if let Some(&(_, dst, src, len)) = LIBC_MEM.iter().find(|l| l.0 == name) {
+            if LLVMGetNumArgOperands(i) as u32 > len {
+                self.mem(i, dst, src, len, cx, counters, mix);
+            }
+            return true;
+        }
+        if name == FORK_CALL && LLVMGetNumArgOperands(i) >= 3 {
+            let outlined = LLVMGetOperand(i, 2);
+            if !LLVMIsAFunction(outlined).is_null() && Self::followable(outlined) {
+                if let Some(c) = self.clone_of(outlined, cx, false) {
+                    LLVMSetOperand(i, 2, c);
+                    stats.bump("roi-outlined-cloned", 1);
+                    return true;
+                }
+            }
+            mix.uncovered_calls += 1;
+            return true;
+        }
+        if direct && Self::followable(callee) && LLVMIsAInvokeInst(i).is_null() {
+            if let Some(c) = self.clone_of(callee, cx, true) {
+                self.redirect(i, c, counters);
+                stats.bump("roi-calls-followed", 1);
+                return true;
+            }
+        }
+        mix.uncovered_calls += 1;
+        true
+    }
+
+    /// Replace call `i` with a call of `clone` with the counters first.
+    unsafe fn redirect(&self, i: LLVMValueRef, clone: LLVMValueRef, counters: LLVMValueRef) {
+        let n = LLVMGetNumArgOperands(i);
+        let mut args: Vec<LLVMValueRef> = std::iter::once(counters)
+            .chain((0..n).map(|k| LLVMGetOperand(i, k)))
+            .collect();
+        let b = LLVMCreateBuilderInContext(self.ctx);
+        LLVMPositionBuilderBefore(b, i);
+        let name = name_of(i);
+        let call = LLVMBuildCall2(
+            b,
+            LLVMGlobalGetValueType(clone),
+            clone,
+            args.as_mut_ptr(),
+            args.len() as u32,
+            cstr(&name).as_ptr(),
+        );
+        LLVMDisposeBuilder(b);
+        LLVMSetInstructionCallConv(call, LLVMGetInstructionCallConv(i));
+        if LLVMIsTailCall(i) != 0 {
+            LLVMSetTailCall(call, 1);
+        }
+        let dbg = LLVMInstructionGetDebugLoc(i);
+        if !dbg.is_null() {
+            LLVMInstructionSetDebugLoc(call, dbg);
+        }
+        LLVMReplaceAllUsesWith(i, call);
+        LLVMInstructionEraseFromParent(i);
+    }
+
+    /// A copy or fill: constant length in the mix, run-time length on a byte counter.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn mem(
+        &mut self,
+        i: LLVMValueRef,
+        dst: u32,
+        src: Option<u32>,
+        len: u32,
+        cx: u32,
+        counters: LLVMValueRef,
+        mix: &mut Mix,
+    ) {
+        let ds = self.space(LLVMGetOperand(i, dst)) as usize;
+        let ss = src.map(|s| self.space(LLVMGetOperand(i, s)) as usize);
+        let n = LLVMGetOperand(i, len);
+        if LLVMIsAConstantInt(n).is_null() {
+            let counter = self.counter();
+            self.table.dyns.push(Dyn {
+                counter,
+                context: cx,
+                read: ss.map_or(NONE, |s| s as u32),
+                write: ds as u32,
+            });
+            self.bump(i, counters, counter, Some(n));
+            return;
+        }
+        let n = LLVMConstIntGetZExtValue(n).min(u32::MAX as u64) as u32;
+        mix.store_bytes[ds] += n;
+        if let Some(s) = ss {
+            mix.load_bytes[s] += n;
+        }
+    }
+
+    /// Counters for one graph: on every node (oracle), or off a spanning tree (derived).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn place(
+        &mut self,
+        f: LLVMValueRef,
+        bbs: &[LLVMBasicBlockRef],
+        index: &HashMap<LLVMBasicBlockRef, usize>,
+        node_of: &[u32],
+        g: &mut Graph,
+        counters: LLVMValueRef,
+        stats: &mut Stats,
+    ) {
+        if self.placement == Placement::Derived
+            && self.derive(f, bbs, index, node_of, g, counters, stats)
+        {
+            return;
+        }
+        for (i, &n) in node_of.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let c = self.counter();
+            g.nodes[n as usize - 1].1 = c;
+            self.bump(first_insertion(bbs[i]), counters, c, None);
+        }
+        stats.bump("roi-counters", g.nodes.len() as u64);
+    }
+
+    /// Knuth–Stevenson placement; false (nothing changed) when an edge off the tree cannot
+    /// take a counter (an exception edge, an indirect branch): the caller counts every block.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn derive(
+        &mut self,
+        f: LLVMValueRef,
+        bbs: &[LLVMBasicBlockRef],
+        index: &HashMap<LLVMBasicBlockRef, usize>,
+        node_of: &[u32],
+        g: &mut Graph,
+        counters: LLVMValueRef,
+        stats: &mut Stats,
+    ) -> bool {
+        let depth = shim::block_depths(f, bbs.len());
+        let entry = LLVMGetEntryBasicBlock(f);
+        // Logical edges between nodes (0: outside), each with the CFG edges it stands for.
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        let mut cfg: Vec<Vec<(usize, Option<usize>)>> = Vec::new();
+        let mut edge_at: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut add = |a: u32, b: u32, from: usize, to: Option<usize>| {
+            let k = *edge_at.entry((a, b)).or_insert_with(|| {
+                edges.push((a, b));
+                cfg.push(Vec::new());
+                edges.len() - 1
+            });
+            cfg[k].push((from, to));
+        };
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); bbs.len()];
+        for (i, &b) in bbs.iter().enumerate() {
+            for s in successors(b) {
+                preds[index[&s]].push(i);
+            }
+        }
+        for (i, &b) in bbs.iter().enumerate() {
+            let a = node_of[i];
+            let succ = successors(b);
+            if a != 0 {
+                if succ.is_empty() {
+                    add(a, 0, i, None);
+                }
+                for s in &succ {
+                    let j = index[s];
+                    add(a, node_of[j], i, Some(j));
+                }
+            } else {
+                for s in &succ {
+                    let j = index[s];
+                    if node_of[j] != 0 {
+                        add(0, node_of[j], i, Some(j));
+                    }
+                }
+            }
+        }
+        if node_of[0] != 0 && bbs[0] == entry {
+            add(0, node_of[0], usize::MAX, Some(0));
+        }
+        // Countable loops: the back edge (latch -> header) counted by its trip count.
+        let mut hoist: HashMap<usize, LLVMBasicBlockRef> = HashMap::new();
+        for (h, latch) in shim::countable_loops(f) {
+            let (hi, li) = (index[&h], index[&latch]);
+            if node_of[hi] == 0 || node_of[li] == 0 {
+                continue;
+            }
+            if let Some(&k) = edge_at.get(&(node_of[li], node_of[hi])) {
+                if cfg[k].len() == 1 {
+                    hoist.insert(k, h);
+                }
+            }
+        }
+        let mut node_depth = vec![0u32; g.nodes.len() + 1];
+        for (i, &n) in node_of.iter().enumerate() {
+            node_depth[n as usize] = depth[i];
+        }
+        // Maximum-weight spanning tree (Kruskal): heavy edges first; hoisted back edges last.
+        let weight = |k: usize| -> u64 {
+            if hoist.contains_key(&k) {
+                return 0;
+            }
+            let (a, b) = edges[k];
+            if a == 0 || b == 0 {
+                1
+            } else {
+                10u64.saturating_pow(node_depth[a as usize].min(node_depth[b as usize]) + 1)
+            }
+        };
+        let mut order: Vec<usize> = (0..edges.len()).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(weight(k)));
+        let mut parent: Vec<usize> = (0..=g.nodes.len()).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        let mut tree = vec![false; edges.len()];
+        for &k in &order {
+            let (a, b) = edges[k];
+            let (ra, rb) = (find(&mut parent, a as usize), find(&mut parent, b as usize));
+            if ra != rb {
+                parent[ra] = rb;
+                tree[k] = true;
+            }
+        }
+        // Where each counted edge's counter goes; give up before changing anything.
+        enum At {
+            Before(LLVMValueRef),
+            Split(usize, usize),
+            Hoist(LLVMBasicBlockRef),
+        }
+        let mut sites: Vec<(usize, Vec<At>)> = Vec::new();
+        for k in 0..edges.len() {
+            if tree[k] {
+                continue;
+            }
+            if let Some(&h) = hoist.get(&k) {
+                sites.push((k, vec![At::Hoist(h)]));
+                continue;
+            }
+            let mut at = Vec::new();
+            for &(from, to) in &cfg[k] {
+                let Some(to) = to else {
+                    at.push(At::Before(LLVMGetBasicBlockTerminator(bbs[from])));
+                    continue;
+                };
+                if from == usize::MAX {
+                    at.push(At::Before(first_insertion(bbs[to])));
+                    continue;
+                }
+                let succ = successors(bbs[from]);
+                let all_same = succ.iter().all(|s| index[s] == to);
+                let only_pred = preds[to].iter().all(|&p| p == from);
+                if all_same {
+                    at.push(At::Before(LLVMGetBasicBlockTerminator(bbs[from])));
+                } else if only_pred && !is_eh_pad(bbs[to]) {
+                    at.push(At::Before(first_insertion(bbs[to])));
+                } else {
+                    let t = LLVMGetBasicBlockTerminator(bbs[from]);
+                    let dup = succ.iter().filter(|s| index[*s] == to).count() > 1;
+                    let splittable = matches!(
+                        LLVMGetInstructionOpcode(t),
+                        LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch
+                    ) && !is_eh_pad(bbs[to])
+                        && !dup;
+                    if !splittable {
+                        stats.bump("roi-graphs-oracle-fallback", 1);
+                        return false;
+                    }
+                    at.push(At::Split(from, to));
+                }
+            }
+            sites.push((k, at));
+        }
+        // Trip counts first (the shim's analyses read the function as it is).
+        let mut trips: HashMap<usize, (LLVMValueRef, LLVMValueRef)> = HashMap::new();
+        for (k, at) in &sites {
+            if let [At::Hoist(h)] = at[..] {
+                match shim::expand_trips(f, h) {
+                    Some((v, pre)) => {
+                        trips.insert(*k, (v, LLVMGetBasicBlockTerminator(pre)));
+                    }
+                    None => {
+                        stats.bump("roi-graphs-oracle-fallback", 1);
+                        return false;
+                    }
+                }
+            }
+        }
+        for (k, at) in sites {
+            let c = self.counter();
+            g.edges.push((edges[k].0, edges[k].1, c));
+            for a in at {
+                match a {
+                    At::Before(i) => self.bump(i, counters, c, None),
+                    At::Split(from, to) => {
+                        let nb = shim::split_edge(bbs[from], bbs[to]);
+                        self.bump(LLVMGetBasicBlockTerminator(nb), counters, c, None);
+                    }
+                    At::Hoist(_) => {
+                        let (v, t) = trips[&k];
+                        self.bump(t, counters, c, Some(v));
+                        stats.bump("roi-loops-hoisted", 1);
+                    }
+                }
+            }
+        }
+        for k in 0..edges.len() {
+            if tree[k] {
+                g.edges.push((edges[k].0, edges[k].1, NONE));
+            }
+        }
+        stats.bump("roi-counters", (edges.len() - tree.iter().filter(|&&t| t).count()) as u64);
+        true
+    }
+}
+
+unsafe fn is_eh_pad(b: LLVMBasicBlockRef) -> bool {
+    let i = LLVMGetFirstNonPHI_(b);
+    !i.is_null()
+        && matches!(
+            LLVMGetInstructionOpcode(i),
+            LLVMOpcode::LLVMLandingPad
+                | LLVMOpcode::LLVMCatchPad
+                | LLVMOpcode::LLVMCleanupPad
+                | LLVMOpcode::LLVMCatchSwitch
+        )
+}
+
+#[allow(non_snake_case)]
+unsafe fn LLVMGetFirstNonPHI_(b: LLVMBasicBlockRef) -> LLVMValueRef {
+    let mut i = LLVMGetFirstInstruction(b);
+    while !i.is_null() && !LLVMIsAPHINode(i).is_null() {
+        i = LLVMGetNextInstruction(i);
+    }
+    i
+}
+
+/// The first place a new instruction may go: after the phis and a landing pad.
+unsafe fn first_insertion(b: LLVMBasicBlockRef) -> LLVMValueRef {
+    let i = LLVMGetFirstNonPHI_(b);
+    if !i.is_null() && LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMLandingPad {
+        return LLVMGetNextInstruction(i);
+    }
+    i
+}
+
+/// Instrument the module's regions; false when it has none.
+pub unsafe fn instrument(
+    ctx: LLVMContextRef,
+    m: LLVMModuleRef,
+    placement: Placement,
+    stats: &mut Stats,
+) -> bool {
+    let region_names = isolate_markers(m, ctx);
+    if region_names.is_empty() {
+        return false;
+    }
+    let ptr = LLVMPointerTypeInContext(ctx, 0);
+    let i32t = LLVMInt32TypeInContext(ctx);
+    let counters_ty = {
+        let mut p = [ptr];
+        LLVMFunctionType(ptr, p.as_mut_ptr(), 1, 0)
+    };
+    let mut counters_fn = LLVMGetNamedFunction(m, cstr(names::ROI_COUNTERS).as_ptr());
+    if counters_fn.is_null() {
+        counters_fn = LLVMAddFunction(m, cstr(names::ROI_COUNTERS).as_ptr(), counters_ty);
+    }
+    // The descriptor's body is set at the end, once the table is known.
+    let mut fields = [i32t, i32t, ptr, i32t, ptr];
+    let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
+    let desc = LLVMAddGlobal(m, desc_ty, c"__profcc_roi_module".as_ptr());
+    let mut pass = Pass {
+        ctx,
+        m,
+        dl: LLVMGetModuleDataLayout(m),
+        placement,
+        names: region_names,
+        contexts: vec![Vec::new()],
+        table: Table::default(),
+        clones: HashMap::new(),
+        work: Vec::new(),
+        counters: 0,
+        counters_fn,
+        counters_ty,
+        desc,
+        escapes: HashMap::new(),
+        full: false,
+    };
+    // Functions with markers, in module order (the empty context: counted where inside).
+    let mut roots = Vec::new();
+    crate::llvm::for_each_function(m, |f| {
+        let mut has = false;
+        crate::llvm::for_each_instruction(f, |i| has |= marker(i).is_some());
+        if has {
+            roots.push(f);
+        }
+    });
+    let mut seen: HashSet<(LLVMValueRef, u32, bool)> = HashSet::new();
+    for f in roots.into_iter().rev() {
+        pass.work.push((f, 0, false));
+    }
+    while let Some((f, cx, param)) = pass.work.pop() {
+        if !seen.insert((f, cx, param)) {
+            continue;
+        }
+        pass.escapes.clear();
+        pass.instance(f, cx, param, stats);
+    }
+    if pass.full {
+        stats.bump("roi-clones-over-limit", 1);
+    }
+    pass.table.names = pass.names.clone();
+    pass.table.contexts = pass.contexts.clone();
+    pass.table.counters = pass.counters;
+    emit(&pass, desc, desc_ty);
+    stats.bump("roi-regions", pass.table.names.len() as u64);
+    stats.bump("roi-clones", pass.clones.len() as u64);
+    true
+}
+
+/// The table, the slot and the descriptor; a constructor registers them.
+unsafe fn emit(p: &Pass, desc: LLVMValueRef, desc_ty: LLVMTypeRef) {
+    let ctx = p.ctx;
+    let m = p.m;
+    let i32t = LLVMInt32TypeInContext(ctx);
+    let ptr = LLVMPointerTypeInContext(ctx, 0);
+    let words = p.table.encode();
+    let mut vals: Vec<LLVMValueRef> = words
+        .iter()
+        .map(|&w| LLVMConstInt(i32t, w as u64, 0))
+        .collect();
+    let table = LLVMAddGlobal(
+        m,
+        LLVMArrayType2(i32t, words.len() as u64),
+        c"__profcc_roi_table".as_ptr(),
+    );
+    LLVMSetInitializer(table, LLVMConstArray2(i32t, vals.as_mut_ptr(), vals.len() as u64));
+    LLVMSetGlobalConstant(table, 1);
+    LLVMSetLinkage(table, LLVMLinkage::LLVMPrivateLinkage);
+    let slot = LLVMAddGlobal(m, i32t, c"__profcc_roi_slot".as_ptr());
+    LLVMSetInitializer(slot, LLVMConstInt(i32t, NONE as u64, 0));
+    LLVMSetLinkage(slot, LLVMLinkage::LLVMInternalLinkage);
+    // Runtime data after the program's .bss (driver/src/layout.rs): native layout kept.
+    LLVMSetSection(slot, c".profcc.data".as_ptr());
+    let mut dv = [
+        LLVMConstInt(i32t, roi::VERSION as u64, 0),
+        LLVMConstInt(i32t, p.counters as u64, 0),
+        table,
+        LLVMConstInt(i32t, words.len() as u64, 0),
+        slot,
+    ];
+    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv.as_mut_ptr(), dv.len() as u32));
+    LLVMSetGlobalConstant(desc, 1);
+    LLVMSetLinkage(desc, LLVMLinkage::LLVMPrivateLinkage);
+
+    let void = LLVMVoidTypeInContext(ctx);
+    let mut params = [ptr];
+    let reg_ty = LLVMFunctionType(void, params.as_mut_ptr(), 1, 0);
+    let mut reg = LLVMGetNamedFunction(m, cstr(names::ROI_REGISTER).as_ptr());
+    if reg.is_null() {
+        reg = LLVMAddFunction(m, cstr(names::ROI_REGISTER).as_ptr(), reg_ty);
+    }
+    let ctor_ty = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
+    let ctor = LLVMAddFunction(m, c"profcc.roi_ctor".as_ptr(), ctor_ty);
+    LLVMSetLinkage(ctor, LLVMLinkage::LLVMInternalLinkage);
+    let bb = LLVMAppendBasicBlockInContext(ctx, ctor, c"entry".as_ptr());
+    let b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, bb);
+    let mut args = [desc];
+    LLVMBuildCall2(b, reg_ty, reg, args.as_mut_ptr(), 1, c"".as_ptr());
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    crate::metadata::append_global_xtor(
+        ctx,
+        m,
+        ctor,
+        crate::abi::CTOR_PRIORITY,
+        "llvm.global_ctors",
+    );
+}

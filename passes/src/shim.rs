@@ -1,0 +1,69 @@
+//! The C++ shim (../shim/shim.cpp): LLVM's loops, scalar evolution, block and edge splitting
+//! and function cloning, which LLVM-C does not offer.
+
+use llvm_sys::prelude::*;
+
+extern "C" {
+    fn profcc_split_before(inst: LLVMValueRef) -> LLVMBasicBlockRef;
+    fn profcc_fold_terminator(b: LLVMBasicBlockRef) -> i32;
+    fn profcc_split_edge(from: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> LLVMBasicBlockRef;
+    fn profcc_clone_function(
+        f: LLVMValueRef,
+        name: *const std::os::raw::c_char,
+        counters_param: i32,
+    ) -> LLVMValueRef;
+    fn profcc_block_depths(f: LLVMValueRef, out: *mut u32, n: usize);
+    fn profcc_countable_loops(f: LLVMValueRef, out: *mut LLVMBasicBlockRef, cap: usize) -> usize;
+    fn profcc_expand_trips(
+        f: LLVMValueRef,
+        header: LLVMBasicBlockRef,
+        pre: *mut LLVMBasicBlockRef,
+    ) -> LLVMValueRef;
+}
+
+/// Splits `inst`'s block before it; the returned block starts with `inst`.
+pub unsafe fn split_before(inst: LLVMValueRef) -> LLVMBasicBlockRef {
+    profcc_split_before(inst)
+}
+
+/// Folds `b`'s branch on a constant into an unconditional one.
+pub unsafe fn fold_terminator(b: LLVMBasicBlockRef) -> bool {
+    profcc_fold_terminator(b) != 0
+}
+
+/// A new block on the edge `from -> to`.
+pub unsafe fn split_edge(from: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> LLVMBasicBlockRef {
+    profcc_split_edge(from, to)
+}
+
+/// An internal copy of `f` named `name`; with `counters_param`, a leading `ptr` parameter.
+pub unsafe fn clone_function(f: LLVMValueRef, name: &str, counters_param: bool) -> LLVMValueRef {
+    let name = std::ffi::CString::new(name).unwrap_or_default();
+    profcc_clone_function(f, name.as_ptr(), counters_param as i32)
+}
+
+/// The loop depth of each of `f`'s `n` blocks, in block order.
+pub unsafe fn block_depths(f: LLVMValueRef, n: usize) -> Vec<u32> {
+    let mut v = vec![0u32; n];
+    profcc_block_depths(f, v.as_mut_ptr(), n);
+    v
+}
+
+/// (header, latch) of the loops whose back edge runs a count known at entry.
+pub unsafe fn countable_loops(f: LLVMValueRef) -> Vec<(LLVMBasicBlockRef, LLVMBasicBlockRef)> {
+    let n = profcc_countable_loops(f, std::ptr::null_mut(), 0);
+    let mut v = vec![std::ptr::null_mut(); 2 * n];
+    let got = profcc_countable_loops(f, v.as_mut_ptr(), n);
+    v.chunks(2).take(got.min(n)).map(|c| (c[0], c[1])).collect()
+}
+
+/// The back-edge-taken count of the loop at `header`, an i64 computed at the end of its
+/// preheader (returned with it).
+pub unsafe fn expand_trips(
+    f: LLVMValueRef,
+    header: LLVMBasicBlockRef,
+) -> Option<(LLVMValueRef, LLVMBasicBlockRef)> {
+    let mut pre = std::ptr::null_mut();
+    let v = profcc_expand_trips(f, header, &mut pre);
+    (!v.is_null()).then_some((v, pre))
+}
