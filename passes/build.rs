@@ -40,7 +40,35 @@ fn main() {
         assert!(status.success(), "{clang} failed to compile {src}");
     }
     stub_archive(&clang, &out_dir);
+    marker_archive(&clang, &out_dir);
     shim(&clang);
+}
+
+/// ../hooks/markers.c, one object per marker family, as libprofcc_markers.a.
+fn marker_archive(clang: &str, out_dir: &std::path::Path) {
+    let mut objs = Vec::new();
+    for family in ["LIKWID", "CALIPER", "PAPI"] {
+        let obj = out_dir.join(format!("profcc_markers_{}.o", family.to_lowercase()));
+        let status = Command::new(clang)
+            .args(["-O2", "-c", "-fPIC", "-g0", &format!("-DFAMILY_{family}")])
+            .arg("../hooks/markers.c")
+            .arg("-o")
+            .arg(&obj)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {clang} ({e})"));
+        assert!(status.success(), "{clang} failed to compile ../hooks/markers.c");
+        objs.push(obj);
+    }
+    let ar = std::env::var("PROFCC_LLVM_AR").unwrap_or_else(|_| clang.replace("clang", "llvm-ar"));
+    let lib = out_dir.join("libprofcc_markers.a");
+    let _ = std::fs::remove_file(&lib);
+    let status = Command::new(&ar)
+        .arg("rcs")
+        .arg(&lib)
+        .args(&objs)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {ar} ({e})"));
+    assert!(status.success(), "{ar} failed to archive the marker stand-ins");
 }
 
 /// ../shim/shim.cpp (LLVM's loops, scalar evolution and cloning behind `extern "C"`), built

@@ -519,7 +519,26 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
 /// A shared link gets the hook stubs (hooks/stub.c, `profcc_passes::STUB_ARCHIVE`) last, so an
 /// instrumented library links with `-z defs` and loads without the runtime, which only
 /// executables link. An archive: a library without instrumented code takes nothing from it.
-fn with_hook_stubs(mut args: Vec<String>, shared: bool, tmp: &Path, dry: bool) -> Vec<String> {
+/// Every instrumented link (executable with the runtime, or shared) then gets the marker
+/// stand-ins (hooks/markers.c, `profcc_passes::MARKER_ARCHIVE`), last, for a program that calls
+/// LIKWID's, Caliper's or PAPI's markers without linking the library.
+fn with_hook_stubs(
+    mut args: Vec<String>,
+    shared: bool,
+    runtime: bool,
+    tmp: &Path,
+    dry: bool,
+) -> Vec<String> {
+    if shared || runtime {
+        let markers = tmp.join("libprofcc_markers.a");
+        match if dry { Ok(()) } else { std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE) } {
+            Ok(()) => args.push(markers.display().to_string()),
+            Err(e) => eprintln!(
+                "profcc: warning: cannot write {}: {e}; a program calling LIKWID, Caliper or PAPI markers must link the library",
+                markers.display()
+            ),
+        }
+    }
     if shared {
         let stubs = tmp.join("libprofcc_stub.a");
         match if dry { Ok(()) } else { std::fs::write(&stubs, profcc_passes::STUB_ARCHIVE) } {
@@ -817,7 +836,7 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
         } else {
             link_cmd(link, &objs, rt.as_deref())
         };
-        let args = with_hook_stubs(args, b.shared, &tmp, dry);
+        let args = with_hook_stubs(args, b.shared, rt.is_some(), &tmp, dry);
         let args = with_native_layout(clang, args, &objs, rt.is_some(), b.shared, &tmp, dry);
         if dry {
             println!("[link]\n  {}", show(clang, &args));

@@ -40,6 +40,12 @@ pub use regions::Placement;
 /// definitions win.
 pub const STUB_ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libprofcc_stub.a"));
 
+/// hooks/markers.c in an archive (build.rs): LIKWID's, Caliper's and PAPI's marker functions
+/// as no-ops, one object per library, for instrumented links of programs that call them
+/// without linking the library. Put last: a linked real library wins.
+pub const MARKER_ARCHIVE: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/libprofcc_markers.a"));
+
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Instrument memory accesses (loads, stores, atomics, memory intrinsics).

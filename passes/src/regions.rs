@@ -291,6 +291,10 @@ struct Pass {
     counters_ty: LLVMTypeRef,
     desc: LLVMValueRef,
     escapes: HashMap<LLVMValueRef, bool>,
+    /// Parameters that stand for a caller's own stack slot (an OpenMP outlined function's
+    /// captured variables, passed by reference): accesses through them are `Local`, as the
+    /// caller's own accesses to the slot are (-O0 keeps captured scalars there).
+    captured: HashSet<LLVMValueRef>,
     full: bool,
 }
 
@@ -333,11 +337,14 @@ impl Pass {
         if !LLVMIsAGlobalVariable(p).is_null() {
             return Space::Global;
         }
+        if self.captured.contains(&p) || self.reloaded_capture(p) {
+            return Space::Local;
+        }
         if !LLVMIsAAllocaInst(p).is_null() {
             let esc = *self
                 .escapes
                 .entry(p)
-                .or_insert_with(|| crate::select::escapes(p, 0));
+                .or_insert_with(|| crate::select::escapes_past(p, 0, true));
             return if esc { Space::Stack } else { Space::Local };
         }
         Space::Heap
@@ -345,6 +352,49 @@ impl Pass {
 
     unsafe fn size_of(&self, ty: LLVMTypeRef) -> u32 {
         LLVMStoreSizeOfType(self.dl, ty).min(u32::MAX as u64) as u32
+    }
+
+    /// A load of a captured parameter from the stack slot -O0 spilled it to.
+    unsafe fn reloaded_capture(&self, p: LLVMValueRef) -> bool {
+        if LLVMIsALoadInst(p).is_null() {
+            return false;
+        }
+        let slot = LLVMGetOperand(p, 0);
+        if LLVMIsAAllocaInst(slot).is_null() {
+            return false;
+        }
+        let mut stored = false;
+        let mut u = LLVMGetFirstUse(slot);
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            if !LLVMIsAStoreInst(user).is_null() {
+                if LLVMGetOperand(user, 1) != slot
+                    || !self.captured.contains(&LLVMGetOperand(user, 0))
+                {
+                    return false;
+                }
+                stored = true;
+            } else if LLVMIsALoadInst(user).is_null() {
+                return false;
+            }
+            u = LLVMGetNextUse(u);
+        }
+        stored
+    }
+
+    /// A scalar stack slot of the calling function itself (not an array or a struct), or a
+    /// parameter that already stands for one.
+    unsafe fn own_slot(&self, v: LLVMValueRef) -> bool {
+        if self.captured.contains(&v) {
+            return true;
+        }
+        if LLVMIsAAllocaInst(v).is_null() {
+            return false;
+        }
+        !matches!(
+            LLVMGetTypeKind(LLVMGetAllocatedType(v)),
+            LLVMTypeKind::LLVMArrayTypeKind | LLVMTypeKind::LLVMStructTypeKind
+        )
     }
 
     /// The counter array's value in `f`: its parameter, or a call at entry.
@@ -658,6 +708,12 @@ impl Pass {
             let outlined = LLVMGetOperand(i, 2);
             if !LLVMIsAFunction(outlined).is_null() && Self::followable(outlined) {
                 if let Some(c) = self.clone_of(outlined, cx, false) {
+                    // The shared arguments follow the two thread-id parameters.
+                    for k in 3..LLVMGetNumArgOperands(i) {
+                        if self.own_slot(LLVMGetOperand(i, k)) && k - 1 < LLVMCountParams(c) {
+                            self.captured.insert(LLVMGetParam(c, k - 1));
+                        }
+                    }
                     LLVMSetOperand(i, 2, c);
                     stats.bump("roi-outlined-cloned", 1);
                     return true;
@@ -668,6 +724,14 @@ impl Pass {
         }
         if direct && Self::followable(callee) && LLVMIsAInvokeInst(i).is_null() {
             if let Some(c) = self.clone_of(callee, cx, true) {
+                // A captured variable passed on (-O0's outlined function calls its body).
+                for k in 0..LLVMGetNumArgOperands(i) {
+                    let arg = LLVMGetOperand(i, k);
+                    let captured = self.captured.contains(&arg) || self.reloaded_capture(arg);
+                    if captured && k + 1 < LLVMCountParams(c) {
+                        self.captured.insert(LLVMGetParam(c, k + 1));
+                    }
+                }
                 self.redirect(i, c, counters);
                 stats.bump("roi-calls-followed", 1);
                 return true;
@@ -985,11 +1049,15 @@ unsafe fn LLVMGetFirstNonPHI_(b: LLVMBasicBlockRef) -> LLVMValueRef {
     i
 }
 
-/// The first place a new instruction may go: after the phis and a landing pad.
+/// The first place a new instruction may go: after the phis, a landing pad and the call that
+/// fetches the counter array.
 unsafe fn first_insertion(b: LLVMBasicBlockRef) -> LLVMValueRef {
-    let i = LLVMGetFirstNonPHI_(b);
+    let mut i = LLVMGetFirstNonPHI_(b);
     if !i.is_null() && LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMLandingPad {
-        return LLVMGetNextInstruction(i);
+        i = LLVMGetNextInstruction(i);
+    }
+    if !i.is_null() && !LLVMIsACallInst(i).is_null() && callee_name(i) == names::ROI_COUNTERS {
+        i = LLVMGetNextInstruction(i);
     }
     i
 }
@@ -1034,6 +1102,7 @@ pub unsafe fn instrument(
         counters_ty,
         desc,
         escapes: HashMap::new(),
+        captured: HashSet::new(),
         full: false,
     };
     // Functions with markers, in module order (the empty context: counted where inside).

@@ -134,6 +134,13 @@ impl Selector {
 /// intrinsics do not; anything else (stored as a value, passed to a call, ptrtoint, phi,
 /// select, returned) does.
 pub(crate) unsafe fn escapes(v: LLVMValueRef, depth: u32) -> bool {
+    escapes_past(v, depth, false)
+}
+
+/// [`escapes`]; with `openmp_runtime`, passing the address to the OpenMP runtime's loop and
+/// reduction calls (`__kmpc_*`, which fill the bounds and never keep the address) does not
+/// count as leaving (the region counters: a -O0 outlined loop's bounds are its own slots).
+pub(crate) unsafe fn escapes_past(v: LLVMValueRef, depth: u32, openmp_runtime: bool) -> bool {
     if depth > 8 {
         return true;
     }
@@ -148,7 +155,7 @@ pub(crate) unsafe fn escapes(v: LLVMValueRef, depth: u32) -> bool {
             || !LLVMIsABitCastInst(user).is_null()
             || !LLVMIsAAddrSpaceCastInst(user).is_null()
         {
-            !escapes(user, depth + 1)
+            !escapes_past(user, depth + 1, openmp_runtime)
         } else if !LLVMIsACallInst(user).is_null() {
             let callee = LLVMGetCalledValue(user);
             let name = if callee.is_null() {
@@ -156,7 +163,9 @@ pub(crate) unsafe fn escapes(v: LLVMValueRef, depth: u32) -> bool {
             } else {
                 name_of(callee)
             };
-            name.starts_with("llvm.lifetime.") || name.starts_with("llvm.dbg.")
+            name.starts_with("llvm.lifetime.")
+                || name.starts_with("llvm.dbg.")
+                || (openmp_runtime && name.starts_with("__kmpc_"))
         } else {
             false
         };
