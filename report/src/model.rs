@@ -770,4 +770,11 @@ pub struct RegionRow {
     pub executions: u64,
     /// Time inside the region, begin to end, TSC ticks over the run's calibrated rate.
     pub seconds: f64,
+    /// What the region's code did in this thread (absent: built without region counters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<profcc_schema::regions::Counts>,
+    /// `(bytes_read + bytes_written) / seconds / 1e9`, when both are known (docs/regions.md:
+    /// the time includes the counters' own cost; no correction is applied yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gbytes_per_s: Option<f64>,
 }

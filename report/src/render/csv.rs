@@ -823,18 +823,56 @@ pub fn regions(r: &Report) -> Table {
         .iter()
         .flat_map(|g| &g.rows)
         .map(|row| {
+            let c = row.counts.as_ref();
+            let n = |f: &dyn Fn(&profcc_schema::regions::Counts) -> u64| {
+                c.map_or(String::new(), |c| f(c).to_string())
+            };
             vec![
                 row.input.to_string(),
                 row.region.clone(),
                 row.thread.to_string(),
                 row.executions.to_string(),
+                n(&|c| c.bytes_read()),
+                n(&|c| c.bytes_written()),
+                n(&|c| c.loads_total()),
+                n(&|c| c.stores_total()),
+                n(&|c| c.instructions),
                 format!("{:.9}", row.seconds),
+                row.gbytes_per_s.map_or(String::new(), |g| format!("{g:.3}")),
+                n(&|c| c.load_bytes[profcc_schema::regions::LOCAL]),
+                n(&|c| c.store_bytes[profcc_schema::regions::LOCAL]),
+                n(&|c| c.int_ops),
+                n(&|c| c.fp_ops),
+                n(&|c| c.vector_ops),
+                n(&|c| c.branches),
+                n(&|c| c.calls),
+                n(&|c| c.uncovered_calls),
             ]
         })
         .collect();
     Table {
         file: "regions.csv",
-        header: &["input", "region", "thread", "executions", "seconds"],
+        header: &[
+            "input",
+            "region",
+            "thread",
+            "executions",
+            "bytes_read",
+            "bytes_written",
+            "loads",
+            "stores",
+            "instructions",
+            "seconds",
+            "gbytes_per_s",
+            "local_bytes_read",
+            "local_bytes_written",
+            "int_ops",
+            "fp_ops",
+            "vector_ops",
+            "branches",
+            "calls",
+            "uncovered_calls",
+        ],
         rows,
     }
 }

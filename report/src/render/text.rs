@@ -1310,19 +1310,25 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
         out.push_str("  none completed\n");
     } else {
         out.push_str(&format!(
-            "  {}{:<24} {:>6} {:>12} {:>12} {:>12}\n",
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n",
             if several_inputs { "input " } else { "" },
             "region",
             "thread",
             "executions",
             "time",
-            "mean"
+            "mean",
+            "read",
+            "written",
+            "GB/s"
         ));
     }
     let ns = |s: f64| (s * 1e9).max(0.0) as u64;
     for r in &g.rows {
+        let (read, written) = r.counts.as_ref().map_or(("-".into(), "-".into()), |c| {
+            (crate::fmt::bytes(c.bytes_read()), crate::fmt::bytes(c.bytes_written()))
+        });
         out.push_str(&format!(
-            "  {}{:<24} {:>6} {:>12} {:>12} {:>12}\n",
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n",
             if several_inputs {
                 format!("{:<6}", r.input)
             } else {
@@ -1332,7 +1338,10 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             r.thread,
             count(r.executions),
             duration(ns(r.seconds)),
-            duration(ns(r.seconds) / r.executions.max(1))
+            duration(ns(r.seconds) / r.executions.max(1)),
+            read,
+            written,
+            r.gbytes_per_s.map_or("-".into(), |g| format!("{g:.2}"))
         ));
     }
     if g.dropped > 0 {

@@ -22,16 +22,25 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         let mut rows: Vec<RegionRow> = r
             .rows
             .iter()
-            .map(|row| RegionRow {
-                input,
-                region: row.region.clone(),
-                thread: row.thread,
-                executions: row.executions,
-                seconds: if r.tsc_hz > 0.0 {
+            .map(|row| {
+                let seconds = if r.tsc_hz > 0.0 {
                     row.ticks as f64 / r.tsc_hz
                 } else {
                     0.0
-                },
+                };
+                RegionRow {
+                    input,
+                    region: row.region.clone(),
+                    thread: row.thread,
+                    executions: row.executions,
+                    seconds,
+                    gbytes_per_s: row
+                        .counts
+                        .as_ref()
+                        .filter(|_| seconds > 0.0)
+                        .map(|c| (c.bytes_read() + c.bytes_written()) as f64 / seconds / 1e9),
+                    counts: row.counts.clone(),
+                }
             })
             .collect();
         rows.sort_by(|a, b| (&a.region, a.thread).cmp(&(&b.region, b.thread)));
