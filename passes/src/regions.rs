@@ -274,6 +274,18 @@ unsafe fn block_marker(b: LLVMBasicBlockRef) -> Option<(bool, String)> {
     None
 }
 
+/// One function instance as the placement sees it.
+#[derive(Clone, Copy)]
+struct Shape<'a> {
+    f: LLVMValueRef,
+    bbs: &'a [LLVMBasicBlockRef],
+    index: &'a HashMap<LLVMBasicBlockRef, usize>,
+    /// Each block's node (0: not in a region).
+    node_of: &'a [u32],
+    /// The thread's counter array in this function.
+    counters: LLVMValueRef,
+}
+
 struct Pass {
     ctx: LLVMContextRef,
     m: LLVMModuleRef,
@@ -520,7 +532,14 @@ impl Pass {
             }
         }
         stats.bump("roi-blocks", graph.nodes.len() as u64);
-        self.place(f, &bbs, &index, &node_of, &mut graph, counters, stats);
+        let shape = Shape {
+            f,
+            bbs: &bbs,
+            index: &index,
+            node_of: &node_of,
+            counters,
+        };
+        self.place(&shape, &mut graph, stats);
         self.table.graphs.push(graph);
     }
 
@@ -805,20 +824,14 @@ impl Pass {
     }
 
     /// Counters for one graph: on every node (oracle), or off a spanning tree (derived).
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn place(
-        &mut self,
-        f: LLVMValueRef,
-        bbs: &[LLVMBasicBlockRef],
-        index: &HashMap<LLVMBasicBlockRef, usize>,
-        node_of: &[u32],
-        g: &mut Graph,
-        counters: LLVMValueRef,
-        stats: &mut Stats,
-    ) {
-        if self.placement == Placement::Derived
-            && self.derive(f, bbs, index, node_of, g, counters, stats)
-        {
+    unsafe fn place(&mut self, at: &Shape, g: &mut Graph, stats: &mut Stats) {
+        let Shape {
+            bbs,
+            node_of,
+            counters,
+            ..
+        } = *at;
+        if self.placement == Placement::Derived && self.derive(at, g, stats) {
             return;
         }
         for (i, &n) in node_of.iter().enumerate() {
@@ -832,19 +845,18 @@ impl Pass {
         stats.bump("roi-counters", g.nodes.len() as u64);
     }
 
-    /// Knuth–Stevenson placement; false (nothing changed) when an edge off the tree cannot
-    /// take a counter (an exception edge, an indirect branch): the caller counts every block.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn derive(
-        &mut self,
-        f: LLVMValueRef,
-        bbs: &[LLVMBasicBlockRef],
-        index: &HashMap<LLVMBasicBlockRef, usize>,
-        node_of: &[u32],
-        g: &mut Graph,
-        counters: LLVMValueRef,
-        stats: &mut Stats,
-    ) -> bool {
+    /// Knuth–Stevenson placement; false (no counter placed) when an edge off the tree cannot
+    /// take a counter (an exception edge, an indirect branch, a duplicate switch edge) or a
+    /// trip count cannot be expanded: the caller counts every block (a trip count already
+    /// expanded is then dead code the code generator drops).
+    unsafe fn derive(&mut self, at: &Shape, g: &mut Graph, stats: &mut Stats) -> bool {
+        let Shape {
+            f,
+            bbs,
+            index,
+            node_of,
+            counters,
+        } = *at;
         let depth = shim::block_depths(f, bbs.len());
         let entry = LLVMGetEntryBasicBlock(f);
         // Logical edges between nodes (0: outside), each with the CFG edges it stands for.

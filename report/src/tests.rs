@@ -1183,6 +1183,17 @@ pub(crate) fn sample_report() -> Report {
                 thread: 1,
                 executions: 100,
                 seconds: 0.25,
+                counts: Some(profcc_schema::regions::Counts {
+                    instructions: 900,
+                    loads: [200, 0, 0, 10],
+                    stores: [100, 0, 0, 0],
+                    load_bytes: [1600, 0, 0, 40],
+                    store_bytes: [800, 0, 0, 0],
+                    fp_ops: 200,
+                    calls: 1,
+                    ..Default::default()
+                }),
+                gbytes_per_s: Some(2400.0 / 0.25 / 1e9),
             }],
             dropped: 0,
             unmatched_ends: 0,
