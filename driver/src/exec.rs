@@ -496,6 +496,11 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<St
     v
 }
 
+/// The marker stand-ins' archive in the link's temporary directory, and what its absence means.
+const MARKERS_ARCHIVE: &str = "libprofcc_markers.a";
+const MARKERS_MISSING: &str =
+    "a program calling LIKWID, Caliper or PAPI markers must link the library";
+
 /// The link argument that names the runtime archive: `-Wl,@<tmp>/runtime.rsp`, after writing
 /// that response file (`RUNTIME_RSP`).
 fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, String> {
@@ -504,7 +509,17 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
         // `-Wl,` would split the path: name the archive itself (CMake then lists it).
         return Ok(archive.display().to_string());
     }
-    let text = quote_gnu(&archive.display().to_string());
+    let mut text = quote_gnu(&archive.display().to_string());
+    // The marker stand-ins after it (`with_hook_stubs`): inside the response file, so build
+    // systems that read the link line (CMake's implicit libraries) see clang-22's.
+    let markers = tmp.join(MARKERS_ARCHIVE);
+    match if dry { Ok(()) } else { std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE) } {
+        Ok(()) => {
+            text.push(' ');
+            text.push_str(&quote_gnu(&markers.display().to_string()));
+        }
+        Err(e) => eprintln!("profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}", markers.display()),
+    }
     if dry {
         println!("  {} contains: {text}", rsp.display());
     } else if let Err(e) = std::fs::write(&rsp, format!("{text}\n")) {
@@ -519,24 +534,16 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
 /// A shared link gets the hook stubs (hooks/stub.c, `profcc_passes::STUB_ARCHIVE`) last, so an
 /// instrumented library links with `-z defs` and loads without the runtime, which only
 /// executables link. An archive: a library without instrumented code takes nothing from it.
-/// Every instrumented link (executable with the runtime, or shared) then gets the marker
-/// stand-ins (hooks/markers.c, `profcc_passes::MARKER_ARCHIVE`), last, for a program that calls
-/// LIKWID's, Caliper's or PAPI's markers without linking the library.
-fn with_hook_stubs(
-    mut args: Vec<String>,
-    shared: bool,
-    runtime: bool,
-    tmp: &Path,
-    dry: bool,
-) -> Vec<String> {
-    if shared || runtime {
-        let markers = tmp.join("libprofcc_markers.a");
+/// A shared link also gets the marker stand-ins (hooks/markers.c,
+/// `profcc_passes::MARKER_ARCHIVE`), last, for a library that calls LIKWID's, Caliper's or
+/// PAPI's markers without linking the library; an executable gets them in the runtime's
+/// response file (`runtime_link_arg`).
+fn with_hook_stubs(mut args: Vec<String>, shared: bool, tmp: &Path, dry: bool) -> Vec<String> {
+    if shared {
+        let markers = tmp.join(MARKERS_ARCHIVE);
         match if dry { Ok(()) } else { std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE) } {
             Ok(()) => args.push(markers.display().to_string()),
-            Err(e) => eprintln!(
-                "profcc: warning: cannot write {}: {e}; a program calling LIKWID, Caliper or PAPI markers must link the library",
-                markers.display()
-            ),
+            Err(e) => eprintln!("profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}", markers.display()),
         }
     }
     if shared {
@@ -836,7 +843,7 @@ pub fn run_build(clang: &Clang, b: &Build, orig: &[String]) -> i32 {
         } else {
             link_cmd(link, &objs, rt.as_deref())
         };
-        let args = with_hook_stubs(args, b.shared, rt.is_some(), &tmp, dry);
+        let args = with_hook_stubs(args, b.shared, &tmp, dry);
         let args = with_native_layout(clang, args, &objs, rt.is_some(), b.shared, &tmp, dry);
         if dry {
             println!("[link]\n  {}", show(clang, &args));
