@@ -56,7 +56,10 @@ fn marker_archive(clang: &str, out_dir: &std::path::Path) {
             .arg(&obj)
             .status()
             .unwrap_or_else(|e| panic!("cannot run {clang} ({e})"));
-        assert!(status.success(), "{clang} failed to compile ../hooks/markers.c");
+        assert!(
+            status.success(),
+            "{clang} failed to compile ../hooks/markers.c"
+        );
         objs.push(obj);
     }
     let ar = std::env::var("PROFCC_LLVM_AR").unwrap_or_else(|_| clang.replace("clang", "llvm-ar"));
@@ -68,7 +71,10 @@ fn marker_archive(clang: &str, out_dir: &std::path::Path) {
         .args(&objs)
         .status()
         .unwrap_or_else(|e| panic!("cannot run {ar} ({e})"));
-    assert!(status.success(), "{ar} failed to archive the marker stand-ins");
+    assert!(
+        status.success(),
+        "{ar} failed to archive the marker stand-ins"
+    );
 }
 
 /// ../shim/shim.cpp (LLVM's loops, scalar evolution and cloning behind `extern "C"`), built

@@ -176,7 +176,11 @@ impl Graph {
                     }
                 }
             }
-            val[e] = Some(if b as usize == v { net.wrapping_neg() } else { net });
+            val[e] = Some(if b as usize == v {
+                net.wrapping_neg()
+            } else {
+                net
+            });
             for end in [a as usize, b as usize] {
                 unknown[end] -= 1;
                 if unknown[end] == 1 {
@@ -283,8 +287,7 @@ impl Table {
         if next()? != VERSION {
             return None;
         }
-        let (nn, nc, nm, ng, nd, counters) =
-            (next()?, next()?, next()?, next()?, next()?, next()?);
+        let (nn, nc, nm, ng, nd, counters) = (next()?, next()?, next()?, next()?, next()?, next()?);
         let mut t = Table {
             counters,
             ..Table::default()
@@ -391,7 +394,10 @@ mod tests {
         };
         // 10 entries: 4 skip the loop, 6 run it with 99 back edges in all.
         let counts = g.node_counts(&[99, 4, 0]);
-        assert_eq!(counts, None, "entries are unknown without a counter on the way in");
+        assert_eq!(
+            counts, None,
+            "entries are unknown without a counter on the way in"
+        );
         let mut g = g;
         g.edges.pop();
         g.edges[0].2 = 2;

@@ -513,12 +513,19 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
     // The marker stand-ins after it (`with_hook_stubs`): inside the response file, so build
     // systems that read the link line (CMake's implicit libraries) see clang-22's.
     let markers = tmp.join(MARKERS_ARCHIVE);
-    match if dry { Ok(()) } else { std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE) } {
+    match if dry {
+        Ok(())
+    } else {
+        std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE)
+    } {
         Ok(()) => {
             text.push(' ');
             text.push_str(&quote_gnu(&markers.display().to_string()));
         }
-        Err(e) => eprintln!("profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}", markers.display()),
+        Err(e) => eprintln!(
+            "profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}",
+            markers.display()
+        ),
     }
     if dry {
         println!("  {} contains: {text}", rsp.display());
@@ -541,9 +548,16 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
 fn with_hook_stubs(mut args: Vec<String>, shared: bool, tmp: &Path, dry: bool) -> Vec<String> {
     if shared {
         let markers = tmp.join(MARKERS_ARCHIVE);
-        match if dry { Ok(()) } else { std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE) } {
+        match if dry {
+            Ok(())
+        } else {
+            std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE)
+        } {
             Ok(()) => args.push(markers.display().to_string()),
-            Err(e) => eprintln!("profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}", markers.display()),
+            Err(e) => eprintln!(
+                "profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}",
+                markers.display()
+            ),
         }
     }
     if shared {

@@ -23,10 +23,10 @@
 pub(crate) use profcc_abi as abi;
 mod llvm;
 mod metadata;
+mod regions;
 mod rewrite;
 mod select;
 mod shim;
-mod regions;
 mod wrappers;
 
 use std::path::Path;
@@ -43,8 +43,7 @@ pub const STUB_ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libpro
 /// hooks/markers.c in an archive (build.rs): LIKWID's, Caliper's and PAPI's marker functions
 /// as no-ops, one object per library, for instrumented links of programs that call them
 /// without linking the library. Put last: a linked real library wins.
-pub const MARKER_ARCHIVE: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/libprofcc_markers.a"));
+pub const MARKER_ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libprofcc_markers.a"));
 
 #[derive(Debug, Clone)]
 pub struct Options {

@@ -143,9 +143,14 @@ unsafe fn callee_name(call: LLVMValueRef) -> String {
 
 /// Intrinsics that are no instruction of the program's.
 fn ignored_intrinsic(name: &str) -> bool {
-    ["llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        "llvm.dbg.",
+        "llvm.lifetime.",
+        "llvm.assume",
+        "llvm.experimental.noalias.scope.decl",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
         || name == "llvm.pseudoprobe"
 }
 
@@ -236,7 +241,11 @@ unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> 
         let mut first = call;
         if own != names::ROI_BEGIN && own != names::ROI_END {
             // A foreign marker: profcc's own call beside it, for the time.
-            let ours = if begins { names::ROI_BEGIN } else { names::ROI_END };
+            let ours = if begins {
+                names::ROI_BEGIN
+            } else {
+                names::ROI_END
+            };
             let mut f = LLVMGetNamedFunction(m, cstr(ours).as_ptr());
             if f.is_null() {
                 f = LLVMAddFunction(m, cstr(ours).as_ptr(), begin_ty);
@@ -342,8 +351,7 @@ impl Pass {
             }
             p = LLVMGetOperand(p, 0);
         }
-        if !LLVMIsACallInst(p).is_null() && callee_name(p).starts_with("llvm.threadlocal.address")
-        {
+        if !LLVMIsACallInst(p).is_null() && callee_name(p).starts_with("llvm.threadlocal.address") {
             return Space::Global;
         }
         if !LLVMIsAGlobalVariable(p).is_null() {
@@ -498,8 +506,7 @@ impl Pass {
             .collect();
         for (i, mk) in marks.iter().enumerate() {
             let Some((true, r)) = *mk else { continue };
-            let mut stack: Vec<usize> =
-                successors(bbs[i]).iter().map(|s| index[s]).collect();
+            let mut stack: Vec<usize> = successors(bbs[i]).iter().map(|s| index[s]).collect();
             while let Some(j) = stack.pop() {
                 if marks[j] == Some((false, r)) || !inner[j].insert(r) {
                     continue;
@@ -527,7 +534,9 @@ impl Pass {
             if let Some(c) = *c {
                 let mix = self.block(bbs[i], c, counters, stats);
                 self.table.mixes.push(mix);
-                graph.nodes.push(((self.table.mixes.len() - 1) as u32, NONE, c));
+                graph
+                    .nodes
+                    .push(((self.table.mixes.len() - 1) as u32, NONE, c));
                 node_of[i] = graph.nodes.len() as u32;
             }
         }
@@ -682,7 +691,11 @@ impl Pass {
         }
         let callee = LLVMGetCalledValue(i);
         let direct = !callee.is_null() && !LLVMIsAFunction(callee).is_null();
-        let name = if direct { name_of(callee) } else { String::new() };
+        let name = if direct {
+            name_of(callee)
+        } else {
+            String::new()
+        };
         if name == names::ROI_BEGIN || name == names::ROI_END {
             return false; // profcc's call beside a foreign marker
         }
@@ -1035,7 +1048,10 @@ impl Pass {
                 g.edges.push((edges[k].0, edges[k].1, NONE));
             }
         }
-        stats.bump("roi-counters", (edges.len() - tree.iter().filter(|&&t| t).count()) as u64);
+        stats.bump(
+            "roi-counters",
+            (edges.len() - tree.iter().filter(|&&t| t).count()) as u64,
+        );
         true
     }
 }
@@ -1165,7 +1181,10 @@ unsafe fn emit(p: &Pass, desc: LLVMValueRef, desc_ty: LLVMTypeRef) {
         LLVMArrayType2(i32t, words.len() as u64),
         c"__profcc_roi_table".as_ptr(),
     );
-    LLVMSetInitializer(table, LLVMConstArray2(i32t, vals.as_mut_ptr(), vals.len() as u64));
+    LLVMSetInitializer(
+        table,
+        LLVMConstArray2(i32t, vals.as_mut_ptr(), vals.len() as u64),
+    );
     LLVMSetGlobalConstant(table, 1);
     LLVMSetLinkage(table, LLVMLinkage::LLVMPrivateLinkage);
     let slot = LLVMAddGlobal(m, i32t, c"__profcc_roi_slot".as_ptr());
@@ -1180,7 +1199,10 @@ unsafe fn emit(p: &Pass, desc: LLVMValueRef, desc_ty: LLVMTypeRef) {
         LLVMConstInt(i32t, words.len() as u64, 0),
         slot,
     ];
-    LLVMSetInitializer(desc, LLVMConstNamedStruct(desc_ty, dv.as_mut_ptr(), dv.len() as u32));
+    LLVMSetInitializer(
+        desc,
+        LLVMConstNamedStruct(desc_ty, dv.as_mut_ptr(), dv.len() as u32),
+    );
     LLVMSetGlobalConstant(desc, 1);
     LLVMSetLinkage(desc, LLVMLinkage::LLVMPrivateLinkage);
 

@@ -70,10 +70,16 @@ impl Counts {
     /// Bytes read through pointers and globals (and escaping stack objects): every space but
     /// the function's own non-escaping stack slots.
     pub fn bytes_read(&self) -> u64 {
-        (0..SPACES).filter(|&s| s != LOCAL).map(|s| self.load_bytes[s]).sum()
+        (0..SPACES)
+            .filter(|&s| s != LOCAL)
+            .map(|s| self.load_bytes[s])
+            .sum()
     }
     pub fn bytes_written(&self) -> u64 {
-        (0..SPACES).filter(|&s| s != LOCAL).map(|s| self.store_bytes[s]).sum()
+        (0..SPACES)
+            .filter(|&s| s != LOCAL)
+            .map(|s| self.store_bytes[s])
+            .sum()
     }
     pub fn loads_total(&self) -> u64 {
         self.loads.iter().sum()

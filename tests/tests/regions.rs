@@ -66,7 +66,9 @@ fn nested_regions_are_counted_per_thread() {
 }
 
 /// The counts of every region of a profile, by (region, thread).
-fn counts_of(p: &profcc_schema::Profile) -> Vec<(String, u32, u64, profcc_schema::regions::Counts)> {
+fn counts_of(
+    p: &profcc_schema::Profile,
+) -> Vec<(String, u32, u64, profcc_schema::regions::Counts)> {
     let g = p.regions.as_ref().expect("a regions section");
     let mut v: Vec<_> = g
         .rows
@@ -123,7 +125,11 @@ fn kernel_bytes_are_exact_and_derived_counts_equal_the_oracle() {
         let mut modes = Vec::new();
         for mode in ["roi", "roi-oracle"] {
             let exe = format!("kernels{level}-{mode}");
-            s.compile_env(&profcc(), &[level, "-g", src, "-o", &exe], &[("PROFCC_INSTRUMENT", mode)]);
+            s.compile_env(
+                &profcc(),
+                &[level, "-g", src, "-o", &exe],
+                &[("PROFCC_INSTRUMENT", mode)],
+            );
             let (_, p) = s.run_profiled(&exe, &[], "summary=0");
             modes.push(counts_of(&p));
         }
@@ -152,7 +158,10 @@ fn kernel_bytes_are_exact_and_derived_counts_equal_the_oracle() {
     // its locals in stack slots: counted, but apart.
     let local = profcc_schema::regions::LOCAL;
     let o0_local: u64 = by_level[0].iter().map(|r| r.3.load_bytes[local]).sum();
-    assert!(o0_local > 0, "the -O0 build's own stack slots are counted apart");
+    assert!(
+        o0_local > 0,
+        "the -O0 build's own stack slots are counted apart"
+    );
 }
 
 /// Regions in threads, at -O0 and -O2: a pthread's region counts its own slice; an OpenMP loop
@@ -178,7 +187,11 @@ fn pthreads_openmp_and_likwid_markers_count_exact_bytes() {
         for r in &pthread {
             // 3 repetitions x 2000 elements: 16 bytes read and 8 written each.
             assert_eq!(r.2, 3, "{level}");
-            assert_eq!((r.3.bytes_read(), r.3.bytes_written()), (96000, 48000), "{level} {r:?}");
+            assert_eq!(
+                (r.3.bytes_read(), r.3.bytes_written()),
+                (96000, 48000),
+                "{level} {r:?}"
+            );
         }
         let omp: Vec<_> = rows.iter().filter(|r| r.0 == "omp_triad").collect();
         assert_eq!(omp.len(), 2, "{level}: {rows:?}");
@@ -190,7 +203,11 @@ fn pthreads_openmp_and_likwid_markers_count_exact_bytes() {
         for r in &omp {
             // Each thread's half of the loop; plus the 4-byte thread id the OpenMP runtime
             // hands the outlined function by reference, read once per execution.
-            assert_eq!((r.3.bytes_read(), r.3.bytes_written()), (96000 + 12, 48000), "{level} {r:?}");
+            assert_eq!(
+                (r.3.bytes_read(), r.3.bytes_written()),
+                (96000 + 12, 48000),
+                "{level} {r:?}"
+            );
         }
     }
 }

@@ -838,7 +838,8 @@ pub fn regions(r: &Report) -> Table {
                 n(&|c| c.stores_total()),
                 n(&|c| c.instructions),
                 format!("{:.9}", row.seconds),
-                row.gbytes_per_s.map_or(String::new(), |g| format!("{g:.3}")),
+                row.gbytes_per_s
+                    .map_or(String::new(), |g| format!("{g:.3}")),
                 n(&|c| c.load_bytes[profcc_schema::regions::LOCAL]),
                 n(&|c| c.store_bytes[profcc_schema::regions::LOCAL]),
                 n(&|c| c.int_ops),

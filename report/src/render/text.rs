@@ -1325,7 +1325,10 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
     let ns = |s: f64| (s * 1e9).max(0.0) as u64;
     for r in &g.rows {
         let (read, written) = r.counts.as_ref().map_or(("-".into(), "-".into()), |c| {
-            (crate::fmt::bytes(c.bytes_read()), crate::fmt::bytes(c.bytes_written()))
+            (
+                crate::fmt::bytes(c.bytes_read()),
+                crate::fmt::bytes(c.bytes_written()),
+            )
         });
         out.push_str(&format!(
             "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n",

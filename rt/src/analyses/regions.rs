@@ -192,7 +192,11 @@ fn thread_counts(s: &State, modules: &[Module]) -> Vec<(String, schema::Counts)>
             if n == 0 {
                 continue;
             }
-            for &r in t.contexts.get(d.context as usize).map_or(&[][..], |v| &v[..]) {
+            for &r in t
+                .contexts
+                .get(d.context as usize)
+                .map_or(&[][..], |v| &v[..])
+            {
                 if let Some(name) = t.names.get(r as usize) {
                     let i = at(&mut out, name);
                     let c = &mut out[i].1;
