@@ -62,19 +62,7 @@ fn marker_archive(clang: &str, out_dir: &std::path::Path) {
         );
         objs.push(obj);
     }
-    let ar = std::env::var("PROFCC_LLVM_AR").unwrap_or_else(|_| clang.replace("clang", "llvm-ar"));
-    let lib = out_dir.join("libprofcc_markers.a");
-    let _ = std::fs::remove_file(&lib);
-    let status = Command::new(&ar)
-        .arg("rcs")
-        .arg(&lib)
-        .args(&objs)
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {ar} ({e})"));
-    assert!(
-        status.success(),
-        "{ar} failed to archive the marker stand-ins"
-    );
+    archive(clang, &out_dir.join("libprofcc_markers.a"), &objs);
 }
 
 /// ../shim/shim.cpp (LLVM's loops, scalar evolution and cloning behind `extern "C"`), built
@@ -121,15 +109,19 @@ fn stub_archive(clang: &str, out_dir: &std::path::Path) {
         status.success(),
         "{clang} failed to compile ../hooks/stub.c"
     );
-    // llvm-ar of the same LLVM as clang (clang-22 -> llvm-ar-22).
+    archive(clang, &out_dir.join("libprofcc_stub.a"), &[obj]);
+}
+
+/// `lib`, made anew from `objs` by the llvm-ar of the same LLVM as clang (clang-22 ->
+/// llvm-ar-22).
+fn archive(clang: &str, lib: &std::path::Path, objs: &[PathBuf]) {
     let ar = std::env::var("PROFCC_LLVM_AR").unwrap_or_else(|_| clang.replace("clang", "llvm-ar"));
-    let lib = out_dir.join("libprofcc_stub.a");
-    let _ = std::fs::remove_file(&lib);
+    let _ = std::fs::remove_file(lib);
     let status = Command::new(&ar)
         .arg("rcs")
-        .arg(&lib)
-        .arg(&obj)
+        .arg(lib)
+        .args(objs)
         .status()
         .unwrap_or_else(|e| panic!("cannot run {ar} ({e})"));
-    assert!(status.success(), "{ar} failed to archive {}", obj.display());
+    assert!(status.success(), "{ar} failed to make {}", lib.display());
 }

@@ -23,7 +23,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 /// Bumped when the encoding changes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// "No counter", "no mix".
 pub const NONE: u32 = u32::MAX;
 /// Counters in one module (the pass stops cloning past it).
@@ -113,11 +113,9 @@ impl Mix {
 /// One function instance's region code.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Graph {
-    /// Index into [`Table::contexts`]: the regions every node of this graph counts for...
-    pub context: u32,
-    /// ...and, per node (node `i + 1` is `nodes[i]`), `(mix, counter, extra context)`: the mix
-    /// index, its counter (`NONE`: derived), and the regions opened inside this function
-    /// that enclose it (a context index, `NONE`: none).
+    /// Per node (node `i + 1` is `nodes[i]`), `(mix, counter, context)`: the mix index, its
+    /// counter (`NONE`: derived) and the regions its executions count for (an index into
+    /// [`Table::contexts`]: the clone's regions and those opened around it in the function).
     pub nodes: Vec<(u32, u32, u32)>,
     /// `(from, to, counter)`; node 0 is the outside; `counter` `NONE`: a spanning-tree edge.
     pub edges: Vec<(u32, u32, u32)>,
@@ -266,7 +264,7 @@ impl Table {
             w.extend_from_slice(&m.words());
         }
         for g in &self.graphs {
-            w.extend([g.context, g.nodes.len() as u32, g.edges.len() as u32]);
+            w.extend([g.nodes.len() as u32, g.edges.len() as u32]);
             for &(m, c, x) in &g.nodes {
                 w.extend([m, c, x]);
             }
@@ -317,11 +315,8 @@ impl Table {
             t.mixes.push(Mix::from_words(&m));
         }
         for _ in 0..ng {
-            let (context, nodes, edges) = (next()?, next()?, next()?);
-            let mut g = Graph {
-                context,
-                ..Graph::default()
-            };
+            let (nodes, edges) = (next()?, next()?);
+            let mut g = Graph::default();
             for _ in 0..nodes {
                 g.nodes.push((next()?, next()?, next()?));
             }
@@ -360,8 +355,7 @@ mod tests {
                 ..Mix::default()
             }],
             graphs: vec![Graph {
-                context: 1,
-                nodes: vec![(0, 0, NONE), (0, NONE, 0)],
+                nodes: vec![(0, 0, 1), (0, NONE, 0)],
                 edges: vec![(0, 1, NONE), (1, 2, 1), (2, 0, NONE)],
             }],
             dyns: vec![Dyn {
@@ -376,12 +370,12 @@ mod tests {
     }
 
     /// A loop: outside -> 1 (entry), 1 -> 2 (body), 2 -> 2 (back edge), 2 -> 3, 3 -> outside,
-    /// plus 1 -> 3 (loop skipped). Counters on the back edge and on the skip only.
+    /// plus 1 -> 3 (loop skipped). 10 entries: 4 skip the loop, 6 run it with 99 back edges
+    /// in all. A spanning tree of the 4 nodes leaves 3 edges with counters (6 - 4 + 1).
     #[test]
     fn tree_edges_follow_from_flow_conservation() {
-        let g = Graph {
-            context: 0,
-            nodes: vec![(0, NONE, NONE); 3],
+        let mut g = Graph {
+            nodes: vec![(0, NONE, 0); 3],
             edges: vec![
                 (0, 1, NONE),
                 (1, 2, NONE),
@@ -389,19 +383,28 @@ mod tests {
                 (2, 3, NONE),
                 (3, 0, NONE),
                 (1, 3, 1),
-                (0, 0, 2), // outside -> outside is never placed; here the region entries
             ],
         };
-        // 10 entries: 4 skip the loop, 6 run it with 99 back edges in all.
-        let counts = g.node_counts(&[99, 4, 0]);
         assert_eq!(
-            counts, None,
-            "entries are unknown without a counter on the way in"
+            g.node_counts(&[99, 4]),
+            None,
+            "two counters do not determine the entries"
         );
-        let mut g = g;
-        g.edges.pop();
         g.edges[0].2 = 2;
-        let counts = g.node_counts(&[99, 4, 10]).unwrap();
-        assert_eq!(counts, vec![10, 6 + 99, 10]);
+        assert_eq!(g.node_counts(&[99, 4, 10]), Some(vec![10, 6 + 99, 10]));
+        // The same with the entry derived and the exit counted instead.
+        g.edges[0].2 = NONE;
+        g.edges[4].2 = 2;
+        assert_eq!(g.node_counts(&[99, 4, 10]), Some(vec![10, 6 + 99, 10]));
+    }
+
+    /// A graph whose every node has a counter reads them as they are (the oracle placement).
+    #[test]
+    fn node_counters_are_read_as_they_are() {
+        let g = Graph {
+            nodes: vec![(0, 1, 0), (0, 0, 0)],
+            edges: vec![(0, 1, NONE), (1, 2, NONE), (2, 0, NONE)],
+        };
+        assert_eq!(g.node_counts(&[7, 5]), Some(vec![5, 7]));
     }
 }

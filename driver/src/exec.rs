@@ -496,11 +496,6 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<St
     v
 }
 
-/// The marker stand-ins' archive in the link's temporary directory, and what its absence means.
-const MARKERS_ARCHIVE: &str = "libprofcc_markers.a";
-const MARKERS_MISSING: &str =
-    "a program calling LIKWID, Caliper or PAPI markers must link the library";
-
 /// The link argument that names the runtime archive: `-Wl,@<tmp>/runtime.rsp`, after writing
 /// that response file (`RUNTIME_RSP`).
 fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, String> {
@@ -510,22 +505,11 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
         return Ok(archive.display().to_string());
     }
     let mut text = quote_gnu(&archive.display().to_string());
-    // The marker stand-ins after it (`with_hook_stubs`): inside the response file, so build
+    // The marker stand-ins after it (`write_markers`): inside the response file, so build
     // systems that read the link line (CMake's implicit libraries) see clang-22's.
-    let markers = tmp.join(MARKERS_ARCHIVE);
-    match if dry {
-        Ok(())
-    } else {
-        std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE)
-    } {
-        Ok(()) => {
-            text.push(' ');
-            text.push_str(&quote_gnu(&markers.display().to_string()));
-        }
-        Err(e) => eprintln!(
-            "profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}",
-            markers.display()
-        ),
+    if let Some(markers) = write_markers(tmp, dry) {
+        text.push(' ');
+        text.push_str(&quote_gnu(&markers.display().to_string()));
     }
     if dry {
         println!("  {} contains: {text}", rsp.display());
@@ -547,20 +531,9 @@ fn runtime_link_arg(tmp: &Path, archive: &Path, dry: bool) -> Result<String, Str
 /// response file (`runtime_link_arg`).
 fn with_hook_stubs(mut args: Vec<String>, shared: bool, tmp: &Path, dry: bool) -> Vec<String> {
     if shared {
-        let markers = tmp.join(MARKERS_ARCHIVE);
-        match if dry {
-            Ok(())
-        } else {
-            std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE)
-        } {
-            Ok(()) => args.push(markers.display().to_string()),
-            Err(e) => eprintln!(
-                "profcc: warning: cannot write {}: {e}; {MARKERS_MISSING}",
-                markers.display()
-            ),
+        if let Some(markers) = write_markers(tmp, dry) {
+            args.push(markers.display().to_string());
         }
-    }
-    if shared {
         let stubs = tmp.join("libprofcc_stub.a");
         match if dry { Ok(()) } else { std::fs::write(&stubs, profcc_passes::STUB_ARCHIVE) } {
             Ok(()) => args.push(stubs.display().to_string()),
@@ -571,6 +544,26 @@ fn with_hook_stubs(mut args: Vec<String>, shared: bool, tmp: &Path, dry: bool) -
         }
     }
     args
+}
+
+/// The marker stand-ins' archive written to the link's temporary directory (None, with a
+/// warning, when it cannot be: a program calling those markers must then link the library).
+fn write_markers(tmp: &Path, dry: bool) -> Option<PathBuf> {
+    let markers = tmp.join("libprofcc_markers.a");
+    match if dry {
+        Ok(())
+    } else {
+        std::fs::write(&markers, profcc_passes::MARKER_ARCHIVE)
+    } {
+        Ok(()) => Some(markers),
+        Err(e) => {
+            eprintln!(
+                "profcc: warning: cannot write {}: {e}; a program calling LIKWID, Caliper or PAPI markers must link the library",
+                markers.display()
+            );
+            None
+        }
+    }
 }
 
 /// The link arguments that keep the program's native layout (`crate::layout`): the layout script

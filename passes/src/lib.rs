@@ -123,7 +123,7 @@ pub fn instrument_module(
     }
     if let Some(placement) = opts.regions {
         // First: the clones it makes are then instrumented like the rest of the code.
-        unsafe { regions::instrument(ctx.raw(), module.raw(), placement, &mut stats) };
+        unsafe { regions::instrument(ctx.raw(), module.raw(), placement, &mut stats)? };
     }
     if !opts.accesses {
         module

@@ -300,14 +300,12 @@ struct Pass {
     m: LLVMModuleRef,
     dl: LLVMTargetDataRef,
     placement: Placement,
-    names: Vec<String>,
-    contexts: Vec<Vec<u32>>,
+    /// Grows as the pass goes: names first, then contexts, mixes, graphs and byte counters.
     table: Table,
     /// (original function, context, counters as parameter) -> its clone.
     clones: HashMap<(LLVMValueRef, u32, bool), LLVMValueRef>,
     /// Instances still to process: (function, context, counters as parameter).
     work: Vec<(LLVMValueRef, u32, bool)>,
-    counters: u32,
     counters_fn: LLVMValueRef,
     counters_ty: LLVMTypeRef,
     desc: LLVMValueRef,
@@ -322,36 +320,22 @@ struct Pass {
 impl Pass {
     fn context(&mut self, set: &BTreeSet<u32>) -> u32 {
         let v: Vec<u32> = set.iter().copied().collect();
-        if let Some(i) = self.contexts.iter().position(|c| *c == v) {
+        let contexts = &mut self.table.contexts;
+        if let Some(i) = contexts.iter().position(|c| *c == v) {
             return i as u32;
         }
-        self.contexts.push(v);
-        (self.contexts.len() - 1) as u32
+        contexts.push(v);
+        (contexts.len() - 1) as u32
     }
 
     fn counter(&mut self) -> u32 {
-        self.counters += 1;
-        self.counters - 1
+        self.table.counters += 1;
+        self.table.counters - 1
     }
 
-    unsafe fn space(&mut self, mut p: LLVMValueRef) -> Space {
-        for _ in 0..32 {
-            let strip = !LLVMIsAGetElementPtrInst(p).is_null()
-                || !LLVMIsABitCastInst(p).is_null()
-                || !LLVMIsAAddrSpaceCastInst(p).is_null()
-                || (!LLVMIsAConstantExpr(p).is_null()
-                    && matches!(
-                        LLVMGetConstOpcode(p),
-                        LLVMOpcode::LLVMGetElementPtr
-                            | LLVMOpcode::LLVMBitCast
-                            | LLVMOpcode::LLVMAddrSpaceCast
-                    ));
-            if !strip {
-                break;
-            }
-            p = LLVMGetOperand(p, 0);
-        }
-        if !LLVMIsACallInst(p).is_null() && callee_name(p).starts_with("llvm.threadlocal.address") {
+    unsafe fn space(&mut self, p: LLVMValueRef) -> Space {
+        let p = crate::select::underlying(p);
+        if crate::select::is_thread_local_address(p) {
             return Space::Global;
         }
         if !LLVMIsAGlobalVariable(p).is_null() {
@@ -461,7 +445,7 @@ impl Pass {
         if let Some(&c) = self.clones.get(&(f, cx, param)) {
             return Some(c);
         }
-        if self.counters >= roi::MAX_COUNTERS / 2 {
+        if self.table.counters >= roi::MAX_COUNTERS / 2 {
             self.full = true;
             return None;
         }
@@ -499,7 +483,7 @@ impl Pass {
             .iter()
             .map(|&b| {
                 block_marker(b).map(|(begins, n)| {
-                    let id = self.names.iter().position(|x| *x == n).unwrap_or(0) as u32;
+                    let id = self.table.names.iter().position(|x| *x == n).unwrap_or(0) as u32;
                     (begins, id)
                 })
             })
@@ -514,7 +498,7 @@ impl Pass {
                 stack.extend(successors(bbs[j]).iter().map(|s| index[s]));
             }
         }
-        let base: BTreeSet<u32> = self.contexts[cx as usize].iter().copied().collect();
+        let base: BTreeSet<u32> = self.table.contexts[cx as usize].iter().copied().collect();
         let node_cx: Vec<Option<u32>> = (0..bbs.len())
             .map(|i| {
                 let set: BTreeSet<u32> = base.union(&inner[i]).copied().collect();
@@ -525,10 +509,7 @@ impl Pass {
             return;
         }
         let counters = self.counters_value(f, param);
-        let mut graph = Graph {
-            context: cx,
-            ..Graph::default()
-        };
+        let mut graph = Graph::default();
         let mut node_of: Vec<u32> = vec![0; bbs.len()];
         for (i, c) in node_cx.iter().enumerate() {
             if let Some(c) = *c {
@@ -583,30 +564,6 @@ impl Pass {
         }
         let op = LLVMGetInstructionOpcode(i);
         let ty = LLVMTypeOf(i);
-        let vector = |t: LLVMTypeRef| {
-            matches!(
-                LLVMGetTypeKind(t),
-                LLVMTypeKind::LLVMVectorTypeKind | LLVMTypeKind::LLVMScalableVectorTypeKind
-            )
-        };
-        let fp = |t: LLVMTypeRef| {
-            matches!(
-                LLVMGetTypeKind(t),
-                LLVMTypeKind::LLVMHalfTypeKind
-                    | LLVMTypeKind::LLVMBFloatTypeKind
-                    | LLVMTypeKind::LLVMFloatTypeKind
-                    | LLVMTypeKind::LLVMDoubleTypeKind
-                    | LLVMTypeKind::LLVMX86_FP80TypeKind
-                    | LLVMTypeKind::LLVMFP128TypeKind
-            )
-        };
-        let scalar = |t: LLVMTypeRef| {
-            if vector(t) {
-                LLVMGetElementType(t)
-            } else {
-                t
-            }
-        };
         match op {
             LLVMOpcode::LLVMLoad => {
                 let s = self.space(LLVMGetOperand(i, 0)) as usize;
@@ -637,17 +594,10 @@ impl Pass {
                 }
             }
             LLVMOpcode::LLVMSwitch | LLVMOpcode::LLVMIndirectBr => mix.branches += 1,
-            LLVMOpcode::LLVMFCmp => {
-                if vector(LLVMTypeOf(LLVMGetOperand(i, 0))) {
-                    mix.vector_ops += 1
-                } else {
-                    mix.fp_ops += 1
-                }
-            }
             _ => {
                 let arith = !LLVMIsABinaryOperator(i).is_null()
                     || !LLVMIsACastInst(i).is_null()
-                    || !LLVMIsAICmpInst(i).is_null()
+                    || !LLVMIsACmpInst(i).is_null()
                     || !LLVMIsAUnaryOperator(i).is_null()
                     || !LLVMIsASelectInst(i).is_null()
                     || !LLVMIsAGetElementPtrInst(i).is_null()
@@ -658,18 +608,7 @@ impl Pass {
                             | LLVMOpcode::LLVMShuffleVector
                     );
                 if arith {
-                    let t = if LLVMGetNumOperands(i) > 0 {
-                        LLVMTypeOf(LLVMGetOperand(i, 0))
-                    } else {
-                        ty
-                    };
-                    if vector(ty) || vector(t) {
-                        mix.vector_ops += 1;
-                    } else if fp(scalar(ty)) || fp(scalar(t)) {
-                        mix.fp_ops += 1;
-                    } else {
-                        mix.int_ops += 1;
-                    }
+                    op_class(i, mix);
                 }
             }
         }
@@ -686,9 +625,6 @@ impl Pass {
         mix: &mut Mix,
         stats: &mut Stats,
     ) -> bool {
-        if marker(i).is_some() || i == counters {
-            return false;
-        }
         let callee = LLVMGetCalledValue(i);
         let direct = !callee.is_null() && !LLVMIsAFunction(callee).is_null();
         let name = if direct {
@@ -696,37 +632,17 @@ impl Pass {
         } else {
             String::new()
         };
-        if name == names::ROI_BEGIN || name == names::ROI_END {
-            return false; // profcc's call beside a foreign marker
-        }
-        if ignored_intrinsic(&name) {
+        // Markers (profcc's beside a foreign one included) and the counter array's fetch.
+        if i == counters || MARKERS.iter().any(|m| m.0 == name) || ignored_intrinsic(&name) {
             return false;
         }
-        let ty = LLVMTypeOf(i);
         if direct && LLVMGetIntrinsicID(callee) != 0 {
             let copy = name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove");
             if copy || name.starts_with("llvm.memset") {
                 self.mem(i, 0, copy.then_some(1), 2, cx, counters, mix);
                 return true;
             }
-            let t = if LLVMGetNumArgOperands(i) > 0 {
-                LLVMTypeOf(LLVMGetOperand(i, 0))
-            } else {
-                ty
-            };
-            let kind = |t: LLVMTypeRef| LLVMGetTypeKind(t);
-            if matches!(kind(ty), LLVMTypeKind::LLVMVectorTypeKind)
-                || matches!(kind(t), LLVMTypeKind::LLVMVectorTypeKind)
-            {
-                mix.vector_ops += 1;
-            } else if matches!(
-                kind(ty),
-                LLVMTypeKind::LLVMFloatTypeKind | LLVMTypeKind::LLVMDoubleTypeKind
-            ) {
-                mix.fp_ops += 1;
-            } else {
-                mix.int_ops += 1;
-            }
+            op_class(i, mix);
             return true;
         }
         mix.calls += 1;
@@ -871,7 +787,6 @@ impl Pass {
             counters,
         } = *at;
         let depth = shim::block_depths(f, bbs.len());
-        let entry = LLVMGetEntryBasicBlock(f);
         // Logical edges between nodes (0: outside), each with the CFG edges it stands for.
         let mut edges: Vec<(u32, u32)> = Vec::new();
         let mut cfg: Vec<Vec<(usize, Option<usize>)>> = Vec::new();
@@ -890,27 +805,22 @@ impl Pass {
                 preds[index[&s]].push(i);
             }
         }
+        // Every CFG edge that touches a region block; a block without successors (return,
+        // unreachable) exits to the outside, and the function's entry (`from` usize::MAX) is
+        // entered from it.
         for (i, &b) in bbs.iter().enumerate() {
-            let a = node_of[i];
             let succ = successors(b);
-            if a != 0 {
-                if succ.is_empty() {
-                    add(a, 0, i, None);
-                }
-                for s in &succ {
-                    let j = index[s];
-                    add(a, node_of[j], i, Some(j));
-                }
-            } else {
-                for s in &succ {
-                    let j = index[s];
-                    if node_of[j] != 0 {
-                        add(0, node_of[j], i, Some(j));
-                    }
+            if node_of[i] != 0 && succ.is_empty() {
+                add(node_of[i], 0, i, None);
+            }
+            for s in &succ {
+                let j = index[s];
+                if node_of[i] != 0 || node_of[j] != 0 {
+                    add(node_of[i], node_of[j], i, Some(j));
                 }
             }
         }
-        if node_of[0] != 0 && bbs[0] == entry {
+        if node_of[0] != 0 {
             add(0, node_of[0], usize::MAX, Some(0));
         }
         // Countable loops: the back edge (latch -> header) counted by its trip count.
@@ -1056,6 +966,41 @@ impl Pass {
     }
 }
 
+/// Counts an operation (arithmetic, comparison, cast, math intrinsic) as vector, floating
+/// point or integer, by its result's and its first operand's types.
+unsafe fn op_class(i: LLVMValueRef, mix: &mut Mix) {
+    let vector = |t: LLVMTypeRef| {
+        matches!(
+            LLVMGetTypeKind(t),
+            LLVMTypeKind::LLVMVectorTypeKind | LLVMTypeKind::LLVMScalableVectorTypeKind
+        )
+    };
+    let fp = |t: LLVMTypeRef| {
+        matches!(
+            LLVMGetTypeKind(t),
+            LLVMTypeKind::LLVMHalfTypeKind
+                | LLVMTypeKind::LLVMBFloatTypeKind
+                | LLVMTypeKind::LLVMFloatTypeKind
+                | LLVMTypeKind::LLVMDoubleTypeKind
+                | LLVMTypeKind::LLVMX86_FP80TypeKind
+                | LLVMTypeKind::LLVMFP128TypeKind
+        )
+    };
+    let ty = LLVMTypeOf(i);
+    let operand = if LLVMGetNumOperands(i) > 0 {
+        LLVMTypeOf(LLVMGetOperand(i, 0))
+    } else {
+        ty
+    };
+    if vector(ty) || vector(operand) {
+        mix.vector_ops += 1;
+    } else if fp(ty) || fp(operand) {
+        mix.fp_ops += 1;
+    } else {
+        mix.int_ops += 1;
+    }
+}
+
 unsafe fn is_eh_pad(b: LLVMBasicBlockRef) -> bool {
     let i = LLVMGetFirstNonPHI_(b);
     !i.is_null()
@@ -1090,16 +1035,17 @@ unsafe fn first_insertion(b: LLVMBasicBlockRef) -> LLVMValueRef {
     i
 }
 
-/// Instrument the module's regions; false when it has none.
+/// Instrument the module's regions; false when it has none. An error when the module would
+/// need more counters than `roi::MAX_COUNTERS` (the driver then compiles it uninstrumented).
 pub unsafe fn instrument(
     ctx: LLVMContextRef,
     m: LLVMModuleRef,
     placement: Placement,
     stats: &mut Stats,
-) -> bool {
+) -> Result<bool, String> {
     let region_names = isolate_markers(m, ctx);
     if region_names.is_empty() {
-        return false;
+        return Ok(false);
     }
     let ptr = LLVMPointerTypeInContext(ctx, 0);
     let i32t = LLVMInt32TypeInContext(ctx);
@@ -1120,12 +1066,13 @@ pub unsafe fn instrument(
         m,
         dl: LLVMGetModuleDataLayout(m),
         placement,
-        names: region_names,
-        contexts: vec![Vec::new()],
-        table: Table::default(),
+        table: Table {
+            names: region_names,
+            contexts: vec![Vec::new()],
+            ..Table::default()
+        },
         clones: HashMap::new(),
         work: Vec::new(),
-        counters: 0,
         counters_fn,
         counters_ty,
         desc,
@@ -1142,27 +1089,28 @@ pub unsafe fn instrument(
             roots.push(f);
         }
     });
-    let mut seen: HashSet<(LLVMValueRef, u32, bool)> = HashSet::new();
+    // Each instance is queued once: a root here, a clone when it is made.
     for f in roots.into_iter().rev() {
         pass.work.push((f, 0, false));
     }
     while let Some((f, cx, param)) = pass.work.pop() {
-        if !seen.insert((f, cx, param)) {
-            continue;
-        }
         pass.escapes.clear();
         pass.instance(f, cx, param, stats);
     }
     if pass.full {
         stats.bump("roi-clones-over-limit", 1);
     }
-    pass.table.names = pass.names.clone();
-    pass.table.contexts = pass.contexts.clone();
-    pass.table.counters = pass.counters;
+    if pass.table.counters > roi::MAX_COUNTERS {
+        return Err(format!(
+            "{} region counters, more than the {} a module may have (the scratch arrays' size)",
+            pass.table.counters,
+            roi::MAX_COUNTERS
+        ));
+    }
     emit(&pass, desc, desc_ty);
     stats.bump("roi-regions", pass.table.names.len() as u64);
     stats.bump("roi-clones", pass.clones.len() as u64);
-    true
+    Ok(true)
 }
 
 /// The table, the slot and the descriptor; a constructor registers them.
@@ -1194,7 +1142,7 @@ unsafe fn emit(p: &Pass, desc: LLVMValueRef, desc_ty: LLVMTypeRef) {
     LLVMSetSection(slot, c".profcc.data".as_ptr());
     let mut dv = [
         LLVMConstInt(i32t, roi::VERSION as u64, 0),
-        LLVMConstInt(i32t, p.counters as u64, 0),
+        LLVMConstInt(i32t, p.table.counters as u64, 0),
         table,
         LLVMConstInt(i32t, words.len() as u64, 0),
         slot,

@@ -73,34 +73,10 @@ struct Selector {
 }
 
 impl Selector {
-    unsafe fn base_of(&mut self, mut p: LLVMValueRef) -> Base {
-        for _ in 0..32 {
-            if !LLVMIsAGetElementPtrInst(p).is_null()
-                || !LLVMIsABitCastInst(p).is_null()
-                || !LLVMIsAAddrSpaceCastInst(p).is_null()
-            {
-                p = LLVMGetOperand(p, 0);
-                continue;
-            }
-            if !LLVMIsAConstantExpr(p).is_null() {
-                let op = LLVMGetConstOpcode(p);
-                if matches!(
-                    op,
-                    LLVMOpcode::LLVMGetElementPtr
-                        | LLVMOpcode::LLVMBitCast
-                        | LLVMOpcode::LLVMAddrSpaceCast
-                ) {
-                    p = LLVMGetOperand(p, 0);
-                    continue;
-                }
-            }
-            if !LLVMIsACallInst(p).is_null() {
-                let callee = LLVMGetCalledValue(p);
-                if !callee.is_null() && name_of(callee).starts_with("llvm.threadlocal.address") {
-                    return Base::ThreadLocal;
-                }
-            }
-            break;
+    unsafe fn base_of(&mut self, p: LLVMValueRef) -> Base {
+        let p = underlying(p);
+        if is_thread_local_address(p) {
+            return Base::ThreadLocal;
         }
         if !LLVMIsAAllocaInst(p).is_null() {
             let esc = match self.escapes.get(&p) {
@@ -127,6 +103,37 @@ impl Selector {
         }
         Base::Other
     }
+}
+
+/// The object an address is computed from: `p` without its GEPs and pointer casts
+/// (instructions or constant expressions), at most 32 deep.
+pub(crate) unsafe fn underlying(mut p: LLVMValueRef) -> LLVMValueRef {
+    for _ in 0..32 {
+        let strip = !LLVMIsAGetElementPtrInst(p).is_null()
+            || !LLVMIsABitCastInst(p).is_null()
+            || !LLVMIsAAddrSpaceCastInst(p).is_null()
+            || (!LLVMIsAConstantExpr(p).is_null()
+                && matches!(
+                    LLVMGetConstOpcode(p),
+                    LLVMOpcode::LLVMGetElementPtr
+                        | LLVMOpcode::LLVMBitCast
+                        | LLVMOpcode::LLVMAddrSpaceCast
+                ));
+        if !strip {
+            break;
+        }
+        p = LLVMGetOperand(p, 0);
+    }
+    p
+}
+
+/// `llvm.threadlocal.address(@tls)`: a thread-local variable's address.
+pub(crate) unsafe fn is_thread_local_address(p: LLVMValueRef) -> bool {
+    if LLVMIsACallInst(p).is_null() {
+        return false;
+    }
+    let callee = LLVMGetCalledValue(p);
+    !callee.is_null() && name_of(callee).starts_with("llvm.threadlocal.address")
 }
 
 /// Does the address `v` (an alloca or derived from one) leave the function's sight?

@@ -81,10 +81,9 @@ struct State {
     open: [u32; MAX_REGIONS],
     stack: [(u32, u64); MAX_DEPTH],
     depth: u32,
-    /// The thread's region counters of each registered module (null: not yet used), and
-    /// their lengths.
+    /// The thread's region counters of each registered module (null: not yet used; as long
+    /// as the module's `table.counters`).
     arrays: [*mut u64; MAX_MODULES],
-    lengths: [u32; MAX_MODULES],
 }
 
 /// A module's constructor: its region table (`profcc_abi::roi::RoiDesc`).
@@ -96,7 +95,8 @@ pub unsafe extern "C" fn __profcc_roi_register(desc: *const roi::RoiDesc) {
         return;
     }
     let words = core::slice::from_raw_parts(d.table, d.words as usize);
-    let Some(table) = roi::Table::decode(words) else {
+    // The descriptor's count sizes each thread's array; the table's is what the dump reads.
+    let Some(table) = roi::Table::decode(words).filter(|t| t.counters == d.counters) else {
         DROPPED.fetch_add(1, Relaxed);
         return;
     };
@@ -123,7 +123,6 @@ pub unsafe extern "C" fn __profcc_roi_counters(desc: *const roi::RoiDesc) -> *mu
         if p.is_null() {
             return scratch();
         }
-        s.lengths[slot] = d.counters;
         // Published for the dump, which reads other threads' blocks.
         core::ptr::write_volatile(&mut s.arrays[slot], p);
     }
@@ -164,8 +163,8 @@ fn thread_counts(s: &State, modules: &[Module]) -> Vec<(String, schema::Counts)>
         if p.is_null() {
             continue;
         }
-        let counters = unsafe { core::slice::from_raw_parts(p, s.lengths[slot] as usize) };
         let t = &m.table;
+        let counters = unsafe { core::slice::from_raw_parts(p, t.counters as usize) };
         for g in &t.graphs {
             let Some(counts) = g.node_counts(counters) else {
                 continue;
@@ -397,5 +396,32 @@ impl Analysis for RegionsAnalysis {
             dropped: DROPPED.load(Relaxed),
             unmatched_ends: UNMATCHED_ENDS.load(Relaxed),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every word of a block's mix lands in one field of the profile's counts, each in a
+    /// different one: a field added to `roi::Mix` and not to `schema::Counts` (or to
+    /// `add_mix`) fails here.
+    #[test]
+    fn every_mix_word_reaches_its_own_count() {
+        let words: Vec<u32> = (0..roi::MIX_WORDS as u32).map(|i| 1 << i).collect();
+        let mut c = schema::Counts::default();
+        add_mix(&mut c, &roi::Mix::from_words(&words), 1);
+        let json = serde_json::to_value(&c).unwrap();
+        let mut values = Vec::new();
+        for v in json.as_object().unwrap().values() {
+            match v {
+                serde_json::Value::Array(a) => values.extend(a.iter().map(|x| x.as_u64().unwrap())),
+                x => values.push(x.as_u64().unwrap()),
+            }
+        }
+        assert_eq!(values.len(), roi::MIX_WORDS, "{json}");
+        values.sort();
+        let expected: Vec<u64> = words.iter().map(|&w| w as u64).collect();
+        assert_eq!(values, expected, "{json}");
     }
 }
