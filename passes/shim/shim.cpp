@@ -8,6 +8,7 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Analysis/DomTreeUpdater.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
@@ -54,6 +55,52 @@ int profcc_fold_terminator(LLVMBasicBlockRef b) { return ConstantFoldTerminator(
 // A new block on the edge from -> to (phis in `to` updated); null if there is no such edge.
 LLVMBasicBlockRef profcc_split_edge(LLVMBasicBlockRef from, LLVMBasicBlockRef to) {
   return wrap_bb(SplitEdge(bb(from), bb(to)));
+}
+
+// Undoes the sinking of the call `c` into its block: the block's instructions from its first
+// non-phi through `c` are copied onto every incoming edge (its phis read as the edge's
+// values, as CallSiteSplitting does), values they define that are used further on merge
+// in new phis, and the originals go. The caller checks that every predecessor reaches the
+// block by one edge. Returns the number of edges the call now sits on.
+int profcc_unsink(LLVMValueRef c) {
+  auto *call = cast<Instruction>(reinterpret_cast<Value *>(c));
+  BasicBlock *b = call->getParent();
+  SmallVector<BasicBlock *, 8> preds(predecessors(b));
+  SmallVector<Instruction *, 16> prefix;
+  for (Instruction &i : *b) {
+    if (isa<PHINode>(i)) continue;
+    prefix.push_back(&i);
+    if (&i == call) break;
+  }
+  DomTreeUpdater dtu(static_cast<DominatorTree *>(nullptr), DomTreeUpdater::UpdateStrategy::Lazy);
+  SmallVector<std::pair<BasicBlock *, ValueToValueMapTy *>, 8> copies;
+  for (BasicBlock *p : preds) {
+    auto *vmap = new ValueToValueMapTy();
+    BasicBlock *nb = DuplicateInstructionsInSplitBetween(b, p, call->getNextNode(), *vmap, dtu);
+    copies.push_back({nb, vmap});
+  }
+  SmallPtrSet<Instruction *, 16> in_prefix(prefix.begin(), prefix.end());
+  for (Instruction *i : prefix) {
+    if (i->use_empty()) continue;
+    PHINode *phi = PHINode::Create(i->getType(), copies.size(), i->getName() + ".unsunk");
+    phi->insertBefore(b->getFirstNonPHIIt());
+    for (auto &[nb, vmap] : copies) phi->addIncoming((*vmap)[i], nb);
+    // Uses within the prefix go with it; the rest read the merged value.
+    i->replaceUsesWithIf(phi, [&](Use &u) {
+      return u.getUser() != phi && !in_prefix.count(cast<Instruction>(u.getUser()));
+    });
+  }
+  for (auto it = prefix.rbegin(); it != prefix.rend(); ++it) {
+    (*it)->replaceAllUsesWith(PoisonValue::get((*it)->getType()));
+    (*it)->eraseFromParent();
+  }
+  for (auto &[nb, vmap] : copies) delete vmap;
+  // Phis only the prefix read.
+  for (auto it = b->begin(); it != b->end();) {
+    auto *phi = dyn_cast<PHINode>(&*it++);
+    if (phi && phi->use_empty()) phi->eraseFromParent();
+  }
+  return copies.size();
 }
 
 // A copy of `f` in its module, internal, named `name`; with `counters_param` its first

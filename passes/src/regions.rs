@@ -220,6 +220,7 @@ unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> 
             }
         }
     }
+    unsink_markers(m);
     let mut names_seen: Vec<String> = Vec::new();
     let mut calls = Vec::new();
     crate::llvm::for_each_function(m, |f| {
@@ -266,6 +267,59 @@ unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> 
         }
     }
     names_seen
+}
+
+/// Undo SimplifyCFG's sinking of marker calls: `-O2` merges the `PROFCC_ROI_END("a")` and
+/// `PROFCC_ROI_END("b")` that end the arms of an `if` or a `switch` into one call whose name
+/// is a phi of the constants, together with the arms' common code before it (the same
+/// kernel called with other arguments). Each incoming edge gets its own copy of the block up
+/// to the call, with the edge's constant name (`shim::unsink`), so every marker names its
+/// region again and the code before it is in that region. A phi with a non-constant incoming
+/// value, a used result (PAPI's status) or a predecessor with two edges into the block stays
+/// as it is (that marker is not recognised: docs/regions.md, limits).
+unsafe fn unsink_markers(m: LLVMModuleRef) {
+    // The last such call of each block: its copies take the block's earlier ones along.
+    let mut sunk: Vec<LLVMValueRef> = Vec::new();
+    crate::llvm::for_each_function(m, |f| {
+        crate::llvm::for_each_instruction(f, |i| {
+            if LLVMIsACallInst(i).is_null() || LLVMGetNumArgOperands(i) < 1 {
+                return;
+            }
+            let name = callee_name(i);
+            let phi = LLVMGetOperand(i, 0);
+            if MARKERS.iter().any(|m| m.0 == name)
+                && !LLVMIsAPHINode(phi).is_null()
+                && LLVMGetInstructionParent(phi) == LLVMGetInstructionParent(i)
+            {
+                match sunk.last_mut() {
+                    Some(last)
+                        if LLVMGetInstructionParent(*last) == LLVMGetInstructionParent(i) =>
+                    {
+                        *last = i
+                    }
+                    _ => sunk.push(i),
+                }
+            }
+        })
+    });
+    for call in sunk {
+        let phi = LLVMGetOperand(call, 0);
+        let block = LLVMGetInstructionParent(call);
+        let incoming: Vec<(LLVMValueRef, LLVMBasicBlockRef)> = (0..LLVMCountIncoming(phi))
+            .map(|k| (LLVMGetIncomingValue(phi, k), LLVMGetIncomingBlock(phi, k)))
+            .collect();
+        let constant = incoming.iter().all(|&(v, _)| constant_string(v).is_some());
+        let distinct: HashSet<LLVMBasicBlockRef> = incoming.iter().map(|&(_, b)| b).collect();
+        let own_edges = incoming.iter().all(|&(_, p)| {
+            p != block && successors(p).iter().filter(|&&s| s == block).count() == 1
+        });
+        // A used result (PAPI's status) stays: one call cannot give it on every edge.
+        let unused = LLVMGetFirstUse(call).is_null();
+        if !constant || distinct.len() != incoming.len() || !own_edges || !unused {
+            continue;
+        }
+        shim::unsink(call);
+    }
 }
 
 /// The marker call a block starts with, if any (after `isolate_markers`, its only call).

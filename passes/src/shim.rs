@@ -12,6 +12,7 @@ extern "C" {
         name: *const std::os::raw::c_char,
         counters_param: i32,
     ) -> LLVMValueRef;
+    fn profcc_unsink(call: LLVMValueRef) -> i32;
     fn profcc_block_depths(f: LLVMValueRef, out: *mut u32, n: usize);
     fn profcc_countable_loops(f: LLVMValueRef, out: *mut LLVMBasicBlockRef, cap: usize) -> usize;
     fn profcc_expand_trips(
@@ -34,6 +35,12 @@ pub unsafe fn fold_terminator(b: LLVMBasicBlockRef) -> bool {
 /// A new block on the edge `from -> to`.
 pub unsafe fn split_edge(from: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> LLVMBasicBlockRef {
     profcc_split_edge(from, to)
+}
+
+/// Copies `call`'s block, from its first non-phi through `call`, onto each incoming edge
+/// (the caller checks there is one edge per predecessor); the number of copies.
+pub unsafe fn unsink(call: LLVMValueRef) -> usize {
+    profcc_unsink(call) as usize
 }
 
 /// An internal copy of `f` named `name`; with `counters_param`, a leading `ptr` parameter.
