@@ -117,11 +117,22 @@ __attribute__((constructor(PROFCC_CTOR_PRIORITY))) static void profcc_stub_init(
 /* Region counters (passes/src/regions.rs): the module stays unregistered and its counts land
  * in a scratch array as large as a module's counters can be (.bss: address space only); the
  * markers do nothing. */
-__attribute__((visibility("hidden"))) uint64_t profcc_stub_roi[PROFCC_ROI_MAX_COUNTERS];
+__attribute__((visibility("hidden")))
+uint64_t profcc_stub_roi[PROFCC_ROI_ARRAYS * (uint64_t)PROFCC_ROI_MAX_COUNTERS];
 STUB void __profcc_roi_register(const void *desc) { (void)desc; }
 STUB uint64_t *__profcc_roi_counters(const void *desc) {
   (void)desc;
   return profcc_stub_roi;
 }
+STUB uint64_t *__profcc_roi_counters_of(const void *desc, uint32_t class) {
+  (void)desc, (void)class;
+  return profcc_stub_roi;
+}
 STUB void __profcc_roi_begin(const char *name) { (void)name; }
+/* A sampled region's code runs plain. */
+STUB uint32_t __profcc_roi_begin_take(const char *name) {
+  (void)name;
+  return PROFCC_ROI_PLAIN;
+}
 STUB void __profcc_roi_end(const char *name) { (void)name; }
+STUB void __profcc_roi_end_lit(const char *name) { (void)name; }

@@ -64,5 +64,7 @@
 #define PROFCC_NUMA_SLOT_OF(page) ((uint64_t)((uint64_t)(page) * PROFCC_NUMA_SLOT_HASH) >> (64 - PROFCC_NUMA_SLOT_BITS)) /* the page cache slot of a page number */
 #define PROFCC_CTOR_PRIORITY 1
 #define PROFCC_ROI_MAX_COUNTERS 1048576 /* region counters in one module */
+#define PROFCC_ROI_ARRAYS 2 /* a module's region counter arrays per thread (exact, sampled) */
+#define PROFCC_ROI_PLAIN 0 /* a region execution that counts nothing */
 
 #endif /* PROFCC_ABI_H */

@@ -187,6 +187,16 @@ const ITEMS: &[Item] = &[
         crate::roi::MAX_COUNTERS as u64,
         "region counters in one module",
     ),
+    int(
+        "ROI_ARRAYS",
+        crate::roi::ARRAYS as u64,
+        "a module's region counter arrays per thread (exact, sampled)",
+    ),
+    int(
+        "ROI_PLAIN",
+        crate::roi::PLAIN as u64,
+        "a region execution that counts nothing",
+    ),
 ];
 
 /// Write the header.

@@ -597,8 +597,18 @@ pub mod names {
     pub const ROI_END: &str = "__profcc_roi_end";
     /// A module's region descriptor ([`crate::roi::RoiDesc`]) registers with it...
     pub const ROI_REGISTER: &str = "__profcc_roi_register";
-    /// ...and a function that counts for a region gets the thread's counter array from it.
+    /// ...and a function that counts for a region gets the thread's counter array from it
+    /// (the exact class's: [`crate::roi::EXACT`]).
     pub const ROI_COUNTERS: &str = "__profcc_roi_counters";
+    /// A sampled region's begin: the marker's work and the execution's class
+    /// ([`crate::roi::PLAIN`], `EXACT` or `SAMPLED`; docs/regions.md, "Sampling").
+    pub const ROI_BEGIN_TAKE: &str = "__profcc_roi_begin_take";
+    /// `ROI_END` with a constant name (the pass rewrites those): the runtime keys the name by
+    /// its address, as it does the take's.
+    pub const ROI_END_LIT: &str = "__profcc_roi_end_lit";
+    /// The thread's counter array of a class (`crate::roi::TEAM`: the class of the region
+    /// whose OpenMP team the thread is running in).
+    pub const ROI_COUNTERS_OF: &str = "__profcc_roi_counters_of";
     /// Hook bodies (hooks/counting.c, hooks/sharing.c), linked into each module and inlined:
     /// function prologue values, counting-only accesses, and the sharing accesses.
     pub const FN_COUNTERS: &str = "__profcc_fn_counters";

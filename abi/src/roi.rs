@@ -29,6 +29,19 @@ pub const NONE: u32 = u32::MAX;
 /// Counters in one module (the pass stops cloning past it).
 pub const MAX_COUNTERS: u32 = 1 << 20;
 
+/// A region execution's class (`__profcc_roi_begin_take`): its code runs uncounted...
+pub const PLAIN: u32 = 0;
+/// ...counted, standing for itself...
+pub const EXACT: u32 = 1;
+/// ...or counted, standing for `roi_sample` executions. A thread's counter array of a
+/// module holds the `EXACT` counts, then (at `+ counters`) the `SAMPLED` ones.
+pub const SAMPLED: u32 = 2;
+/// `__profcc_roi_counters_of`'s class for an OpenMP team thread: the class of the execution
+/// that forked the team.
+pub const TEAM: u32 = 3;
+/// Classes with an array of their own (`EXACT`, `SAMPLED`).
+pub const ARRAYS: usize = 2;
+
 /// Where an access's address points (the pass classifies the address's base object).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

@@ -15,6 +15,7 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/SSAUpdater.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 using namespace llvm;
@@ -101,6 +102,64 @@ int profcc_unsink(LLVMValueRef c) {
     if (phi && phi->use_empty()) phi->eraseFromParent();
   }
   return copies.size();
+}
+
+// Versions a region for sampling: the blocks bbs[0..n) (bbs[0] entered only from its single
+// predecessor, which ends in an unconditional branch to it; every other block entered only
+// from the set) get a plain copy, each block named `<name>.profcc.plain`. The predecessor
+// branches on `cond` to the original (true) or the copy (false). Exits from the copy reach
+// the same blocks as the original's (their phis get the copy's values), and a value defined
+// in the set and used past it reads a phi of both versions (SSAUpdater). Returns the copy of
+// bbs[0].
+LLVMBasicBlockRef profcc_version_region(LLVMBasicBlockRef *bbs, size_t n, LLVMValueRef cond) {
+  SmallVector<BasicBlock *, 32> orig;
+  for (size_t k = 0; k < n; k++) orig.push_back(bb(bbs[k]));
+  SmallPtrSet<BasicBlock *, 32> in(orig.begin(), orig.end());
+  Function *f = orig[0]->getParent();
+  BasicBlock *pred = orig[0]->getSinglePredecessor();
+  ValueToValueMapTy vmap;
+  SmallVector<BasicBlock *, 32> copies;
+  for (BasicBlock *b : orig) {
+    BasicBlock *c = CloneBasicBlock(b, vmap, "", f);
+    c->setName(b->getName() + ".profcc.plain");
+    vmap[b] = c;
+    copies.push_back(c);
+  }
+  remapInstructionsInBlocks(copies, vmap);
+  SmallPtrSet<BasicBlock *, 32> copied(copies.begin(), copies.end());
+  // The copies' exits: the targets' phis take the copy's value on the new edge.
+  for (size_t k = 0; k < orig.size(); k++) {
+    for (BasicBlock *x : successors(orig[k])) {
+      if (in.count(x)) continue;
+      for (PHINode &phi : x->phis()) {
+        Value *v = phi.getIncomingValueForBlock(orig[k]);
+        Value *m = vmap.lookup(v);
+        phi.addIncoming(m ? m : v, copies[k]);
+      }
+    }
+  }
+  // Values defined in the set and used past it: a phi of both versions where they meet.
+  for (size_t k = 0; k < orig.size(); k++) {
+    for (Instruction &i : *orig[k]) {
+      SmallVector<Use *, 8> outside;
+      for (Use &u : i.uses()) {
+        auto *user = cast<Instruction>(u.getUser());
+        BasicBlock *at = user->getParent();
+        if (auto *phi = dyn_cast<PHINode>(user)) at = phi->getIncomingBlock(u);
+        if (!in.count(at) && !copied.count(at)) outside.push_back(&u);
+      }
+      if (outside.empty()) continue;
+      SSAUpdater up;
+      up.Initialize(i.getType(), i.getName());
+      up.AddAvailableValue(orig[k], &i);
+      up.AddAvailableValue(copies[k], cast<Value>(vmap[&i]));
+      for (Use *u : outside) up.RewriteUse(*u);
+    }
+  }
+  Instruction *t = pred->getTerminator();
+  BranchInst::Create(orig[0], copies[0], reinterpret_cast<Value *>(cond), t->getIterator());
+  t->eraseFromParent();
+  return wrap_bb(copies[0]);
 }
 
 // A copy of `f` in its module, internal, named `name`; with `counters_param` its first

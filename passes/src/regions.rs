@@ -42,8 +42,12 @@ pub enum Placement {
 }
 
 /// Marker functions: (name, begins).
-const MARKERS: [(&str, bool); 8] = [
+const MARKERS: [(&str, bool); 10] = [
     (names::ROI_BEGIN, true),
+    // What the sampling puts in place of `ROI_BEGIN` (`Pass::version`), and what an end of
+    // a constant name becomes (`isolate_markers`).
+    (names::ROI_BEGIN_TAKE, true),
+    (names::ROI_END_LIT, false),
     (names::ROI_END, false),
     ("likwid_markerStartRegion", true),
     ("likwid_markerStopRegion", false),
@@ -129,6 +133,25 @@ unsafe fn successors(b: LLVMBasicBlockRef) -> Vec<LLVMBasicBlockRef> {
     (0..LLVMGetNumSuccessors(t))
         .map(|i| LLVMGetSuccessor(t, i))
         .collect()
+}
+
+/// A region's way on from its begin block: a sampled begin (`Pass::version`) branches to
+/// the counted copy (its first successor) or the plain one, which is no region's code.
+unsafe fn region_successors(b: LLVMBasicBlockRef) -> Vec<LLVMBasicBlockRef> {
+    let t = LLVMGetBasicBlockTerminator(b);
+    if !t.is_null()
+        && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMBr
+        && LLVMIsConditional(t) != 0
+    {
+        let c = LLVMGetCondition(t);
+        if !LLVMIsAICmpInst(c).is_null() {
+            let v = LLVMGetOperand(c, 0);
+            if !LLVMIsACallInst(v).is_null() && callee_name(v) == names::ROI_BEGIN_TAKE {
+                return vec![LLVMGetSuccessor(t, 0)];
+            }
+        }
+    }
+    successors(b)
 }
 
 /// The callee's name of a direct call ("" otherwise).
@@ -240,12 +263,22 @@ unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> 
         }
         let own = callee_name(call);
         let mut first = call;
-        if own != names::ROI_BEGIN && own != names::ROI_END {
+        // profcc's end of a constant name: the runtime may key it by address.
+        let end_lit = || {
+            let mut f = LLVMGetNamedFunction(m, cstr(names::ROI_END_LIT).as_ptr());
+            if f.is_null() {
+                f = LLVMAddFunction(m, cstr(names::ROI_END_LIT).as_ptr(), begin_ty);
+            }
+            f
+        };
+        if own == names::ROI_END {
+            LLVMSetOperand(call, LLVMGetNumOperands(call) as u32 - 1, end_lit());
+        } else if own != names::ROI_BEGIN {
             // A foreign marker: profcc's own call beside it, for the time.
             let ours = if begins {
                 names::ROI_BEGIN
             } else {
-                names::ROI_END
+                names::ROI_END_LIT
             };
             let mut f = LLVMGetNamedFunction(m, cstr(ours).as_ptr());
             if f.is_null() {
@@ -322,9 +355,10 @@ unsafe fn unsink_markers(m: LLVMModuleRef) {
     }
 }
 
-/// The marker call a block starts with, if any (after `isolate_markers`, its only call).
+/// The marker call a block starts with, if any (after `isolate_markers`, its only call; the
+/// versioning may have put phis before it).
 unsafe fn block_marker(b: LLVMBasicBlockRef) -> Option<(bool, String)> {
-    let mut i = LLVMGetFirstInstruction(b);
+    let mut i = LLVMGetFirstNonPHI_(b);
     while !i.is_null() {
         if let Some(m) = marker(i) {
             return Some(m);
@@ -345,8 +379,8 @@ struct Shape<'a> {
     index: &'a HashMap<LLVMBasicBlockRef, usize>,
     /// Each block's node (0: not in a region).
     node_of: &'a [u32],
-    /// The thread's counter array in this function.
-    counters: LLVMValueRef,
+    /// The thread's counter array in each region block (null elsewhere).
+    counters: &'a [LLVMValueRef],
 }
 
 struct Pass {
@@ -369,6 +403,13 @@ struct Pass {
     /// caller's own accesses to the slot are (-O0 keeps captured scalars there).
     captured: HashSet<LLVMValueRef>,
     full: bool,
+    /// `roi_sample`'s versioning: the counter array each block of a sampled region's counted
+    /// copy uses (fetched by class after the begin).
+    sampled_counters: HashMap<LLVMBasicBlockRef, LLVMValueRef>,
+    counters_of_fn: LLVMValueRef,
+    counters_of_ty: LLVMTypeRef,
+    take_fn: LLVMValueRef,
+    take_ty: LLVMTypeRef,
 }
 
 impl Pass {
@@ -455,12 +496,19 @@ impl Pass {
         )
     }
 
-    /// The counter array's value in `f`: its parameter, or a call at entry.
-    unsafe fn counters_value(&self, f: LLVMValueRef, param: bool) -> LLVMValueRef {
+    /// The counter array's value in `f`: its parameter, or a call at entry (an OpenMP
+    /// outlined function's clone, `cx` != 0: the array of the class its team counts in).
+    unsafe fn counters_value(&self, f: LLVMValueRef, cx: u32, param: bool) -> LLVMValueRef {
         if param {
             return LLVMGetParam(f, 0);
         }
         let entry = LLVMGetEntryBasicBlock(f);
+        if cx != 0 {
+            return self.counters_of(
+                first_insertion(entry),
+                LLVMConstInt(LLVMInt32TypeInContext(self.ctx), roi::TEAM as u64, 0),
+            );
+        }
         let b = LLVMCreateBuilderInContext(self.ctx);
         LLVMPositionBuilderBefore(b, first_insertion(entry));
         let mut args = [self.desc];
@@ -470,6 +518,23 @@ impl Pass {
             self.counters_fn,
             args.as_mut_ptr(),
             1,
+            c"profcc.roi".as_ptr(),
+        );
+        LLVMDisposeBuilder(b);
+        v
+    }
+
+    /// `__profcc_roi_counters_of(desc, class)` before `at`.
+    unsafe fn counters_of(&self, at: LLVMValueRef, class: LLVMValueRef) -> LLVMValueRef {
+        let b = LLVMCreateBuilderInContext(self.ctx);
+        LLVMPositionBuilderBefore(b, at);
+        let mut args = [self.desc, class];
+        let v = LLVMBuildCall2(
+            b,
+            self.counters_of_ty,
+            self.counters_of_fn,
+            args.as_mut_ptr(),
+            2,
             c"profcc.roi".as_ptr(),
         );
         LLVMDisposeBuilder(b);
@@ -525,6 +590,121 @@ impl Pass {
         )
     }
 
+    /// `roi_sample` (docs/regions.md, "Sampling"): each outermost region of a function with
+    /// markers gets a plain copy of its blocks (`shim::version_region`); its begin becomes
+    /// `__profcc_roi_begin_take`, whose class picks the copy (`PLAIN`) or the counted
+    /// original, which fetches the class's counter array right after. A region is left
+    /// unversioned (always counted, in the `EXACT` array) when its blocks are not entered
+    /// only through the begin, overlap another's, or hold exception or indirect-branch edges.
+    unsafe fn version(&mut self, f: LLVMValueRef, stats: &mut Stats) {
+        let bbs = blocks(f);
+        let index: HashMap<LLVMBasicBlockRef, usize> =
+            bbs.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); bbs.len()];
+        for (i, &b) in bbs.iter().enumerate() {
+            for s in successors(b) {
+                preds[index[&s]].push(i);
+            }
+        }
+        let marks: Vec<Option<(bool, String)>> = bbs.iter().map(|&b| block_marker(b)).collect();
+        let mut sets: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (i, mk) in marks.iter().enumerate() {
+            let Some((true, name)) = mk else { continue };
+            let mut seen = vec![false; bbs.len()];
+            let mut set = Vec::new();
+            let mut stack: Vec<usize> = successors(bbs[i]).iter().map(|s| index[s]).collect();
+            while let Some(j) = stack.pop() {
+                let ends = matches!(&marks[j], Some((false, n)) if n == name);
+                if seen[j] || ends {
+                    continue;
+                }
+                seen[j] = true;
+                set.push(j);
+                stack.extend(successors(bbs[j]).iter().map(|s| index[s]));
+            }
+            sets.push((i, set));
+        }
+        let inside: HashSet<usize> = sets.iter().flat_map(|(_, s)| s.iter().copied()).collect();
+        let mut taken: HashSet<usize> = HashSet::new();
+        let ty_i32 = LLVMInt32TypeInContext(self.ctx);
+        for (b, mut set) in sets {
+            let succ = successors(bbs[b]);
+            let single_entry = |set: &[usize], s0: usize| {
+                let members: HashSet<usize> = set.iter().copied().collect();
+                preds[s0] == [b]
+                    && set.iter().all(|&j| {
+                        let t = LLVMGetBasicBlockTerminator(bbs[j]);
+                        (j == s0 || preds[j].iter().all(|p| members.contains(p)))
+                            && !is_eh_pad(bbs[j])
+                            && !t.is_null()
+                            && matches!(
+                                LLVMGetInstructionOpcode(t),
+                                LLVMOpcode::LLVMBr
+                                    | LLVMOpcode::LLVMSwitch
+                                    | LLVMOpcode::LLVMRet
+                                    | LLVMOpcode::LLVMUnreachable
+                            )
+                    })
+            };
+            let ok = !inside.contains(&b)
+                && succ.len() == 1
+                && !set.is_empty()
+                && set.iter().all(|j| !taken.contains(j))
+                && single_entry(&set, index[&succ[0]]);
+            if !ok {
+                stats.bump("roi-regions-unsampled", 1);
+                continue;
+            }
+            let s0 = index[&succ[0]];
+            set.sort_unstable();
+            set.retain(|&j| j != s0);
+            set.insert(0, s0);
+            // The begin call becomes the take; its class picks the copy.
+            let mut call = LLVMGetFirstInstruction(bbs[b]);
+            while !call.is_null()
+                && (LLVMIsACallInst(call).is_null() || callee_name(call) != names::ROI_BEGIN)
+            {
+                call = LLVMGetNextInstruction(call);
+            }
+            if call.is_null() {
+                continue;
+            }
+            let builder = LLVMCreateBuilderInContext(self.ctx);
+            LLVMPositionBuilderBefore(builder, call);
+            let mut args = [LLVMGetOperand(call, 0)];
+            let cls = LLVMBuildCall2(
+                builder,
+                self.take_ty,
+                self.take_fn,
+                args.as_mut_ptr(),
+                1,
+                c"profcc.class".as_ptr(),
+            );
+            let dbg = LLVMInstructionGetDebugLoc(call);
+            if !dbg.is_null() {
+                LLVMInstructionSetDebugLoc(cls, dbg);
+            }
+            LLVMInstructionEraseFromParent(call);
+            LLVMPositionBuilderBefore(builder, LLVMGetBasicBlockTerminator(bbs[b]));
+            let on = LLVMBuildICmp(
+                builder,
+                LLVMIntPredicate::LLVMIntNE,
+                cls,
+                LLVMConstInt(ty_i32, roi::PLAIN as u64, 0),
+                c"".as_ptr(),
+            );
+            LLVMDisposeBuilder(builder);
+            let region: Vec<LLVMBasicBlockRef> = set.iter().map(|&j| bbs[j]).collect();
+            shim::version_region(&region, on);
+            let p = self.counters_of(first_insertion(bbs[s0]), cls);
+            for &rb in &region {
+                self.sampled_counters.insert(rb, p);
+            }
+            taken.extend(set);
+            stats.bump("roi-regions-sampled", 1);
+        }
+    }
+
     /// One function instance: its region blocks, their mixes, its calls redirected, its
     /// counters placed.
     unsafe fn instance(&mut self, f: LLVMValueRef, cx: u32, param: bool, stats: &mut Stats) {
@@ -544,7 +724,8 @@ impl Pass {
             .collect();
         for (i, mk) in marks.iter().enumerate() {
             let Some((true, r)) = *mk else { continue };
-            let mut stack: Vec<usize> = successors(bbs[i]).iter().map(|s| index[s]).collect();
+            let mut stack: Vec<usize> =
+                region_successors(bbs[i]).iter().map(|s| index[s]).collect();
             while let Some(j) = stack.pop() {
                 if marks[j] == Some((false, r)) || !inner[j].insert(r) {
                     continue;
@@ -562,12 +743,25 @@ impl Pass {
         if node_cx.iter().all(Option::is_none) {
             return;
         }
-        let counters = self.counters_value(f, param);
+        // A sampled region's counted copy uses the array its begin fetched by class; the rest
+        // the parameter or a fetch at entry.
+        let own = |b: &LLVMBasicBlockRef| {
+            (!param && cx == 0)
+                .then(|| self.sampled_counters.get(b).copied())
+                .flatten()
+        };
+        let entry_needed = (0..bbs.len()).any(|i| node_cx[i].is_some() && own(&bbs[i]).is_none());
+        let fallback = if entry_needed {
+            self.counters_value(f, cx, param)
+        } else {
+            std::ptr::null_mut()
+        };
+        let counters: Vec<LLVMValueRef> = bbs.iter().map(|b| own(b).unwrap_or(fallback)).collect();
         let mut graph = Graph::default();
         let mut node_of: Vec<u32> = vec![0; bbs.len()];
         for (i, c) in node_cx.iter().enumerate() {
             if let Some(c) = *c {
-                let mix = self.block(bbs[i], c, counters, stats);
+                let mix = self.block(bbs[i], c, counters[i], stats);
                 self.table.mixes.push(mix);
                 graph
                     .nodes
@@ -581,7 +775,7 @@ impl Pass {
             bbs: &bbs,
             index: &index,
             node_of: &node_of,
-            counters,
+            counters: &counters,
         };
         self.place(&shape, &mut graph, stats);
         self.table.graphs.push(graph);
@@ -613,7 +807,7 @@ impl Pass {
         mix: &mut Mix,
         stats: &mut Stats,
     ) {
-        if !LLVMIsAPHINode(i).is_null() || i == counters {
+        if !LLVMIsAPHINode(i).is_null() {
             return;
         }
         let op = LLVMGetInstructionOpcode(i);
@@ -686,8 +880,9 @@ impl Pass {
         } else {
             String::new()
         };
-        // Markers (profcc's beside a foreign one included) and the counter array's fetch.
-        if i == counters || MARKERS.iter().any(|m| m.0 == name) || ignored_intrinsic(&name) {
+        // Markers (profcc's beside a foreign one included) and the counter array's fetches.
+        let fetch = name == names::ROI_COUNTERS || name == names::ROI_COUNTERS_OF;
+        if fetch || MARKERS.iter().any(|m| m.0 == name) || ignored_intrinsic(&name) {
             return false;
         }
         if direct && LLVMGetIntrinsicID(callee) != 0 {
@@ -823,7 +1018,7 @@ impl Pass {
             }
             let c = self.counter();
             g.nodes[n as usize - 1].1 = c;
-            self.bump(first_insertion(bbs[i]), counters, c, None);
+            self.bump(first_insertion(bbs[i]), counters[i], c, None);
         }
         stats.bump("roi-counters", g.nodes.len() as u64);
     }
@@ -927,10 +1122,19 @@ impl Pass {
         }
         // Where each counted edge's counter goes; give up before changing anything.
         enum At {
-            Before(LLVMValueRef),
+            Before(LLVMValueRef, LLVMValueRef),
             Split(usize, usize),
             Hoist(LLVMBasicBlockRef),
         }
+        // The counter array at an edge's site: the region block's (a block outside that
+        // the site is in is dominated by it: the edge's only source or target).
+        let pick = |from: usize, to: usize| {
+            if from != usize::MAX && node_of[from] != 0 {
+                counters[from]
+            } else {
+                counters[to]
+            }
+        };
         let mut sites: Vec<(usize, Vec<At>)> = Vec::new();
         for k in 0..edges.len() {
             if tree[k] {
@@ -943,20 +1147,26 @@ impl Pass {
             let mut at = Vec::new();
             for &(from, to) in &cfg[k] {
                 let Some(to) = to else {
-                    at.push(At::Before(LLVMGetBasicBlockTerminator(bbs[from])));
+                    at.push(At::Before(
+                        LLVMGetBasicBlockTerminator(bbs[from]),
+                        counters[from],
+                    ));
                     continue;
                 };
                 if from == usize::MAX {
-                    at.push(At::Before(first_insertion(bbs[to])));
+                    at.push(At::Before(first_insertion(bbs[to]), counters[to]));
                     continue;
                 }
                 let succ = successors(bbs[from]);
                 let all_same = succ.iter().all(|s| index[s] == to);
                 let only_pred = preds[to].iter().all(|&p| p == from);
                 if all_same {
-                    at.push(At::Before(LLVMGetBasicBlockTerminator(bbs[from])));
+                    at.push(At::Before(
+                        LLVMGetBasicBlockTerminator(bbs[from]),
+                        pick(from, to),
+                    ));
                 } else if only_pred && !is_eh_pad(bbs[to]) {
-                    at.push(At::Before(first_insertion(bbs[to])));
+                    at.push(At::Before(first_insertion(bbs[to]), pick(from, to)));
                 } else {
                     let t = LLVMGetBasicBlockTerminator(bbs[from]);
                     let dup = succ.iter().filter(|s| index[*s] == to).count() > 1;
@@ -994,14 +1204,14 @@ impl Pass {
             g.edges.push((edges[k].0, edges[k].1, c));
             for a in at {
                 match a {
-                    At::Before(i) => self.bump(i, counters, c, None),
+                    At::Before(i, cs) => self.bump(i, cs, c, None),
                     At::Split(from, to) => {
                         let nb = shim::split_edge(bbs[from], bbs[to]);
-                        self.bump(LLVMGetBasicBlockTerminator(nb), counters, c, None);
+                        self.bump(LLVMGetBasicBlockTerminator(nb), pick(from, to), c, None);
                     }
-                    At::Hoist(_) => {
+                    At::Hoist(h) => {
                         let (v, t) = trips[&k];
-                        self.bump(t, counters, c, Some(v));
+                        self.bump(t, counters[index[&h]], c, Some(v));
                         stats.bump("roi-loops-hoisted", 1);
                     }
                 }
@@ -1083,7 +1293,13 @@ unsafe fn first_insertion(b: LLVMBasicBlockRef) -> LLVMValueRef {
     if !i.is_null() && LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMLandingPad {
         i = LLVMGetNextInstruction(i);
     }
-    if !i.is_null() && !LLVMIsACallInst(i).is_null() && callee_name(i) == names::ROI_COUNTERS {
+    if !i.is_null()
+        && !LLVMIsACallInst(i).is_null()
+        && matches!(
+            callee_name(i).as_str(),
+            names::ROI_COUNTERS | names::ROI_COUNTERS_OF
+        )
+    {
         i = LLVMGetNextInstruction(i);
     }
     i
@@ -1112,6 +1328,16 @@ pub unsafe fn instrument(
         counters_fn = LLVMAddFunction(m, cstr(names::ROI_COUNTERS).as_ptr(), counters_ty);
     }
     // The descriptor's body is set at the end, once the table is known.
+    let declare = |name: &str, ret: LLVMTypeRef, params: &mut [LLVMTypeRef]| {
+        let ty = LLVMFunctionType(ret, params.as_mut_ptr(), params.len() as u32, 0);
+        let mut f = LLVMGetNamedFunction(m, cstr(name).as_ptr());
+        if f.is_null() {
+            f = LLVMAddFunction(m, cstr(name).as_ptr(), ty);
+        }
+        (f, ty)
+    };
+    let (counters_of_fn, counters_of_ty) = declare(names::ROI_COUNTERS_OF, ptr, &mut [ptr, i32t]);
+    let (take_fn, take_ty) = declare(names::ROI_BEGIN_TAKE, i32t, &mut [ptr]);
     let mut fields = [i32t, i32t, ptr, i32t, ptr];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
     let desc = LLVMAddGlobal(m, desc_ty, c"__profcc_roi_module".as_ptr());
@@ -1133,6 +1359,11 @@ pub unsafe fn instrument(
         escapes: HashMap::new(),
         captured: HashSet::new(),
         full: false,
+        sampled_counters: HashMap::new(),
+        counters_of_fn,
+        counters_of_ty,
+        take_fn,
+        take_ty,
     };
     // Functions with markers, in module order (the empty context: counted where inside).
     let mut roots = Vec::new();
@@ -1144,6 +1375,9 @@ pub unsafe fn instrument(
         }
     });
     // Each instance is queued once: a root here, a clone when it is made.
+    for &f in &roots {
+        pass.version(f, stats);
+    }
     for f in roots.into_iter().rev() {
         pass.work.push((f, 0, false));
     }

@@ -13,6 +13,11 @@ extern "C" {
         counters_param: i32,
     ) -> LLVMValueRef;
     fn profcc_unsink(call: LLVMValueRef) -> i32;
+    fn profcc_version_region(
+        bbs: *const LLVMBasicBlockRef,
+        n: usize,
+        cond: LLVMValueRef,
+    ) -> LLVMBasicBlockRef;
     fn profcc_block_depths(f: LLVMValueRef, out: *mut u32, n: usize);
     fn profcc_countable_loops(f: LLVMValueRef, out: *mut LLVMBasicBlockRef, cap: usize) -> usize;
     fn profcc_expand_trips(
@@ -41,6 +46,13 @@ pub unsafe fn split_edge(from: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> LLVM
 /// (the caller checks there is one edge per predecessor); the number of copies.
 pub unsafe fn unsink(call: LLVMValueRef) -> usize {
     profcc_unsink(call) as usize
+}
+
+/// Gives a single-entry set of blocks (`bbs[0]` its entry, entered from one predecessor by
+/// an unconditional branch) a plain copy; the predecessor branches on `cond` to the original
+/// or the copy. The copy's blocks are named `*.profcc.plain`; returns the copy's entry.
+pub unsafe fn version_region(bbs: &[LLVMBasicBlockRef], cond: LLVMValueRef) -> LLVMBasicBlockRef {
+    profcc_version_region(bbs.as_ptr(), bbs.len(), cond)
 }
 
 /// An internal copy of `f` named `name`; with `counters_param`, a leading `ptr` parameter.

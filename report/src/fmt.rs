@@ -61,8 +61,10 @@ pub fn duration(ns: u64) -> String {
         format!("{:.2} s", ns as f64 / 1e9)
     } else if ns >= 1_000_000 {
         format!("{:.1} ms", ns as f64 / 1e6)
-    } else {
+    } else if ns >= 1_000 {
         format!("{:.1} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
     }
 }
 

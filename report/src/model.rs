@@ -758,6 +758,13 @@ pub struct Regions {
     pub dropped: u64,
     /// Ends with no open region of that name in their thread, summed over inputs.
     pub unmatched_ends: u64,
+    /// The largest `roi_sample` of the inputs (1: every execution counted).
+    #[serde(default = "crate::model::one")]
+    pub sample_period: u64,
+}
+
+pub(crate) fn one() -> u64 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -768,8 +775,13 @@ pub struct RegionRow {
     pub thread: u32,
     /// Completed executions (a begin and its end).
     pub executions: u64,
-    /// Time inside the region, begin to end, TSC ticks over the run's calibrated rate.
+    /// Time inside the region, begin to end, TSC ticks over the run's calibrated rate
+    /// (sampled: scaled as the counts are).
     pub seconds: f64,
+    /// With `roi_sample` > 1: the executions whose code was counted and timed (the counts
+    /// and the time stand for all `executions`; docs/regions.md, "Sampling").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_executions: Option<u64>,
     /// What the region's code did in this thread (absent: built without region counters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<profcc_schema::regions::Counts>,

@@ -1183,6 +1183,7 @@ pub(crate) fn sample_report() -> Report {
                 thread: 1,
                 executions: 100,
                 seconds: 0.25,
+                counted_executions: None,
                 counts: Some(profcc_schema::regions::Counts {
                     instructions: 900,
                     loads: [200, 0, 0, 10],
@@ -1197,6 +1198,7 @@ pub(crate) fn sample_report() -> Report {
             }],
             dropped: 0,
             unmatched_ends: 0,
+            sample_period: 1,
         }),
         threads: vec![
             Thread {

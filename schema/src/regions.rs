@@ -28,6 +28,15 @@ pub struct Regions {
     /// Ends with no open region of that name in the thread.
     #[serde(default)]
     pub unmatched_ends: u64,
+    /// `roi_sample`: after its first `sample_period` executions in a thread, a region's code
+    /// is counted and timed on one execution in `sample_period`, and those counts and ticks
+    /// are multiplied by it (1: every execution; docs/regions.md, "Sampling").
+    #[serde(default = "one")]
+    pub sample_period: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -39,8 +48,13 @@ pub struct Row {
     /// Completed executions (a begin matched by its end).
     pub executions: u64,
     /// TSC ticks inside the region, begin to end (a region nested in itself: from its
-    /// outermost begin).
+    /// outermost begin). Sampled (`sample_period` > 1): the exact executions' ticks plus
+    /// `sample_period` times the sampled ones'.
     pub ticks: u64,
+    /// Executions whose code was counted and timed: each of the first `sample_period`, then
+    /// the sampled ones (equal to `executions` without sampling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_executions: Option<u64>,
     /// What the region's code did in this thread (absent: the module has no region
     /// counters), derived from the pass's counters and each block's static mix.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -217,5 +217,78 @@ fn pthreads_openmp_and_likwid_markers_count_exact_bytes() {
                 "{level} {r:?}"
             );
         }
+        // Sampled (roi_sample=2: the first 2 executions counted, the third with probability
+        // 1/2 and then standing for 2): the team's worker counts in the class of the master's
+        // execution, so both rows scale alike.
+        let (_, p) = s.run_profiled(&exe, &[], "summary=0:roi_sample=2");
+        let g = p.regions.as_ref().unwrap();
+        let master = g
+            .rows
+            .iter()
+            .find(|r| r.region == "omp_triad" && r.executions == 3)
+            .unwrap();
+        let k = master.counted_executions.unwrap();
+        assert!(k == 2 || k == 3, "{level}: {k}");
+        let stands_for = 2 + 2 * (k - 2);
+        for r in g.rows.iter().filter(|r| r.region == "omp_triad") {
+            let c = r.counts.as_ref().unwrap();
+            assert_eq!(
+                (c.bytes_read(), c.bytes_written()),
+                (32004 * stands_for, 16000 * stands_for),
+                "{level} thread {}: {k} counted",
+                r.thread
+            );
+        }
+    }
+}
+
+/// `roi_sample=10`, at -O0 and -O2: executions stay exact; the first 10 executions of each
+/// region are counted, then one in 10 from a random start, and those counts are multiplied by
+/// 10. Every execution here does the same work (16000 bytes read, 8000 written), so the
+/// scaled bytes must equal `(10 + 10 x (counted - 10))` executions' worth exactly: `daxpy`'s
+/// 990 later executions hold exactly 99 sampled ones whatever the start (its estimate is the
+/// true total), `rare`'s 133 hold 13 or 14.
+#[test]
+fn sampled_regions_scale_counts_back() {
+    let s = Scratch::new();
+    let src = fixture("regions/sampled.c");
+    let src = src.to_str().unwrap();
+    for level in ["-O0", "-O2"] {
+        let exe = format!("sampled{level}");
+        s.compile_env(
+            &profcc(),
+            &[level, "-g", src, "-o", &exe],
+            &[("PROFCC_INSTRUMENT", "roi")],
+        );
+        let (out, p) = s.run_profiled(&exe, &["1000"], "summary=0:roi_sample=10");
+        assert!(out.status.success());
+        let g = p.regions.as_ref().expect("a regions section");
+        assert_eq!(g.sample_period, 10);
+        let row = |name: &str| g.rows.iter().find(|r| r.region == name).unwrap();
+        for (name, executions, counted) in [("daxpy", 1000, &[109][..]), ("rare", 143, &[23, 24])] {
+            let r = row(name);
+            assert_eq!(r.executions, executions, "{level} {name}");
+            let k = r
+                .counted_executions
+                .expect("counted executions under sampling");
+            assert!(counted.contains(&k), "{level} {name}: {k} counted");
+            let c = r.counts.as_ref().unwrap();
+            let stands_for = 10 + 10 * (k - 10);
+            assert_eq!(
+                (c.bytes_read(), c.bytes_written()),
+                (16000 * stands_for, 8000 * stands_for),
+                "{level} {name}: {k} counted executions"
+            );
+        }
+        assert_eq!(
+            row("daxpy").counts.as_ref().unwrap().bytes_read(),
+            16000 * 1000
+        );
+        // Without sampling every execution counts.
+        let (_, p) = s.run_profiled(&exe, &["1000"], "summary=0");
+        let g = p.regions.as_ref().unwrap();
+        let rare = g.rows.iter().find(|r| r.region == "rare").unwrap();
+        assert_eq!((g.sample_period, rare.counted_executions), (1, None));
+        assert_eq!(rare.counts.as_ref().unwrap().bytes_read(), 16000 * 143);
     }
 }

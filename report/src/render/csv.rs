@@ -848,6 +848,8 @@ pub fn regions(r: &Report) -> Table {
                 n(&|c| c.branches),
                 n(&|c| c.calls),
                 n(&|c| c.uncovered_calls),
+                row.counted_executions
+                    .map_or(String::new(), |k| k.to_string()),
             ]
         })
         .collect();
@@ -873,6 +875,7 @@ pub fn regions(r: &Report) -> Table {
             "branches",
             "calls",
             "uncovered_calls",
+            "counted_executions",
         ],
         rows,
     }

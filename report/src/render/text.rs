@@ -1347,6 +1347,18 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             r.gbytes_per_s.map_or("-".into(), |g| format!("{g:.2}"))
         ));
     }
+    if g.sample_period > 1 {
+        let counted: u64 = g.rows.iter().filter_map(|r| r.counted_executions).sum();
+        let all: u64 = g.rows.iter().map(|r| r.executions).sum();
+        out.push_str(&format!(
+            "  sampled (roi_sample={}): after its first {} executions in a thread, a region was counted and timed on one execution in {}; read, written and time are those executions' scaled back ({} of {} executions counted; executions are exact)\n",
+            g.sample_period,
+            g.sample_period,
+            g.sample_period,
+            count(counted),
+            count(all)
+        ));
+    }
     if g.dropped > 0 {
         out.push_str(&format!(
             "  {} markers not filed (more than {MAX_REGIONS} region names, regions nested more than {MAX_DEPTH} deep, or a marker before the runtime knew its thread)\n",

@@ -10,6 +10,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         rows: Vec::new(),
         dropped: 0,
         unmatched_ends: 0,
+        sample_period: 1,
     };
     let mut any = false;
     for (input, i) in m.inputs.iter().enumerate() {
@@ -19,6 +20,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         any = true;
         out.dropped += r.dropped;
         out.unmatched_ends += r.unmatched_ends;
+        out.sample_period = out.sample_period.max(r.sample_period);
         let mut rows: Vec<RegionRow> = r
             .rows
             .iter()
@@ -34,6 +36,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
                     thread: row.thread,
                     executions: row.executions,
                     seconds,
+                    counted_executions: row.counted_executions,
                     gbytes_per_s: row
                         .counts
                         .as_ref()

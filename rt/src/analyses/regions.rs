@@ -37,7 +37,7 @@ fn scratch() -> *mut u64 {
     if !p.is_null() {
         return p;
     }
-    let bytes = roi::MAX_COUNTERS as usize * 8;
+    let bytes = roi::ARRAYS * roi::MAX_COUNTERS as usize * 8;
     let new = crate::mem::map(bytes, true) as *mut u64;
     match SCRATCH.compare_exchange(core::ptr::null_mut(), new, Release, Acquire) {
         Ok(_) => new,
@@ -66,21 +66,60 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Ends with no open region of that name (the note says how many).
 static UNMATCHED_ENDS: AtomicU64 = AtomicU64::new(0);
 
+/// The class an OpenMP team's threads count in (`roi::TEAM`): the class of the last
+/// execution that fetched its counters by class, in whichever thread (the fork follows).
+static TEAM_CLASS: AtomicU32 = AtomicU32::new(roi::EXACT);
+
 /// A thread's counts of one region.
 #[repr(C)]
 struct Cell {
     executions: AtomicU64,
-    ticks: AtomicU64,
+    /// Ticks of the `EXACT` and the `SAMPLED` executions, and how many of each.
+    ticks: [AtomicU64; roi::ARRAYS],
+    counted: [AtomicU64; roi::ARRAYS],
 }
 
-/// A thread's block: its counts, then its stack of open regions (region id, TSC at begin).
+/// Slots of a thread's cache of constant names' ids.
+const LIT_SLOTS: usize = 16;
+
+/// The id of the constant name at `name`: by its address once seen (`intern`: may add it).
+unsafe fn lit_id(s: &mut State, name: *const libc::c_char, intern_it: bool) -> Option<u32> {
+    let key = name as usize;
+    let slot = &mut s.lits[(key >> 3) % LIT_SLOTS];
+    if slot.0 == key && key != 0 {
+        return Some(slot.1);
+    }
+    let id = if intern_it {
+        intern(name_bytes(name))
+    } else {
+        lookup(name_bytes(name))
+    }?;
+    *slot = (key, id);
+    Some(id)
+}
+
+/// An open region: its id, the TSC at its begin (0: not read), its class.
+#[derive(Clone, Copy)]
+struct Open {
+    id: u32,
+    class: u32,
+    t0: u64,
+}
+
+/// A thread's block: its counts, then its stack of open regions.
 #[repr(C)]
 struct State {
     cells: [Cell; MAX_REGIONS],
     /// Open instances of each region in this thread (time is taken at the outermost).
     open: [u32; MAX_REGIONS],
-    stack: [(u32, u64); MAX_DEPTH],
+    /// Begins of each region in this thread, and the countdown to its next sampled one.
+    started: [u64; MAX_REGIONS],
+    countdown: [u32; MAX_REGIONS],
+    stack: [Open; MAX_DEPTH],
     depth: u32,
+    /// Region ids of constant names by address (the pass's take and literal end: a name the
+    /// program cannot rewrite), direct-mapped; address 0: empty.
+    lits: [(usize, u32); LIT_SLOTS],
     /// The thread's region counters of each registered module (null: not yet used; as long
     /// as the module's `table.counters`).
     arrays: [*mut u64; MAX_MODULES],
@@ -109,24 +148,54 @@ pub unsafe extern "C" fn __profcc_roi_register(desc: *const roi::RoiDesc) {
     *d.slot = (m.len() - 1) as u32;
 }
 
-/// The calling thread's counter array for a module (a function that counts for a region
-/// calls it at entry; its clones get the array as their first argument). Never null.
+/// The calling thread's `EXACT` counter array for a module (a function that counts for a
+/// region it cannot sample calls it at entry; its clones get the array as their first
+/// argument). Never null.
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_roi_counters(desc: *const roi::RoiDesc) -> *mut u64 {
+    counters_of(desc, roi::EXACT)
+}
+
+/// The calling thread's counter array of `class` for a module: a sampled region's counted
+/// code fetches it after its begin; an OpenMP outlined function's clone fetches `roi::TEAM`
+/// at entry (the class of the execution that forked it). Never null.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_counters_of(
+    desc: *const roi::RoiDesc,
+    class: u32,
+) -> *mut u64 {
+    let class = if class == roi::TEAM {
+        TEAM_CLASS.load(Relaxed)
+    } else {
+        if TEAM_CLASS.load(Relaxed) != class {
+            TEAM_CLASS.store(class, Relaxed);
+        }
+        class
+    };
+    counters_of(desc, class)
+}
+
+unsafe fn counters_of(desc: *const roi::RoiDesc, class: u32) -> *mut u64 {
     let d = &*desc;
     let slot = *d.slot as usize;
+    let second = if class == roi::SAMPLED {
+        d.counters as usize
+    } else {
+        0
+    };
     let Some(s) = state().filter(|_| slot < MAX_MODULES) else {
-        return scratch();
+        return scratch().add(second.min(roi::MAX_COUNTERS as usize));
     };
     if s.arrays[slot].is_null() {
-        let p = crate::mem::map((d.counters as usize * 8).max(8), true) as *mut u64;
+        let bytes = (roi::ARRAYS * d.counters as usize * 8).max(8);
+        let p = crate::mem::map(bytes, true) as *mut u64;
         if p.is_null() {
-            return scratch();
+            return scratch().add(second.min(roi::MAX_COUNTERS as usize));
         }
         // Published for the dump, which reads other threads' blocks.
         core::ptr::write_volatile(&mut s.arrays[slot], p);
     }
-    s.arrays[slot]
+    s.arrays[slot].add(second)
 }
 
 /// Adds `count` executions of `mix` to `c`.
@@ -147,7 +216,7 @@ fn add_mix(c: &mut schema::Counts, mix: &roi::Mix, count: u64) {
 }
 
 /// Every region's counts in one thread, by region name, from its counter arrays.
-fn thread_counts(s: &State, modules: &[Module]) -> Vec<(String, schema::Counts)> {
+fn thread_counts(s: &State, modules: &[Module], period: u64) -> Vec<(String, schema::Counts)> {
     let mut out: Vec<(String, schema::Counts)> = Vec::new();
     fn at(out: &mut Vec<(String, schema::Counts)>, name: &str) -> usize {
         match out.iter().position(|(n, _)| n == name) {
@@ -164,7 +233,16 @@ fn thread_counts(s: &State, modules: &[Module]) -> Vec<(String, schema::Counts)>
             continue;
         }
         let t = &m.table;
-        let counters = unsafe { core::slice::from_raw_parts(p, t.counters as usize) };
+        let n = t.counters as usize;
+        // EXACT + N x SAMPLED, counter by counter (the flow solution is linear in them).
+        let arrays = unsafe { core::slice::from_raw_parts(p, roi::ARRAYS * n) };
+        let (exact, sampled) = arrays.split_at(n);
+        let counters: Vec<u64> = exact
+            .iter()
+            .zip(sampled)
+            .map(|(&e, &x)| e.wrapping_add(x.wrapping_mul(period)))
+            .collect();
+        let counters = &counters[..];
         for g in &t.graphs {
             let Some(counts) = g.node_counts(counters) else {
                 continue;
@@ -263,47 +341,132 @@ fn state() -> Option<&'static mut State> {
     unsafe { p.as_mut() }
 }
 
-/// `PROFCC_ROI_BEGIN(name)`.
-#[no_mangle]
-pub unsafe extern "C" fn __profcc_roi_begin(name: *const libc::c_char) {
-    let now = crate::clock::tsc();
-    let (Some(s), Some(id)) = (state(), intern(name_bytes(name))) else {
+/// `roi_sample`, read once.
+fn period() -> u64 {
+    crate::options::get().roi_sample.max(1) as u64
+}
+
+/// The class of the next execution of region `id` in this thread that decides for itself:
+/// its first `roi_sample` executions are `EXACT`; after them one in `roi_sample`, from a
+/// random start, is `SAMPLED` and the rest are `PLAIN` (each execution past the first
+/// `roi_sample` is sampled with probability 1/N: the counts scaled by N are unbiased).
+fn decide(s: &mut State, id: usize) -> u32 {
+    let n = period();
+    let k = s.started[id];
+    s.started[id] = k + 1;
+    if n == 1 || k < n {
+        return roi::EXACT;
+    }
+    if k == n {
+        // The random start: the low bits of the TSC.
+        s.countdown[id] = (crate::clock::tsc() % n) as u32 + 1;
+    }
+    s.countdown[id] -= 1;
+    if s.countdown[id] == 0 {
+        s.countdown[id] = n as u32;
+        roi::SAMPLED
+    } else {
+        roi::PLAIN
+    }
+}
+
+/// Opens region `name`; `own`: the execution decides its class (a sampled begin) unless an
+/// open counted region in this thread already did; otherwise it takes the innermost open
+/// region's class (`EXACT` when none is open: code that always counts).
+unsafe fn begin(name: *const libc::c_char, own: bool) -> u32 {
+    let Some(s) = state() else {
         DROPPED.fetch_add(1, Relaxed);
-        return;
+        return roi::PLAIN;
+    };
+    // The take's name is a constant (the pass emits it only for those).
+    let id = if own {
+        lit_id(s, name, true)
+    } else {
+        intern(name_bytes(name))
+    };
+    let Some(id) = id else {
+        DROPPED.fetch_add(1, Relaxed);
+        return roi::PLAIN;
     };
     if s.depth as usize == MAX_DEPTH {
         DROPPED.fetch_add(1, Relaxed);
-        return;
+        return roi::PLAIN;
     }
-    s.stack[s.depth as usize] = (id, now);
+    let outer = (s.depth > 0).then(|| s.stack[s.depth as usize - 1].class);
+    let class = match outer {
+        Some(c) if c != roi::PLAIN || !own => c,
+        _ if own => decide(s, id as usize),
+        _ => roi::EXACT,
+    };
+    let t0 = if class == roi::PLAIN {
+        0
+    } else {
+        crate::clock::tsc()
+    };
+    s.stack[s.depth as usize] = Open { id, class, t0 };
     s.depth += 1;
     s.open[id as usize] += 1;
+    class
+}
+
+/// `PROFCC_ROI_BEGIN(name)`.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_begin(name: *const libc::c_char) {
+    begin(name, false);
+}
+
+/// A sampled region's begin (the pass calls it in place of `__profcc_roi_begin` where it
+/// gave the region a plain copy): the execution's class, `roi::PLAIN` to run the copy.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_begin_take(name: *const libc::c_char) -> u32 {
+    begin(name, true)
 }
 
 /// `PROFCC_ROI_END(name)`: closes the innermost open region of that name (regions opened
 /// inside it and not closed are closed with it).
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_roi_end(name: *const libc::c_char) {
-    let now = crate::clock::tsc();
+    end(name, false)
+}
+
+/// `PROFCC_ROI_END` of a constant name (the pass rewrites those).
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_end_lit(name: *const libc::c_char) {
+    end(name, true)
+}
+
+unsafe fn end(name: *const libc::c_char, literal: bool) {
     let Some(s) = state() else {
         DROPPED.fetch_add(1, Relaxed);
         return;
     };
     // Looked up, not interned: an end with a name never begun takes no slot of the table.
-    let open = lookup(name_bytes(name))
-        .and_then(|id| (0..s.depth as usize).rev().find(|&i| s.stack[i].0 == id));
+    let id = if literal {
+        lit_id(s, name, false)
+    } else {
+        lookup(name_bytes(name))
+    };
+    let open = id.and_then(|id| (0..s.depth as usize).rev().find(|&i| s.stack[i].id == id));
     let Some(at) = open else {
         UNMATCHED_ENDS.fetch_add(1, Relaxed);
         return;
     };
+    let timed = s.stack[at..s.depth as usize]
+        .iter()
+        .any(|o| o.class != roi::PLAIN);
+    let now = if timed { crate::clock::tsc() } else { 0 };
     for i in (at..s.depth as usize).rev() {
-        let (r, t0) = s.stack[i];
-        let c = &s.cells[r as usize];
-        s.open[r as usize] -= 1;
+        let o = s.stack[i];
+        let c = &s.cells[o.id as usize];
+        s.open[o.id as usize] -= 1;
         c.executions.store(c.executions.load(Relaxed) + 1, Relaxed);
-        if s.open[r as usize] == 0 {
-            c.ticks
-                .store(c.ticks.load(Relaxed) + now.wrapping_sub(t0), Relaxed);
+        if o.class == roi::PLAIN {
+            continue;
+        }
+        let k = o.class as usize - 1;
+        c.counted[k].store(c.counted[k].load(Relaxed) + 1, Relaxed);
+        if s.open[o.id as usize] == 0 {
+            c.ticks[k].store(c.ticks[k].load(Relaxed) + now.wrapping_sub(o.t0), Relaxed);
         }
     }
     s.depth = at as u32;
@@ -358,10 +521,11 @@ impl Analysis for RegionsAnalysis {
                 .map(|i| String::from_utf8_lossy(&t.text[i][..t.len[i] as usize]).into_owned())
                 .collect()
         };
+        let n_period = period();
         let mut rows = Vec::new();
         each_state(&REGIONS, |tid, mem| {
             let s = unsafe { &*(mem as *const State) };
-            let mut counts = thread_counts(s, &modules);
+            let mut counts = thread_counts(s, &modules, n_period);
             for (i, name) in names.iter().enumerate() {
                 let c = &s.cells[i];
                 let executions = c.executions.load(Relaxed);
@@ -369,11 +533,14 @@ impl Analysis for RegionsAnalysis {
                 if executions == 0 && mine.is_none() {
                     continue;
                 }
+                let [t1, t2] = [0, 1].map(|k| c.ticks[k].load(Relaxed));
+                let [e1, e2] = [0, 1].map(|k| c.counted[k].load(Relaxed));
                 rows.push(schema::Row {
                     region: name.clone(),
                     thread: tid,
                     executions,
-                    ticks: c.ticks.load(Relaxed),
+                    ticks: t1 + n_period * t2,
+                    counted_executions: (n_period > 1).then_some(e1 + e2),
                     counts: mine.map(|i| counts.swap_remove(i).1),
                 });
             }
@@ -385,6 +552,7 @@ impl Analysis for RegionsAnalysis {
                     thread: tid,
                     executions: 0,
                     ticks: 0,
+                    counted_executions: None,
                     counts: Some(c),
                 });
             }
@@ -395,6 +563,7 @@ impl Analysis for RegionsAnalysis {
             rows,
             dropped: DROPPED.load(Relaxed),
             unmatched_ends: UNMATCHED_ENDS.load(Relaxed),
+            sample_period: n_period,
         });
     }
 }
