@@ -160,8 +160,9 @@ int main(int argc, char **argv) {
     }
     for (long i = 0; i < n; i++) ring[order[i]].next = &ring[order[(i + 1) % n]];
     for (long r = 0; r < reps; r++) {
+      const struct node *start = &ring[order[r % n]];
       PROFCC_ROI_BEGIN("chase");
-      t += (double)chase(&ring[order[r % n]], n);
+      t += (double)chase(start, n);
       PROFCC_ROI_END("chase");
     }
   } else {

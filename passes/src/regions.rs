@@ -72,10 +72,39 @@ fn cstr(s: &str) -> CString {
     CString::new(s).unwrap_or_default()
 }
 
+/// ZRay's markers (its include/zray.h): inline-asm comments `#ZRAY_ROI_BEGIN <group>` and
+/// `#ZRAY_ROI_END <group>`; the region is named `zray_<group>`.
+const ZRAY_BEGIN: &str = "#ZRAY_ROI_BEGIN ";
+const ZRAY_END: &str = "#ZRAY_ROI_END ";
+
+/// A ZRay marker: begins?, region name.
+unsafe fn zray_marker(inst: LLVMValueRef) -> Option<(bool, String)> {
+    let callee = LLVMGetCalledValue(inst);
+    if callee.is_null() || LLVMIsAInlineAsm(callee).is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    let p = llvm_sys::core::LLVMGetInlineAsmAsmString(callee, &mut len);
+    if p.is_null() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len));
+    let text = text.trim();
+    let (begins, group) = if let Some(g) = text.strip_prefix(ZRAY_BEGIN) {
+        (true, g)
+    } else {
+        (false, text.strip_prefix(ZRAY_END)?)
+    };
+    Some((begins, format!("zray_{}", group.trim())))
+}
+
 /// A marker call: begins?, region name.
 unsafe fn marker(inst: LLVMValueRef) -> Option<(bool, String)> {
     if LLVMIsACallInst(inst).is_null() {
         return None;
+    }
+    if let Some(z) = zray_marker(inst) {
+        return Some(z);
     }
     let callee = LLVMGetCalledValue(inst);
     if callee.is_null() || LLVMIsAFunction(callee).is_null() {
@@ -286,7 +315,12 @@ unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> 
             }
             let b = LLVMCreateBuilderInContext(ctx);
             LLVMPositionBuilderBefore(b, call);
-            let mut args = [LLVMGetOperand(call, 0)];
+            let name_arg = if zray_marker(call).is_some() {
+                LLVMBuildGlobalString(b, cstr(&name).as_ptr(), c"profcc.zray".as_ptr())
+            } else {
+                LLVMGetOperand(call, 0)
+            };
+            let mut args = [name_arg];
             first = LLVMBuildCall2(b, begin_ty, f, args.as_mut_ptr(), 1, c"".as_ptr());
             LLVMDisposeBuilder(b);
         }
@@ -882,7 +916,8 @@ impl Pass {
         };
         // Markers (profcc's beside a foreign one included) and the counter array's fetches.
         let fetch = name == names::ROI_COUNTERS || name == names::ROI_COUNTERS_OF;
-        if fetch || MARKERS.iter().any(|m| m.0 == name) || ignored_intrinsic(&name) {
+        let zray = !direct && zray_marker(i).is_some();
+        if fetch || zray || MARKERS.iter().any(|m| m.0 == name) || ignored_intrinsic(&name) {
             return false;
         }
         if direct && LLVMGetIntrinsicID(callee) != 0 {

@@ -88,7 +88,7 @@ fn counts_of(
 /// Bytes read and written per execution of each kernel of kernels.c (n = 1000 doubles): the
 /// kernel's own traffic plus, per execution, the 8-byte loads of the global pointer variables
 /// main passes to it (real loads at every optimisation level: the markers are calls).
-const KERNEL_BYTES: [(&str, u64, u64); 18] = [
+const KERNEL_BYTES: [(&str, u64, u64); 19] = [
     ("init", 8, 8000),
     ("sum", 8000 + 8, 0),
     ("dot", 16000 + 16, 0),
@@ -109,6 +109,8 @@ const KERNEL_BYTES: [(&str, u64, u64); 18] = [
     // One helper, two regions: each gets its own calls' bytes.
     ("helper_small", 800 + 8, 0),
     ("helper_large", 8000 + 8, 0),
+    // ZRay's inline-asm markers.
+    ("zray_7", 400 + 8, 0),
     // The arms of an if, their common tail merged by -O2 (run 3 and 2 times of 5).
     ("arm_a", 800 + 8, 0),
     ("arm_b", 2400 + 8, 0),

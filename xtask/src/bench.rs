@@ -10,7 +10,8 @@
 //! `numa` (the NUMA page check alone and with the sharing checks on the sharing kernels and
 //! two NUMA kernels, `bench/numa.rs`), `alloc` (the allocation path on malloc-heavy kernels,
 //! one and two threads, glibc and jemalloc, with Debian's heaptrack side by side,
-//! `bench/alloc.rs`).
+//! `bench/alloc.rs`), `regions` (the ROI-only build on region kernels and a sqlite3 driver,
+//! every execution counted and at 1% sampling, and its build time, `bench/regions.rs`).
 //!
 //! Prints Markdown tables and writes them to target/bench/results.md.
 
@@ -46,6 +47,7 @@ pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
 mod alloc;
 mod numa;
 mod predict;
+mod regions;
 mod sharing;
 
 pub(crate) struct Sample {
@@ -177,7 +179,9 @@ fn side_by_side(
 }
 
 /// The benchmark's parts, in the order they run.
-const PARTS: &[&str] = &["build", "kernels", "predict", "sharing", "numa", "alloc"];
+const PARTS: &[&str] = &[
+    "build", "kernels", "predict", "sharing", "numa", "alloc", "regions",
+];
 
 pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let mut runs = 5usize;
@@ -246,6 +250,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     if parts.contains(&"alloc") {
         alloc::run(root, &profcc, &work, runs, &mut out)?;
+    }
+    if parts.contains(&"regions") {
+        regions::run(root, &profcc, &work, runs, &mut out)?;
     }
     println!("{out}");
     std::fs::write(work.join("results.md"), &out).map_err(|e| e.to_string())?;
