@@ -23,9 +23,12 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 /// Bumped when the encoding changes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// "No counter", "no mix".
 pub const NONE: u32 = u32::MAX;
+/// An edge counter's flag: the counter is a countable loop's back edge, added its trip count
+/// once per loop entry (its value is the back edge's traversals, not its increments).
+pub const HOISTED: u32 = 1 << 31;
 /// Counters in one module (the pass stops cloning past it).
 pub const MAX_COUNTERS: u32 = 1 << 20;
 
@@ -130,8 +133,14 @@ pub struct Graph {
     /// counter (`NONE`: derived) and the regions its executions count for (an index into
     /// [`Table::contexts`]: the clone's regions and those opened around it in the function).
     pub nodes: Vec<(u32, u32, u32)>,
-    /// `(from, to, counter)`; node 0 is the outside; `counter` `NONE`: a spanning-tree edge.
+    /// `(from, to, counter)`; node 0 is the outside; `counter` `NONE`: a spanning-tree edge;
+    /// with [`HOISTED`] set: a countable loop's back edge, counted at loop entry.
     pub edges: Vec<(u32, u32, u32)>,
+}
+
+/// A counter word's index in the array (`NONE`: none).
+fn index(c: u32) -> Option<usize> {
+    (c != NONE).then_some((c & !HOISTED) as usize)
 }
 
 impl Graph {
@@ -141,7 +150,7 @@ impl Graph {
     /// read can leave an edge unbalanced, never a panic. None: the edges do not determine it.
     pub fn node_counts(&self, counters: &[u64]) -> Option<Vec<u64>> {
         let n = self.nodes.len() + 1;
-        let get = |c: u32| counters.get(c as usize).copied().unwrap_or(0);
+        let get = |c: u32| index(c).and_then(|i| counters.get(i).copied()).unwrap_or(0);
         if self.nodes.iter().all(|&(_, c, _)| c != NONE) {
             return Some(self.nodes.iter().map(|&(_, c, _)| get(c)).collect());
         }
@@ -210,6 +219,43 @@ impl Graph {
                 .map(|(i, &(_, c, _))| if c != NONE { get(c) } else { counts[i + 1] })
                 .collect(),
         )
+    }
+
+    /// The counter increments the instance executed, by node (for its regions; an edge's go
+    /// to its target, or its source when that is the outside): a node counter's value, an
+    /// edge counter's traversals, a hoisted back edge's loop entries (its header's count
+    /// less its traversals). `counts` from [`Graph::node_counts`]. The overhead correction
+    /// factor's counter count (docs/regions.md).
+    pub fn increments(&self, counters: &[u64], counts: &[u64]) -> Vec<u64> {
+        let get = |c: u32| index(c).and_then(|i| counters.get(i).copied()).unwrap_or(0);
+        let count = |node: u32| {
+            (node as usize)
+                .checked_sub(1)
+                .and_then(|i| counts.get(i).copied())
+                .unwrap_or(0)
+        };
+        let mut inc = vec![0u64; self.nodes.len()];
+        for (i, &(_, c, _)) in self.nodes.iter().enumerate() {
+            if c != NONE {
+                inc[i] = get(c);
+            }
+        }
+        for &(a, b, c) in &self.edges {
+            if c == NONE {
+                continue;
+            }
+            let at = if b != 0 { b } else { a };
+            let Some(slot) = (at as usize).checked_sub(1).and_then(|i| inc.get_mut(i)) else {
+                continue;
+            };
+            let n = if c & HOISTED != 0 {
+                count(b).saturating_sub(get(c))
+            } else {
+                get(c)
+            };
+            *slot = slot.wrapping_add(n);
+        }
+        inc
     }
 }
 
@@ -419,5 +465,21 @@ mod tests {
             edges: vec![(0, 1, NONE), (1, 2, NONE), (2, 0, NONE)],
         };
         assert_eq!(g.node_counts(&[7, 5]), Some(vec![5, 7]));
+    }
+
+    /// A hoisted back edge counts its loop's entries, a plain edge counter its traversals, a
+    /// node counter its value; each on its edge's target node.
+    #[test]
+    fn increments_count_loop_entries_for_hoisted_edges() {
+        // 0 -> 1 (entry, counter 0), 1 -> 2, 2 -> 2 (hoisted back edge, counter 1), 2 -> 0.
+        let g = Graph {
+            nodes: vec![(0, NONE, 0), (0, NONE, 0)],
+            edges: vec![(0, 1, 0), (1, 2, NONE), (2, 2, 1 | HOISTED), (2, 0, NONE)],
+        };
+        // 3 entries, 3 x 99 back-edge traversals.
+        let counters = [3u64, 297];
+        let counts = g.node_counts(&counters).unwrap();
+        assert_eq!(counts, vec![3, 300]);
+        assert_eq!(g.increments(&counters, &counts), vec![3, 3]);
     }
 }

@@ -1236,7 +1236,12 @@ impl Pass {
         }
         for (k, at) in sites {
             let c = self.counter();
-            g.edges.push((edges[k].0, edges[k].1, c));
+            let flag = if matches!(at[..], [At::Hoist(_)]) {
+                roi::HOISTED
+            } else {
+                0
+            };
+            g.edges.push((edges[k].0, edges[k].1, c | flag));
             for a in at {
                 match a {
                     At::Before(i, cs) => self.bump(i, cs, c, None),

@@ -785,8 +785,14 @@ pub struct RegionRow {
     /// What the region's code did in this thread (absent: built without region counters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<profcc_schema::regions::Counts>,
-    /// `(bytes_read + bytes_written) / seconds / 1e9`, when both are known (docs/regions.md:
-    /// the time includes the counters' own cost; no correction is applied yet).
+    /// `(bytes_read + bytes_written) / seconds / 1e9`, when both are known: the measured
+    /// time, which includes the counters' own cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s: Option<f64>,
+    /// The overhead correction factor (`Counts::correction_factor`, docs/regions.md
+    /// "Bandwidth") and `gbytes_per_s` times it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction_factor: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gbytes_per_s_corrected: Option<f64>,
 }

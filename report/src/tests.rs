@@ -1195,6 +1195,8 @@ pub(crate) fn sample_report() -> Report {
                     ..Default::default()
                 }),
                 gbytes_per_s: Some(2400.0 / 0.25 / 1e9),
+                correction_factor: Some(1.0),
+                gbytes_per_s_corrected: Some(2400.0 / 0.25 / 1e9),
             }],
             dropped: 0,
             unmatched_ends: 0,

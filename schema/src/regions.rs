@@ -78,6 +78,10 @@ pub struct Counts {
     pub calls: u64,
     /// Calls the counters do not follow (indirect, or out of the instrumented modules).
     pub uncovered_calls: u64,
+    /// Counter increments the region's code executed (the pass's own read-modify-writes),
+    /// for the overhead correction factor.
+    #[serde(default)]
+    pub counter_increments: u64,
 }
 
 impl Counts {
@@ -101,6 +105,23 @@ impl Counts {
     pub fn stores_total(&self) -> u64 {
         self.stores.iter().sum()
     }
+
+    /// Examem's overhead correction factor (docs/regions.md, "Bandwidth"): with I the
+    /// instructions, M the loads and stores and C the counter increments,
+    /// OMAF = M / I, NMAF = (2C + M) / (2C + I), MF = NMAF / OMAF and
+    /// CF = (I + C x MF) / I. The corrected bandwidth is CF x bytes / time. 1 when the region
+    /// executed no instruction or no memory access.
+    pub fn correction_factor(&self) -> f64 {
+        let i = self.instructions as f64;
+        let m = (self.loads_total() + self.stores_total()) as f64;
+        let c = self.counter_increments as f64;
+        if i == 0.0 || m == 0.0 {
+            return 1.0;
+        }
+        let omaf = m / i;
+        let nmaf = (2.0 * c + m) / (2.0 * c + i);
+        (i + c * (nmaf / omaf)) / i
+    }
 }
 
 #[cfg(test)]
@@ -117,5 +138,20 @@ mod tests {
         ] {
             assert!(doc.contains(&want), "docs/regions.md does not say {want:?}");
         }
+    }
+
+    /// The correction factor as docs/regions.md states it, on round figures: I = 100,
+    /// M = 40, C = 10: OMAF 0.4, NMAF 60 / 120 = 0.5, MF 1.25, CF (100 + 12.5) / 100.
+    #[test]
+    fn correction_factor_follows_the_formula() {
+        let c = Counts {
+            instructions: 100,
+            loads: [30, 0, 0, 0],
+            stores: [0, 0, 0, 10],
+            counter_increments: 10,
+            ..Counts::default()
+        };
+        assert!((c.correction_factor() - 1.125).abs() < 1e-12);
+        assert_eq!(Counts::default().correction_factor(), 1.0);
     }
 }

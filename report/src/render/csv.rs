@@ -850,6 +850,11 @@ pub fn regions(r: &Report) -> Table {
                 n(&|c| c.uncovered_calls),
                 row.counted_executions
                     .map_or(String::new(), |k| k.to_string()),
+                n(&|c| c.counter_increments),
+                row.correction_factor
+                    .map_or(String::new(), |f| format!("{f:.6}")),
+                row.gbytes_per_s_corrected
+                    .map_or(String::new(), |g| format!("{g:.3}")),
             ]
         })
         .collect();
@@ -876,6 +881,9 @@ pub fn regions(r: &Report) -> Table {
             "calls",
             "uncovered_calls",
             "counted_executions",
+            "counter_increments",
+            "correction_factor",
+            "gbytes_per_s_corrected",
         ],
         rows,
     }

@@ -1310,7 +1310,7 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
         out.push_str("  none completed\n");
     } else {
         out.push_str(&format!(
-            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n",
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>9}\n",
             if several_inputs { "input " } else { "" },
             "region",
             "thread",
@@ -1319,7 +1319,9 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             "mean",
             "read",
             "written",
-            "GB/s"
+            "GB/s",
+            "CF",
+            "GB/s x CF"
         ));
     }
     let ns = |s: f64| (s * 1e9).max(0.0) as u64;
@@ -1331,7 +1333,7 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             )
         });
         out.push_str(&format!(
-            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n",
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>9}\n",
             if several_inputs {
                 format!("{:<6}", r.input)
             } else {
@@ -1344,7 +1346,11 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             duration(ns(r.seconds) / r.executions.max(1)),
             read,
             written,
-            r.gbytes_per_s.map_or("-".into(), |g| format!("{g:.2}"))
+            r.gbytes_per_s.map_or("-".into(), |g| format!("{g:.2}")),
+            r.correction_factor
+                .map_or("-".into(), |f| format!("{f:.3}")),
+            r.gbytes_per_s_corrected
+                .map_or("-".into(), |g| format!("{g:.2}"))
         ));
     }
     if g.sample_period > 1 {

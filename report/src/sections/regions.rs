@@ -30,6 +30,12 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
                 } else {
                     0.0
                 };
+                let gbytes_per_s = row
+                    .counts
+                    .as_ref()
+                    .filter(|_| seconds > 0.0)
+                    .map(|c| (c.bytes_read() + c.bytes_written()) as f64 / seconds / 1e9);
+                let correction_factor = row.counts.as_ref().map(|c| c.correction_factor());
                 RegionRow {
                     input,
                     region: row.region.clone(),
@@ -37,11 +43,9 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
                     executions: row.executions,
                     seconds,
                     counted_executions: row.counted_executions,
-                    gbytes_per_s: row
-                        .counts
-                        .as_ref()
-                        .filter(|_| seconds > 0.0)
-                        .map(|c| (c.bytes_read() + c.bytes_written()) as f64 / seconds / 1e9),
+                    gbytes_per_s,
+                    correction_factor,
+                    gbytes_per_s_corrected: gbytes_per_s.zip(correction_factor).map(|(g, f)| g * f),
                     counts: row.counts.clone(),
                 }
             })

@@ -247,6 +247,15 @@ fn thread_counts(s: &State, modules: &[Module], period: u64) -> Vec<(String, sch
             let Some(counts) = g.node_counts(counters) else {
                 continue;
             };
+            let increments = g.increments(counters, &counts);
+            for (&(_, _, cx), &k) in g.nodes.iter().zip(&increments) {
+                for &r in t.contexts.get(cx as usize).map_or(&[][..], |v| &v[..]) {
+                    if let (Some(name), true) = (t.names.get(r as usize), k > 0) {
+                        let i = at(&mut out, name);
+                        out[i].1.counter_increments += k;
+                    }
+                }
+            }
             for (&(mix, _, cx), &n) in g.nodes.iter().zip(&counts) {
                 if n == 0 {
                     continue;
@@ -574,7 +583,7 @@ mod tests {
 
     /// Every word of a block's mix lands in one field of the profile's counts, each in a
     /// different one: a field added to `roi::Mix` and not to `schema::Counts` (or to
-    /// `add_mix`) fails here.
+    /// `add_mix`) fails here. `counter_increments` comes from the counters, not a mix.
     #[test]
     fn every_mix_word_reaches_its_own_count() {
         let words: Vec<u32> = (0..roi::MIX_WORDS as u32).map(|i| 1 << i).collect();
@@ -582,7 +591,10 @@ mod tests {
         add_mix(&mut c, &roi::Mix::from_words(&words), 1);
         let json = serde_json::to_value(&c).unwrap();
         let mut values = Vec::new();
-        for v in json.as_object().unwrap().values() {
+        // The one count that is no block's mix: the counters' own increments.
+        let fields = json.as_object().unwrap();
+        assert_eq!(fields["counter_increments"], 0);
+        for (_, v) in fields.iter().filter(|(k, _)| *k != "counter_increments") {
             match v {
                 serde_json::Value::Array(a) => values.extend(a.iter().map(|x| x.as_u64().unwrap())),
                 x => values.push(x.as_u64().unwrap()),
