@@ -135,4 +135,5 @@ STUB uint32_t __profcc_roi_begin_take(const char *name) {
   return PROFCC_ROI_PLAIN;
 }
 STUB void __profcc_roi_end(const char *name) { (void)name; }
+STUB void __profcc_roi_begin_lit(const char *name) { (void)name; }
 STUB void __profcc_roi_end_lit(const char *name) { (void)name; }

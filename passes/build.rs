@@ -44,21 +44,29 @@ fn main() {
     shim(&clang);
 }
 
+/// `clang -O2 -c FLAGS SRC -o OBJ`, or the build fails saying which file.
+fn compile_object(clang: &str, flags: &[&str], src: &str, obj: &std::path::Path) {
+    let status = Command::new(clang)
+        .args(["-O2", "-c"])
+        .args(flags)
+        .arg(src)
+        .arg("-o")
+        .arg(obj)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {clang} ({e})"));
+    assert!(status.success(), "{clang} failed to compile {src}");
+}
+
 /// ../hooks/markers.c, one object per marker family, as libprofcc_markers.a.
 fn marker_archive(clang: &str, out_dir: &std::path::Path) {
     let mut objs = Vec::new();
     for family in ["LIKWID", "CALIPER", "PAPI"] {
         let obj = out_dir.join(format!("profcc_markers_{}.o", family.to_lowercase()));
-        let status = Command::new(clang)
-            .args(["-O2", "-c", "-fPIC", "-g0", &format!("-DFAMILY_{family}")])
-            .arg("../hooks/markers.c")
-            .arg("-o")
-            .arg(&obj)
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run {clang} ({e})"));
-        assert!(
-            status.success(),
-            "{clang} failed to compile ../hooks/markers.c"
+        compile_object(
+            clang,
+            &["-fPIC", "-g0", &format!("-DFAMILY_{family}")],
+            "../hooks/markers.c",
+            &obj,
         );
         objs.push(obj);
     }
@@ -97,17 +105,17 @@ fn shim(clang: &str) {
 /// refers to the hooks' symbols.
 fn stub_archive(clang: &str, out_dir: &std::path::Path) {
     let obj = out_dir.join("profcc_stub.o");
-    let status = Command::new(clang)
-        .args(["-O2", "-c", "-fPIC", "-fno-stack-protector", "-g0"])
-        .args(["-I", "../abi/include"])
-        .arg("../hooks/stub.c")
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {clang} ({e})"));
-    assert!(
-        status.success(),
-        "{clang} failed to compile ../hooks/stub.c"
+    compile_object(
+        clang,
+        &[
+            "-fPIC",
+            "-fno-stack-protector",
+            "-g0",
+            "-I",
+            "../abi/include",
+        ],
+        "../hooks/stub.c",
+        &obj,
     );
     archive(clang, &out_dir.join("libprofcc_stub.a"), &[obj]);
 }

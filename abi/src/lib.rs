@@ -603,8 +603,9 @@ pub mod names {
     /// A sampled region's begin: the marker's work and the execution's class
     /// ([`crate::roi::PLAIN`], `EXACT` or `SAMPLED`; docs/regions.md, "Sampling").
     pub const ROI_BEGIN_TAKE: &str = "__profcc_roi_begin_take";
-    /// `ROI_END` with a constant name (the pass rewrites those): the runtime keys the name by
-    /// its address, as it does the take's.
+    /// `ROI_BEGIN` and `ROI_END` with a constant name (the pass rewrites those): the runtime
+    /// keys the name by its address, as it does the take's.
+    pub const ROI_BEGIN_LIT: &str = "__profcc_roi_begin_lit";
     pub const ROI_END_LIT: &str = "__profcc_roi_end_lit";
     /// The thread's counter array of a class (`crate::roi::TEAM`: the class of the region
     /// whose OpenMP team the thread is running in).

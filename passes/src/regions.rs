@@ -42,12 +42,13 @@ pub enum Placement {
 }
 
 /// Marker functions: (name, begins).
-const MARKERS: [(&str, bool); 10] = [
+const MARKERS: [(&str, bool); 11] = [
     (names::ROI_BEGIN, true),
-    // What the sampling puts in place of `ROI_BEGIN` (`Pass::version`), and what an end of
-    // a constant name becomes (`isolate_markers`).
-    (names::ROI_BEGIN_TAKE, true),
+    // What profcc's markers of a constant name become (`isolate_markers`), and what the
+    // sampling puts in place of the begin (`Pass::version`).
+    (names::ROI_BEGIN_LIT, true),
     (names::ROI_END_LIT, false),
+    (names::ROI_BEGIN_TAKE, true),
     (names::ROI_END, false),
     ("likwid_markerStartRegion", true),
     ("likwid_markerStopRegion", false),
@@ -183,6 +184,42 @@ unsafe fn region_successors(b: LLVMBasicBlockRef) -> Vec<LLVMBasicBlockRef> {
     successors(b)
 }
 
+/// The function `name` of type `ty` in `m`, declared if it is not there yet.
+unsafe fn declare(m: LLVMModuleRef, name: &str, ty: LLVMTypeRef) -> LLVMValueRef {
+    let f = LLVMGetNamedFunction(m, cstr(name).as_ptr());
+    if f.is_null() {
+        LLVMAddFunction(m, cstr(name).as_ptr(), ty)
+    } else {
+        f
+    }
+}
+
+/// The blocks of region `r` begun at block `begin`: those reachable from it (past a sampled
+/// begin, its counted copy only) without passing an end of `r`, in the order found.
+unsafe fn region_blocks(
+    bbs: &[LLVMBasicBlockRef],
+    index: &HashMap<LLVMBasicBlockRef, usize>,
+    begin: usize,
+    r: u32,
+    marks: &[Option<(bool, u32)>],
+) -> Vec<usize> {
+    let mut seen = vec![false; bbs.len()];
+    let mut set = Vec::new();
+    let mut stack: Vec<usize> = region_successors(bbs[begin])
+        .iter()
+        .map(|s| index[s])
+        .collect();
+    while let Some(j) = stack.pop() {
+        if seen[j] || marks[j] == Some((false, r)) {
+            continue;
+        }
+        seen[j] = true;
+        set.push(j);
+        stack.extend(successors(bbs[j]).iter().map(|s| index[s]));
+    }
+    set
+}
+
 /// The callee's name of a direct call ("" otherwise).
 unsafe fn callee_name(call: LLVMValueRef) -> String {
     let c = LLVMGetCalledValue(call);
@@ -292,27 +329,17 @@ unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> 
         }
         let own = callee_name(call);
         let mut first = call;
-        // profcc's end of a constant name: the runtime may key it by address.
-        let end_lit = || {
-            let mut f = LLVMGetNamedFunction(m, cstr(names::ROI_END_LIT).as_ptr());
-            if f.is_null() {
-                f = LLVMAddFunction(m, cstr(names::ROI_END_LIT).as_ptr(), begin_ty);
-            }
-            f
+        // profcc's markers of a constant name become their `_lit` forms (the runtime keys the
+        // name by its address); a foreign marker gets one beside it, for the time.
+        let lit = if begins {
+            names::ROI_BEGIN_LIT
+        } else {
+            names::ROI_END_LIT
         };
-        if own == names::ROI_END {
-            LLVMSetOperand(call, LLVMGetNumOperands(call) as u32 - 1, end_lit());
-        } else if own != names::ROI_BEGIN {
-            // A foreign marker: profcc's own call beside it, for the time.
-            let ours = if begins {
-                names::ROI_BEGIN
-            } else {
-                names::ROI_END_LIT
-            };
-            let mut f = LLVMGetNamedFunction(m, cstr(ours).as_ptr());
-            if f.is_null() {
-                f = LLVMAddFunction(m, cstr(ours).as_ptr(), begin_ty);
-            }
+        let f = declare(m, lit, begin_ty);
+        if own == names::ROI_BEGIN || own == names::ROI_END {
+            LLVMSetOperand(call, LLVMGetNumOperands(call) as u32 - 1, f);
+        } else {
             let b = LLVMCreateBuilderInContext(ctx);
             LLVMPositionBuilderBefore(b, call);
             let name_arg = if zray_marker(call).is_some() {
@@ -640,24 +667,15 @@ impl Pass {
                 preds[index[&s]].push(i);
             }
         }
-        let marks: Vec<Option<(bool, String)>> = bbs.iter().map(|&b| block_marker(b)).collect();
-        let mut sets: Vec<(usize, Vec<usize>)> = Vec::new();
-        for (i, mk) in marks.iter().enumerate() {
-            let Some((true, name)) = mk else { continue };
-            let mut seen = vec![false; bbs.len()];
-            let mut set = Vec::new();
-            let mut stack: Vec<usize> = successors(bbs[i]).iter().map(|s| index[s]).collect();
-            while let Some(j) = stack.pop() {
-                let ends = matches!(&marks[j], Some((false, n)) if n == name);
-                if seen[j] || ends {
-                    continue;
-                }
-                seen[j] = true;
-                set.push(j);
-                stack.extend(successors(bbs[j]).iter().map(|s| index[s]));
-            }
-            sets.push((i, set));
-        }
+        let marks = self.marks(&bbs);
+        let sets: Vec<(usize, Vec<usize>)> = marks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, mk)| match *mk {
+                Some((true, r)) => Some((i, region_blocks(&bbs, &index, i, r, &marks))),
+                _ => None,
+            })
+            .collect();
         let inside: HashSet<usize> = sets.iter().flat_map(|(_, s)| s.iter().copied()).collect();
         let mut taken: HashSet<usize> = HashSet::new();
         let ty_i32 = LLVMInt32TypeInContext(self.ctx);
@@ -696,7 +714,7 @@ impl Pass {
             // The begin call becomes the take; its class picks the copy.
             let mut call = LLVMGetFirstInstruction(bbs[b]);
             while !call.is_null()
-                && (LLVMIsACallInst(call).is_null() || callee_name(call) != names::ROI_BEGIN)
+                && (LLVMIsACallInst(call).is_null() || callee_name(call) != names::ROI_BEGIN_LIT)
             {
                 call = LLVMGetNextInstruction(call);
             }
@@ -739,6 +757,18 @@ impl Pass {
         }
     }
 
+    /// Each block's marker: (begins, region id).
+    unsafe fn marks(&self, bbs: &[LLVMBasicBlockRef]) -> Vec<Option<(bool, u32)>> {
+        bbs.iter()
+            .map(|&b| {
+                block_marker(b).map(|(begins, n)| {
+                    let id = self.table.names.iter().position(|x| *x == n).unwrap_or(0) as u32;
+                    (begins, id)
+                })
+            })
+            .collect()
+    }
+
     /// One function instance: its region blocks, their mixes, its calls redirected, its
     /// counters placed.
     unsafe fn instance(&mut self, f: LLVMValueRef, cx: u32, param: bool, stats: &mut Stats) {
@@ -747,24 +777,11 @@ impl Pass {
             bbs.iter().enumerate().map(|(i, &b)| (b, i)).collect();
         // Regions opened in this function around each block.
         let mut inner: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); bbs.len()];
-        let marks: Vec<Option<(bool, u32)>> = bbs
-            .iter()
-            .map(|&b| {
-                block_marker(b).map(|(begins, n)| {
-                    let id = self.table.names.iter().position(|x| *x == n).unwrap_or(0) as u32;
-                    (begins, id)
-                })
-            })
-            .collect();
+        let marks = self.marks(&bbs);
         for (i, mk) in marks.iter().enumerate() {
             let Some((true, r)) = *mk else { continue };
-            let mut stack: Vec<usize> =
-                region_successors(bbs[i]).iter().map(|s| index[s]).collect();
-            while let Some(j) = stack.pop() {
-                if marks[j] == Some((false, r)) || !inner[j].insert(r) {
-                    continue;
-                }
-                stack.extend(successors(bbs[j]).iter().map(|s| index[s]));
+            for j in region_blocks(&bbs, &index, i, r, &marks) {
+                inner[j].insert(r);
             }
         }
         let base: BTreeSet<u32> = self.table.contexts[cx as usize].iter().copied().collect();
@@ -1359,25 +1376,15 @@ pub unsafe fn instrument(
     }
     let ptr = LLVMPointerTypeInContext(ctx, 0);
     let i32t = LLVMInt32TypeInContext(ctx);
-    let counters_ty = {
-        let mut p = [ptr];
-        LLVMFunctionType(ptr, p.as_mut_ptr(), 1, 0)
-    };
-    let mut counters_fn = LLVMGetNamedFunction(m, cstr(names::ROI_COUNTERS).as_ptr());
-    if counters_fn.is_null() {
-        counters_fn = LLVMAddFunction(m, cstr(names::ROI_COUNTERS).as_ptr(), counters_ty);
-    }
-    // The descriptor's body is set at the end, once the table is known.
-    let declare = |name: &str, ret: LLVMTypeRef, params: &mut [LLVMTypeRef]| {
+    // The runtime's entry points: (function, type).
+    let entry = |name: &str, ret: LLVMTypeRef, params: &mut [LLVMTypeRef]| {
         let ty = LLVMFunctionType(ret, params.as_mut_ptr(), params.len() as u32, 0);
-        let mut f = LLVMGetNamedFunction(m, cstr(name).as_ptr());
-        if f.is_null() {
-            f = LLVMAddFunction(m, cstr(name).as_ptr(), ty);
-        }
-        (f, ty)
+        (declare(m, name, ty), ty)
     };
-    let (counters_of_fn, counters_of_ty) = declare(names::ROI_COUNTERS_OF, ptr, &mut [ptr, i32t]);
-    let (take_fn, take_ty) = declare(names::ROI_BEGIN_TAKE, i32t, &mut [ptr]);
+    let (counters_fn, counters_ty) = entry(names::ROI_COUNTERS, ptr, &mut [ptr]);
+    let (counters_of_fn, counters_of_ty) = entry(names::ROI_COUNTERS_OF, ptr, &mut [ptr, i32t]);
+    let (take_fn, take_ty) = entry(names::ROI_BEGIN_TAKE, i32t, &mut [ptr]);
+    // The descriptor's body is set at the end, once the table is known.
     let mut fields = [i32t, i32t, ptr, i32t, ptr];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
     let desc = LLVMAddGlobal(m, desc_ty, c"__profcc_roi_module".as_ptr());
@@ -1485,10 +1492,7 @@ unsafe fn emit(p: &Pass, desc: LLVMValueRef, desc_ty: LLVMTypeRef) {
     let void = LLVMVoidTypeInContext(ctx);
     let mut params = [ptr];
     let reg_ty = LLVMFunctionType(void, params.as_mut_ptr(), 1, 0);
-    let mut reg = LLVMGetNamedFunction(m, cstr(names::ROI_REGISTER).as_ptr());
-    if reg.is_null() {
-        reg = LLVMAddFunction(m, cstr(names::ROI_REGISTER).as_ptr(), reg_ty);
-    }
+    let reg = declare(m, names::ROI_REGISTER, reg_ty);
     let ctor_ty = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
     let ctor = LLVMAddFunction(m, c"profcc.roi_ctor".as_ptr(), ctor_ty);
     LLVMSetLinkage(ctor, LLVMLinkage::LLVMInternalLinkage);

@@ -759,12 +759,8 @@ pub struct Regions {
     /// Ends with no open region of that name in their thread, summed over inputs.
     pub unmatched_ends: u64,
     /// The largest `roi_sample` of the inputs (1: every execution counted).
-    #[serde(default = "crate::model::one")]
+    #[serde(default = "profcc_schema::regions::default_sample_period")]
     pub sample_period: u64,
-}
-
-pub(crate) fn one() -> u64 {
-    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -31,11 +31,12 @@ pub struct Regions {
     /// `roi_sample`: after its first `sample_period` executions in a thread, a region's code
     /// is counted and timed on one execution in `sample_period`, and those counts and ticks
     /// are multiplied by it (1: every execution; docs/regions.md, "Sampling").
-    #[serde(default = "one")]
+    #[serde(default = "default_sample_period")]
     pub sample_period: u64,
 }
 
-fn one() -> u64 {
+/// A profile without `sample_period` counted every execution.
+pub fn default_sample_period() -> u64 {
     1
 }
 

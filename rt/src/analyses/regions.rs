@@ -74,9 +74,10 @@ static TEAM_CLASS: AtomicU32 = AtomicU32::new(roi::EXACT);
 #[repr(C)]
 struct Cell {
     executions: AtomicU64,
-    /// Ticks of the `EXACT` and the `SAMPLED` executions, and how many of each.
+    /// Ticks of the `EXACT` and of the `SAMPLED` executions (weighed apart at the dump), and
+    /// how many executions were counted.
     ticks: [AtomicU64; roi::ARRAYS],
-    counted: [AtomicU64; roi::ARRAYS],
+    counted: AtomicU64,
 }
 
 /// Slots of a thread's cache of constant names' ids.
@@ -112,8 +113,8 @@ struct State {
     cells: [Cell; MAX_REGIONS],
     /// Open instances of each region in this thread (time is taken at the outermost).
     open: [u32; MAX_REGIONS],
-    /// Begins of each region in this thread, and the countdown to its next sampled one.
-    started: [u64; MAX_REGIONS],
+    /// The countdown to each region's next sampled execution in this thread (0: not
+    /// started).
     countdown: [u32; MAX_REGIONS],
     stack: [Open; MAX_DEPTH],
     depth: u32,
@@ -356,17 +357,17 @@ fn period() -> u64 {
 }
 
 /// The class of the next execution of region `id` in this thread that decides for itself:
-/// its first `roi_sample` executions are `EXACT`; after them one in `roi_sample`, from a
-/// random start, is `SAMPLED` and the rest are `PLAIN` (each execution past the first
-/// `roi_sample` is sampled with probability 1/N: the counts scaled by N are unbiased).
+/// the region's first `roi_sample` executions in the thread are `EXACT`; after them one in
+/// `roi_sample` of those that decide, from a random start, is `SAMPLED` and the rest are
+/// `PLAIN` (each is sampled with probability 1/N: the counts scaled by N are unbiased).
 fn decide(s: &mut State, id: usize) -> u32 {
     let n = period();
-    let k = s.started[id];
-    s.started[id] = k + 1;
+    // Executions begun so far: the completed ones and those still open.
+    let k = s.cells[id].executions.load(Relaxed) + s.open[id] as u64;
     if n == 1 || k < n {
         return roi::EXACT;
     }
-    if k == n {
+    if s.countdown[id] == 0 {
         // The random start: the low bits of the TSC.
         s.countdown[id] = (crate::clock::tsc() % n) as u32 + 1;
     }
@@ -379,16 +380,16 @@ fn decide(s: &mut State, id: usize) -> u32 {
     }
 }
 
-/// Opens region `name`; `own`: the execution decides its class (a sampled begin) unless an
-/// open counted region in this thread already did; otherwise it takes the innermost open
-/// region's class (`EXACT` when none is open: code that always counts).
-unsafe fn begin(name: *const libc::c_char, own: bool) -> u32 {
+/// Opens region `name` (`literal`: a constant, keyed by address); `own`: the execution
+/// decides its class (a sampled begin) unless an open counted region in this thread already
+/// did; otherwise it takes the innermost open region's class (`EXACT` when none is open:
+/// code that always counts).
+unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
     let Some(s) = state() else {
         DROPPED.fetch_add(1, Relaxed);
         return roi::PLAIN;
     };
-    // The take's name is a constant (the pass emits it only for those).
-    let id = if own {
+    let id = if literal {
         lit_id(s, name, true)
     } else {
         intern(name_bytes(name))
@@ -421,14 +422,20 @@ unsafe fn begin(name: *const libc::c_char, own: bool) -> u32 {
 /// `PROFCC_ROI_BEGIN(name)`.
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_roi_begin(name: *const libc::c_char) {
-    begin(name, false);
+    begin(name, false, false);
+}
+
+/// `PROFCC_ROI_BEGIN` of a constant name that always counts (the pass rewrites those).
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_begin_lit(name: *const libc::c_char) {
+    begin(name, true, false);
 }
 
 /// A sampled region's begin (the pass calls it in place of `__profcc_roi_begin` where it
 /// gave the region a plain copy): the execution's class, `roi::PLAIN` to run the copy.
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_roi_begin_take(name: *const libc::c_char) -> u32 {
-    begin(name, true)
+    begin(name, true, true)
 }
 
 /// `PROFCC_ROI_END(name)`: closes the innermost open region of that name (regions opened
@@ -473,7 +480,7 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
             continue;
         }
         let k = o.class as usize - 1;
-        c.counted[k].store(c.counted[k].load(Relaxed) + 1, Relaxed);
+        c.counted.store(c.counted.load(Relaxed) + 1, Relaxed);
         if s.open[o.id as usize] == 0 {
             c.ticks[k].store(c.ticks[k].load(Relaxed) + now.wrapping_sub(o.t0), Relaxed);
         }
@@ -543,13 +550,13 @@ impl Analysis for RegionsAnalysis {
                     continue;
                 }
                 let [t1, t2] = [0, 1].map(|k| c.ticks[k].load(Relaxed));
-                let [e1, e2] = [0, 1].map(|k| c.counted[k].load(Relaxed));
+                let counted = c.counted.load(Relaxed);
                 rows.push(schema::Row {
                     region: name.clone(),
                     thread: tid,
                     executions,
                     ticks: t1 + n_period * t2,
-                    counted_executions: (n_period > 1).then_some(e1 + e2),
+                    counted_executions: (n_period > 1).then_some(counted),
                     counts: mine.map(|i| counts.swap_remove(i).1),
                 });
             }

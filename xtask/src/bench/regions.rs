@@ -20,7 +20,7 @@ const GEOMEAN_SAMPLED: f64 = 1.03;
 const BUILD_TARGET: f64 = 1.2;
 const SAMPLE: &str = "roi_sample=100";
 
-/// (kernel, N, REPS, bytes read and written per execution when analytic).
+/// (kernel, N, REPS, bytes read and written per element when analytic: N elements).
 const KERNELS: &[(&str, u64, u64, Option<(u64, u64)>)] = &[
     ("copy", 2_000_000, 200, Some((8, 8))),
     ("scale", 2_000_000, 200, Some((8, 8))),
@@ -33,15 +33,6 @@ const KERNELS: &[(&str, u64, u64, Option<(u64, u64)>)] = &[
     ("memcpy", 250_000, 4000, Some((8, 8))),
     ("chase", 2_000_000, 3, Some((8, 0))),
 ];
-
-/// Bytes per element of an analytic kernel: `n` elements (transpose: n x n).
-fn elements(name: &str, n: u64) -> u64 {
-    if name == "transpose" {
-        n * n
-    } else {
-        n
-    }
-}
 
 pub fn run(
     root: &Path,
@@ -164,10 +155,9 @@ pub fn run(
         let bytes = per_execution(&profile)?;
         let check = KERNELS
             .get(i)
-            .and_then(|(k, n, _, per)| per.map(|(r, w)| (k, n, r, w)))
-            .map_or(String::new(), |(k, n, r, w)| {
-                let e = elements(k, *n);
-                let ok = bytes.0 == (r * e) as f64 && bytes.1 == (w * e) as f64;
+            .and_then(|(_, n, _, per)| per.map(|(r, w)| (n, r, w)))
+            .map_or(String::new(), |(n, r, w)| {
+                let ok = bytes.0 == (r * n) as f64 && bytes.1 == (w * n) as f64;
                 format!(" ({} analytic)", if ok { "=" } else { "≠" })
             });
         eprintln!(
