@@ -761,6 +761,10 @@ pub struct Regions {
     /// The largest `roi_sample` of the inputs (1: every execution counted).
     #[serde(default = "profcc_schema::regions::default_sample_period")]
     pub sample_period: u64,
+    /// What the perf events could count (the first input that read any; absent:
+    /// `roi_events=0` in every input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<profcc_schema::regions::EventStatus>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -791,4 +795,8 @@ pub struct RegionRow {
     pub correction_factor: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s_corrected: Option<f64>,
+    /// Perf events of the executions that read them (`profcc_schema::regions::EVENTS`
+    /// order; docs/regions.md, "Hardware counters").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<profcc_schema::regions::RowEvents>,
 }

@@ -1197,10 +1197,20 @@ pub(crate) fn sample_report() -> Report {
                 gbytes_per_s: Some(2400.0 / 0.25 / 1e9),
                 correction_factor: Some(1.0),
                 gbytes_per_s_corrected: Some(2400.0 / 0.25 / 1e9),
+                events: Some(profcc_schema::regions::RowEvents {
+                    executions: 1,
+                    values: vec![0, 0, 0, 12],
+                }),
             }],
             dropped: 0,
             unmatched_ends: 0,
             sample_period: 1,
+            events: Some(profcc_schema::regions::EventStatus {
+                mode: "software".into(),
+                why: Some("hardware counters refused (No such file or directory (os error 2)): the machine gives this process no such counters (a virtual machine often has none)".into()),
+                counted: vec!["page_faults".into()],
+                min_us: 100,
+            }),
         }),
         threads: vec![
             Thread {

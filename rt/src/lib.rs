@@ -25,6 +25,7 @@ pub mod counts;
 pub mod fork;
 pub mod mem;
 pub mod options;
+pub mod perf;
 pub mod stack;
 pub mod threads;
 pub mod writer;

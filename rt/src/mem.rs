@@ -92,6 +92,27 @@ pub fn map(len: usize, noreserve: bool) -> *mut u8 {
     }
 }
 
+/// `map(len, false)` with its pages made resident now (`MAP_POPULATE`): touching them later
+/// takes no page fault.
+pub fn map_populated(len: usize) -> *mut u8 {
+    let p = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            0usize,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1i64,
+            0usize,
+        )
+    };
+    if p < 0 && p > -4096 {
+        core::ptr::null_mut()
+    } else {
+        p as *mut u8
+    }
+}
+
 pub fn unmap(p: *mut u8, len: usize) {
     unsafe {
         libc::syscall(libc::SYS_munmap, p as usize, len);

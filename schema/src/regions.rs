@@ -33,6 +33,37 @@ pub struct Regions {
     /// are multiplied by it (1: every execution; docs/regions.md, "Sampling").
     #[serde(default = "default_sample_period")]
     pub sample_period: u64,
+    /// What the perf events of `Row::events` could count (absent: `roi_events=0`, or a
+    /// profile from before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventStatus>,
+}
+
+/// `Row::events` order (rt/src/analyses/regions.rs opens them: instructions retired, L1D
+/// read misses, last-level cache misses, page faults).
+pub const EVENTS: [&str; 4] = [
+    "instructions",
+    "l1d_read_misses",
+    "llc_misses",
+    "page_faults",
+];
+
+/// The perf events read around counted executions (`roi_events`; docs/regions.md,
+/// "Hardware counters").
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct EventStatus {
+    /// "hardware" (the CPU's counters and page faults), "software" (page faults only: the
+    /// machine gives this process no hardware counters), "unavailable" (`perf_event_open`
+    /// refused every event), or "not read" (no execution was long enough).
+    pub mode: String,
+    /// Why hardware counters or all events are missing (the refused call's error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// The events counted, in `EVENTS` order (a subset of it).
+    pub counted: Vec<String>,
+    /// `roi_events`: events are read on a counted execution when the region's counted
+    /// executions so far lasted this many microseconds on average (and on its first).
+    pub min_us: u64,
 }
 
 /// A profile without `sample_period` counted every execution.
@@ -60,6 +91,29 @@ pub struct Row {
     /// counters), derived from the pass's counters and each block's static mix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<Counts>,
+    /// Executions whose perf events were read (weighed as `ticks`: the exact ones, plus
+    /// `sample_period` times the sampled ones) and the events summed over them, in `EVENTS`
+    /// order (0 for an event not counted). Absent: no execution read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<RowEvents>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct RowEvents {
+    pub executions: u64,
+    pub values: Vec<u64>,
+}
+
+impl RowEvents {
+    /// Event `i` over all the row's executions: the mean of those that read it times
+    /// `executions` (the same as the sum when every execution read them).
+    pub fn estimate(&self, i: usize, executions: u64) -> f64 {
+        if self.executions == 0 {
+            return 0.0;
+        }
+        self.values.get(i).copied().unwrap_or(0) as f64 * executions.max(self.executions) as f64
+            / self.executions as f64
+    }
 }
 
 /// A region's dynamic instruction mix in one thread; the by-space arrays are indexed as

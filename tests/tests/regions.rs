@@ -319,3 +319,74 @@ fn sampled_regions_scale_counts_back() {
         assert_eq!(rare.counts.as_ref().unwrap().bytes_read(), 16000 * 143);
     }
 }
+
+/// Perf events around regions (docs/regions.md, "Hardware counters"), in the ROI-only build
+/// at -O0 and -O2: `touch` takes exactly 512 page faults per execution (the software event
+/// every Linux kernel gives: profcc's own counter arrays are resident before the region
+/// touches them) and reads the events on every execution (each lasts far more than
+/// roi_events' 100 µs); `tiny` reads them on its first execution only. Hardware counters are
+/// named as counted or as refused with the kernel's reason; where the machine gives them,
+/// `touch` retired at least one instruction per page. `roi_events=0` reads nothing.
+#[test]
+fn region_perf_events_count_page_faults_exactly() {
+    let s = Scratch::new();
+    let src = fixture("regions/events.c");
+    let src = src.to_str().unwrap();
+    for level in ["-O0", "-O2"] {
+        let exe = format!("events{level}");
+        s.compile_env(
+            &profcc(),
+            &[level, "-g", src, "-o", &exe],
+            &[("PROFCC_INSTRUMENT", "roi")],
+        );
+        let (out, p) = s.run_profiled(&exe, &["3"], "summary=0");
+        assert!(out.status.success());
+        let g = p.regions.as_ref().expect("a regions section");
+        let st = g.events.as_ref().expect("the events' status");
+        assert_eq!(st.min_us, 100);
+        assert!(
+            st.counted.iter().any(|e| e == "page_faults"),
+            "{level}: {st:?}"
+        );
+        match st.mode.as_str() {
+            "hardware" => assert!(st.counted.iter().any(|e| e == "instructions"), "{st:?}"),
+            "software" => assert!(
+                st.why
+                    .as_deref()
+                    .is_some_and(|w| w.starts_with("hardware counters refused")),
+                "{st:?}"
+            ),
+            m => panic!("{level}: mode {m}: {st:?}"),
+        }
+        let row = |name: &str| g.rows.iter().find(|r| r.region == name).unwrap();
+        let pf = profcc_schema::regions::EVENTS
+            .iter()
+            .position(|&e| e == "page_faults")
+            .unwrap();
+        let touch = row("touch").events.as_ref().expect("touch read its events");
+        assert_eq!(touch.executions, 3, "{level}");
+        assert_eq!(touch.values[pf], 3 * 512, "{level}: {touch:?}");
+        if st.mode == "hardware" {
+            assert!(touch.values[0] >= 3 * 512, "{level}: {touch:?}");
+        }
+        let tiny = row("tiny");
+        assert_eq!(tiny.executions, 1000);
+        let te = tiny.events.as_ref().expect("tiny's first execution");
+        assert_eq!((te.executions, te.values[pf]), (1, 0), "{level}");
+        // The report's table: 512 page faults per execution of touch.
+        let text = sh(Command::new(profcc())
+            .args(["report"])
+            .arg(s.path(&format!("{exe}.profile.json"))));
+        let text = String::from_utf8_lossy(&text.stdout);
+        let table = &text[text.find("(per execution)").expect("the events table")..];
+        let line = table
+            .lines()
+            .find(|l| l.trim_start().starts_with("touch"))
+            .unwrap_or_else(|| panic!("no events line for touch:\n{text}"));
+        assert!(line.trim_end().ends_with(" 512"), "{line}");
+        // Off: nothing read, no status.
+        let (_, p) = s.run_profiled(&exe, &["3"], "summary=0:roi_events=0");
+        let g = p.regions.as_ref().unwrap();
+        assert!(g.events.is_none() && g.rows.iter().all(|r| r.events.is_none()));
+    }
+}

@@ -745,6 +745,19 @@ mod tests {
         }
     }
 
+    /// The perf event columns of regions.csv are the schema's events, in order.
+    #[test]
+    fn region_event_columns_are_the_schema_events() {
+        let t = regions(&sample_report());
+        let cols: Vec<&str> =
+            t.header[t.header.len() - profcc_schema::regions::EVENTS.len()..].to_vec();
+        let want: Vec<String> = profcc_schema::regions::EVENTS
+            .iter()
+            .map(|e| format!("event_{e}"))
+            .collect();
+        assert_eq!(cols, want);
+    }
+
     /// The score's miss rate in docs/report.md is the analysis's constant.
     #[test]
     fn docs_state_the_scores_miss_rate() {
@@ -821,13 +834,13 @@ pub fn regions(r: &Report) -> Table {
     let rows = r
         .regions
         .iter()
-        .flat_map(|g| &g.rows)
-        .map(|row| {
+        .flat_map(|g| g.rows.iter().map(move |row| (g, row)))
+        .map(|(g, row)| {
             let c = row.counts.as_ref();
             let n = |f: &dyn Fn(&profcc_schema::regions::Counts) -> u64| {
                 c.map_or(String::new(), |c| f(c).to_string())
             };
-            vec![
+            let mut cells = vec![
                 row.input.to_string(),
                 row.region.clone(),
                 row.thread.to_string(),
@@ -855,7 +868,24 @@ pub fn regions(r: &Report) -> Table {
                     .map_or(String::new(), |f| format!("{f:.6}")),
                 row.gbytes_per_s_corrected
                     .map_or(String::new(), |g| format!("{g:.3}")),
-            ]
+            ];
+            // The perf events, summed over the executions that read them; empty when the
+            // event was not counted.
+            let counted = |i: usize| {
+                g.events.as_ref().is_some_and(|e| {
+                    e.counted
+                        .iter()
+                        .any(|c| c == profcc_schema::regions::EVENTS[i])
+                })
+            };
+            let ev = row.events.as_ref();
+            cells.push(ev.map_or(String::new(), |e| e.executions.to_string()));
+            for i in 0..profcc_schema::regions::EVENTS.len() {
+                cells.push(ev.filter(|_| counted(i)).map_or(String::new(), |e| {
+                    e.values.get(i).copied().unwrap_or(0).to_string()
+                }));
+            }
+            cells
         })
         .collect();
     Table {
@@ -884,6 +914,11 @@ pub fn regions(r: &Report) -> Table {
             "counter_increments",
             "correction_factor",
             "gbytes_per_s_corrected",
+            "event_executions",
+            "event_instructions",
+            "event_l1d_read_misses",
+            "event_llc_misses",
+            "event_page_faults",
         ],
         rows,
     }

@@ -1302,6 +1302,73 @@ fn notes(n: &Notes, out: &mut String) {
 }
 
 /// Regions of interest: one line per region and thread.
+/// The regions' perf events: what could be counted and, per row that read them, each
+/// event's mean per execution that read it.
+fn region_events(
+    g: &crate::model::Regions,
+    e: &profcc_schema::regions::EventStatus,
+    several_inputs: bool,
+    out: &mut String,
+) {
+    use profcc_schema::regions::EVENTS;
+    let what = if e.counted.is_empty() {
+        "none".to_string()
+    } else {
+        e.counted.join(", ")
+    };
+    out.push_str(&format!(
+        "  perf events ({}; roi_events={}: read around a region's first counted execution and those while they last {} us or more on average): {what}\n",
+        e.mode, e.min_us, e.min_us
+    ));
+    if let Some(why) = &e.why {
+        out.push_str(&format!("    {why}\n"));
+    }
+    let rows: Vec<_> = g.rows.iter().filter(|r| r.events.is_some()).collect();
+    if rows.is_empty() || e.counted.is_empty() {
+        return;
+    }
+    out.push_str(&format!(
+        "    {}{:<24} {:>6} {:>10} {:>14} {:>14} {:>14} {:>12}  (per execution)\n",
+        if several_inputs { "input " } else { "" },
+        "region",
+        "thread",
+        "read on",
+        "instructions",
+        "L1D misses",
+        "LLC misses",
+        "page faults"
+    ));
+    for r in rows {
+        let ev = r.events.as_ref().unwrap();
+        let cell = |i: usize| {
+            if !e.counted.iter().any(|c| c == EVENTS[i]) {
+                return "n/a".to_string();
+            }
+            let v = ev.values.get(i).copied().unwrap_or(0) as f64 / ev.executions.max(1) as f64;
+            if v >= 100.0 || v == 0.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+            }
+        };
+        out.push_str(&format!(
+            "    {}{:<24} {:>6} {:>10} {:>14} {:>14} {:>14} {:>12}\n",
+            if several_inputs {
+                format!("{:<6}", r.input)
+            } else {
+                String::new()
+            },
+            r.region,
+            r.thread,
+            crate::fmt::count(ev.executions),
+            cell(0),
+            cell(1),
+            cell(2),
+            cell(3)
+        ));
+    }
+}
+
 fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
     use crate::fmt::{count, duration};
     use profcc_schema::regions::{MAX_DEPTH, MAX_REGIONS};
@@ -1352,6 +1419,9 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             r.gbytes_per_s_corrected
                 .map_or("-".into(), |g| format!("{g:.2}"))
         ));
+    }
+    if let Some(e) = &g.events {
+        region_events(g, e, several_inputs, out);
     }
     if g.sample_period > 1 {
         let counted: u64 = g.rows.iter().filter_map(|r| r.counted_executions).sum();

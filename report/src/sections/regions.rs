@@ -11,6 +11,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         dropped: 0,
         unmatched_ends: 0,
         sample_period: 1,
+        events: None,
     };
     let mut any = false;
     for (input, i) in m.inputs.iter().enumerate() {
@@ -21,6 +22,16 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         out.dropped += r.dropped;
         out.unmatched_ends += r.unmatched_ends;
         out.sample_period = out.sample_period.max(r.sample_period);
+        // The first input whose events were read, else the first that tried.
+        if let Some(e) = &r.events {
+            let better = out
+                .events
+                .as_ref()
+                .map_or(true, |o| o.counted.is_empty() && !e.counted.is_empty());
+            if better {
+                out.events = Some(e.clone());
+            }
+        }
         let mut rows: Vec<RegionRow> = r
             .rows
             .iter()
@@ -47,6 +58,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
                     correction_factor,
                     gbytes_per_s_corrected: gbytes_per_s.zip(correction_factor).map(|(g, f)| g * f),
                     counts: row.counts.clone(),
+                    events: row.events.clone(),
                 }
             })
             .collect();

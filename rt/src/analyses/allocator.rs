@@ -850,31 +850,9 @@ fn events_section(blocks: &[usize]) -> Option<profcc_schema::allocator::Events> 
             });
         }
     }
-    let counted = events::COUNTED.load(Relaxed);
-    let errno = events::REFUSED.load(Relaxed) as i32;
+    let counted = events::STATUS.counted();
     let mode = events::mode_name();
-    let why = (errno != 0 && mode != "hardware").then(|| {
-        let what = if mode == "software" {
-            "hardware counters"
-        } else {
-            "perf_event_open"
-        };
-        let cause = match errno {
-            libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => {
-                "the machine gives this process no such counters (a virtual machine often has none)"
-            }
-            libc::EACCES | libc::EPERM => {
-                "not permitted (kernel.perf_event_paranoid, or a seccomp filter as in containers)"
-            }
-            libc::ENOSYS => "the kernel has no perf events",
-            _ => "",
-        };
-        format!(
-            "{what} refused ({}){}{cause}",
-            std::io::Error::from_raw_os_error(errno),
-            if cause.is_empty() { "" } else { ": " }
-        )
-    });
+    let why = events::STATUS.why();
     Some(profcc_schema::allocator::Events {
         mode: mode.into(),
         why,

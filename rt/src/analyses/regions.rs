@@ -10,6 +10,7 @@
 
 use crate::analysis::{current_state, each_state, Analysis, DumpContext};
 use crate::mem::SpinLock;
+use crate::perf::{Group, Spec, Status};
 use core::sync::atomic::{
     AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
@@ -70,6 +71,17 @@ static UNMATCHED_ENDS: AtomicU64 = AtomicU64::new(0);
 /// execution that fetched its counters by class, in whichever thread (the fork follows).
 static TEAM_CLASS: AtomicU32 = AtomicU32::new(roi::EXACT);
 
+/// `schema::EVENTS` as perf events.
+const NEV: usize = schema::EVENTS.len();
+const SPECS: [Spec; NEV] = [
+    Spec::INSTRUCTIONS,
+    Spec::L1D_READ_MISSES,
+    Spec::CACHE_MISSES,
+    Spec::PAGE_FAULTS,
+];
+/// What this process's groups could count.
+static EVENTS: Status = Status::new();
+
 /// A thread's counts of one region.
 #[repr(C)]
 struct Cell {
@@ -78,6 +90,10 @@ struct Cell {
     /// how many executions were counted.
     ticks: [AtomicU64; roi::ARRAYS],
     counted: AtomicU64,
+    /// Perf events of the counted executions that read them, by class as `ticks`, and how
+    /// many did.
+    events: [[AtomicU64; NEV]; roi::ARRAYS],
+    event_executions: [AtomicU64; roi::ARRAYS],
 }
 
 /// Slots of a thread's cache of constant names' ids.
@@ -99,12 +115,15 @@ unsafe fn lit_id(s: &mut State, name: *const libc::c_char, intern_it: bool) -> O
     Some(id)
 }
 
-/// An open region: its id, the TSC at its begin (0: not read), its class.
+/// An open region: its id, the TSC at its begin (0: not read), its class, and the perf
+/// events at its begin when it reads them.
 #[derive(Clone, Copy)]
 struct Open {
     id: u32,
     class: u32,
     t0: u64,
+    ev: bool,
+    e0: [u64; crate::perf::MAX],
 }
 
 /// A thread's block: its counts, then its stack of open regions.
@@ -124,6 +143,59 @@ struct State {
     /// The thread's region counters of each registered module (null: not yet used; as long
     /// as the module's `table.counters`).
     arrays: [*mut u64; MAX_MODULES],
+    /// The thread's perf event group: `GROUP_UNTRIED`, `GROUP_OPEN` (in `group`) or
+    /// `GROUP_REFUSED`.
+    group_state: u8,
+    group: core::mem::MaybeUninit<Group>,
+}
+
+const GROUP_UNTRIED: u8 = 0;
+const GROUP_OPEN: u8 = 1;
+const GROUP_REFUSED: u8 = 2;
+
+/// The thread's perf event group, opened on first use.
+fn group(s: &mut State) -> Option<Group> {
+    if s.group_state == GROUP_UNTRIED {
+        match Group::open(&SPECS, &EVENTS) {
+            Some(g) => {
+                s.group.write(g);
+                s.group_state = GROUP_OPEN;
+            }
+            None => s.group_state = GROUP_REFUSED,
+        }
+    }
+    (s.group_state == GROUP_OPEN).then(|| unsafe { s.group.assume_init() })
+}
+
+/// Closes the thread's group (its end, or a fork child's: an inherited group counts the
+/// parent's thread).
+fn close_group(s: &mut State) {
+    if s.group_state == GROUP_OPEN {
+        unsafe { s.group.assume_init() }.close();
+    }
+    s.group_state = GROUP_UNTRIED;
+}
+
+/// `roi_events`, read once (0: never).
+fn events_min_us() -> u64 {
+    crate::options::get().roi_events as u64
+}
+
+/// Does this counted execution of region `id` read perf events? Its first does; later ones
+/// while the counted executions' mean time is at least `roi_events` microseconds.
+fn wants_events(s: &State, id: usize) -> bool {
+    let min_us = events_min_us();
+    if min_us == 0 {
+        return false;
+    }
+    let c = &s.cells[id];
+    let counted = c.counted.load(Relaxed);
+    if counted == 0 {
+        return true;
+    }
+    let per_us = crate::clock::early_ticks_per_us();
+    let ticks = c.ticks[0].load(Relaxed) + c.ticks[1].load(Relaxed);
+    ticks / counted >= min_us * per_us
 }
 
 /// A module's constructor: its region table (`profcc_abi::roi::RoiDesc`).
@@ -189,7 +261,13 @@ unsafe fn counters_of(desc: *const roi::RoiDesc, class: u32) -> *mut u64 {
     };
     if s.arrays[slot].is_null() {
         let bytes = (roi::ARRAYS * d.counters as usize * 8).max(8);
-        let p = crate::mem::map(bytes, true) as *mut u64;
+        // Resident from the start (up to `POPULATE_MAX`): the region whose code fetched
+        // them takes no page fault of profcc's in its perf events.
+        let p = if bytes <= POPULATE_MAX {
+            crate::mem::map_populated(bytes)
+        } else {
+            crate::mem::map(bytes, true)
+        } as *mut u64;
         if p.is_null() {
             return scratch().add(second.min(roi::MAX_COUNTERS as usize));
         }
@@ -198,6 +276,9 @@ unsafe fn counters_of(desc: *const roi::RoiDesc, class: u32) -> *mut u64 {
     }
     s.arrays[slot].add(second)
 }
+
+/// Largest counter arrays (bytes) mapped resident.
+const POPULATE_MAX: usize = 1 << 20;
 
 /// Adds `count` executions of `mix` to `c`.
 fn add_mix(c: &mut schema::Counts, mix: &roi::Mix, count: u64) {
@@ -408,12 +489,24 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
         _ if own => decide(s, id as usize),
         _ => roi::EXACT,
     };
+    // Events are read before the TSC (and after it at the end): the time leaves the reads out.
+    let mut e0 = [0; crate::perf::MAX];
+    let ev = class != roi::PLAIN
+        && s.open[id as usize] == 0
+        && wants_events(s, id as usize)
+        && group(s).and_then(|g| g.read()).map(|v| e0 = v).is_some();
     let t0 = if class == roi::PLAIN {
         0
     } else {
         crate::clock::tsc()
     };
-    s.stack[s.depth as usize] = Open { id, class, t0 };
+    s.stack[s.depth as usize] = Open {
+        id,
+        class,
+        t0,
+        ev,
+        e0,
+    };
     s.depth += 1;
     s.open[id as usize] += 1;
     class
@@ -471,6 +564,12 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         .iter()
         .any(|o| o.class != roi::PLAIN);
     let now = if timed { crate::clock::tsc() } else { 0 };
+    let group = if s.stack[at..s.depth as usize].iter().any(|o| o.ev) {
+        group(s)
+    } else {
+        None
+    };
+    let e1 = group.and_then(|g| g.read());
     for i in (at..s.depth as usize).rev() {
         let o = s.stack[i];
         let c = &s.cells[o.id as usize];
@@ -483,6 +582,14 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         c.counted.store(c.counted.load(Relaxed) + 1, Relaxed);
         if s.open[o.id as usize] == 0 {
             c.ticks[k].store(c.ticks[k].load(Relaxed) + now.wrapping_sub(o.t0), Relaxed);
+        }
+        if let (true, Some(g), Some(e1)) = (o.ev, group, e1) {
+            let d = g.between(&o.e0, &e1);
+            for (x, &v) in c.events[k].iter().zip(&d) {
+                x.store(x.load(Relaxed) + v, Relaxed);
+            }
+            let n = &c.event_executions[k];
+            n.store(n.load(Relaxed) + 1, Relaxed);
         }
     }
     s.depth = at as u32;
@@ -519,6 +626,15 @@ impl Analysis for RegionsAnalysis {
             NAMES.force_unlock();
             MODULES.force_unlock();
         }
+        if let Some(s) = state() {
+            close_group(s);
+        }
+    }
+
+    fn thread_exit(&self) {
+        if let Some(s) = state() {
+            close_group(s);
+        }
     }
 
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
@@ -551,6 +667,16 @@ impl Analysis for RegionsAnalysis {
                 }
                 let [t1, t2] = [0, 1].map(|k| c.ticks[k].load(Relaxed));
                 let counted = c.counted.load(Relaxed);
+                let [k1, k2] = [0, 1].map(|k| c.event_executions[k].load(Relaxed));
+                let events = (k1 + k2 > 0).then(|| schema::RowEvents {
+                    executions: k1 + n_period * k2,
+                    values: (0..NEV)
+                        .map(|e| {
+                            let [v1, v2] = [0, 1].map(|k| c.events[k][e].load(Relaxed));
+                            v1 + n_period * v2
+                        })
+                        .collect(),
+                });
                 rows.push(schema::Row {
                     region: name.clone(),
                     thread: tid,
@@ -558,6 +684,7 @@ impl Analysis for RegionsAnalysis {
                     ticks: t1 + n_period * t2,
                     counted_executions: (n_period > 1).then_some(counted),
                     counts: mine.map(|i| counts.swap_remove(i).1),
+                    events,
                 });
             }
             // Regions whose code ran in this thread without a marker of theirs running here
@@ -570,6 +697,7 @@ impl Analysis for RegionsAnalysis {
                     ticks: 0,
                     counted_executions: None,
                     counts: Some(c),
+                    events: None,
                 });
             }
         });
@@ -580,6 +708,20 @@ impl Analysis for RegionsAnalysis {
             dropped: DROPPED.load(Relaxed),
             unmatched_ends: UNMATCHED_ENDS.load(Relaxed),
             sample_period: n_period,
+            events: (events_min_us() > 0).then(|| {
+                let counted = EVENTS.counted();
+                schema::EventStatus {
+                    mode: EVENTS.mode_name("not read").into(),
+                    why: EVENTS.why(),
+                    counted: schema::EVENTS
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| counted & (1 << i) != 0)
+                        .map(|(_, n)| n.to_string())
+                        .collect(),
+                    min_us: events_min_us(),
+                }
+            }),
         });
     }
 }
