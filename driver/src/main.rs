@@ -36,6 +36,7 @@ mod calibrate;
 mod detect;
 mod exec;
 mod layout;
+mod monitor;
 mod plan;
 mod subcommands;
 

@@ -33,6 +33,8 @@ enum Command {
     Calibrate(crate::calibrate::CalibrateArgs),
     #[command(about = crate::detect::ABOUT)]
     DetectAllocator(crate::detect::DetectArgs),
+    #[command(about = crate::monitor::ABOUT)]
+    Monitor(crate::monitor::MonitorArgs),
 }
 
 /// Is `arg` (argv[1]) exactly the name of one of profcc's subcommands?
@@ -70,6 +72,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
         }
         Command::Calibrate(a) => crate::calibrate::run(&a),
         Command::DetectAllocator(a) => crate::detect::run(&a),
+        Command::Monitor(a) => crate::monitor::run(&a),
     }
 }
 

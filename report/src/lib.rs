@@ -86,6 +86,10 @@ pub struct ReportArgs {
     /// Write one CSV file per table into DIR (created if missing) instead of printing the report
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "format"])]
     pub csv: Option<PathBuf>,
+    /// Write the region snapshots (taken with PROFCC_OPTIONS=roi_interval=MS) as a Chrome
+    /// trace to FILE (open it in Perfetto or chrome://tracing) instead of printing the report
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["output", "format", "csv"])]
+    pub trace: Option<PathBuf>,
     /// Do not run the allocator probe for an allocator no shipped description covers (its
     /// size kinds then follow the generic rule)
     #[arg(long)]
@@ -100,6 +104,47 @@ pub struct ReportArgs {
 /// came from (measured now, or kept from an earlier report), or why not.
 pub type LiveProbe =
     fn(&[String], &str) -> Result<(profcc_allocator_probe::Description, String), String>;
+
+/// `--trace FILE`: the inputs' region snapshots as a Chrome trace, written aside and renamed
+/// (an input is never overwritten).
+fn write_trace(file: &std::path::Path, inputs: &[merge::Input], err: &mut dyn Write) -> i32 {
+    let same = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .ok()
+            .is_some_and(|c| Some(c) == std::fs::canonicalize(file).ok())
+    };
+    if inputs.iter().any(|i| same(std::path::Path::new(&i.path))) {
+        let _ = writeln!(
+            err,
+            "profcc report: --trace {}: is one of the profiles read; name another file",
+            file.display()
+        );
+        return 2;
+    }
+    let profiles: Vec<&profcc_schema::Profile> = inputs.iter().map(|i| &i.profile).collect();
+    let Some(trace) = render::trace::build(&profiles) else {
+        let _ = writeln!(
+            err,
+            "profcc report: --trace: no region snapshots in {}: run the program with PROFCC_OPTIONS=roi_interval=100 (milliseconds)",
+            inputs.iter().map(|i| i.path.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        return 1;
+    };
+    let tmp = file.with_file_name(format!(
+        ".{}.{}.tmp",
+        file.file_name()
+            .map_or("trace".into(), |n| n.to_string_lossy()),
+        std::process::id()
+    ));
+    let r = std::fs::write(&tmp, serde_json::to_vec(&trace).expect("JSON into memory"))
+        .and_then(|_| std::fs::rename(&tmp, file));
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        let _ = writeln!(err, "profcc report: --trace {}: {e}", file.display());
+        return 1;
+    }
+    0
+}
 
 /// `profcc report`: returns the process exit code.
 pub fn run(args: &ReportArgs) -> i32 {
@@ -123,6 +168,9 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
                 return 1;
             }
         }
+    }
+    if let Some(file) = &a.trace {
+        return write_trace(file, &inputs, err);
     }
     let report = sections::build(
         &merge::Merged::new(inputs),

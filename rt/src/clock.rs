@@ -46,6 +46,12 @@ fn paired() -> (u64, u64) {
     (best.1, best.2)
 }
 
+/// Nanoseconds of CLOCK_MONOTONIC since `mark_start`.
+pub fn since_start_ns() -> u64 {
+    mark_start();
+    now_ns().saturating_sub(START_NS.load(Relaxed))
+}
+
 /// The calibration's start (an analysis's `init`; later calls change nothing).
 pub fn mark_start() {
     static ONCE: std::sync::Once = std::sync::Once::new();

@@ -524,7 +524,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
 /// Write the profile atomically: a temporary file in the target directory, then rename.
 /// A path that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is
 /// written in place: renaming over it would replace the device with a regular file.
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         return std::fs::OpenOptions::new()
             .write(true)

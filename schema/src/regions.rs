@@ -37,6 +37,62 @@ pub struct Regions {
     /// profile from before them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<EventStatus>,
+    /// `roi_interval` (ms; 0: no snapshots). After `MAX_SNAPSHOTS` the runtime keeps every
+    /// other snapshot and doubles it: this is the interval at the end.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interval_ms: u64,
+    /// Every thread's cumulative counts at each interval, and once more at the dump
+    /// (docs/regions.md, "Snapshots"): `profcc report --trace` makes a Chrome trace of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<Snapshot>,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+/// Snapshots a profile keeps at most (then every other one is dropped).
+pub const MAX_SNAPSHOTS: usize = 2048;
+
+/// The cumulative counts of every region and thread at one moment.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Snapshot {
+    /// Nanoseconds since the runtime started (CLOCK_MONOTONIC).
+    pub ns: u64,
+    pub rows: Vec<SnapRow>,
+}
+
+/// One region in one thread, cumulative since the start: executions completed, TSC ticks
+/// inside it (the executions still open included, up to the snapshot), and what its code
+/// did (scaled as the dump's are under sampling). A countable loop counts its iterations
+/// at its entry, and an execution in progress may leave a few blocks' counts for the next
+/// snapshot: a snapshot's bytes are exact only between executions.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct SnapRow {
+    pub region: String,
+    pub thread: u32,
+    pub executions: u64,
+    pub ticks: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub instructions: u64,
+}
+
+/// What a running program publishes for `profcc monitor` (`/dev/shm/profcc-roi-PID.json`,
+/// replaced whole at each `roi_interval`).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Live {
+    pub pid: u32,
+    pub exe: String,
+    /// TSC ticks per second so far.
+    pub tsc_hz: f64,
+    pub interval_ms: u64,
+    pub snapshot: Snapshot,
+}
+
+/// Where process `pid` publishes its `Live` counts.
+pub fn live_path(pid: u32) -> String {
+    format!("/dev/shm/profcc-roi-{pid}.json")
 }
 
 /// `Row::events` order (rt/src/analyses/regions.rs opens them: instructions retired, L1D

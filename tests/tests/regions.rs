@@ -390,3 +390,157 @@ fn region_perf_events_count_page_faults_exactly() {
         assert!(g.events.is_none() && g.rows.iter().all(|r| r.events.is_none()));
     }
 }
+
+/// Region snapshots (docs/regions.md, "Snapshots"): with `roi_interval=20` the profile keeps
+/// a snapshot per interval and one at the dump; every cumulative count only grows, and the
+/// last snapshot is exactly the profile's rows. `profcc report --trace` turns them into a
+/// Chrome trace whose slices' bytes add up to each thread's total; it refuses to write over
+/// a profile it reads. While the program runs, it publishes its counts for `profcc monitor
+/// PID`, which prints both threads' triad bandwidth; the published file is gone at exit.
+#[test]
+fn region_snapshots_make_a_trace_and_feed_the_monitor() {
+    let s = Scratch::new();
+    let src = fixture("regions/live.c");
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-pthread", src.to_str().unwrap(), "-o", "live"],
+        &[("PROFCC_INSTRUMENT", "roi")],
+    );
+    let reps: u64 = 3000;
+    let per_exec_read = 2 * 8 * (1 << 18);
+    let (out, p) = s.run_profiled("live", &[&reps.to_string()], "summary=0:roi_interval=20");
+    assert!(out.status.success());
+    let g = p.regions.as_ref().unwrap();
+    assert_eq!(g.interval_ms, 20);
+    assert!(g.snapshots.len() >= 2, "{} snapshots", g.snapshots.len());
+    for w in g.snapshots.windows(2) {
+        assert!(w[0].ns < w[1].ns);
+        for r in &w[1].rows {
+            if let Some(b) = w[0]
+                .rows
+                .iter()
+                .find(|b| (&b.region, b.thread) == (&r.region, r.thread))
+            {
+                assert!(
+                    b.executions <= r.executions
+                        && b.bytes_read <= r.bytes_read
+                        && b.ticks <= r.ticks,
+                    "{b:?} then {r:?}"
+                );
+            }
+        }
+    }
+    let last = g.snapshots.last().unwrap();
+    for t in [0, 1] {
+        let row = g
+            .rows
+            .iter()
+            .find(|r| r.region == "triad" && r.thread == t)
+            .unwrap();
+        let c = row.counts.as_ref().unwrap();
+        assert_eq!(c.bytes_read(), reps * per_exec_read);
+        let snap = last
+            .rows
+            .iter()
+            .find(|r| r.region == "triad" && r.thread == t)
+            .unwrap();
+        assert_eq!(
+            (
+                snap.executions,
+                snap.ticks,
+                snap.bytes_read,
+                snap.bytes_written,
+                snap.instructions
+            ),
+            (
+                row.executions,
+                row.ticks,
+                c.bytes_read(),
+                c.bytes_written(),
+                c.instructions
+            )
+        );
+    }
+    assert!(!std::path::Path::new(&profcc_schema::regions::live_path(p.pid)).exists());
+
+    // The Chrome trace.
+    let profile = s.path("live.profile.json");
+    let trace = s.path("live.trace.json");
+    let o = sh(Command::new(profcc())
+        .arg("report")
+        .arg(&profile)
+        .arg("--trace")
+        .arg(&trace));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "M" && e["name"] == "process_name"));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "C" && e["name"] == "triad GB/s (thread 1)"));
+    for tid in [0, 1] {
+        let read: u64 = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == "triad" && e["tid"] == tid)
+            .map(|e| e["args"]["bytes_read"].as_u64().unwrap())
+            .sum();
+        assert_eq!(read, reps * per_exec_read, "thread {tid}");
+    }
+    let before = std::fs::read(&profile).unwrap();
+    let o = Command::new(profcc())
+        .arg("report")
+        .arg(&profile)
+        .arg("--trace")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is one of the profiles read"));
+    assert_eq!(std::fs::read(&profile).unwrap(), before);
+
+    // The monitor, while the program runs.
+    let ready = s.path("ready");
+    let mut child = Command::new(s.path("live"))
+        .current_dir(s.path(""))
+        .args(["20000", ready.to_str().unwrap()])
+        .env("PROFCC_OPTIONS", "summary=0:write=0:roi_interval=50")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    while !ready.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The first snapshot is published an interval after the start.
+    while !std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let m = sh(Command::new(profcc()).args([
+        "monitor",
+        &pid.to_string(),
+        "--interval",
+        "0.2",
+        "--count",
+        "1",
+    ]));
+    let text = String::from_utf8_lossy(&m.stdout);
+    for t in [0, 1] {
+        let line = text
+            .lines()
+            .find(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.first() == Some(&"triad") && w.get(1) == Some(&t.to_string().as_str())
+            })
+            .unwrap_or_else(|| panic!("no triad line for thread {t}:\n{text}"));
+        let read_gbs: f64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+        assert!(read_gbs > 0.0, "{line}");
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(!std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists());
+}

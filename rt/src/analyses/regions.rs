@@ -19,6 +19,8 @@ use profcc_abi::roi;
 use profcc_schema::regions as schema;
 use schema::{MAX_DEPTH, MAX_REGIONS, NAME_MAX};
 
+mod live;
+
 /// Modules with region counters a process can register (more: their counts are dropped).
 const MAX_MODULES: usize = 64;
 
@@ -297,8 +299,15 @@ fn add_mix(c: &mut schema::Counts, mix: &roi::Mix, count: u64) {
     c.uncovered_calls += count * mix.uncovered_calls as u64;
 }
 
-/// Every region's counts in one thread, by region name, from its counter arrays.
-fn thread_counts(s: &State, modules: &[Module], period: u64) -> Vec<(String, schema::Counts)> {
+/// Every region's counts in one thread, by region name, from its counter arrays. `live`: the
+/// thread may be inside a region (a snapshot): a block count the unbalanced flow wrapped
+/// below zero is taken as 0.
+fn thread_counts(
+    s: &State,
+    modules: &[Module],
+    period: u64,
+    live: bool,
+) -> Vec<(String, schema::Counts)> {
     let mut out: Vec<(String, schema::Counts)> = Vec::new();
     fn at(out: &mut Vec<(String, schema::Counts)>, name: &str) -> usize {
         match out.iter().position(|(n, _)| n == name) {
@@ -339,7 +348,7 @@ fn thread_counts(s: &State, modules: &[Module], period: u64) -> Vec<(String, sch
                 }
             }
             for (&(mix, _, cx), &n) in g.nodes.iter().zip(&counts) {
-                if n == 0 {
+                if n == 0 || (live && n > 1 << 62) {
                     continue;
                 }
                 let (Some(mix), Some(regions)) =
@@ -595,6 +604,81 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
     s.depth = at as u32;
 }
 
+/// Every thread's cumulative counts now (`roi_interval`; docs/regions.md, "Snapshots"),
+/// read while the threads run: an execution in progress adds its time so far.
+fn snapshot(ns: u64) -> schema::Snapshot {
+    let n = COUNT.load(Acquire) as usize;
+    let names: Vec<String> = {
+        let t = NAMES.data_ptr() as *const Names;
+        // Entries below `COUNT` never change.
+        (0..n)
+            .map(|i| unsafe {
+                let len = core::ptr::addr_of!((*t).len[i]).read() as usize;
+                let text = &*core::ptr::addr_of!((*t).text[i]);
+                String::from_utf8_lossy(&text[..len]).into_owned()
+            })
+            .collect()
+    };
+    let period = period();
+    let modules = MODULES.lock();
+    let now = crate::clock::tsc();
+    let mut rows = Vec::new();
+    each_state(&REGIONS, |tid, mem| {
+        let s = unsafe { &*(mem as *const State) };
+        let counts = thread_counts(s, &modules, period, true);
+        // The open counted executions' time so far (the outermost instance of each).
+        let depth = unsafe { core::ptr::read_volatile(&s.depth) as usize }.min(MAX_DEPTH);
+        let mut open: Vec<(u32, u64)> = Vec::new();
+        for i in 0..depth {
+            let o = unsafe { core::ptr::read_volatile(&s.stack[i]) };
+            if o.class == roi::PLAIN || o.t0 == 0 || open.iter().any(|x| x.0 == o.id) {
+                continue;
+            }
+            let w = if o.class == roi::SAMPLED { period } else { 1 };
+            open.push((o.id, now.saturating_sub(o.t0) * w));
+        }
+        for (i, name) in names.iter().enumerate() {
+            let c = &s.cells[i];
+            let executions = c.executions.load(Relaxed);
+            let mine = counts.iter().find(|(n, _)| n == name).map(|x| &x.1);
+            let running = open.iter().find(|x| x.0 == i as u32).map_or(0, |x| x.1);
+            if executions == 0 && mine.is_none() && running == 0 {
+                continue;
+            }
+            let [t1, t2] = [0, 1].map(|k| c.ticks[k].load(Relaxed));
+            rows.push(snap_row(
+                name,
+                tid,
+                executions,
+                t1 + period * t2 + running,
+                mine,
+            ));
+        }
+        for (name, c) in counts.iter().filter(|(n, _)| !names.contains(n)) {
+            rows.push(snap_row(name, tid, 0, 0, Some(c)));
+        }
+    });
+    schema::Snapshot { ns, rows }
+}
+
+fn snap_row(
+    name: &str,
+    thread: u32,
+    executions: u64,
+    ticks: u64,
+    c: Option<&schema::Counts>,
+) -> schema::SnapRow {
+    schema::SnapRow {
+        region: name.into(),
+        thread,
+        executions,
+        ticks,
+        bytes_read: c.map_or(0, |c| c.bytes_read()),
+        bytes_written: c.map_or(0, |c| c.bytes_written()),
+        instructions: c.map_or(0, |c| c.instructions),
+    }
+}
+
 pub struct RegionsAnalysis;
 pub static REGIONS: RegionsAnalysis = RegionsAnalysis;
 
@@ -609,9 +693,11 @@ impl Analysis for RegionsAnalysis {
 
     fn init(&self) {
         crate::clock::mark_start();
+        live::start();
     }
 
     fn fork_prepare(&self) {
+        live::fork_prepare();
         core::mem::forget(NAMES.lock());
         core::mem::forget(MODULES.lock());
     }
@@ -620,12 +706,14 @@ impl Analysis for RegionsAnalysis {
             NAMES.force_unlock();
             MODULES.force_unlock();
         }
+        live::fork_parent();
     }
     fn fork_child(&self) {
         unsafe {
             NAMES.force_unlock();
             MODULES.force_unlock();
         }
+        live::fork_child();
         if let Some(s) = state() {
             close_group(s);
         }
@@ -638,6 +726,8 @@ impl Analysis for RegionsAnalysis {
     }
 
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
+        // The last snapshot first: the counts below are the same moment's or later.
+        let (interval_ms, snapshots) = live::finish();
         let n = COUNT.load(Relaxed) as usize;
         let modules = MODULES.lock();
         if n == 0
@@ -657,7 +747,7 @@ impl Analysis for RegionsAnalysis {
         let mut rows = Vec::new();
         each_state(&REGIONS, |tid, mem| {
             let s = unsafe { &*(mem as *const State) };
-            let mut counts = thread_counts(s, &modules, n_period);
+            let mut counts = thread_counts(s, &modules, n_period, false);
             for (i, name) in names.iter().enumerate() {
                 let c = &s.cells[i];
                 let executions = c.executions.load(Relaxed);
@@ -708,6 +798,8 @@ impl Analysis for RegionsAnalysis {
             dropped: DROPPED.load(Relaxed),
             unmatched_ends: UNMATCHED_ENDS.load(Relaxed),
             sample_period: n_period,
+            interval_ms,
+            snapshots,
             events: (events_min_us() > 0).then(|| {
                 let counted = EVENTS.counted();
                 schema::EventStatus {
