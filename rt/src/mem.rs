@@ -72,36 +72,24 @@ impl<T> Drop for SpinGuard<'_, T> {
 
 /// Map `len` bytes of zeroed anonymous memory; null on failure.
 pub fn map(len: usize, noreserve: bool) -> *mut u8 {
-    let flags =
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | if noreserve { libc::MAP_NORESERVE } else { 0 };
-    let p = unsafe {
-        libc::syscall(
-            libc::SYS_mmap,
-            0usize,
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            flags,
-            -1i64,
-            0usize,
-        )
-    };
-    if p < 0 && p > -4096 {
-        core::ptr::null_mut()
-    } else {
-        p as *mut u8
-    }
+    map_flags(len, if noreserve { libc::MAP_NORESERVE } else { 0 })
 }
 
 /// `map(len, false)` with its pages made resident now (`MAP_POPULATE`): touching them later
 /// takes no page fault.
 pub fn map_populated(len: usize) -> *mut u8 {
+    map_flags(len, libc::MAP_POPULATE)
+}
+
+/// Private anonymous read-write memory with `flags` added (null: refused).
+fn map_flags(len: usize, flags: i32) -> *mut u8 {
     let p = unsafe {
         libc::syscall(
             libc::SYS_mmap,
             0usize,
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
             -1i64,
             0usize,
         )

@@ -133,9 +133,15 @@ impl Status {
         }
     }
 
-    /// Bit i: event i was counted.
-    pub fn counted(&self) -> u32 {
-        self.counted.load(Relaxed)
+    /// The names of the events some group counted (`names[i]` is event i's).
+    pub fn counted_names(&self, names: &[&str]) -> Vec<String> {
+        let counted = self.counted.load(Relaxed);
+        names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| counted & (1 << i) != 0)
+            .map(|(_, n)| n.to_string())
+            .collect()
     }
 
     /// Why hardware counters, or all events, are missing: the refused call's error and what

@@ -1327,17 +1327,31 @@ fn region_events(
     if rows.is_empty() || e.counted.is_empty() {
         return;
     }
-    out.push_str(&format!(
-        "    {}{:<24} {:>6} {:>10} {:>14} {:>14} {:>14} {:>12}  (per execution)\n",
-        if several_inputs { "input " } else { "" },
+    let line = |input: String, cells: [String; 7]| {
+        let [region, thread, read, i, l1, llc, pf] = cells;
+        format!(
+            "    {input}{region:<24} {thread:>6} {read:>10} {i:>14} {l1:>14} {llc:>14} {pf:>12}"
+        )
+    };
+    let head = [
         "region",
         "thread",
         "read on",
         "instructions",
         "L1D misses",
         "LLC misses",
-        "page faults"
+        "page faults",
+    ]
+    .map(String::from);
+    out.push_str(&line(
+        if several_inputs {
+            "input ".into()
+        } else {
+            String::new()
+        },
+        head,
     ));
+    out.push_str("  (per execution)\n");
     for r in rows {
         let ev = r.events.as_ref().unwrap();
         let cell = |i: usize| {
@@ -1351,21 +1365,24 @@ fn region_events(
                 format!("{v:.2}")
             }
         };
-        out.push_str(&format!(
-            "    {}{:<24} {:>6} {:>10} {:>14} {:>14} {:>14} {:>12}\n",
-            if several_inputs {
-                format!("{:<6}", r.input)
-            } else {
-                String::new()
-            },
-            r.region,
-            r.thread,
-            crate::fmt::count(ev.executions),
-            cell(0),
-            cell(1),
-            cell(2),
-            cell(3)
+        let input = if several_inputs {
+            format!("{:<6}", r.input)
+        } else {
+            String::new()
+        };
+        out.push_str(&line(
+            input,
+            [
+                r.region.clone(),
+                r.thread.to_string(),
+                crate::fmt::count(ev.executions),
+                cell(0),
+                cell(1),
+                cell(2),
+                cell(3),
+            ],
         ));
+        out.push('\n');
     }
 }
 

@@ -850,19 +850,13 @@ fn events_section(blocks: &[usize]) -> Option<profcc_schema::allocator::Events> 
             });
         }
     }
-    let counted = events::STATUS.counted();
     let mode = events::mode_name();
     let why = events::STATUS.why();
     Some(profcc_schema::allocator::Events {
         mode: mode.into(),
         why,
         period: period as u64,
-        counted: events::EVENTS
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| counted & (1 << i) != 0)
-            .map(|(_, n)| n.to_string())
-            .collect(),
+        counted: events::STATUS.counted_names(&events::EVENTS),
         cells,
     })
 }

@@ -800,19 +800,11 @@ impl Analysis for RegionsAnalysis {
             sample_period: n_period,
             interval_ms,
             snapshots,
-            events: (events_min_us() > 0).then(|| {
-                let counted = EVENTS.counted();
-                schema::EventStatus {
-                    mode: EVENTS.mode_name("not read").into(),
-                    why: EVENTS.why(),
-                    counted: schema::EVENTS
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| counted & (1 << i) != 0)
-                        .map(|(_, n)| n.to_string())
-                        .collect(),
-                    min_us: events_min_us(),
-                }
+            events: (events_min_us() > 0).then(|| schema::EventStatus {
+                mode: EVENTS.mode_name("not read").into(),
+                why: EVENTS.why(),
+                counted: EVENTS.counted_names(&schema::EVENTS),
+                min_us: events_min_us(),
             }),
         });
     }
