@@ -14,7 +14,10 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/SSAUpdater.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
@@ -256,5 +259,103 @@ LLVMValueRef profcc_expand_trips(LLVMValueRef f, LLVMBasicBlockRef header,
   exp.clear();
   *pre_out = wrap_bb(pre);
   return wrap_v(v);
+}
+
+// Keeps the region counters of loops that make no call in registers: each counter the pass
+// bumped in such a loop (a load and a store tagged with metadata `kind`, through one GEP of
+// a counters array and a constant index) is loaded once in the loop's preheader, carried
+// through the loop in SSA values (phis placed by SSAUpdater) and stored on each exit. A
+// loop with a call (other than an intrinsic) keeps its counters in memory: the callee may
+// bump the same counter (recursion through a clone). Nested call-free loops are handled
+// with their outermost call-free loop. Returns how many counters were promoted.
+size_t profcc_promote_counters(LLVMValueRef f, unsigned kind) {
+  Function &func = *fn(f);
+  DominatorTree dt(func);
+  LoopInfo li(dt);
+  size_t promoted = 0;
+  SmallVector<Loop *, 8> work(li.begin(), li.end());
+  while (!work.empty()) {
+    Loop *l = work.pop_back_val();
+    bool calls = false;
+    for (BasicBlock *b : l->blocks())
+      for (Instruction &i : *b)
+        if (auto *cb = dyn_cast<CallBase>(&i)) {
+          Function *callee = cb->getCalledFunction();
+          if (!callee || !callee->isIntrinsic() || isa<CallBrInst>(cb))
+            calls = true;
+        }
+    if (calls) {
+      for (Loop *sub : l->getSubLoops())
+        work.push_back(sub);
+      continue;
+    }
+    simplifyLoop(l, &dt, &li, nullptr, nullptr, nullptr, false);
+    BasicBlock *pre = l->getLoopPreheader();
+    if (!pre || !l->hasDedicatedExits())
+      continue;
+    // The bumps, by (array, index): their loads and stores.
+    struct Bump {
+      LoadInst *ld;
+      StoreInst *st;
+    };
+    MapVector<std::pair<Value *, uint64_t>, SmallVector<Bump, 4>> groups;
+    for (BasicBlock *b : l->blocks())
+      for (Instruction &i : *b) {
+        auto *st = dyn_cast<StoreInst>(&i);
+        if (!st || !st->getMetadata(kind))
+          continue;
+        auto *gep = dyn_cast<GetElementPtrInst>(st->getPointerOperand());
+        auto *add = dyn_cast<BinaryOperator>(st->getValueOperand());
+        if (!gep || gep->getNumIndices() != 1 || !add)
+          continue;
+        auto *ld = dyn_cast<LoadInst>(add->getOperand(0));
+        auto *idx = dyn_cast<ConstantInt>(gep->getOperand(1));
+        if (!ld || !idx || ld->getPointerOperand() != gep || !ld->getMetadata(kind) ||
+            ld->getParent() != b)
+          continue;
+        groups[{gep->getPointerOperand(), idx->getZExtValue()}].push_back({ld, st});
+      }
+    SmallVector<BasicBlock *, 4> exits;
+    l->getUniqueExitBlocks(exits);
+    for (auto &[key, bumps] : groups) {
+      Value *base = key.first;
+      auto *inst = dyn_cast<Instruction>(base);
+      if (inst && !dt.dominates(inst, pre->getTerminator()))
+        continue;
+      SmallPtrSet<BasicBlock *, 8> seen;
+      bool twice = false;
+      for (auto &bp : bumps)
+        twice |= !seen.insert(bp.st->getParent()).second;
+      if (twice)
+        continue;
+      Type *i64 = bumps[0].ld->getType();
+      IRBuilder<> b(pre->getTerminator());
+      Value *p0 = b.CreateInBoundsGEP(i64, base, b.getInt64(key.second));
+      Value *v0 = b.CreateLoad(i64, p0);
+      SSAUpdater ssa;
+      ssa.Initialize(i64, "profcc.counter");
+      ssa.AddAvailableValue(pre, v0);
+      for (auto &bp : bumps)
+        ssa.AddAvailableValue(bp.st->getParent(), bp.st->getValueOperand());
+      for (auto &bp : bumps) {
+        Value *in = ssa.GetValueInMiddleOfBlock(bp.ld->getParent());
+        bp.ld->replaceAllUsesWith(in);
+      }
+      for (BasicBlock *e : exits) {
+        Value *out = ssa.GetValueInMiddleOfBlock(e);
+        IRBuilder<> eb(&*e->getFirstInsertionPt());
+        eb.CreateStore(out, eb.CreateInBoundsGEP(i64, base, eb.getInt64(key.second)));
+      }
+      for (auto &bp : bumps) {
+        Value *gep = bp.st->getPointerOperand();
+        bp.st->eraseFromParent();
+        bp.ld->eraseFromParent();
+        if (auto *g = dyn_cast<Instruction>(gep); g && g->use_empty())
+          g->eraseFromParent();
+      }
+      promoted++;
+    }
+  }
+  return promoted;
 }
 }

@@ -471,6 +471,10 @@ struct Pass {
     counters_of_ty: LLVMTypeRef,
     take_fn: LLVMValueRef,
     take_ty: LLVMTypeRef,
+    /// Functions with counter bumps (their call-free loops get the counters in registers).
+    bumped: std::cell::RefCell<Vec<LLVMValueRef>>,
+    /// Metadata kind of a bump's load and store (`profcc.counter`).
+    counter_kind: u32,
 }
 
 impl Pass {
@@ -616,8 +620,17 @@ impl Pass {
             None => LLVMConstInt(i64t, 1, 0),
         };
         let new = LLVMBuildAdd(b, old, by, c"".as_ptr());
-        LLVMBuildStore(b, new, p);
+        let st = LLVMBuildStore(b, new, p);
         LLVMDisposeBuilder(b);
+        let tag = LLVMMDNodeInContext2(self.ctx, std::ptr::null_mut(), 0);
+        let tag = LLVMMetadataAsValue(self.ctx, tag);
+        LLVMSetMetadata(old, self.counter_kind, tag);
+        LLVMSetMetadata(st, self.counter_kind, tag);
+        let f = LLVMGetBasicBlockParent(LLVMGetInstructionParent(at));
+        let mut bumped = self.bumped.borrow_mut();
+        if bumped.last() != Some(&f) && !bumped.contains(&f) {
+            bumped.push(f);
+        }
     }
 
     /// The clone of `f` for context `cx` (made and queued on first use).
@@ -1411,6 +1424,8 @@ pub unsafe fn instrument(
         counters_of_ty,
         take_fn,
         take_ty,
+        bumped: Default::default(),
+        counter_kind: LLVMGetMDKindIDInContext(ctx, c"profcc.counter".as_ptr(), 14),
     };
     // Functions with markers, in module order (the empty context: counted where inside).
     let mut roots = Vec::new();
@@ -1441,6 +1456,16 @@ pub unsafe fn instrument(
             pass.table.counters,
             roi::MAX_COUNTERS
         ));
+    }
+    // Counters in registers in call-free loops (the oracle keeps every one in memory: it is
+    // the reference the derived counts are checked against).
+    if placement != Placement::Oracle {
+        for &f in pass.bumped.borrow().iter() {
+            stats.bump(
+                "roi-counters-in-registers",
+                shim::promote_counters(f, pass.counter_kind) as u64,
+            );
+        }
     }
     emit(&pass, desc, desc_ty);
     stats.bump("roi-regions", pass.table.names.len() as u64);

@@ -18,6 +18,7 @@ extern "C" {
         n: usize,
         cond: LLVMValueRef,
     ) -> LLVMBasicBlockRef;
+    fn profcc_promote_counters(f: LLVMValueRef, kind: u32) -> usize;
     fn profcc_block_depths(f: LLVMValueRef, out: *mut u32, n: usize);
     fn profcc_countable_loops(f: LLVMValueRef, out: *mut LLVMBasicBlockRef, cap: usize) -> usize;
     fn profcc_expand_trips(
@@ -53,6 +54,12 @@ pub unsafe fn unsink(call: LLVMValueRef) -> usize {
 /// or the copy. The copy's blocks are named `*.profcc.plain`; returns the copy's entry.
 pub unsafe fn version_region(bbs: &[LLVMBasicBlockRef], cond: LLVMValueRef) -> LLVMBasicBlockRef {
     profcc_version_region(bbs.as_ptr(), bbs.len(), cond)
+}
+
+/// Keeps the counters bumped in `f`'s call-free loops (load and store tagged with metadata
+/// `kind`) in registers, stored on the loops' exits; how many were.
+pub unsafe fn promote_counters(f: LLVMValueRef, kind: u32) -> usize {
+    profcc_promote_counters(f, kind)
 }
 
 /// An internal copy of `f` named `name`; with `counters_param`, a leading `ptr` parameter.
