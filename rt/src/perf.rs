@@ -271,10 +271,11 @@ impl Group {
     }
 
     /// Counts between two reads, less what the reads themselves count.
-    pub fn between(&self, start: &[u64; MAX], end: &[u64; MAX]) -> [u64; MAX] {
+    /// (The first `start.len()` events.)
+    pub fn between(&self, start: &[u64], end: &[u64]) -> [u64; MAX] {
         let mut d = [0u64; MAX];
-        for i in 0..MAX {
-            d[i] = end[i].wrapping_sub(start[i]).saturating_sub(self.bias[i]);
+        for (i, (s, e)) in start.iter().zip(end).enumerate().take(MAX) {
+            d[i] = e.wrapping_sub(*s).saturating_sub(self.bias[i]);
         }
         d
     }

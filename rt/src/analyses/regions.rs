@@ -125,7 +125,7 @@ struct Open {
     class: u32,
     t0: u64,
     ev: bool,
-    e0: [u64; crate::perf::MAX],
+    e0: [u64; NEV],
 }
 
 /// A thread's block: its counts, then its stack of open regions.
@@ -197,7 +197,8 @@ fn wants_events(s: &State, id: usize) -> bool {
     }
     let per_us = crate::clock::early_ticks_per_us();
     let ticks = c.ticks[0].load(Relaxed) + c.ticks[1].load(Relaxed);
-    ticks / counted >= min_us * per_us
+    // mean >= threshold, without a division on every counted begin.
+    ticks >= (min_us * per_us).saturating_mul(counted)
 }
 
 /// A module's constructor: its region table (`profcc_abi::roi::RoiDesc`).
@@ -499,11 +500,14 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
         _ => roi::EXACT,
     };
     // Events are read before the TSC (and after it at the end): the time leaves the reads out.
-    let mut e0 = [0; crate::perf::MAX];
+    let mut e0 = [0; NEV];
     let ev = class != roi::PLAIN
         && s.open[id as usize] == 0
         && wants_events(s, id as usize)
-        && group(s).and_then(|g| g.read()).map(|v| e0 = v).is_some();
+        && group(s)
+            .and_then(|g| g.read())
+            .map(|v| e0.copy_from_slice(&v[..NEV]))
+            .is_some();
     let t0 = if class == roi::PLAIN {
         0
     } else {
