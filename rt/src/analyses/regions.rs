@@ -117,15 +117,14 @@ unsafe fn lit_id(s: &mut State, name: *const libc::c_char, intern_it: bool) -> O
     Some(id)
 }
 
-/// An open region: its id, the TSC at its begin (0: not read), its class, and the perf
-/// events at its begin when it reads them.
+/// An open region: its id, the TSC at its begin (0: not read), its class, and whether it
+/// read the perf events at its begin (in `State::event_start`).
 #[derive(Clone, Copy)]
 struct Open {
     id: u32,
     class: u32,
     t0: u64,
     ev: bool,
-    e0: [u64; NEV],
 }
 
 /// A thread's block: its counts, then its stack of open regions.
@@ -138,6 +137,8 @@ struct State {
     /// started).
     countdown: [u32; MAX_REGIONS],
     stack: [Open; MAX_DEPTH],
+    /// The perf events at the begin of each open region that read them (`Open::ev`).
+    event_start: [[u64; NEV]; MAX_DEPTH],
     depth: u32,
     /// Region ids of constant names by address (the pass's take and literal end: a name the
     /// program cannot rewrite), direct-mapped; address 0: empty.
@@ -181,6 +182,21 @@ fn close_group(s: &mut State) {
 /// `roi_events`, read once (0: never).
 fn events_min_us() -> u64 {
     crate::options::get().roi_events as u64
+}
+
+/// Reads the perf events at the begin of a counted execution of region `id` (the open
+/// region about to be pushed) when it wants them; whether it did. Out of the markers' line.
+#[cold]
+#[inline(never)]
+fn events_begin(s: &mut State, id: usize) -> bool {
+    if !wants_events(s, id) {
+        return false;
+    }
+    let Some(v) = group(s).and_then(|g| g.read()) else {
+        return false;
+    };
+    s.event_start[s.depth as usize].copy_from_slice(&v[..NEV]);
+    true
 }
 
 /// Does this counted execution of region `id` read perf events? Its first does; later ones
@@ -500,26 +516,13 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
         _ => roi::EXACT,
     };
     // Events are read before the TSC (and after it at the end): the time leaves the reads out.
-    let mut e0 = [0; NEV];
-    let ev = class != roi::PLAIN
-        && s.open[id as usize] == 0
-        && wants_events(s, id as usize)
-        && group(s)
-            .and_then(|g| g.read())
-            .map(|v| e0.copy_from_slice(&v[..NEV]))
-            .is_some();
+    let ev = class != roi::PLAIN && s.open[id as usize] == 0 && events_begin(s, id as usize);
     let t0 = if class == roi::PLAIN {
         0
     } else {
         crate::clock::tsc()
     };
-    s.stack[s.depth as usize] = Open {
-        id,
-        class,
-        t0,
-        ev,
-        e0,
-    };
+    s.stack[s.depth as usize] = Open { id, class, t0, ev };
     s.depth += 1;
     s.open[id as usize] += 1;
     class
@@ -584,7 +587,7 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
     };
     let e1 = group.and_then(|g| g.read());
     for i in (at..s.depth as usize).rev() {
-        let o = s.stack[i];
+        let o = &s.stack[i];
         let c = &s.cells[o.id as usize];
         s.open[o.id as usize] -= 1;
         c.executions.store(c.executions.load(Relaxed) + 1, Relaxed);
@@ -596,8 +599,11 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         if s.open[o.id as usize] == 0 {
             c.ticks[k].store(c.ticks[k].load(Relaxed) + now.wrapping_sub(o.t0), Relaxed);
         }
-        if let (true, Some(g), Some(e1)) = (o.ev, group, e1) {
-            let d = g.between(&o.e0, &e1);
+        if !o.ev {
+            continue;
+        }
+        if let (Some(g), Some(e1)) = (group.as_ref(), e1.as_ref()) {
+            let d = g.between(&s.event_start[i], e1);
             for (x, &v) in c.events[k].iter().zip(&d) {
                 x.store(x.load(Relaxed) + v, Relaxed);
             }
