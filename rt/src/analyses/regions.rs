@@ -184,37 +184,49 @@ fn events_min_us() -> u64 {
     crate::options::get().roi_events as u64
 }
 
-/// Reads the perf events at the begin of a counted execution of region `id` (the open
-/// region about to be pushed) when it wants them; whether it did. Out of the markers' line.
+/// `roi_events` in TSC ticks: 0 not known yet, `u64::MAX` never read events.
+static EVENT_TICKS: AtomicU64 = AtomicU64::new(0);
+
+/// Does this counted execution of region `id` read perf events? Its first does; later ones
+/// while the counted executions' mean time is at least `roi_events` microseconds. Inline:
+/// a few loads and a multiply on every counted begin, the rest out of line.
+#[inline]
+fn wants_events(s: &State, id: usize) -> bool {
+    let threshold = EVENT_TICKS.load(Relaxed);
+    let c = &s.cells[id];
+    let counted = c.counted.load(Relaxed);
+    if threshold == 0 {
+        return event_ticks() != u64::MAX && counted == 0;
+    }
+    // mean >= threshold, without a division.
+    threshold != u64::MAX
+        && (counted == 0
+            || c.ticks[0].load(Relaxed) + c.ticks[1].load(Relaxed)
+                >= threshold.saturating_mul(counted))
+}
+
+/// Sets `EVENT_TICKS` from `roi_events` (the tick rate measured once).
 #[cold]
 #[inline(never)]
-fn events_begin(s: &mut State, id: usize) -> bool {
-    if !wants_events(s, id) {
-        return false;
-    }
+fn event_ticks() -> u64 {
+    let t = match events_min_us() {
+        0 => u64::MAX,
+        us => us.saturating_mul(crate::clock::early_ticks_per_us()).max(1),
+    };
+    EVENT_TICKS.store(t, Relaxed);
+    t
+}
+
+/// Reads the perf events at the begin of a counted execution (the open region about to be
+/// pushed); whether it did. Out of the markers' line.
+#[cold]
+#[inline(never)]
+fn events_begin(s: &mut State) -> bool {
     let Some(v) = group(s).and_then(|g| g.read()) else {
         return false;
     };
     s.event_start[s.depth as usize].copy_from_slice(&v[..NEV]);
     true
-}
-
-/// Does this counted execution of region `id` read perf events? Its first does; later ones
-/// while the counted executions' mean time is at least `roi_events` microseconds.
-fn wants_events(s: &State, id: usize) -> bool {
-    let min_us = events_min_us();
-    if min_us == 0 {
-        return false;
-    }
-    let c = &s.cells[id];
-    let counted = c.counted.load(Relaxed);
-    if counted == 0 {
-        return true;
-    }
-    let per_us = crate::clock::early_ticks_per_us();
-    let ticks = c.ticks[0].load(Relaxed) + c.ticks[1].load(Relaxed);
-    // mean >= threshold, without a division on every counted begin.
-    ticks >= (min_us * per_us).saturating_mul(counted)
 }
 
 /// A module's constructor: its region table (`profcc_abi::roi::RoiDesc`).
@@ -516,7 +528,10 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
         _ => roi::EXACT,
     };
     // Events are read before the TSC (and after it at the end): the time leaves the reads out.
-    let ev = class != roi::PLAIN && s.open[id as usize] == 0 && events_begin(s, id as usize);
+    let ev = class != roi::PLAIN
+        && s.open[id as usize] == 0
+        && wants_events(s, id as usize)
+        && events_begin(s);
     let t0 = if class == roi::PLAIN {
         0
     } else {
@@ -576,15 +591,14 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         UNMATCHED_ENDS.fetch_add(1, Relaxed);
         return;
     };
-    let timed = s.stack[at..s.depth as usize]
-        .iter()
-        .any(|o| o.class != roi::PLAIN);
+    // One scan: is any closing region timed, did any read events.
+    let (mut timed, mut ev) = (false, false);
+    for o in &s.stack[at..s.depth as usize] {
+        timed |= o.class != roi::PLAIN;
+        ev |= o.ev;
+    }
     let now = if timed { crate::clock::tsc() } else { 0 };
-    let group = if s.stack[at..s.depth as usize].iter().any(|o| o.ev) {
-        group(s)
-    } else {
-        None
-    };
+    let group = if ev { group(s) } else { None };
     let e1 = group.and_then(|g| g.read());
     for i in (at..s.depth as usize).rev() {
         let o = &s.stack[i];
