@@ -105,24 +105,57 @@ pub struct ReportArgs {
 pub type LiveProbe =
     fn(&[String], &str) -> Result<(profcc_allocator_probe::Description, String), String>;
 
-/// `--trace FILE`: the inputs' region snapshots as a Chrome trace, written aside and renamed
-/// (an input is never overwritten).
-fn write_trace(file: &std::path::Path, inputs: &[merge::Input], err: &mut dyn Write) -> i32 {
-    let same = |p: &std::path::Path| {
-        std::fs::canonicalize(p)
-            .ok()
-            .is_some_and(|c| Some(c) == std::fs::canonicalize(file).ok())
-    };
-    if inputs.iter().any(|i| same(std::path::Path::new(&i.path))) {
+/// Writes `bytes` to `path` (`flag` names the option in messages) without clobbering an
+/// input: a path that is one of `profiles` is refused (exit 2); a regular file is written
+/// aside and renamed over it, so a failed write leaves the old one; a path that exists and
+/// is not a regular file (`/dev/stdout`, a FIFO) is written in place.
+fn write_output(
+    flag: &str,
+    path: &std::path::Path,
+    bytes: &[u8],
+    profiles: &[PathBuf],
+    err: &mut dyn Write,
+) -> i32 {
+    let target = std::fs::canonicalize(path).ok();
+    if target.is_some()
+        && profiles
+            .iter()
+            .any(|p| std::fs::canonicalize(p).ok() == target)
+    {
         let _ = writeln!(
             err,
-            "profcc report: --trace {}: is one of the profiles read; name another file",
-            file.display()
+            "profcc report: {flag} {}: is one of the profiles read; name another file",
+            path.display()
         );
         return 2;
     }
-    let profiles: Vec<&profcc_schema::Profile> = inputs.iter().map(|i| &i.profile).collect();
-    let Some(trace) = render::trace::build(&profiles) else {
+    let r = if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        std::fs::write(path, bytes)
+    } else {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        tempfile::NamedTempFile::new_in(dir)
+            .and_then(|mut f| f.write_all(bytes).map(|_| f))
+            .and_then(|f| f.persist(path).map(|_| ()).map_err(|e| e.error))
+    };
+    if let Err(e) = r {
+        let _ = writeln!(err, "profcc report: cannot write {}: {e}", path.display());
+        return 1;
+    }
+    0
+}
+
+/// `--trace FILE`: the inputs' region snapshots as a Chrome trace.
+fn write_trace(
+    file: &std::path::Path,
+    inputs: &[merge::Input],
+    profiles: &[PathBuf],
+    err: &mut dyn Write,
+) -> i32 {
+    let all: Vec<&profcc_schema::Profile> = inputs.iter().map(|i| &i.profile).collect();
+    let Some(trace) = render::trace::build(&all) else {
         let _ = writeln!(
             err,
             "profcc report: --trace: no region snapshots in {}: run the program with PROFCC_OPTIONS=roi_interval=100 (milliseconds)",
@@ -130,20 +163,8 @@ fn write_trace(file: &std::path::Path, inputs: &[merge::Input], err: &mut dyn Wr
         );
         return 1;
     };
-    let tmp = file.with_file_name(format!(
-        ".{}.{}.tmp",
-        file.file_name()
-            .map_or("trace".into(), |n| n.to_string_lossy()),
-        std::process::id()
-    ));
-    let r = std::fs::write(&tmp, serde_json::to_vec(&trace).expect("JSON into memory"))
-        .and_then(|_| std::fs::rename(&tmp, file));
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        let _ = writeln!(err, "profcc report: --trace {}: {e}", file.display());
-        return 1;
-    }
-    0
+    let bytes = serde_json::to_vec(&trace).expect("JSON into memory");
+    write_output("--trace", file, &bytes, profiles, err)
 }
 
 /// `profcc report`: returns the process exit code.
@@ -170,7 +191,7 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         }
     }
     if let Some(file) = &a.trace {
-        return write_trace(file, &inputs, err);
+        return write_trace(file, &inputs, &a.profiles, err);
     }
     let report = sections::build(
         &merge::Merged::new(inputs),
@@ -209,12 +230,7 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
                 }
             }
         }
-        Some(path) => {
-            if let Err(e) = std::fs::write(path, &bytes) {
-                let _ = writeln!(err, "profcc report: cannot write {}: {e}", path.display());
-                return 1;
-            }
-        }
+        Some(path) => return write_output("-o", path, &bytes, &a.profiles, err),
     }
     0
 }

@@ -443,6 +443,20 @@ fn cli_reads_files_and_writes_output() {
     let (code, out, _) = run_args(&["-o", o.to_str().unwrap(), a.to_str().unwrap()]);
     assert_eq!((code, out.as_str()), (0, ""));
     assert!(std::fs::read_to_string(&o).unwrap().contains("k.c:3"));
+
+    // `-o` naming one of the profiles read (through another spelling of its path) is refused
+    // and leaves it as it was.
+    let before = std::fs::read(&b).unwrap();
+    let other = dir.path().join(".").join("profcc.k.2.json");
+    let (code, _, err) = run_args(&[
+        "-o",
+        other.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is one of the profiles read"), "{err}");
+    assert_eq!(std::fs::read(&b).unwrap(), before);
 }
 
 #[test]
