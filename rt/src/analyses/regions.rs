@@ -140,6 +140,9 @@ struct State {
     /// The perf events at the begin of each open region that read them (`Open::ev`).
     event_start: [[u64; NEV]; MAX_DEPTH],
     depth: u32,
+    /// Odd while `end` changes the stack and the counts: a snapshot read by another thread
+    /// in the meantime is taken again (a sequence lock; the owner never waits).
+    seq: AtomicU32,
     /// Region ids of constant names by address (the pass's take and literal end: a name the
     /// program cannot rewrite), direct-mapped; address 0: empty.
     lits: [(usize, u32); LIT_SLOTS],
@@ -591,6 +594,10 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         UNMATCHED_ENDS.fetch_add(1, Relaxed);
         return;
     };
+    // Odd while the stack and the counts change (a snapshot reads them from another thread).
+    let seq = s.seq.load(Relaxed);
+    s.seq.store(seq.wrapping_add(1), Relaxed);
+    core::sync::atomic::compiler_fence(Release);
     // One scan: is any closing region timed, did any read events.
     let (mut timed, mut ev) = (false, false);
     for o in &s.stack[at..s.depth as usize] {
@@ -626,6 +633,7 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         }
     }
     s.depth = at as u32;
+    s.seq.store(seq.wrapping_add(2), Release);
 }
 
 /// Every thread's cumulative counts now (`roi_interval`; docs/regions.md, "Snapshots"),
@@ -645,12 +653,45 @@ fn snapshot(ns: u64) -> schema::Snapshot {
     };
     let period = period();
     let modules = MODULES.lock();
-    let now = crate::clock::tsc();
     let mut rows = Vec::new();
     each_state(&REGIONS, |tid, mem| {
         let s = unsafe { &*(mem as *const State) };
         let counts = thread_counts(s, &modules, period, true);
-        // The open counted executions' time so far (the outermost instance of each).
+        let cells = consistent_cells(s, names.len(), period);
+        for (name, &(executions, ticks)) in names.iter().zip(&cells) {
+            let mine = counts.iter().find(|(n, _)| n == name).map(|x| &x.1);
+            if executions == 0 && mine.is_none() && ticks == 0 {
+                continue;
+            }
+            rows.push(snap_row(name, tid, executions, ticks, mine));
+        }
+        for (name, c) in counts.iter().filter(|(n, _)| !names.contains(n)) {
+            rows.push(snap_row(name, tid, 0, 0, Some(c)));
+        }
+    });
+    schema::Snapshot { ns, rows }
+}
+
+/// Another thread's executions and ticks of its first `n` regions, the open counted
+/// executions' time so far added (the outermost instance of each), read between two equal
+/// even values of its `seq`: an execution is never both open and in the ticks, so a later
+/// snapshot never has less. The owner may be descheduled inside `end`: the reader yields and
+/// tries again for up to `SEQ_WAIT_NS`, then keeps its last read (a thread stopped inside
+/// `end` must not stop the snapshots).
+fn consistent_cells(s: &State, n: usize, period: u64) -> Vec<(u64, u64)> {
+    use core::sync::atomic::fence;
+    const SEQ_WAIT_NS: u64 = 100_000_000;
+    let deadline = crate::clock::now_ns() + SEQ_WAIT_NS;
+    let mut out = Vec::with_capacity(n);
+    loop {
+        let before = s.seq.load(Acquire);
+        let last = crate::clock::now_ns() >= deadline;
+        if before & 1 == 1 && !last {
+            std::thread::yield_now();
+            continue;
+        }
+        out.clear();
+        let now = crate::clock::tsc();
         let depth = unsafe { core::ptr::read_volatile(&s.depth) as usize }.min(MAX_DEPTH);
         let mut open: Vec<(u32, u64)> = Vec::new();
         for i in 0..depth {
@@ -661,28 +702,16 @@ fn snapshot(ns: u64) -> schema::Snapshot {
             let w = if o.class == roi::SAMPLED { period } else { 1 };
             open.push((o.id, now.saturating_sub(o.t0) * w));
         }
-        for (i, name) in names.iter().enumerate() {
-            let c = &s.cells[i];
-            let executions = c.executions.load(Relaxed);
-            let mine = counts.iter().find(|(n, _)| n == name).map(|x| &x.1);
+        for (i, c) in s.cells[..n].iter().enumerate() {
             let running = open.iter().find(|x| x.0 == i as u32).map_or(0, |x| x.1);
-            if executions == 0 && mine.is_none() && running == 0 {
-                continue;
-            }
             let [t1, t2] = [0, 1].map(|k| c.ticks[k].load(Relaxed));
-            rows.push(snap_row(
-                name,
-                tid,
-                executions,
-                t1 + period * t2 + running,
-                mine,
-            ));
+            out.push((c.executions.load(Relaxed), t1 + period * t2 + running));
         }
-        for (name, c) in counts.iter().filter(|(n, _)| !names.contains(n)) {
-            rows.push(snap_row(name, tid, 0, 0, Some(c)));
+        fence(Acquire);
+        if s.seq.load(Relaxed) == before || last {
+            return out;
         }
-    });
-    schema::Snapshot { ns, rows }
+    }
 }
 
 fn snap_row(
