@@ -29,6 +29,10 @@ void __profcc_page_miss(const void *p);
 __attribute__((cold, preserve_most)) void __profcc_page_miss_at(const void *p, const void *pc);
 /* Countdown to the thread's next sampled access to a tracked line (the runtime re-arms it). */
 extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
+/* Regions (rt/src/analyses/regions.rs): word 0 the gate, then the sampled regions' skip slots
+ * (profcc_abi::roi::SKIP_WORDS says what they hold); the pass's inlined begin runs a region's
+ * plain copy without a call while its slot holds runs armed for it and the gate is open. */
+extern __thread uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS] __attribute__((tls_model("initial-exec")));
 
 /* The cold door (sharing_door.c, then rt/src/sharing.rs). slot: the group's counter in the
  * thread's array (gives the site with info >> PROFCC_INFO_SITE_SHIFT and, for writes, the

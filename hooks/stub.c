@@ -32,6 +32,8 @@ STUB_TLS uint64_t __profcc_me;
 STUB_TLS uint64_t __profcc_rb;
 STUB_TLS uint64_t __profcc_wmask = ~(uint64_t)0;
 STUB_TLS uint64_t __profcc_hot_cd;
+/* The gate never opens: every sampled begin calls the take below, which runs the plain copy. */
+STUB_TLS uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS];
 /* NUMA: a scratch cache whose slots hold no page (zero: PROFCC_NUMA_NO_PAGE): every access
  * calls the door, which does nothing. Slow (a call per access), but the library runs. In .bss:
  * an initialised array in .data would shift the library's globals. */
@@ -130,10 +132,11 @@ STUB uint64_t *__profcc_roi_counters_of(const void *desc, uint32_t class) {
 }
 STUB void __profcc_roi_begin(const char *name) { (void)name; }
 /* A sampled region's code runs plain. */
-STUB uint32_t __profcc_roi_begin_take(const char *name) {
-  (void)name;
+STUB uint32_t __profcc_roi_begin_take(const char *name, uint32_t slot, uint32_t tag) {
+  (void)name, (void)slot, (void)tag;
   return PROFCC_ROI_PLAIN;
 }
+STUB void __profcc_roi_plain(const char *name, uint32_t literal) { (void)name, (void)literal; }
 STUB void __profcc_roi_end(const char *name) { (void)name; }
 STUB void __profcc_roi_begin_lit(const char *name) { (void)name; }
 STUB void __profcc_roi_end_lit(const char *name) { (void)name; }

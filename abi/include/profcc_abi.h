@@ -66,5 +66,6 @@
 #define PROFCC_ROI_MAX_COUNTERS 1048576 /* region counters in one module */
 #define PROFCC_ROI_ARRAYS 2 /* a module's region counter arrays per thread (exact, sampled) */
 #define PROFCC_ROI_PLAIN 0 /* a region execution that counts nothing */
+#define PROFCC_ROI_SKIP_WORDS 16 /* a thread's skip array (uint64_t): the gate, then the sampled regions' slots */
 
 #endif /* PROFCC_ABI_H */

@@ -197,6 +197,11 @@ const ITEMS: &[Item] = &[
         crate::roi::PLAIN as u64,
         "a region execution that counts nothing",
     ),
+    int(
+        "ROI_SKIP_WORDS",
+        crate::roi::SKIP_WORDS as u64,
+        "a thread's skip array (uint64_t): the gate, then the sampled regions' slots",
+    ),
 ];
 
 /// Write the header.

@@ -610,6 +610,13 @@ pub mod names {
     /// The thread's counter array of a class (`crate::roi::TEAM`: the class of the region
     /// whose OpenMP team the thread is running in).
     pub const ROI_COUNTERS_OF: &str = "__profcc_roi_counters_of";
+    /// A thread's skip array (initial-exec TLS, [`crate::roi::SKIP_WORDS`] `u64`s): a sampled
+    /// region's inlined begin reads the gate and its slot, and runs the plain copy without a
+    /// call while the slot holds runs armed for it and the gate is open.
+    pub const ROI_SKIP: &str = "__profcc_roi_skip";
+    /// A region begun inside a plain copy (nested in a region running uncounted): counts an
+    /// execution and opens nothing (`literal`: the name is a constant, keyed by address).
+    pub const ROI_PLAIN: &str = "__profcc_roi_plain";
     /// Hook bodies (hooks/counting.c, hooks/sharing.c), linked into each module and inlined:
     /// function prologue values, counting-only accesses, and the sharing accesses.
     pub const FN_COUNTERS: &str = "__profcc_fn_counters";

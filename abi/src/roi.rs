@@ -45,6 +45,31 @@ pub const TEAM: u32 = 3;
 /// Classes with an array of their own (`EXACT`, `SAMPLED`).
 pub const ARRAYS: usize = 2;
 
+/// Words (`u64`) of a thread's skip array (`__profcc_roi_skip`, initial-exec TLS in the
+/// runtime; docs/regions.md, "Sampling"). Word 0 is the gate: [`SKIP_OPEN`] while no counted
+/// region is open in the thread, 0 otherwise (and before the runtime saw the thread). Each
+/// other word is a sampled region's slot: `run << 32 | tag` when the runtime armed it with
+/// `run` plain executions for the region whose [`skip_key`] tag is `tag`, 0 otherwise. The
+/// region's inlined begin runs its plain copy without a call, and takes one off `run`, while
+/// `rotate(slot ^ tag, 32) - 1 < gate`: a slot armed for another region (a name hashed to the
+/// same slot) never passes, so its begin calls the runtime, which then stops arming the slot.
+pub const SKIP_WORDS: usize = 16;
+/// The gate's value while the inlined begins may skip.
+pub const SKIP_OPEN: u64 = u32::MAX as u64;
+
+/// A region name's skip slot (1..SKIP_WORDS) and tag: FNV-1a (64-bit) of its bytes, the
+/// slot from the high half, the tag the low half.
+pub const fn skip_key(name: &[u8]) -> (u32, u32) {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < name.len() {
+        h ^= name[i] as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    (1 + ((h >> 32) % (SKIP_WORDS as u64 - 1)) as u32, h as u32)
+}
+
 /// Where an access's address points (the pass classifies the address's base object).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

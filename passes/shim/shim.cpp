@@ -56,6 +56,9 @@ LLVMBasicBlockRef profcc_split_before(LLVMValueRef inst) {
 // dead successor's phis lose their entry); true if it changed.
 int profcc_fold_terminator(LLVMBasicBlockRef b) { return ConstantFoldTerminator(bb(b)); }
 
+// Deletes the blocks of `f` that no path from its entry reaches; whether there were any.
+int profcc_remove_unreachable(LLVMValueRef f) { return removeUnreachableBlocks(*fn(f)); }
+
 // A new block on the edge from -> to (phis in `to` updated); null if there is no such edge.
 LLVMBasicBlockRef profcc_split_edge(LLVMBasicBlockRef from, LLVMBasicBlockRef to) {
   return wrap_bb(SplitEdge(bb(from), bb(to)));
@@ -113,8 +116,9 @@ int profcc_unsink(LLVMValueRef c) {
 // branches on `cond` to the original (true) or the copy (false). Exits from the copy reach
 // the same blocks as the original's (their phis get the copy's values), and a value defined
 // in the set and used past it reads a phi of both versions (SSAUpdater). Returns the copy of
-// bbs[0].
-LLVMBasicBlockRef profcc_version_region(LLVMBasicBlockRef *bbs, size_t n, LLVMValueRef cond) {
+// bbs[0]; `out` (n entries) gets each block's copy.
+LLVMBasicBlockRef profcc_version_region(LLVMBasicBlockRef *bbs, size_t n, LLVMValueRef cond,
+                                        LLVMBasicBlockRef *out) {
   SmallVector<BasicBlock *, 32> orig;
   for (size_t k = 0; k < n; k++) orig.push_back(bb(bbs[k]));
   SmallPtrSet<BasicBlock *, 32> in(orig.begin(), orig.end());
@@ -162,7 +166,54 @@ LLVMBasicBlockRef profcc_version_region(LLVMBasicBlockRef *bbs, size_t n, LLVMVa
   Instruction *t = pred->getTerminator();
   BranchInst::Create(orig[0], copies[0], reinterpret_cast<Value *>(cond), t->getIterator());
   t->eraseFromParent();
+  for (size_t k = 0; k < n; k++) out[k] = wrap_bb(copies[k]);
   return wrap_bb(copies[0]);
+}
+
+// The inlined begin of a sampled region (docs/regions.md, "Sampling"; the words in
+// profcc_abi::roi::SKIP_WORDS): before the take call `take` (whose block then only tests its
+// result and branches to the counted copy or to `plain`, the plain copy's entry), a test of
+// the thread's skip array `skip` (initial-exec TLS): while word `slot` holds a run armed for
+// `tag` (rotate(word ^ tag, 32) - 1 below word 0, the gate), one is taken off the run and the
+// plain copy runs without the call. Returns 0, changing nothing, when the block does more
+// after the call or the plain copy's phis read a value the call's block defines after it.
+int profcc_fast_take(LLVMValueRef take, LLVMValueRef skip, unsigned slot, unsigned tag,
+                     LLVMBasicBlockRef plain) {
+  auto *call = dyn_cast<CallInst>(reinterpret_cast<Value *>(take));
+  auto *g = dyn_cast<GlobalVariable>(reinterpret_cast<Value *>(skip));
+  BasicBlock *pl = bb(plain);
+  if (!call || !g) return 0;
+  BasicBlock *b = call->getParent();
+  for (Instruction *i = call->getNextNode(); i && !i->isTerminator(); i = i->getNextNode())
+    if (!isa<ICmpInst>(i)) return 0;
+  auto *br = dyn_cast<BranchInst>(b->getTerminator());
+  if (!br || !br->isConditional() || br->getSuccessor(1) != pl) return 0;
+  for (PHINode &phi : pl->phis()) {
+    auto *v = dyn_cast<Instruction>(phi.getIncomingValueForBlock(b));
+    if (v && v->getParent() == b && !v->comesBefore(call)) return 0;
+  }
+  BasicBlock *slow = SplitBlock(b, call);
+  slow->setName(b->getName() + ".profcc.take");
+  LLVMContext &cx = b->getContext();
+  BasicBlock *fast = BasicBlock::Create(cx, b->getName() + ".profcc.skip", b->getParent(), slow);
+  IRBuilder<> ir(b->getTerminator());
+  ir.SetCurrentDebugLocation(call->getDebugLoc());
+  Value *base = ir.CreateThreadLocalAddress(g);
+  Type *i64 = ir.getInt64Ty();
+  Value *gate = ir.CreateLoad(i64, base, "profcc.gate");
+  Value *at = ir.CreateConstInBoundsGEP2_32(g->getValueType(), base, 0, slot);
+  Value *word = ir.CreateLoad(i64, at, "profcc.skip");
+  Value *mine = ir.CreateXor(word, ConstantInt::get(i64, tag));
+  Value *run = ir.CreateIntrinsic(Intrinsic::fshl, {i64}, {mine, mine, ConstantInt::get(i64, 32)});
+  Value *skip_it = ir.CreateICmpULT(ir.CreateSub(run, ConstantInt::get(i64, 1)), gate);
+  b->getTerminator()->eraseFromParent();
+  BranchInst::Create(fast, slow, skip_it, b);
+  IRBuilder<> fir(fast);
+  fir.SetCurrentDebugLocation(call->getDebugLoc());
+  fir.CreateStore(fir.CreateSub(word, ConstantInt::get(i64, 1ull << 32)), at);
+  fir.CreateBr(pl);
+  for (PHINode &phi : pl->phis()) phi.addIncoming(phi.getIncomingValueForBlock(slow), fast);
+  return 1;
 }
 
 // A copy of `f` in its module, internal, named `name`; with `counters_param` its first

@@ -246,6 +246,7 @@ fn ignored_intrinsic(name: &str) -> bool {
 /// Step 1: give every marker call a block of its own and fold the header's null tests.
 /// Returns the region names in first-seen order.
 unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> {
+    let mut folded: HashSet<LLVMValueRef> = HashSet::new();
     // `if (__profcc_roi_begin)`: the reference is strong in a profcc link.
     for name in [names::ROI_BEGIN, names::ROI_END] {
         let f = LLVMGetNamedFunction(m, cstr(name).as_ptr());
@@ -305,9 +306,16 @@ unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> 
             LLVMReplaceAllUsesWith(t, LLVMConstInt(i1, ne as u64, 0));
             LLVMInstructionEraseFromParent(t);
             for bb in branches {
-                shim::fold_terminator(bb);
+                if shim::fold_terminator(bb) {
+                    folded.insert(LLVMGetBasicBlockParent(bb));
+                }
             }
         }
+    }
+    // The blocks the folds cut off go: a dead block branching into a region would be one
+    // more way in, and the region could not be versioned for sampling.
+    for f in folded {
+        shim::remove_unreachable(f);
     }
     unsink_markers(m);
     let mut names_seen: Vec<String> = Vec::new();
@@ -416,6 +424,22 @@ unsafe fn unsink_markers(m: LLVMModuleRef) {
     }
 }
 
+/// Whether `b` calls `__profcc_roi_begin`/`_end` with a name that is not a constant (no
+/// marker the pass sees).
+unsafe fn dynamic_marker(b: LLVMBasicBlockRef) -> bool {
+    let mut i = LLVMGetFirstInstruction(b);
+    while !i.is_null() {
+        if !LLVMIsACallInst(i).is_null() {
+            let c = callee_name(i);
+            if (c == names::ROI_BEGIN || c == names::ROI_END) && marker(i).is_none() {
+                return true;
+            }
+        }
+        i = LLVMGetNextInstruction(i);
+    }
+    false
+}
+
 /// The marker call a block starts with, if any (after `isolate_markers`, its only call; the
 /// versioning may have put phis before it).
 unsafe fn block_marker(b: LLVMBasicBlockRef) -> Option<(bool, String)> {
@@ -464,6 +488,14 @@ struct Pass {
     /// caller's own accesses to the slot are (-O0 keeps captured scalars there).
     captured: HashSet<LLVMValueRef>,
     full: bool,
+    /// Sampled begins to inline (`shim::fast_take`, once the counters are placed): the take
+    /// call, the region's skip slot and tag, the plain copy's entry.
+    fast_takes: Vec<(LLVMValueRef, u32, u32, LLVMBasicBlockRef)>,
+    /// The plain copies' blocks: no region's code, whatever markers they still hold (a
+    /// foreign marker of a region nested inside).
+    plain_blocks: HashSet<LLVMBasicBlockRef>,
+    plain_fn: LLVMValueRef,
+    plain_ty: LLVMTypeRef,
     /// `roi_sample`'s versioning: the counter array each block of a sampled region's counted
     /// copy uses (fetched by class after the begin).
     sampled_counters: HashMap<LLVMBasicBlockRef, LLVMValueRef>,
@@ -693,6 +725,35 @@ impl Pass {
         let mut taken: HashSet<usize> = HashSet::new();
         let ty_i32 = LLVMInt32TypeInContext(self.ctx);
         for (b, mut set) in sets {
+            let r = match marks[b] {
+                Some((true, r)) => r,
+                _ => continue,
+            };
+            // The plain copy takes the region's ends along (the copy calls none: a plain
+            // execution opens nothing in the runtime), so they too must be entered only from
+            // the region.
+            let mut ends: Vec<usize> = set
+                .iter()
+                .flat_map(|&j| successors(bbs[j]))
+                .map(|x| index[&x])
+                .filter(|&x| marks[x] == Some((false, r)))
+                .collect();
+            ends.sort_unstable();
+            ends.dedup();
+            // A region ended inside that was begun outside, or a marker of a name known only
+            // at run time: the copy could not leave them out.
+            let begun: HashSet<u32> = set
+                .iter()
+                .filter_map(|&j| match marks[j] {
+                    Some((true, q)) => Some(q),
+                    _ => None,
+                })
+                .collect();
+            let nested = set.iter().all(|&j| match marks[j] {
+                Some((false, q)) => begun.contains(&q),
+                _ => true,
+            }) && set.iter().chain(&ends).all(|&j| !dynamic_marker(bbs[j]));
+            set.extend(&ends);
             let succ = successors(bbs[b]);
             let single_entry = |set: &[usize], s0: usize| {
                 let members: HashSet<usize> = set.iter().copied().collect();
@@ -712,6 +773,7 @@ impl Pass {
                     })
             };
             let ok = !inside.contains(&b)
+                && nested
                 && succ.len() == 1
                 && !set.is_empty()
                 && set.iter().all(|j| !taken.contains(j))
@@ -734,15 +796,22 @@ impl Pass {
             if call.is_null() {
                 continue;
             }
+            // At the block's end: after a foreign marker beside it (LIKWID's, ZRay's), which
+            // both copies run, so the inlined skip test can go straight to the plain copy.
             let builder = LLVMCreateBuilderInContext(self.ctx);
-            LLVMPositionBuilderBefore(builder, call);
-            let mut args = [LLVMGetOperand(call, 0)];
+            LLVMPositionBuilderBefore(builder, LLVMGetBasicBlockTerminator(bbs[b]));
+            let (slot, tag) = roi::skip_key(self.table.names[r as usize].as_bytes());
+            let mut args = [
+                LLVMGetOperand(call, 0),
+                LLVMConstInt(ty_i32, slot as u64, 0),
+                LLVMConstInt(ty_i32, tag as u64, 0),
+            ];
             let cls = LLVMBuildCall2(
                 builder,
                 self.take_ty,
                 self.take_fn,
                 args.as_mut_ptr(),
-                1,
+                3,
                 c"profcc.class".as_ptr(),
             );
             let dbg = LLVMInstructionGetDebugLoc(call);
@@ -760,7 +829,16 @@ impl Pass {
             );
             LLVMDisposeBuilder(builder);
             let region: Vec<LLVMBasicBlockRef> = set.iter().map(|&j| bbs[j]).collect();
-            shim::version_region(&region, on);
+            let copies = shim::version_region(&region, on);
+            for &c in &copies {
+                self.plain_markers(c);
+            }
+            self.plain_blocks.extend(&copies);
+            taken.extend(&ends);
+            self.fast_takes.push((cls, slot, tag, copies[0]));
+            // The ends stay out of the region's own blocks.
+            set.retain(|j| !ends.contains(j));
+            let region: Vec<LLVMBasicBlockRef> = set.iter().map(|&j| bbs[j]).collect();
             let p = self.counters_of(first_insertion(bbs[s0]), cls);
             for &rb in &region {
                 self.sampled_counters.insert(rb, p);
@@ -770,10 +848,48 @@ impl Pass {
         }
     }
 
+    /// A plain copy's markers: a begin (a region nested in the one running uncounted) counts
+    /// an execution and opens nothing (`__profcc_roi_plain`), an end goes.
+    unsafe fn plain_markers(&self, b: LLVMBasicBlockRef) {
+        let mut i = LLVMGetFirstInstruction(b);
+        while !i.is_null() {
+            let next = LLVMGetNextInstruction(i);
+            if !LLVMIsACallInst(i).is_null() {
+                let callee = callee_name(i);
+                if callee == names::ROI_BEGIN_LIT {
+                    let builder = LLVMCreateBuilderInContext(self.ctx);
+                    LLVMPositionBuilderBefore(builder, i);
+                    let ty_i32 = LLVMInt32TypeInContext(self.ctx);
+                    let mut args = [LLVMGetOperand(i, 0), LLVMConstInt(ty_i32, 1, 0)];
+                    let c = LLVMBuildCall2(
+                        builder,
+                        self.plain_ty,
+                        self.plain_fn,
+                        args.as_mut_ptr(),
+                        2,
+                        c"".as_ptr(),
+                    );
+                    let dbg = LLVMInstructionGetDebugLoc(i);
+                    if !dbg.is_null() {
+                        LLVMInstructionSetDebugLoc(c, dbg);
+                    }
+                    LLVMDisposeBuilder(builder);
+                    LLVMInstructionEraseFromParent(i);
+                } else if callee == names::ROI_END_LIT {
+                    LLVMInstructionEraseFromParent(i);
+                }
+            }
+            i = next;
+        }
+    }
+
     /// Each block's marker: (begins, region id).
     unsafe fn marks(&self, bbs: &[LLVMBasicBlockRef]) -> Vec<Option<(bool, u32)>> {
         bbs.iter()
             .map(|&b| {
+                if self.plain_blocks.contains(&b) {
+                    return None;
+                }
                 block_marker(b).map(|(begins, n)| {
                     let id = self.table.names.iter().position(|x| *x == n).unwrap_or(0) as u32;
                     (begins, id)
@@ -1396,7 +1512,12 @@ pub unsafe fn instrument(
     };
     let (counters_fn, counters_ty) = entry(names::ROI_COUNTERS, ptr, &mut [ptr]);
     let (counters_of_fn, counters_of_ty) = entry(names::ROI_COUNTERS_OF, ptr, &mut [ptr, i32t]);
-    let (take_fn, take_ty) = entry(names::ROI_BEGIN_TAKE, i32t, &mut [ptr]);
+    let (take_fn, take_ty) = entry(names::ROI_BEGIN_TAKE, i32t, &mut [ptr, i32t, i32t]);
+    let (plain_fn, plain_ty) = entry(
+        names::ROI_PLAIN,
+        LLVMVoidTypeInContext(ctx),
+        &mut [ptr, i32t],
+    );
     // The descriptor's body is set at the end, once the table is known.
     let mut fields = [i32t, i32t, ptr, i32t, ptr];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
@@ -1424,6 +1545,10 @@ pub unsafe fn instrument(
         counters_of_ty,
         take_fn,
         take_ty,
+        fast_takes: Vec::new(),
+        plain_blocks: HashSet::new(),
+        plain_fn,
+        plain_ty,
         bumped: Default::default(),
         counter_kind: LLVMGetMDKindIDInContext(ctx, c"profcc.counter".as_ptr(), 14),
     };
@@ -1465,6 +1590,19 @@ pub unsafe fn instrument(
                 "roi-counters-in-registers",
                 shim::promote_counters(f, pass.counter_kind) as u64,
             );
+        }
+    }
+    // Last, the counters placed: the sampled begins' inlined skip test.
+    if !pass.fast_takes.is_empty() {
+        let words = roi::SKIP_WORDS as u32;
+        let ty = LLVMArrayType2(LLVMInt64TypeInContext(ctx), words as u64);
+        let skip = LLVMAddGlobal(m, ty, cstr(names::ROI_SKIP).as_ptr());
+        LLVMSetThreadLocal(skip, 1);
+        LLVMSetThreadLocalMode(skip, llvm_sys::LLVMThreadLocalMode::LLVMInitialExecTLSModel);
+        for &(take, slot, tag, plain) in &pass.fast_takes {
+            if shim::fast_take(take, skip, slot, tag, plain) {
+                stats.bump("roi-fast-begins", 1);
+            }
         }
     }
     emit(&pass, desc, desc_ty);

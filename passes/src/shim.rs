@@ -6,6 +6,7 @@ use llvm_sys::prelude::*;
 extern "C" {
     fn profcc_split_before(inst: LLVMValueRef) -> LLVMBasicBlockRef;
     fn profcc_fold_terminator(b: LLVMBasicBlockRef) -> i32;
+    fn profcc_remove_unreachable(f: LLVMValueRef) -> i32;
     fn profcc_split_edge(from: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> LLVMBasicBlockRef;
     fn profcc_clone_function(
         f: LLVMValueRef,
@@ -17,7 +18,15 @@ extern "C" {
         bbs: *const LLVMBasicBlockRef,
         n: usize,
         cond: LLVMValueRef,
+        out: *mut LLVMBasicBlockRef,
     ) -> LLVMBasicBlockRef;
+    fn profcc_fast_take(
+        take: LLVMValueRef,
+        skip: LLVMValueRef,
+        slot: u32,
+        tag: u32,
+        plain: LLVMBasicBlockRef,
+    ) -> i32;
     fn profcc_promote_counters(f: LLVMValueRef, kind: u32) -> usize;
     fn profcc_block_depths(f: LLVMValueRef, out: *mut u32, n: usize);
     fn profcc_countable_loops(f: LLVMValueRef, out: *mut LLVMBasicBlockRef, cap: usize) -> usize;
@@ -38,6 +47,11 @@ pub unsafe fn fold_terminator(b: LLVMBasicBlockRef) -> bool {
     profcc_fold_terminator(b) != 0
 }
 
+/// Deletes the blocks of `f` no path from its entry reaches.
+pub unsafe fn remove_unreachable(f: LLVMValueRef) -> bool {
+    profcc_remove_unreachable(f) != 0
+}
+
 /// A new block on the edge `from -> to`.
 pub unsafe fn split_edge(from: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> LLVMBasicBlockRef {
     profcc_split_edge(from, to)
@@ -51,9 +65,28 @@ pub unsafe fn unsink(call: LLVMValueRef) -> usize {
 
 /// Gives a single-entry set of blocks (`bbs[0]` its entry, entered from one predecessor by
 /// an unconditional branch) a plain copy; the predecessor branches on `cond` to the original
-/// or the copy. The copy's blocks are named `*.profcc.plain`; returns the copy's entry.
-pub unsafe fn version_region(bbs: &[LLVMBasicBlockRef], cond: LLVMValueRef) -> LLVMBasicBlockRef {
-    profcc_version_region(bbs.as_ptr(), bbs.len(), cond)
+/// or the copy. The copy's blocks are named `*.profcc.plain`; returns each block's copy.
+pub unsafe fn version_region(
+    bbs: &[LLVMBasicBlockRef],
+    cond: LLVMValueRef,
+) -> Vec<LLVMBasicBlockRef> {
+    let mut out = vec![std::ptr::null_mut(); bbs.len()];
+    profcc_version_region(bbs.as_ptr(), bbs.len(), cond, out.as_mut_ptr());
+    out
+}
+
+/// Inlines a sampled begin's fast way (`profcc_abi::roi::SKIP_WORDS`): before `take`, while
+/// the thread's skip slot `slot` of `skip` holds runs armed for `tag` and the gate is open,
+/// take one off and go to `plain` without the call. Whether it could (the take's block does
+/// nothing else after the call).
+pub unsafe fn fast_take(
+    take: LLVMValueRef,
+    skip: LLVMValueRef,
+    slot: u32,
+    tag: u32,
+    plain: LLVMBasicBlockRef,
+) -> bool {
+    profcc_fast_take(take, skip, slot, tag, plain) != 0
 }
 
 /// Keeps the counters bumped in `f`'s call-free loops (load and store tagged with metadata

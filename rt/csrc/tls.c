@@ -49,6 +49,12 @@ __attribute__((visibility("default"), preserve_most)) void __profcc_page_miss_at
   profcc_numa_page_miss(p, pc);
 }
 
+/* Regions: the gate and the sampled regions' skip slots (profcc_hooks.h). Zero: the gate shut
+ * and no slot armed, every begin calls the runtime. */
+__attribute__((tls_model("initial-exec"), visibility("default")))
+__thread uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS];
+uint64_t *profcc_roi_skip_slot(void) { return __profcc_roi_skip; }
+
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
   *me = &__profcc_me;
   *rb = &__profcc_rb;

@@ -322,6 +322,104 @@ fn sampled_regions_scale_counts_back() {
     }
 }
 
+/// `roi_sample`'s inlined begin (docs/regions.md, "Sampling"), ROI-only at -O0 and -O2: every
+/// sampled region of regions/skip.c gets the skip test (the build's stats say so), and the
+/// plain executions it runs without calling the runtime are counted exactly however the
+/// slot comes home: in two threads that end before the dump, a region nested in one that
+/// runs plain (one execution, nothing opened) or counted (the outer's class), behind
+/// LIKWID's marker, and two regions whose names share a slot. Each execution does the same
+/// work (4000 bytes read, 2000 written), so the scaled bytes equal the counted executions'
+/// worth exactly.
+#[test]
+fn skipped_plain_executions_are_counted_exactly() {
+    use profcc_abi::roi::skip_key;
+    // The fixture's two clashing names share a slot (pick others if the hash changes); the
+    // other regions have slots of their own.
+    let slot = |n: &str| skip_key(n.as_bytes()).0;
+    assert_eq!(slot("clash_am"), slot("clash_ar"));
+    let mut others: Vec<u32> = ["worker", "outer", "inner", "likwid_scale", "clash_am"]
+        .iter()
+        .map(|n| slot(n))
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    assert_eq!(others.len(), 5, "slots {others:?}");
+    let s = Scratch::new();
+    let src = fixture("regions/skip.c");
+    let src = src.to_str().unwrap();
+    for level in ["-O0", "-O2"] {
+        let exe = format!("skip{level}");
+        let out = output_within(
+            Command::new(profcc())
+                .current_dir(s.path(""))
+                .args([level, "-g", "-pthread", src, "-o", &exe])
+                .env("PROFCC_INSTRUMENT", "roi")
+                .env("PROFCC_STATS", "1"),
+        );
+        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stats}");
+        let stat = |name: &str| -> u64 {
+            stats
+                .split(|c: char| c.is_whitespace())
+                .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                .map_or(0, |v| v.parse().unwrap())
+        };
+        // worker, outer, likwid_scale and the two clashes; inner is inside outer.
+        assert_eq!(stat("roi-regions-sampled"), 5, "{level}: {stats}");
+        assert_eq!(stat("roi-fast-begins"), 5, "{level}: {stats}");
+        let (out, p) = s.run_profiled(&exe, &["1000"], "summary=0:roi_sample=10");
+        assert!(out.status.success());
+        let g = p.regions.as_ref().expect("a regions section");
+        let bytes = |r: &profcc_schema::regions::Row| {
+            let c = r.counts.as_ref().unwrap();
+            (c.bytes_read(), c.bytes_written())
+        };
+        let rows = |name: &str| -> Vec<&profcc_schema::regions::Row> {
+            g.rows.iter().filter(|r| r.region == name).collect()
+        };
+        for name in ["worker", "likwid_scale", "clash_am", "clash_ar"] {
+            let want_rows = if name == "worker" { 2 } else { 1 };
+            assert_eq!(rows(name).len(), want_rows, "{level} {name}");
+            for r in rows(name) {
+                assert_eq!(r.executions, 1000, "{level} {name} thread {}", r.thread);
+                // 990 executions after the first 10 hold exactly 99 sampled ones.
+                assert_eq!(r.counted_executions, Some(109), "{level} {name}");
+                assert_eq!(bytes(r), (4000 * 1000, 2000 * 1000), "{level} {name}");
+            }
+        }
+        let (outer, inner) = (rows("outer")[0], rows("inner")[0]);
+        assert_eq!((outer.executions, inner.executions), (1000, 334), "{level}");
+        assert_eq!(outer.counted_executions, Some(109), "{level}");
+        // inner counts in its outer's class: exact in the outer's first 10 executions
+        // (repetitions 0, 3, 6, 9), sampled after.
+        let k = inner.counted_executions.unwrap();
+        let inner_stands = 4 + 10 * (k - 4);
+        assert_eq!(
+            bytes(inner),
+            (4000 * inner_stands, 2000 * inner_stands),
+            "{level}: inner counted {k}"
+        );
+        assert_eq!(
+            bytes(outer),
+            (
+                4000 * 1000 + 4000 * inner_stands,
+                2000 * 1000 + 2000 * inner_stands
+            ),
+            "{level}"
+        );
+        // Without sampling the same build counts every execution.
+        let (_, p) = s.run_profiled(&exe, &["1000"], "summary=0");
+        let g = p.regions.as_ref().unwrap();
+        let outer = g.rows.iter().find(|r| r.region == "outer").unwrap();
+        assert_eq!(outer.counted_executions, None);
+        assert_eq!(
+            outer.counts.as_ref().unwrap().bytes_read(),
+            4000 * 1000 + 4000 * 334,
+            "{level}"
+        );
+    }
+}
+
 /// Perf events around regions (docs/regions.md, "Hardware counters"), in the ROI-only build
 /// at -O0 and -O2: `touch` takes exactly 512 page faults per execution (the software event
 /// every Linux kernel gives: profcc's own counter arrays are resident before the region

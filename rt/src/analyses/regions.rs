@@ -153,6 +153,80 @@ struct State {
     /// `GROUP_REFUSED`.
     group_state: u8,
     group: core::mem::MaybeUninit<Group>,
+    /// The thread's `__profcc_roi_skip` (rt/csrc/tls.c; null before the thread started and
+    /// after it ended): word 0 the gate, then the sampled regions' slots.
+    skip: *mut u64,
+    /// Each slot's region (id + 1; 0 free; `SHARED`: two regions' names hash to it, never
+    /// armed again) and the run it was armed with: `skip_set - (*slot >> 32)` plain
+    /// executions ran since without the runtime.
+    skip_owner: [u32; roi::SKIP_WORDS],
+    skip_set: [u32; roi::SKIP_WORDS],
+    /// Held by the owner while it arms or reclaims a slot and by another thread reading the
+    /// slots (the dump, a snapshot): a thread that ends clears `skip` under it, so nobody
+    /// reads its thread-locals after they are gone.
+    skip_lock: SpinLock<()>,
+}
+
+/// `State::skip_owner` of a slot two regions' names share.
+const SHARED: u32 = u32::MAX;
+
+extern "C" {
+    /// The calling thread's `__profcc_roi_skip` (rt/csrc/tls.c).
+    fn profcc_roi_skip_slot() -> *mut u64;
+}
+
+/// Reclaims slot `slot` from its region: the plain executions it ran without the runtime go
+/// into the region's executions, those it had left go back to the region's countdown, and the
+/// slot is 0 (the next begin calls the runtime). The owner thread only.
+fn reclaim(s: &mut State, slot: usize) {
+    let owner = s.skip_owner[slot];
+    if owner == 0 || owner == SHARED || s.skip.is_null() {
+        return;
+    }
+    let id = owner as usize - 1;
+    let _g = s.skip_lock.lock();
+    let p = unsafe { s.skip.add(slot) };
+    let left = (unsafe { core::ptr::read_volatile(p) } >> 32) as u32;
+    let ran = s.skip_set[slot].wrapping_sub(left) as u64;
+    let c = &s.cells[id].executions;
+    c.store(c.load(Relaxed) + ran, Relaxed);
+    s.countdown[id] += left;
+    unsafe { core::ptr::write_volatile(p, 0) };
+    s.skip_set[slot] = 0;
+}
+
+/// The plain executions of region `id` that ran without the runtime since their slots were
+/// armed (another thread's, for the dump and snapshots). The caller holds `skip_lock`, and
+/// reads the executions under it too: a reclaim moves these into them.
+fn skipped(s: &State, id: usize) -> u64 {
+    let mut out = 0;
+    let p = unsafe { core::ptr::read_volatile(&s.skip) };
+    if p.is_null() {
+        return out;
+    }
+    for slot in 1..roi::SKIP_WORDS {
+        let owner = unsafe { core::ptr::read_volatile(&s.skip_owner[slot]) };
+        if owner == 0 || owner == SHARED {
+            continue;
+        }
+        if owner as usize != id + 1 {
+            continue;
+        }
+        let set = unsafe { core::ptr::read_volatile(&s.skip_set[slot]) };
+        let left = (unsafe { core::ptr::read_volatile(p.add(slot)) } >> 32) as u32;
+        out += set.wrapping_sub(left) as u64;
+    }
+    out
+}
+
+/// The thread's gate: shut (0) while a counted region is open in it, so that a sampled
+/// region inside runs counted (it takes the enclosing execution's class).
+#[inline]
+fn set_gate(s: &State) {
+    if !s.skip.is_null() {
+        let v = if s.depth > 0 { 0 } else { roi::SKIP_OPEN };
+        unsafe { core::ptr::write_volatile(s.skip, v) };
+    }
 }
 
 const GROUP_UNTRIED: u8 = 0;
@@ -506,7 +580,7 @@ fn decide(s: &mut State, id: usize) -> u32 {
 /// decides its class (a sampled begin) unless an open counted region in this thread already
 /// did; otherwise it takes the innermost open region's class (`EXACT` when none is open:
 /// code that always counts).
-unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
+unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool, slot: u32, tag: u32) -> u32 {
     let Some(s) = state() else {
         DROPPED.fetch_add(1, Relaxed);
         return roi::PLAIN;
@@ -524,12 +598,19 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
         DROPPED.fetch_add(1, Relaxed);
         return roi::PLAIN;
     }
+    // Only counted executions are on the stack.
     let outer = (s.depth > 0).then(|| s.stack[s.depth as usize - 1].class);
     let class = match outer {
-        Some(c) if c != roi::PLAIN || !own => c,
-        _ if own => decide(s, id as usize),
-        _ => roi::EXACT,
+        Some(c) => c,
+        None if own => take_own(s, id as usize, slot, tag),
+        None => roi::EXACT,
     };
+    if class == roi::PLAIN {
+        // Its plain copy calls no end: the execution is counted now and opens nothing.
+        let c = &s.cells[id as usize].executions;
+        c.store(c.load(Relaxed) + 1, Relaxed);
+        return class;
+    }
     // Events are read before the TSC (and after it at the end): the time leaves the reads out.
     let ev = class != roi::PLAIN
         && s.open[id as usize] == 0
@@ -543,26 +624,89 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool) -> u32 {
     s.stack[s.depth as usize] = Open { id, class, t0, ev };
     s.depth += 1;
     s.open[id as usize] += 1;
+    if s.depth == 1 {
+        set_gate(s);
+    }
+    class
+}
+
+/// A sampled region's class when no counted region is open in the thread: `decide`'s, and
+/// the run of plain executions its countdown leaves after this one goes into the region's
+/// skip slot, which the inlined begin spends without calling the runtime (the last of the
+/// countdown, the sampled execution, calls it again).
+unsafe fn take_own(s: &mut State, id: usize, slot: u32, tag: u32) -> u32 {
+    let slot = slot as usize;
+    let armable = (1..roi::SKIP_WORDS).contains(&slot) && !s.skip.is_null();
+    if armable && s.skip_owner[slot] == id as u32 + 1 {
+        reclaim(s, slot);
+    }
+    let class = decide(s, id);
+    if !armable || s.countdown[id] <= 1 {
+        return class;
+    }
+    match s.skip_owner[slot] {
+        0 => s.skip_owner[slot] = id as u32 + 1,
+        o if o == id as u32 + 1 => {}
+        SHARED => return class,
+        _ => {
+            // A second region on this slot: both take the slow way from now on.
+            reclaim(s, slot);
+            s.skip_owner[slot] = SHARED;
+            return class;
+        }
+    }
+    let run = s.countdown[id] - 1;
+    let _g = s.skip_lock.lock();
+    s.skip_set[slot] = run;
+    s.countdown[id] = 1;
+    core::ptr::write_volatile(s.skip.add(slot), (run as u64) << 32 | tag as u64);
     class
 }
 
 /// `PROFCC_ROI_BEGIN(name)`.
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_roi_begin(name: *const libc::c_char) {
-    begin(name, false, false);
+    begin(name, false, false, 0, 0);
 }
 
 /// `PROFCC_ROI_BEGIN` of a constant name that always counts (the pass rewrites those).
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_roi_begin_lit(name: *const libc::c_char) {
-    begin(name, true, false);
+    begin(name, true, false, 0, 0);
 }
 
 /// A sampled region's begin (the pass calls it in place of `__profcc_roi_begin` where it
-/// gave the region a plain copy): the execution's class, `roi::PLAIN` to run the copy.
+/// gave the region a plain copy, when its skip slot `slot` holds no run armed for its `tag`
+/// or the gate is shut; `roi::SKIP_WORDS`): the execution's class, `roi::PLAIN` to run the
+/// copy (which calls no end).
 #[no_mangle]
-pub unsafe extern "C" fn __profcc_roi_begin_take(name: *const libc::c_char) -> u32 {
-    begin(name, true, true)
+pub unsafe extern "C" fn __profcc_roi_begin_take(
+    name: *const libc::c_char,
+    slot: u32,
+    tag: u32,
+) -> u32 {
+    begin(name, true, true, slot, tag)
+}
+
+/// A region begun inside a plain copy (the enclosing execution runs uncounted): one more
+/// execution, nothing opened (the copy calls no end). `literal`: a constant name.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_plain(name: *const libc::c_char, literal: u32) {
+    let Some(s) = state() else {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    };
+    let id = if literal != 0 {
+        lit_id(s, name, true)
+    } else {
+        intern(name_bytes(name))
+    };
+    let Some(id) = id else {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    };
+    let c = &s.cells[id as usize].executions;
+    c.store(c.load(Relaxed) + 1, Relaxed);
 }
 
 /// `PROFCC_ROI_END(name)`: closes the innermost open region of that name (regions opened
@@ -633,6 +777,9 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         }
     }
     s.depth = at as u32;
+    if at == 0 {
+        set_gate(s);
+    }
     s.seq.store(seq.wrapping_add(2), Release);
 }
 
@@ -702,11 +849,14 @@ fn consistent_cells(s: &State, n: usize, period: u64) -> Vec<(u64, u64)> {
             let w = if o.class == roi::SAMPLED { period } else { 1 };
             open.push((o.id, now.saturating_sub(o.t0) * w));
         }
+        let guard = s.skip_lock.lock();
         for (i, c) in s.cells[..n].iter().enumerate() {
             let running = open.iter().find(|x| x.0 == i as u32).map_or(0, |x| x.1);
             let [t1, t2] = [0, 1].map(|k| c.ticks[k].load(Relaxed));
-            out.push((c.executions.load(Relaxed), t1 + period * t2 + running));
+            let executions = c.executions.load(Relaxed) + skipped(s, i);
+            out.push((executions, t1 + period * t2 + running));
         }
+        drop(guard);
         fence(Acquire);
         if s.seq.load(Relaxed) == before || last {
             return out;
@@ -772,9 +922,22 @@ impl Analysis for RegionsAnalysis {
         }
     }
 
+    fn thread_start(&self, t: &crate::analysis::ThreadStart) {
+        if let Some(s) = unsafe { (t.state as *mut State).as_mut() } {
+            s.skip = unsafe { profcc_roi_skip_slot() };
+            set_gate(s);
+        }
+    }
+
     fn thread_exit(&self) {
         if let Some(s) = state() {
             close_group(s);
+            // Its thread-locals go with the thread: every slot's count comes home first.
+            for slot in 1..roi::SKIP_WORDS {
+                reclaim(s, slot);
+            }
+            let _g = s.skip_lock.lock();
+            s.skip = core::ptr::null_mut();
         }
     }
 
@@ -801,9 +964,10 @@ impl Analysis for RegionsAnalysis {
         each_state(&REGIONS, |tid, mem| {
             let s = unsafe { &*(mem as *const State) };
             let mut counts = thread_counts(s, &modules, n_period, false);
+            let guard = s.skip_lock.lock();
             for (i, name) in names.iter().enumerate() {
                 let c = &s.cells[i];
-                let executions = c.executions.load(Relaxed);
+                let executions = c.executions.load(Relaxed) + skipped(s, i);
                 let mine = counts.iter().position(|(n, _)| n == name);
                 if executions == 0 && mine.is_none() {
                     continue;
@@ -830,6 +994,7 @@ impl Analysis for RegionsAnalysis {
                     events,
                 });
             }
+            drop(guard);
             // Regions whose code ran in this thread without a marker of theirs running here
             // (an OpenMP team's workers), or whose markers never ran at all.
             for (name, c) in counts {
