@@ -33,7 +33,7 @@ STUB_TLS uint64_t __profcc_rb;
 STUB_TLS uint64_t __profcc_wmask = ~(uint64_t)0;
 STUB_TLS uint64_t __profcc_hot_cd;
 /* The gate never opens: every sampled begin calls the take below, which runs the plain copy. */
-STUB_TLS uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS];
+STUB_TLS uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS] __attribute__((aligned(8)));
 /* NUMA: a scratch cache whose slots hold no page (zero: PROFCC_NUMA_NO_PAGE): every access
  * calls the door, which does nothing. Slow (a call per access), but the library runs. In .bss:
  * an initialised array in .data would shift the library's globals. */
