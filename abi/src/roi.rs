@@ -176,6 +176,13 @@ impl Graph {
     pub fn node_counts(&self, counters: &[u64]) -> Option<Vec<u64>> {
         let n = self.nodes.len() + 1;
         let get = |c: u32| index(c).and_then(|i| counters.get(i).copied()).unwrap_or(0);
+        // An instance that never ran (most clones in a big program): the solution is linear
+        // in the counters, so all of them 0 give every node 0.
+        if self.nodes.iter().all(|&(_, c, _)| get(c) == 0)
+            && self.edges.iter().all(|&(_, _, c)| get(c) == 0)
+        {
+            return Some(vec![0; self.nodes.len()]);
+        }
         if self.nodes.iter().all(|&(_, c, _)| c != NONE) {
             return Some(self.nodes.iter().map(|&(_, c, _)| get(c)).collect());
         }
@@ -370,9 +377,15 @@ impl Table {
             return None;
         }
         let (nn, nc, nm, ng, nd, counters) = (next()?, next()?, next()?, next()?, next()?, next()?);
+        // Capacities from the header, bounded by what the words can hold.
+        let cap = |n: u32| (n as usize).min(w.len());
         let mut t = Table {
             counters,
-            ..Table::default()
+            names: Vec::with_capacity(cap(nn)),
+            contexts: Vec::with_capacity(cap(nc)),
+            mixes: Vec::with_capacity(cap(nm)),
+            graphs: Vec::with_capacity(cap(ng)),
+            dyns: Vec::with_capacity(cap(nd)),
         };
         for _ in 0..nn {
             let len = next()? as usize;
@@ -385,7 +398,7 @@ impl Table {
         }
         for _ in 0..nc {
             let len = next()?;
-            let mut c = Vec::new();
+            let mut c = Vec::with_capacity(cap(len));
             for _ in 0..len {
                 c.push(next()?);
             }
@@ -400,7 +413,10 @@ impl Table {
         }
         for _ in 0..ng {
             let (nodes, edges) = (next()?, next()?);
-            let mut g = Graph::default();
+            let mut g = Graph {
+                nodes: Vec::with_capacity(cap(nodes)),
+                edges: Vec::with_capacity(cap(edges)),
+            };
             for _ in 0..nodes {
                 g.nodes.push((next()?, next()?, next()?));
             }

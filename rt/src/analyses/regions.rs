@@ -444,6 +444,9 @@ fn thread_counts(
             let Some(counts) = g.node_counts(counters) else {
                 continue;
             };
+            if counts.iter().all(|&c| c == 0) {
+                continue;
+            }
             let increments = g.increments(counters, &counts);
             for (&(_, _, cx), &k) in g.nodes.iter().zip(&increments) {
                 for &r in t.contexts.get(cx as usize).map_or(&[][..], |v| &v[..]) {
