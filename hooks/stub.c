@@ -136,7 +136,7 @@ STUB uint32_t __profcc_roi_begin_take(const char *name, uint32_t slot, uint32_t 
   (void)name, (void)slot, (void)tag;
   return PROFCC_ROI_PLAIN;
 }
-STUB void __profcc_roi_plain(const char *name, uint32_t literal) { (void)name, (void)literal; }
+STUB void __profcc_roi_plain(const char *name) { (void)name; }
 STUB void __profcc_roi_end(const char *name) { (void)name; }
 STUB void __profcc_roi_begin_lit(const char *name) { (void)name; }
 STUB void __profcc_roi_end_lit(const char *name) { (void)name; }

@@ -615,7 +615,7 @@ pub mod names {
     /// call while the slot holds runs armed for it and the gate is open.
     pub const ROI_SKIP: &str = "__profcc_roi_skip";
     /// A region begun inside a plain copy (nested in a region running uncounted): counts an
-    /// execution and opens nothing (`literal`: the name is a constant, keyed by address).
+    /// execution and opens nothing (the name is a constant, keyed by address).
     pub const ROI_PLAIN: &str = "__profcc_roi_plain";
     /// Hook bodies (hooks/counting.c, hooks/sharing.c), linked into each module and inlined:
     /// function prologue values, counting-only accesses, and the sharing accesses.

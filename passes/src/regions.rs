@@ -424,6 +424,35 @@ unsafe fn unsink_markers(m: LLVMModuleRef) {
     }
 }
 
+/// A call of `f` (type `ty`) with `args`, named `name`, put before `at`, at the source line
+/// of `like` (the call it stands for).
+unsafe fn call_before(
+    at: LLVMValueRef,
+    like: LLVMValueRef,
+    f: LLVMValueRef,
+    ty: LLVMTypeRef,
+    args: &[LLVMValueRef],
+    name: &str,
+) -> LLVMValueRef {
+    let b = LLVMCreateBuilderInContext(LLVMGetTypeContext(ty));
+    LLVMPositionBuilderBefore(b, at);
+    let mut args = args.to_vec();
+    let call = LLVMBuildCall2(
+        b,
+        ty,
+        f,
+        args.as_mut_ptr(),
+        args.len() as u32,
+        cstr(name).as_ptr(),
+    );
+    LLVMDisposeBuilder(b);
+    let dbg = LLVMInstructionGetDebugLoc(like);
+    if !dbg.is_null() {
+        LLVMInstructionSetDebugLoc(call, dbg);
+    }
+    call
+}
+
 /// Whether `b` calls `__profcc_roi_begin`/`_end` with a name that is not a constant (no
 /// marker the pass sees).
 unsafe fn dynamic_marker(b: LLVMBasicBlockRef) -> bool {
@@ -798,28 +827,17 @@ impl Pass {
             }
             // At the block's end: after a foreign marker beside it (LIKWID's, ZRay's), which
             // both copies run, so the inlined skip test can go straight to the plain copy.
-            let builder = LLVMCreateBuilderInContext(self.ctx);
-            LLVMPositionBuilderBefore(builder, LLVMGetBasicBlockTerminator(bbs[b]));
             let (slot, tag) = roi::skip_key(self.table.names[r as usize].as_bytes());
-            let mut args = [
+            let args = [
                 LLVMGetOperand(call, 0),
                 LLVMConstInt(ty_i32, slot as u64, 0),
                 LLVMConstInt(ty_i32, tag as u64, 0),
             ];
-            let cls = LLVMBuildCall2(
-                builder,
-                self.take_ty,
-                self.take_fn,
-                args.as_mut_ptr(),
-                3,
-                c"profcc.class".as_ptr(),
-            );
-            let dbg = LLVMInstructionGetDebugLoc(call);
-            if !dbg.is_null() {
-                LLVMInstructionSetDebugLoc(cls, dbg);
-            }
+            let end = LLVMGetBasicBlockTerminator(bbs[b]);
+            let cls = call_before(end, call, self.take_fn, self.take_ty, &args, "profcc.class");
             LLVMInstructionEraseFromParent(call);
-            LLVMPositionBuilderBefore(builder, LLVMGetBasicBlockTerminator(bbs[b]));
+            let builder = LLVMCreateBuilderInContext(self.ctx);
+            LLVMPositionBuilderBefore(builder, end);
             let on = LLVMBuildICmp(
                 builder,
                 LLVMIntPredicate::LLVMIntNE,
@@ -857,23 +875,8 @@ impl Pass {
             if !LLVMIsACallInst(i).is_null() {
                 let callee = callee_name(i);
                 if callee == names::ROI_BEGIN_LIT {
-                    let builder = LLVMCreateBuilderInContext(self.ctx);
-                    LLVMPositionBuilderBefore(builder, i);
-                    let ty_i32 = LLVMInt32TypeInContext(self.ctx);
-                    let mut args = [LLVMGetOperand(i, 0), LLVMConstInt(ty_i32, 1, 0)];
-                    let c = LLVMBuildCall2(
-                        builder,
-                        self.plain_ty,
-                        self.plain_fn,
-                        args.as_mut_ptr(),
-                        2,
-                        c"".as_ptr(),
-                    );
-                    let dbg = LLVMInstructionGetDebugLoc(i);
-                    if !dbg.is_null() {
-                        LLVMInstructionSetDebugLoc(c, dbg);
-                    }
-                    LLVMDisposeBuilder(builder);
+                    let name = [LLVMGetOperand(i, 0)];
+                    call_before(i, i, self.plain_fn, self.plain_ty, &name, "");
                     LLVMInstructionEraseFromParent(i);
                 } else if callee == names::ROI_END_LIT {
                     LLVMInstructionEraseFromParent(i);
@@ -1122,28 +1125,14 @@ impl Pass {
     /// Replace call `i` with a call of `clone` with the counters first.
     unsafe fn redirect(&self, i: LLVMValueRef, clone: LLVMValueRef, counters: LLVMValueRef) {
         let n = LLVMGetNumArgOperands(i);
-        let mut args: Vec<LLVMValueRef> = std::iter::once(counters)
+        let args: Vec<LLVMValueRef> = std::iter::once(counters)
             .chain((0..n).map(|k| LLVMGetOperand(i, k)))
             .collect();
-        let b = LLVMCreateBuilderInContext(self.ctx);
-        LLVMPositionBuilderBefore(b, i);
-        let name = name_of(i);
-        let call = LLVMBuildCall2(
-            b,
-            LLVMGlobalGetValueType(clone),
-            clone,
-            args.as_mut_ptr(),
-            args.len() as u32,
-            cstr(&name).as_ptr(),
-        );
-        LLVMDisposeBuilder(b);
+        let ty = LLVMGlobalGetValueType(clone);
+        let call = call_before(i, i, clone, ty, &args, &name_of(i));
         LLVMSetInstructionCallConv(call, LLVMGetInstructionCallConv(i));
         if LLVMIsTailCall(i) != 0 {
             LLVMSetTailCall(call, 1);
-        }
-        let dbg = LLVMInstructionGetDebugLoc(i);
-        if !dbg.is_null() {
-            LLVMInstructionSetDebugLoc(call, dbg);
         }
         LLVMReplaceAllUsesWith(i, call);
         LLVMInstructionEraseFromParent(i);
@@ -1513,11 +1502,7 @@ pub unsafe fn instrument(
     let (counters_fn, counters_ty) = entry(names::ROI_COUNTERS, ptr, &mut [ptr]);
     let (counters_of_fn, counters_of_ty) = entry(names::ROI_COUNTERS_OF, ptr, &mut [ptr, i32t]);
     let (take_fn, take_ty) = entry(names::ROI_BEGIN_TAKE, i32t, &mut [ptr, i32t, i32t]);
-    let (plain_fn, plain_ty) = entry(
-        names::ROI_PLAIN,
-        LLVMVoidTypeInContext(ctx),
-        &mut [ptr, i32t],
-    );
+    let (plain_fn, plain_ty) = entry(names::ROI_PLAIN, LLVMVoidTypeInContext(ctx), &mut [ptr]);
     // The descriptor's body is set at the end, once the table is known.
     let mut fields = [i32t, i32t, ptr, i32t, ptr];
     let desc_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);

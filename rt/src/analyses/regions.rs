@@ -117,8 +117,9 @@ unsafe fn lit_id(s: &mut State, name: *const libc::c_char, intern_it: bool) -> O
     Some(id)
 }
 
-/// An open region: its id, the TSC at its begin (0: not read), its class, and whether it
-/// read the perf events at its begin (in `State::event_start`).
+/// An open region (a counted execution: a plain one opens nothing): its id, its class
+/// (`EXACT` or `SAMPLED`), the TSC at its begin, and whether it read the perf events at its
+/// begin (in `State::event_start`).
 #[derive(Clone, Copy)]
 struct Open {
     id: u32,
@@ -610,20 +611,12 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool, slot: u32, 
     };
     if class == roi::PLAIN {
         // Its plain copy calls no end: the execution is counted now and opens nothing.
-        let c = &s.cells[id as usize].executions;
-        c.store(c.load(Relaxed) + 1, Relaxed);
+        count_plain(s, id);
         return class;
     }
     // Events are read before the TSC (and after it at the end): the time leaves the reads out.
-    let ev = class != roi::PLAIN
-        && s.open[id as usize] == 0
-        && wants_events(s, id as usize)
-        && events_begin(s);
-    let t0 = if class == roi::PLAIN {
-        0
-    } else {
-        crate::clock::tsc()
-    };
+    let ev = s.open[id as usize] == 0 && wants_events(s, id as usize) && events_begin(s);
+    let t0 = crate::clock::tsc();
     s.stack[s.depth as usize] = Open { id, class, t0, ev };
     s.depth += 1;
     s.open[id as usize] += 1;
@@ -692,22 +685,23 @@ pub unsafe extern "C" fn __profcc_roi_begin_take(
 }
 
 /// A region begun inside a plain copy (the enclosing execution runs uncounted): one more
-/// execution, nothing opened (the copy calls no end). `literal`: a constant name.
+/// execution, nothing opened (the copy calls no end). The name is a constant (a region
+/// holding a marker of a run-time name is not versioned).
 #[no_mangle]
-pub unsafe extern "C" fn __profcc_roi_plain(name: *const libc::c_char, literal: u32) {
+pub unsafe extern "C" fn __profcc_roi_plain(name: *const libc::c_char) {
     let Some(s) = state() else {
         DROPPED.fetch_add(1, Relaxed);
         return;
     };
-    let id = if literal != 0 {
-        lit_id(s, name, true)
-    } else {
-        intern(name_bytes(name))
-    };
-    let Some(id) = id else {
+    let Some(id) = lit_id(s, name, true) else {
         DROPPED.fetch_add(1, Relaxed);
         return;
     };
+    count_plain(s, id);
+}
+
+/// One more execution of region `id` that runs plain (opens nothing, calls no end).
+fn count_plain(s: &State, id: u32) {
     let c = &s.cells[id as usize].executions;
     c.store(c.load(Relaxed) + 1, Relaxed);
 }
@@ -745,13 +739,9 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
     let seq = s.seq.load(Relaxed);
     s.seq.store(seq.wrapping_add(1), Relaxed);
     core::sync::atomic::compiler_fence(Release);
-    // One scan: is any closing region timed, did any read events.
-    let (mut timed, mut ev) = (false, false);
-    for o in &s.stack[at..s.depth as usize] {
-        timed |= o.class != roi::PLAIN;
-        ev |= o.ev;
-    }
-    let now = if timed { crate::clock::tsc() } else { 0 };
+    // Every closing region is counted, so timed; did any read events.
+    let ev = s.stack[at..s.depth as usize].iter().any(|o| o.ev);
+    let now = crate::clock::tsc();
     let group = if ev { group(s) } else { None };
     let e1 = group.and_then(|g| g.read());
     for i in (at..s.depth as usize).rev() {
@@ -759,9 +749,6 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         let c = &s.cells[o.id as usize];
         s.open[o.id as usize] -= 1;
         c.executions.store(c.executions.load(Relaxed) + 1, Relaxed);
-        if o.class == roi::PLAIN {
-            continue;
-        }
         let k = o.class as usize - 1;
         c.counted.store(c.counted.load(Relaxed) + 1, Relaxed);
         if s.open[o.id as usize] == 0 {
@@ -846,7 +833,7 @@ fn consistent_cells(s: &State, n: usize, period: u64) -> Vec<(u64, u64)> {
         let mut open: Vec<(u32, u64)> = Vec::new();
         for i in 0..depth {
             let o = unsafe { core::ptr::read_volatile(&s.stack[i]) };
-            if o.class == roi::PLAIN || o.t0 == 0 || open.iter().any(|x| x.0 == o.id) {
+            if open.iter().any(|x| x.0 == o.id) {
                 continue;
             }
             let w = if o.class == roi::SAMPLED { period } else { 1 };
