@@ -33,6 +33,9 @@ extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec"
  * (profcc_abi::roi::SKIP_WORDS says what they hold); the pass's inlined begin runs a region's
  * plain copy without a call while its slot holds runs armed for it and the gate is open. */
 extern __thread uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS] __attribute__((tls_model("initial-exec")));
+/* Regions: the call word a clone's prologue reads (docs/regions.md, "Sampling inside an
+ * execution"). */
+extern __thread uint64_t __profcc_roi_calls __attribute__((tls_model("initial-exec")));
 
 /* The cold door (sharing_door.c, then rt/src/sharing.rs). slot: the group's counter in the
  * thread's array (gives the site with info >> PROFCC_INFO_SITE_SHIFT and, for writes, the

@@ -34,6 +34,8 @@ STUB_TLS uint64_t __profcc_wmask = ~(uint64_t)0;
 STUB_TLS uint64_t __profcc_hot_cd;
 /* The gate never opens: every sampled begin calls the take below, which runs the plain copy. */
 STUB_TLS uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS] __attribute__((aligned(8)));
+/* Zero: every clone counts its calls (in the scratch array below). */
+STUB_TLS uint64_t __profcc_roi_calls __attribute__((aligned(8)));
 /* NUMA: a scratch cache whose slots hold no page (zero: PROFCC_NUMA_NO_PAGE): every access
  * calls the door, which does nothing. Slow (a call per access), but the library runs. In .bss:
  * an initialised array in .data would shift the library's globals. */
@@ -137,6 +139,11 @@ STUB uint32_t __profcc_roi_begin_take(const char *name, uint32_t slot, uint32_t 
   return PROFCC_ROI_PLAIN;
 }
 STUB void __profcc_roi_plain(const char *name) { (void)name; }
+STUB uint64_t *__profcc_roi_call(const void *desc, uint64_t *counters) {
+  (void)desc;
+  return counters;
+}
+STUB void __profcc_roi_call_done(void) {}
 STUB void __profcc_roi_end(const char *name) { (void)name; }
 STUB void __profcc_roi_begin_lit(const char *name) { (void)name; }
 STUB void __profcc_roi_end_lit(const char *name) { (void)name; }

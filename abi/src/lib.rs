@@ -614,6 +614,15 @@ pub mod names {
     /// region's inlined begin reads the gate and its slot, and runs the plain copy without a
     /// call while the slot holds runs armed for it and the gate is open.
     pub const ROI_SKIP: &str = "__profcc_roi_skip";
+    /// A thread's call word (initial-exec TLS `u64`; docs/regions.md, "Sampling inside an
+    /// execution"): a clone's prologue runs its counted body at 0, the original function
+    /// (taking one off) above 1, and asks [`ROI_CALL`] at 1.
+    pub const ROI_CALLS: &str = "__profcc_roi_calls";
+    /// `(desc, counters) -> counters`: a call's array (the one given: counted as the
+    /// execution; the sampled class's: counted at 1 in N, then [`ROI_CALL_DONE`]) or null
+    /// (run the original).
+    pub const ROI_CALL: &str = "__profcc_roi_call";
+    pub const ROI_CALL_DONE: &str = "__profcc_roi_call_done";
     /// A region begun inside a plain copy (nested in a region running uncounted): counts an
     /// execution and opens nothing (the name is a constant, keyed by address).
     pub const ROI_PLAIN: &str = "__profcc_roi_plain";

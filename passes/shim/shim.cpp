@@ -9,6 +9,7 @@
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Analysis/DomTreeUpdater.h"
+#include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
@@ -408,5 +409,89 @@ size_t profcc_promote_counters(LLVMValueRef f, unsigned kind) {
     }
   }
   return promoted;
+}
+// `roi_sample`'s calls (docs/regions.md, "Sampling inside an execution"): gives `clone`, a
+// copy of `orig` whose first parameter is the counter array, a prologue that reads the
+// thread's word `word` (initial-exec TLS): 0 runs the clone's counted body with the array it
+// was given; above 1 takes one off and runs `orig` (uncounted); 1 asks the runtime (`ask`,
+// with the descriptor `desc` and the array), whose answer is null (run `orig`), the array
+// given (run the body: a call of the execution's first ones) or another array (the sampled
+// class's: the clone calls itself with it, the word being 0 now, then calls `done`). The
+// entry block's static allocas move up into the prologue. Returns 0, changing nothing, for a
+// function the prologue cannot forward its arguments from (varargs, inalloca, preallocated,
+// swifterror, naked).
+int profcc_call_prologue(LLVMValueRef clone, LLVMValueRef orig, LLVMValueRef word,
+                         LLVMValueRef ask, LLVMValueRef done, LLVMValueRef desc) {
+  Function *f = fn(clone), *o = fn(orig);
+  auto *g = dyn_cast<GlobalVariable>(reinterpret_cast<Value *>(word));
+  if (!g || f->empty() || f->isVarArg() || f->hasFnAttribute(Attribute::Naked) ||
+      f->arg_size() != o->arg_size() + 1)
+    return 0;
+  for (Argument &a : o->args())
+    if (a.hasInAllocaAttr() || a.hasPreallocatedAttr() || a.hasSwiftErrorAttr())
+      return 0;
+  LLVMContext &cx = f->getContext();
+  BasicBlock *body = &f->getEntryBlock();
+  SmallVector<AllocaInst *, 16> allocas;
+  for (Instruction &i : *body)
+    if (auto *ai = dyn_cast<AllocaInst>(&i); ai && ai->isStaticAlloca())
+      allocas.push_back(ai);
+  BasicBlock *pro = BasicBlock::Create(cx, "profcc.calls", f, body);
+  BasicBlock *chk = BasicBlock::Create(cx, "profcc.calls.check", f, body);
+  BasicBlock *dec = BasicBlock::Create(cx, "profcc.calls.skip", f, body);
+  BasicBlock *askb = BasicBlock::Create(cx, "profcc.calls.ask", f, body);
+  BasicBlock *which = BasicBlock::Create(cx, "profcc.calls.which", f, body);
+  BasicBlock *smp = BasicBlock::Create(cx, "profcc.calls.sampled", f, body);
+  BasicBlock *pln = BasicBlock::Create(cx, "profcc.calls.plain", f, body);
+  for (AllocaInst *ai : allocas)
+    ai->moveBefore(pro->end());
+  DebugLoc dl;
+  if (DISubprogram *sp = f->getSubprogram())
+    dl = DILocation::get(cx, sp->getScopeLine() ? sp->getScopeLine() : sp->getLine(), 0, sp);
+  Value *counters = f->getArg(0);
+  SmallVector<Value *, 8> rest;
+  for (unsigned k = 1; k < f->arg_size(); k++)
+    rest.push_back(f->getArg(k));
+  auto call = [&](IRBuilder<> &ir, Function *callee, ArrayRef<Value *> args) {
+    CallInst *c = ir.CreateCall(callee->getFunctionType(), callee, args);
+    c->setAttributes(callee->getAttributes());
+    c->setCallingConv(callee->getCallingConv());
+    return c;
+  };
+  auto ret = [&](IRBuilder<> &ir, Value *v) {
+    if (f->getReturnType()->isVoidTy())
+      ir.CreateRetVoid();
+    else
+      ir.CreateRet(v);
+  };
+  Type *i64 = Type::getInt64Ty(cx);
+  IRBuilder<> ir(pro);
+  ir.SetCurrentDebugLocation(dl);
+  Value *at = ir.CreateThreadLocalAddress(g);
+  Value *w = ir.CreateLoad(i64, at, "profcc.calls");
+  ir.CreateCondBr(ir.CreateICmpEQ(w, ConstantInt::get(i64, 0)), body, chk);
+  ir.SetInsertPoint(chk);
+  ir.CreateCondBr(ir.CreateICmpUGT(w, ConstantInt::get(i64, 1)), dec, askb);
+  ir.SetInsertPoint(dec);
+  ir.CreateStore(ir.CreateSub(w, ConstantInt::get(i64, 1)), at);
+  ir.CreateBr(pln);
+  ir.SetInsertPoint(askb);
+  Function *askf = cast<Function>(reinterpret_cast<Value *>(ask));
+  Value *a = ir.CreateCall(askf->getFunctionType(), askf,
+                           {reinterpret_cast<Value *>(desc), counters}, "profcc.calls.array");
+  ir.CreateCondBr(ir.CreateIsNull(a), pln, which);
+  ir.SetInsertPoint(which);
+  ir.CreateCondBr(ir.CreateICmpEQ(a, counters), body, smp);
+  ir.SetInsertPoint(smp);
+  SmallVector<Value *, 8> args{a};
+  args.append(rest.begin(), rest.end());
+  CallInst *r = call(ir, f, args);
+  Function *donef = cast<Function>(reinterpret_cast<Value *>(done));
+  ir.CreateCall(donef->getFunctionType(), donef, {});
+  ret(ir, r);
+  ir.SetInsertPoint(pln);
+  CallInst *p = call(ir, o, rest);
+  ret(ir, p);
+  return 1;
 }
 }

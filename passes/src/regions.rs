@@ -1577,6 +1577,31 @@ pub unsafe fn instrument(
             );
         }
     }
+    // `roi_sample` inside an execution: each clone a direct call reaches gets the prologue
+    // that runs the original instead, counts it as the execution does, or counts it in the
+    // sampled array (docs/regions.md, "Sampling inside an execution").
+    let direct: Vec<(LLVMValueRef, LLVMValueRef)> = pass
+        .clones
+        .iter()
+        .filter(|(k, _)| k.2)
+        .map(|(k, &c)| (k.0, c))
+        .collect();
+    if !direct.is_empty() {
+        let word = LLVMAddGlobal(
+            m,
+            LLVMInt64TypeInContext(ctx),
+            cstr(names::ROI_CALLS).as_ptr(),
+        );
+        LLVMSetThreadLocal(word, 1);
+        LLVMSetThreadLocalMode(word, llvm_sys::LLVMThreadLocalMode::LLVMInitialExecTLSModel);
+        let (ask, _) = entry(names::ROI_CALL, ptr, &mut [ptr, ptr]);
+        let (done, _) = entry(names::ROI_CALL_DONE, LLVMVoidTypeInContext(ctx), &mut []);
+        for (orig, clone) in direct {
+            if shim::call_prologue(clone, orig, word, ask, done, desc) {
+                stats.bump("roi-sampled-callees", 1);
+            }
+        }
+    }
     // Last, the counters placed: the sampled begins' inlined skip test.
     if !pass.fast_takes.is_empty() {
         let words = roi::SKIP_WORDS as u32;

@@ -28,6 +28,14 @@ extern "C" {
         plain: LLVMBasicBlockRef,
     ) -> i32;
     fn profcc_promote_counters(f: LLVMValueRef, kind: u32) -> usize;
+    fn profcc_call_prologue(
+        clone: LLVMValueRef,
+        orig: LLVMValueRef,
+        word: LLVMValueRef,
+        ask: LLVMValueRef,
+        done: LLVMValueRef,
+        desc: LLVMValueRef,
+    ) -> i32;
     fn profcc_block_depths(f: LLVMValueRef, out: *mut u32, n: usize);
     fn profcc_countable_loops(f: LLVMValueRef, out: *mut LLVMBasicBlockRef, cap: usize) -> usize;
     fn profcc_expand_trips(
@@ -93,6 +101,23 @@ pub unsafe fn fast_take(
 /// `kind`) in registers, stored on the loops' exits; how many were.
 pub unsafe fn promote_counters(f: LLVMValueRef, kind: u32) -> usize {
     profcc_promote_counters(f, kind)
+}
+
+/// `roi_sample`'s calls (docs/regions.md, "Sampling inside an execution"): a prologue in
+/// `clone` (of `orig`, the counter array its first parameter) that reads the thread's word
+/// `word`: 0 runs the counted body, above 1 takes one off and runs `orig`, 1 asks the runtime
+/// (`ask(desc, array)`: null runs `orig`, the array given the body, another array a call of
+/// the clone itself with it followed by `done()`). False, changing nothing, for a function
+/// whose arguments cannot be forwarded (varargs, inalloca, preallocated, swifterror, naked).
+pub unsafe fn call_prologue(
+    clone: LLVMValueRef,
+    orig: LLVMValueRef,
+    word: LLVMValueRef,
+    ask: LLVMValueRef,
+    done: LLVMValueRef,
+    desc: LLVMValueRef,
+) -> bool {
+    profcc_call_prologue(clone, orig, word, ask, done, desc) != 0
 }
 
 /// An internal copy of `f` named `name`; with `counters_param`, a leading `ptr` parameter.

@@ -782,6 +782,10 @@ pub struct RegionRow {
     /// and the time stand for all `executions`; docs/regions.md, "Sampling").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted_executions: Option<u64>,
+    /// With `roi_sample` > 1: calls counted at 1 in N inside the exact executions
+    /// (docs/regions.md, "Sampling inside an execution").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_calls: Option<u64>,
     /// What the region's code did in this thread (absent: built without region counters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<profcc_schema::regions::Counts>,

@@ -1198,6 +1198,7 @@ pub(crate) fn sample_report() -> Report {
                 executions: 100,
                 seconds: 0.25,
                 counted_executions: None,
+                sampled_calls: None,
                 counts: Some(profcc_schema::regions::Counts {
                     instructions: 900,
                     loads: [200, 0, 0, 10],

@@ -56,6 +56,11 @@ __attribute__((visibility("default"), preserve_most)) void __profcc_page_miss_at
 __attribute__((tls_model("initial-exec"), visibility("default"), aligned(8)))
 __thread uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS];
 uint64_t *profcc_roi_skip_slot(void) { return __profcc_roi_skip; }
+/* Regions: the call word a clone's prologue reads (0: count the call as its caller does; above
+ * 1: take one off and run the original; 1: ask the runtime). Zero: every call counted. */
+__attribute__((tls_model("initial-exec"), visibility("default"), aligned(8)))
+__thread uint64_t __profcc_roi_calls;
+uint64_t *profcc_roi_calls_slot(void) { return &__profcc_roi_calls; }
 
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
   *me = &__profcc_me;

@@ -143,6 +143,12 @@ pub struct Row {
     /// the sampled ones (equal to `executions` without sampling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted_executions: Option<u64>,
+    /// With `sample_period` > 1: calls into counted functions counted at 1 in
+    /// `sample_period` (each weighs `sample_period` in `counts`) while this region was the
+    /// innermost open one: the calls past each exact execution's first `sample_period`
+    /// (docs/regions.md, "Sampling inside an execution").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_calls: Option<u64>,
     /// What the region's code did in this thread (absent: the module has no region
     /// counters), derived from the pass's counters and each block's static mix.
     #[serde(default, skip_serializing_if = "Option::is_none")]

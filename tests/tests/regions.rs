@@ -644,3 +644,89 @@ fn region_snapshots_make_a_trace_and_feed_the_monitor() {
     assert!(child.wait().unwrap().success());
     assert!(!std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists());
 }
+
+/// `roi_sample` inside one execution (docs/regions.md, "Sampling inside an execution"), in
+/// the ROI-only build at -O0 and -O2 (tests/fixtures/regions/calls.c): each region runs once.
+/// With `roi_sample=99`, `flat`'s first 99 calls count exactly and each later call is
+/// counted with probability 1/99, weighing 99, so its bytes are exactly
+/// `(99 + 99 × sampled_calls)` steps' worth; `nested`'s calls of `pair` (each calling `half`
+/// twice: its first 99 calls are 33 pairs) are `(33 + 99 × sampled_calls)` pairs' worth, the
+/// halves counted inside a sampled pair and never sampled again; `few` (9 calls) is exact. The number sampled is binomial: 20,000
+/// calls past the first give 201 on average (σ 14); the bounds are 7σ. Without sampling
+/// every byte is counted.
+#[test]
+fn calls_inside_one_execution_are_sampled_without_bias() {
+    const STEPS: u64 = 20_000;
+    const N: u64 = 99;
+    let (read, written) = (1600u64, 800u64);
+    let s = Scratch::new();
+    let src = fixture("regions/calls.c");
+    let src = src.to_str().unwrap();
+    for level in ["-O0", "-O2"] {
+        let exe = format!("calls{level}");
+        let out = output_within(
+            Command::new(profcc())
+                .current_dir(s.path(""))
+                .args([level, "-g", src, "-o", &exe])
+                .env("PROFCC_INSTRUMENT", "roi")
+                .env("PROFCC_STATS", "1"),
+        );
+        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stats}");
+        // Every clone gets the prologue: step (flat's), pair and half (nested's and few's).
+        assert!(stats.contains("roi-sampled-callees=5 "), "{level}: {stats}");
+        let (out, p) = s.run_profiled(
+            &exe,
+            &[&STEPS.to_string()],
+            &format!("summary=0:roi_sample={N}"),
+        );
+        assert!(out.status.success());
+        let g = p.regions.as_ref().expect("a regions section");
+        let row = |name: &str| {
+            g.rows
+                .iter()
+                .find(|r| r.region == name)
+                .unwrap_or_else(|| panic!("{level}: no {name} row: {:?}", g.rows))
+        };
+        let bytes = |r: &profcc_schema::regions::Row| {
+            let c = r.counts.as_ref().unwrap();
+            (c.bytes_read(), c.bytes_written())
+        };
+        // flat's first 99 calls are 99 steps; nested's are 33 pairs and their 66 halves.
+        for (name, exact) in [("flat", N), ("nested", N / 3)] {
+            let r = row(name);
+            assert_eq!(r.executions, 1, "{level} {name}");
+            let k = r.sampled_calls.expect("sampled_calls with roi_sample > 1");
+            assert!(
+                (100..=300).contains(&k),
+                "{level} {name}: {k} calls sampled"
+            );
+            let stands = exact + N * k;
+            assert_eq!(
+                bytes(r),
+                (read * stands, written * stands),
+                "{level} {name}: {k} sampled calls"
+            );
+        }
+        let few = row("few");
+        assert_eq!(few.sampled_calls, Some(0), "{level}");
+        assert_eq!(bytes(few), (3 * read, 3 * written), "{level}");
+        // The report says how the calls were counted.
+        let text = sh(Command::new(profcc())
+            .args(["report"])
+            .arg(s.path(&format!("{exe}.profile.json"))));
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            text.contains("were counted one in 99 on average"),
+            "{level}: {text}"
+        );
+        // Every call counted without sampling.
+        let (_, p) = s.run_profiled(&exe, &[&STEPS.to_string()], "summary=0");
+        let g = p.regions.as_ref().unwrap();
+        for (name, calls) in [("flat", STEPS), ("nested", STEPS), ("few", 3)] {
+            let r = g.rows.iter().find(|r| r.region == name).unwrap();
+            assert_eq!(r.sampled_calls, None, "{level} {name}");
+            assert_eq!(bytes(r), (read * calls, written * calls), "{level} {name}");
+        }
+    }
+}

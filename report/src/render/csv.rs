@@ -868,6 +868,7 @@ pub fn regions(r: &Report) -> Table {
                     .map_or(String::new(), |f| format!("{f:.6}")),
                 row.gbytes_per_s_corrected
                     .map_or(String::new(), |g| format!("{g:.3}")),
+                row.sampled_calls.map_or(String::new(), |k| k.to_string()),
             ];
             // The perf events, summed over the executions that read them; empty when the
             // event was not counted.
@@ -914,6 +915,7 @@ pub fn regions(r: &Report) -> Table {
             "counter_increments",
             "correction_factor",
             "gbytes_per_s_corrected",
+            "sampled_calls",
             "event_executions",
             "event_instructions",
             "event_l1d_read_misses",

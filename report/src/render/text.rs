@@ -1451,6 +1451,16 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             count(counted),
             count(all)
         ));
+        let calls: u64 = g.rows.iter().filter_map(|r| r.sampled_calls).sum();
+        if calls > 0 {
+            out.push_str(&format!(
+                "  inside the counted executions, calls past each one's first {} were counted one in {} on average (at random, each weighing {}): {} such calls counted\n",
+                g.sample_period,
+                g.sample_period,
+                g.sample_period,
+                count(calls)
+            ));
+        }
     }
     if g.dropped > 0 {
         out.push_str(&format!(

@@ -54,6 +54,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
                     executions: row.executions,
                     seconds,
                     counted_executions: row.counted_executions,
+                    sampled_calls: row.sampled_calls,
                     gbytes_per_s,
                     correction_factor,
                     gbytes_per_s_corrected: gbytes_per_s.zip(correction_factor).map(|(g, f)| g * f),

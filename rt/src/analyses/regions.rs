@@ -96,6 +96,9 @@ struct Cell {
     /// many did.
     events: [[AtomicU64; NEV]; roi::ARRAYS],
     event_executions: [AtomicU64; roi::ARRAYS],
+    /// Calls into counted functions counted at 1 in `roi_sample` (each weighs N) while this
+    /// region was the innermost open one (docs/regions.md, "Sampling inside an execution").
+    call_samples: AtomicU64,
 }
 
 /// Slots of a thread's cache of constant names' ids.
@@ -126,6 +129,9 @@ struct Open {
     class: u32,
     t0: u64,
     ev: bool,
+    /// The thread's call word and exact calls left when it began (back at its end).
+    calls: u64,
+    budget: u32,
 }
 
 /// A thread's block: its counts, then its stack of open regions.
@@ -166,6 +172,20 @@ struct State {
     /// slots (the dump, a snapshot): a thread that ends clears `skip` under it, so nobody
     /// reads its thread-locals after they are gone.
     skip_lock: SpinLock<()>,
+    /// The thread's `__profcc_roi_calls` (rt/csrc/tls.c; null before the thread started and
+    /// after it ended; docs/regions.md, "Sampling inside an execution").
+    calls: *mut u64,
+    /// Calls of the innermost counted execution still counted exactly (its first N).
+    call_budget: u32,
+    /// Sampled calls running (their code counts in the sampled array; calls inside them are
+    /// counted, not sampled again).
+    call_depth: u32,
+    /// The call word after the running sampled call (the next gap, drawn at its start), and
+    /// the OpenMP team class before it.
+    call_next: u64,
+    call_team: u32,
+    /// xorshift64 state for the gaps between sampled calls (0: not seeded).
+    rng: u64,
 }
 
 /// `State::skip_owner` of a slot two regions' names share.
@@ -174,6 +194,71 @@ const SHARED: u32 = u32::MAX;
 extern "C" {
     /// The calling thread's `__profcc_roi_skip` (rt/csrc/tls.c).
     fn profcc_roi_skip_slot() -> *mut u64;
+    /// The calling thread's `__profcc_roi_calls` (rt/csrc/tls.c).
+    fn profcc_roi_calls_slot() -> *mut u64;
+}
+
+/// Sets the thread's call word (no-op before the thread started and after it ended).
+#[inline]
+fn set_calls(s: &State, v: u64) {
+    if !s.calls.is_null() {
+        unsafe { core::ptr::write_volatile(s.calls, v) };
+    }
+}
+
+#[inline]
+fn get_calls(s: &State) -> u64 {
+    if s.calls.is_null() {
+        return 0;
+    }
+    unsafe { core::ptr::read_volatile(s.calls) }
+}
+
+/// Calls until the next sampled one, this one included: geometric with mean `n` (each call
+/// is sampled with probability exactly 1/n, independently of the others: no period of the
+/// program's calls can line up with it).
+fn call_gap(s: &mut State, n: u64) -> u64 {
+    if s.rng == 0 {
+        s.rng = (crate::clock::tsc() ^ (s as *const State as u64)) | 1;
+    }
+    let mut x = s.rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    s.rng = x;
+    gap_of(x, n)
+}
+
+/// The geometric gap (mean `n`) for the random word `x`: 1 + floor(ln(u) / ln(1 - 1/n)),
+/// u = (top 53 bits of x, plus 1) / 2^53 in (0, 1].
+fn gap_of(x: u64, n: u64) -> u64 {
+    if n <= 1 {
+        return 1;
+    }
+    let u = ((x >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    let g = ln(u) / ln(1.0 - 1.0 / n as f64);
+    1 + (g as u64).min(u64::MAX / 4)
+}
+
+/// Natural logarithm of a positive normal `x` (the runtime links no libm): x = 2^e × m with
+/// m in [1/√2, √2), ln m = 2 atanh((m - 1) / (m + 1)) by its series (|s| < 0.172: 12 terms
+/// leave under 1e-16 relative).
+fn ln(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52));
+    if m > core::f64::consts::SQRT_2 {
+        m /= 2.0;
+        e += 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s;
+    let (mut term, mut sum) = (s, 0.0);
+    for k in 0..12 {
+        sum += term / (2 * k + 1) as f64;
+        term *= s2;
+    }
+    e as f64 * core::f64::consts::LN_2 + 2.0 * sum
 }
 
 /// Reclaims slot `slot` from its region: the plain executions it ran without the runtime go
@@ -616,8 +701,25 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool, slot: u32, 
     }
     // Events are read before the TSC (and after it at the end): the time leaves the reads out.
     let ev = s.open[id as usize] == 0 && wants_events(s, id as usize) && events_begin(s);
+    // The execution's calls: its first N counted as it is, then one in N (an `EXACT` one;
+    // a `SAMPLED` one or one inside a sampled call counts every call).
+    let n = period();
+    let (calls, budget) = (get_calls(s), s.call_budget);
+    if class == roi::EXACT && n > 1 && s.call_depth == 0 {
+        s.call_budget = n.min(u32::MAX as u64) as u32;
+        set_calls(s, 1);
+    } else {
+        set_calls(s, 0);
+    }
     let t0 = crate::clock::tsc();
-    s.stack[s.depth as usize] = Open { id, class, t0, ev };
+    s.stack[s.depth as usize] = Open {
+        id,
+        class,
+        t0,
+        ev,
+        calls,
+        budget,
+    };
     s.depth += 1;
     s.open[id as usize] += 1;
     if s.depth == 1 {
@@ -706,6 +808,62 @@ fn count_plain(s: &State, id: u32) {
     c.store(c.load(Relaxed) + 1, Relaxed);
 }
 
+/// A clone's prologue found the call word at 1 (docs/regions.md, "Sampling inside an
+/// execution"): `counters` (the caller's array: one of the execution's first N calls, or no
+/// sampling here), the sampled class's array of the module (this call is sampled: the
+/// prologue calls the clone with it, then `__profcc_roi_call_done`), or null (run the
+/// original, uncounted).
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_call(
+    desc: *const roi::RoiDesc,
+    counters: *mut u64,
+) -> *mut u64 {
+    let Some(s) = state() else {
+        return counters;
+    };
+    if s.depth == 0 || s.call_depth > 0 {
+        set_calls(s, 0);
+        return counters;
+    }
+    if s.call_budget > 0 {
+        s.call_budget -= 1;
+        if s.call_budget == 0 {
+            let g = call_gap(s, period());
+            set_calls(s, g);
+        }
+        return counters;
+    }
+    let top = s.stack[s.depth as usize - 1];
+    let c = &s.cells[top.id as usize].call_samples;
+    c.store(c.load(Relaxed) + 1, Relaxed);
+    s.call_next = call_gap(s, period());
+    s.call_depth = 1;
+    set_calls(s, 0);
+    // An OpenMP team forked inside counts as this call does.
+    s.call_team = TEAM_CLASS.load(Relaxed);
+    if s.call_team != roi::SAMPLED {
+        TEAM_CLASS.store(roi::SAMPLED, Relaxed);
+    }
+    counters_of(desc, roi::SAMPLED)
+}
+
+/// A sampled call returned: the calls after it are plain until the gap drawn at its start
+/// runs out.
+#[no_mangle]
+pub unsafe extern "C" fn __profcc_roi_call_done() {
+    let Some(s) = state() else {
+        return;
+    };
+    if s.call_depth == 0 {
+        return;
+    }
+    s.call_depth = 0;
+    if TEAM_CLASS.load(Relaxed) != s.call_team {
+        TEAM_CLASS.store(s.call_team, Relaxed);
+    }
+    set_calls(s, if s.depth > 0 { s.call_next } else { 0 });
+}
+
 /// `PROFCC_ROI_END(name)`: closes the innermost open region of that name (regions opened
 /// inside it and not closed are closed with it).
 #[no_mangle]
@@ -767,7 +925,15 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         }
     }
     s.depth = at as u32;
+    set_calls(s, s.stack[at].calls);
+    s.call_budget = s.stack[at].budget;
     if at == 0 {
+        // A sampled call left by a jump (longjmp, an exception) never called done.
+        if s.call_depth > 0 {
+            s.call_depth = 0;
+            TEAM_CLASS.store(s.call_team, Relaxed);
+        }
+        set_calls(s, 0);
         set_gate(s);
     }
     s.seq.store(seq.wrapping_add(2), Release);
@@ -915,6 +1081,7 @@ impl Analysis for RegionsAnalysis {
     fn thread_start(&self, t: &crate::analysis::ThreadStart) {
         if let Some(s) = unsafe { (t.state as *mut State).as_mut() } {
             s.skip = unsafe { profcc_roi_skip_slot() };
+            s.calls = unsafe { profcc_roi_calls_slot() };
             set_gate(s);
         }
     }
@@ -928,6 +1095,7 @@ impl Analysis for RegionsAnalysis {
             }
             let _g = s.skip_lock.lock();
             s.skip = core::ptr::null_mut();
+            s.calls = core::ptr::null_mut();
         }
     }
 
@@ -980,6 +1148,7 @@ impl Analysis for RegionsAnalysis {
                     executions,
                     ticks: t1 + n_period * t2,
                     counted_executions: (n_period > 1).then_some(counted),
+                    sampled_calls: (n_period > 1).then(|| c.call_samples.load(Relaxed)),
                     counts: mine.map(|i| counts.swap_remove(i).1),
                     events,
                 });
@@ -994,6 +1163,7 @@ impl Analysis for RegionsAnalysis {
                     executions: 0,
                     ticks: 0,
                     counted_executions: None,
+                    sampled_calls: None,
                     counts: Some(c),
                     events: None,
                 });
@@ -1025,6 +1195,42 @@ mod tests {
     /// Every word of a block's mix lands in one field of the profile's counts, each in a
     /// different one: a field added to `roi::Mix` and not to `schema::Counts` (or to
     /// `add_mix`) fails here. `counter_increments` comes from the counters, not a mix.
+    /// The runtime's own logarithm against std's, and the gaps' mean against N.
+    #[test]
+    fn sampled_call_gaps_are_geometric_with_mean_n() {
+        for &x in &[
+            1e-300,
+            1e-16,
+            0.001,
+            0.3,
+            0.5,
+            0.7071,
+            0.99,
+            1.0 - 1.0 / 99.0,
+            1.0,
+        ] {
+            assert!(
+                (ln(x) - x.ln()).abs() <= 1e-13 * x.ln().abs().max(1.0),
+                "{x}"
+            );
+        }
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        let (n, k) = (99u64, 200_000u64);
+        let mut sum = 0u64;
+        for _ in 0..k {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            let g = gap_of(r, n);
+            assert!(g >= 1);
+            sum += g;
+        }
+        // Mean 99, standard deviation of the mean sqrt(99 × 98 / 200000) = 0.22.
+        let mean = sum as f64 / k as f64;
+        assert!((mean - 99.0).abs() < 1.5, "{mean}");
+        assert_eq!(gap_of(r, 1), 1);
+    }
+
     #[test]
     fn every_mix_word_reaches_its_own_count() {
         let words: Vec<u32> = (0..roi::MIX_WORDS as u32).map(|i| 1 << i).collect();
