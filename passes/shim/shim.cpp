@@ -410,16 +410,16 @@ size_t profcc_promote_counters(LLVMValueRef f, unsigned kind) {
   }
   return promoted;
 }
-// `roi_sample`'s calls (docs/regions.md, "Sampling inside an execution"): gives `clone`, a
-// copy of `orig` whose first parameter is the counter array, a prologue that reads the
-// thread's word `word` (initial-exec TLS): 0 runs the clone's counted body with the array it
-// was given; above 1 takes one off and runs `orig` (uncounted); 1 asks the runtime (`ask`,
-// with the descriptor `desc` and the array), whose answer is null (run `orig`), the array
-// given (run the body: a call of the execution's first ones) or another array (the sampled
-// class's: the clone calls itself with it, the word being 0 now, then calls `done`). The
-// entry block's static allocas move up into the prologue. Returns 0, changing nothing, for a
-// function the prologue cannot forward its arguments from (varargs, inalloca, preallocated,
-// swifterror, naked).
+// `roi_sample`'s calls (docs/regions.md, "Sampling inside an execution"). `clone` is a copy of
+// `orig` whose first parameter is the counter array. Its body moves to a new internal
+// function `<clone>.body`, and `clone` becomes a frameless test of the thread's word `word`
+// (initial-exec TLS): 0 jumps to the body with the array it was given (a sibling call);
+// anything else jumps to `<clone>.calls`, a cold function that, above 1, takes one off and
+// runs `orig` (uncounted), and at 1 asks the runtime (`ask`, with the descriptor `desc` and
+// the array): null runs `orig`, the array given runs the body (one of the execution's first
+// calls), another array (the sampled class's, the word being 0 now) runs the body with it and
+// then calls `done`. Returns 0, changing nothing, for a function whose arguments cannot be
+// forwarded (varargs, inalloca, preallocated, swifterror, naked).
 int profcc_call_prologue(LLVMValueRef clone, LLVMValueRef orig, LLVMValueRef word,
                          LLVMValueRef ask, LLVMValueRef done, LLVMValueRef desc) {
   Function *f = fn(clone), *o = fn(orig);
@@ -427,35 +427,40 @@ int profcc_call_prologue(LLVMValueRef clone, LLVMValueRef orig, LLVMValueRef wor
   if (!g || f->empty() || f->isVarArg() || f->hasFnAttribute(Attribute::Naked) ||
       f->arg_size() != o->arg_size() + 1)
     return 0;
-  for (Argument &a : o->args())
+  bool byval = false;
+  for (Argument &a : f->args()) {
     if (a.hasInAllocaAttr() || a.hasPreallocatedAttr() || a.hasSwiftErrorAttr())
       return 0;
+    byval |= a.hasByValAttr();
+  }
   LLVMContext &cx = f->getContext();
-  BasicBlock *body = &f->getEntryBlock();
-  SmallVector<AllocaInst *, 16> allocas;
-  for (Instruction &i : *body)
-    if (auto *ai = dyn_cast<AllocaInst>(&i); ai && ai->isStaticAlloca())
-      allocas.push_back(ai);
-  BasicBlock *pro = BasicBlock::Create(cx, "profcc.calls", f, body);
-  BasicBlock *chk = BasicBlock::Create(cx, "profcc.calls.check", f, body);
-  BasicBlock *dec = BasicBlock::Create(cx, "profcc.calls.skip", f, body);
-  BasicBlock *askb = BasicBlock::Create(cx, "profcc.calls.ask", f, body);
-  BasicBlock *which = BasicBlock::Create(cx, "profcc.calls.which", f, body);
-  BasicBlock *smp = BasicBlock::Create(cx, "profcc.calls.sampled", f, body);
-  BasicBlock *pln = BasicBlock::Create(cx, "profcc.calls.plain", f, body);
-  for (AllocaInst *ai : allocas)
-    ai->moveBefore(pro->end());
-  DebugLoc dl;
-  if (DISubprogram *sp = f->getSubprogram())
-    dl = DILocation::get(cx, sp->getScopeLine() ? sp->getScopeLine() : sp->getLine(), 0, sp);
-  Value *counters = f->getArg(0);
-  SmallVector<Value *, 8> rest;
-  for (unsigned k = 1; k < f->arg_size(); k++)
-    rest.push_back(f->getArg(k));
-  auto call = [&](IRBuilder<> &ir, Function *callee, ArrayRef<Value *> args) {
+  Module &m = *f->getParent();
+  // The body, moved whole (its debug info with it: the two small functions have none).
+  Function *body = Function::Create(f->getFunctionType(), GlobalValue::InternalLinkage,
+                                    f->getAddressSpace(), f->getName() + ".body", &m);
+  body->copyAttributesFrom(f);
+  body->setLinkage(GlobalValue::InternalLinkage);
+  body->setSubprogram(f->getSubprogram());
+  f->setSubprogram(nullptr);
+  body->splice(body->end(), f);
+  for (unsigned k = 0; k < f->arg_size(); k++) {
+    body->getArg(k)->setName(f->getArg(k)->getName());
+    f->getArg(k)->replaceAllUsesWith(body->getArg(k));
+  }
+  Function *slow = Function::Create(f->getFunctionType(), GlobalValue::InternalLinkage,
+                                    f->getAddressSpace(), f->getName() + ".calls", &m);
+  slow->copyAttributesFrom(f);
+  slow->setLinkage(GlobalValue::InternalLinkage);
+  slow->setSubprogram(nullptr);
+  slow->addFnAttr(Attribute::NoInline);
+  slow->addFnAttr(Attribute::Cold);
+  slow->removeFnAttr(Attribute::AlwaysInline);
+  auto call = [&](IRBuilder<> &ir, Function *callee, ArrayRef<Value *> args, bool tail) {
     CallInst *c = ir.CreateCall(callee->getFunctionType(), callee, args);
     c->setAttributes(callee->getAttributes());
     c->setCallingConv(callee->getCallingConv());
+    if (tail && !byval)
+      c->setTailCall(true);
     return c;
   };
   auto ret = [&](IRBuilder<> &ir, Value *v) {
@@ -464,34 +469,62 @@ int profcc_call_prologue(LLVMValueRef clone, LLVMValueRef orig, LLVMValueRef wor
     else
       ir.CreateRet(v);
   };
+  auto args_of = [](Function *fun, Value *first) {
+    SmallVector<Value *, 8> v;
+    if (first)
+      v.push_back(first);
+    for (unsigned k = 1; k < fun->arg_size(); k++)
+      v.push_back(fun->getArg(k));
+    return v;
+  };
   Type *i64 = Type::getInt64Ty(cx);
-  IRBuilder<> ir(pro);
-  ir.SetCurrentDebugLocation(dl);
-  Value *at = ir.CreateThreadLocalAddress(g);
-  Value *w = ir.CreateLoad(i64, at, "profcc.calls");
-  ir.CreateCondBr(ir.CreateICmpEQ(w, ConstantInt::get(i64, 0)), body, chk);
-  ir.SetInsertPoint(chk);
-  ir.CreateCondBr(ir.CreateICmpUGT(w, ConstantInt::get(i64, 1)), dec, askb);
-  ir.SetInsertPoint(dec);
-  ir.CreateStore(ir.CreateSub(w, ConstantInt::get(i64, 1)), at);
-  ir.CreateBr(pln);
-  ir.SetInsertPoint(askb);
-  Function *askf = cast<Function>(reinterpret_cast<Value *>(ask));
-  Value *a = ir.CreateCall(askf->getFunctionType(), askf,
-                           {reinterpret_cast<Value *>(desc), counters}, "profcc.calls.array");
-  ir.CreateCondBr(ir.CreateIsNull(a), pln, which);
-  ir.SetInsertPoint(which);
-  ir.CreateCondBr(ir.CreateICmpEQ(a, counters), body, smp);
-  ir.SetInsertPoint(smp);
-  SmallVector<Value *, 8> args{a};
-  args.append(rest.begin(), rest.end());
-  CallInst *r = call(ir, f, args);
-  Function *donef = cast<Function>(reinterpret_cast<Value *>(done));
-  ir.CreateCall(donef->getFunctionType(), donef, {});
-  ret(ir, r);
-  ir.SetInsertPoint(pln);
-  CallInst *p = call(ir, o, rest);
-  ret(ir, p);
+  // The clone: the test, then a sibling call either way.
+  {
+    BasicBlock *entry = BasicBlock::Create(cx, "profcc.calls", f);
+    BasicBlock *fast = BasicBlock::Create(cx, "profcc.calls.counted", f);
+    BasicBlock *other = BasicBlock::Create(cx, "profcc.calls.other", f);
+    IRBuilder<> ir(entry);
+    Value *w = ir.CreateLoad(i64, ir.CreateThreadLocalAddress(g), "profcc.calls");
+    ir.CreateCondBr(ir.CreateICmpEQ(w, ConstantInt::get(i64, 0)), fast, other);
+    ir.SetInsertPoint(fast);
+    ret(ir, call(ir, body, args_of(f, f->getArg(0)), true));
+    ir.SetInsertPoint(other);
+    ret(ir, call(ir, slow, args_of(f, f->getArg(0)), true));
+  }
+  // The cold way.
+  {
+    BasicBlock *entry = BasicBlock::Create(cx, "profcc.calls", slow);
+    BasicBlock *dec = BasicBlock::Create(cx, "profcc.calls.skip", slow);
+    BasicBlock *askb = BasicBlock::Create(cx, "profcc.calls.ask", slow);
+    BasicBlock *which = BasicBlock::Create(cx, "profcc.calls.which", slow);
+    BasicBlock *exact = BasicBlock::Create(cx, "profcc.calls.exact", slow);
+    BasicBlock *smp = BasicBlock::Create(cx, "profcc.calls.sampled", slow);
+    BasicBlock *pln = BasicBlock::Create(cx, "profcc.calls.plain", slow);
+    Value *counters = slow->getArg(0);
+    IRBuilder<> ir(entry);
+    Value *at = ir.CreateThreadLocalAddress(g);
+    Value *w = ir.CreateLoad(i64, at, "profcc.calls");
+    ir.CreateCondBr(ir.CreateICmpUGT(w, ConstantInt::get(i64, 1)), dec, askb);
+    ir.SetInsertPoint(dec);
+    ir.CreateStore(ir.CreateSub(w, ConstantInt::get(i64, 1)), at);
+    ir.CreateBr(pln);
+    ir.SetInsertPoint(askb);
+    Function *askf = cast<Function>(reinterpret_cast<Value *>(ask));
+    Value *a = ir.CreateCall(askf->getFunctionType(), askf,
+                             {reinterpret_cast<Value *>(desc), counters}, "profcc.calls.array");
+    ir.CreateCondBr(ir.CreateIsNull(a), pln, which);
+    ir.SetInsertPoint(which);
+    ir.CreateCondBr(ir.CreateICmpEQ(a, counters), exact, smp);
+    ir.SetInsertPoint(exact);
+    ret(ir, call(ir, body, args_of(slow, counters), true));
+    ir.SetInsertPoint(smp);
+    CallInst *r = call(ir, body, args_of(slow, a), false);
+    Function *donef = cast<Function>(reinterpret_cast<Value *>(done));
+    ir.CreateCall(donef->getFunctionType(), donef, {});
+    ret(ir, r);
+    ir.SetInsertPoint(pln);
+    ret(ir, call(ir, o, args_of(slow, nullptr), true));
+  }
   return 1;
 }
 }

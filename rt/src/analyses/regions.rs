@@ -129,9 +129,6 @@ struct Open {
     class: u32,
     t0: u64,
     ev: bool,
-    /// The thread's call word and exact calls left when it began (back at its end).
-    calls: u64,
-    budget: u32,
 }
 
 /// A thread's block: its counts, then its stack of open regions.
@@ -177,6 +174,9 @@ struct State {
     calls: *mut u64,
     /// Calls of the innermost counted execution still counted exactly (its first N).
     call_budget: u32,
+    /// The call word and `call_budget` when each open region began (back at its end; kept
+    /// only with `roi_sample` > 1).
+    saved_calls: [(u64, u32); MAX_DEPTH],
     /// Sampled calls running (their code counts in the sampled array; calls inside them are
     /// counted, not sampled again).
     call_depth: u32,
@@ -637,6 +637,10 @@ fn state() -> Option<&'static mut State> {
 }
 
 /// `roi_sample`, read once.
+/// `roi_sample` > 1, set at the runtime's start (the markers' hot path reads one byte, not
+/// the options).
+static CALL_SAMPLING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
 fn period() -> u64 {
     crate::options::get().roi_sample.max(1) as u64
 }
@@ -703,23 +707,19 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool, slot: u32, 
     let ev = s.open[id as usize] == 0 && wants_events(s, id as usize) && events_begin(s);
     // The execution's calls: its first N counted as it is, then one in N (an `EXACT` one;
     // a `SAMPLED` one or one inside a sampled call counts every call).
-    let n = period();
-    let (calls, budget) = (get_calls(s), s.call_budget);
-    if class == roi::EXACT && n > 1 && s.call_depth == 0 {
-        s.call_budget = n.min(u32::MAX as u64) as u32;
-        set_calls(s, 1);
-    } else {
-        set_calls(s, 0);
+    // Without sampling the word stays 0 and is neither saved nor restored.
+    if CALL_SAMPLING.load(Relaxed) {
+        let n = period();
+        s.saved_calls[s.depth as usize] = (get_calls(s), s.call_budget);
+        if class == roi::EXACT && s.call_depth == 0 {
+            s.call_budget = n.min(u32::MAX as u64) as u32;
+            set_calls(s, 1);
+        } else {
+            set_calls(s, 0);
+        }
     }
     let t0 = crate::clock::tsc();
-    s.stack[s.depth as usize] = Open {
-        id,
-        class,
-        t0,
-        ev,
-        calls,
-        budget,
-    };
+    s.stack[s.depth as usize] = Open { id, class, t0, ev };
     s.depth += 1;
     s.open[id as usize] += 1;
     if s.depth == 1 {
@@ -925,15 +925,18 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         }
     }
     s.depth = at as u32;
-    set_calls(s, s.stack[at].calls);
-    s.call_budget = s.stack[at].budget;
-    if at == 0 {
-        // A sampled call left by a jump (longjmp, an exception) never called done.
-        if s.call_depth > 0 {
+    if CALL_SAMPLING.load(Relaxed) {
+        let (calls, budget) = s.saved_calls[at];
+        set_calls(s, calls);
+        s.call_budget = budget;
+        if at == 0 && s.call_depth > 0 {
+            // A sampled call left by a jump (longjmp, an exception) never called done.
             s.call_depth = 0;
             TEAM_CLASS.store(s.call_team, Relaxed);
+            set_calls(s, 0);
         }
-        set_calls(s, 0);
+    }
+    if at == 0 {
         set_gate(s);
     }
     s.seq.store(seq.wrapping_add(2), Release);
@@ -1051,6 +1054,7 @@ impl Analysis for RegionsAnalysis {
     }
 
     fn init(&self) {
+        CALL_SAMPLING.store(period() > 1, Relaxed);
         crate::clock::mark_start();
         live::start();
     }
