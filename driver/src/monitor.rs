@@ -6,13 +6,14 @@
 //! the interval, the share of the interval spent inside the region, and the bandwidth while
 //! inside it (docs/regions.md, "Snapshots").
 
-use profcc_schema::regions::{live_path, Live, SnapRow};
+use profcc_schema::regions::{live_path, want_path, Live, SnapRow, MAX_INTERVAL_MS};
 use std::collections::HashMap;
 use std::io::Write;
 
 #[derive(clap::Args, Debug)]
 pub struct MonitorArgs {
-    /// The process to watch (built with profcc, run with PROFCC_OPTIONS=roi_interval=MS)
+    /// The process to watch (built with profcc; started with PROFCC_OPTIONS=roi_interval=MS,
+    /// or asked to begin publishing now)
     pub pid: u32,
     /// Seconds between two readings
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
@@ -47,13 +48,13 @@ pub fn run(a: &MonitorArgs) -> i32 {
         eprintln!("profcc monitor: no process {}", a.pid);
         return 1;
     }
-    let mut prev = match read(a.pid) {
+    let mut prev = match read(a.pid).or_else(|| ask(a.pid, a.interval)) {
         Some(l) => l,
         None => {
             eprintln!(
-                "profcc monitor: process {} publishes no region counts ({} is missing): build it with profcc, mark regions with PROFCC_ROI_BEGIN/END (or LIKWID, Caliper, PAPI markers) and run it with PROFCC_OPTIONS=roi_interval=100",
+                "profcc monitor: process {} publishes no region counts and did not answer the request in {} (it is not built with profcc, has no region marked with PROFCC_ROI_BEGIN/END or LIKWID, Caliper, PAPI markers, or ended none in the last seconds): start it with PROFCC_OPTIONS=roi_interval=100 to publish from the start",
                 a.pid,
-                live_path(a.pid)
+                want_path(a.pid)
             );
             return 1;
         }
@@ -86,6 +87,28 @@ pub fn run(a: &MonitorArgs) -> i32 {
             return 0;
         }
     }
+}
+
+/// Asks process `pid` to begin publishing (`want_path`: a snapshot every half `interval`
+/// seconds) and waits for its first snapshot: a few seconds, as the runtime looks for the
+/// request at most once a second at a region's end. Removes the request when unanswered.
+fn ask(pid: u32, interval: f64) -> Option<Live> {
+    let ms = ((interval * 500.0) as u64).clamp(10, MAX_INTERVAL_MS);
+    let want = want_path(pid);
+    let dir = std::path::Path::new(&want).parent()?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).ok()?;
+    writeln!(tmp, "{ms}").ok()?;
+    tmp.persist(&want).ok()?;
+    let deadline = std::time::Instant::now()
+        + std::time::Duration::from_secs_f64(3.0 + 2.0 * ms as f64 / 1000.0);
+    while std::time::Instant::now() < deadline && alive(pid) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if let Some(l) = read(pid) {
+            return Some(l);
+        }
+    }
+    let _ = std::fs::remove_file(&want);
+    None
 }
 
 /// What changed from `prev` to `cur`, one line per region and thread that ran.

@@ -95,6 +95,17 @@ pub fn live_path(pid: u32) -> String {
     format!("/dev/shm/profcc-roi-{pid}.json")
 }
 
+/// Where `profcc monitor` asks process `pid`, started without `roi_interval`, to begin
+/// publishing: the file holds the interval in milliseconds (decimal); the runtime looks for it
+/// at most once a second, at a counted region's end or a call it samples, takes it only from
+/// the process's own user, and removes it.
+pub fn want_path(pid: u32) -> String {
+    format!("/dev/shm/profcc-roi-{pid}.want")
+}
+
+/// Longest snapshot interval a request may ask for (as `roi_interval`'s bound).
+pub const MAX_INTERVAL_MS: u64 = 3_600_000;
+
 /// `Row::events` order (rt/src/analyses/regions.rs opens them: instructions retired, L1D
 /// read misses, last-level cache misses, page faults).
 pub const EVENTS: [&str; 4] = [

@@ -643,6 +643,83 @@ fn region_snapshots_make_a_trace_and_feed_the_monitor() {
     }
     assert!(child.wait().unwrap().success());
     assert!(!std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists());
+
+    // Attached to a program started without roi_interval: the monitor asks, the runtime
+    // starts publishing (a snapshot every half --interval), and the profile keeps the
+    // snapshots from then on, the last equal to the rows.
+    let ready = s.path("ready2");
+    let attached = s.path("attached.json");
+    let mut child = Command::new(s.path("live"))
+        .current_dir(s.path(""))
+        .args(["20000", ready.to_str().unwrap()])
+        .env(
+            "PROFCC_OPTIONS",
+            format!("summary=0:out={}", attached.display()),
+        )
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    while !ready.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(!std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists());
+    let m = sh(Command::new(profcc()).args([
+        "monitor",
+        &pid.to_string(),
+        "--interval",
+        "0.2",
+        "--count",
+        "1",
+    ]));
+    let text = String::from_utf8_lossy(&m.stdout);
+    assert!(text.contains("a snapshot every 100 ms"), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("triad "))
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(!std::path::Path::new(&profcc_schema::regions::want_path(pid)).exists());
+    assert!(child.wait().unwrap().success());
+    let p = profcc_schema::read(&attached).unwrap();
+    let g = p.regions.as_ref().unwrap();
+    assert_eq!(g.interval_ms, 100);
+    let last = g
+        .snapshots
+        .last()
+        .expect("snapshots since the monitor asked");
+    for t in [0, 1] {
+        let row = g
+            .rows
+            .iter()
+            .find(|r| r.region == "triad" && r.thread == t)
+            .unwrap();
+        let snap = last
+            .rows
+            .iter()
+            .find(|r| r.region == "triad" && r.thread == t)
+            .unwrap();
+        assert_eq!(snap.executions, row.executions);
+        assert_eq!(snap.bytes_read, row.counts.as_ref().unwrap().bytes_read());
+        assert_eq!(row.executions, 20000);
+    }
+    assert!(!std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists());
+    // A process that publishes nothing and answers no request: one line, exit 1, no
+    // request left behind.
+    let mut quiet = Command::new("sleep").arg("30").spawn().unwrap();
+    let o = Command::new(profcc())
+        .args(["monitor", &quiet.id().to_string(), "--interval", "0.02"])
+        .output()
+        .unwrap();
+    let _ = quiet.kill();
+    let _ = quiet.wait();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("roi_interval=100"), "{err}");
+    assert!(!std::path::Path::new(&profcc_schema::regions::want_path(quiet.id())).exists());
 }
 
 /// `roi_sample` inside one execution (docs/regions.md, "Sampling inside an execution"), in

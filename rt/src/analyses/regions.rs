@@ -838,6 +838,7 @@ pub unsafe extern "C" fn __profcc_roi_call(
     c.store(c.load(Relaxed) + 1, Relaxed);
     s.call_next = call_gap(s, period());
     s.call_depth = 1;
+    live::poll(crate::clock::tsc());
     set_calls(s, 0);
     // An OpenMP team forked inside counts as this call does.
     s.call_team = TEAM_CLASS.load(Relaxed);
@@ -940,6 +941,7 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         set_gate(s);
     }
     s.seq.store(seq.wrapping_add(2), Release);
+    live::poll(now);
 }
 
 /// Every thread's cumulative counts now (`roi_interval`; docs/regions.md, "Snapshots"),

@@ -23,16 +23,92 @@ static KEPT: SpinLock<Kept> = SpinLock::new(Kept {
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(0);
 static STARTED: AtomicBool = AtomicBool::new(false);
 
-/// `init`: starts the sampler when `roi_interval` asks for one.
+/// `init`: starts the sampler when `roi_interval` asks for one; otherwise the first look
+/// for a monitor's request is due about a second from now.
 pub fn start() {
-    let ms = crate::options::get().roi_interval as u64;
+    NEXT_POLL.store(
+        crate::clock::tsc().saturating_add(FIRST_POLL_TICKS),
+        Relaxed,
+    );
+    start_with(crate::options::get().roi_interval as u64);
+}
+
+fn start_with(ms: u64) {
     if ms == 0 || STARTED.swap(true, Relaxed) {
         return;
     }
     INTERVAL_MS.store(ms, Relaxed);
+    let _g = crate::threads::RtGuard::enter();
     if !crate::threads::spawn_internal(run, core::ptr::null_mut()) {
         INTERVAL_MS.store(0, Relaxed);
     }
+}
+
+/// The TSC reading from which a counted end (or a sampled call) looks for `profcc monitor`'s
+/// request (`schema::want_path`); `u64::MAX` once the sampler runs.
+static NEXT_POLL: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The first look: 2^31 ticks after the start (0.5 to 1 s at this era's TSC rates), so that
+/// short programs never look and no early look waits for the tick rate.
+const FIRST_POLL_TICKS: u64 = 1 << 31;
+
+/// A monitor's request, looked for at most once a second (one compare on the markers' path).
+#[inline]
+pub fn poll(now: u64) {
+    if now >= NEXT_POLL.load(Relaxed) {
+        poll_request(now);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn poll_request(now: u64) {
+    if STARTED.load(Relaxed) {
+        NEXT_POLL.store(u64::MAX, Relaxed);
+        return;
+    }
+    let second = crate::clock::early_ticks_per_us().saturating_mul(1_000_000);
+    NEXT_POLL.store(now.saturating_add(second), Relaxed);
+    // No allocation here: this runs on the program's thread, inside its markers.
+    let mut path = [0u8; 64];
+    let text = schema::want_path(pid());
+    if text.len() >= path.len() {
+        return;
+    }
+    path[..text.len()].copy_from_slice(text.as_bytes());
+    let p = path.as_ptr() as *const libc::c_char;
+    unsafe {
+        let mut st: libc::stat = core::mem::zeroed();
+        if libc::stat(p, &mut st) != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+            return;
+        }
+        // Only the process's own user may ask (/dev/shm is everyone's).
+        if st.st_uid != libc::geteuid() {
+            return;
+        }
+        let fd = libc::open(p, libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW);
+        if fd < 0 {
+            return;
+        }
+        let mut buf = [0u8; 24];
+        let n = libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len());
+        libc::close(fd);
+        libc::unlink(p);
+        let ms = if n > 0 {
+            parse_ms(&buf[..n as usize])
+        } else {
+            None
+        };
+        if let Some(ms) = ms {
+            start_with(ms);
+        }
+    }
+}
+
+/// The request's interval: decimal milliseconds, 1 to `MAX_INTERVAL_MS`, a newline allowed.
+fn parse_ms(b: &[u8]) -> Option<u64> {
+    let t = core::str::from_utf8(b).ok()?.trim();
+    let ms: u64 = t.parse().ok()?;
+    (1..=schema::MAX_INTERVAL_MS).contains(&ms).then_some(ms)
 }
 
 extern "C" fn run(_: *mut libc::c_void) -> *mut libc::c_void {
@@ -117,4 +193,16 @@ pub fn fork_child() {
     k.snapshots.clear();
     k.stopped = true;
     INTERVAL_MS.store(0, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_request_holds_milliseconds_in_range() {
+        assert_eq!(super::parse_ms(b"250\n"), Some(250));
+        assert_eq!(super::parse_ms(b"1"), Some(1));
+        for bad in [&b"0"[..], b"", b"-5", b"1.5", b"3600001", b"x"] {
+            assert_eq!(super::parse_ms(bad), None, "{:?}", bad);
+        }
+    }
 }
