@@ -26,6 +26,8 @@ mod stats;
 use crate::stack;
 use crate::threads;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+/// The runtime's logarithm (no libm), shared with the regions' call sampling.
+pub(crate) use stats::ln;
 pub use stats::LIVE_FLUSH;
 pub(crate) use stats::{fork_prepare as stats_fork_prepare, fork_release as stats_fork_release};
 use std::collections::{BTreeMap, BTreeSet};

@@ -66,6 +66,29 @@ fn nested_regions_are_counted_per_thread() {
     assert_eq!(rg.unmatched_ends, 1);
 }
 
+/// Builds `args` with `PROFCC_INSTRUMENT=roi` in `s`'s directory; the pass's statistics
+/// (`PROFCC_STATS=1`).
+fn roi_build(s: &Scratch, args: &[&str]) -> String {
+    let out = output_within(
+        Command::new(profcc())
+            .current_dir(s.path(""))
+            .args(args)
+            .env("PROFCC_INSTRUMENT", "roi")
+            .env("PROFCC_STATS", "1"),
+    );
+    let stats = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stats}");
+    stats
+}
+
+/// Statistic `name` of the pass's `name=value` words (0 when absent).
+fn stat_of(stats: &str, name: &str) -> u64 {
+    stats
+        .split(|c: char| c.is_whitespace())
+        .find_map(|w| w.strip_prefix(&format!("{name}=")))
+        .map_or(0, |v| v.parse().unwrap())
+}
+
 /// The counts of every region of a profile, by (region, thread).
 fn counts_of(
     p: &profcc_schema::Profile,
@@ -349,21 +372,8 @@ fn skipped_plain_executions_are_counted_exactly() {
     let src = src.to_str().unwrap();
     for level in ["-O0", "-O2"] {
         let exe = format!("skip{level}");
-        let out = output_within(
-            Command::new(profcc())
-                .current_dir(s.path(""))
-                .args([level, "-g", "-pthread", src, "-o", &exe])
-                .env("PROFCC_INSTRUMENT", "roi")
-                .env("PROFCC_STATS", "1"),
-        );
-        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stats}");
-        let stat = |name: &str| -> u64 {
-            stats
-                .split(|c: char| c.is_whitespace())
-                .find_map(|w| w.strip_prefix(&format!("{name}=")))
-                .map_or(0, |v| v.parse().unwrap())
-        };
+        let stats = roi_build(&s, &[level, "-g", "-pthread", src, "-o", &exe]);
+        let stat = |name: &str| stat_of(&stats, name);
         // worker, outer, likwid_scale and the two clashes; inner is inside outer.
         assert_eq!(stat("roi-regions-sampled"), 5, "{level}: {stats}");
         assert_eq!(stat("roi-fast-begins"), 5, "{level}: {stats}");
@@ -499,7 +509,34 @@ fn region_perf_events_count_page_faults_exactly() {
 /// PID`, which prints both threads' triad bandwidth; the published file is gone at exit.
 #[test]
 fn region_snapshots_make_a_trace_and_feed_the_monitor() {
+    // One reading of `profcc monitor PID`, 0.2 s apart.
+    let monitor_once = |pid: u32| {
+        let m = sh(Command::new(profcc()).args([
+            "monitor",
+            &pid.to_string(),
+            "--interval",
+            "0.2",
+            "--count",
+            "1",
+        ]));
+        String::from_utf8_lossy(&m.stdout).into_owned()
+    };
     let s = Scratch::new();
+    // live.c, 20000 repetitions, with PROFCC_OPTIONS `opts`, once its first is done.
+    let start_live = |ready: &str, opts: &str| {
+        let ready = s.path(ready);
+        let child = Command::new(s.path("live"))
+            .current_dir(s.path(""))
+            .args(["20000", ready.to_str().unwrap()])
+            .env("PROFCC_OPTIONS", opts)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while !ready.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child
+    };
     let src = fixture("regions/live.c");
     s.compile_env(
         &profcc(),
@@ -605,31 +642,13 @@ fn region_snapshots_make_a_trace_and_feed_the_monitor() {
     assert_eq!(std::fs::read(&profile).unwrap(), before);
 
     // The monitor, while the program runs.
-    let ready = s.path("ready");
-    let mut child = Command::new(s.path("live"))
-        .current_dir(s.path(""))
-        .args(["20000", ready.to_str().unwrap()])
-        .env("PROFCC_OPTIONS", "summary=0:write=0:roi_interval=50")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_live("ready", "summary=0:write=0:roi_interval=50");
     let pid = child.id();
-    while !ready.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
     // The first snapshot is published an interval after the start.
     while !std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let m = sh(Command::new(profcc()).args([
-        "monitor",
-        &pid.to_string(),
-        "--interval",
-        "0.2",
-        "--count",
-        "1",
-    ]));
-    let text = String::from_utf8_lossy(&m.stdout);
+    let text = monitor_once(pid);
     for t in [0, 1] {
         let line = text
             .lines()
@@ -647,32 +666,11 @@ fn region_snapshots_make_a_trace_and_feed_the_monitor() {
     // Attached to a program started without roi_interval: the monitor asks, the runtime
     // starts publishing (a snapshot every half --interval), and the profile keeps the
     // snapshots from then on, the last equal to the rows.
-    let ready = s.path("ready2");
     let attached = s.path("attached.json");
-    let mut child = Command::new(s.path("live"))
-        .current_dir(s.path(""))
-        .args(["20000", ready.to_str().unwrap()])
-        .env(
-            "PROFCC_OPTIONS",
-            format!("summary=0:out={}", attached.display()),
-        )
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_live("ready2", &format!("summary=0:out={}", attached.display()));
     let pid = child.id();
-    while !ready.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
     assert!(!std::path::Path::new(&profcc_schema::regions::live_path(pid)).exists());
-    let m = sh(Command::new(profcc()).args([
-        "monitor",
-        &pid.to_string(),
-        "--interval",
-        "0.2",
-        "--count",
-        "1",
-    ]));
-    let text = String::from_utf8_lossy(&m.stdout);
+    let text = monitor_once(pid);
     assert!(text.contains("a snapshot every 100 ms"), "{text}");
     assert_eq!(
         text.lines()
@@ -741,17 +739,13 @@ fn calls_inside_one_execution_are_sampled_without_bias() {
     let src = src.to_str().unwrap();
     for level in ["-O0", "-O2"] {
         let exe = format!("calls{level}");
-        let out = output_within(
-            Command::new(profcc())
-                .current_dir(s.path(""))
-                .args([level, "-g", src, "-o", &exe])
-                .env("PROFCC_INSTRUMENT", "roi")
-                .env("PROFCC_STATS", "1"),
-        );
-        let stats = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stats}");
+        let stats = roi_build(&s, &[level, "-g", src, "-o", &exe]);
         // Every clone gets the prologue: step (flat's), pair and half (nested's and few's).
-        assert!(stats.contains("roi-sampled-callees=5 "), "{level}: {stats}");
+        assert_eq!(
+            stat_of(&stats, "roi-sampled-callees"),
+            5,
+            "{level}: {stats}"
+        );
         let (out, p) = s.run_profiled(
             &exe,
             &[&STEPS.to_string()],
