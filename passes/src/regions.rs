@@ -1580,12 +1580,15 @@ pub unsafe fn instrument(
     // `roi_sample` inside an execution: each clone a direct call reaches gets the prologue
     // that runs the original instead, counts it as the execution does, or counts it in the
     // sampled array (docs/regions.md, "Sampling inside an execution").
-    let direct: Vec<(LLVMValueRef, LLVMValueRef)> = pass
+    // In the clones' name order: the functions it adds go into the module in a build-to-build
+    // stable order (the map's is not).
+    let mut direct: Vec<(String, LLVMValueRef, LLVMValueRef)> = pass
         .clones
         .iter()
         .filter(|(k, _)| k.2)
-        .map(|(k, &c)| (k.0, c))
+        .map(|(k, &c)| (name_of(c), k.0, c))
         .collect();
+    direct.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     if !direct.is_empty() {
         let word = LLVMAddGlobal(
             m,
@@ -1596,7 +1599,7 @@ pub unsafe fn instrument(
         LLVMSetThreadLocalMode(word, llvm_sys::LLVMThreadLocalMode::LLVMInitialExecTLSModel);
         let (ask, _) = entry(names::ROI_CALL, ptr, &mut [ptr, ptr]);
         let (done, _) = entry(names::ROI_CALL_DONE, LLVMVoidTypeInContext(ctx), &mut []);
-        for (orig, clone) in direct {
+        for (_, orig, clone) in direct {
             if shim::call_prologue(clone, orig, word, ask, done, desc) {
                 stats.bump("roi-sampled-callees", 1);
             }

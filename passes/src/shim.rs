@@ -103,12 +103,13 @@ pub unsafe fn promote_counters(f: LLVMValueRef, kind: u32) -> usize {
     profcc_promote_counters(f, kind)
 }
 
-/// `roi_sample`'s calls (docs/regions.md, "Sampling inside an execution"): a prologue in
-/// `clone` (of `orig`, the counter array its first parameter) that reads the thread's word
-/// `word`: 0 runs the counted body, above 1 takes one off and runs `orig`, 1 asks the runtime
-/// (`ask(desc, array)`: null runs `orig`, the array given the body, another array a call of
-/// the clone itself with it followed by `done()`). False, changing nothing, for a function
-/// whose arguments cannot be forwarded (varargs, inalloca, preallocated, swifterror, naked).
+/// `roi_sample`'s calls (docs/regions.md, "Sampling inside an execution"): `clone` (of
+/// `orig`, the counter array its first parameter) becomes a test of the thread's word `word`
+/// that jumps to its body, moved to `<clone>.body`, at 0, and otherwise to a cold
+/// `<clone>.calls`: above 1 it takes one off and runs `orig`; at 1 it asks the runtime
+/// (`ask(desc, array)`: null runs `orig`, the array given runs the body, another array runs
+/// the body with it and then `done()`). False, changing nothing, for a function whose
+/// arguments cannot be forwarded (varargs, inalloca, preallocated, swifterror, naked).
 pub unsafe fn call_prologue(
     clone: LLVMValueRef,
     orig: LLVMValueRef,

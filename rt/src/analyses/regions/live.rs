@@ -38,6 +38,8 @@ fn start_with(ms: u64) {
         return;
     }
     INTERVAL_MS.store(ms, Relaxed);
+    // Running: the markers look for no request any more.
+    NEXT_POLL.store(u64::MAX, Relaxed);
     let _g = crate::threads::RtGuard::enter();
     if !crate::threads::spawn_internal(run, core::ptr::null_mut()) {
         INTERVAL_MS.store(0, Relaxed);
@@ -62,13 +64,10 @@ pub fn poll(now: u64) {
 #[cold]
 #[inline(never)]
 fn poll_request(now: u64) {
-    if STARTED.load(Relaxed) {
-        NEXT_POLL.store(u64::MAX, Relaxed);
-        return;
-    }
     let second = crate::clock::early_ticks_per_us().saturating_mul(1_000_000);
     NEXT_POLL.store(now.saturating_add(second), Relaxed);
-    // No allocation here: this runs on the program's thread, inside its markers.
+    // On the program's thread, inside its markers: the path's allocation is the runtime's.
+    let _g = crate::threads::RtGuard::enter();
     let mut path = [0u8; 64];
     let text = schema::want_path(pid());
     if text.len() >= path.len() {
@@ -201,6 +200,12 @@ mod tests {
     fn a_request_holds_milliseconds_in_range() {
         assert_eq!(super::parse_ms(b"250\n"), Some(250));
         assert_eq!(super::parse_ms(b"1"), Some(1));
+        // The request's bound is roi_interval's own.
+        let flag = crate::options::FLAGS
+            .iter()
+            .find(|f| f.name == "roi_interval")
+            .unwrap();
+        assert_eq!(flag.range, Some((0, super::schema::MAX_INTERVAL_MS)));
         for bad in [&b"0"[..], b"", b"-5", b"1.5", b"3600001", b"x"] {
             assert_eq!(super::parse_ms(bad), None, "{:?}", bad);
         }
