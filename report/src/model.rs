@@ -761,6 +761,11 @@ pub struct Regions {
     /// The largest `roi_sample` of the inputs (1: every execution counted).
     #[serde(default = "profcc_schema::regions::default_sample_period")]
     pub sample_period: u64,
+    /// The largest `roi_time` of the inputs (microseconds; 0: every execution timed):
+    /// executions of a region shorter than this on average were timed one in
+    /// `TIME_SAMPLE` (`RegionRow::time_samples`; docs/regions.md, "Time").
+    #[serde(default)]
+    pub time_min_us: u64,
     /// What the perf events could count (the first input that read any; absent:
     /// `roi_events=0` in every input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -786,6 +791,10 @@ pub struct RegionRow {
     /// (docs/regions.md, "Sampling inside an execution").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled_calls: Option<u64>,
+    /// Executions timed at one in `TIME_SAMPLE`, each weighing it in `seconds` (absent:
+    /// every counted execution was timed; docs/regions.md, "Time").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_samples: Option<u64>,
     /// What the region's code did in this thread (absent: built without region counters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<profcc_schema::regions::Counts>,

@@ -1199,6 +1199,7 @@ pub(crate) fn sample_report() -> Report {
                 seconds: 0.25,
                 counted_executions: None,
                 sampled_calls: None,
+                time_samples: Some(6),
                 counts: Some(profcc_schema::regions::Counts {
                     instructions: 900,
                     loads: [200, 0, 0, 10],
@@ -1220,6 +1221,7 @@ pub(crate) fn sample_report() -> Report {
             dropped: 0,
             unmatched_ends: 0,
             sample_period: 1,
+            time_min_us: 1,
             events: Some(profcc_schema::regions::EventStatus {
                 mode: "software".into(),
                 why: Some("hardware counters refused (No such file or directory (os error 2)): the machine gives this process no such counters (a virtual machine often has none)".into()),

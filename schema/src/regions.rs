@@ -12,6 +12,11 @@ pub const LOCAL: usize = profcc_abi::roi::Space::Local as usize;
 /// The runtime's limits (rt/src/analyses/regions.rs), named in the report: most distinct
 /// region names in a run, most regions open at once in a thread, longest name kept (bytes).
 pub const MAX_REGIONS: usize = 256;
+/// Time sampling (`roi_time`; docs/regions.md, "Time"): a region's executions shorter than
+/// `roi_time` microseconds on average are timed one in `TIME_SAMPLE` at random (each timed one
+/// weighs `TIME_SAMPLE`), once `TIME_EXACT_FIRST` of them were counted in the thread.
+pub const TIME_SAMPLE: u64 = 16;
+pub const TIME_EXACT_FIRST: u64 = 256;
 pub const MAX_DEPTH: usize = 32;
 pub const NAME_MAX: usize = 63;
 
@@ -33,6 +38,11 @@ pub struct Regions {
     /// are multiplied by it (1: every execution; docs/regions.md, "Sampling").
     #[serde(default = "default_sample_period")]
     pub sample_period: u64,
+    /// `roi_time` (microseconds): executions of a region shorter than this on average are
+    /// timed one in `TIME_SAMPLE` (`Row::time_samples`; 0: every execution timed; absent in
+    /// profiles from before it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub time_min_us: u64,
     /// What the perf events of `Row::events` could count (absent: `roi_events=0`, or a
     /// profile from before them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,6 +170,11 @@ pub struct Row {
     /// (docs/regions.md, "Sampling inside an execution").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled_calls: Option<u64>,
+    /// Executions timed at one in `TIME_SAMPLE` (each weighs `TIME_SAMPLE` in `ticks`):
+    /// those of a region shorter than `roi_time` on average (docs/regions.md, "Time").
+    /// Absent: every counted execution was timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_samples: Option<u64>,
     /// What the region's code did in this thread (absent: the module has no region
     /// counters), derived from the pass's counters and each block's static mix.
     #[serde(default, skip_serializing_if = "Option::is_none")]

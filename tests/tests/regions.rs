@@ -345,6 +345,58 @@ fn sampled_regions_scale_counts_back() {
     }
 }
 
+/// `roi_time` (docs/regions.md, "Time"): with a threshold no execution reaches, each region's
+/// first 256 executions in the thread are timed, then one in 16 at random, each weighing 16:
+/// about (executions - 256) / 16 timed so, the bytes still exact, the time of the same order
+/// as when every execution is timed (a time missing its weight would be 16 times short), and
+/// the report saying how it was taken. `roi_time=0` times every execution.
+#[test]
+fn short_regions_are_timed_one_in_sixteen() {
+    let s = Scratch::new();
+    let src = fixture("regions/sampled.c");
+    let src = src.to_str().unwrap();
+    roi_build(&s, &["-O2", "-g", src, "-o", "timed"]);
+    let (out, p) = s.run_profiled("timed", &["20000"], "summary=0:roi_time=1000000");
+    assert!(out.status.success());
+    let g = p.regions.as_ref().expect("a regions section");
+    assert_eq!(g.time_min_us, 1_000_000);
+    let row = |g: &profcc_schema::regions::Regions, name: &str| {
+        g.rows.iter().find(|r| r.region == name).unwrap().clone()
+    };
+    // Binomial: daxpy's 19,744 executions past the first 256 give 1,234 timed (σ 34),
+    // rare's 2,602 give 163 (σ 12); the bounds are 6σ.
+    for (name, executions, bounds) in [("daxpy", 20000, 1030..1440), ("rare", 2858, 90..236)] {
+        let r = row(g, name);
+        assert_eq!(r.executions, executions, "{name}");
+        let k = r.time_samples.expect("time samples");
+        assert!(
+            bounds.contains(&k),
+            "{name}: {k} executions timed one in 16"
+        );
+        let c = r.counts.as_ref().unwrap();
+        assert_eq!(c.bytes_read(), 16000 * executions, "{name}");
+    }
+    let text = sh(Command::new(profcc())
+        .arg("report")
+        .arg(s.path("timed.profile.json")));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("time sampled (roi_time=1000000)") && text.contains("timed one in 16"),
+        "{text}"
+    );
+    let sampled_ticks = row(g, "daxpy").ticks;
+    let (_, p) = s.run_profiled("timed", &["20000"], "summary=0:roi_time=0");
+    let g = p.regions.as_ref().unwrap();
+    assert_eq!(g.time_min_us, 0);
+    let all = row(g, "daxpy");
+    assert_eq!(all.time_samples, None);
+    let ratio = sampled_ticks as f64 / all.ticks as f64;
+    assert!(
+        (0.25..4.0).contains(&ratio),
+        "daxpy's time, timed one in 16 over every execution timed: {ratio:.3}"
+    );
+}
+
 /// `roi_sample`'s inlined begin (docs/regions.md, "Sampling"), ROI-only at -O0 and -O2: every
 /// sampled region of regions/skip.c gets the skip test (the build's stats say so), and the
 /// plain executions it runs without calling the runtime are counted exactly however the

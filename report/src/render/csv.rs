@@ -869,6 +869,7 @@ pub fn regions(r: &Report) -> Table {
                 row.gbytes_per_s_corrected
                     .map_or(String::new(), |g| format!("{g:.3}")),
                 row.sampled_calls.map_or(String::new(), |k| k.to_string()),
+                row.time_samples.map_or(String::new(), |k| k.to_string()),
             ];
             // The perf events, summed over the executions that read them; empty when the
             // event was not counted.
@@ -916,6 +917,7 @@ pub fn regions(r: &Report) -> Table {
             "correction_factor",
             "gbytes_per_s_corrected",
             "sampled_calls",
+            "time_samples",
             "event_executions",
             "event_instructions",
             "event_l1d_read_misses",

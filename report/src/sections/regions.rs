@@ -11,6 +11,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         dropped: 0,
         unmatched_ends: 0,
         sample_period: 1,
+        time_min_us: 0,
         events: None,
     };
     let mut any = false;
@@ -22,6 +23,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         out.dropped += r.dropped;
         out.unmatched_ends += r.unmatched_ends;
         out.sample_period = out.sample_period.max(r.sample_period);
+        out.time_min_us = out.time_min_us.max(r.time_min_us);
         // The first input whose events were read, else the first that tried.
         if let Some(e) = &r.events {
             let better = out
@@ -55,6 +57,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
                     seconds,
                     counted_executions: row.counted_executions,
                     sampled_calls: row.sampled_calls,
+                    time_samples: row.time_samples,
                     gbytes_per_s,
                     correction_factor,
                     gbytes_per_s_corrected: gbytes_per_s.zip(correction_factor).map(|(g, f)| g * f),

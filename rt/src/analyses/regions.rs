@@ -99,6 +99,9 @@ struct Cell {
     /// Calls into counted functions counted at 1 in `roi_sample` (each weighs N) while this
     /// region was the innermost open one (docs/regions.md, "Sampling inside an execution").
     call_samples: AtomicU64,
+    /// Executions timed at one in `TIME_SAMPLE` (each weighs it in `ticks`; docs/regions.md,
+    /// "Time").
+    time_samples: AtomicU64,
 }
 
 /// Slots of a thread's cache of constant names' ids.
@@ -121,13 +124,15 @@ unsafe fn lit_id(s: &mut State, name: *const libc::c_char, intern_it: bool) -> O
 }
 
 /// An open region (a counted execution: a plain one opens nothing): its id, its class
-/// (`EXACT` or `SAMPLED`), the TSC at its begin, and whether it read the perf events at its
-/// begin (in `State::event_start`).
+/// (`EXACT` or `SAMPLED`), the TSC at its begin, what its time weighs (`time_weight`: 0 not
+/// timed, then `t0` is 0), and whether it read the perf events at its begin (in
+/// `State::event_start`).
 #[derive(Clone, Copy)]
 struct Open {
     id: u32,
     class: u32,
     t0: u64,
+    w: u32,
     ev: bool,
 }
 
@@ -184,8 +189,12 @@ struct State {
     /// the OpenMP team class before it.
     call_next: u64,
     call_team: u32,
-    /// xorshift64 state for the gaps between sampled calls (0: not seeded).
+    /// xorshift64 state for the gaps between sampled calls and timed executions (0: not
+    /// seeded).
     rng: u64,
+    /// Short executions (`time_weight`) until the next timed one, this one included (0: not
+    /// drawn).
+    time_gap: u64,
 }
 
 /// `State::skip_owner` of a slot two regions' names share.
@@ -214,9 +223,9 @@ fn get_calls(s: &State) -> u64 {
     unsafe { core::ptr::read_volatile(s.calls) }
 }
 
-/// Calls until the next sampled one, this one included: geometric with mean `n` (each call
-/// is sampled with probability exactly 1/n, independently of the others: no period of the
-/// program's calls can line up with it).
+/// Calls (or executions) until the next sampled one, this one included: geometric with mean
+/// `n` (each is sampled with probability exactly 1/n, independently of the others: no period
+/// of the program's calls can line up with it).
 fn call_gap(s: &mut State, n: u64) -> u64 {
     if s.rng == 0 {
         s.rng = (crate::clock::tsc() ^ (s as *const State as u64)) | 1;
@@ -341,11 +350,62 @@ fn wants_events(s: &State, id: usize) -> bool {
     if threshold == 0 {
         return event_ticks() != u64::MAX && counted == 0;
     }
-    // mean >= threshold, without a division.
-    threshold != u64::MAX
-        && (counted == 0
-            || c.ticks[0].load(Relaxed) + c.ticks[1].load(Relaxed)
-                >= threshold.saturating_mul(counted))
+    threshold != u64::MAX && (counted == 0 || mean_at_least(c, counted, threshold))
+}
+
+/// The mean ticks of region `c`'s `counted` executions are at least `threshold` (without a
+/// division; the ticks of executions timed at one in `TIME_SAMPLE` are weighed: unbiased).
+#[inline]
+fn mean_at_least(c: &Cell, counted: u64, threshold: u64) -> bool {
+    c.ticks[0].load(Relaxed) + c.ticks[1].load(Relaxed) >= threshold.saturating_mul(counted)
+}
+
+/// `roi_time` in TSC ticks: 0 not known yet, `u64::MAX` time every execution.
+static TIME_TICKS: AtomicU64 = AtomicU64::new(0);
+
+/// What the time of this counted execution of region `id` weighs (the outermost instance of
+/// it in the thread): 1, timed; `TIME_SAMPLE`, timed for itself and 15 others; 0, not timed.
+/// Every execution is timed while the region's executions last at least `roi_time` on
+/// average, and its first `TIME_EXACT_FIRST` in the thread; a shorter one is timed with
+/// probability exactly 1/`TIME_SAMPLE` (geometric gaps over the thread's short executions),
+/// decided before it runs: the weighed sum is an unbiased estimate of the time.
+#[inline]
+fn time_weight(s: &mut State, id: usize) -> u32 {
+    let mut threshold = TIME_TICKS.load(Relaxed);
+    if threshold == 0 {
+        threshold = time_ticks();
+    }
+    let c = &s.cells[id];
+    let counted = c.counted.load(Relaxed);
+    if threshold == u64::MAX
+        || counted < schema::TIME_EXACT_FIRST
+        || mean_at_least(c, counted, threshold)
+    {
+        return 1;
+    }
+    if s.time_gap == 0 {
+        s.time_gap = call_gap(s, schema::TIME_SAMPLE);
+    }
+    s.time_gap -= 1;
+    if s.time_gap == 0 {
+        schema::TIME_SAMPLE as u32
+    } else {
+        0
+    }
+}
+
+/// Sets `TIME_TICKS` from `roi_time` (the tick rate measured once).
+#[cold]
+#[inline(never)]
+fn time_ticks() -> u64 {
+    let t = match crate::options::get().roi_time {
+        0 => u64::MAX,
+        us => (us as u64)
+            .saturating_mul(crate::clock::early_ticks_per_us())
+            .clamp(1, u64::MAX - 1),
+    };
+    TIME_TICKS.store(t, Relaxed);
+    t
 }
 
 /// Sets `EVENT_TICKS` from `roi_events` (the tick rate measured once).
@@ -691,8 +751,14 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool, slot: u32, 
         count_plain(s, id);
         return class;
     }
+    // Time (and events) are taken at the outermost instance of the region in the thread.
+    let w = if s.open[id as usize] == 0 {
+        time_weight(s, id as usize)
+    } else {
+        0
+    };
     // Events are read before the TSC (and after it at the end): the time leaves the reads out.
-    let ev = s.open[id as usize] == 0 && wants_events(s, id as usize) && events_begin(s);
+    let ev = w != 0 && wants_events(s, id as usize) && events_begin(s);
     // The execution's calls: its first N counted as it is, then one in N (an `EXACT` one;
     // a `SAMPLED` one or one inside a sampled call counts every call).
     // Without sampling the word stays 0 and is neither saved nor restored.
@@ -706,8 +772,14 @@ unsafe fn begin(name: *const libc::c_char, literal: bool, own: bool, slot: u32, 
             set_calls(s, 0);
         }
     }
-    let t0 = crate::clock::tsc();
-    s.stack[s.depth as usize] = Open { id, class, t0, ev };
+    let t0 = if w != 0 { crate::clock::tsc() } else { 0 };
+    s.stack[s.depth as usize] = Open {
+        id,
+        class,
+        t0,
+        w,
+        ev,
+    };
     s.depth += 1;
     s.open[id as usize] += 1;
     if s.depth == 1 {
@@ -886,9 +958,14 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
     let seq = s.seq.load(Relaxed);
     s.seq.store(seq.wrapping_add(1), Relaxed);
     core::sync::atomic::compiler_fence(Release);
-    // Every closing region is counted, so timed; did any read events.
-    let ev = s.stack[at..s.depth as usize].iter().any(|o| o.ev);
-    let now = crate::clock::tsc();
+    // Did any closing region read events, is any timed.
+    let closing = &s.stack[at..s.depth as usize];
+    let ev = closing.iter().any(|o| o.ev);
+    let now = if closing.iter().any(|o| o.w != 0) {
+        crate::clock::tsc()
+    } else {
+        0
+    };
     let group = if ev { group(s) } else { None };
     let e1 = group.and_then(|g| g.read());
     for i in (at..s.depth as usize).rev() {
@@ -898,8 +975,13 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         c.executions.store(c.executions.load(Relaxed) + 1, Relaxed);
         let k = o.class as usize - 1;
         c.counted.store(c.counted.load(Relaxed) + 1, Relaxed);
-        if s.open[o.id as usize] == 0 {
-            c.ticks[k].store(c.ticks[k].load(Relaxed) + now.wrapping_sub(o.t0), Relaxed);
+        if o.w != 0 {
+            let t = now.wrapping_sub(o.t0) * o.w as u64;
+            c.ticks[k].store(c.ticks[k].load(Relaxed) + t, Relaxed);
+            if o.w != 1 {
+                c.time_samples
+                    .store(c.time_samples.load(Relaxed) + 1, Relaxed);
+            }
         }
         if !o.ev {
             continue;
@@ -929,7 +1011,9 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
         set_gate(s);
     }
     s.seq.store(seq.wrapping_add(2), Release);
-    live::poll(now);
+    if now != 0 {
+        live::poll(now);
+    }
 }
 
 /// Every thread's cumulative counts now (`roi_interval`; docs/regions.md, "Snapshots"),
@@ -995,7 +1079,10 @@ fn consistent_cells(s: &State, n: usize, period: u64) -> Vec<(u64, u64)> {
             if open.iter().any(|x| x.0 == o.id) {
                 continue;
             }
-            let w = if o.class == roi::SAMPLED { period } else { 1 };
+            if o.w == 0 {
+                continue;
+            }
+            let w = o.w as u64 * if o.class == roi::SAMPLED { period } else { 1 };
             open.push((o.id, now.saturating_sub(o.t0) * w));
         }
         let guard = s.skip_lock.lock();
@@ -1144,6 +1231,7 @@ impl Analysis for RegionsAnalysis {
                     ticks: t1 + n_period * t2,
                     counted_executions: (n_period > 1).then_some(counted),
                     sampled_calls: (n_period > 1).then(|| c.call_samples.load(Relaxed)),
+                    time_samples: Some(c.time_samples.load(Relaxed)).filter(|&k| k > 0),
                     counts: mine.map(|i| counts.swap_remove(i).1),
                     events,
                 });
@@ -1159,6 +1247,7 @@ impl Analysis for RegionsAnalysis {
                     ticks: 0,
                     counted_executions: None,
                     sampled_calls: None,
+                    time_samples: None,
                     counts: Some(c),
                     events: None,
                 });
@@ -1171,6 +1260,7 @@ impl Analysis for RegionsAnalysis {
             dropped: DROPPED.load(Relaxed),
             unmatched_ends: UNMATCHED_ENDS.load(Relaxed),
             sample_period: n_period,
+            time_min_us: crate::options::get().roi_time as u64,
             interval_ms,
             snapshots,
             events: (events_min_us() > 0).then(|| schema::EventStatus {
@@ -1204,6 +1294,56 @@ mod tests {
         let mean = sum as f64 / k as f64;
         assert!((mean - 99.0).abs() < 1.5, "{mean}");
         assert_eq!(gap_of(r, 1), 1);
+    }
+
+    /// Time sampling: every execution is timed (weight 1) while the region has fewer than
+    /// `TIME_EXACT_FIRST` counted executions, while their mean is at least `roi_time`, and
+    /// with `roi_time=0`; a shorter region's executions are timed one in `TIME_SAMPLE` at
+    /// random, each weighing it, so the weights sum to the executions on average. The
+    /// option's help names both constants.
+    #[test]
+    fn short_executions_are_timed_one_in_time_sample() {
+        let mut s: Box<State> = unsafe { Box::new_zeroed().assume_init() };
+        s.rng = 0x9e37_79b9_7f4a_7c15;
+        TIME_TICKS.store(100, Relaxed);
+        let c = &s.cells[3];
+        c.counted.store(schema::TIME_EXACT_FIRST - 1, Relaxed);
+        assert_eq!(time_weight(&mut s, 3), 1, "the first executions");
+        // Mean 50 ticks: short.
+        let c = &s.cells[3];
+        c.counted.store(1000, Relaxed);
+        c.ticks[0].store(50_000, Relaxed);
+        let k = 160_000u64;
+        let (mut sum, mut timed) = (0u64, 0u64);
+        for _ in 0..k {
+            let w = time_weight(&mut s, 3) as u64;
+            assert!(w == 0 || w == schema::TIME_SAMPLE, "{w}");
+            sum += w;
+            timed += (w > 0) as u64;
+        }
+        // 10,000 timed on average, standard deviation 97.
+        assert!(
+            timed.abs_diff(k / schema::TIME_SAMPLE) < 700,
+            "{timed} timed"
+        );
+        assert_eq!(sum, timed * schema::TIME_SAMPLE);
+        // Mean 100 ticks: long enough.
+        s.cells[3].ticks[1].store(50_000, Relaxed);
+        assert!((0..100).all(|_| time_weight(&mut s, 3) == 1));
+        s.cells[3].ticks[1].store(0, Relaxed);
+        TIME_TICKS.store(u64::MAX, Relaxed);
+        assert!((0..100).all(|_| time_weight(&mut s, 3) == 1), "roi_time=0");
+        let flag = crate::options::FLAGS
+            .iter()
+            .find(|f| f.name == "roi_time")
+            .unwrap();
+        for words in [
+            format!("one in {}", schema::TIME_SAMPLE),
+            format!("weighing {}", schema::TIME_SAMPLE),
+            format!("first {}", schema::TIME_EXACT_FIRST),
+        ] {
+            assert!(flag.help.contains(&words), "{words}: {}", flag.help);
+        }
     }
 
     /// Every word of a block's mix lands in one field of the profile's counts, each in a
