@@ -25,6 +25,37 @@ const CHAIN: usize = 16;
 /// Size of the encoder's hash table ([`compress`]'s `head`).
 pub const HASH_SIZE: usize = 1 << 15;
 
+/// Writes `v` as LEB128 (7 bits a byte, low first, the high bit set on all but the last):
+/// the one varint of the crate (this codec's distances, the site records, the region table).
+pub fn put_leb(mut v: u64, out: &mut impl FnMut(u8)) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out(b);
+            return;
+        }
+        out(b | 0x80);
+    }
+}
+
+/// Reads a LEB128 value from the bytes `next` yields; None when they end first or it does
+/// not fit 64 bits.
+pub fn get_leb(mut next: impl FnMut() -> Option<u8>) -> Option<u64> {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let b = next()?;
+        if shift >= 64 {
+            return None;
+        }
+        v |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+        shift += 7;
+    }
+}
+
 fn hash(b: &[u8]) -> usize {
     let v = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
     (v.wrapping_mul(0x9e37_79b1) >> 17) as usize & (HASH_SIZE - 1)
@@ -80,12 +111,7 @@ pub fn compress(input: &[u8], head: &mut [u32], prev: &mut [u32], out: &mut impl
         if best >= MIN_MATCH && !(best == MIN_MATCH && dist >= 0x80) {
             flush(literals, i, out);
             out(0x80 | (best - MIN_MATCH) as u8);
-            let mut d = dist;
-            while d >= 0x80 {
-                out((d & 0x7f) as u8 | 0x80);
-                d >>= 7;
-            }
-            out(d as u8);
+            put_leb(dist as u64, out);
             for p in i..i + best {
                 insert(head, prev, p);
             }
@@ -116,27 +142,24 @@ pub fn expand(input: &[u8], out: &mut [u8]) -> bool {
             o += k;
         } else {
             let len = (t & 0x7f) + MIN_MATCH;
-            let (mut d, mut shift) = (0usize, 0);
-            loop {
-                let Some(&b) = input.get(i) else {
-                    return false;
-                };
+            let next = || {
+                let b = input.get(i).copied();
                 i += 1;
-                if shift > 28 {
-                    return false;
-                }
-                d |= ((b & 0x7f) as usize) << shift;
-                shift += 7;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
+                b
+            };
+            let Some(d) = get_leb(next).and_then(|d| usize::try_from(d).ok()) else {
+                return false;
+            };
             if d == 0 || d > o || o + len > out.len() {
                 return false;
             }
-            // Byte by byte: a match may overlap what it writes.
-            for k in 0..len {
-                out[o + k] = out[o + k - d];
+            if d >= len {
+                out.copy_within(o - d..o - d + len, o);
+            } else {
+                // Byte by byte: the match overlaps what it writes.
+                for k in 0..len {
+                    out[o + k] = out[o + k - d];
+                }
             }
             o += len;
         }

@@ -21,6 +21,7 @@
 //! Size codes 0-6 stand for sizes 0 (run-time length), 1, 2, 4, 8, 16, 32. Invariant: a
 //! stream decodes to exactly the records encoded (tests: `random_tables_round_trip`,
 //! `emitted_descriptor_and_site_records_are_the_runtime_structs`).
+use crate::lz::put_leb;
 use crate::{AccessKind, SiteDesc, NO_STRING};
 
 const KIND_MASK: u8 = 0x7;
@@ -48,18 +49,6 @@ impl SiteDesc {
         pad: 0,
         leader: 0,
     };
-}
-
-fn put_leb(mut v: u64, out: &mut impl FnMut(u8)) {
-    loop {
-        let b = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out(b);
-            return;
-        }
-        out(b | 0x80);
-    }
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -165,19 +154,7 @@ impl<'a> SiteReader<'a> {
     }
 
     fn leb(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        let mut shift = 0;
-        loop {
-            let b = self.byte()?;
-            if shift >= 64 {
-                return None;
-            }
-            v |= ((b & 0x7f) as u64) << shift;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-            shift += 7;
-        }
+        crate::lz::get_leb(|| self.byte())
     }
 
     fn u32(&mut self) -> Option<u32> {

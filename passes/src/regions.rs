@@ -1630,7 +1630,7 @@ unsafe fn emit(p: &Pass, desc: LLVMValueRef, desc_ty: LLVMTypeRef) {
     let m = p.m;
     let i32t = LLVMInt32TypeInContext(ctx);
     let ptr = LLVMPointerTypeInContext(ctx, 0);
-    let words = p.table.encode();
+    let words = p.table.pack();
     let mut vals: Vec<LLVMValueRef> = words
         .iter()
         .map(|&w| LLVMConstInt(i32t, w as u64, 0))

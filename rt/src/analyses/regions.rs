@@ -442,7 +442,7 @@ pub unsafe extern "C" fn __profcc_roi_register(desc: *const roi::RoiDesc) {
     }
     let words = core::slice::from_raw_parts(d.table, d.words as usize);
     // The descriptor's count sizes each thread's array; the table's is what the dump reads.
-    let Some(table) = roi::Table::decode(words).filter(|t| t.counters == d.counters) else {
+    let Some(table) = roi::Table::unpack(words).filter(|t| t.counters == d.counters) else {
         DROPPED.fetch_add(1, Relaxed);
         return;
     };
