@@ -16,8 +16,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-__attribute__((weak)) void __profcc_roi_begin(const char *name);
-__attribute__((weak)) void __profcc_roi_end(const char *name);
+/* nothrow: C++ calls them, not `invoke`s them, where an exception could unwind. */
+__attribute__((weak, nothrow)) void __profcc_roi_begin(const char *name);
+__attribute__((weak, nothrow)) void __profcc_roi_end(const char *name);
 #ifdef __cplusplus
 }
 #endif

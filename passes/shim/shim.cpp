@@ -57,6 +57,13 @@ LLVMBasicBlockRef profcc_split_before(LLVMValueRef inst) {
 // dead successor's phis lose their entry); true if it changed.
 int profcc_fold_terminator(LLVMBasicBlockRef b) { return ConstantFoldTerminator(bb(b)); }
 
+// Turns the invoke `inst` into a call followed by a branch to its normal destination; its
+// unwind destination loses the edge (phis updated; a landing pad left with no way in is
+// for profcc_remove_unreachable).
+void profcc_invoke_to_call(LLVMValueRef inst) {
+  changeToCall(cast<InvokeInst>(reinterpret_cast<Value *>(inst)));
+}
+
 // Deletes the blocks of `f` that no path from its entry reaches; whether there were any.
 int profcc_remove_unreachable(LLVMValueRef f) { return removeUnreachableBlocks(*fn(f)); }
 

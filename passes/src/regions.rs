@@ -247,6 +247,30 @@ fn ignored_intrinsic(name: &str) -> bool {
 /// Returns the region names in first-seen order.
 unsafe fn isolate_markers(m: LLVMModuleRef, ctx: LLVMContextRef) -> Vec<String> {
     let mut folded: HashSet<LLVMValueRef> = HashSet::new();
+    // C++ calls a marker not declared nothrow through an `invoke` wherever an exception
+    // could unwind (any function with objects to destroy: LIKWID's, Caliper's and PAPI's
+    // headers declare theirs without it). No marker throws (the runtime's, the stubs'), so
+    // the invoke becomes a call and its unwind edge goes; a landing pad left unreachable
+    // goes with the blocks the folds below cut off.
+    for (name, _) in MARKERS {
+        let f = LLVMGetNamedFunction(m, cstr(name).as_ptr());
+        if f.is_null() {
+            continue;
+        }
+        let mut invokes = Vec::new();
+        let mut u = LLVMGetFirstUse(f);
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            if !LLVMIsAInvokeInst(user).is_null() && LLVMGetCalledValue(user) == f {
+                invokes.push(user);
+            }
+            u = LLVMGetNextUse(u);
+        }
+        for i in invokes {
+            folded.insert(LLVMGetBasicBlockParent(LLVMGetInstructionParent(i)));
+            shim::invoke_to_call(i);
+        }
+    }
     // `if (__profcc_roi_begin)`: the reference is strong in a profcc link.
     for name in [names::ROI_BEGIN, names::ROI_END] {
         let f = LLVMGetNamedFunction(m, cstr(name).as_ptr());
@@ -1103,7 +1127,7 @@ impl Pass {
             mix.uncovered_calls += 1;
             return true;
         }
-        if direct && Self::followable(callee) && LLVMIsAInvokeInst(i).is_null() {
+        if direct && Self::followable(callee) {
             if let Some(c) = self.clone_of(callee, cx, true) {
                 // A captured variable passed on (-O0's outlined function calls its body).
                 for k in 0..LLVMGetNumArgOperands(i) {
@@ -1122,14 +1146,36 @@ impl Pass {
         true
     }
 
-    /// Replace call `i` with a call of `clone` with the counters first.
+    /// Replace call `i` with a call of `clone` with the counters first (an invoke with an
+    /// invoke to the same destinations: C++ code where an exception may unwind).
     unsafe fn redirect(&self, i: LLVMValueRef, clone: LLVMValueRef, counters: LLVMValueRef) {
         let n = LLVMGetNumArgOperands(i);
-        let args: Vec<LLVMValueRef> = std::iter::once(counters)
+        let mut args: Vec<LLVMValueRef> = std::iter::once(counters)
             .chain((0..n).map(|k| LLVMGetOperand(i, k)))
             .collect();
         let ty = LLVMGlobalGetValueType(clone);
-        let call = call_before(i, i, clone, ty, &args, &name_of(i));
+        let call = if LLVMIsAInvokeInst(i).is_null() {
+            call_before(i, i, clone, ty, &args, &name_of(i))
+        } else {
+            let b = LLVMCreateBuilderInContext(LLVMGetTypeContext(ty));
+            LLVMPositionBuilderBefore(b, i);
+            let inv = LLVMBuildInvoke2(
+                b,
+                ty,
+                clone,
+                args.as_mut_ptr(),
+                args.len() as u32,
+                LLVMGetNormalDest(i),
+                LLVMGetUnwindDest(i),
+                cstr(&name_of(i)).as_ptr(),
+            );
+            LLVMDisposeBuilder(b);
+            let dbg = LLVMInstructionGetDebugLoc(i);
+            if !dbg.is_null() {
+                LLVMInstructionSetDebugLoc(inv, dbg);
+            }
+            inv
+        };
         LLVMSetInstructionCallConv(call, LLVMGetInstructionCallConv(i));
         if LLVMIsTailCall(i) != 0 {
             LLVMSetTailCall(call, 1);

@@ -7,6 +7,7 @@ extern "C" {
     fn profcc_split_before(inst: LLVMValueRef) -> LLVMBasicBlockRef;
     fn profcc_fold_terminator(b: LLVMBasicBlockRef) -> i32;
     fn profcc_remove_unreachable(f: LLVMValueRef) -> i32;
+    fn profcc_invoke_to_call(inst: LLVMValueRef);
     fn profcc_split_edge(from: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> LLVMBasicBlockRef;
     fn profcc_clone_function(
         f: LLVMValueRef,
@@ -53,6 +54,12 @@ pub unsafe fn split_before(inst: LLVMValueRef) -> LLVMBasicBlockRef {
 /// Folds `b`'s branch on a constant into an unconditional one.
 pub unsafe fn fold_terminator(b: LLVMBasicBlockRef) -> bool {
     profcc_fold_terminator(b) != 0
+}
+
+/// Turns the invoke `i` into a call and a branch to its normal destination (its unwind
+/// edge goes).
+pub unsafe fn invoke_to_call(i: LLVMValueRef) {
+    profcc_invoke_to_call(i)
 }
 
 /// Deletes the blocks of `f` no path from its entry reaches.

@@ -356,16 +356,23 @@ fn short_regions_are_timed_one_in_sixteen() {
     let src = fixture("regions/sampled.c");
     let src = src.to_str().unwrap();
     roi_build(&s, &["-O2", "-g", src, "-o", "timed"]);
-    let (out, p) = s.run_profiled("timed", &["20000"], "summary=0:roi_time=1000000");
+    // A million repetitions (about 0.4 s): a preemption (a few ms, often on a loaded machine)
+    // that lands in a timed execution weighs 16, so a short run's estimate would be at its
+    // mercy.
+    let reps = "1000000";
+    let (out, p) = s.run_profiled("timed", &[reps], "summary=0:roi_time=1000000");
     assert!(out.status.success());
     let g = p.regions.as_ref().expect("a regions section");
     assert_eq!(g.time_min_us, 1_000_000);
     let row = |g: &profcc_schema::regions::Regions, name: &str| {
         g.rows.iter().find(|r| r.region == name).unwrap().clone()
     };
-    // Binomial: daxpy's 19,744 executions past the first 256 give 1,234 timed (σ 34),
-    // rare's 2,602 give 163 (σ 12); the bounds are 6σ.
-    for (name, executions, bounds) in [("daxpy", 20000, 1030..1440), ("rare", 2858, 90..236)] {
+    // Binomial: daxpy's 999,744 executions past the first 256 give 62,484 timed (σ 242),
+    // rare's 142,602 give 8,913 (σ 91); the bounds are 6σ.
+    for (name, executions, bounds) in [
+        ("daxpy", 1_000_000, 61_030..63_940),
+        ("rare", 142_858, 8_360..9_466),
+    ] {
         let r = row(g, name);
         assert_eq!(r.executions, executions, "{name}");
         let k = r.time_samples.expect("time samples");
@@ -385,7 +392,7 @@ fn short_regions_are_timed_one_in_sixteen() {
         "{text}"
     );
     let sampled_ticks = row(g, "daxpy").ticks;
-    let (_, p) = s.run_profiled("timed", &["20000"], "summary=0:roi_time=0");
+    let (_, p) = s.run_profiled("timed", &[reps], "summary=0:roi_time=0");
     let g = p.regions.as_ref().unwrap();
     assert_eq!(g.time_min_us, 0);
     let all = row(g, "daxpy");
@@ -1018,4 +1025,85 @@ fn sqlite_query_loop_region_counts_equal_the_oracle() {
         (0.5..2.0).contains(&ratio),
         "bytes read, sampled over exact: {ratio:.3} ({k} calls sampled)"
     );
+}
+
+/// Regions in C++ at -O0 and -O2 (tests/fixtures/regions/cxx.cpp): markers where an exception
+/// may unwind (profcc's, declared nothrow, and LIKWID's, declared without it: clang makes
+/// those `invoke`s) and a kernel called inside a `try` (an `invoke`, followed into its clone
+/// like a call). The output equals clang++-22's; the derived counts equal the oracle's; the
+/// region whose calls never throw reads exactly 8000 bytes per execution; the one whose
+/// fourth call throws counts its four sums and the throwing path, with the exception's own
+/// calls (into libstdc++) uncovered.
+#[test]
+fn cxx_regions_with_exceptions_count_their_calls() {
+    let s = Scratch::new();
+    let src = fixture("regions/cxx.cpp");
+    let src = src.to_str().unwrap();
+    let include = root().join("include");
+    // No LIKWID here: the native build gets markers that do nothing, as liblikwid's do
+    // without LIKWID_PERFMON.
+    let stubs = s.write(
+        "likwid.c",
+        "int likwid_markerStartRegion(const char *t) { return 0; }\n\
+         int likwid_markerStopRegion(const char *t) { return 0; }\n",
+    );
+    let out = output_within(
+        Command::new("clang++-22")
+            .args(["-O2", "-I"])
+            .arg(&include)
+            .args([src, "-x", "c"])
+            .arg(&stubs)
+            .arg("-o")
+            .arg(s.path("native")),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let native = s.run_plain("native", &[]);
+    for level in ["-O0", "-O2"] {
+        let mut modes = Vec::new();
+        for mode in ["roi", "roi-oracle"] {
+            let exe = format!("cxx{level}-{mode}");
+            s.compile_env(
+                &profcxx(),
+                &[level, "-g", src, "-o", &exe],
+                &[("PROFCC_INSTRUMENT", mode)],
+            );
+            let (out, p) = s.run_profiled(&exe, &[], "summary=0");
+            assert_same_run(&exe, &native, &out);
+            let mut rows = counts_of(&p);
+            for r in rows.iter_mut() {
+                r.3.counter_increments = 0;
+            }
+            modes.push(rows);
+        }
+        assert_eq!(
+            modes[0], modes[1],
+            "{level}: the derived counts differ from the oracle's"
+        );
+        let rows = &modes[0];
+        let names: Vec<_> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
+        assert_eq!(
+            names,
+            [("cxx_likwid", 0, 5), ("cxx_profcc", 0, 5)],
+            "{level}"
+        );
+        let likwid = &rows[0].3;
+        assert_eq!(
+            (
+                likwid.bytes_read(),
+                likwid.bytes_written(),
+                likwid.uncovered_calls
+            ),
+            (5 * 8000, 0, 0),
+            "{level}: {likwid:?}"
+        );
+        let profcc = &rows[1].3;
+        assert!(
+            profcc.bytes_read() >= 4 * 8000 && profcc.uncovered_calls > 0,
+            "{level}: {profcc:?}"
+        );
+    }
 }
