@@ -470,11 +470,16 @@ unsafe fn call_before(
         cstr(name).as_ptr(),
     );
     LLVMDisposeBuilder(b);
+    at_line_of(call, like)
+}
+
+/// `i`, given `like`'s source line (when it has one).
+unsafe fn at_line_of(i: LLVMValueRef, like: LLVMValueRef) -> LLVMValueRef {
     let dbg = LLVMInstructionGetDebugLoc(like);
     if !dbg.is_null() {
-        LLVMInstructionSetDebugLoc(call, dbg);
+        LLVMInstructionSetDebugLoc(i, dbg);
     }
-    call
+    i
 }
 
 /// Whether `b` calls `__profcc_roi_begin`/`_end` with a name that is not a constant (no
@@ -1170,11 +1175,7 @@ impl Pass {
                 cstr(&name_of(i)).as_ptr(),
             );
             LLVMDisposeBuilder(b);
-            let dbg = LLVMInstructionGetDebugLoc(i);
-            if !dbg.is_null() {
-                LLVMInstructionSetDebugLoc(inv, dbg);
-            }
-            inv
+            at_line_of(inv, i)
         };
         LLVMSetInstructionCallConv(call, LLVMGetInstructionCallConv(i));
         if LLVMIsTailCall(i) != 0 {

@@ -12,13 +12,15 @@ pub const LOCAL: usize = profcc_abi::roi::Space::Local as usize;
 /// The runtime's limits (rt/src/analyses/regions.rs), named in the report: most distinct
 /// region names in a run, most regions open at once in a thread, longest name kept (bytes).
 pub const MAX_REGIONS: usize = 256;
-/// Time sampling (`roi_time`; docs/regions.md, "Time"): a region's executions shorter than
-/// `roi_time` microseconds on average are timed one in `TIME_SAMPLE` at random (each timed one
-/// weighs `TIME_SAMPLE`), once `TIME_EXACT_FIRST` of them were counted in the thread.
-pub const TIME_SAMPLE: u64 = 16;
-pub const TIME_EXACT_FIRST: u64 = 256;
 pub const MAX_DEPTH: usize = 32;
 pub const NAME_MAX: usize = 63;
+
+/// Time sampling (`roi_time`; docs/regions.md, "Time"): a region's executions shorter than
+/// `roi_time` microseconds on average are timed one in `TIME_SAMPLE` at random, each timed one
+/// weighing `TIME_SAMPLE`...
+pub const TIME_SAMPLE: u64 = 16;
+/// ...once this many of them were counted in the thread (all timed).
+pub const TIME_EXACT_FIRST: u64 = 256;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Regions {
@@ -107,7 +109,7 @@ pub fn live_path(pid: u32) -> String {
 
 /// Where `profcc monitor` asks process `pid`, started without `roi_interval`, to begin
 /// publishing: the file holds the interval in milliseconds (decimal); the runtime looks for it
-/// at most once a second, at a counted region's end or a call it samples, takes it only from
+/// at most once a second, at a timed region's end or a call it samples, takes it only from
 /// the process's own user, and removes it.
 pub fn want_path(pid: u32) -> String {
     format!("/dev/shm/profcc-roi-{pid}.want")

@@ -109,6 +109,27 @@ fn counts_of(
     v
 }
 
+/// The derived build's rows equal the oracle build's in every field but the counters' own
+/// increments (what the placements differ in).
+fn assert_derived_equals_oracle(
+    derived: &[(String, u32, u64, Counts)],
+    oracle: &[(String, u32, u64, Counts)],
+    what: &str,
+) {
+    let but_increments = |rows: &[(String, u32, u64, Counts)]| {
+        let mut rows = rows.to_vec();
+        for r in rows.iter_mut() {
+            r.3.counter_increments = 0;
+        }
+        rows
+    };
+    assert_eq!(
+        but_increments(derived),
+        but_increments(oracle),
+        "{what}: the derived counts differ from the oracle's"
+    );
+}
+
 /// Bytes read and written per execution of each kernel of kernels.c (n = 1000 doubles): the
 /// kernel's own traffic plus, per execution, the 8-byte loads of the global pointer variables
 /// main passes to it (real loads at every optimisation level: the markers are calls).
@@ -183,15 +204,7 @@ fn kernel_bytes_are_exact_and_derived_counts_equal_the_oracle() {
             derived <= derived_max && oracle >= oracle_min,
             "{level}: init's counter increments per execution: derived {derived}, oracle {oracle}"
         );
-        for rows in modes.iter_mut() {
-            for r in rows.iter_mut() {
-                r.3.counter_increments = 0;
-            }
-        }
-        assert_eq!(
-            modes[0], modes[1],
-            "{level}: the derived counts differ from the oracle's"
-        );
+        assert_derived_equals_oracle(&modes[0], &modes[1], level);
         let rows = modes.swap_remove(0);
         assert_eq!(rows.len(), KERNEL_BYTES.len(), "{level}: {rows:?}");
         for (name, read, written) in KERNEL_BYTES {
@@ -981,7 +994,7 @@ fn sqlite_query_loop_region_counts_equal_the_oracle() {
         assert_eq!(rows.len(), 1, "{exe}: {rows:?}");
         runs.push(rows.remove(0));
     }
-    let (mut derived, mut oracle) = (runs.remove(0), runs.remove(0));
+    let (derived, oracle) = (&runs[0], &runs[1]);
     assert_eq!(
         (derived.0.as_str(), derived.1, derived.2),
         ("query_loop", 0, 1)
@@ -991,12 +1004,7 @@ fn sqlite_query_loop_region_counts_equal_the_oracle() {
         d > 0 && d * 10 < o * 7,
         "derived placement {d} counter increments, oracle {o}"
     );
-    derived.3.counter_increments = 0;
-    oracle.3.counter_increments = 0;
-    assert_eq!(
-        derived, oracle,
-        "the derived counts differ from the oracle's"
-    );
+    assert_derived_equals_oracle(&runs[..1], &runs[1..], "sqlite");
     let c = &derived.3;
     use profcc_abi::roi::Space;
     let (heap, global) = (Space::Heap as usize, Space::Global as usize);
@@ -1073,16 +1081,9 @@ fn cxx_regions_with_exceptions_count_their_calls() {
             );
             let (out, p) = s.run_profiled(&exe, &[], "summary=0");
             assert_same_run(&exe, &native, &out);
-            let mut rows = counts_of(&p);
-            for r in rows.iter_mut() {
-                r.3.counter_increments = 0;
-            }
-            modes.push(rows);
+            modes.push(counts_of(&p));
         }
-        assert_eq!(
-            modes[0], modes[1],
-            "{level}: the derived counts differ from the oracle's"
-        );
+        assert_derived_equals_oracle(&modes[0], &modes[1], level);
         let rows = &modes[0];
         let names: Vec<_> = rows.iter().map(|r| (r.0.as_str(), r.1, r.2)).collect();
         assert_eq!(

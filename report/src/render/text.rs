@@ -1464,16 +1464,12 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
     }
     let timed: u64 = g.rows.iter().filter_map(|r| r.time_samples).sum();
     if timed > 0 {
-        let names: Vec<&str> = {
-            let mut v: Vec<&str> = g
-                .rows
-                .iter()
-                .filter(|r| r.time_samples.is_some())
-                .map(|r| r.region.as_str())
-                .collect();
-            v.dedup();
-            v
-        };
+        let names: std::collections::BTreeSet<&str> = g
+            .rows
+            .iter()
+            .filter(|r| r.time_samples.is_some())
+            .map(|r| r.region.as_str())
+            .collect();
         out.push_str(&format!(
             "  time sampled (roi_time={}): executions shorter than {} us on average, past a region's first {} in a thread, were timed one in {} at random, each weighing {} ({} timed so; regions {}); roi_time=0 times every execution\n",
             g.time_min_us,
@@ -1482,7 +1478,7 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             profcc_schema::regions::TIME_SAMPLE,
             profcc_schema::regions::TIME_SAMPLE,
             count(timed),
-            names.join(", ")
+            names.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
     if g.dropped > 0 {
