@@ -525,10 +525,40 @@ int profcc_call_prologue(LLVMValueRef clone, LLVMValueRef orig, LLVMValueRef wor
     ir.SetInsertPoint(exact);
     ret(ir, call(ir, body, args_of(slow, counters), true));
     ir.SetInsertPoint(smp);
-    CallInst *r = call(ir, body, args_of(slow, a), false);
     Function *donef = cast<Function>(reinterpret_cast<Value *>(done));
-    ir.CreateCall(donef->getFunctionType(), donef, {});
-    ret(ir, r);
+    // A sampled call that may throw is invoked: an exception out of it calls `done` on its
+    // way up, so the execution's later calls are sampled again. The personality is the
+    // original's, else the module's; a module without one (no landing pad anywhere) keeps
+    // the plain call (docs/regions.md, limits).
+    Constant *pers = o->hasPersonalityFn() ? o->getPersonalityFn() : nullptr;
+    for (Function &other : m.functions()) {
+      if (pers || f->doesNotThrow())
+        break;
+      if (other.hasPersonalityFn())
+        pers = other.getPersonalityFn();
+    }
+    if (f->doesNotThrow() || !pers) {
+      CallInst *r = call(ir, body, args_of(slow, a), false);
+      ir.CreateCall(donef->getFunctionType(), donef, {});
+      ret(ir, r);
+    } else {
+      slow->setPersonalityFn(pers);
+      BasicBlock *back = BasicBlock::Create(cx, "profcc.calls.sampled.back", slow);
+      BasicBlock *unwind = BasicBlock::Create(cx, "profcc.calls.sampled.unwind", slow);
+      InvokeInst *r = ir.CreateInvoke(body->getFunctionType(), body, back, unwind,
+                                      args_of(slow, a));
+      r->setAttributes(body->getAttributes());
+      r->setCallingConv(body->getCallingConv());
+      ir.SetInsertPoint(back);
+      ir.CreateCall(donef->getFunctionType(), donef, {});
+      ret(ir, r);
+      ir.SetInsertPoint(unwind);
+      LandingPadInst *pad = ir.CreateLandingPad(
+          StructType::get(cx, {PointerType::getUnqual(cx), Type::getInt32Ty(cx)}), 0);
+      pad->setCleanup(true);
+      ir.CreateCall(donef->getFunctionType(), donef, {});
+      ir.CreateResume(pad);
+    }
     ir.SetInsertPoint(pln);
     ret(ir, call(ir, o, args_of(slow, nullptr), true));
   }

@@ -874,6 +874,55 @@ fn calls_inside_one_execution_are_sampled_without_bias() {
     }
 }
 
+/// An exception out of a sampled call ends the sample (docs/regions.md, "Sampling inside an
+/// execution"), in the ROI-only C++ build at -O0 and -O2 (tests/fixtures/regions/cxx_calls.cpp):
+/// every one of the region's 20,000 calls reads 1600 bytes, writes 804 and throws, caught
+/// in the region. With `roi_sample=99` the first 99 calls count exactly and each later one
+/// with probability 1/99 (201 on average, σ 14; the bounds are 7σ), so the bytes are exactly
+/// `(99 + 99 × sampled_calls)` calls' worth. Before the sampled call was invoked, the first
+/// sampled call's exception left the sample open: one call sampled, the rest counted in full.
+#[test]
+fn a_sampled_call_that_throws_ends_its_sample() {
+    const STEPS: u64 = 20_000;
+    const N: u64 = 99;
+    let (read, written) = (1600u64, 804u64);
+    let s = Scratch::new();
+    let src = fixture("regions/cxx_calls.cpp");
+    let src = src.to_str().unwrap();
+    for level in ["-O0", "-O2"] {
+        let exe = format!("cxx_calls{level}");
+        s.compile_env(
+            &profcxx(),
+            &[level, "-g", src, "-o", &exe],
+            &[("PROFCC_INSTRUMENT", "roi")],
+        );
+        let row = |opts: &str| {
+            let (out, p) = s.run_profiled(&exe, &[&STEPS.to_string()], opts);
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                format!("1.98 {STEPS}\n"),
+                "{level} {opts}"
+            );
+            let g = p.regions.expect("a regions section");
+            assert_eq!(g.rows.len(), 1, "{level} {opts}: {:?}", g.rows);
+            let r = g.rows.into_iter().next().unwrap();
+            assert_eq!((r.region.as_str(), r.executions), ("throws", 1), "{level}");
+            let c = r.counts.as_ref().expect("counts");
+            (r.sampled_calls, c.bytes_read(), c.bytes_written())
+        };
+        assert_eq!(
+            row("summary=0"),
+            (None, read * STEPS, written * STEPS),
+            "{level}: every call counted"
+        );
+        let (k, r, w) = row(&format!("summary=0:roi_sample={N}"));
+        let k = k.expect("sampled_calls with roi_sample > 1");
+        assert!((100..=300).contains(&k), "{level}: {k} calls sampled");
+        let stands = N + N * k;
+        assert_eq!((r, w), (read * stands, written * stands), "{level}: {k} sampled");
+    }
+}
+
 /// Caliper's (`cali_begin_region`/`cali_end_region`) and PAPI's high-level markers
 /// (`PAPI_hl_region_begin`/`_end`, whose result the program checks), declared by the program
 /// with neither library linked, at -O0 and -O2: the program links, prints what it would, and
