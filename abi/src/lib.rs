@@ -592,6 +592,9 @@ impl AccessKind {
 
 /// Symbol names shared by the pass, the hook bodies and the runtime.
 pub mod names {
+    /// Defined (weak, hidden, empty) by every module with code built without frame pointers;
+    /// the runtime's walker stops at the first frame when it exists (rt/csrc/interpose.c).
+    pub const NO_FRAME_POINTERS: &str = "__profcc_no_frame_pointers";
     /// Region markers (include/profcc.h; rt/src/analyses/regions.rs).
     pub const ROI_BEGIN: &str = "__profcc_roi_begin";
     pub const ROI_END: &str = "__profcc_roi_end";

@@ -354,6 +354,16 @@ pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
     Ok(if none { None } else { Some(opts) })
 }
 
+/// Whether compile jobs add `-fno-omit-frame-pointer`: the allocation stacks are walked by
+/// frame pointer. Not in the ROI-only build (`PROFCC_INSTRUMENT=roi` or `roi-oracle` alone),
+/// the mode for continuous use: its code stays the program's own (frame pointers cost sqlite's
+/// query loop 6% more instructions), and the runtime, told so by the module
+/// (`__profcc_no_frame_pointers`), keeps one frame per allocation stack. A bad
+/// `PROFCC_INSTRUMENT` is reported by the build itself.
+pub fn frame_pointers() -> bool {
+    !matches!(instrument_options(), Ok(Some(o)) if !o.accesses)
+}
+
 /// The runtime archive beside the profcc executable.
 pub fn runtime_archive() -> Result<PathBuf, String> {
     let exe = self_exe().ok_or("profcc: error: cannot locate the profcc executable")?;

@@ -29,7 +29,8 @@
 //! fix, except in configure probes (`conftest*` files, cwd under `CMakeFiles/` or
 //! `meson-private/`), whose checks read compiler output; `PROFCC_LOG` always gets it.
 //! Compile jobs add `-gline-tables-only` (when no `-g*` was given) and `-fno-omit-frame-pointer`
-//! (after the user's flags, so it wins over `-fomit-frame-pointer`).
+//! (after the user's flags, so it wins over `-fomit-frame-pointer`; not in the ROI-only build,
+//! `exec::frame_pointers`).
 
 mod args;
 mod calibrate;
@@ -213,7 +214,7 @@ fn driver(argv: Vec<OsString>) -> i32 {
             .collect::<Vec<_>>()
             .join(" ")
     ));
-    match plan::classify(&expanded) {
+    match plan::classify_with(&expanded, exec::frame_pointers()) {
         plan::Plan::PassThrough(r, detail) => {
             exec::notice_unprofiled(r, &detail, &expanded);
             exec::exec_clang(&clang, &rest, r, &detail)

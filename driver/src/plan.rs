@@ -314,8 +314,11 @@ const XCLANG_ACTIONS: &[&str] = &[
     "-templight-dump",
 ];
 
-/// Classify a command line (argv without argv[0], response files expanded).
-pub fn classify(args: &[String]) -> Plan {
+/// Classify a command line (argv without argv[0], response files expanded);
+/// `frame_pointers`: the compile jobs add `-fno-omit-frame-pointer`
+/// (after the user's flags). The ROI-only build leaves the user's choice alone
+/// (`exec::frame_pointers`, docs/regions.md "The ROI-only build").
+pub fn classify_with(args: &[String], frame_pointers: bool) -> Plan {
     let items = match args::parse(args) {
         Ok(i) => i,
         Err((r, a)) => return Plan::PassThrough(r, a),
@@ -479,7 +482,9 @@ pub fn classify(args: &[String]) -> Plan {
     if !user_debug {
         frontend.push("-gline-tables-only".into());
     }
-    frontend.push("-fno-omit-frame-pointer".into());
+    if frame_pointers {
+        frontend.push("-fno-omit-frame-pointer".into());
+    }
 
     for (n, s) in sources.iter().enumerate() {
         let Item::Input { path, lang } = s else {
@@ -578,7 +583,7 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
     fn plan(s: &str) -> Plan {
-        classify(&sv(s))
+        classify_with(&sv(s), true)
     }
     fn build(s: &str) -> Build {
         match plan(s) {
@@ -694,6 +699,18 @@ mod tests {
             sv("-O2 -DX=1 -Iinc -gline-tables-only -fno-omit-frame-pointer")
         );
         assert_eq!(j.codegen, sv("-O2"));
+    }
+
+    #[test]
+    fn roi_only_builds_keep_the_users_frame_pointer_choice() {
+        let Plan::Build(b) = classify_with(&sv("-O2 -fomit-frame-pointer -c a.c -o a.o"), false)
+        else {
+            panic!("expected a build")
+        };
+        assert_eq!(
+            b.jobs[0].frontend,
+            sv("-O2 -fomit-frame-pointer -gline-tables-only")
+        );
     }
 
     #[test]

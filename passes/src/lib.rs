@@ -121,6 +121,14 @@ pub fn instrument_module(
         stats.bump("skipped-module-already-instrumented", 1);
         return Ok(stats);
     }
+    // Code built without frame pointers (the ROI-only build, or the user's choice there):
+    // the runtime then keeps one frame per allocation stack (rt/src/stack.rs).
+    if unsafe { llvm::lacks_frame_pointers(module.raw()) } {
+        unsafe {
+            llvm::define_flag_function(ctx.raw(), module.raw(), abi::names::NO_FRAME_POINTERS)
+        };
+        stats.bump("module-without-frame-pointers", 1);
+    }
     if let Some(placement) = opts.regions {
         // First: the clones it makes are then instrumented like the rest of the code.
         unsafe { regions::instrument(ctx.raw(), module.raw(), placement, &mut stats)? };

@@ -8,7 +8,7 @@ use llvm_sys::ir_reader::LLVMParseIRInContext2;
 use llvm_sys::linker::LLVMLinkModules2;
 use llvm_sys::prelude::*;
 use llvm_sys::transforms::pass_builder::*;
-use llvm_sys::LLVMLinkage;
+use llvm_sys::{LLVMLinkage, LLVMVisibility};
 use std::ffi::{CStr, CString};
 use std::path::Path;
 
@@ -300,6 +300,50 @@ pub unsafe fn delete_unused_global(m: LLVMModuleRef, name: &str) {
     if !g.is_null() && LLVMGetFirstUse(g).is_null() {
         LLVMDeleteGlobal(g);
     }
+}
+
+/// Whether some function defined in `m` may leave `rbp` without a frame pointer: its
+/// `"frame-pointer"` attribute is absent, `none` or `reserved` (only `all` and `non-leaf`
+/// keep one wherever a call is made, which is all the allocation stacks walk through).
+///
+/// # Safety
+/// `m` must be a valid module.
+pub unsafe fn lacks_frame_pointers(m: LLVMModuleRef) -> bool {
+    let key = "frame-pointer";
+    let mut lacks = false;
+    for_each_function(m, |f| {
+        let a =
+            LLVMGetStringAttributeAtIndex(f, u32::MAX, key.as_ptr() as *const _, key.len() as u32);
+        let keeps = !a.is_null() && {
+            let mut len = 0u32;
+            let v = LLVMGetStringAttributeValue(a, &mut len);
+            matches!(
+                std::slice::from_raw_parts(v as *const u8, len as usize),
+                b"all" | b"non-leaf"
+            )
+        };
+        lacks |= !keeps;
+    });
+    lacks
+}
+
+/// Define the empty weak hidden function `name` (a flag the runtime reads by its address).
+///
+/// # Safety
+/// `ctx` and `m` must be valid and belong together.
+pub unsafe fn define_flag_function(ctx: LLVMContextRef, m: LLVMModuleRef, name: &str) {
+    let n = CString::new(name).unwrap();
+    if !LLVMGetNamedFunction(m, n.as_ptr()).is_null() {
+        return;
+    }
+    let ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), std::ptr::null_mut(), 0, 0);
+    let f = LLVMAddFunction(m, n.as_ptr(), ty);
+    LLVMSetLinkage(f, LLVMLinkage::LLVMWeakAnyLinkage);
+    LLVMSetVisibility(f, LLVMVisibility::LLVMHiddenVisibility);
+    let b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr()));
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
 }
 
 /// The name of a value (empty when it has none).

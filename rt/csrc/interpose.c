@@ -1949,13 +1949,18 @@ void profcc_stack_bounds_self(int is_main, uintptr_t *lo, uintptr_t *hi) {
  * its return address is read without checks). Every further frame pointer must be 8-aligned,
  * strictly above the previous one and below the thread's stack top, and the walk must start on
  * the thread's own stack (not a sigaltstack or coroutine stack): garbage frame pointers from
- * code built without them end the walk, never fault. Returns the number of return addresses. */
+ * code built without them end the walk, never fault. Returns the number of return addresses.
+ * A program with a module built without frame pointers (the ROI-only build: the pass defines
+ * `__profcc_no_frame_pointers` there) gets the first frame only: a chain through such code
+ * could pass every check and still be someone's data. */
+extern void __profcc_no_frame_pointers(void) __attribute__((weak));
 __attribute__((noinline)) unsigned profcc_walk(void *start_fp, uint64_t *out, unsigned max) {
     if (max == 0 || !start_fp) return 0;
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     uintptr_t fp = (uintptr_t)start_fp;
     unsigned n = 0;
     out[n++] = ((uintptr_t *)fp)[1];
+    if (__profcc_no_frame_pointers) return n;
     uintptr_t lo = tls.stack_lo, hi = tls.stack_hi;
     if (hi == 0 || here < lo || here >= hi || fp < here || fp + 16 > hi) return n;
     uintptr_t prev = fp;
@@ -1971,6 +1976,9 @@ __attribute__((noinline)) unsigned profcc_walk(void *start_fp, uint64_t *out, un
     }
     return n;
 }
+
+/* Whether allocation stacks keep their first frame only (stack.rs, the profile's note). */
+int profcc_shallow_stacks(void) { return __profcc_no_frame_pointers != 0; }
 
 /* Walk from the caller of this function (for `stack::capture` from Rust code that has no frame
  * pointers of its own: the walk then starts at the nearest C/C++ frame that has one). */

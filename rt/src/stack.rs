@@ -33,6 +33,7 @@ const MAP_BYTES: usize = TABLE_BYTES + OFFSETS_BYTES + ARENA;
 extern "C" {
     fn profcc_walk(start_fp: *mut libc::c_void, out: *mut u64, max: u32) -> u32;
     fn profcc_walk_here(out: *mut u64, max: u32) -> u32;
+    fn profcc_shallow_stacks() -> i32;
 }
 
 /// The depot proper, over caller-provided memory (so tests can build small ones).
@@ -268,6 +269,14 @@ fn depot() -> Option<&'static Depot> {
 /// Intern a stack that was walked elsewhere.
 pub fn intern(frames: &[u64]) -> u32 {
     depot().map_or(0, |d| d.intern(frames))
+}
+
+/// The profile's note when stacks keep their first frame only: some module of the program was
+/// built without frame pointers (the ROI-only build; the walker in csrc/interpose.c).
+pub fn shallow_note() -> Option<String> {
+    (unsafe { profcc_shallow_stacks() } != 0).then(|| {
+        "allocation stacks have one frame, the allocation's call site: the program has code built without frame pointers (PROFCC_INSTRUMENT=roi keeps the program's own; add -fno-omit-frame-pointer for whole stacks)".into()
+    })
 }
 
 /// Capture the stack above `fp`, a frame pointer of one of the C interposers: the first frame

@@ -483,6 +483,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         "allocations made inside glibc (its own mmap/brk) and accesses in uninstrumented libraries are not observed".into(),
     );
     notes.extend(crate::alloc::sampling_note());
+    notes.extend(crate::stack::shallow_note());
     let ids: std::collections::HashMap<u32, u32> = snap
         .global_ids
         .iter()

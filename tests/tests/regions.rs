@@ -874,6 +874,124 @@ fn calls_inside_one_execution_are_sampled_without_bias() {
     }
 }
 
+/// The ROI-only build keeps the program's own code (docs/regions.md, "The ROI-only build";
+/// tests/fixtures/regions/own_code.c), at -O2: no `-fno-omit-frame-pointer`, so the
+/// functions the region reaches keep clang-22's instructions exactly (their counted copies are
+/// extra functions), where profcc's default build gives `twice` a frame pointer. The run
+/// counts the region's 8000 bytes, and the allocation stack keeps one frame, the malloc's
+/// own line in `make` (a frame-pointer walk through code without them could return someone's
+/// data as frames), with the report's note saying so; the default build walks on to `main`.
+#[test]
+fn roi_only_build_keeps_the_programs_own_code() {
+    let s = Scratch::new();
+    let src = fixture("regions/own_code.c");
+    let src = src.to_str().unwrap();
+    let include = root().join("include");
+    let disassemble = |obj: &str, function: &str| {
+        let out = sh(Command::new("objdump")
+            .args(["-d", "--no-addresses", "--no-show-raw-insn"])
+            .arg(s.path(obj)));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let head = format!("<{function}>:");
+        let mut body: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with(&head))
+            .take_while(|l| !l.is_empty())
+            .collect();
+        // The padding up to the next function's alignment is not the function's.
+        while body.last().is_some_and(|l| {
+            let l = l.trim_start();
+            l.starts_with("nop")
+                || l.starts_with("cs nop")
+                || l.starts_with("data16")
+                || l == "int3"
+        }) {
+            body.pop();
+        }
+        assert!(body.len() > 2, "{obj}: no {function}:\n{text}");
+        body.join("\n")
+    };
+    let out = output_within(
+        Command::new("clang-22")
+            .args(["-O2", "-c", "-I"])
+            .arg(&include)
+            .args([src, "-o"])
+            .arg(s.path("native.o")),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-c", src, "-o", "roi.o"],
+        &[("PROFCC_INSTRUMENT", "roi")],
+    );
+    s.compile(&profcc(), &["-O2", "-c", src, "-o", "default.o"]);
+    for function in ["make", "sum", "twice"] {
+        assert_eq!(
+            disassemble("roi.o", function),
+            disassemble("native.o", function),
+            "{function}"
+        );
+    }
+    let framed = disassemble("default.o", "twice");
+    assert!(
+        framed.contains("push   %rbp\n\tmov    %rsp,%rbp"),
+        "{framed}"
+    );
+    // The run: exact bytes, one frame per allocation stack.
+    let line = std::fs::read_to_string(src)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("MARK_MALLOC"))
+        .unwrap() as u32
+        + 1;
+    for (mode, frames) in [("roi", 1), ("sharing", 2)] {
+        let exe = format!("own_code-{mode}");
+        s.compile_env(
+            &profcc(),
+            &["-O2", "-g", src, "-o", &exe],
+            &[("PROFCC_INSTRUMENT", mode)],
+        );
+        let (out, p) = s.run_profiled(&exe, &[], "summary=0");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "499500\n", "{mode}");
+        let g = p.regions.as_ref().expect("a regions section");
+        let c = g.rows[0].counts.as_ref().expect("counts");
+        assert_eq!(
+            (g.rows[0].region.as_str(), c.bytes_read()),
+            ("twice", 8000),
+            "{mode}"
+        );
+        let r = report(&s.path(&format!("{exe}.profile.json")), &["--top", "0"]);
+        let site = r
+            .alloc_sites
+            .sites
+            .iter()
+            .find(|a| a.kind == "malloc" && a.bytes == 8000)
+            .unwrap_or_else(|| panic!("{mode}: no 8000-byte malloc: {:#?}", r.alloc_sites));
+        let own: Vec<_> = site
+            .stack
+            .iter()
+            .filter(|f| f.file.as_deref().is_some_and(|x| x.ends_with("own_code.c")))
+            .map(|f| (f.function.as_deref().unwrap_or(""), f.line))
+            .collect();
+        let want = [("make", Some(line)), ("main", None)];
+        assert_eq!(own.len(), frames, "{mode}: {:#?}", site.stack);
+        assert_eq!((own[0].0, own[0].1), want[0], "{mode}: {:#?}", site.stack);
+        if frames == 2 {
+            assert_eq!(own[1].0, "main", "{mode}");
+        }
+        let noted = r
+            .notes
+            .notes
+            .iter()
+            .any(|n| n.contains("allocation stacks have one frame"));
+        assert_eq!(noted, mode == "roi", "{mode}: {:?}", r.notes.notes);
+    }
+}
+
 /// An exception out of a sampled call ends the sample (docs/regions.md, "Sampling inside an
 /// execution"), in the ROI-only C++ build at -O0 and -O2 (tests/fixtures/regions/cxx_calls.cpp):
 /// every one of the region's 20,000 calls reads 1600 bytes, writes 804 and throws, caught
@@ -919,7 +1037,11 @@ fn a_sampled_call_that_throws_ends_its_sample() {
         let k = k.expect("sampled_calls with roi_sample > 1");
         assert!((100..=300).contains(&k), "{level}: {k} calls sampled");
         let stands = N + N * k;
-        assert_eq!((r, w), (read * stands, written * stands), "{level}: {k} sampled");
+        assert_eq!(
+            (r, w),
+            (read * stands, written * stands),
+            "{level}: {k} sampled"
+        );
     }
 }
 
