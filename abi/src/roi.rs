@@ -88,7 +88,7 @@ pub const SPACES: usize = 4;
 pub const SPACE_NAMES: [&str; SPACES] = ["heap", "global", "stack", "local"];
 
 /// The static instruction mix of a block (or of a clone's share of one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Mix {
     /// IR instructions (debug and lifetime intrinsics not counted).
     pub instructions: u32,
@@ -401,20 +401,30 @@ impl Table {
         if k > (w.len() - 2) * 4 || n > k.saturating_mul(crate::lz::MAX_MATCH) {
             return None;
         }
-        let packed: Vec<u8> = w[2..]
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .take(k)
-            .collect();
+        let mut packed = Vec::with_capacity(k + 4);
+        for x in &w[2..] {
+            packed.extend_from_slice(&x.to_le_bytes());
+        }
+        packed.truncate(k);
         let mut stream = vec![0u8; n];
         if !crate::lz::expand(&packed, &mut stream) {
             return None;
         }
-        // The words straight from the varints (no array of them: sqlite's would be 4 MB).
-        let mut bytes = stream.iter().copied();
+        // The words straight from the varints (no array of them: sqlite's would be 4 MB);
+        // most are one byte.
+        let mut at = 0;
         let varint = || {
-            let v = u32::try_from(crate::lz::get_leb(|| bytes.next())?).ok()?;
-            Some(v.wrapping_sub(1))
+            let b = *stream.get(at)?;
+            if b < 0x80 {
+                at += 1;
+                return Some((b as u32).wrapping_sub(1));
+            }
+            let v = crate::lz::get_leb(|| {
+                let b = stream.get(at).copied();
+                at += 1;
+                b
+            })?;
+            Some(u32::try_from(v).ok()?.wrapping_sub(1))
         };
         Table::decode_from(varint, n)
     }

@@ -533,6 +533,8 @@ struct Pass {
     placement: Placement,
     /// Grows as the pass goes: names first, then contexts, mixes, graphs and byte counters.
     table: Table,
+    /// Each distinct mix's index in `table.mixes`.
+    mix_index: HashMap<Mix, u32>,
     /// (original function, context, counters as parameter) -> its clone.
     clones: HashMap<(LLVMValueRef, u32, bool), LLVMValueRef>,
     /// Instances still to process: (function, context, counters as parameter).
@@ -974,10 +976,14 @@ impl Pass {
         for (i, c) in node_cx.iter().enumerate() {
             if let Some(c) = *c {
                 let mix = self.block(bbs[i], c, counters[i], stats);
-                self.table.mixes.push(mix);
-                graph
-                    .nodes
-                    .push(((self.table.mixes.len() - 1) as u32, NONE, c));
+                // One entry per distinct mix: a clone's blocks and its original's, and the
+                // many small blocks alike, share theirs (sqlite's region: 34,255 blocks).
+                let mixes = &mut self.table.mixes;
+                let k = *self.mix_index.entry(mix).or_insert_with(|| {
+                    mixes.push(mix);
+                    (mixes.len() - 1) as u32
+                });
+                graph.nodes.push((k, NONE, c));
                 node_of[i] = graph.nodes.len() as u32;
             }
         }
@@ -1564,6 +1570,7 @@ pub unsafe fn instrument(
             contexts: vec![Vec::new()],
             ..Table::default()
         },
+        mix_index: HashMap::new(),
         clones: HashMap::new(),
         work: Vec::new(),
         counters_fn,
@@ -1668,6 +1675,7 @@ pub unsafe fn instrument(
     emit(&pass, desc, desc_ty);
     stats.bump("roi-regions", pass.table.names.len() as u64);
     stats.bump("roi-clones", pass.clones.len() as u64);
+    stats.bump("roi-mixes", pass.table.mixes.len() as u64);
     Ok(true)
 }
 
