@@ -801,10 +801,17 @@ fn region_snapshots_make_a_trace_and_feed_the_monitor() {
 /// halves counted inside a sampled pair and never sampled again; `few` (9 calls) is exact. The number sampled is binomial: 20,000
 /// calls past the first give 201 on average (σ 14); the bounds are 7σ. Without sampling
 /// every byte is counted.
+/// The call-sampling tests' regions run once, making `CALLS` calls, at `roi_sample=CALL_N`:
+/// past the first `CALL_N`, the calls sampled are binomial, 201 on average (σ 14);
+/// `SAMPLED_CALLS` is 7σ either side.
+const CALLS: u64 = 20_000;
+const CALL_N: u64 = 99;
+const SAMPLED_CALLS: std::ops::RangeInclusive<u64> = 100..=300;
+
 #[test]
 fn calls_inside_one_execution_are_sampled_without_bias() {
-    const STEPS: u64 = 20_000;
-    const N: u64 = 99;
+    const STEPS: u64 = CALLS;
+    const N: u64 = CALL_N;
     let (read, written) = (1600u64, 800u64);
     let s = Scratch::new();
     let src = fixture("regions/calls.c");
@@ -841,7 +848,7 @@ fn calls_inside_one_execution_are_sampled_without_bias() {
             assert_eq!(r.executions, 1, "{level} {name}");
             let k = r.sampled_calls.expect("sampled_calls with roi_sample > 1");
             assert!(
-                (100..=300).contains(&k),
+                SAMPLED_CALLS.contains(&k),
                 "{level} {name}: {k} calls sampled"
             );
             let stands = exact + N * k;
@@ -1001,8 +1008,8 @@ fn roi_only_build_keeps_the_programs_own_code() {
 /// sampled call's exception left the sample open: one call sampled, the rest counted in full.
 #[test]
 fn a_sampled_call_that_throws_ends_its_sample() {
-    const STEPS: u64 = 20_000;
-    const N: u64 = 99;
+    const STEPS: u64 = CALLS;
+    const N: u64 = CALL_N;
     let (read, written) = (1600u64, 804u64);
     let s = Scratch::new();
     let src = fixture("regions/cxx_calls.cpp");
@@ -1035,7 +1042,7 @@ fn a_sampled_call_that_throws_ends_its_sample() {
         );
         let (k, r, w) = row(&format!("summary=0:roi_sample={N}"));
         let k = k.expect("sampled_calls with roi_sample > 1");
-        assert!((100..=300).contains(&k), "{level}: {k} calls sampled");
+        assert!(SAMPLED_CALLS.contains(&k), "{level}: {k} calls sampled");
         let stands = N + N * k;
         assert_eq!(
             (r, w),
