@@ -108,12 +108,22 @@ struct Cell {
 const LIT_SLOTS: usize = 16;
 
 /// The id of the constant name at `name`: by its address once seen (`intern`: may add it).
+#[inline(always)]
 unsafe fn lit_id(s: &mut State, name: *const libc::c_char, intern_it: bool) -> Option<u32> {
     let key = name as usize;
-    let slot = &mut s.lits[(key >> 3) % LIT_SLOTS];
+    let slot = &s.lits[(key >> 3) % LIT_SLOTS];
     if slot.0 == key && key != 0 {
         return Some(slot.1);
     }
+    lit_id_first(s, name, intern_it)
+}
+
+/// `lit_id` of a name not in the thread's cache: interned (or looked up) and cached.
+#[cold]
+#[inline(never)]
+unsafe fn lit_id_first(s: &mut State, name: *const libc::c_char, intern_it: bool) -> Option<u32> {
+    let key = name as usize;
+    let slot = &mut s.lits[(key >> 3) % LIT_SLOTS];
     let id = if intern_it {
         intern(name_bytes(name))
     } else {
@@ -482,6 +492,7 @@ pub unsafe extern "C" fn __profcc_roi_counters_of(
     counters_of(desc, class)
 }
 
+#[inline(always)]
 unsafe fn counters_of(desc: *const roi::RoiDesc, class: u32) -> *mut u64 {
     let d = &*desc;
     let slot = *d.slot as usize;
@@ -494,6 +505,16 @@ unsafe fn counters_of(desc: *const roi::RoiDesc, class: u32) -> *mut u64 {
         return scratch().add(second.min(roi::MAX_COUNTERS as usize));
     };
     if s.arrays[slot].is_null() {
+        return first_counters(s, d, slot, second);
+    }
+    s.arrays[slot].add(second)
+}
+
+/// The thread's counter arrays of module `slot`, mapped on its first use (`counters_of`).
+#[cold]
+#[inline(never)]
+unsafe fn first_counters(s: &mut State, d: &roi::RoiDesc, slot: usize, second: usize) -> *mut u64 {
+    {
         let bytes = (roi::ARRAYS * d.counters as usize * 8).max(8);
         // Resident from the start (up to `POPULATE_MAX`): the region whose code fetched
         // them takes no page fault of profcc's in its perf events.
