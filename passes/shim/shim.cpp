@@ -530,14 +530,15 @@ int profcc_call_prologue(LLVMValueRef clone, LLVMValueRef orig, LLVMValueRef wor
     // way up, so the execution's later calls are sampled again. The personality is the
     // original's, else the module's; a module without one (no landing pad anywhere) keeps
     // the plain call (docs/regions.md, limits).
-    Constant *pers = o->hasPersonalityFn() ? o->getPersonalityFn() : nullptr;
-    for (Function &other : m.functions()) {
-      if (pers || f->doesNotThrow())
-        break;
-      if (other.hasPersonalityFn())
-        pers = other.getPersonalityFn();
+    Constant *pers = nullptr;
+    if (!f->doesNotThrow()) {
+      if (o->hasPersonalityFn())
+        pers = o->getPersonalityFn();
+      for (auto it = m.begin(); !pers && it != m.end(); ++it)
+        if (it->hasPersonalityFn())
+          pers = it->getPersonalityFn();
     }
-    if (f->doesNotThrow() || !pers) {
+    if (!pers) {
       CallInst *r = call(ir, body, args_of(slow, a), false);
       ir.CreateCall(donef->getFunctionType(), donef, {});
       ret(ir, r);

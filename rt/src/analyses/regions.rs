@@ -514,22 +514,20 @@ unsafe fn counters_of(desc: *const roi::RoiDesc, class: u32) -> *mut u64 {
 #[cold]
 #[inline(never)]
 unsafe fn first_counters(s: &mut State, d: &roi::RoiDesc, slot: usize, second: usize) -> *mut u64 {
-    {
-        let bytes = (roi::ARRAYS * d.counters as usize * 8).max(8);
-        // Resident from the start (up to `POPULATE_MAX`): the region whose code fetched
-        // them takes no page fault of profcc's in its perf events.
-        let p = if bytes <= POPULATE_MAX {
-            crate::mem::map_populated(bytes)
-        } else {
-            crate::mem::map(bytes, true)
-        } as *mut u64;
-        if p.is_null() {
-            return scratch().add(second.min(roi::MAX_COUNTERS as usize));
-        }
-        // Published for the dump, which reads other threads' blocks.
-        core::ptr::write_volatile(&mut s.arrays[slot], p);
+    let bytes = (roi::ARRAYS * d.counters as usize * 8).max(8);
+    // Resident from the start (up to `POPULATE_MAX`): the region whose code fetched them
+    // takes no page fault of profcc's in its perf events.
+    let p = if bytes <= POPULATE_MAX {
+        crate::mem::map_populated(bytes)
+    } else {
+        crate::mem::map(bytes, true)
+    } as *mut u64;
+    if p.is_null() {
+        return scratch().add(second.min(roi::MAX_COUNTERS as usize));
     }
-    s.arrays[slot].add(second)
+    // Published for the dump, which reads other threads' blocks.
+    core::ptr::write_volatile(&mut s.arrays[slot], p);
+    p.add(second)
 }
 
 /// Largest counter arrays (bytes) mapped resident.
