@@ -10,6 +10,8 @@
 //! - `alloc`: the malloc family / operator new/delete / mmap interposers and the object map.
 //! - `writer`: profile assembly, atomic write, the exit summary, and when dumps happen (exit,
 //!   `_exit`/abort, the opt-in dump signal and fatal signals).
+//! - `secure`: secure-execution mode (setuid, setgid): no instruction from the environment,
+//!   no profile.
 //! - `fork`: the one `pthread_atfork` registration: every runtime lock, in one order.
 //! - `analysis`: the interface the core calls the analyses through, per-thread state.
 //! - `analyses`: the analyses (`sharing`: the cache-line shadow, the hooks' cold door,
@@ -26,6 +28,7 @@ pub mod fork;
 pub mod mem;
 pub mod options;
 pub mod perf;
+pub mod secure;
 pub mod stack;
 pub mod threads;
 pub mod writer;
@@ -85,8 +88,12 @@ fn init_slow() {
     INIT.store(DONE, Ordering::Release);
 }
 
-/// `getenv` without allocation.
+/// `getenv` without allocation; `None` for every variable in secure-execution mode (a
+/// setuid or setgid program: `secure`), as glibc's `secure_getenv`.
 pub fn env(name: &str) -> Option<String> {
+    if secure::on() {
+        return None;
+    }
     let mut key = [0u8; 64];
     key[..name.len()].copy_from_slice(name.as_bytes());
     let p = unsafe { libc::getenv(key.as_ptr() as *const libc::c_char) };

@@ -444,8 +444,25 @@ pub fn docs_markdown() -> String {
             f.help
         ));
     }
+    s.push_str(SETUID_SECTION);
     s
 }
+
+/// What the runtime does in a setuid or setgid program (`secure.rs`), for docs/options.md.
+const SETUID_SECTION: &str = "\n## Setuid and setgid programs\n\n\
+    A program that runs with privileges its caller lacks (installed setuid or setgid, or with\n\
+    file capabilities: the kernel's secure-execution mode, `AT_SECURE`) reads no\n\
+    `PROFCC_OPTIONS` and writes no profile. Its caller chooses its environment, working\n\
+    directory and `$HOME`; honouring `out=` there would let any user replace a file the\n\
+    program's owner can write (`out=/etc/passwd`), and `dump_signal`, `fatal_dump`, the\n\
+    calibration cache under `$HOME` and `profcc monitor`'s request files would likewise act\n\
+    or read on the caller's behalf. So every option keeps its default, no cache or request\n\
+    file is read, and the exit dump writes nothing; the analyses still run, and the program's\n\
+    output, exit code and signals are as without profcc. When stderr is a terminal at start\n\
+    the runtime says so in one line. glibc treats its own `MALLOC_*` tunables and\n\
+    `LD_PRELOAD` in such processes the same way.\n\n\
+    To profile such a program, run it as the user it runs as (root for a setuid-root\n\
+    program), or install a copy without the setuid bit for the profiling run.\n";
 
 #[cfg(test)]
 mod tests {

@@ -221,6 +221,9 @@ pub fn install() {
         TTY_DEV.store(dev, Ordering::Relaxed);
         TTY_INO.store(ino, Ordering::Relaxed);
         TTY_SET.store(true, Ordering::Relaxed);
+        if crate::secure::on() {
+            stderr_line(crate::secure::NOTICE);
+        }
     }
     unsafe {
         profcc_atexit(at_exit);
@@ -565,6 +568,10 @@ pub fn is_build_probe(exe: &str) -> bool {
 }
 
 pub fn dump(trigger: &str) {
+    // A setuid or setgid program writes no profile: every place it could go is the caller's.
+    if crate::secure::on() {
+        return;
+    }
     // What libc allocates for the dump is not the program's; an `abort` inside it is not a
     // second final dump.
     let _rt = crate::threads::RtGuard::enter();

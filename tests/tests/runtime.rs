@@ -402,3 +402,148 @@ fn fork_storm_children_all_write_their_profiles() {
         assert_eq!(p.threads[1].parent, Some(0), "child {pid}: {:?}", p.threads);
     }
 }
+
+/// A setuid-root program run by an unprivileged user (`nobody`) takes no instruction from
+/// its caller: `out=` can neither replace a root-only file nor create one in a root-only
+/// directory, the default profile is not written into the caller's working directory,
+/// `dump_signal` and `fatal_dump` take no signal, and a `$HOME` cache file is never opened
+/// (it is a FIFO here: opening it would hang the run). The program's output and exit code are
+/// its own; on a terminal the runtime says why in one line. The same binary without the
+/// setuid bit honours every option.
+#[test]
+fn setuid_program_takes_no_instruction_from_its_caller() {
+    use std::os::unix::fs::PermissionsExt;
+    let uid = sh(Command::new("id").arg("-u"));
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        eprintln!("setuid_program_takes_no_instruction_from_its_caller: needs root (CI runs as root); not run");
+        return;
+    }
+    let s = Scratch::new(); // 0700, root's: the root-only directory
+    std::fs::copy(fixture("rt/setuid_probe.c"), s.path("setuid_probe.c")).unwrap();
+    s.compile(&profcc(), &["-O1", "-pthread", "setuid_probe.c", "-o", "probe"]);
+    let important = s.write("important.conf", "owner=root\n");
+    let new_file = s.path("new.json");
+    // A directory `nobody` can enter but not write: the binaries, the caller's cwd and HOME.
+    let public = tempfile::Builder::new()
+        .prefix("profcc-setuid")
+        .tempdir()
+        .unwrap();
+    let chmod = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    chmod(public.path(), 0o755);
+    let setuid = public.path().join("probe-setuid");
+    let plain = public.path().join("probe-plain");
+    for exe in [&setuid, &plain] {
+        std::fs::copy(s.path("probe"), exe).unwrap();
+    }
+    chmod(&setuid, 0o4755);
+    chmod(&plain, 0o755);
+    let home = public.path().join("home");
+    std::fs::create_dir_all(home.join(".cache/profcc")).unwrap();
+    let cache = home.join(".cache/profcc/calibration.json");
+    sh(Command::new("mkfifo").arg(&cache));
+    let listing = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let (private_before, public_before) = (listing(s.dir.path()), listing(public.path()));
+    let as_nobody = |options: &str| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&setuid)
+            .current_dir(public.path())
+            .env("PROFCC_OPTIONS", options)
+            .env("HOME", &home)
+            .env_remove("XDG_CACHE_HOME");
+        c
+    };
+    let own = "sum=400000 usr2=default segv=default euid=0\n";
+    for target in [&important, &new_file] {
+        let out = output_within(&mut as_nobody(&format!(
+            "out={}:dump_signal=USR2:fatal_dump=1:summary=1:verbose=1",
+            target.display()
+        )));
+        assert_eq!(
+            (
+                String::from_utf8_lossy(&out.stdout).as_ref(),
+                String::from_utf8_lossy(&out.stderr).as_ref(),
+                out.status.code()
+            ),
+            (own, "", Some(3)),
+            "out={}",
+            target.display()
+        );
+        assert_eq!(std::fs::read_to_string(&important).unwrap(), "owner=root\n");
+        assert!(!new_file.exists());
+        assert_eq!(listing(s.dir.path()), private_before);
+        assert_eq!(listing(public.path()), public_before);
+    }
+    // On a terminal (a pty from `script`): the program's line and the runtime's one notice.
+    let tty = output_within(
+        Command::new("script")
+            .args(["-q", "-e", "-c"])
+            .arg(format!(
+                "setpriv --reuid=65534 --regid=65534 --clear-groups -- {}",
+                setuid.display()
+            ))
+            .arg("/dev/null")
+            .current_dir(public.path())
+            .env("PROFCC_OPTIONS", format!("out={}", important.display()))
+            .env("HOME", &home),
+    );
+    let text = String::from_utf8_lossy(&tty.stdout).replace('\r', "");
+    let notices = text.lines().filter(|l| l.starts_with("profcc:")).count();
+    assert!(
+        notices == 1
+            && text.contains("PROFCC_OPTIONS is ignored and no profile is written")
+            && text.contains(own.trim_end())
+            && tty.status.code() == Some(3),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(&important).unwrap(), "owner=root\n");
+    assert_eq!(listing(public.path()), public_before);
+
+    // The same binary without the setuid bit: every option is honoured, the cache read.
+    let xdg = tempfile::tempdir().unwrap();
+    let key = profcc_analysis::sharing::machine_key(
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap(),
+        String::from_utf8_lossy(&sh(Command::new("getconf").arg("_NPROCESSORS_ONLN")).stdout)
+            .trim()
+            .parse()
+            .unwrap(),
+    );
+    std::fs::create_dir_all(xdg.path().join("profcc")).unwrap();
+    std::fs::write(
+        xdg.path().join("profcc/calibration.json"),
+        serde_json::to_string(&vec![profcc_analysis::sharing::Calibration {
+            key: key.clone(),
+            transfer_ns: 77.0,
+            pairs: vec![(0, 1, 77.0)],
+            contended_slowdown: Some(3.25),
+        }])
+        .unwrap(),
+    )
+    .unwrap();
+    let profile = s.path("plain.json");
+    let out = output_within(
+        Command::new(&plain)
+            .current_dir(public.path())
+            .env(
+                "PROFCC_OPTIONS",
+                format!("out={}:dump_signal=USR2:fatal_dump=1", profile.display()),
+            )
+            .env("XDG_CACHE_HOME", xdg.path()),
+    );
+    assert_eq!(
+        (String::from_utf8_lossy(&out.stdout).as_ref(), out.status.code()),
+        ("sum=400000 usr2=taken segv=taken euid=0\n", Some(3))
+    );
+    let p = profcc_schema::read(&profile).unwrap();
+    let m = p.sharing.as_ref().and_then(|s| s.machine.clone()).unwrap();
+    assert_eq!((m.transfer_ns, m.calibration.as_deref()), (Some(77.0), Some(key.as_str())));
+}

@@ -26,6 +26,10 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 /// `init`: starts the sampler when `roi_interval` asks for one; otherwise the first look
 /// for a monitor's request is due about a second from now.
 pub fn start() {
+    // A setuid or setgid program looks for no request and publishes nothing (`secure`).
+    if crate::secure::on() {
+        return;
+    }
     NEXT_POLL.store(
         crate::clock::tsc().saturating_add(FIRST_POLL_TICKS),
         Relaxed,
