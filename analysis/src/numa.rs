@@ -1,6 +1,7 @@
 //! NUMA findings from the profile's `numa` section (docs/numa.md): which pattern the run
 //! shows, with the numbers that say so. The report names the places; the rule lives here.
 
+use crate::findings::{Analysis, Confidence, Evidence, Finding, Impact, Object};
 use profcc_schema::numa::{Numa, NumaObject};
 
 /// A run whose remote accesses are below this share of all its accesses gets no advice.
@@ -403,4 +404,175 @@ mod tests {
         assert_eq!(score(8000, 500, 3_000_000), 500.0);
         assert_eq!(score(0, 0, 0), 0.0);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Findings (`crate::findings`).
+// ---------------------------------------------------------------------------------------------
+
+
+/// Seconds the run would save if `remote` of the run's `local + remote` accesses were local,
+/// the run being memory-bound (an upper bound): its NumaPerf overhead share,
+/// `remote x (REMOTE_LATENCY - 1) / overhead(local, remote)`, of the wall-clock time.
+pub fn remote_saving_s(remote: u64, local: u64, all_remote: u64, duration_ns: u64) -> f64 {
+    let o = overhead(local, all_remote);
+    if o <= 0.0 {
+        return 0.0;
+    }
+    duration_ns as f64 / 1e9 * remote as f64 * (REMOTE_LATENCY - 1.0) / o
+}
+
+fn remote_impact(remote: u64, local: u64, all_remote: u64, duration_ns: u64) -> Impact {
+    Impact {
+        seconds: remote_saving_s(remote, local, all_remote, duration_ns),
+        bytes: 0,
+        formula: "remote_overhead_share".into(),
+        inputs: vec![
+            Evidence::new("remote", remote as f64, "accesses"),
+            Evidence::new("run_local", local as f64, "accesses"),
+            Evidence::new("run_remote", all_remote as f64, "accesses"),
+            Evidence::new("remote_latency", REMOTE_LATENCY, "x local"),
+        ],
+        confidence: Confidence::Low,
+    }
+}
+
+/// The run's pattern as a finding ([`pattern`]); `place`: where most pages were first
+/// touched, when known. Both `profcc report` and the runtime's exit summary call it.
+pub fn run_finding(n: &Numa, duration_ns: u64, place: Option<String>) -> Option<Finding> {
+    let local: u64 = n.threads.iter().map(|t| t.local).sum();
+    let remote: u64 = n.threads.iter().map(|t| t.remote).sum();
+    let places: Vec<String> = place.into_iter().collect();
+    let at = places
+        .first()
+        .map(|p| format!(" (most at {p})"))
+        .unwrap_or_default();
+    match pattern(n) {
+        Pattern::Fine => None,
+        Pattern::SerialFirstTouch {
+            thread,
+            first_touch_share,
+            remote_share,
+        } => Some(Finding::new(
+            Analysis::Numa,
+            "serial_first_touch",
+            format!(
+                "serial first touch: thread {thread} touched {:.0}% of the pages first{at} and {:.0}% of all accesses are remote",
+                first_touch_share * 100.0,
+                remote_share * 100.0
+            ),
+            vec![Object::run()],
+            places,
+            vec![
+                Evidence::new("first_touch_share", first_touch_share, "fraction"),
+                Evidence::new("remote_share", remote_share, "fraction"),
+            ],
+            remote_impact(remote, local, remote, duration_ns),
+            "touch the data first in parallel, each thread the part it later uses (the loop that uses it, with the same schedule), or interleave it (numactl --interleave=all)".into(),
+        )),
+        Pattern::Remote { remote_share } => Some(Finding::new(
+            Analysis::Numa,
+            "remote_access",
+            format!("{:.0}% of all accesses are remote", remote_share * 100.0),
+            vec![Object::run()],
+            places,
+            vec![Evidence::new("remote_share", remote_share, "fraction")],
+            remote_impact(remote, local, remote, duration_ns),
+            "place each thread's data on its node (first touch by the thread that uses it), interleave data all threads share, or bind threads near their data".into(),
+        )),
+    }
+}
+
+/// One object's finding ([`object_fix`]): `object` its identity, `places` where it is
+/// accessed remotely most, `fix` the report's words for the fix; `run_local`/`run_remote` the
+/// run's accesses.
+pub fn object_finding(
+    o: &NumaObject,
+    object: Object,
+    places: Vec<String>,
+    fix: String,
+    run_local: u64,
+    run_remote: u64,
+    duration_ns: u64,
+) -> Option<Finding> {
+    let kind = match object_fix(o) {
+        ObjectFix::None => return None,
+        ObjectFix::FirstTouch { .. } => "first_touch",
+        ObjectFix::Interleave => "remote_access",
+        ObjectFix::Bind => "binding",
+    };
+    let what = match kind {
+        "first_touch" => "pages first touched by another thread than the one using them",
+        "binding" => "remote accesses from threads that moved away from their pages",
+        _ => "pages used by several threads, remote for most",
+    };
+    Some(Finding::new(
+        Analysis::Numa,
+        kind,
+        format!(
+            "{}: {what}; {:.0}% of its accesses remote",
+            object.text(),
+            o.remote as f64 / o.accesses.max(1) as f64 * 100.0
+        ),
+        vec![object],
+        places,
+        vec![
+            Evidence::new("accesses", o.accesses as f64, "accesses"),
+            Evidence::new("remote", o.remote as f64, "accesses"),
+            Evidence::new("pages", o.pages as f64, "pages"),
+            Evidence::new("moved_pages", o.moved_pages as f64, "pages"),
+            Evidence::new("shared_pages", o.shared_pages as f64, "pages"),
+        ],
+        remote_impact(o.remote, run_local, run_remote, duration_ns),
+        fix,
+    ))
+}
+
+/// Load imbalance between thread groups ([`imbalance`]) as a finding, when a group's
+/// recommended thread count differs from its count: the run then waits for the group with
+/// the most overhead per thread. Saved time: `1 - max(Opg / recommended) / max(Opg / threads)`
+/// of the run.
+pub fn imbalance_finding(groups: &[Group<String>], duration_ns: u64) -> Option<Finding> {
+    if groups.iter().all(|g| g.recommended == g.threads) {
+        return None;
+    }
+    let worst = |per: &dyn Fn(&Group<String>) -> u32| {
+        groups
+            .iter()
+            .map(|g| g.overhead / per(g).max(1) as f64)
+            .fold(0.0, f64::max)
+    };
+    let now = worst(&|g| g.threads);
+    let balanced = worst(&|g| g.recommended);
+    let share = if now > 0.0 {
+        (1.0 - balanced / now).max(0.0)
+    } else {
+        0.0
+    };
+    let text: Vec<String> = groups
+        .iter()
+        .map(|g| format!("{}: {} threads, {} recommended", g.key, g.threads, g.recommended))
+        .collect();
+    Some(Finding::new(
+        Analysis::Numa,
+        "imbalance",
+        format!("thread groups' work is out of proportion to their threads ({})", text.join("; ")),
+        groups.iter().map(|g| Object::new("routine", g.key.clone())).collect(),
+        vec![],
+        groups
+            .iter()
+            .map(|g| Evidence::new(&format!("overhead {}", g.key), g.overhead, "accesses"))
+            .collect(),
+        Impact {
+            seconds: share * duration_ns as f64 / 1e9,
+            bytes: 0,
+            formula: "group_overhead_per_thread".into(),
+            inputs: vec![
+                Evidence::new("max_overhead_per_thread", now, "accesses"),
+                Evidence::new("balanced_overhead_per_thread", balanced, "accesses"),
+            ],
+            confidence: Confidence::Low,
+        },
+        "give each thread group threads in proportion to its work (the recommended counts)".into(),
+    ))
 }

@@ -1374,3 +1374,73 @@ fn basename(p: &str) -> &str {
 
 #[cfg(test)]
 mod tests;
+
+// ---------------------------------------------------------------------------------------------
+// The one findings model (`crate::findings`).
+// ---------------------------------------------------------------------------------------------
+
+/// A sharing finding in the one model: `objects` and `places` as the caller resolved them,
+/// the impact the prediction's saving ([`predict`]; docs/model.md) with its confidence.
+#[allow(clippy::too_many_arguments)]
+pub fn unified(
+    kind: Kind,
+    allocator_induced: bool,
+    objects: Vec<crate::findings::Object>,
+    places: Vec<String>,
+    invalidations: u64,
+    saving_ns: u64,
+    speedup: f64,
+    prediction: &Prediction,
+    fix: String,
+) -> crate::findings::Finding {
+    use crate::findings::{Analysis, Evidence, Finding, Impact};
+    let name = if allocator_induced {
+        "allocator_induced_sharing"
+    } else {
+        match kind {
+            Kind::FalseSharing => "false_sharing",
+            Kind::TrueSharing => "true_sharing",
+            Kind::ReadMostly => "read_mostly",
+            Kind::LatentFalseSharing => "latent_false_sharing",
+        }
+    };
+    let on = objects
+        .first()
+        .map(|o| format!(" on {}", o.text()))
+        .unwrap_or_default();
+    let induced = if allocator_induced {
+        " (allocator-induced)"
+    } else {
+        ""
+    };
+    Finding::new(
+        Analysis::Sharing,
+        name,
+        format!("{}{induced}{on}: {invalidations} invalidations", kind.as_str()),
+        objects,
+        places,
+        vec![
+            Evidence::new("invalidations", invalidations as f64, "invalidations"),
+            Evidence::new("predicted_speedup", speedup, "x"),
+            Evidence::new("latency_samples", prediction.latency_samples as f64, "samples"),
+            Evidence::new("overlap_percent", prediction.overlap_percent as f64, "%"),
+        ],
+        Impact {
+            seconds: saving_ns as f64 / 1e9,
+            bytes: 0,
+            formula: if prediction.share_bound {
+                "sharing_access_share".into()
+            } else {
+                "sharing_latency_overlap".into()
+            },
+            inputs: vec![
+                Evidence::new("charged_ns_per_access", prediction.charged_ns_per_access, "ns"),
+                Evidence::new("accesses", prediction.accesses as f64, "accesses"),
+                Evidence::new("overlap_ns", prediction.overlap_ns as f64, "ns"),
+                Evidence::new("contended_slowdown", prediction.contended_slowdown, "x"),
+            ],
+            confidence: prediction.confidence,
+        },
+        fix,
+    )
+}

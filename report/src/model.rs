@@ -25,6 +25,10 @@ pub struct Report {
     /// [`REPORT_VERSION`] of the profcc that wrote it.
     pub version: u32,
     pub summary: Summary,
+    /// Every analysis's findings in one list, ranked by impact, then confidence
+    /// (`profcc_analysis::findings`; docs/report.md, "Findings").
+    #[serde(default)]
+    pub findings: Vec<profcc_analysis::findings::Finding>,
     pub access_sites: AccessSites,
     pub alloc_sites: AllocSites,
     /// Only when an input has sharing records.

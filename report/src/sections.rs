@@ -8,6 +8,7 @@ use crate::model::{Report, REPORT_FORMAT, REPORT_VERSION};
 
 pub mod access;
 pub mod alloc;
+pub mod findings;
 pub mod allocator;
 pub mod notes;
 pub mod numa;
@@ -62,10 +63,11 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
     let regions = regions::build(m, opts);
     let threads = threads::build(m, opts);
     let notes = notes::build(m, opts);
-    Report {
+    let mut r = Report {
         format: REPORT_FORMAT.into(),
         version: REPORT_VERSION,
         summary,
+        findings: Vec::new(),
         access_sites,
         alloc_sites,
         sharing,
@@ -74,5 +76,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         regions,
         threads,
         notes,
-    }
+    };
+    r.findings = findings::build(m, &r);
+    r
 }

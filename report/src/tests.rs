@@ -930,6 +930,22 @@ pub(crate) fn sample_report() -> Report {
     Report {
         format: REPORT_FORMAT.into(),
         version: REPORT_VERSION,
+        findings: vec![profcc_analysis::findings::Finding::new(
+            profcc_analysis::findings::Analysis::Numa,
+            "serial_first_touch",
+            "serial first touch: thread 0 touched 100% of the pages first".into(),
+            vec![profcc_analysis::findings::Object::run()],
+            vec!["/src/k/init.c:12".into()],
+            vec![],
+            profcc_analysis::findings::Impact {
+                seconds: 0.25,
+                bytes: 0,
+                formula: "remote_overhead_share".into(),
+                inputs: vec![],
+                confidence: Confidence::Low,
+            },
+            "touch the data first in parallel, \"quoted\", with a comma".into(),
+        )],
         summary: Summary {
             inputs: vec![InputInfo {
                 path: "p.json".into(),

@@ -571,6 +571,17 @@ fn producer_consumer_peak_fragmentation_and_blowup() {
         );
         // The consumer never reused what it freed, nor main its warm-up block.
         assert_eq!(exit.blowup, XN * usable + class_of(&d, 4000), "{name}");
+        // The one findings model: the blowup is a finding, its bytes the exit's.
+        let blowup = r
+            .findings
+            .iter()
+            .find(|f| f.kind == "blowup")
+            .unwrap_or_else(|| panic!("{name}: {exit:?} {peak:?} {:#?}", r.findings));
+        assert_eq!(
+            (blowup.impact.bytes, blowup.analysis.as_str()),
+            (exit.blowup, "allocator"),
+            "{name}"
+        );
     }
 }
 

@@ -24,6 +24,7 @@ pub struct Table {
 /// report (no sharing records) is still written, with its header only, so that a directory
 /// never mixes files from two reports.
 pub const TABLES: &[fn(&Report) -> Table] = &[
+    findings,
     access_sites,
     alloc_sites,
     threads,
@@ -197,6 +198,41 @@ pub fn threads(r: &Report) -> Table {
 
 /// `sharing_findings.csv`: the ranked cache-line sharing findings (header only when the
 /// profiles have no sharing records).
+/// Every analysis's findings in their one ranking (`profcc_analysis::findings::CSV_COLUMNS`).
+pub fn findings(r: &Report) -> Table {
+    let rows = r
+        .findings
+        .iter()
+        .enumerate()
+        .map(|(n, f)| {
+            vec![
+                (n + 1).to_string(),
+                f.key.clone(),
+                f.analysis.as_str().to_string(),
+                f.kind.clone(),
+                format!("{:.6}", f.impact.seconds),
+                f.impact.bytes.to_string(),
+                serde_plain(&f.impact.confidence),
+                f.impact.formula.clone(),
+                f.places.join(LIST),
+                f.objects
+                    .iter()
+                    .map(|o| o.text())
+                    .collect::<Vec<_>>()
+                    .join(LIST),
+                f.title.clone(),
+                f.fix.clone(),
+                f.input.to_string(),
+            ]
+        })
+        .collect();
+    Table {
+        file: "findings.csv",
+        header: profcc_analysis::findings::CSV_COLUMNS,
+        rows,
+    }
+}
+
 pub fn sharing_findings(r: &Report) -> Table {
     let findings = r.sharing.iter().flat_map(|s| &s.findings);
     let rows = findings

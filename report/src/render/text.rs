@@ -27,6 +27,7 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     let several_inputs = r.summary.inputs.len() > 1;
     let mut out = String::new();
     summary(&r.summary, &mut out);
+    findings(&r.findings, several_inputs, &mut out);
     access_sites(&r.access_sites, &mut out);
     alloc_sites(&r.alloc_sites, opts.stack_depth, &mut out);
     if let Some(s) = &r.sharing {
@@ -44,6 +45,46 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     threads(&r.threads, several_inputs, &mut out);
     notes(&r.notes, &mut out);
     out
+}
+
+/// Findings the text shows first (JSON and `findings.csv` carry all of them).
+pub const TOP_FINDINGS: usize = 10;
+
+/// The top findings of every analysis, in their one ranking.
+fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out: &mut String) {
+    if v.is_empty() {
+        return;
+    }
+    let more = if v.len() > TOP_FINDINGS {
+        format!(", the first {TOP_FINDINGS} of {}", v.len())
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "\nTop findings (every analysis, by estimated time saved, then confidence{more}; details in each analysis's section below)\n"
+    ));
+    for (n, f) in v.iter().take(TOP_FINDINGS).enumerate() {
+        let input = if several_inputs {
+            format!("[{}] ", f.input)
+        } else {
+            String::new()
+        };
+        let at = if f.places.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", f.places.iter().take(3).cloned().collect::<Vec<_>>().join(", "))
+        };
+        out.push_str(&format!(
+            " {:>2}. {input}{}: {}{at}\n    {}\n",
+            n + 1,
+            f.analysis.as_str(),
+            f.title,
+            profcc_analysis::findings::impact_text(&f.impact)
+        ));
+        if !f.fix.is_empty() {
+            out.push_str(&format!("    fix: {}\n", f.fix));
+        }
+    }
 }
 
 /// `jemalloc 5.3.0 (/usr/lib/.../libjemalloc.so.2, symbol mallctl)`.

@@ -14,12 +14,6 @@ use profcc_allocator_probe::{self as probe, Description};
 use profcc_schema::{allocator::PAGE, sharing::LINE};
 use std::collections::BTreeMap;
 
-/// Advise switching when the best reference allocator saves at least this share of the
-/// allocator's measured time ...
-pub const ADVISE_SHARE_OF_ALLOCATOR: f64 = 0.20;
-/// ... and at least this share of the run's wall-clock time.
-pub const ADVISE_SHARE_OF_RUN: f64 = 0.02;
-
 /// The description the kinds come from: `allocator=FILE`'s text kept in the profile, else the
 /// shipped one of the identified allocator, else the live probe's (`opts.live_probe`: the
 /// allocator probe run now, on the allocator the profile names).
@@ -479,8 +473,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             .and_then(|(_, r)| price(r));
         let advice = predictions.first().and_then(|best| {
             let saves = -best.change_ns;
-            (saves >= ADVISE_SHARE_OF_ALLOCATOR * total_ns
-                && saves >= ADVISE_SHARE_OF_RUN * duration_ns as f64)
+            profcc_analysis::allocator::switch_advised(saves, total_ns, duration_ns)
                 .then(|| {
                     format!(
                         "try {}: at its reference costs these operations would take {:.1} ms instead of {:.1} ms ({:.0}% of the run's wall-clock time less); {}",

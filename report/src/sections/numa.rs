@@ -8,7 +8,7 @@ use crate::model::{Numa, NumaFirstTouch, NumaInput, NumaObject, NumaRange, NumaT
 use crate::symbolize::user_frame;
 use profcc_abi::MAX_HOMES;
 use profcc_analysis::numa::{
-    binding_plan, imbalance, object_fix, overhead, pattern, score, Layout, ObjectFix, Pattern,
+    binding_plan, imbalance, object_fix, overhead, run_finding, score, Layout, ObjectFix,
     REMOTE_ADVICE_SHARE,
 };
 use std::collections::{BTreeSet, HashMap};
@@ -19,27 +19,15 @@ fn node_of(home: u32) -> Option<u32> {
     (home > 0 && home < MAX_HOMES).then(|| home - 1)
 }
 
-/// The advice for the run's pattern, naming the place of the most first touches.
-fn advice(n: &profcc_schema::numa::Numa, first: Option<&NumaFirstTouch>) -> Option<String> {
-    let at = first
-        .and_then(|f| f.place.clone().map(|p| format!(" (most at {p})")))
-        .unwrap_or_default();
-    match pattern(n) {
-        Pattern::Fine => None,
-        Pattern::SerialFirstTouch {
-            thread,
-            first_touch_share,
-            remote_share,
-        } => Some(format!(
-            "serial first touch: thread {thread} touched {:.0}% of the pages first{at} and {:.0}% of all accesses are remote: touch the data first in parallel, each thread the part it later uses (the loop that uses it, with the same schedule), or interleave it (numactl --interleave=all)",
-            first_touch_share * 100.0,
-            remote_share * 100.0
-        )),
-        Pattern::Remote { remote_share } => Some(format!(
-            "{:.0}% of all accesses are remote: place each thread's data on its node (first touch by the thread that uses it), interleave data all threads share, or bind threads near their data",
-            remote_share * 100.0
-        )),
-    }
+/// The advice for the run's pattern, naming the place of the most first touches: the run's
+/// finding (`profcc_analysis::numa::run_finding`) in one sentence.
+fn advice(
+    n: &profcc_schema::numa::Numa,
+    first: Option<&NumaFirstTouch>,
+    duration_ns: u64,
+) -> Option<String> {
+    let place = first.and_then(|f| f.place.clone());
+    run_finding(n, duration_ns, place).map(|f| format!("{}: {}", f.title, f.fix))
 }
 
 pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
@@ -119,7 +107,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
             first_touch.sort_by(|a, b| b.pages.cmp(&a.pages));
             first_touch.truncate(opts.limit(first_touch.len()));
             let sites = sites(m, i, n, opts);
-            let advice = advice(n, first_touch.first());
+            let advice = advice(n, first_touch.first(), input.profile.duration_ns);
             let (mut objects, remote_invalidations) = objects(m, i, n);
             objects.truncate(opts.limit(objects.len()));
             let groups = groups(&threads);

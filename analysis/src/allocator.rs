@@ -1,0 +1,212 @@
+//! Allocator findings (docs/allocators.md): when switching allocators is advised, when the
+//! heap wastes memory (fragmentation, blowup), allocator-induced sharing and lock contention.
+//! The report computes the figures (it has the allocator descriptions); the rules are here.
+
+use crate::findings::{Analysis, Confidence, Evidence, Finding, Impact, Object};
+
+/// Advise switching when the best reference allocator saves at least this share of the
+/// allocator's measured time ...
+pub const ADVISE_SHARE_OF_ALLOCATOR: f64 = 0.20;
+/// ... and at least this share of the run's wall-clock time.
+pub const ADVISE_SHARE_OF_RUN: f64 = 0.02;
+/// The heap wastes memory when the bytes beyond the requested ones (rounding up to size
+/// classes, or freed blocks kept) are at least this share of the bytes the allocator holds
+/// for the program (usable plus kept) ...
+pub const WASTE_SHARE: f64 = 0.30;
+/// ... and at least this many bytes.
+pub const WASTE_MIN_BYTES: u64 = 1 << 20;
+/// A lock of the allocator's is contended when callers waited for it at least this many times.
+pub const LOCK_MIN_WAITS: u64 = 10;
+
+/// Is switching worth advising? `saves_ns`: the best reference allocator's saving.
+pub fn switch_advised(saves_ns: f64, total_ns: f64, duration_ns: u64) -> bool {
+    saves_ns >= ADVISE_SHARE_OF_ALLOCATOR * total_ns
+        && saves_ns >= ADVISE_SHARE_OF_RUN * duration_ns as f64
+}
+
+/// The switching finding, when [`switch_advised`].
+pub fn switch_finding(
+    current: &str,
+    best: &str,
+    predicted_ns: f64,
+    total_ns: f64,
+    duration_ns: u64,
+    fix: String,
+) -> Option<Finding> {
+    let saves = total_ns - predicted_ns;
+    switch_advised(saves, total_ns, duration_ns).then(|| {
+        Finding::new(
+            Analysis::Allocator,
+            "allocator_switch",
+            format!(
+                "the program's allocator ({current}) takes {:.1} ms; {best} would take {:.1} ms",
+                total_ns / 1e6,
+                predicted_ns / 1e6
+            ),
+            vec![Object::new("allocator", current)],
+            vec![],
+            vec![
+                Evidence::new("allocator_ns", total_ns, "ns"),
+                Evidence::new("predicted_ns", predicted_ns, "ns"),
+                Evidence::new("run_ns", duration_ns as f64, "ns"),
+            ],
+            Impact {
+                seconds: saves / 1e9,
+                bytes: 0,
+                formula: "reference_costs".into(),
+                inputs: vec![
+                    Evidence::new("allocator_ns", total_ns, "ns"),
+                    Evidence::new("predicted_ns", predicted_ns, "ns"),
+                ],
+                confidence: Confidence::Medium,
+            },
+            fix,
+        )
+    })
+}
+
+/// The heap's figures at one moment (`peak` or `exit`): `requested` bytes live, `usable` of
+/// them as the allocator handed them out, `cached_free` freed and kept by the allocator for
+/// reuse, `heap_rss` the resident bytes the run added (evidence only: it holds the runtime's
+/// own tables too, so no rule uses it).
+#[derive(Debug, Clone, Copy)]
+pub struct Moment<'a> {
+    pub name: &'a str,
+    pub requested: u64,
+    pub usable: u64,
+    pub cached_free: u64,
+    pub heap_rss: u64,
+}
+
+/// Fragmentation and blowup: each at the moment where it is largest.
+pub fn waste_findings(moments: &[Moment]) -> Vec<Finding> {
+    let held = |m: &Moment| m.usable.max(m.requested) + m.cached_free;
+    let big = |b: u64, m: &Moment| b >= WASTE_MIN_BYTES && b as f64 >= WASTE_SHARE * held(m) as f64;
+    let waste = |m: &Moment| m.usable.saturating_sub(m.requested);
+    let at_most = |f: &dyn Fn(&Moment) -> u64| {
+        moments
+            .iter()
+            .filter(|m| big(f(m), m))
+            .max_by_key(|m| f(m))
+            .copied()
+    };
+    let ev = |m: &Moment| {
+        vec![
+            Evidence::new("requested", m.requested as f64, "B"),
+            Evidence::new("usable", m.usable as f64, "B"),
+            Evidence::new("cached_free", m.cached_free as f64, "B"),
+            Evidence::new("heap_rss", m.heap_rss as f64, "B"),
+        ]
+    };
+    let impact = |m: &Moment, bytes: u64, formula: &str| Impact {
+        seconds: 0.0,
+        bytes,
+        formula: formula.into(),
+        inputs: ev(m),
+        confidence: Confidence::Medium,
+    };
+    let mut out = Vec::new();
+    if let Some(m) = at_most(&waste) {
+        out.push(Finding::new(
+            Analysis::Allocator,
+            "fragmentation",
+            format!(
+                "at the {}, {:.0}% of the bytes the allocator handed out were not requested (rounding up to its size classes)",
+                m.name,
+                waste(&m) as f64 / held(&m).max(1) as f64 * 100.0
+            ),
+            vec![Object::new("heap", "")],
+            vec![],
+            ev(&m),
+            impact(&m, waste(&m), "usable_minus_requested"),
+            "request sizes at or just below the allocator's size classes (`profcc detect-allocator` lists them; docs/allocators.md), or pool the objects of one odd size".into(),
+        ));
+    }
+    if let Some(m) = at_most(&|m: &Moment| m.cached_free) {
+        out.push(Finding::new(
+            Analysis::Allocator,
+            "blowup",
+            format!(
+                "at the {}, the allocator keeps {:.0}% of the bytes it holds for the program as blocks freed by threads that never reused them",
+                m.name,
+                m.cached_free as f64 / held(&m).max(1) as f64 * 100.0
+            ),
+            vec![Object::new("heap", "")],
+            vec![],
+            ev(&m),
+            impact(&m, m.cached_free, "cached_free_bytes"),
+            "memory freed by one thread and not reused by another (blowup): free in the thread that allocates, or use an allocator that returns memory (jemalloc with dirty_decay_ms, glibc with M_TRIM_THRESHOLD or malloc_trim)".into(),
+        ));
+    }
+    out
+}
+
+/// A contended allocator lock: `place` names the lock, waits and their time.
+pub fn lock_finding(place: &str, taken: u64, waited: u64, wait_ns: f64) -> Option<Finding> {
+    (waited >= LOCK_MIN_WAITS).then(|| {
+        Finding::new(
+            Analysis::Allocator,
+            "lock_contention",
+            format!("the allocator's lock {place}: {waited} of {taken} acquisitions waited"),
+            vec![Object::new("lock", place)],
+            vec![],
+            vec![
+                Evidence::new("taken", taken as f64, "calls"),
+                Evidence::new("waited", waited as f64, "calls"),
+                Evidence::new("wait_ns", wait_ns, "ns"),
+            ],
+            Impact {
+                seconds: wait_ns / 1e9,
+                bytes: 0,
+                formula: "measured_wait".into(),
+                inputs: vec![Evidence::new("wait_ns", wait_ns, "ns")],
+                confidence: if waited >= 10 * LOCK_MIN_WAITS {
+                    Confidence::High
+                } else {
+                    Confidence::Medium
+                },
+            },
+            "threads wait for the allocator's lock: use a thread-caching allocator (jemalloc, tcmalloc, mimalloc), or allocate per thread from pools".into(),
+        )
+    })
+}
+
+/// Objects of an allocation site that share cache lines with other threads' objects because
+/// the allocator put them side by side.
+pub fn induced_sharing_finding(
+    site: &str,
+    active: u64,
+    passive: u64,
+    invalidations: Option<u64>,
+    fix: String,
+) -> Option<Finding> {
+    (active + passive > 0).then(|| {
+        Finding::new(
+            Analysis::Allocator,
+            "allocator_induced_sharing",
+            format!(
+                "objects allocated at {site} share {} cache lines with other threads' objects",
+                active + passive
+            ),
+            vec![Object::new("heap", site)],
+            vec![],
+            vec![
+                Evidence::new("active_lines", active as f64, "lines"),
+                Evidence::new("passive_lines", passive as f64, "lines"),
+                Evidence::new("invalidations", invalidations.unwrap_or(0) as f64, "invalidations"),
+            ],
+            Impact {
+                seconds: 0.0,
+                bytes: 0,
+                formula: "none: the sharing analysis predicts its time".into(),
+                inputs: vec![],
+                confidence: if invalidations.unwrap_or(0) > 0 {
+                    Confidence::Medium
+                } else {
+                    Confidence::Low
+                },
+            },
+            fix,
+        )
+    })
+}

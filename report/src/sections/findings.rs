@@ -1,0 +1,176 @@
+//! The one ranked list of findings across analyses (`profcc_analysis::findings`): each
+//! analysis's section has resolved names and places; this section turns them into findings
+//! with the analysis crate's constructors (which hold every threshold and formula) and ranks
+//! them together. Sharing findings are those the sharing section lists (`--top`).
+
+use crate::merge::Merged;
+use crate::model::{self, Report};
+use profcc_analysis::findings::{ranked, short_place, site_name, Finding, Object};
+use profcc_analysis::{allocator, numa, regions, sharing};
+
+pub fn build(m: &Merged, r: &Report) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(s) = &r.sharing {
+        for f in &s.findings {
+            let mut u = sharing::unified(
+                f.kind,
+                f.allocator_induced,
+                f.objects.iter().map(sharing_object).collect(),
+                f.places
+                    .iter()
+                    .map(|p| format!("{}:{}", p.file, p.line))
+                    .collect(),
+                f.invalidations,
+                f.predicted_saving_ns,
+                f.predicted_speedup,
+                &f.prediction,
+                f.fix.clone(),
+            );
+            u.input = f.input;
+            out.push(u);
+        }
+    }
+    if let Some(n) = &r.numa {
+        for ni in &n.inputs {
+            let p = &m.inputs[ni.input].profile;
+            let Some(raw) = &p.numa else { continue };
+            let d = p.duration_ns;
+            let place = ni.first_touch.first().and_then(|f| f.place.clone());
+            let mut found: Vec<Finding> = numa::run_finding(raw, d, place).into_iter().collect();
+            for o in &ni.objects {
+                let rebuilt = profcc_schema::numa::NumaObject {
+                    accesses: o.local + o.remote,
+                    remote: o.remote,
+                    pages: o.pages,
+                    shared_pages: o.shared_pages,
+                    moved_pages: o.moved_pages,
+                    instances: o.instances,
+                    threads: o
+                        .threads
+                        .iter()
+                        .map(|t| profcc_schema::numa::ThreadRange {
+                            thread: t.thread,
+                            start: t.start,
+                            end: t.end,
+                            pages: t.pages,
+                        })
+                        .collect(),
+                    ..Default::default()
+                };
+                found.extend(numa::object_finding(
+                    &rebuilt,
+                    numa_object(o),
+                    o.first_touch_at.iter().cloned().collect(),
+                    o.fix.clone().unwrap_or_default(),
+                    ni.local,
+                    ni.remote,
+                    d,
+                ));
+            }
+            let groups: Vec<numa::Group<String>> = ni
+                .groups
+                .iter()
+                .map(|g| numa::Group {
+                    key: g.routine.clone(),
+                    threads: g.threads,
+                    overhead: g.overhead,
+                    recommended: g.recommended,
+                })
+                .collect();
+            found.extend(numa::imbalance_finding(&groups, d));
+            out.extend(found.into_iter().map(|mut f| {
+                f.input = ni.input;
+                f
+            }));
+        }
+    }
+    if let Some(a) = &r.allocator {
+        for ai in &a.inputs {
+            let mut found: Vec<Finding> = Vec::new();
+            if let Some(best) = ai.predictions.first() {
+                found.extend(allocator::switch_finding(
+                    ai.allocator.split_whitespace().next().unwrap_or("?"),
+                    &best.allocator,
+                    best.predicted_ns,
+                    ai.total_ns,
+                    ai.duration_ns,
+                    ai.advice.clone().unwrap_or_default(),
+                ));
+            }
+            let moments: Vec<allocator::Moment> = ai
+                .overhead
+                .iter()
+                .map(|o| allocator::Moment {
+                    name: &o.moment,
+                    requested: o.requested,
+                    usable: o.usable,
+                    cached_free: o.blowup,
+                    heap_rss: o.heap_rss,
+                })
+                .collect();
+            found.extend(allocator::waste_findings(&moments));
+            for l in &ai.locks {
+                found.extend(allocator::lock_finding(&l.place, l.taken, l.waited, l.wait_ns));
+            }
+            if let Some(s) = &ai.induced_sharing {
+                for site in &s.sites {
+                    found.extend(allocator::induced_sharing_finding(
+                        &site.site,
+                        site.active,
+                        site.passive,
+                        site.invalidations,
+                        s.advice.clone().unwrap_or_default(),
+                    ));
+                }
+            }
+            out.extend(found.into_iter().map(|mut f| {
+                f.input = ai.input;
+                f
+            }));
+        }
+    }
+    for (i, inp) in m.inputs.iter().enumerate() {
+        if let Some(g) = &inp.profile.regions {
+            out.extend(
+                regions::findings(g, inp.profile.duration_ns)
+                    .into_iter()
+                    .map(|mut f| {
+                        f.input = i;
+                        f
+                    }),
+            );
+        }
+    }
+    ranked(out)
+}
+
+/// A sharing object's identity: a heap object by its allocation site, a global by its name,
+/// a stack object by the function that writes it.
+fn sharing_object(o: &model::Object) -> Object {
+    match o.kind {
+        model::ObjectKind::Heap => Object::new(
+            "heap",
+            site_name(o.function.as_deref(), o.alloc_site.as_deref()),
+        ),
+        model::ObjectKind::Global => {
+            Object::new("global", o.name.clone().unwrap_or_else(|| "?".into()))
+        }
+        model::ObjectKind::Stack => {
+            Object::new("stack", o.function.clone().unwrap_or_else(|| "?".into()))
+        }
+    }
+}
+
+/// A NUMA object's identity from the section's names (`heap block allocated at a.c:3`,
+/// `global x`, `stack of thread 2`, `memory at 0x...`).
+fn numa_object(o: &model::NumaObject) -> Object {
+    if let Some(at) = &o.allocated_at {
+        Object::new("heap", short_place(at))
+    } else if let Some(g) = o.object.strip_prefix("global ") {
+        Object::new("global", g)
+    } else if o.object.starts_with("stack of thread") {
+        Object::new("stack", "")
+    } else {
+        Object::new("memory", "")
+    }
+}
