@@ -211,12 +211,13 @@ pub fn key(analysis: Analysis, kind: &str, objects: &[Object], places: &[String]
     )
 }
 
-/// A heap object's identity: its allocation site's function and place, `make (a.c:12)`.
-pub fn site_name(function: Option<&str>, place: Option<&str>) -> String {
-    match (function, place) {
-        (Some(f), Some(p)) => format!("{f} ({})", short_place(p)),
-        (Some(f), None) => f.to_string(),
-        (None, Some(p)) => short_place(p),
+/// A heap object's identity: the `file:line` (file name only) of its allocation call in the
+/// program's own code, else that frame's function. The same in every analysis, so their
+/// per-object figures join on it (`profcc report`'s object table).
+pub fn heap_identity(place: Option<&str>, function: Option<&str>) -> String {
+    match (place, function) {
+        (Some(p), _) => short_place(p),
+        (None, Some(f)) => f.to_string(),
         (None, None) => "?".into(),
     }
 }

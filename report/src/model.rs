@@ -29,6 +29,10 @@ pub struct Report {
     /// (`profcc_analysis::findings`; docs/report.md, "Findings").
     #[serde(default)]
     pub findings: Vec<profcc_analysis::findings::Finding>,
+    /// Every analysis's per-object figures joined on the object's identity (docs/report.md,
+    /// "Objects").
+    #[serde(default)]
+    pub objects: Vec<ObjectRow>,
     pub access_sites: AccessSites,
     pub alloc_sites: AllocSites,
     /// Only when an input has sharing records.
@@ -816,4 +820,30 @@ pub struct RegionRow {
     /// order; docs/regions.md, "Hardware counters").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<profcc_schema::regions::RowEvents>,
+}
+
+/// One object's figures from every analysis, joined on its identity
+/// (`profcc_analysis::findings::Object`: a heap object's allocation `file:line`, a global's
+/// or a region's name). A figure an analysis did not measure is null.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ObjectRow {
+    pub kind: String,
+    pub name: String,
+    /// Heap: allocations, bytes and live peak of its sites (all recorded sites merged by
+    /// identity), and the allocator's time on them.
+    pub allocations: Option<u64>,
+    pub bytes: Option<u64>,
+    pub live_bytes_peak: Option<u64>,
+    pub allocator_ns: Option<f64>,
+    /// The sharing findings' kinds on it and their invalidations.
+    pub sharing: Vec<String>,
+    pub invalidations: Option<u64>,
+    /// NUMA: accesses to its pages, local and remote, and who touched them first.
+    pub numa_local: Option<u64>,
+    pub numa_remote: Option<u64>,
+    pub first_touch_thread: Option<u32>,
+    /// Regions: bytes read and written inside the region (all threads).
+    pub region_bytes: Option<u64>,
+    /// Keys of the findings about it.
+    pub findings: Vec<String>,
 }

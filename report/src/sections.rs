@@ -11,6 +11,7 @@ pub mod alloc;
 pub mod findings;
 pub mod allocator;
 pub mod notes;
+pub mod objects;
 pub mod numa;
 pub mod regions;
 pub mod sharing;
@@ -68,6 +69,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         version: REPORT_VERSION,
         summary,
         findings: Vec::new(),
+        objects: Vec::new(),
         access_sites,
         alloc_sites,
         sharing,
@@ -78,5 +80,6 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         notes,
     };
     r.findings = findings::build(m, &r);
+    r.objects = objects::build(m, &r, opts);
     r
 }

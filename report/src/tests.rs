@@ -930,6 +930,15 @@ pub(crate) fn sample_report() -> Report {
     Report {
         format: REPORT_FORMAT.into(),
         version: REPORT_VERSION,
+        objects: vec![ObjectRow {
+            kind: "heap".into(),
+            name: "init.c:12".into(),
+            allocations: Some(4),
+            bytes: Some(4096),
+            sharing: vec!["false_sharing".into()],
+            findings: vec!["sharing/false_sharing/heap:init.c:12@k.c:30".into()],
+            ..Default::default()
+        }],
         findings: vec![profcc_analysis::findings::Finding::new(
             profcc_analysis::findings::Analysis::Numa,
             "serial_first_touch",

@@ -25,6 +25,7 @@ pub struct Table {
 /// never mixes files from two reports.
 pub const TABLES: &[fn(&Report) -> Table] = &[
     findings,
+    objects,
     access_sites,
     alloc_sites,
     threads,
@@ -229,6 +230,50 @@ pub fn findings(r: &Report) -> Table {
     Table {
         file: "findings.csv",
         header: profcc_analysis::findings::CSV_COLUMNS,
+        rows,
+    }
+}
+
+/// The object table: every analysis's figures per object.
+pub fn objects(r: &Report) -> Table {
+    let rows = r
+        .objects
+        .iter()
+        .map(|o| {
+            vec![
+                o.kind.clone(),
+                o.name.clone(),
+                opt(&o.allocations),
+                opt(&o.bytes),
+                opt(&o.live_bytes_peak),
+                opt(&o.allocator_ns.map(|x| format!("{x:.0}"))),
+                o.sharing.join(LIST),
+                opt(&o.invalidations),
+                opt(&o.numa_local),
+                opt(&o.numa_remote),
+                opt(&o.first_touch_thread),
+                opt(&o.region_bytes),
+                o.findings.join(LIST),
+            ]
+        })
+        .collect();
+    Table {
+        file: "objects.csv",
+        header: &[
+            "kind",
+            "name",
+            "allocations",
+            "bytes",
+            "live_bytes_peak",
+            "allocator_ns",
+            "sharing",
+            "invalidations",
+            "numa_local",
+            "numa_remote",
+            "first_touch_thread",
+            "region_bytes",
+            "findings",
+        ],
         rows,
     }
 }

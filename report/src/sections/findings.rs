@@ -5,7 +5,7 @@
 
 use crate::merge::Merged;
 use crate::model::{self, Report};
-use profcc_analysis::findings::{ranked, short_place, site_name, Finding, Object};
+use profcc_analysis::findings::{heap_identity, ranked, Finding, Object};
 use profcc_analysis::{allocator, numa, regions, sharing};
 
 pub fn build(m: &Merged, r: &Report) -> Vec<Finding> {
@@ -146,11 +146,11 @@ pub fn build(m: &Merged, r: &Report) -> Vec<Finding> {
 
 /// A sharing object's identity: a heap object by its allocation site, a global by its name,
 /// a stack object by the function that writes it.
-fn sharing_object(o: &model::Object) -> Object {
+pub(crate) fn sharing_object(o: &model::Object) -> Object {
     match o.kind {
         model::ObjectKind::Heap => Object::new(
             "heap",
-            site_name(o.function.as_deref(), o.alloc_site.as_deref()),
+            heap_identity(o.alloc_site.as_deref(), o.function.as_deref()),
         ),
         model::ObjectKind::Global => {
             Object::new("global", o.name.clone().unwrap_or_else(|| "?".into()))
@@ -163,9 +163,9 @@ fn sharing_object(o: &model::Object) -> Object {
 
 /// A NUMA object's identity from the section's names (`heap block allocated at a.c:3`,
 /// `global x`, `stack of thread 2`, `memory at 0x...`).
-fn numa_object(o: &model::NumaObject) -> Object {
+pub(crate) fn numa_object(o: &model::NumaObject) -> Object {
     if let Some(at) = &o.allocated_at {
-        Object::new("heap", short_place(at))
+        Object::new("heap", heap_identity(Some(at), None))
     } else if let Some(g) = o.object.strip_prefix("global ") {
         Object::new("global", g)
     } else if o.object.starts_with("stack of thread") {
