@@ -20,6 +20,7 @@
 //! The map is updated *before* memory goes back to the real allocator (see interpose.c), so
 //! an address reused by another thread cannot lose its fresh entry.
 
+use crate::analysis::ObjectInfo;
 use crate::mem::{self, SpinLock};
 
 mod stats;
@@ -29,8 +30,11 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 /// The runtime's logarithm (no libm), shared with the regions' call sampling.
 pub(crate) use stats::ln;
 pub use stats::LIVE_FLUSH;
+/// Sites' thread ids past 255 (a lock of `fork.rs`'s order).
+pub(crate) use stats::THREAD_SET;
 pub(crate) use stats::{fork_prepare as stats_fork_prepare, fork_release as stats_fork_release};
-use std::collections::{BTreeMap, BTreeSet};
+use stats::{mix, Site, Sites, TOTALS};
+use std::collections::BTreeMap;
 
 /// Objects up to this size are found by backward probing; larger ones also go to `BIG`.
 pub const SMALL_MAX: u64 = 256;
@@ -64,27 +68,6 @@ pub struct Obj {
     pub size: u64,
     pub site: u32,
     pub tid: u32,
-}
-
-/// What the cold path learns about an address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ObjectInfo {
-    pub start: u64,
-    pub size: u64,
-    /// Stack depot id of the allocation call.
-    pub stack: u32,
-    /// Dense id of the allocating thread.
-    pub tid: u32,
-    /// Index into [`KIND_NAMES`].
-    pub kind: u32,
-    /// Allocation-site index (stable for the run).
-    pub site: u32,
-}
-
-#[inline]
-fn mix(k: u64) -> u64 {
-    let h = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    h ^ (h >> 29) ^ (h >> 47)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,53 +417,10 @@ pub(crate) static MMAPS: SpinLock<BTreeMap<u64, Region>> = SpinLock::new(BTreeMa
 // ---------------------------------------------------------------------------------------------
 // Sites and totals.
 
-#[repr(C, align(64))]
-struct Site {
-    /// 0 free, 1 in use, 2 lost a race (never used).
-    state: AtomicU32,
-    stack: AtomicU32,
-    kind: AtomicU32,
-    extra_threads: AtomicU32,
-    count: AtomicU64,
-    bytes: AtomicU64,
-    frees: AtomicU64,
-    max_size: AtomicU64,
-    live_bytes: AtomicU64,
-    live_peak: AtomicU64,
-    live_objects: AtomicU64,
-    /// TSC ticks the allocator spent on this site's objects (allocator analysis).
-    cycles: AtomicU64,
-    /// Bit t: thread t allocated here (t < 256); higher ids go to `THREAD_SET`.
-    tbits: [AtomicU64; 4],
-}
-
-struct Sites {
-    site_of: *const AtomicU32,
-    sites: *const Site,
-    next: AtomicU32,
-}
-
 const SITE_OF_BYTES: usize = stack::MAX_STACKS * KINDS * 4;
 const SITES_BYTES: usize = MAX_SITES * core::mem::size_of::<Site>();
 
 static SITES: AtomicPtr<Sites> = AtomicPtr::new(core::ptr::null_mut());
-pub(crate) static THREAD_SET: SpinLock<BTreeSet<u64>> = SpinLock::new(BTreeSet::new());
-
-#[repr(align(64))]
-struct Totals {
-    allocations: AtomicU64,
-    frees: AtomicU64,
-    bytes: AtomicU64,
-    live: AtomicU64,
-    peak: AtomicU64,
-}
-static TOTALS: Totals = Totals {
-    allocations: AtomicU64::new(0),
-    frees: AtomicU64::new(0),
-    bytes: AtomicU64::new(0),
-    live: AtomicU64::new(0),
-    peak: AtomicU64::new(0),
-};
 
 fn sites() -> Option<&'static Sites> {
     let p = SITES.load(Ordering::Acquire);
@@ -527,10 +467,6 @@ fn sites() -> Option<&'static Sites> {
 }
 
 impl Sites {
-    fn site(&self, i: u32) -> &Site {
-        unsafe { &*self.sites.add(i as usize) }
-    }
-
     fn index(&self, stack: u32, kind: u32) -> u32 {
         let stack = if (stack as usize) < stack::MAX_STACKS {
             stack
@@ -557,28 +493,6 @@ impl Sites {
                 winner - 1
             }
         }
-    }
-}
-
-#[inline]
-fn fetch_max(a: &AtomicU64, v: u64) {
-    if a.load(Ordering::Relaxed) < v {
-        a.fetch_max(v, Ordering::Relaxed);
-    }
-}
-
-fn note_thread(site_idx: u32, s: &Site, tid: u32) {
-    if tid < 256 {
-        let (w, b) = ((tid / 64) as usize, 1u64 << (tid % 64));
-        if s.tbits[w].load(Ordering::Relaxed) & b == 0 {
-            s.tbits[w].fetch_or(b, Ordering::Relaxed);
-        }
-    } else if tid != threads::INTERNAL
-        && THREAD_SET
-            .lock()
-            .insert(((site_idx as u64) << 32) | tid as u64)
-    {
-        s.extra_threads.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -750,6 +664,8 @@ pub(crate) fn thread_exit() {
     stats::thread_exit(sites());
 }
 
+/// The site of an allocation made at `fp` (the caller has the thread's id already:
+/// `threads::current_id` gives the walker the thread's stack bounds).
 fn site_for(kind: u32, fp: *mut libc::c_void) -> Option<u32> {
     let stack = stack::capture_from(fp);
     sites().map(|s| s.index(stack, kind))
@@ -1189,6 +1105,18 @@ pub struct AllocTotals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The granule table interpose.c indexes is the one this file maps, and its reuse part
+    /// starts where this file's does, after the filter's bytes.
+    #[test]
+    fn interpose_cs_granule_table_is_this_one() {
+        let c = include_str!("../csrc/interpose.c");
+        assert!(c.contains(&format!("#define GRANULE_BITS {GRANULE_BITS}\n")));
+        assert!(c.contains(&format!(
+            "#define REUSE_AT ({}u << GRANULE_BITS)\n",
+            REUSE_AT >> GRANULE_BITS
+        )));
+    }
 
     fn o(addr: u64, size: u64) -> Obj {
         Obj {

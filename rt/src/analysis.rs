@@ -1,4 +1,5 @@
-//! The interface between the core and the analyses, and the core's side of the registry.
+//! The runtime's lifecycle fan-out: the interface between the core and the analyses, the
+//! core's side of the registry, and the events' types.
 //!
 //! The core (threads, objects, stacks, counters, options, the dump lifecycle, fork) never
 //! names an analysis: it calls every analysis of the registry (`analyses::ANALYSES`, handed
@@ -7,6 +8,18 @@
 //! is not a lifecycle event: the inlined hooks call their analysis's door directly (for the
 //! sharing analysis, `__profcc_slow` in rt/csrc/tls.c, then `profcc_line_slow`), so the hot
 //! path and the door pay no dispatch.
+//!
+//! The core's own modules form layers, none importing one above it: `mem`, `log`, `options`,
+//! `clock`, `secure`, `perf` at the bottom; this module; `stack`; `threads`; `counts`;
+//! `alloc` (with `alloc/stats.rs`); `writer`; `fork` on top (tests/tests/tidy.rs,
+//! `runtime_core_has_no_import_cycle`, checks there is no cycle). An event a lower module
+//! sees first goes through this module's functions: [`thread_started`], [`thread_begins`],
+//! [`thread_exit`], [`module_registered`], [`constructor`], [`object_allocated`],
+//! [`object_freed`]. They call the analyses and the core's parts above that module
+//! ([`CoreParts`], named once by lib.rs's `ensure_init`). Fork (fork.rs) and the dump
+//! (writer.rs) are run by the top of the core, which calls the analyses through [`all`].
+//! The object events are on the allocation path: a mask says which analyses asked, and with
+//! none nothing is built or called; the other events are rare (a thread, a module).
 //!
 //! Rules for an analysis (each one a module under `analyses/` plus one line in the registry):
 //! - Its callbacks run with the re-entrancy guard set or from runtime threads, and never
@@ -22,9 +35,8 @@
 //!   gives every thread (see [`ThreadStart::state`], [`current_state`], [`each_state`]);
 //!   blocks are never freed, so the dump can read the state of threads that have ended.
 
-use crate::alloc::ObjectInfo;
 use crate::mem::SpinLock;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::cell::Cell;
 
 /// A thread got its dense id (the main thread at initialisation, others in their start
@@ -36,6 +48,22 @@ pub struct ThreadStart {
     pub is_main: bool,
     /// This analysis's zeroed per-thread block (null when it asked for none or memory ran out).
     pub state: *mut u8,
+}
+
+/// A heap object or an mmap region, as the object events and the object map's queries
+/// (alloc.rs: `lookup`, `each_live`) describe it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub start: u64,
+    pub size: u64,
+    /// Stack depot id of the allocation call.
+    pub stack: u32,
+    /// Dense id of the allocating thread.
+    pub tid: u32,
+    /// Index into alloc.rs's `KIND_NAMES`.
+    pub kind: u32,
+    /// Allocation-site index (stable for the run).
+    pub site: u32,
 }
 
 /// What the dump gives an analysis besides the profile it adds its section to.
@@ -173,6 +201,96 @@ pub fn object_freed(o: impl FnOnce() -> ObjectInfo) {
     send(&WANT_FREE, o, |a, o| a.object_free(o));
 }
 
+// ---- the core's parts in the lifecycle ----
+
+/// The core's parts above the modules that see an event first (threads, counts): what they
+/// do at the event, as functions, so that a lower module calls an upper one only through
+/// this table. lib.rs fills it and installs it when initialisation begins; before that
+/// (and in the unit-test binary, which never initialises) the events reach no core part.
+pub struct CoreParts {
+    /// A constructor runs (the runtime's own, or an instrumented module's as it registers):
+    /// no lock of the program's allocator is held, so a thread may be started (the writer's
+    /// dump-signal thread).
+    pub constructor: fn(),
+    /// A thread the runtime started is about to run its start routine, after
+    /// [`thread_started`] (its own counter array).
+    pub thread_begins: fn(),
+    /// The calling thread ends, after the analyses' `thread_exit` (its counts folded in and
+    /// its counter array recycled, then its allocation statistics; the re-entrancy guard
+    /// is theirs to set).
+    pub thread_ended: fn(),
+    /// A module registered, after the analyses' `module_registered` (`flags`: its
+    /// descriptor's; one with access checks stops allocation sampling).
+    pub module_registered: fn(u32),
+}
+
+static CORE: AtomicPtr<CoreParts> = AtomicPtr::new(core::ptr::null_mut());
+
+/// When initialisation begins (lib.rs's `init_slow`, before anything else): the core's parts.
+/// Idempotent (always the same table).
+pub fn install_core(parts: &'static CoreParts) {
+    CORE.store(
+        parts as *const CoreParts as *mut CoreParts,
+        Ordering::Release,
+    );
+}
+
+fn core_parts() -> Option<&'static CoreParts> {
+    let p = CORE.load(Ordering::Acquire);
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// From a constructor, after `ensure_init` (see [`CoreParts::constructor`]).
+pub fn constructor() {
+    if let Some(c) = core_parts() {
+        (c.constructor)();
+    }
+}
+
+/// A thread the runtime started is about to run its start routine (its trampoline, after
+/// [`thread_started`]).
+pub fn thread_begins() {
+    if let Some(c) = core_parts() {
+        (c.thread_begins)();
+    }
+}
+
+/// The calling thread ends (its start routine returned, it called `pthread_exit` or it was
+/// cancelled): every analysis's `thread_exit`, then the core's parts.
+pub fn thread_exit() {
+    for a in all() {
+        a.thread_exit();
+    }
+    if let Some(c) = core_parts() {
+        (c.thread_ended)();
+    }
+}
+
+/// An instrumented module registered: every analysis's `module_registered`, then the core's.
+pub fn module_registered(flags: u32) {
+    for a in all() {
+        a.module_registered(flags);
+    }
+    if let Some(c) = core_parts() {
+        (c.module_registered)(flags);
+    }
+}
+
+/// The final dump (exit, `_exit`, abort, a failed assert, a fatal signal) has begun in this
+/// process: the writer sets it, once; a module that unregisters after it has nothing left
+/// to record (the profile is written).
+static FINAL_DUMP: AtomicBool = AtomicBool::new(false);
+
+/// Has the final dump begun?
+pub fn final_dump_begun() -> bool {
+    FINAL_DUMP.load(Ordering::Acquire)
+}
+
+/// The writer, as the final dump begins: false the first time, true when it had begun.
+pub fn begin_final_dump() -> bool {
+    FINAL_DUMP.swap(true, Ordering::AcqRel)
+}
+
 fn index_of(a: &dyn Analysis) -> Option<usize> {
     all()
         .iter()
@@ -307,20 +425,21 @@ mod tests {
         assert_eq!(OFFSETS[3].load(Ordering::Relaxed), 64 + 128);
         // (The unit-test binary's pthread_create is interposed too: the thread may already
         // have its id and block; starting it again keeps the block.)
+        // The block keeps the id it was made with; the id given here is what `thread_start`
+        // sees (this module is below the thread registry: it takes ids, never asks for them).
+        const ID: u32 = 4000;
         let t = std::thread::spawn(|| {
-            let id = crate::threads::current_id();
-            thread_started(id, 0, 0, false);
+            thread_started(ID, 0, 0, false);
             let (a, b) = (current_state(&A), current_state(&B));
             assert_eq!(b as usize - a as usize, 64);
             assert!(current_state(&NONE).is_null());
-            (id, unsafe { *(b as *const u32) })
+            unsafe { *(b as *const u32) }
         });
-        let (id, v) = t.join().unwrap();
-        assert_eq!(v, id + 1000);
+        assert_eq!(t.join().unwrap(), ID + 1000);
         assert!(NONE.1.load(Ordering::Relaxed) >= 1);
         let mut seen = Vec::new();
         each_state(&B, |tid, p| seen.push((tid, unsafe { *(p as *const u32) })));
-        assert!(seen.contains(&(id, id + 1000)), "{seen:?}");
+        assert!(seen.iter().any(|&(_, v)| v == ID + 1000), "{seen:?}");
     }
 
     #[test]

@@ -112,17 +112,14 @@ pub const SCRATCH_TID: u32 = u32::MAX;
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
     crate::ensure_init();
-    crate::writer::start_dumper(); // a constructor: no allocator lock is held here
+    crate::analysis::constructor(); // no allocator lock is held here
     if m.is_null() || (*m).abi_version != ABI_VERSION {
-        crate::writer::stderr_line(
+        crate::log::stderr_line(
             "profcc: an object was instrumented by a different profcc version; its accesses are not counted (rebuild it)",
         );
         return;
     }
-    for a in crate::analysis::all() {
-        a.module_registered((*m).flags);
-    }
-    crate::alloc::module_registered((*m).flags);
+    crate::analysis::module_registered((*m).flags);
     note_wrappers(&*m);
     let n = (*m).nsites.min(MAX_MODULE_SITES);
     // Bases are never handed out twice (a module loaded again gets a new range), so the
@@ -155,7 +152,7 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
 /// `atexit` handler, which runs before the destructors), so there is nothing to do.
 #[no_mangle]
 pub unsafe extern "C" fn __profcc_unregister_module(m: *mut ModuleDesc) {
-    if m.is_null() || crate::writer::exited() {
+    if m.is_null() || crate::analysis::final_dump_begun() {
         return;
     }
     let _g = crate::threads::RtGuard::enter();
@@ -185,9 +182,62 @@ fn mapping_of(p: *const u8) -> Option<profcc_schema::Module> {
         return None;
     }
     let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-    crate::writer::loaded_modules()
-        .into_iter()
-        .find(|x| x.path == name)
+    loaded_modules().into_iter().find(|x| x.path == name)
+}
+
+/// The executable's path (the first of the loaded objects).
+pub(crate) fn exe_path() -> String {
+    std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The loaded objects with executable code (the profile's `modules`).
+pub(crate) fn loaded_modules() -> Vec<profcc_schema::Module> {
+    unsafe extern "C" fn cb(
+        info: *mut libc::dl_phdr_info,
+        _: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        let out = &mut *(data as *mut Vec<profcc_schema::Module>);
+        let info = &*info;
+        let name = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            core::ffi::CStr::from_ptr(info.dlpi_name)
+                .to_string_lossy()
+                .into_owned()
+        };
+        let (mut start, mut end) = (u64::MAX, 0u64);
+        for i in 0..info.dlpi_phnum as usize {
+            let ph = &*info.dlpi_phdr.add(i);
+            if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
+                start = start.min(info.dlpi_addr + ph.p_vaddr);
+                end = end.max(info.dlpi_addr + ph.p_vaddr + ph.p_memsz);
+            }
+        }
+        if start == u64::MAX {
+            return 0;
+        }
+        let path = if name.is_empty() && out.is_empty() {
+            exe_path()
+        } else {
+            name
+        };
+        if path.is_empty() || path.starts_with("linux-vdso") {
+            return 0;
+        }
+        out.push(profcc_schema::Module {
+            path,
+            base: info.dlpi_addr,
+            start,
+            end,
+        });
+        0
+    }
+    let mut out: Vec<profcc_schema::Module> = Vec::new();
+    unsafe { libc::dl_iterate_phdr(Some(cb), &mut out as *mut _ as *mut libc::c_void) };
+    out
 }
 
 /// The profile's module list plus the modules that were unloaded before it was written.

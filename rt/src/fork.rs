@@ -16,7 +16,8 @@
 //! 4. `analysis::BLOCKS` (per-thread state blocks).
 //! 5. `threads::REG` (thread registry).
 //! 6. The object map: `alloc::OBJECTS` (64 primary shards, then 64 containment shards),
-//!    `alloc::MMAPS`, `alloc::THREAD_SET`.
+//!    `alloc::MMAPS`, `alloc::THREAD_SET` (the sites' thread ids past 255, kept in
+//!    `alloc/stats.rs` with the site counters).
 //! 7. The allocation statistics (`alloc/stats.rs`): the list of blocks, each block, the pool.
 //! 8. `mem::HEAP`, last: every lock above may be held while the runtime allocates.
 //!

@@ -13,7 +13,9 @@
 //! - `secure`: secure-execution mode (setuid, setgid): no instruction from the environment,
 //!   no profile.
 //! - `fork`: the one `pthread_atfork` registration: every runtime lock, in one order.
-//! - `analysis`: the interface the core calls the analyses through, per-thread state.
+//! - `log`: the runtime's lines on stderr.
+//! - `analysis`: the lifecycle fan-out: the interface the core calls the analyses through,
+//!   per-thread state, the core's own upper parts (`CoreParts`, filled here).
 //! - `analyses`: the analyses (`sharing`: the cache-line shadow, the hooks' cold door,
 //!   tracked lines) and the registry `analyses::ANALYSES`. Core modules never import them.
 
@@ -25,6 +27,7 @@ pub mod analysis;
 pub mod clock;
 pub mod counts;
 pub mod fork;
+pub mod log;
 pub mod mem;
 pub mod options;
 pub mod perf;
@@ -58,8 +61,27 @@ pub fn initialised() -> bool {
     INIT.load(Ordering::Acquire) == DONE
 }
 
+/// The core's parts above threads and counts, as the lifecycle fan-out (`analysis`) calls
+/// them at the events those lower modules see first.
+static CORE: analysis::CoreParts = analysis::CoreParts {
+    constructor: writer::start_dumper,
+    thread_begins: || {
+        counts::thread_counts();
+    },
+    thread_ended: || {
+        // Its counter array goes back to the pool for the next thread (counts folded in).
+        let _g = threads::RtGuard::enter();
+        counts::thread_ended();
+        alloc::thread_exit();
+    },
+    module_registered: alloc::module_registered,
+};
+
 #[cold]
 fn init_slow() {
+    // First, and on every call (the same table): whoever finds initialisation begun finds
+    // the core's parts installed.
+    analysis::install_core(&CORE);
     if INIT
         .compare_exchange(UNINIT, RUNNING, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -70,12 +92,12 @@ fn init_slow() {
     let _guard = threads::RtGuard::enter();
     let spec = env("PROFCC_OPTIONS").unwrap_or_default();
     for w in options::init(&spec) {
-        writer::stderr_line(&w);
+        log::stderr_line(&w);
     }
     // After the options: an analysis's `object_events` may depend on them.
     analysis::install(&analyses::ANALYSES);
     if options::get().help {
-        writer::stderr_line(&options::help_text());
+        log::stderr_line(&options::help_text());
     }
     for a in analysis::all() {
         a.init();

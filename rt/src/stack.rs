@@ -281,10 +281,10 @@ pub fn shallow_note() -> Option<String> {
 
 /// Capture the stack above `fp`, a frame pointer of one of the C interposers: the first frame
 /// is the return address into the interposer's caller (the call site of malloc/new/...).
-/// `fp` must be a live frame of the calling thread's stack (the walker validates the rest).
+/// `fp` must be a live frame of the calling thread's stack (the walker validates the rest),
+/// and the thread registered (`threads::current_id`, which gives the walker its stack bounds).
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn capture_from(fp: *mut libc::c_void) -> u32 {
-    crate::threads::current_id(); // makes sure this thread's stack bounds are known
     let mut frames = core::mem::MaybeUninit::<[u64; MAX_FRAMES]>::uninit();
     let p = frames.as_mut_ptr() as *mut u64;
     // The walker initialises exactly the first `n` entries.
@@ -297,9 +297,9 @@ pub fn capture_from(fp: *mut libc::c_void) -> u32 {
 /// Best effort: the runtime's Rust code is built without frame pointers, so the walk starts
 /// at the return address into the caller of `capture` and then follows the nearest frame
 /// pointers, which belong to C/C++ code built with them. Interposers use `capture_from`.
+/// The calling thread must be registered, as for `capture_from`.
 #[inline(never)]
 pub fn capture(skip: usize) -> u32 {
-    crate::threads::current_id();
     let mut frames = [0u64; MAX_FRAMES];
     let n = unsafe { profcc_walk_here(frames.as_mut_ptr(), MAX_FRAMES as u32) } as usize;
     let skip = skip.min(n);

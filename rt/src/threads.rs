@@ -102,13 +102,7 @@ fn set_bounds(main: bool) {
 #[no_mangle]
 pub extern "C" fn profcc_thread_exiting() {
     LIVE.fetch_sub(1, core::sync::atomic::Ordering::Relaxed);
-    for a in crate::analysis::all() {
-        a.thread_exit();
-    }
-    // Its counter array goes back to the pool for the next thread (counts folded in).
-    let _g = RtGuard::enter();
-    crate::counts::thread_ended();
-    crate::alloc::thread_exit();
+    crate::analysis::thread_exit();
 }
 
 /// Called once from `ensure_init`, on whichever thread initialises (normally the main thread
@@ -116,16 +110,6 @@ pub extern "C" fn profcc_thread_exiting() {
 pub fn init_main_thread() {
     let _g = RtGuard::enter();
     current_id();
-}
-
-/// From the runtime's constructor (`csrc/interpose.c`, priority 101).
-#[no_mangle]
-pub extern "C" fn profcc_ctor_init() {
-    #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
-    {
-        crate::ensure_init();
-        crate::writer::start_dumper();
-    }
 }
 
 /// Dense id of the calling thread: 0 for the main thread, then in creation order.
@@ -213,7 +197,7 @@ pub unsafe extern "C" fn profcc_thread_prepare(
 ) -> *mut libc::c_void {
     #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
     crate::ensure_init();
-    let parent = current_id();
+    let parent = current_id(); // also gives the walker this thread's stack bounds
     let stack = crate::stack::capture_from(fp);
     let id = {
         let mut r = REG.lock();
@@ -245,7 +229,7 @@ pub unsafe extern "C" fn profcc_thread_started(
     let s = Box::from_raw(rec as *mut Start);
     tls().tid_plus1 = s.id + 1;
     set_bounds(false);
-    crate::counts::thread_counts();
+    crate::analysis::thread_begins();
     *f = s.f;
     *arg = s.arg;
 }

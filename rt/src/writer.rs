@@ -18,6 +18,7 @@
 //! shows. `summary=1` prints it on stderr wherever that points; `summary=0` drops it.
 
 use crate::clock::now_ns;
+use crate::log::stderr_line;
 use crate::{counts, mem::SpinLock, options};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use profcc_schema as schema;
@@ -36,24 +37,14 @@ static SIGNALS: AtomicU64 = AtomicU64::new(0);
 static SIGNALS_DUMPED: AtomicU64 = AtomicU64::new(0);
 /// How long the exit waits for a pending signal dump.
 const SIGNAL_DUMP_WAIT_NS: u64 = 10_000_000_000;
-/// The final dump (exit, `_exit`, abort, fatal signal) has started in this process.
-static EXITED: AtomicBool = AtomicBool::new(false);
+// Whether the final dump (exit, `_exit`, abort, fatal signal) has begun in this process is
+// the lifecycle's (`analysis::begin_final_dump`): a module unregistering reads it too.
 /// The process whose final dump is ours: set at start and in a fork child.
 static PID: AtomicI32 = AtomicI32::new(0);
 /// stderr at start when it was a terminal: device and inode (`TTY_SET` says it was).
 static TTY_SET: AtomicBool = AtomicBool::new(false);
 static TTY_DEV: AtomicU64 = AtomicU64::new(0);
 static TTY_INO: AtomicU64 = AtomicU64::new(0);
-
-/// Write one line to stderr with a single `write` call.
-pub fn stderr_line(s: &str) {
-    let mut buf = Vec::with_capacity(s.len() + 1);
-    buf.extend_from_slice(s.trim_end_matches('\n').as_bytes());
-    buf.push(b'\n');
-    unsafe {
-        libc::write(2, buf.as_ptr() as *const libc::c_void, buf.len());
-    }
-}
 
 /// Device and inode of what fd 2 is, when it is a terminal.
 fn stderr_terminal() -> Option<(u64, u64)> {
@@ -83,7 +74,7 @@ extern "C" {
 }
 
 extern "C" fn at_exit() {
-    if EXITED.swap(true, Ordering::AcqRel) {
+    if crate::analysis::begin_final_dump() {
         return;
     }
     if options::get().exit_dump {
@@ -114,7 +105,7 @@ pub extern "C" fn profcc_before_exit(how: u32) {
     if !crate::initialised()
         || crate::threads::tls().in_rt != 0
         || unsafe { libc::getpid() } != PID.load(Ordering::Relaxed)
-        || EXITED.swap(true, Ordering::AcqRel)
+        || crate::analysis::begin_final_dump()
     {
         return;
     }
@@ -165,7 +156,7 @@ extern "C" fn dumper(arg: *mut libc::c_void) -> *mut libc::c_void {
         // Each byte read was written after its signal was counted.
         let seen = SIGNALS.load(Ordering::Acquire);
         // After the exit began, only without an exit dump (the exit waits for this one).
-        if n >= 1 && (!EXITED.load(Ordering::Acquire) || !options::get().exit_dump) {
+        if n >= 1 && (!crate::analysis::final_dump_begun() || !options::get().exit_dump) {
             while FORKS_WAITING.load(Ordering::Acquire) != 0 {
                 unsafe { libc::sched_yield() };
             }
@@ -276,7 +267,7 @@ extern "C" fn on_fatal(sig: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::
             "profcc: fatal signal {sig} arrived inside the runtime: profile not written"
         ));
     } else if unsafe { libc::getpid() } == PID.load(Ordering::Relaxed)
-        && !EXITED.swap(true, Ordering::AcqRel)
+        && !crate::analysis::begin_final_dump()
     {
         dump(&format!("fatal signal {sig}"));
     }
@@ -284,6 +275,16 @@ extern "C" fn on_fatal(sig: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::
         libc::signal(sig, libc::SIG_DFL);
         libc::raise(sig);
         *libc::__errno_location() = e;
+    }
+}
+
+/// From the runtime's constructor (`csrc/interpose.c`, priority 101).
+#[no_mangle]
+pub extern "C" fn profcc_ctor_init() {
+    #[cfg(not(test))] // the unit-test binary is interposed too; it must not write profiles
+    {
+        crate::ensure_init();
+        start_dumper();
     }
 }
 
@@ -321,12 +322,6 @@ pub fn start_dumper() {
             }
         }
     }
-}
-
-fn exe_path() -> String {
-    std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 fn hostname() -> String {
@@ -369,59 +364,6 @@ pub fn expand(pattern: &str, pid: u32, host: &str, exe: &str) -> String {
             None => out.push('%'),
         }
     }
-    out
-}
-
-/// Has the exit dump started (the `atexit` handler ran)?
-pub(crate) fn exited() -> bool {
-    EXITED.load(Ordering::Acquire)
-}
-
-/// The loaded objects with executable code (the profile's `modules`).
-pub(crate) fn loaded_modules() -> Vec<schema::Module> {
-    unsafe extern "C" fn cb(
-        info: *mut libc::dl_phdr_info,
-        _: libc::size_t,
-        data: *mut libc::c_void,
-    ) -> libc::c_int {
-        let out = &mut *(data as *mut Vec<schema::Module>);
-        let info = &*info;
-        let name = if info.dlpi_name.is_null() {
-            String::new()
-        } else {
-            core::ffi::CStr::from_ptr(info.dlpi_name)
-                .to_string_lossy()
-                .into_owned()
-        };
-        let (mut start, mut end) = (u64::MAX, 0u64);
-        for i in 0..info.dlpi_phnum as usize {
-            let ph = &*info.dlpi_phdr.add(i);
-            if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
-                start = start.min(info.dlpi_addr + ph.p_vaddr);
-                end = end.max(info.dlpi_addr + ph.p_vaddr + ph.p_memsz);
-            }
-        }
-        if start == u64::MAX {
-            return 0;
-        }
-        let path = if name.is_empty() && out.is_empty() {
-            exe_path()
-        } else {
-            name
-        };
-        if path.is_empty() || path.starts_with("linux-vdso") {
-            return 0;
-        }
-        out.push(schema::Module {
-            path,
-            base: info.dlpi_addr,
-            start,
-            end,
-        });
-        0
-    }
-    let mut out: Vec<schema::Module> = Vec::new();
-    unsafe { libc::dl_iterate_phdr(Some(cb), &mut out as *mut _ as *mut libc::c_void) };
     out
 }
 
@@ -493,7 +435,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         .enumerate()
         .map(|(i, &g)| (g, i as u32))
         .collect();
-    let exe = exe_path();
+    let exe = counts::exe_path();
     let mut p = schema::Profile {
         format: schema::FORMAT.into(),
         version: schema::VERSION,
@@ -503,7 +445,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         duration_ns: now_ns().saturating_sub(START_NS.load(Ordering::Relaxed)),
         trigger: trigger.into(),
         options: options::all().into_iter().collect(),
-        modules: counts::with_unloaded(loaded_modules()),
+        modules: counts::with_unloaded(counts::loaded_modules()),
         threads,
         sites: snap.sites,
         stacks: crate::stack::snapshot(),
@@ -576,7 +518,7 @@ pub fn dump(trigger: &str) {
     // second final dump.
     let _rt = crate::threads::RtGuard::enter();
     let _g = DUMPING.lock();
-    if !options::given("out") && is_build_probe(&exe_path()) {
+    if !options::given("out") && is_build_probe(&counts::exe_path()) {
         if options::get().verbose {
             stderr_line("profcc: a build system's probe program: no profile (set PROFCC_OPTIONS=out=PATH to keep one)");
         }

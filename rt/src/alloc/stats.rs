@@ -25,11 +25,96 @@
 //! - Blocks live in runtime memory and are never freed: a process creating threads forever
 //!   holds as many blocks as it had threads alive at once.
 
-use super::{fetch_max, note_thread, Sites, TOTALS};
 use crate::mem::SpinLock;
 use crate::threads;
 use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+
+// ---------------------------------------------------------------------------------------------
+// The shared counters: sites and totals.
+
+/// One allocation site's shared counters (one per (stack, kind): alloc.rs's `Sites::index`).
+#[repr(C, align(64))]
+pub(super) struct Site {
+    /// 0 free, 1 in use, 2 lost a race (never used).
+    pub(super) state: AtomicU32,
+    pub(super) stack: AtomicU32,
+    pub(super) kind: AtomicU32,
+    pub(super) extra_threads: AtomicU32,
+    pub(super) count: AtomicU64,
+    pub(super) bytes: AtomicU64,
+    pub(super) frees: AtomicU64,
+    pub(super) max_size: AtomicU64,
+    pub(super) live_bytes: AtomicU64,
+    pub(super) live_peak: AtomicU64,
+    pub(super) live_objects: AtomicU64,
+    /// TSC ticks the allocator spent on this site's objects (allocator analysis).
+    pub(super) cycles: AtomicU64,
+    /// Bit t: thread t allocated here (t < 256); higher ids go to `THREAD_SET`.
+    pub(super) tbits: [AtomicU64; 4],
+}
+
+/// The site table (alloc.rs maps it and hands out its indices, `Sites::index`).
+pub(super) struct Sites {
+    pub(super) site_of: *const AtomicU32,
+    pub(super) sites: *const Site,
+    pub(super) next: AtomicU32,
+}
+
+impl Sites {
+    pub(super) fn site(&self, i: u32) -> &Site {
+        unsafe { &*self.sites.add(i as usize) }
+    }
+}
+
+/// Sites' thread ids past 255 (site << 32 | id), counted once each in `extra_threads`.
+pub(crate) static THREAD_SET: SpinLock<BTreeSet<u64>> = SpinLock::new(BTreeSet::new());
+
+/// The process's shared totals.
+#[repr(align(64))]
+pub(super) struct Totals {
+    pub(super) allocations: AtomicU64,
+    pub(super) frees: AtomicU64,
+    pub(super) bytes: AtomicU64,
+    pub(super) live: AtomicU64,
+    pub(super) peak: AtomicU64,
+}
+pub(super) static TOTALS: Totals = Totals {
+    allocations: AtomicU64::new(0),
+    frees: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+    live: AtomicU64::new(0),
+    peak: AtomicU64::new(0),
+};
+
+#[inline]
+pub(super) fn fetch_max(a: &AtomicU64, v: u64) {
+    if a.load(Relaxed) < v {
+        a.fetch_max(v, Relaxed);
+    }
+}
+
+pub(super) fn note_thread(site_idx: u32, s: &Site, tid: u32) {
+    if tid < 256 {
+        let (w, b) = ((tid / 64) as usize, 1u64 << (tid % 64));
+        if s.tbits[w].load(Relaxed) & b == 0 {
+            s.tbits[w].fetch_or(b, Relaxed);
+        }
+    } else if tid != threads::INTERNAL
+        && THREAD_SET
+            .lock()
+            .insert(((site_idx as u64) << 32) | tid as u64)
+    {
+        s.extra_threads.fetch_add(1, Relaxed);
+    }
+}
+
+/// The 64-bit mixer of the object map's hashing and sampling's coin.
+#[inline]
+pub(super) fn mix(k: u64) -> u64 {
+    let h = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 29) ^ (h >> 47)
+}
 
 /// Sites a thread keeps deltas for at once (direct-mapped by site index).
 pub(crate) const ENTRIES: usize = 256;
@@ -142,14 +227,7 @@ impl Block {
 }
 
 /// Add deltas to site `s`'s shared counters (a flush, or a call with no block of its own).
-fn apply_site(
-    s: &super::Site,
-    count: u64,
-    bytes: u64,
-    frees: u64,
-    live_bytes: i64,
-    live_objects: i64,
-) {
+fn apply_site(s: &Site, count: u64, bytes: u64, frees: u64, live_bytes: i64, live_objects: i64) {
     for (a, d) in [
         (&s.count, count),
         (&s.bytes, bytes),
@@ -400,7 +478,7 @@ pub fn weight(size: u64, mean: u64, addr: u64) -> u64 {
     }
     let inv = 1.0 / one_minus_exp_neg(size.max(1) as f64 / mean as f64);
     let (whole, frac) = (inv as u64, inv - (inv as u64) as f64);
-    let coin = (super::mix(addr ^ 0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
+    let coin = (mix(addr ^ 0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
     whole + u64::from(coin < frac)
 }
 
@@ -610,16 +688,6 @@ mod tests {
             .filter_map(|w| w.split_whitespace().last())
             .collect();
         assert_eq!(fields, ["left", "rng", "allocations", "frees", "bytes"]);
-        // The granule table interpose.c indexes is the one rt/src/alloc.rs maps.
-        assert!(c.contains(&format!(
-            "#define GRANULE_BITS {}\n",
-            crate::alloc::GRANULE_BITS
-        )));
-        // Its reuse part starts where rt/src/alloc.rs's does, after the filter's bytes.
-        assert!(c.contains(&format!(
-            "#define REUSE_AT ({}u << GRANULE_BITS)\n",
-            crate::alloc::REUSE_AT >> crate::alloc::GRANULE_BITS
-        )));
     }
 
     #[test]

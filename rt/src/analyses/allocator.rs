@@ -617,11 +617,11 @@ impl Analysis for AllocatorAnalysis {
                     extra = kinds_of(&t);
                     *DESCRIPTION.lock() = Some(t);
                 }
-                Ok(_) => crate::writer::stderr_line(&format!(
+                Ok(_) => crate::log::stderr_line(&format!(
                     "profcc: allocator={path}: not an allocator description (no small_max or \
                      large_threshold); write one with `profcc detect-allocator -o FILE`"
                 )),
-                Err(e) => crate::writer::stderr_line(&format!(
+                Err(e) => crate::log::stderr_line(&format!(
                     "profcc: allocator={path}: cannot read it ({e}); give the path of a \
                      `profcc detect-allocator` description"
                 )),
@@ -669,7 +669,7 @@ impl Analysis for AllocatorAnalysis {
         }
     }
 
-    fn object_alloc(&self, o: &crate::alloc::ObjectInfo) {
+    fn object_alloc(&self, o: &crate::analysis::ObjectInfo) {
         if o.kind == crate::alloc::KIND_MMAP {
             return;
         }
@@ -683,7 +683,7 @@ impl Analysis for AllocatorAnalysis {
         }
     }
 
-    fn object_free(&self, o: &crate::alloc::ObjectInfo) {
+    fn object_free(&self, o: &crate::analysis::ObjectInfo) {
         if o.kind == crate::alloc::KIND_MMAP {
             return;
         }

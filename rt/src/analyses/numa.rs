@@ -1093,7 +1093,7 @@ fn pages_of(start: u64, size: u64) -> impl Iterator<Item = u64> {
 }
 
 /// A block is being freed: it takes its pages' counts, which are cleared for the next one.
-fn object_freed(o: &crate::alloc::ObjectInfo) {
+fn object_freed(o: &crate::analysis::ObjectInfo) {
     if IN_USE.load(Relaxed) == 0
         || SHADOW.load(Relaxed) != 1
         || pages_of(o.start, o.size).next().is_none()
@@ -1236,7 +1236,7 @@ impl Analysis for Numa {
             "emulate" => 2,
             "real" => 3,
             other => {
-                crate::writer::stderr_line(&format!(
+                crate::log::stderr_line(&format!(
                     "profcc: numa={other} is not a NUMA model (thread, emulate, real or off): using thread"
                 ));
                 0
@@ -1255,7 +1255,7 @@ impl Analysis for Numa {
             IN_USE.store(1, Relaxed);
         }
         if flags & profcc_abi::FLAG_NUMA != 0 && SHADOW.load(Relaxed) != 1 {
-            crate::writer::stderr_line(&format!(
+            crate::log::stderr_line(&format!(
                 "profcc: the NUMA page shadow ({} GiB of address space at {PAGE_SHADOW:#x}) could not be reserved: a module built with PROFCC_INSTRUMENT=numa cannot run; rebuild it without numa",
                 PAGE_SHADOW_SIZE >> 30
             ));
@@ -1293,7 +1293,7 @@ impl Analysis for Numa {
             free: true,
         }
     }
-    fn object_free(&self, o: &crate::alloc::ObjectInfo) {
+    fn object_free(&self, o: &crate::analysis::ObjectInfo) {
         object_freed(o);
     }
     fn fork_prepare(&self) {

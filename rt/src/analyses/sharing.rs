@@ -120,7 +120,7 @@ pub fn check_module(flags: u32) {
     CHECKED_MODULE.store(true, Relaxed);
     reserve();
     if SHADOW.load(Relaxed) == 2 {
-        crate::writer::stderr_line(&format!(
+        crate::log::stderr_line(&format!(
             "profcc: cannot reserve {} TiB of address space at {LINE_SHADOW:#x} for the cache-line shadow ({}); lift `ulimit -v`, use vm.overcommit_memory=0 or 1, or rebuild with PROFCC_INSTRUMENT=accesses",
             LINE_SHADOW_SIZE >> 40,
             match SHADOW_ERRNO.load(Relaxed) {
@@ -498,7 +498,7 @@ impl Analysis for Sharing {
             free: true,
         }
     }
-    fn object_free(&self, o: &crate::alloc::ObjectInfo) {
+    fn object_free(&self, o: &crate::analysis::ObjectInfo) {
         object_freed(o);
     }
     fn fork_child(&self) {
@@ -626,7 +626,7 @@ fn new_record(line: u64, contended: bool, invalidations: u64) -> Option<u64> {
     Some(i as u64)
 }
 
-fn note_object(r: &Record, o: &crate::alloc::ObjectInfo) {
+fn note_object(r: &Record, o: &crate::analysis::ObjectInfo) {
     for s in &r.objs {
         let cur = s.start.load(Relaxed);
         if cur == o.start {
@@ -660,7 +660,7 @@ const FREE_SCAN_LINES: u64 = 4096;
 /// shared byte across two lifetimes). A tracked line keeps its record (the freed block's
 /// history, reported with the block); a new lifetime that contends gets a record of its own.
 /// Lines the block shares with its neighbours keep their state.
-pub fn object_freed(o: &crate::alloc::ObjectInfo) {
+pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     if !CHECKED_MODULE.load(Relaxed)
         || SHADOW.load(Relaxed) != 1
         || o.start >= APP_LIMIT
@@ -1344,7 +1344,7 @@ fn object_at(r: &Record, a: u64, line: u64, stacks: &[(u32, u64, u64)]) -> schem
     let noted = r.objs.iter().find_map(|s| {
         let start = s.start.load(Relaxed);
         let size = s.size.load(Relaxed);
-        (start != 0 && start <= a && a < start + size.max(1)).then(|| crate::alloc::ObjectInfo {
+        (start != 0 && start <= a && a < start + size.max(1)).then(|| crate::analysis::ObjectInfo {
             start,
             size,
             stack: s.stack.load(Relaxed),
