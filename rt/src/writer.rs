@@ -622,7 +622,26 @@ pub fn summary(p: &schema::Profile) -> Vec<String> {
         .filter_map(|a| a.summary(p, 3))
         .filter(|s| !s.lines.is_empty())
         .collect();
-    let top = (options::get().top as usize).min(if sections.is_empty() { 6 } else { 3 });
+    // Nine lines in all: the header, each analysis's title and findings, then the hottest
+    // lines. Every analysis that has something to say keeps its title and first finding
+    // (the longest lists lose their last lines first), and one hot line stays.
+    let mut sections = sections;
+    let size = |v: &[crate::analysis::SummarySection]| -> usize {
+        v.iter().map(|s| 1 + s.lines.len()).sum()
+    };
+    while size(&sections) > SUMMARY_LINES - 2 {
+        let Some(k) = (0..sections.len())
+            .filter(|&k| sections[k].lines.len() > 1)
+            .max_by_key(|&k| (sections[k].lines.len(), k))
+        else {
+            break;
+        };
+        sections[k].lines.pop();
+    }
+    let room = SUMMARY_LINES.saturating_sub(1 + size(&sections)).max(1);
+    let top = (options::get().top as usize)
+        .min(if sections.is_empty() { 6 } else { 3 })
+        .min(room);
     // Aggregate by file:line (unrolling splits one line into many sites).
     // A map, not a list search: sqlite3 has tens of thousands of sites.
     let mut lines: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
@@ -655,9 +674,12 @@ pub fn summary(p: &schema::Profile) -> Vec<String> {
         out.push(format!("profcc: {}", s.title));
         out.extend(s.lines.into_iter().map(|l| format!("profcc: {l}")));
     }
-    out.truncate(9);
+    out.truncate(SUMMARY_LINES);
     out
 }
+
+/// Lines of the exit summary before the line naming the profile.
+const SUMMARY_LINES: usize = 9;
 
 #[cfg(test)]
 mod tests {

@@ -738,6 +738,33 @@ impl Analysis for AllocatorAnalysis {
         }
     }
 
+    fn summary(
+        &self,
+        p: &profcc_schema::Profile,
+        top: usize,
+    ) -> Option<crate::analysis::SummarySection> {
+        let o = p.allocator_ops.as_ref()?.overhead.as_ref()?;
+        let moment = |name, u: &profcc_schema::allocator::Usage| {
+            profcc_analysis::allocator::Moment {
+                name,
+                requested: u.requested,
+                usable: u.usable,
+                cached_free: u.cached_free,
+                heap_rss: u.rss.saturating_sub(u.rss_at_start),
+            }
+        };
+        let mut moments: Vec<profcc_analysis::allocator::Moment> =
+            o.peak.iter().map(|u| moment("peak", u)).collect();
+        moments.push(moment("exit", &o.exit));
+        Some(crate::analysis::SummarySection {
+            title: "allocator (top findings):".into(),
+            lines: profcc_analysis::findings::summary_lines(
+                profcc_analysis::allocator::waste_findings(&moments),
+                top,
+            ),
+        })
+    }
+
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
         if NEDGES.load(Relaxed) == 0 {
             return; // off

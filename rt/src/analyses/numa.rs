@@ -1315,6 +1315,18 @@ impl Analysis for Numa {
             RANGES.force_unlock();
         }
     }
+    fn summary(
+        &self,
+        p: &profcc_schema::Profile,
+        top: usize,
+    ) -> Option<crate::analysis::SummarySection> {
+        let n = p.numa.as_ref()?;
+        let found = profcc_analysis::numa::run_finding(n, p.duration_ns, None);
+        Some(crate::analysis::SummarySection {
+            title: "NUMA locality (top findings):".into(),
+            lines: profcc_analysis::findings::summary_lines(found.into_iter().collect(), top),
+        })
+    }
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
         if SHADOW.load(Relaxed) != 1 || IN_USE.load(Relaxed) == 0 {
             return;

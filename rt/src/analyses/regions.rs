@@ -1200,6 +1200,21 @@ impl Analysis for RegionsAnalysis {
         }
     }
 
+    fn summary(
+        &self,
+        p: &profcc_schema::Profile,
+        top: usize,
+    ) -> Option<crate::analysis::SummarySection> {
+        let r = p.regions.as_ref()?;
+        Some(crate::analysis::SummarySection {
+            title: "regions (top findings):".into(),
+            lines: profcc_analysis::findings::summary_lines(
+                profcc_analysis::regions::findings(r, p.duration_ns),
+                top,
+            ),
+        })
+    }
+
     fn dump(&self, _cx: &DumpContext, p: &mut profcc_schema::Profile) {
         // The last snapshot first: the counts below are the same moment's or later.
         let (interval_ms, snapshots) = live::finish();

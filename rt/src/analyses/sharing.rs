@@ -426,7 +426,9 @@ fn machine() -> schema::Machine {
         unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(0) as u32,
     );
     let cal = profcc_analysis::sharing::calibration_file(
-        crate::env("XDG_CACHE_HOME").as_deref().map(std::ffi::OsStr::new),
+        crate::env("XDG_CACHE_HOME")
+            .as_deref()
+            .map(std::ffi::OsStr::new),
         crate::env("HOME").as_deref().map(std::ffi::OsStr::new),
     )
     .and_then(|f| std::fs::read_to_string(f).ok())
