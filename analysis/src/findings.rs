@@ -42,6 +42,33 @@ impl Analysis {
             Analysis::Regions => "regions",
         }
     }
+    /// Its section of the profile (`profcc_schema::Profile`).
+    pub fn profile_field(self) -> &'static str {
+        match self {
+            Analysis::Sharing => "sharing",
+            Analysis::Numa => "numa",
+            Analysis::Allocator => "allocator_ops",
+            Analysis::Regions => "regions",
+        }
+    }
+    /// Its section of the report model (`profcc_report::Report`).
+    pub fn report_field(self) -> &'static str {
+        match self {
+            Analysis::Sharing => "sharing",
+            Analysis::Numa => "numa",
+            Analysis::Allocator => "allocator",
+            Analysis::Regions => "regions",
+        }
+    }
+    /// The prefix of its CSV tables (`profcc report --csv`; docs/report.md lists them).
+    pub fn csv_prefix(self) -> &'static str {
+        match self {
+            Analysis::Sharing => "sharing_",
+            Analysis::Numa => "numa_",
+            Analysis::Allocator => "alloc_",
+            Analysis::Regions => "regions",
+        }
+    }
     /// Every kind of finding the analysis produces (docs/report.md lists them; a test keeps
     /// the list and the constructors together).
     pub fn kinds(self) -> &'static [&'static str] {

@@ -166,3 +166,70 @@ fn region_findings_low_bandwidth_and_thread_imbalance() {
     let top = t.find("Top findings").unwrap_or_else(|| panic!("{t}"));
     assert!(t[top..].contains("regions: region `chase` moves"), "{t}");
 }
+
+/// Adding an analysis is a checklist (ARCHITECTURE.md, "Adding an analysis"); this fails when
+/// an analysis in the runtime's registry is missing from one of its places: the findings
+/// model (`findings::Analysis`), the options table (a flag it reads), the profile schema and
+/// the report model (its section), the CSV docs (its tables) and the findings docs (each
+/// kind of finding it produces).
+#[test]
+fn every_registered_analysis_is_wired_through() {
+    let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
+    // The registry's analyses by their `name()`.
+    let registry = read("rt/src/analyses/mod.rs");
+    let mut names = Vec::new();
+    for module in registry
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';'))
+    {
+        let src = std::fs::read_to_string(root().join(format!("rt/src/analyses/{module}.rs")))
+            .unwrap();
+        let at = src
+            .find("fn name(&self) -> &'static str {")
+            .unwrap_or_else(|| panic!("analyses/{module}.rs has no name()"));
+        let name = src[at..].split('"').nth(1).unwrap().to_string();
+        assert!(
+            registry.contains(&format!("&{module}::")),
+            "analyses/{module}.rs is declared but not in ANALYSES"
+        );
+        names.push(name);
+    }
+    names.sort();
+    let mut model: Vec<&str> = Analysis::ALL.iter().map(|a| a.as_str()).collect();
+    model.sort();
+    assert_eq!(names, model, "the registry and findings::Analysis::ALL");
+    let (options, schema, report_model, docs) = (
+        read("rt/src/options.rs"),
+        read("schema/src/lib.rs"),
+        read("report/src/model.rs"),
+        read("docs/report.md"),
+    );
+    for a in Analysis::ALL {
+        let n = a.as_str();
+        assert!(
+            options.contains(&format!(", \"{n}\", \"")),
+            "{n}: no run-time flag read by it in rt/src/options.rs"
+        );
+        assert!(
+            schema.contains(&format!("pub {}: Option<", a.profile_field())),
+            "{n}: no `{}` section in the profile schema",
+            a.profile_field()
+        );
+        assert!(
+            report_model.contains(&format!("pub {}: Option<", a.report_field())),
+            "{n}: no `{}` section in the report model",
+            a.report_field()
+        );
+        assert!(
+            docs.contains(&format!("### `{}", a.csv_prefix())),
+            "{n}: docs/report.md lists no CSV table of it"
+        );
+        for k in a.kinds() {
+            assert!(
+                docs.contains(&format!("`{k}`")),
+                "{n}: docs/report.md does not name its finding kind `{k}`"
+            );
+        }
+    }
+}
