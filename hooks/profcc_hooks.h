@@ -37,7 +37,7 @@ extern __thread uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS] __attribute__(
  * execution"). */
 extern __thread uint64_t __profcc_roi_calls __attribute__((tls_model("initial-exec")));
 
-/* The cold door (sharing_door.c, then rt/src/sharing.rs). slot: the group's counter in the
+/* The cold door (sharing_door.c, then rt/src/analyses/sharing.rs). slot: the group's counter in the
  * thread's array (gives the site with info >> PROFCC_INFO_SITE_SHIFT and, for writes, the
  * volume sample); info: the PROFCC_INFO_* bits. Kept to three arguments and one call: the code
  * after each access stays small. preserve_most: the callee saves the general registers, so
@@ -49,7 +49,7 @@ __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
 /* Defined by the runtime only (rt/csrc/tls.c): shared libraries' stubs (stub.c) refer to it
  * weakly to tell whether the executable has the runtime. */
 extern const char __profcc_runtime;
-/* Every line of [p, p+len) (rt/src/sharing.rs). */
+/* Every line of [p, p+len) (rt/src/analyses/sharing.rs). */
 void __profcc_range_slow(const void *p, uint64_t len, uint64_t info, uint64_t *slot);
 
 #endif /* PROFCC_HOOKS_H */

@@ -1,6 +1,6 @@
 /* Cache-line sharing: hook bodies compiled to bitcode with counting.c (passes/build.rs) and
  * inlined the same way. Their cold door is next door, in sharing_door.c (compiled into the
- * runtime), then rt/src/sharing.rs; the address map and the shadow word are defined in the
+ * runtime), then rt/src/analyses/sharing.rs; the address map and the shadow word are defined in the
  * profcc-abi crate (abi/src/lib.rs) and reach C through profcc_abi.h.
  *
  * One load of the line's shadow word and one compare per checked access; only an ownership

@@ -4,7 +4,7 @@
  * A hot line's access arrives here only when the hook's countdown reached zero (the thread's
  * sampled access, one in fs_sample) or when it is its group's write-volume sample; the latter
  * leaves at once unless it is also due. Everything else goes to the runtime
- * (`profcc_line_slow`, rt/src/sharing.rs), which re-arms a spent countdown.
+ * (`profcc_line_slow`, rt/src/analyses/sharing.rs), which re-arms a spent countdown.
  *
  * About one hot line's due access in LATENCY_EVERY is timed here, first thing, before
  * the runtime's work can let another thread take the line: a reload of the byte between two
