@@ -25,8 +25,140 @@ fn shipped_kinds() {
     .unwrap();
 }
 
+// ---- `struct profcc_tls` from its one definition (src/threads/tls.rs) ----
+
+use core::ffi::c_void;
+
+struct TlsField {
+    name: &'static str,
+    ty: &'static str,
+    doc: Vec<&'static str>,
+    offset: usize,
+}
+
+/// The definition's expansion here: the struct as Rust lays it out, and its fields.
+macro_rules! profcc_tls {
+    ($($(#[doc = $doc:literal])* $name:ident: $ty:ty,)*) => {
+        #[repr(C)]
+        #[allow(dead_code)]
+        struct Tls {
+            $($name: $ty,)*
+        }
+        fn tls_fields() -> Vec<TlsField> {
+            vec![$(TlsField {
+                name: stringify!($name),
+                ty: stringify!($ty),
+                doc: vec![$($doc),*],
+                offset: core::mem::offset_of!(Tls, $name),
+            },)*]
+        }
+    };
+}
+include!("src/threads/tls.rs");
+
+/// The C spelling of a field of Rust type `ty` named `name`.
+fn c_decl(ty: &str, name: &str) -> String {
+    let ty = ty.trim();
+    if let Some(inner) = ty.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        let (elem, len) = inner.rsplit_once(';').expect("[T; N]");
+        let len = len.trim();
+        assert!(
+            len == "TLS_HELD",
+            "src/threads/tls.rs: array length {len}: add it to rt/build.rs"
+        );
+        return c_decl(elem, &format!("{name}[PROFCC_{len}]"));
+    }
+    if let Some(pointee) = ty.strip_prefix("*mut") {
+        let base = c_decl(pointee, "");
+        return format!("{} *{name}", base.trim_end());
+    }
+    let c = match ty {
+        "u8" => "uint8_t".to_string(),
+        "u32" => "uint32_t".into(),
+        "u64" => "uint64_t".into(),
+        "i64" => "int64_t".into(),
+        "usize" => "uintptr_t".into(),
+        "c_void" => "void".into(),
+        // An opaque type: its C struct (CamelCase -> snake_case).
+        t if t.chars().all(|c| c.is_ascii_alphanumeric())
+            && t.starts_with(|c: char| c.is_ascii_uppercase()) =>
+        {
+            let mut snake = String::new();
+            for (i, c) in t.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    snake.push('_');
+                }
+                snake.push(c.to_ascii_lowercase());
+            }
+            format!("struct {snake}")
+        }
+        t => panic!("src/threads/tls.rs: no C spelling of the type {t}: add it to rt/build.rs"),
+    };
+    if name.is_empty() {
+        c
+    } else {
+        format!("{c} {name}")
+    }
+}
+
+/// `profcc_tls.h` into OUT_DIR: the C struct, then Rust's layout as static asserts.
+fn tls_header(out_dir: &std::path::Path) {
+    println!("cargo:rerun-if-changed=src/threads/tls.rs");
+    // The offsets are this build script's, laid out for the build host.
+    let target = |k: &str| std::env::var(k).unwrap_or_default();
+    assert!(
+        target("CARGO_CFG_TARGET_ARCH") == std::env::consts::ARCH
+            && target("CARGO_CFG_TARGET_POINTER_WIDTH") == (usize::BITS).to_string(),
+        "rt/build.rs lays out struct profcc_tls as the build host does: build the runtime natively"
+    );
+    let fields = tls_fields();
+    let mut h = String::from(
+        "/* struct profcc_tls, the per-thread state of the runtime's C and Rust halves: GENERATED\n \
+         * by rt/build.rs from its one definition, rt/src/threads/tls.rs (the Rust side is\n \
+         * threads::Tls). Do not edit. */\n\
+         #ifndef PROFCC_TLS_H\n#define PROFCC_TLS_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n",
+    );
+    h += &format!("#define PROFCC_TLS_HELD {TLS_HELD}\n\n");
+    let mut opaque: Vec<String> = fields
+        .iter()
+        .map(|f| c_decl(f.ty, ""))
+        .filter_map(|c| {
+            c.strip_prefix("struct ")
+                .map(|s| s.trim_end_matches([' ', '*']).to_string())
+        })
+        .collect();
+    opaque.sort();
+    opaque.dedup();
+    for s in opaque {
+        h += &format!("struct {s};\n");
+    }
+    h += "\nstruct profcc_tls {\n";
+    for f in &fields {
+        if !f.doc.is_empty() {
+            let text: Vec<&str> = f.doc.iter().map(|d| d.trim()).collect();
+            assert!(!text.iter().any(|t| t.contains("*/")));
+            h += &format!("    /* {} */\n", text.join("\n     * "));
+        }
+        h += &format!("    {};\n", c_decl(f.ty, f.name));
+    }
+    h += "};\n\n/* Where Rust has each field (rt/build.rs, offset_of!): C must agree. */\n";
+    for f in &fields {
+        h += &format!(
+            "_Static_assert(offsetof(struct profcc_tls, {0}) == {1}, \"struct profcc_tls: {0} is not where Rust has it\");\n",
+            f.name, f.offset
+        );
+    }
+    h += &format!(
+        "_Static_assert(sizeof(struct profcc_tls) == {}, \"struct profcc_tls: not Rust's size\");\n\n#endif /* PROFCC_TLS_H */\n",
+        core::mem::size_of::<Tls>()
+    );
+    std::fs::write(out_dir.join("profcc_tls.h"), h).unwrap();
+}
+
 fn main() {
     shipped_kinds();
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    tls_header(&out_dir);
     println!("cargo:rerun-if-changed=csrc");
     println!("cargo:rerun-if-changed=../hooks");
     println!("cargo:rerun-if-changed=../allocator-probe/csrc/ident.c");
@@ -46,8 +178,10 @@ fn main() {
     // Which allocator malloc reaches: the allocator probe's identification, shared.
     build.file("../allocator-probe/csrc/ident.c");
     build
-        // profcc_abi.h (generated from the profcc-abi crate) and the hooks' declarations.
+        // profcc_abi.h (generated from the profcc-abi crate), the hooks' declarations and
+        // profcc_tls.h (generated above).
         .include("../abi/include")
+        .include(&out_dir)
         .include("../hooks")
         .flag("-fno-omit-frame-pointer")
         // The interposers call malloc/free with the re-entrancy guard set; as builtins the

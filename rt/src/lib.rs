@@ -5,7 +5,8 @@
 //! - `options`: the `PROFCC_OPTIONS` flag table.
 //! - `counts`: module registration and the per-thread access-site counters that the
 //!   inlined fast path bumps (branch-free: a static scratch array until a thread has its own).
-//! - `threads`: `pthread_create` interposition, dense thread ids, stack bounds.
+//! - `threads`: `pthread_create` interposition, dense thread ids, stack bounds; the per-thread
+//!   state shared with C (`Tls`, one definition in `threads/tls.rs` for both halves).
 //! - `stack`: frame-pointer stack capture and the stack depot.
 //! - `alloc`: the malloc family / operator new/delete / mmap interposers and the object map.
 //! - `writer`: profile assembly, atomic write, the exit summary, and when dumps happen (exit,

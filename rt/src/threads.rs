@@ -18,13 +18,23 @@ use crate::mem::SpinLock;
 /// Id of runtime-internal threads (never in the registry).
 pub const INTERNAL: u32 = u32::MAX - 1;
 
-#[repr(C)]
-pub struct Tls {
-    pub tid_plus1: u32,
-    pub in_rt: u32,
-    pub stack_lo: usize,
-    pub stack_hi: usize,
+/// The definition's expansion in Rust (see threads/tls.rs): the calling thread's runtime
+/// state, `Tls`, which is C's `struct profcc_tls`, and each field's offset for the layout test.
+macro_rules! profcc_tls {
+    ($($(#[doc = $doc:literal])* $name:ident: $ty:ty,)*) => {
+        /// The calling thread's runtime state: `struct profcc_tls` of rt/csrc/interpose.c, both
+        /// from one definition (threads/tls.rs).
+        #[repr(C)]
+        pub struct Tls {
+            $($(#[doc = $doc])* pub $name: $ty,)*
+        }
+        #[cfg(test)]
+        const TLS_OFFSETS: &[(&str, usize)] =
+            &[$((stringify!($name), core::mem::offset_of!(Tls, $name)),)*];
+    };
 }
+use core::ffi::c_void;
+include!("threads/tls.rs");
 
 extern "C" {
     fn profcc_tls() -> *mut Tls;
@@ -253,4 +263,47 @@ pub(crate) fn after_fork_child() {
     let me = tls().tid_plus1.wrapping_sub(1);
     REG.lock().recs.retain(|r| r.id == me);
     LIVE.store(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    /// `struct profcc_tls` as C lays it out is Rust's `Tls`: the generated header asserts each
+    /// field's offset and the size as rt/build.rs computed them (a C compile of interpose.c
+    /// fails otherwise); here those figures are the runtime's own, interpose.c takes the
+    /// struct from the header, and the fields the fast paths read first keep their places.
+    #[test]
+    fn tls_layout_is_the_c_headers() {
+        use super::{Tls, TLS_OFFSETS};
+        let h = include_str!(concat!(env!("OUT_DIR"), "/profcc_tls.h"));
+        let asserted: Vec<(&str, usize)> = h
+            .lines()
+            .filter_map(|l| l.strip_prefix("_Static_assert(offsetof(struct profcc_tls, "))
+            .map(|l| {
+                let (name, rest) = l.split_once(')').unwrap();
+                let n = rest.trim_start_matches(" == ").split(',').next().unwrap();
+                (name, n.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(asserted, TLS_OFFSETS);
+        let size = format!(
+            "sizeof(struct profcc_tls) == {},",
+            core::mem::size_of::<Tls>()
+        );
+        assert!(h.contains(&size), "{h}");
+        assert_eq!(
+            TLS_OFFSETS[..4],
+            [
+                ("tid_plus1", 0),
+                ("in_rt", 4),
+                ("stack_lo", 8),
+                ("stack_hi", 16)
+            ]
+        );
+        let c = include_str!("../csrc/interpose.c");
+        assert!(c.contains("#include \"profcc_tls.h\""));
+        assert!(
+            !c.contains("struct profcc_tls {"),
+            "a copy of the struct in interpose.c"
+        );
+    }
 }
