@@ -7,15 +7,22 @@
 //! offset, so the same problem has the same key in another run and after an unrelated rebuild.
 //!
 //! Each analysis's module turns its records into findings with the constructors here
-//! ([`crate::sharing::unified`], [`crate::numa::run_finding`], [`crate::allocator`],
-//! [`crate::regions::findings`]); `profcc report` ranks them in one list ([`rank_order`]) and
+//! (`sharing::unified`, `numa::run_finding`, the `allocator` module,
+//! `regions::findings`); `profcc report` ranks them in one list ([`rank_order`]) and
 //! the runtime's exit summary prints the top ones with [`summary_line`]. Every threshold is in
 //! the module of its analysis, once.
 
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
-pub use crate::sharing::Confidence;
+/// How sure a finding, a figure or a prediction is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
 
 /// The analysis a finding comes from.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]

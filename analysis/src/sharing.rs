@@ -134,13 +134,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Confidence {
-    Low,
-    Medium,
-    High,
-}
+pub use crate::findings::Confidence;
 
 /// Why a latent finding would share.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
