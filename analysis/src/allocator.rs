@@ -210,3 +210,47 @@ pub fn induced_sharing_finding(
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switching_is_advised_from_both_shares() {
+        // 20% of the allocator's 100 ms and 2% of the run's 1 s.
+        assert!(switch_advised(20e6, 100e6, 1_000_000_000));
+        assert!(!switch_advised(19.9e6, 100e6, 1_000_000_000));
+        assert!(!switch_advised(20e6, 100e6, 1_001_000_000));
+        let f = switch_finding("glibc", "jemalloc 5.3.0", 60e6, 100e6, 1_000_000_000, "try".into())
+            .unwrap();
+        assert_eq!((f.kind.as_str(), f.impact.seconds), ("allocator_switch", 0.04));
+        assert_eq!(f.key, "allocator/allocator_switch/allocator:glibc@");
+    }
+
+    #[test]
+    fn waste_is_found_where_it_is_largest() {
+        let m = |name, requested, usable, cached_free| Moment {
+            name,
+            requested,
+            usable,
+            cached_free,
+            heap_rss: 1 << 40, // never a rule's basis
+        };
+        // Peak: 4 MiB requested in 6 MiB usable (33% rounding); exit: 5 MiB freed and kept.
+        let v = waste_findings(&[m("peak", 4 << 20, 6 << 20, 0), m("exit", 0, 0, 5 << 20)]);
+        let kinds: Vec<(&str, u64)> = v.iter().map(|f| (f.kind.as_str(), f.impact.bytes)).collect();
+        assert_eq!(kinds, [("fragmentation", 2 << 20), ("blowup", 5 << 20)]);
+        assert!(v[0].title.starts_with("at the peak") && v[1].title.starts_with("at the exit"));
+        // Below 1 MiB or below 30%: nothing.
+        assert!(waste_findings(&[m("peak", 1 << 19, 1 << 20, 0)]).is_empty());
+        assert!(waste_findings(&[m("peak", 10 << 20, 12 << 20, 0)]).is_empty());
+    }
+
+    #[test]
+    fn a_lock_is_contended_from_ten_waits() {
+        assert!(lock_finding("arena", 1000, 9, 1e6).is_none());
+        let f = lock_finding("arena", 1000, 10, 2e6).unwrap();
+        assert_eq!((f.impact.seconds, f.impact.confidence), (0.002, Confidence::Medium));
+        assert_eq!(lock_finding("arena", 1000, 100, 0.0).unwrap().impact.confidence, Confidence::High);
+    }
+}
