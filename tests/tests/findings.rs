@@ -171,7 +171,7 @@ fn region_findings_low_bandwidth_and_thread_imbalance() {
 /// an analysis in the runtime's registry is missing from one of its places: the findings
 /// model (`findings::Analysis`), the options table (a flag it reads), the profile schema and
 /// the report model (its section), the CSV docs (its tables) and the findings docs (each
-/// kind of finding it produces).
+/// kind of finding it produces), its report section and CSV tables, and its exit-summary hook.
 #[test]
 fn every_registered_analysis_is_wired_through() {
     let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
@@ -189,6 +189,10 @@ fn every_registered_analysis_is_wired_through() {
             .find("fn name(&self) -> &'static str {")
             .unwrap_or_else(|| panic!("analyses/{module}.rs has no name()"));
         let name = src[at..].split('"').nth(1).unwrap().to_string();
+        assert!(
+            src.contains("fn summary("),
+            "analyses/{module}.rs has no exit-summary hook (`summary`)"
+        );
         assert!(
             registry.contains(&format!("&{module}::")),
             "analyses/{module}.rs is declared but not in ANALYSES"
@@ -220,6 +224,18 @@ fn every_registered_analysis_is_wired_through() {
             report_model.contains(&format!("pub {}: Option<", a.report_field())),
             "{n}: no `{}` section in the report model",
             a.report_field()
+        );
+        assert!(
+            root()
+                .join(format!("report/src/sections/{}.rs", a.report_field()))
+                .exists(),
+            "{n}: no report/src/sections/{}.rs",
+            a.report_field()
+        );
+        let csv = read("report/src/render/csv.rs");
+        assert!(
+            csv.contains(&format!("file: \"{}", a.csv_prefix())),
+            "{n}: report/src/render/csv.rs writes no table of it"
         );
         assert!(
             docs.contains(&format!("### `{}", a.csv_prefix())),
