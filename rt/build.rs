@@ -155,11 +155,35 @@ fn tls_header(out_dir: &std::path::Path) {
     std::fs::write(out_dir.join("profcc_tls.h"), h).unwrap();
 }
 
+/// The analyses' C parts (`.h` and `.c` files under src/analyses; the headers are parts of
+/// interpose.c's translation unit, which includes them where they inline).
+fn analysis_c_parts(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(analysis_c_parts(&p));
+        } else if p.extension().is_some_and(|e| e == "h" || e == "c") {
+            out.push(p);
+        }
+    }
+    out
+}
+
 fn main() {
     shipped_kinds();
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     tls_header(&out_dir);
     println!("cargo:rerun-if-changed=csrc");
+    // The analyses' C parts, beside their Rust modules (interpose.c includes the headers).
+    let analysis_c = analysis_c_parts(std::path::Path::new("src/analyses"));
+    for f in &analysis_c {
+        println!("cargo:rerun-if-changed={}", f.display());
+    }
     println!("cargo:rerun-if-changed=../hooks");
     println!("cargo:rerun-if-changed=../allocator-probe/csrc/ident.c");
     println!("cargo:rerun-if-changed=../abi/include");
@@ -173,16 +197,24 @@ fn main() {
             build.file(path);
         }
     }
+    // An analysis's own translation units (its headers are compiled where they are included).
+    for f in analysis_c
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "c"))
+    {
+        build.file(f);
+    }
     // The sharing hooks' cold door lives next to the hook bodies (the pass inlines those).
     build.file("../hooks/sharing_door.c");
     // Which allocator malloc reaches: the allocator probe's identification, shared.
     build.file("../allocator-probe/csrc/ident.c");
     build
         // profcc_abi.h (generated from the profcc-abi crate), the hooks' declarations and
-        // profcc_tls.h (generated above).
+        // profcc_tls.h (generated above); the analyses' C parts, as "analyses/NAME/FILE.h".
         .include("../abi/include")
         .include(&out_dir)
         .include("../hooks")
+        .include("src")
         .flag("-fno-omit-frame-pointer")
         // The interposers call malloc/free with the re-entrancy guard set; as builtins the
         // compiler may assume malloc cannot see the guard and drop the store.

@@ -96,7 +96,7 @@ const RUNTIME_RSP: &str = "runtime.rsp";
 /// pull it in so the interposer can call it.
 pub const STATIC_LINK_FLAGS: &[&str] = &[
     "-Wl,-u,__pthread_create",
-    // The wait interposers' real functions (rt/csrc/interpose.c, "waits").
+    // The wait interposers' real functions (rt/src/analyses/numa/waits.h).
     "-Wl,-u,__pthread_cond_wait",
     "-Wl,-u,__pthread_cond_timedwait",
     "-Wl,-u,__pthread_barrier_wait",

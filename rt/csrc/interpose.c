@@ -4,7 +4,12 @@
  * Why C: every entry point takes `__builtin_frame_address(0)` of its own frame (this file is
  * built with -fno-omit-frame-pointer), so the first recorded frame is exactly the return address
  * into the caller of malloc/new, whatever rustc inlines or however it uses rbp. The bookkeeping
- * is Rust (`alloc.rs`, `threads.rs`, `stack.rs`); this file only forwards and guards.
+ * is Rust (`alloc.rs`, `threads.rs`, `stack.rs`); this file only forwards and guards. What the
+ * analyses do on the interposers' path is theirs, in C beside their Rust modules and included
+ * here, the one place it is compiled, so that it inlines into the interposers:
+ * rt/src/analyses/allocator/timing.h, cells.h, channels.h (the allocator analysis: the calls'
+ * timing, their cells, the allocator's own calls) and rt/src/analyses/numa/waits.h (the NUMA
+ * analysis's waits, with their interposers).
  *
  * Invariants:
  * - The malloc family forwards to the allocator the program would have used without profcc: the
@@ -239,297 +244,13 @@ void profcc_thread_started(void *rec, void *(**fn)(void *), void **arg);
 void profcc_thread_exiting(void);
 void profcc_thread_failed(void *rec);
 
-/* ---- the allocator analysis's timing (rt/src/analyses/allocator.rs) ----
- * The operations, in the order of the analysis's `OP_NAMES` (a unit test there reads this
- * line): */
-enum { OP_MALLOC, OP_CALLOC, OP_REALLOC, OP_FREE, OP_NEW, OP_DELETE, OP_ALIGNED };
-/* The channels an allocator's own calls go through, in the order of `CHANNEL_NAMES`: */
-enum {
-    CH_MMAP, CH_MUNMAP, CH_MREMAP, CH_MUTEX, CH_MUTEX_WAIT, CH_MUTEX_TRY, CH_MUTEX_BUSY,
-    CH_MUTEX_HOLD, CH_MADVISE, CH_MPROTECT, CH_SBRK
-};
-/* Set once by the analysis's init when it is on (read relaxed on every program call). */
-uint32_t profcc_alloc_timing;
-/* alloc_time: one program operation in about this many per thread has its allocator time
- * read (1: every one; set by the analysis's init); a request of TIME_ALL_FROM bytes or more
- * always has (`TIME_ALL_FROM` in schema/src/allocator.rs; a unit test there checks this). */
-uint32_t profcc_alloc_time_period = 1;
-#define TIME_ALL_FROM 4096
-/* alloc_events: one program operation in this many per thread has its events counted (0:
- * none; rt/src/analyses/allocator/events.rs). */
-uint32_t profcc_alloc_event_period;
-void profcc_alloc_events_begin(void);
-void profcc_alloc_events_end(void);
-
-/* The thread's xorshift32 (seeded from its TLS address): the gaps between sampled calls. */
-static inline uint32_t tls_rand(void) {
-    uint32_t x = tls.rng ? tls.rng : (uint32_t)(uintptr_t)&tls | 1;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    tls.rng = x;
-    return x;
-}
-
-/* A gap drawn from [0, 2 x period - 2]: with a countdown that fires at 0, one call in
- * `period` on average, and a loop whose calls repeat with the period's length (malloc/free
- * pairs) is sampled in every phase. */
-static inline uint32_t gap(uint32_t period) {
-    /* (a multiply, not a division: a division costs a timed malloc as much as the call) */
-    return period > 1 ? (uint32_t)(((uint64_t)tls_rand() * (2 * (uint64_t)period - 1)) >> 32) : 0;
-}
-
-/* Draw the operations before the next one whose events are counted; returns the period
- * (0: events off, the countdown then never runs out in practice). */
-static uint32_t ev_rearm(void) {
-    uint32_t period = __atomic_load_n(&profcc_alloc_event_period, __ATOMIC_RELAXED);
-    tls.ev_countdown = period ? gap(period) : UINT32_MAX;
-    return period;
-}
-
-/* The events countdown ran out: count this operation's events (guard set), start the next. */
-__attribute__((noinline, cold)) static void events_begin(void) {
-    if (ev_rearm()) {
-        tls.ev_on = 1;
-        profcc_alloc_events_begin();
-    }
-}
-
-/* The timing gap's growth (profcc_schema::allocator::TIME_LEVEL_DRAWS, TIME_MAX_SHIFT): the
- * period is alloc_time for a thread's first TIME_LEVEL_DRAWS gaps, doubled for each further
- * as many, up to alloc_time << TIME_MAX_SHIFT. A loop of millions of calls pays for a few
- * thousand timed ones (two TSC reads cost 18 ns on this project's 2-core VM, as much as three
- * native malloc/free pairs), a short run or a rare kind keeps one in alloc_time. */
-#define TIME_LEVEL_DRAWS 256
-#define TIME_MAX_SHIFT 4
-/* The timing countdown ran out: this call is timed; it stands for the calls of the gap that
- * ran out (the period it was drawn with; returned). Draws the next gap. */
-__attribute__((noinline)) static uint32_t time_next(void) {
-    uint32_t weight = tls.time_weight ? tls.time_weight : 1;
-    uint64_t period = __atomic_load_n(&profcc_alloc_time_period, __ATOMIC_RELAXED);
-    if (period > 1) {
-        uint32_t level = tls.time_draws / TIME_LEVEL_DRAWS;
-        if (level < TIME_MAX_SHIFT)
-            tls.time_draws++;
-        else
-            level = TIME_MAX_SHIFT;
-        period <<= level;
-        if (period > UINT32_MAX / 2) period = UINT32_MAX / 2;
-    }
-    tls.time_weight = period ? (uint32_t)period : 1;
-    tls.time_left = gap((uint32_t)period);
-    return weight;
-}
-
-/* What C's counting leaves to Rust (rt/src/analyses/allocator.rs): the program's operation
- * filed in `cell` (see op_done; the operation is the cell's first index), with `flags`
- * (OP_EVENTS | OP_FIRST), on `n` bytes at `p`;
- * `old_n`: realloc's old block's size (NO_SIZE: not recorded); `cycles`: TSC ticks in the
- * allocator when the call was timed, standing for `weight` calls (0: not timed); `site`: the
- * object's allocation site (NO_SITE: not recorded). */
-void profcc_alloc_op(uint32_t flags, uint32_t cell, size_t n, void *p, size_t old_n,
-                     uint64_t cycles, uint32_t weight, uint32_t site);
-#define NO_SIZE ((size_t)-1)
-/* An allocator call ran through channel `ch` for `cycles` ticks inside operation `op`; `m`:
- * the mutex of a CH_MUTEX* call (also counted per mutex), else 0. */
-void profcc_alloc_channel(uint32_t ch, uint32_t op, uint64_t cycles, const void *m);
-
-/* The tail path's calls since it was armed (see `tail_arm`) move the two countdowns; it is
- * disarmed until the next `tail_arm`. */
-static inline void tail_sync(void) {
-    uint32_t used = tls.tail_base - tls.tail_left;
-    if (tls.tail_cells) {
-        tls.time_left -= used;
-        tls.ev_countdown -= used;
-    }
-    tls.tail_left = tls.tail_base = 0;
-    tls.tail_cells = 0;
-}
-
-/* profcc_alloc_op's `flags` bits (EVENTS_BIT and FIRST_BIT in rt/src/analyses/allocator.rs):
- * this operation's events were counted; it is the thread's first. */
-#define OP_EVENTS (1u << 8)
-#define OP_FIRST (1u << 9)
-/* One program operation as the analysis sees it: `on` (counted: the analysis is on and the
- * call is the program's; | OP_EVENTS: its events were counted), `weight` (timed, standing
- * for this many calls; 0: not timed), its start tick. */
-struct op_timer {
-    uint64_t t0;
-    uint32_t weight, on;
-};
-
-/* Start the program's operation `op` of `n` request bytes (0: unknown; `outer`: the guard's
- * value on entry; a call made inside the runtime, an allocator or new/delete is not the
- * program's). */
-static inline struct op_timer timing_start(uint32_t outer, uint32_t op, size_t n) {
-    struct op_timer t = {0, 0, 0};
-    if (LIKELY(outer) || !__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) return t;
-    tail_sync();
-    t.on = 1;
-    tls.alloc_op = op + 1;
-    if (UNLIKELY(tls.ev_countdown-- == 0)) {
-        events_begin();
-        if (tls.ev_on) t.on |= OP_EVENTS;
-    }
-    if (n >= TIME_ALL_FROM)
-        t.weight = 1;
-    else if (UNLIKELY(tls.time_left-- == 0))
-        t.weight = time_next();
-    else
-        return t;
-    t.t0 = __builtin_ia32_rdtsc();
-    return t;
-}
-/* Ticks since the start (0: not timed). */
-static inline uint64_t timing_end(const struct op_timer *t) {
-    if (!t->on) return 0;
-    uint64_t c = 0;
-    if (t->weight) {
-        c = __builtin_ia32_rdtsc() - t->t0;
-        c += !c; /* a timed call is never 0 ticks */
-    }
-    tls.alloc_op = 0;
-    tls.nheld = 0; /* a lock the operation left held is not timed further */
-    if (UNLIKELY(tls.ev_on)) {
-        tls.ev_on = 0;
-        profcc_alloc_events_end();
-    }
-    return c;
-}
-
-/* Whether the program's operation is counted (`t` from timing_start). The analysis never
- * turns off, so an uncounted operation of a thread that has counted none yet, finding it on,
- * began before it was: the call that starts the runtime (the process's first allocation,
- * often a library's constructor). It is counted, as the thread's first operation (untimed:
- * op_done finds `alloc_seen` unset), so the core's totals are the operations and the first
- * calls, and the object's bytes, when it recorded one, are in the analysis's memory split
- * like every other live object's. (A realloc moving a block out of the bootstrap pool is
- * uncounted on purpose: its caller does not ask.) */
-__attribute__((noinline, cold)) static int late_first(struct op_timer *t) {
-    /* The countdowns a first operation draws (left at 0, the next operation would always be
-     * timed and have its events counted). */
-    ev_rearm();
-    time_next();
-    t->on = 1;
-    return 1;
-}
-static inline int counted(struct op_timer *t) {
-    if (LIKELY(t->on)) return 1;
-    if (LIKELY(tls.alloc_seen) || LIKELY(!__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)))
-        return 0;
-    return late_first(t);
-}
-
-/* ---- the allocator analysis's cells ----
- * Every counted operation is filed here, next to the interposers: its request size's bucket,
- * whether its address is reused, and the phase make its cell, whose count goes up in the
- * thread's block (`Cells::ops` in rt/src/analyses/allocator.rs, which owns the tables below
- * and checks these layout constants in a unit test). profcc_alloc_op in Rust is called only
- * for what needs more: a timed call, a recorded object, counted events, the thread's first
- * call, a thread without a block. */
-#define A_BUCKETS 64 /* the last one: size unknown */
-#define A_RP 6       /* reuse (new, reused, unknown) x phase */
-#define REUSE_UNKNOWN 2 /* a tail-path malloc's: its address is never seen */
-#define A_CELL_WORDS 4 /* count, timed, weighted cycles, weight */
-extern uint64_t profcc_alloc_edges[A_BUCKETS - 2];
-extern uint32_t profcc_alloc_nedges;
-extern uint32_t profcc_alloc_below_pow2[64];
-extern uint8_t profcc_alloc_small_bucket[TIME_ALL_FROM];
-extern uint32_t profcc_live_threads;
-
-/* The bucket of an n-byte request: the number of bucket edges at or below n. */
-static inline uint32_t bucket_of(uint64_t n) {
-    if (LIKELY(n < TIME_ALL_FROM)) return __atomic_load_n(&profcc_alloc_small_bucket[n], __ATOMIC_RELAXED);
-    uint32_t k = __atomic_load_n(&profcc_alloc_nedges, __ATOMIC_RELAXED);
-    uint32_t i = n ? __atomic_load_n(&profcc_alloc_below_pow2[63 - __builtin_clzll(n)], __ATOMIC_RELAXED) : 0;
-    while (i < k && __atomic_load_n(&profcc_alloc_edges[i], __ATOMIC_RELAXED) <= n) i++;
-    return i;
-}
-uint32_t profcc_alloc_bucket(uint64_t n) { return bucket_of(n); }
-
-/* Reuse: the granule's byte in the table's reuse part (see `granule`; the caller computes the
- * granule once per call, the filter reads its own byte) holds the granule's tag (bits
- * 4 + GRANULE_BITS and up of the address, 6 of them) and REUSE_FREED (the address was freed);
- * 0: nothing known. Granules 16 MiB apart share the byte: the later free pushes the earlier
- * out (its reuse then counts as new), and 64 windows apart the tags agree too (one may be
- * misfiled). Plain loads and stores, not an exchange: two threads freeing into one byte at
- * once may misfile one of the two. */
-#define REUSE_FREED 1u
-static inline uint8_t reuse_tag(uint64_t a) { return (uint8_t)((a >> (4 + GRANULE_BITS)) << 2); }
-/* The block at `a` (its filter byte `g`, not null; its reuse byte is REUSE_AT further) is
- * freed: had the address been freed before, i.e. had this block come back from a free (its
- * free is a reused one)? */
-static inline int freed_in(uint64_t a, uint8_t *g) {
-    uint8_t *s = g + REUSE_AT;
-    uint8_t was = __atomic_load_n(s, __ATOMIC_RELAXED), now = reuse_tag(a) | REUSE_FREED;
-    if (LIKELY(was == now)) return 1;
-    /* Stored only when it changes: most frees of a program that reuses its memory store
-     * nothing. */
-    __atomic_store_n(s, now, __ATOMIC_RELAXED);
-    return 0;
-}
-/* The same with no table (`g` 0): nothing known, new. */
-static inline int freed_mark(uint64_t a, uint8_t *g) { return g ? freed_in(a, g) : 0; }
-/* A block at `a` (its filter byte `g`) was handed out: was the address freed before? (Read
- * only: the mark stays until another tag pushes it out, so the tail path, which never sees
- * the address a malloc returns, leaves the same state behind.) */
-static inline int handed_out(uint64_t a, uint8_t *g) {
-    return g && __atomic_load_n(g + REUSE_AT, __ATOMIC_RELAXED) == (uint8_t)(reuse_tag(a) | REUSE_FREED);
-}
-
-/* For the runtime's unit test of the reuse state (-1: no table). */
-int profcc_reuse_freed(uint64_t a) {
-    uint8_t *g = granule(a);
-    return g ? freed_in(a, g) : -1;
-}
-int profcc_reuse_handed_out(uint64_t a) { return handed_out(a, granule(a)); }
-
-/* The cell of operation `op` in size bucket `b` with reuse `reused` (0 new, 1 reused,
- * REUSE_UNKNOWN) in the current phase: its index in the thread's block, in cells. */
-static inline uint32_t cell_at(uint32_t op, uint32_t b, uint32_t reused, uint32_t parallel) {
-    return (op * A_BUCKETS + b) * A_RP + reused * 2 + parallel;
-}
-static inline uint32_t cell_of(uint32_t op, uint32_t b, uint32_t reused) {
-    return cell_at(op, b, reused, __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1);
-}
-
-/* The thread's block of cells, set and cleared by Rust (0: none; Rust files the calls). */
-void profcc_alloc_set_cells(uint64_t *cells) {
-    tail_sync();
-    tls.alloc_cells = cells;
-}
-
-/* The program's counted operation `op` on `n` bytes returned (or freed) `p`; `old`,
- * `old_n`: realloc's old block and its recorded size (NO_SIZE: not recorded); `c`: its
- * ticks when timed; `site`: the object's site (NO_SITE: not recorded); `g`, `go`: p's and
- * old's granules (0: none). */
-__attribute__((always_inline)) static inline void op_done(uint32_t op, size_t n, void *p, void *old, size_t old_n, uint64_t c,
-                           const struct op_timer *t, uint32_t site, uint8_t *g, uint8_t *go) {
-    int is_free = op == OP_FREE || op == OP_DELETE;
-    uint32_t b = is_free && site == NO_SITE ? A_BUCKETS - 1 : bucket_of(n);
-    int reused;
-    if (is_free) {
-        reused = freed_mark((uint64_t)p, g);
-    } else if (!p) {
-        reused = 0;
-    } else {
-        if (op == OP_REALLOC && old && old != p) freed_mark((uint64_t)old, go);
-        reused = (op == OP_REALLOC && old == p) | handed_out((uint64_t)p, g);
-    }
-    uint32_t cell = cell_of(op, b, (uint32_t)reused);
-    uint32_t flags = t->on & OP_EVENTS;
-    if (UNLIKELY(!tls.alloc_seen)) {
-        tls.alloc_seen = 1;
-        flags |= OP_FIRST;
-    }
-    uint64_t *cells = tls.alloc_cells;
-    if (LIKELY(cells != 0 && flags == 0 && !t->weight && site == NO_SITE &&
-               (op != OP_REALLOC || old_n == NO_SIZE))) {
-        cells[(size_t)cell * A_CELL_WORDS] += 1;
-        return;
-    }
-    profcc_alloc_op(flags, cell, n, p, old_n, c, t->weight, site);
-}
+/* ---- the allocator analysis's hooks (rt/src/analyses/allocator/) ----
+ * Its timing (timing.h: which calls are timed or have their events counted, the countdowns;
+ * `timing_start`, `timing_end`, `counted`) and its cells (cells.h: `op_done`, every counted
+ * call filed in the thread's block; `tail_cell`, `tail_arm_cells` for the tail path). They
+ * are compiled here, where they inline into the interposers. */
+#include "analyses/allocator/timing.h"
+#include "analyses/allocator/cells.h"
 
 /* ---- the real allocator ----
  *
@@ -859,9 +580,6 @@ static inline int in_dtv(const void *p) {
  * jumps to malloc, the second by a function pointer called at one place that held malloc and
  * now holds a function of the program that maps memory. */
 #define TAIL_MAX TIME_ALL_FROM
-/* Under the analysis, the most calls one arming lets the tail path take: they are filed in
- * the phase (serial, parallel) the thread saw when it was armed. */
-#define TAIL_PHASE_CALLS 1024
 
 /* The marked slot's low bits: the op of its call + 1 (`tail_mark`). */
 #define TAIL_OP_MASK ((uintptr_t)7)
@@ -879,17 +597,6 @@ __attribute__((always_inline)) static inline int tail_under(uintptr_t own, int a
 #define OWN_SLOT() ((uintptr_t)__builtin_frame_address(0) + sizeof(void *))
 #define tail_inside() tail_under(OWN_SLOT(), 1)
 #define tail_nested() tail_under(OWN_SLOT(), 0)
-/* The program's operation (OP_ + 1) whose allocator call runs now, for the channels: the
- * full path's mark, or the tail path's when the caller is inside it; 0: none. */
-__attribute__((always_inline)) static inline uint32_t op_running(void) {
-    uint32_t op = tls.alloc_op;
-    /* (the switch before the stack: the marker is left with the analysis off too, and the
-     * mutex interposers ask on every call) */
-    if (LIKELY(op == 0) && UNLIKELY(tls.tail_slot != 0) &&
-        __atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED) && tail_inside())
-        op = (uint32_t)(tls.tail_slot & TAIL_OP_MASK);
-    return op;
-}
 /* Inside an allocator call or the runtime: what an interposer sees is not the program's
  * (an allocation call: `nested`; the mmap family: `inside`). */
 #define nested_call() (tls.in_rt || tail_nested())
@@ -901,8 +608,9 @@ __attribute__((always_inline)) static inline uint32_t op_running(void) {
  * path, after the program's call, arms the thread: `tail_left` = the calls the tail path may
  * take before a countdown runs out (the smaller of the two, at most TAIL_PHASE_CALLS;
  * UINT32_MAX without the analysis), `tail_cells` = the cells it counts in, moved to the
- * thread's phase now; 0 when something is missing. The tail path then checks that word, the
- * guard and what depends on the call itself. Not the sampling mean: when sampling stops for
+ * thread's phase now (both the analysis's: cells.h `tail_arm_cells`); 0 when something is
+ * missing. The tail path then checks that word, the guard and what depends on the call
+ * itself. Not the sampling mean: when sampling stops for
  * good while threads run (rt/src/alloc.rs `module_registered`), the filter is saturated
  * first (every free takes the full path) and every block's countdown run out (every malloc
  * does, except one of a thread whose call was under way then and stores its old countdown
@@ -921,25 +629,12 @@ __attribute__((noinline)) static void tail_arm(void) {
         __atomic_load_n(&real_state, __ATOMIC_ACQUIRE) != RESOLVED ||
         !__atomic_load_n(&profcc_granules, __ATOMIC_ACQUIRE))
         return;
-    uint32_t left = UINT32_MAX;
-    if (__atomic_load_n(&profcc_alloc_timing, __ATOMIC_RELAXED)) {
-        if (!tls.alloc_cells || !tls.alloc_seen) return;
-        /* The phase is the arming's: its cells are the tail path's base (a cell's index is
-         * linear in the phase, `cell_of`), for at most TAIL_PHASE_CALLS calls. */
-        uint32_t parallel = __atomic_load_n(&profcc_live_threads, __ATOMIC_RELAXED) > 1;
-        tls.tail_cells = tls.alloc_cells + (size_t)parallel * A_CELL_WORDS;
-        left = tls.time_left < tls.ev_countdown ? tls.time_left : tls.ev_countdown;
-        if (left > TAIL_PHASE_CALLS) left = TAIL_PHASE_CALLS;
-    }
+    uint32_t left;
+    if (!tail_arm_cells(&left)) return;
     tls.tail_left = tls.tail_base = left;
 }
 /* Whether the thread is armed and outside the runtime. */
 #define tail_ready() (LIKELY(tls.tail_left != 0) && LIKELY(!tls.in_rt))
-/* The analysis's cell of a tail-path call (`b` bucket, `reused` 0, 1 or REUSE_UNKNOWN;
- * `cells`: the thread's, moved to the arming's phase). */
-static inline void tail_cell(uint64_t *cells, uint32_t op, uint32_t b, uint32_t reused) {
-    cells[(size_t)cell_at(op, b, reused, 0) * A_CELL_WORDS] += 1;
-}
 /* The caller jumps to the allocator: the call is taken, leave the marker (`fa`: its frame
  * address). */
 static inline void tail_mark(void *fa, void *ra, uint32_t op) {
@@ -1470,23 +1165,12 @@ DELETE(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t al))
 DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t al, const nothrow_t *t))
 DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t al, const nothrow_t *t))
 
-/* ---- mmap family: raw syscalls, never a lazy dlsym ---- */
+/* ---- the allocator analysis's channels (rt/src/analyses/allocator/channels.h) ----
+ * The allocator's own calls inside the program's operation: `CHANNEL` around the mmap
+ * family's system calls, the mutex hooks. */
+#include "analyses/allocator/channels.h"
 
-/* A call the allocator made inside the program's operation (on mutex `m`, else 0): timed
- * for the analysis. */
-#define CHANNEL_ON(ch, m, call)                                                     \
-    ({                                                                              \
-        uint32_t op_ = op_running();                                                \
-        uint64_t t0_ = UNLIKELY(op_ != 0) ? __builtin_ia32_rdtsc() : 0;             \
-        long r_ = (call);                                                           \
-        if (UNLIKELY(op_ != 0)) {                                                   \
-            int e_ = errno;                                                         \
-            profcc_alloc_channel((ch), op_ - 1, __builtin_ia32_rdtsc() - t0_, (m)); \
-            errno = e_;                                                             \
-        }                                                                           \
-        r_;                                                                         \
-    })
-#define CHANNEL(ch, call) CHANNEL_ON(ch, 0, call)
+/* ---- mmap family: raw syscalls, never a lazy dlsym ---- */
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     /* sets errno, returns -1 */
@@ -1562,49 +1246,9 @@ void profcc_record_mapping(void *p, size_t len, void *fp) {
     }
 }
 
-/* ---- waits (NUMA analysis: migration risk, rt/src/analyses/numa.rs) ----
- * A thread that blocks may wake on another node (NumaPerf's proxy for migrations): each
- * contended mutex or spin lock, each condition-variable wait, each barrier wait but the last
- * arrival's, each semaphore wait that found it at zero is counted for the waiting thread.
- * Locks are tried first: an uncontended lock costs one trylock, as the lock itself would. The
- * real functions come from dlsym(RTLD_NEXT) in a dynamic link, from libc.a's internal names
- * in a static one (the driver's STATIC_LINK_FLAGS pull them in). */
-enum { WAIT_MUTEX, WAIT_SPIN, WAIT_COND, WAIT_BARRIER, WAIT_SEM };
-void profcc_numa_waited(int kind);
-static void waited(int kind) {
-    if (LIKELY(!not_programs())) {
-        int e = errno;
-        tls.in_rt = 1;
-        profcc_numa_waited(kind);
-        tls.in_rt = 0;
-        errno = e;
-    }
-}
-
-
-int pthread_spin_lock(pthread_spinlock_t *l) {
-    if (pthread_spin_trylock(l) == 0) return 0;
-    while (pthread_spin_trylock(l) != 0) __builtin_ia32_pause();
-    waited(WAIT_SPIN);
-    return 0;
-}
-
-typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
-typedef int (*cond_timedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
-typedef int (*barrier_wait_fn)(pthread_barrier_t *);
-typedef int (*sem_wait_fn)(sem_t *);
-/* For the link-time wrappers (numa_wrap.c): a wait they saw. */
-void profcc_wait_seen(int kind) { waited(kind); }
-
-int __pthread_cond_wait(pthread_cond_t *, pthread_mutex_t *) __attribute__((weak));
-int __pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
-    __attribute__((weak));
-int __pthread_barrier_wait(pthread_barrier_t *) __attribute__((weak));
-int __new_sem_wait(sem_t *) __attribute__((weak));
-int __pthread_mutex_lock(pthread_mutex_t *) __attribute__((weak));
-int __pthread_mutex_trylock(pthread_mutex_t *) __attribute__((weak));
-int __pthread_mutex_unlock(pthread_mutex_t *) __attribute__((weak));
-typedef int (*mutex_lock_fn)(pthread_mutex_t *);
+/* ---- the real pthread functions the wait and mutex interposers forward to ----
+ * From dlsym(RTLD_NEXT) in a dynamic link, from libc.a's internal names in a static one (the
+ * driver's STATIC_LINK_FLAGS pull them in). */
 
 /* The real `name` (dlsym, once), else `fallback` (a static link's libc.a name). */
 #define REAL_WAIT(type, name, fallback)                                                         \
@@ -1619,15 +1263,17 @@ typedef int (*mutex_lock_fn)(pthread_mutex_t *);
         f;                                                                                      \
     })
 
-/* The allocator's mutexes inside the program's operation (the allocator analysis): each
- * lock and trylock is counted by how it went, and the time from taking a mutex to its unlock
- * inside the same operation is its hold time. */
-static inline void took(pthread_mutex_t *m) {
-    if (tls.nheld < HELD) {
-        tls.held[tls.nheld] = m;
-        tls.held_at[tls.nheld++] = __builtin_ia32_rdtsc();
-    }
-}
+/* ---- waits (the NUMA analysis's migration risk, rt/src/analyses/numa/waits.h) ----
+ * The spin lock, condition-variable, barrier and semaphore interposers and their hook,
+ * `waited`. */
+#include "analyses/numa/waits.h"
+
+/* ---- mutexes: the allocator analysis's channels (inside the program's operation: `op`) and
+ * the NUMA analysis's waits (a contended lock) ---- */
+int __pthread_mutex_lock(pthread_mutex_t *) __attribute__((weak));
+int __pthread_mutex_trylock(pthread_mutex_t *) __attribute__((weak));
+int __pthread_mutex_unlock(pthread_mutex_t *) __attribute__((weak));
+typedef int (*mutex_lock_fn)(pthread_mutex_t *);
 
 /* libc's own, exported under these names: no dlsym (which may allocate, and an allocator
  * that is initialising takes its locks: jemalloc's first malloc would reach dlsym again). */
@@ -1641,10 +1287,7 @@ static inline void took(pthread_mutex_t *m) {
 int pthread_mutex_lock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
     uint32_t op = op_running();
-    if (UNLIKELY(op != 0) && r != EBUSY) {
-        profcc_alloc_channel(CH_MUTEX, op - 1, 0, m);
-        if (r == 0) took(m);
-    }
+    if (UNLIKELY(op != 0) && r != EBUSY) mutex_locked(op, m, r);
     if (r != EBUSY) return r; /* taken, or an error the lock would give too */
     r = (int)CHANNEL_ON(CH_MUTEX_WAIT, m, REAL_WAIT(mutex_lock_fn, "pthread_mutex_lock", __pthread_mutex_lock)(m));
     if (UNLIKELY(op != 0) && r == 0) took(m);
@@ -1655,57 +1298,14 @@ int pthread_mutex_lock(pthread_mutex_t *m) {
 int pthread_mutex_trylock(pthread_mutex_t *m) {
     int r = REAL_TRYLOCK(m);
     uint32_t op = op_running();
-    if (UNLIKELY(op != 0)) {
-        int e = errno;
-        profcc_alloc_channel(r == EBUSY ? CH_MUTEX_BUSY : CH_MUTEX_TRY, op - 1, 0, m);
-        if (r == 0) took(m);
-        errno = e;
-    }
+    if (UNLIKELY(op != 0)) mutex_tried(op, m, r);
     return r;
 }
 
 int pthread_mutex_unlock(pthread_mutex_t *m) {
     uint32_t op = op_running();
-    if (UNLIKELY(op != 0)) {
-        for (uint32_t i = tls.nheld; i-- > 0;) {
-            if (tls.held[i] != m) continue;
-            uint64_t held = __builtin_ia32_rdtsc() - tls.held_at[i];
-            tls.held[i] = tls.held[--tls.nheld];
-            tls.held_at[i] = tls.held_at[tls.nheld];
-            int e = errno;
-            profcc_alloc_channel(CH_MUTEX_HOLD, op - 1, held, m);
-            errno = e;
-            break;
-        }
-    }
+    if (UNLIKELY(op != 0)) mutex_unlocking(op, m);
     return REAL_UNLOCK(m);
-}
-
-int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
-    int r = REAL_WAIT(cond_wait_fn, "pthread_cond_wait", __pthread_cond_wait)(c, m);
-    waited(WAIT_COND);
-    return r;
-}
-
-int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t) {
-    int r = REAL_WAIT(cond_timedwait_fn, "pthread_cond_timedwait", __pthread_cond_timedwait)(c, m, t);
-    waited(WAIT_COND);
-    return r;
-}
-
-int pthread_barrier_wait(pthread_barrier_t *b) {
-    int r = REAL_WAIT(barrier_wait_fn, "pthread_barrier_wait", __pthread_barrier_wait)(b);
-    if (r == 0) waited(WAIT_BARRIER); /* the last arrival (SERIAL_THREAD) did not wait */
-    return r;
-}
-
-int sem_wait(sem_t *s) {
-    int e = errno;
-    if (sem_trywait(s) == 0) return 0;
-    errno = e;
-    int r = REAL_WAIT(sem_wait_fn, "sem_wait", __new_sem_wait)(s);
-    waited(WAIT_SEM);
-    return r;
 }
 
 void *mremap(void *old, size_t old_len, size_t len, int flags, ...) {

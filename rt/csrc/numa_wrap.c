@@ -123,7 +123,7 @@ void __wrap_numa_tonode_memory(void *p, size_t n, int node) {
  * OMP_WRAPPED): every call is counted as a barrier wait of the calling thread (the last to
  * arrive waits too, for nothing: libomp does not say who it was). */
 void __real___kmpc_barrier(void *loc, int gtid) WEAK;
-void profcc_wait_seen(int kind); /* rt/csrc/interpose.c */
+void profcc_wait_seen(int kind); /* rt/src/analyses/numa/waits.h (in interpose.c) */
 enum { WAIT_BARRIER = 3 };
 void __wrap___kmpc_barrier(void *loc, int gtid) {
   __real___kmpc_barrier(loc, gtid);

@@ -17,7 +17,7 @@ __thread uint64_t *__profcc_counts = profcc_scratch_counts;
 uint64_t **profcc_counts_slot(void) { return &__profcc_counts; }
 uint64_t *profcc_scratch(void) { return profcc_scratch_counts; }
 
-/* Sharing analysis, per thread (rt/src/sharing.rs sets them when the thread starts):
+/* Sharing analysis, per thread (rt/src/analyses/sharing.rs sets them when the thread starts):
  * the owner word a write compares the line's shadow word with (id+1 | own reader bit), the
  * reader bit a read checks, and the write-volume sample mask (all ones = never sample).
  * Zero owner word: a thread the runtime has not seen; its accesses are not analysed. */

@@ -3,12 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `OpCell::op` values, in the runtime's order (interpose.c's `OP_` enum follows it; a unit
-/// test in rt/src/analyses/allocator.rs reads that enum).
+/// `OpCell::op` values, in the runtime's order (rt/src/analyses/allocator/timing.h's `OP_`
+/// enum follows it; a unit test in rt/src/analyses/allocator.rs reads that enum).
 pub const OPS: [&str; 7] = [
     "malloc", "calloc", "realloc", "free", "new", "delete", "aligned",
 ];
-/// `ChannelCell::channel` values, in the runtime's order (interpose.c's `CH_` enum).
+/// `ChannelCell::channel` values, in the runtime's order (timing.h's `CH_` enum).
 pub const CHANNELS: [&str; 11] = [
     "mmap",
     "munmap",
@@ -163,15 +163,16 @@ pub struct InducedLine {
 /// Requests of this many bytes or more are timed on every call, whatever `alloc_time` says
 /// (they are rare and slow: a sample would miss them, and the two TSC reads cost them
 /// little). A power of two, so a size bucket's calls are all timed or all sampled (a runtime
-/// unit test checks it is a bucket edge, and that rt/csrc/interpose.c's copy is this value).
+/// unit test checks it is a bucket edge, and that rt/src/analyses/allocator/timing.h's copy
+/// is this value).
 pub const TIME_ALL_FROM: u64 = 4096;
 
 /// The timing gap grows as a thread makes timed calls: one call in about `alloc_time` for its
 /// first `TIME_LEVEL_DRAWS` timed calls, then one in 2 x `alloc_time` for the next as many,
 /// and so on up to one in 2^`TIME_MAX_SHIFT` x `alloc_time` (`alloc_time=1`: every call, no
 /// growth). Each timed call stands for the calls of the gap it closed (its weight), so a
-/// cell's mean is weighted (`OpCell::cycles`). rt/csrc/interpose.c's copies are these values
-/// (a runtime unit test reads them).
+/// cell's mean is weighted (`OpCell::cycles`). rt/src/analyses/allocator/timing.h's copies
+/// are these values (a runtime unit test reads them).
 pub const TIME_LEVEL_DRAWS: u32 = 256;
 pub const TIME_MAX_SHIFT: u32 = 4;
 

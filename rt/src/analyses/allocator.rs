@@ -4,20 +4,21 @@
 //! and phase, and what the allocator does inside those operations through the calls profcc
 //! interposes.
 //!
-//! How it measures (rt/csrc/interpose.c, "the allocator analysis's timing" and "cells"):
+//! How it measures (its C half, beside this file and compiled inside rt/csrc/interpose.c's
+//! interposers: allocator/timing.h, allocator/cells.h, allocator/channels.h):
 //! every program call of the malloc family and of operator new/delete is counted; one in
 //! about `alloc_time` (jittered gaps), and every request of `TIME_ALL_FROM` bytes or more, is
 //! timed: the TSC is read just before and just after the real allocator's call (`rdtsc`, not
 //! serialising: an average over many calls is right to a few ticks, a single call is not), so
-//! profcc's own bookkeeping is not counted. interpose.c's `op_done` files the call in its cell
+//! profcc's own bookkeeping is not counted. cells.h's `op_done` files the call in its cell
 //! of the thread's [`Cells`] and counts it there; [`profcc_alloc_op`] sees only the calls that
 //! need more (timed, recorded object, counted events, the thread's first). A cell is:
-//! - operation: `profcc_schema::allocator::OPS` (the C enum in interpose.c follows it; a
+//! - operation: `profcc_schema::allocator::OPS` (the C enum in timing.h follows it; a
 //!   unit test reads it);
 //! - request size: a bucket of [`EDGES`] (powers of two from 16 bytes, plus the kind
 //!   boundaries of every shipped allocator description and of `allocator=FILE`), so the
 //!   report can sum buckets into the description's small/medium/big without straddling;
-//! - reuse: "reused" when the address is one the program freed before (interpose.c's
+//! - reuse: "reused" when the address is one the program freed before (cells.h's
 //!   `handed_out`: the address's byte in the reuse part of the granule table,
 //!   rt/src/alloc.rs `GRANULES`; an address pushed out of its byte by a later free 16 MiB
 //!   away counts as new), or a realloc that stayed in place; a free is "reused" when its
@@ -65,10 +66,10 @@ const BUCKETS: usize = 64;
 const UNKNOWN: usize = BUCKETS - 1;
 /// Reuse (new, reused, unknown) x phase: a cell's index is reuse * 2 + phase.
 const RP: usize = 6;
-/// interpose.c's `REUSE_UNKNOWN`: an allocation of the tail path, whose address is never seen.
+/// cells.h's `REUSE_UNKNOWN`: an allocation of the tail path, whose address is never seen.
 const REUSE_UNKNOWN: usize = 2;
 /// The index in a bucket's `RP` cells of `reuse` (0 new, 1 reused, `REUSE_UNKNOWN`) and
-/// `phase` (0 serial, 1 parallel); interpose.c's `cell_of` files by the same rule.
+/// `phase` (0 serial, 1 parallel); cells.h's `cell_of` files by the same rule.
 const fn rp(reuse: usize, phase: usize) -> usize {
     reuse * 2 + phase
 }
@@ -106,7 +107,7 @@ fn edge_set(extra: Option<(u64, u64)>) -> Vec<u64> {
 static BELOW_POW2: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
 
 /// The bucket of every request below `TIME_ALL_FROM` bytes, one byte each (4 KiB): the
-/// interposers' common case is one load (interpose.c's `bucket_of`).
+/// interposers' common case is one load (cells.h's `bucket_of`).
 #[export_name = "profcc_alloc_small_bucket"]
 static SMALL_BUCKET: [AtomicU8; TIME_ALL_FROM as usize] =
     [const { AtomicU8::new(0) }; TIME_ALL_FROM as usize];
@@ -277,12 +278,12 @@ extern "C" {
     static mut profcc_alloc_time_period: u32;
 }
 
-/// `profcc_alloc_op`'s `flags` bits (interpose.c's `OP_EVENTS`, `OP_FIRST`): the
+/// `profcc_alloc_op`'s `flags` bits (timing.h's `OP_EVENTS`, `OP_FIRST`): the
 /// operation's events were counted; it is the thread's first.
 const EVENTS_BIT: u32 = 1 << 8;
 const FIRST_BIT: u32 = 1 << 9;
 
-/// What interpose.c's `op_done` does not count itself: the program's operation filed in
+/// What cells.h's `op_done` does not count itself: the program's operation filed in
 /// `cell` (an index into `Cells::ops`: operation, size bucket, reuse, phase), with `flags`
 /// ([`EVENTS_BIT`] | [`FIRST_BIT`]), on `n` bytes at `p`; `old_n`: realloc's old block's
 /// size (`NO_SIZE`: not recorded); `cycles`: ticks in the allocator when timed, standing for
@@ -373,7 +374,7 @@ fn acquired(c: &Cells, own: bool, p: u64, n: u64, b: usize) {
     live_changed(c, own, n as i64);
 }
 
-/// interpose.c's `NO_SIZE`: realloc's old block was not recorded.
+/// timing.h's `NO_SIZE`: realloc's old block was not recorded.
 const NO_SIZE: usize = usize::MAX;
 
 /// The allocator called through channel `ch` inside the program's operation `op`; `m`: the
@@ -638,7 +639,7 @@ impl Analysis for AllocatorAnalysis {
             pages::init();
         }
         events::init(o.alloc_events());
-        // Reuse is filed in the granule table (interpose.c's `freed_mark` and `handed_out`);
+        // Reuse is filed in the granule table (cells.h's `freed_mark` and `handed_out`);
         // without it every address counts as new.
         crate::alloc::map_granules();
         let m = crate::mem::map(4 * (USABLE_MEMO + 1), true);
@@ -913,6 +914,10 @@ fn induced_sharing() -> profcc_schema::allocator::InducedSharing {
 mod tests {
     use super::*;
 
+    /// The analysis's C half (compiled inside rt/csrc/interpose.c).
+    const TIMING_H: &str = include_str!("allocator/timing.h");
+    const CELLS_H: &str = include_str!("allocator/cells.h");
+
     use crate::alloc::GRANULE_BITS;
     extern "C" {
         fn profcc_reuse_freed(a: u64) -> i32;
@@ -964,10 +969,11 @@ mod tests {
         assert_eq!(n + r, u64::MAX);
     }
 
-    /// interpose.c files operations in `Cells::ops` with its own copy of the layout.
+    /// The C half (timing.h, cells.h) files operations in `Cells::ops` with its own copy of
+    /// the layout.
     #[test]
-    fn interpose_cs_cell_layout_is_this_one() {
-        let c = include_str!("../../csrc/interpose.c");
+    fn c_cell_layout_is_this_one() {
+        let c = [TIMING_H, CELLS_H].concat();
         for (name, v) in [("OP_EVENTS", EVENTS_BIT), ("OP_FIRST", FIRST_BIT)] {
             let shift = v.trailing_zeros();
             assert_eq!(v, 1 << shift);
@@ -992,7 +998,7 @@ mod tests {
         assert_eq!(core::mem::offset_of!(OpPair, count), 0);
     }
 
-    /// The size from which every call is timed: interpose.c's copy, the option's help, and a
+    /// The size from which every call is timed: timing.h's copy, the option's help, and a
     /// bucket edge.
     #[test]
     fn time_all_from_is_stated_and_an_edge() {
@@ -1002,15 +1008,14 @@ mod tests {
             .unwrap();
         assert!(f.help.contains(&format!("{TIME_ALL_FROM} bytes or more")));
         assert!(edge_set(None).contains(&TIME_ALL_FROM));
-        let c = include_str!("../../csrc/interpose.c");
-        assert!(c.contains(&format!("#define TIME_ALL_FROM {TIME_ALL_FROM}\n")));
+        assert!(TIMING_H.contains(&format!("#define TIME_ALL_FROM {TIME_ALL_FROM}\n")));
     }
 
-    /// The timing gap's growth: interpose.c's copies and the option's help.
+    /// The timing gap's growth: timing.h's copies and the option's help.
     #[test]
     fn time_growth_is_stated() {
         use profcc_schema::allocator::{TIME_LEVEL_DRAWS, TIME_MAX_SHIFT};
-        let c = include_str!("../../csrc/interpose.c");
+        let c = TIMING_H;
         assert!(c.contains(&format!("#define TIME_LEVEL_DRAWS {TIME_LEVEL_DRAWS}\n")));
         assert!(c.contains(&format!("#define TIME_MAX_SHIFT {TIME_MAX_SHIFT}\n")));
         let f = crate::options::FLAGS
@@ -1031,16 +1036,16 @@ mod tests {
         assert_eq!(weighted_cycles(0, 0, 0), 0);
     }
 
-    /// interpose.c's enums name the operations and channels in this file's order.
+    /// timing.h's enums name the operations and channels in this file's order.
     #[test]
     fn c_enums_follow_the_names() {
-        let c = include_str!("../../csrc/interpose.c");
+        let c = TIMING_H;
         // The enum's names from `enum {` to `};`, on one line or several.
         let line = |first: &str| {
             let at = c
                 .find(&format!("enum {{ {first}"))
                 .or_else(|| c.find(&format!("enum {{\n    {first}")))
-                .unwrap_or_else(|| panic!("no enum starting with {first} in interpose.c"));
+                .unwrap_or_else(|| panic!("no enum starting with {first} in timing.h"));
             let text = &c[at..at + c[at..].find("};").unwrap() + 2];
             text.split_whitespace().collect::<Vec<_>>().join(" ")
         };

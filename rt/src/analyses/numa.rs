@@ -335,7 +335,7 @@ struct ThreadState {
     pol_mode: AtomicU32,
     pol_nodes: AtomicU64,
     pol_next: AtomicU64,
-    /// Waits by kind (rt/csrc/interpose.c: mutex, spin, cond, barrier, sem) and, under
+    /// Waits by kind (numa/waits.h: mutex, spin, cond, barrier, sem) and, under
     /// `real`, the wakes on another node.
     waits: [AtomicU64; 5],
     migrations: AtomicU64,
@@ -928,8 +928,9 @@ fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<(u32, bool
     }
 }
 
-/// The calling thread waited (rt/csrc/interpose.c's wait interposers; `kind` as its
-/// `WAIT_*`). Under `real` it may have woken on another node: its home follows.
+/// The calling thread waited (the wait interposers of numa/waits.h, compiled inside
+/// rt/csrc/interpose.c; `kind` as its `WAIT_*`). Under `real` it may have woken on another
+/// node: its home follows.
 #[no_mangle]
 pub extern "C" fn profcc_numa_waited(kind: i32) {
     let st = crate::analysis::current_state(&NUMA) as *const ThreadState;

@@ -3,7 +3,7 @@
 //! group opened for the thread (`perf_event_open`, user space only): instructions, cache
 //! misses, dTLB load misses and page faults where the machine gives hardware counters, page
 //! faults alone (a software event) where it does not. The reads happen outside the operation's
-//! TSC interval, in interpose.c's `timing_start`/`timing_end`; what the two reads themselves
+//! TSC interval, in timing.h's `timing_start`/`timing_end`; what the two reads themselves
 //! count (measured per thread when its group opens: the least of eight empty brackets) is
 //! taken off every sample.
 
@@ -65,7 +65,7 @@ fn group(t: &Thread) -> Option<Group> {
     }
 }
 
-/// interpose.c, a sampled operation's start (guard set, before the TSC read).
+/// timing.h, a sampled operation's start (guard set, before the TSC read).
 #[no_mangle]
 pub extern "C" fn profcc_alloc_events_begin() {
     let _ = G.try_with(|t| {
@@ -76,7 +76,7 @@ pub extern "C" fn profcc_alloc_events_begin() {
     });
 }
 
-/// interpose.c, the sampled operation's end (after the TSC read).
+/// timing.h, the sampled operation's end (after the TSC read).
 #[no_mangle]
 pub extern "C" fn profcc_alloc_events_end() {
     let _ = G.try_with(|t| {
