@@ -29,7 +29,8 @@ fn shipped_kinds() {
 
 use core::ffi::c_void;
 
-struct TlsField {
+/// A field of a struct the runtime's C and Rust halves share, as Rust lays it out.
+struct CField {
     name: &'static str,
     ty: &'static str,
     doc: Vec<&'static str>,
@@ -44,8 +45,8 @@ macro_rules! profcc_tls {
         struct Tls {
             $($name: $ty,)*
         }
-        fn tls_fields() -> Vec<TlsField> {
-            vec![$(TlsField {
+        fn tls_fields() -> Vec<CField> {
+            vec![$(CField {
                 name: stringify!($name),
                 ty: stringify!($ty),
                 doc: vec![$($doc),*],
@@ -92,7 +93,7 @@ fn c_decl(ty: &str, name: &str) -> String {
             }
             format!("struct {snake}")
         }
-        t => panic!("src/threads/tls.rs: no C spelling of the type {t}: add it to rt/build.rs"),
+        t => panic!("a shared struct's field type {t} has no C spelling: add it to rt/build.rs"),
     };
     if name.is_empty() {
         c
@@ -132,27 +133,106 @@ fn tls_header(out_dir: &std::path::Path) {
     for s in opaque {
         h += &format!("struct {s};\n");
     }
-    h += "\nstruct profcc_tls {\n";
-    for f in &fields {
+    h += "\n";
+    h += &c_struct("profcc_tls", &[], &fields, core::mem::size_of::<Tls>());
+    h += "\n#endif /* PROFCC_TLS_H */\n";
+    std::fs::write(out_dir.join("profcc_tls.h"), h).unwrap();
+}
+
+/// A C comment of doc lines, indented by `indent`.
+fn c_comment(doc: &[&str], indent: &str) -> String {
+    let text: Vec<&str> = doc.iter().map(|d| d.trim()).collect();
+    assert!(!text.iter().any(|t| t.contains("*/")));
+    format!("{indent}/* {} */\n", text.join(&format!("\n{indent} * ")))
+}
+
+/// `struct NAME { ... };` (each field with its doc comment), then Rust's layout as static
+/// asserts: each field's offset and the size.
+fn c_struct(name: &str, doc: &[&str], fields: &[CField], size: usize) -> String {
+    let mut h = String::new();
+    if !doc.is_empty() {
+        h += &c_comment(doc, "");
+    }
+    h += &format!("struct {name} {{\n");
+    for f in fields {
         if !f.doc.is_empty() {
-            let text: Vec<&str> = f.doc.iter().map(|d| d.trim()).collect();
-            assert!(!text.iter().any(|t| t.contains("*/")));
-            h += &format!("    /* {} */\n", text.join("\n     * "));
+            h += &c_comment(&f.doc, "    ");
         }
         h += &format!("    {};\n", c_decl(f.ty, f.name));
     }
     h += "};\n\n/* Where Rust has each field (rt/build.rs, offset_of!): C must agree. */\n";
-    for f in &fields {
+    for f in fields {
         h += &format!(
-            "_Static_assert(offsetof(struct profcc_tls, {0}) == {1}, \"struct profcc_tls: {0} is not where Rust has it\");\n",
+            "_Static_assert(offsetof(struct {name}, {0}) == {1}, \"struct {name}: {0} is not where Rust has it\");\n",
             f.name, f.offset
         );
     }
     h += &format!(
-        "_Static_assert(sizeof(struct profcc_tls) == {}, \"struct profcc_tls: not Rust's size\");\n\n#endif /* PROFCC_TLS_H */\n",
-        core::mem::size_of::<Tls>()
+        "_Static_assert(sizeof(struct {name}) == {size}, \"struct {name}: not Rust's size\");\n"
     );
-    std::fs::write(out_dir.join("profcc_tls.h"), h).unwrap();
+    h
+}
+
+// ---- the allocation path's shared structs from their one definition (src/alloc/c_structs.rs) ----
+
+/// A struct of the definition: its C name, doc, fields and size.
+struct CStruct {
+    name: &'static str,
+    doc: Vec<&'static str>,
+    fields: Vec<CField>,
+    size: usize,
+}
+
+/// Apart from `profcc_tls!`'s expansion (threads/tls.rs names an opaque `SampleHead`).
+mod alloc_structs {
+    use super::{CField, CStruct};
+
+    /// The definition's expansion here: each struct as Rust lays it out (plain integers: the
+    /// runtime's atomics have their layout), and their fields.
+    macro_rules! profcc_c_structs {
+        ($($(#[doc = $sdoc:literal])* $cname:ident: $rname:ident {
+            $($(#[doc = $doc:literal])* $name:ident: $ty:ty,)*
+        })*) => {
+            $(
+                #[repr(C)]
+                #[allow(dead_code)]
+                struct $rname {
+                    $($name: $ty,)*
+                }
+            )*
+            pub(super) fn alloc_structs() -> Vec<CStruct> {
+                vec![$(CStruct {
+                    name: stringify!($cname),
+                    doc: vec![$($sdoc),*],
+                    fields: vec![$(CField {
+                        name: stringify!($name),
+                        ty: stringify!($ty),
+                        doc: vec![$($doc),*],
+                        offset: core::mem::offset_of!($rname, $name),
+                    },)*],
+                    size: core::mem::size_of::<$rname>(),
+                },)*]
+            }
+        };
+    }
+    include!("src/alloc/c_structs.rs");
+}
+
+/// `profcc_alloc.h` into OUT_DIR: each struct, then Rust's layout as static asserts.
+fn alloc_header(out_dir: &std::path::Path) {
+    println!("cargo:rerun-if-changed=src/alloc/c_structs.rs");
+    let mut h = String::from(
+        "/* The structs of the allocation path that the runtime's C and Rust halves share:\n \
+         * GENERATED by rt/build.rs from their one definition, rt/src/alloc/c_structs.rs. Do not\n \
+         * edit. */\n\
+         #ifndef PROFCC_ALLOC_H\n#define PROFCC_ALLOC_H\n\n#include <stddef.h>\n#include <stdint.h>\n",
+    );
+    for s in alloc_structs::alloc_structs() {
+        h += "\n";
+        h += &c_struct(s.name, &s.doc, &s.fields, s.size);
+    }
+    h += "\n#endif /* PROFCC_ALLOC_H */\n";
+    std::fs::write(out_dir.join("profcc_alloc.h"), h).unwrap();
 }
 
 /// The analyses' C parts (`.h` and `.c` files under src/analyses; the headers are parts of
@@ -178,6 +258,7 @@ fn main() {
     shipped_kinds();
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     tls_header(&out_dir);
+    alloc_header(&out_dir);
     println!("cargo:rerun-if-changed=csrc");
     // The analyses' C parts, beside their Rust modules (interpose.c includes the headers).
     let analysis_c = analysis_c_parts(std::path::Path::new("src/analyses"));
@@ -210,7 +291,7 @@ fn main() {
     build.file("../allocator-probe/csrc/ident.c");
     build
         // profcc_abi.h (generated from the profcc-abi crate), the hooks' declarations and
-        // profcc_tls.h (generated above); the analyses' C parts, as "analyses/NAME/FILE.h".
+        // profcc_tls.h and profcc_alloc.h (generated above); the analyses' C parts, as "analyses/NAME/FILE.h".
         .include("../abi/include")
         .include(&out_dir)
         .include("../hooks")

@@ -60,15 +60,43 @@ pub const KIND_NAMES: [&str; 13] = [
 ];
 pub const KIND_MMAP: u32 = 10;
 
-/// One live object (layout shared with `struct profcc_obj` in interpose.c).
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct Obj {
-    pub addr: u64,
-    pub size: u64,
-    pub site: u32,
-    pub tid: u32,
+/// The definition's expansion here (see alloc/c_structs.rs): [`Obj`], which is C's
+/// `struct profcc_obj` (stats.rs expands `SampleHead`).
+macro_rules! profcc_c_structs {
+    ($($(#[doc = $sdoc:literal])* $cname:ident: $rname:ident {
+        $($(#[doc = $doc:literal])* $name:ident: $ty:ty,)*
+    })*) => {
+        $(c_struct_obj! { $cname [$($sdoc)*] $rname { $([$($doc)*] $name: $ty,)* } })*
+        #[cfg(test)]
+        const C_OFFSETS: &[(&str, &[(&str, usize)])] = &[$((
+            stringify!($cname),
+            &[$((stringify!($name), core::mem::offset_of!(c_struct_rust!($cname), $name)),)*],
+        ),)*];
+    };
 }
+/// `profcc_obj` expanded as Rust's [`Obj`]; the other structs are expanded elsewhere.
+macro_rules! c_struct_obj {
+    (profcc_obj [$($sdoc:literal)*] $rname:ident { $([$($doc:literal)*] $name:ident: $ty:ty,)* }) => {
+        $(#[doc = $sdoc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+        pub struct $rname {
+            $($(#[doc = $doc])* pub $name: $ty,)*
+        }
+    };
+    ($($other:tt)*) => {};
+}
+/// The Rust type of each C struct of the definition (for the layout test).
+#[cfg(test)]
+macro_rules! c_struct_rust {
+    (profcc_obj) => {
+        Obj
+    };
+    (sample_head) => {
+        stats::SampleHead
+    };
+}
+include!("alloc/c_structs.rs");
 
 // ---------------------------------------------------------------------------------------------
 // Open-addressing table keyed by `Obj::addr` (0 = empty).
@@ -1116,6 +1144,46 @@ mod tests {
             "#define REUSE_AT ({}u << GRANULE_BITS)\n",
             REUSE_AT >> GRANULE_BITS
         )));
+    }
+
+    /// The structs of alloc/c_structs.rs as C lays them out are Rust's: the generated header
+    /// asserts each field's offset and each size as rt/build.rs computed them (a C compile of
+    /// interpose.c fails otherwise); here those figures are the runtime's own (`Obj`,
+    /// stats.rs's `SampleHead` with its atomics), and interpose.c takes the structs from the
+    /// header.
+    #[test]
+    fn alloc_layout_is_the_c_headers() {
+        let h = include_str!(concat!(env!("OUT_DIR"), "/profcc_alloc.h"));
+        for (name, offsets) in C_OFFSETS {
+            let prefix = format!("_Static_assert(offsetof(struct {name}, ");
+            let asserted: Vec<(&str, usize)> = h
+                .lines()
+                .filter_map(|l| l.strip_prefix(prefix.as_str()))
+                .map(|l| {
+                    let (field, rest) = l.split_once(')').unwrap();
+                    let n = rest.trim_start_matches(" == ").split(',').next().unwrap();
+                    (field, n.parse().unwrap())
+                })
+                .collect();
+            assert_eq!(&asserted, offsets, "struct {name}");
+        }
+        let sizes = [
+            ("profcc_obj", core::mem::size_of::<Obj>()),
+            ("sample_head", core::mem::size_of::<stats::SampleHead>()),
+        ];
+        assert_eq!(C_OFFSETS.len(), sizes.len());
+        for (name, size) in sizes {
+            let line = format!("_Static_assert(sizeof(struct {name}) == {size},");
+            assert!(h.contains(&line), "{line}\n{h}");
+        }
+        let c = include_str!("../csrc/interpose.c");
+        assert!(c.contains("#include \"profcc_alloc.h\""));
+        for (name, _) in C_OFFSETS {
+            assert!(
+                !c.contains(&format!("struct {name} {{")),
+                "a copy of struct {name} in interpose.c"
+            );
+        }
     }
 
     fn o(addr: u64, size: u64) -> Obj {

@@ -136,17 +136,41 @@ struct Entry {
     cycles: AtomicU64,
 }
 
-/// The first five fields are interpose.c's `struct sample_head` (its sampling fast path
-/// counts there; a unit test checks the layout).
+/// The definition's expansion here (see c_structs.rs): [`SampleHead`], which is C's
+/// `struct sample_head`, its fields relaxed atomics (alloc.rs expands `Obj`).
+macro_rules! profcc_c_structs {
+    ($($(#[doc = $sdoc:literal])* $cname:ident: $rname:ident {
+        $($(#[doc = $doc:literal])* $name:ident: $ty:tt,)*
+    })*) => {
+        $(c_struct_sample_head! { $cname [$($sdoc)*] $rname { $([$($doc)*] $name: $ty,)* } })*
+    };
+}
+/// `sample_head` expanded as Rust's [`SampleHead`], the head of [`Block`]; the other structs
+/// are expanded elsewhere.
+macro_rules! c_struct_sample_head {
+    (sample_head [$($sdoc:literal)*] $rname:ident { $([$($doc:literal)*] $name:ident: $ty:tt,)* }) => {
+        $(#[doc = $sdoc])*
+        #[repr(C)]
+        pub(crate) struct $rname {
+            $($(#[doc = $doc])* pub(crate) $name: relaxed_atomic!($ty),)*
+        }
+    };
+    ($($other:tt)*) => {};
+}
+macro_rules! relaxed_atomic {
+    (u64) => {
+        AtomicU64
+    };
+    (i64) => {
+        AtomicI64
+    };
+}
+include!("c_structs.rs");
+
 #[repr(C, align(64))]
 pub(crate) struct Block {
-    /// Sampling: bytes until the next recorded allocation, and the generator's state (0:
-    /// not seeded); owner only.
-    sample_left: AtomicI64,
-    rng: AtomicU64,
-    allocations: AtomicU64,
-    frees: AtomicU64,
-    bytes: AtomicU64,
+    /// C's `struct sample_head` (interpose.c's sampling fast path counts there).
+    head: SampleHead,
     lock: SpinLock<()>,
     live: AtomicI64,
     entries: [Entry; ENTRIES],
@@ -268,9 +292,13 @@ fn flush_entry(ss: &Sites, e: &Entry) {
 fn flush_totals(b: &Block) {
     TOTALS
         .allocations
-        .fetch_add(b.allocations.swap(0, Relaxed), Relaxed);
-    TOTALS.frees.fetch_add(b.frees.swap(0, Relaxed), Relaxed);
-    TOTALS.bytes.fetch_add(b.bytes.swap(0, Relaxed), Relaxed);
+        .fetch_add(b.head.allocations.swap(0, Relaxed), Relaxed);
+    TOTALS
+        .frees
+        .fetch_add(b.head.frees.swap(0, Relaxed), Relaxed);
+    TOTALS
+        .bytes
+        .fetch_add(b.head.bytes.swap(0, Relaxed), Relaxed);
     TOTALS
         .live
         .fetch_add(b.live.swap(0, Relaxed) as u64, Relaxed);
@@ -328,8 +356,8 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: 
     add_i(&e.live_bytes, ws as i64);
     grew(b, &e.live_bytes, &s.live_bytes, &s.live_peak);
     if totals {
-        add_u(&b.allocations, 1);
-        add_u(&b.bytes, size);
+        add_u(&b.head.allocations, 1);
+        add_u(&b.head.bytes, size);
     }
     add_i(&b.live, ws as i64);
     grew(b, &b.live, &TOTALS.live, &TOTALS.peak);
@@ -349,7 +377,7 @@ pub(super) fn release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, tot
         add_u(&e.frees, w);
         add_i(&e.live_objects, -(w as i64));
         if totals {
-            add_u(&b.frees, 1);
+            add_u(&b.head.frees, 1);
         }
     }
     bound_live(b, &e.live_bytes, &ss.site(site).live_bytes);
@@ -432,19 +460,19 @@ pub(super) fn count_call(size: u64, mean: u64) -> bool {
         TOTALS.bytes.fetch_add(size, Relaxed);
         return true;
     };
-    add_u(&b.allocations, 1);
-    add_u(&b.bytes, size);
-    if b.rng.load(Relaxed) == 0 {
+    add_u(&b.head.allocations, 1);
+    add_u(&b.head.bytes, size);
+    if b.head.rng.load(Relaxed) == 0 {
         // The thread's first call: seed, then a first countdown (not 0: that would record
         // the first allocation whatever its size, with a weight it did not earn).
-        b.sample_left.store(next_countdown(b, mean), Relaxed);
+        b.head.left.store(next_countdown(b, mean), Relaxed);
     }
-    let left = b.sample_left.load(Relaxed) - size as i64;
+    let left = b.head.left.load(Relaxed) - size as i64;
     if left > 0 {
-        b.sample_left.store(left, Relaxed);
+        b.head.left.store(left, Relaxed);
         return false;
     }
-    b.sample_left.store(next_countdown(b, mean), Relaxed);
+    b.head.left.store(next_countdown(b, mean), Relaxed);
     true
 }
 
@@ -453,7 +481,7 @@ pub(super) fn count_call(size: u64, mean: u64) -> bool {
 pub(super) fn run_out_countdowns() {
     for &p in ALL.lock().iter() {
         let b = unsafe { &*(p as *const Block) };
-        b.sample_left.store(i64::MIN / 2, Relaxed);
+        b.head.left.store(i64::MIN / 2, Relaxed);
     }
 }
 
@@ -461,7 +489,7 @@ pub(super) fn run_out_countdowns() {
 #[inline]
 pub(super) fn count_free() {
     match mine() {
-        Some(b) => add_u(&b.frees, 1),
+        Some(b) => add_u(&b.head.frees, 1),
         None => {
             TOTALS.frees.fetch_add(1, Relaxed);
         }
@@ -485,7 +513,7 @@ pub fn weight(size: u64, mean: u64, addr: u64) -> u64 {
 /// The next countdown: exponential with mean `mean` bytes, from the block's own xorshift
 /// state (seeded by the thread id when the block was taken, so a run repeats its samples).
 fn next_countdown(b: &Block, mean: u64) -> i64 {
-    let mut x = b.rng.load(Relaxed);
+    let mut x = b.head.rng.load(Relaxed);
     if x == 0 {
         x = 0x9E37_79B9_7F4A_7C15
             ^ (threads::current_id() as u64 + 1).wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -493,7 +521,7 @@ fn next_countdown(b: &Block, mean: u64) -> i64 {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    b.rng.store(x, Relaxed);
+    b.head.rng.store(x, Relaxed);
     // Uniform in (0, 1] from the top 53 bits.
     let u = ((x >> 11) + 1) as f64 / (1u64 << 53) as f64;
     ((-ln(u) * mean as f64) as i64).max(1)
@@ -567,7 +595,7 @@ pub(crate) fn thread_exit(ss: Option<&Sites>) {
     }
     BLOCK.with(|b| b.set(EXITED));
     unsafe { profcc_sample_set_block(core::ptr::null_mut()) };
-    b.rng.store(0, Relaxed); // the next thread to take the block seeds it with its own id
+    b.head.rng.store(0, Relaxed); // the next thread to take the block seeds it with its own id
     FREE.lock().push(p);
 }
 
@@ -604,9 +632,9 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
             d.live_objects += e.live_objects.load(Relaxed);
             d.cycles += e.cycles.load(Relaxed);
         }
-        tot.count += b.allocations.load(Relaxed);
-        tot.frees += b.frees.load(Relaxed);
-        tot.bytes += b.bytes.load(Relaxed);
+        tot.count += b.head.allocations.load(Relaxed);
+        tot.frees += b.head.frees.load(Relaxed);
+        tot.bytes += b.head.bytes.load(Relaxed);
         tot.live_bytes += b.live.load(Relaxed);
     }
     (sites, tot)
@@ -635,7 +663,7 @@ pub(super) fn after_fork_child(ss: Option<&Sites>) {
             e.live_objects.store(0, Relaxed);
         }
         TOTALS.live.fetch_add(b.live.load(Relaxed) as u64, Relaxed);
-        for a in [&b.allocations, &b.frees, &b.bytes] {
+        for a in [&b.head.allocations, &b.head.frees, &b.head.bytes] {
             a.store(0, Relaxed);
         }
         b.live.store(0, Relaxed);
@@ -665,29 +693,12 @@ pub(crate) unsafe fn fork_release() {
 
 #[cfg(test)]
 mod tests {
-    /// interpose.c's `struct sample_head` is the head of `Block`, field by field.
+    /// C's `struct sample_head` (alloc/c_structs.rs; its layout is checked in alloc.rs,
+    /// `alloc_layout_is_the_c_headers`) is the head of `Block`: interpose.c gets the block's
+    /// address.
     #[test]
-    fn interpose_cs_sample_head_is_blocks_head() {
-        use super::Block;
-        use core::mem::offset_of;
-        let at = [
-            offset_of!(Block, sample_left),
-            offset_of!(Block, rng),
-            offset_of!(Block, allocations),
-            offset_of!(Block, frees),
-            offset_of!(Block, bytes),
-        ];
-        assert_eq!(at, [0, 8, 16, 24, 32]);
-        let c = include_str!("../../csrc/interpose.c");
-        let at = c.find("struct sample_head {").unwrap();
-        let body = &c[at..at + c[at..].find("};").unwrap()];
-        let fields: Vec<&str> = body
-            .lines()
-            .skip(1)
-            .flat_map(|l| l.split("/*").next().unwrap().split([',', ';']))
-            .filter_map(|w| w.split_whitespace().last())
-            .collect();
-        assert_eq!(fields, ["left", "rng", "allocations", "frees", "bytes"]);
+    fn sample_head_is_blocks_head() {
+        assert_eq!(core::mem::offset_of!(super::Block, head), 0);
     }
 
     #[test]

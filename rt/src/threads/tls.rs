@@ -14,8 +14,8 @@
 /// Mutexes of the allocator the thread keeps hold times of at once (`held`, `held_at`).
 pub const TLS_HELD: usize = 4;
 
-/// interpose.c's `struct sample_head`, the head of rt/src/alloc/stats.rs's `Block` (only a
-/// pointer to it is here).
+/// C's `struct sample_head` (one definition in rt/src/alloc/c_structs.rs: alloc::stats's
+/// `SampleHead`, the head of its `Block`; only a pointer to it is here).
 pub enum SampleHead {}
 
 profcc_tls! {
