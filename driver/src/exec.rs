@@ -18,7 +18,7 @@ pub const NESTED_ENV: &str = "PROFCC_NESTED";
 /// "none required" where clang-22 needs the library (configure results would differ).
 /// No `-lpthread -ldl`: glibc >= 2.34 has both in libc (libpthread.a/libdl.a are empty), and
 /// CMake would record them as implicit link libraries of the compiler.
-/// The memory-policy calls the NUMA analysis wraps (rt/csrc/numa_wrap.c), in links that name
+/// The memory-policy calls the NUMA analysis wraps (rt/src/analyses/numa/wrap.c), in links that name
 /// libnuma ([`links_libnuma`]): `--wrap` redirects only the program's own references. A
 /// definition of `mbind` in the runtime instead would let a program that calls it link without
 /// libnuma, where clang-22 fails (autoconf's `AC_SEARCH_LIBS([mbind], [numa])` would find
@@ -38,7 +38,7 @@ pub const NUMA_WRAPPED: &[&str] = &[
 ];
 
 /// OpenMP's waits, wrapped in links that use OpenMP ([`links_openmp`]) for the NUMA analysis's
-/// migration risk (rt/csrc/numa_wrap.c), the same reasoning as [`NUMA_WRAPPED`]: libomp's
+/// migration risk (rt/src/analyses/numa/wrap.c), the same reasoning as [`NUMA_WRAPPED`]: libomp's
 /// barrier (`__kmpc_barrier`, which clang calls at an explicit barrier and after a
 /// worksharing loop without `nowait`), critical sections (`#pragma omp critical`) and the
 /// program's own OpenMP locks.

@@ -1230,7 +1230,7 @@ int brk(void *end) {
     return 0;
 }
 
-/* For the wrappers of libnuma's allocators (numa_wrap_libnuma.c): run a call unrecorded, and
+/* For the wrappers of libnuma's allocators (rt/src/analyses/numa/wrap.c): run a call unrecorded, and
  * record a mapping made inside a library with the stack above `fp`. */
 int profcc_quiet_enter(void) {
     int was = tls.in_rt;

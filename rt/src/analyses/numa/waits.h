@@ -6,7 +6,7 @@
  * Here: the interposers of the spin lock, the condition variable, the barrier and the
  * semaphore, and `waited`, the hook they call (as does pthread_mutex_lock in interpose.c,
  * which the allocator analysis's channels share, and, through `profcc_wait_seen`, the
- * link-time wrappers of rt/csrc/numa_wrap.c).
+ * link-time wrappers of rt/src/analyses/numa/wrap.c).
  *
  * Part of rt/csrc/interpose.c's translation unit, not a header of its own: interpose.c
  * includes it once, after the tail path (`not_programs`) and `REAL_WAIT`, so that `waited`'s
@@ -16,7 +16,7 @@
 #ifndef PROFCC_NUMA_WAITS_H
 #define PROFCC_NUMA_WAITS_H
 
-/* The kinds, in the order of numa.rs's waits by kind (numa_wrap.c repeats the two it uses). */
+/* The kinds, in the order of numa.rs's waits by kind (numa/wrap.c repeats the two it uses). */
 enum { WAIT_MUTEX, WAIT_SPIN, WAIT_COND, WAIT_BARRIER, WAIT_SEM };
 void profcc_numa_waited(int kind);
 /* The calling thread waited: counted when the wait is the program's. */
@@ -42,7 +42,7 @@ typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
 typedef int (*cond_timedwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
 typedef int (*barrier_wait_fn)(pthread_barrier_t *);
 typedef int (*sem_wait_fn)(sem_t *);
-/* For the link-time wrappers (numa_wrap.c): a wait they saw. */
+/* For the link-time wrappers (numa/wrap.c): a wait they saw. */
 void profcc_wait_seen(int kind) { waited(kind); }
 
 /* libc.a's internal names: the real functions in a static link. */
