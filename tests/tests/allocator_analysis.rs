@@ -675,6 +675,14 @@ fn active_allocator_induced_false_sharing() {
         s.sites
     );
     assert!(s.advice.as_deref().unwrap().contains("arena_max"));
+    // The one findings model: an allocator-induced sharing finding at that allocation line.
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.analysis.as_str() == "allocator" && f.kind == "allocator_induced_sharing")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert!(f.title.contains(&format!("kat.c:{line}")), "{f:?}");
+    assert!(f.fix.contains("arena_max"), "{f:?}");
     for (name, preload, _) in allocators() {
         let (r, _) = run("active", &name, preload.as_deref());
         let s = induced(input(&r));
