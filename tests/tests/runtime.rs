@@ -510,25 +510,7 @@ fn setuid_program_takes_no_instruction_from_its_caller() {
 
     // The same binary without the setuid bit: every option is honoured, the cache read.
     let xdg = tempfile::tempdir().unwrap();
-    let key = profcc_analysis::sharing::machine_key(
-        &std::fs::read_to_string("/proc/cpuinfo").unwrap(),
-        String::from_utf8_lossy(&sh(Command::new("getconf").arg("_NPROCESSORS_ONLN")).stdout)
-            .trim()
-            .parse()
-            .unwrap(),
-    );
-    std::fs::create_dir_all(xdg.path().join("profcc")).unwrap();
-    std::fs::write(
-        xdg.path().join("profcc/calibration.json"),
-        serde_json::to_string(&vec![profcc_analysis::sharing::Calibration {
-            key: key.clone(),
-            transfer_ns: 77.0,
-            pairs: vec![(0, 1, 77.0)],
-            contended_slowdown: Some(3.25),
-        }])
-        .unwrap(),
-    )
-    .unwrap();
+    let key = write_calibration(&xdg.path().join("profcc/calibration.json"));
     let profile = s.path("plain.json");
     let out = output_within(
         Command::new(&plain)

@@ -2238,31 +2238,16 @@ fn lines_of_one_calloc_block_are_one_finding() {
 
 // calibration
 
-/// Online CPUs, as `sysconf(_SC_NPROCESSORS_ONLN)` counts them (glibc reads this file).
-fn online_cpus() -> u32 {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    text.trim()
-        .split(',')
-        .map(|r| match r.split_once('-') {
-            Some((a, b)) => b.parse::<u32>().unwrap() - a.parse::<u32>().unwrap() + 1,
-            None => 1,
-        })
-        .sum()
-}
-
 /// `profcc calibrate` keeps this machine's figures in `$XDG_CACHE_HOME/profcc/calibration.json`
 /// as it printed them (or, on a machine too busy to measure, says so and writes nothing); an
 /// instrumented program finds its machine's entry there, and the prediction of its false
 /// sharing uses the entry's contended slowdown.
 #[test]
 fn calibration_reaches_the_prediction() {
-    use profcc_analysis::sharing::{machine_key, Calibration};
+    use profcc_analysis::sharing::Calibration;
     let cache = tempfile::tempdir().unwrap();
     let file = cache.path().join("profcc/calibration.json");
-    let key = machine_key(
-        &std::fs::read_to_string("/proc/cpuinfo").unwrap(),
-        online_cpus(),
-    );
+    let key = this_machine_key();
     let out = output_within(
         Command::new(profcc())
             .args(["calibrate", "--batches", "10", "--increments", "2000000"])
@@ -2298,18 +2283,7 @@ fn calibration_reaches_the_prediction() {
         );
     }
     // A hand-written entry for this machine: the profile carries it, and the prediction uses it.
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(
-        &file,
-        serde_json::to_string(&vec![Calibration {
-            key: key.clone(),
-            transfer_ns: 77.0,
-            pairs: vec![(0, 1, 77.0)],
-            contended_slowdown: Some(3.25),
-        }])
-        .unwrap(),
-    )
-    .unwrap();
+    write_calibration(&file);
     let b = Built::new("counters_heap.c", &["-pthread"]);
     let cache_dir = cache.path().to_str().unwrap();
     let r = b.run(
