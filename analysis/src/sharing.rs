@@ -1255,11 +1255,35 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord, duration_ns: u64) ->
 }
 
 /// What to change, in words (the report adds the object's name in front).
+/// The one thread that writes the finding's words, when it writes only words no other thread
+/// reads or writes and other threads read other words of the line (one writer, readers of
+/// neighbouring fields); None when two or more threads write.
+fn sole_writer(f: &Finding) -> Option<u32> {
+    let writers: BTreeSet<u32> = f.words.iter().flat_map(|w| w.writers.iter().copied()).collect();
+    let &[w] = writers.iter().copied().collect::<Vec<_>>().as_slice() else {
+        return None;
+    };
+    let others_read = f
+        .words
+        .iter()
+        .any(|x| x.writers.is_empty() && x.readers.iter().any(|&r| r != w));
+    let written_alone = f
+        .words
+        .iter()
+        .filter(|x| !x.writers.is_empty())
+        .all(|x| x.readers.iter().all(|&r| r == w));
+    (others_read && written_alone).then_some(w)
+}
+
 pub fn fix_text(f: &Finding) -> String {
     match f.kind {
         Kind::FalseSharing if f.allocator_induced => {
             "the allocator placed objects written by different threads on one line: allocate them 64-byte aligned and rounded up to 64 bytes (aligned_alloc(64, ...)), or use an allocator with per-thread heaps (jemalloc, tcmalloc, mimalloc)".into()
         }
+        Kind::FalseSharing if sole_writer(f).is_some() => format!(
+            "one thread ({}) writes fields that other threads only read, on one line: every write invalidates their copies; move the written fields onto their own 64-byte line (alignas(64)), away from the fields the others read, or write them less often",
+            sole_writer(f).unwrap_or_default()
+        ),
         Kind::FalseSharing => match f.stride {
             Some(s) if s < LINE => format!(
                 "threads write neighbouring elements {s} bytes apart: pad or align each per-thread element to 64 bytes (alignas(64), or {} bytes of padding after it), or accumulate in a local variable and store once",

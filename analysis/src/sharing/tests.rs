@@ -1042,3 +1042,35 @@ fn no_latent_finding_beside_an_actual_one_of_the_same_site() {
     assert_eq!(f.len(), 2, "{f:#?}");
     assert_eq!(f[1].kind, Kind::LatentFalseSharing);
 }
+
+/// One thread writes a field, another reads the field beside it: false sharing, and the fix
+/// says one thread writes what the others only read (not "threads write different fields").
+#[test]
+fn one_writer_beside_readers_is_told_as_such() {
+    let s = sharing(vec![line(
+        0x1000,
+        100_000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 5000, 0, &[2], &[]),
+        ],
+    )]);
+    let f = analyze(&s, 2_000_000_000);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].kind, Kind::FalseSharing);
+    assert!(
+        f[0].fix.starts_with("one thread (1) writes fields that other threads only read"),
+        "{}",
+        f[0].fix
+    );
+    // Two writers of neighbouring words keep the writers' text.
+    let s = sharing(vec![line(
+        0x1000,
+        100_000,
+        vec![
+            byte(0, 8, 0, 5000, &[], &[1]),
+            byte(8, 8, 0, 5000, &[], &[2]),
+        ],
+    )]);
+    assert!(analyze(&s, 2_000_000_000)[0].fix.starts_with("threads write neighbouring elements"));
+}
