@@ -193,7 +193,11 @@ pub fn induced_sharing_finding(
             vec![
                 Evidence::new("active_lines", active as f64, "lines"),
                 Evidence::new("passive_lines", passive as f64, "lines"),
-                Evidence::new("invalidations", invalidations.unwrap_or(0) as f64, "invalidations"),
+                Evidence::new(
+                    "invalidations",
+                    invalidations.unwrap_or(0) as f64,
+                    "invalidations",
+                ),
             ],
             Impact {
                 seconds: 0.0,
@@ -221,9 +225,19 @@ mod tests {
         assert!(switch_advised(20e6, 100e6, 1_000_000_000));
         assert!(!switch_advised(19.9e6, 100e6, 1_000_000_000));
         assert!(!switch_advised(20e6, 100e6, 1_001_000_000));
-        let f = switch_finding("glibc", "jemalloc 5.3.0", 60e6, 100e6, 1_000_000_000, "try".into())
-            .unwrap();
-        assert_eq!((f.kind.as_str(), f.impact.seconds), ("allocator_switch", 0.04));
+        let f = switch_finding(
+            "glibc",
+            "jemalloc 5.3.0",
+            60e6,
+            100e6,
+            1_000_000_000,
+            "try".into(),
+        )
+        .unwrap();
+        assert_eq!(
+            (f.kind.as_str(), f.impact.seconds),
+            ("allocator_switch", 0.04)
+        );
         assert_eq!(f.key, "allocator/allocator_switch/allocator:glibc@");
     }
 
@@ -238,7 +252,10 @@ mod tests {
         };
         // Peak: 4 MiB requested in 6 MiB usable (33% rounding); exit: 5 MiB freed and kept.
         let v = waste_findings(&[m("peak", 4 << 20, 6 << 20, 0), m("exit", 0, 0, 5 << 20)]);
-        let kinds: Vec<(&str, u64)> = v.iter().map(|f| (f.kind.as_str(), f.impact.bytes)).collect();
+        let kinds: Vec<(&str, u64)> = v
+            .iter()
+            .map(|f| (f.kind.as_str(), f.impact.bytes))
+            .collect();
         assert_eq!(kinds, [("fragmentation", 2 << 20), ("blowup", 5 << 20)]);
         assert!(v[0].title.starts_with("at the peak") && v[1].title.starts_with("at the exit"));
         // Below 1 MiB or below 30%: nothing.
@@ -250,7 +267,16 @@ mod tests {
     fn a_lock_is_contended_from_ten_waits() {
         assert!(lock_finding("arena", 1000, 9, 1e6).is_none());
         let f = lock_finding("arena", 1000, 10, 2e6).unwrap();
-        assert_eq!((f.impact.seconds, f.impact.confidence), (0.002, Confidence::Medium));
-        assert_eq!(lock_finding("arena", 1000, 100, 0.0).unwrap().impact.confidence, Confidence::High);
+        assert_eq!(
+            (f.impact.seconds, f.impact.confidence),
+            (0.002, Confidence::Medium)
+        );
+        assert_eq!(
+            lock_finding("arena", 1000, 100, 0.0)
+                .unwrap()
+                .impact
+                .confidence,
+            Confidence::High
+        );
     }
 }

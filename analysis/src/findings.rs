@@ -413,7 +413,10 @@ mod tests {
             &["/ci/build/src/a.c:31".into(), "/ci/build/src/a.c:30".into()],
         );
         assert_eq!(a, b);
-        assert_eq!(a, "sharing/false_sharing/heap:make (src/a.c:12) ?@a.c:30,a.c:31");
+        assert_eq!(
+            a,
+            "sharing/false_sharing/heap:make (src/a.c:12) ?@a.c:30,a.c:31"
+        );
     }
 
     #[test]

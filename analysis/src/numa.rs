@@ -410,7 +410,6 @@ mod tests {
 // Findings (`crate::findings`).
 // ---------------------------------------------------------------------------------------------
 
-
 /// Seconds the run would save if `remote` of the run's `local + remote` accesses were local,
 /// the run being memory-bound (an upper bound): its NumaPerf overhead share,
 /// `remote x (REMOTE_LATENCY - 1) / overhead(local, remote)`, of the wall-clock time.
@@ -551,13 +550,24 @@ pub fn imbalance_finding(groups: &[Group<String>], duration_ns: u64) -> Option<F
     };
     let text: Vec<String> = groups
         .iter()
-        .map(|g| format!("{}: {} threads, {} recommended", g.key, g.threads, g.recommended))
+        .map(|g| {
+            format!(
+                "{}: {} threads, {} recommended",
+                g.key, g.threads, g.recommended
+            )
+        })
         .collect();
     Some(Finding::new(
         Analysis::Numa,
         "imbalance",
-        format!("thread groups' work is out of proportion to their threads ({})", text.join("; ")),
-        groups.iter().map(|g| Object::new("routine", g.key.clone())).collect(),
+        format!(
+            "thread groups' work is out of proportion to their threads ({})",
+            text.join("; ")
+        ),
+        groups
+            .iter()
+            .map(|g| Object::new("routine", g.key.clone()))
+            .collect(),
         vec![],
         groups
             .iter()

@@ -26,7 +26,11 @@ struct Sum {
 
 /// The run's region findings. `duration_ns`: the run's wall-clock time.
 pub fn findings(r: &Regions, duration_ns: u64) -> Vec<Finding> {
-    let hz = if r.tsc_hz > 0.0 { r.tsc_hz } else { return Vec::new() };
+    let hz = if r.tsc_hz > 0.0 {
+        r.tsc_hz
+    } else {
+        return Vec::new();
+    };
     let mut by: BTreeMap<&str, Sum> = BTreeMap::new();
     for row in &r.rows {
         let Some(c) = &row.counts else { continue };
@@ -41,7 +45,13 @@ pub fn findings(r: &Regions, duration_ns: u64) -> Vec<Finding> {
         s.bytes += b;
         s.threads.push((row.thread, b, row.executions, secs));
     }
-    let bw = |s: &Sum| if s.seconds > 0.0 { s.bytes as f64 / s.seconds } else { 0.0 };
+    let bw = |s: &Sum| {
+        if s.seconds > 0.0 {
+            s.bytes as f64 / s.seconds
+        } else {
+            0.0
+        }
+    };
     let best = by
         .iter()
         .filter(|(_, s)| s.bytes >= MIN_BYTES)

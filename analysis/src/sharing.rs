@@ -1259,7 +1259,11 @@ fn latent_pair(s: &Sharing, a: &LineRecord, b: &LineRecord, duration_ns: u64) ->
 /// reads or writes and other threads read other words of the line (one writer, readers of
 /// neighbouring fields); None when two or more threads write.
 fn sole_writer(f: &Finding) -> Option<u32> {
-    let writers: BTreeSet<u32> = f.words.iter().flat_map(|w| w.writers.iter().copied()).collect();
+    let writers: BTreeSet<u32> = f
+        .words
+        .iter()
+        .flat_map(|w| w.writers.iter().copied())
+        .collect();
     let &[w] = writers.iter().copied().collect::<Vec<_>>().as_slice() else {
         return None;
     };
@@ -1434,13 +1438,20 @@ pub fn unified(
     Finding::new(
         Analysis::Sharing,
         name,
-        format!("{}{induced}{on}: {invalidations} invalidations", kind.as_str()),
+        format!(
+            "{}{induced}{on}: {invalidations} invalidations",
+            kind.as_str()
+        ),
         objects,
         places,
         vec![
             Evidence::new("invalidations", invalidations as f64, "invalidations"),
             Evidence::new("predicted_speedup", speedup, "x"),
-            Evidence::new("latency_samples", prediction.latency_samples as f64, "samples"),
+            Evidence::new(
+                "latency_samples",
+                prediction.latency_samples as f64,
+                "samples",
+            ),
             Evidence::new("overlap_percent", prediction.overlap_percent as f64, "%"),
         ],
         Impact {
@@ -1452,7 +1463,11 @@ pub fn unified(
                 "sharing_latency_overlap".into()
             },
             inputs: vec![
-                Evidence::new("charged_ns_per_access", prediction.charged_ns_per_access, "ns"),
+                Evidence::new(
+                    "charged_ns_per_access",
+                    prediction.charged_ns_per_access,
+                    "ns",
+                ),
                 Evidence::new("accesses", prediction.accesses as f64, "accesses"),
                 Evidence::new("overlap_ns", prediction.overlap_ns as f64, "ns"),
                 Evidence::new("contended_slowdown", prediction.contended_slowdown, "x"),

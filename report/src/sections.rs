@@ -8,11 +8,11 @@ use crate::model::{Report, REPORT_FORMAT, REPORT_VERSION};
 
 pub mod access;
 pub mod alloc;
-pub mod findings;
 pub mod allocator;
+pub mod findings;
 pub mod notes;
-pub mod objects;
 pub mod numa;
+pub mod objects;
 pub mod regions;
 pub mod sharing;
 pub mod summary;

@@ -31,8 +31,15 @@ fn findings_of(s: &Scratch, args: &[&str], options: &str) -> (Vec<Finding>, Stri
 /// Run `prog`; its whole report (JSON read back into the model) and its stderr.
 fn report_of(s: &Scratch, args: &[&str], options: &str) -> (profcc_report::Report, String) {
     let (out, _) = s.run_profiled("prog", args, options);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r = report(&s.path("prog.profile.json"), &["--top", "0", "--min-speedup", "0"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(
+        &s.path("prog.profile.json"),
+        &["--top", "0", "--min-speedup", "0"],
+    );
     (r, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -46,8 +53,18 @@ fn keys(v: &[Finding]) -> BTreeSet<String> {
 #[test]
 fn finding_keys_survive_another_run_and_an_unrelated_rebuild() {
     for (main_src, instrument, args, kind) in [
-        ("sharing/counters_heap.c", "sharing", &["malloc", "2"][..], "false_sharing"),
-        ("findings/first_touch.c", "numa", &[][..], "serial_first_touch"),
+        (
+            "sharing/counters_heap.c",
+            "sharing",
+            &["malloc", "2"][..],
+            "false_sharing",
+        ),
+        (
+            "findings/first_touch.c",
+            "numa",
+            &[][..],
+            "serial_first_touch",
+        ),
     ] {
         let a = Scratch::new();
         build(&a, main_src, "findings/other.c", instrument);
@@ -65,7 +82,11 @@ fn finding_keys_survive_another_run_and_an_unrelated_rebuild() {
             assert!(!k.contains("0x") && !k.contains("/tmp/"), "{k}");
         }
         assert_eq!(keys(&first), keys(&second), "{main_src}: a second run");
-        assert_eq!(keys(&first), keys(&rebuilt), "{main_src}: after the rebuild");
+        assert_eq!(
+            keys(&first),
+            keys(&rebuilt),
+            "{main_src}: after the rebuild"
+        );
     }
 }
 
@@ -78,21 +99,43 @@ fn numa_serial_first_touch_is_a_finding_and_named_at_exit() {
     let (r, stderr) = report_of(&s, &[], "summary=1");
     let found = r.findings.clone();
     let src = std::fs::read_to_string(fixture("findings/first_touch.c")).unwrap();
-    let (alloc, touch) = (line_of(&src, "MARK_ALLOC"), line_of(&src, "MARK_FIRST_TOUCH"));
-    let numa: Vec<&Finding> = found.iter().filter(|f| f.analysis == Analysis::Numa).collect();
+    let (alloc, touch) = (
+        line_of(&src, "MARK_ALLOC"),
+        line_of(&src, "MARK_FIRST_TOUCH"),
+    );
+    let numa: Vec<&Finding> = found
+        .iter()
+        .filter(|f| f.analysis == Analysis::Numa)
+        .collect();
     let run = numa
         .iter()
         .find(|f| f.kind == "serial_first_touch")
         .unwrap_or_else(|| panic!("{numa:#?}"));
-    assert!(run.title.starts_with("serial first touch: thread 0 touched"), "{}", run.title);
-    assert!(run.place().ends_with(&format!("first_touch.c:{touch}")), "{run:?}");
-    assert!(run.impact.seconds > 0.0 && run.impact.formula == "remote_overhead_share", "{run:?}");
+    assert!(
+        run.title
+            .starts_with("serial first touch: thread 0 touched"),
+        "{}",
+        run.title
+    );
+    assert!(
+        run.place().ends_with(&format!("first_touch.c:{touch}")),
+        "{run:?}"
+    );
+    assert!(
+        run.impact.seconds > 0.0 && run.impact.formula == "remote_overhead_share",
+        "{run:?}"
+    );
     let array = numa
         .iter()
         .find(|f| f.kind == "first_touch")
         .unwrap_or_else(|| panic!("{numa:#?}"));
     assert_eq!(array.objects[0].kind, "heap");
-    assert!(array.objects[0].name.ends_with(&format!("first_touch.c:{alloc}")), "{array:?}");
+    assert!(
+        array.objects[0]
+            .name
+            .ends_with(&format!("first_touch.c:{alloc}")),
+        "{array:?}"
+    );
     // The object table joins the allocation site's figures, NUMA's and the finding on the
     // array's identity.
     let row = r
@@ -100,9 +143,16 @@ fn numa_serial_first_touch_is_a_finding_and_named_at_exit() {
         .iter()
         .find(|o| o.kind == "heap" && o.name == format!("first_touch.c:{alloc}"))
         .unwrap_or_else(|| panic!("{:#?}", r.objects));
-    assert_eq!((row.allocations, row.bytes), (Some(1), Some(8 << 20)), "{row:?}");
+    assert_eq!(
+        (row.allocations, row.bytes),
+        (Some(1), Some(8 << 20)),
+        "{row:?}"
+    );
     // Every worker load is remote, the main thread's stores local (vector accesses count once).
-    assert!(row.numa_remote.unwrap_or(0) > 3 * row.numa_local.unwrap_or(0), "{row:?}");
+    assert!(
+        row.numa_remote.unwrap_or(0) > 3 * row.numa_local.unwrap_or(0),
+        "{row:?}"
+    );
     assert_eq!(row.first_touch_thread, Some(0), "{row:?}");
     assert!(row.findings.contains(&array.key), "{row:?}");
     // The exit summary (summary=1: on stderr although it is a pipe here).
@@ -137,8 +187,14 @@ fn region_findings_low_bandwidth_and_thread_imbalance() {
         .map(|f| (f.kind.as_str(), f.objects[0].name.as_str()))
         .collect();
     assert!(regions.contains(&("low_bandwidth", "chase")), "{found:#?}");
-    assert!(!regions.contains(&("low_bandwidth", "stream")), "{found:#?}");
-    assert!(regions.contains(&("thread_imbalance", "uneven")), "{found:#?}");
+    assert!(
+        !regions.contains(&("low_bandwidth", "stream")),
+        "{found:#?}"
+    );
+    assert!(
+        regions.contains(&("thread_imbalance", "uneven")),
+        "{found:#?}"
+    );
     let imb = found.iter().find(|f| f.kind == "thread_imbalance").unwrap();
     let per = |name: &str| imb.evidence.iter().find(|e| e.name == name).unwrap().value;
     let ratio = per("max_bytes_per_execution") / per("min_bytes_per_execution");
@@ -183,8 +239,8 @@ fn every_registered_analysis_is_wired_through() {
         .filter_map(|l| l.trim().strip_prefix("pub mod "))
         .map(|m| m.trim_end_matches(';'))
     {
-        let src = std::fs::read_to_string(root().join(format!("rt/src/analyses/{module}.rs")))
-            .unwrap();
+        let src =
+            std::fs::read_to_string(root().join(format!("rt/src/analyses/{module}.rs"))).unwrap();
         let at = src
             .find("fn name(&self) -> &'static str {")
             .unwrap_or_else(|| panic!("analyses/{module}.rs has no name()"));

@@ -420,7 +420,10 @@ fn setuid_program_takes_no_instruction_from_its_caller() {
     }
     let s = Scratch::new(); // 0700, root's: the root-only directory
     std::fs::copy(fixture("rt/setuid_probe.c"), s.path("setuid_probe.c")).unwrap();
-    s.compile(&profcc(), &["-O1", "-pthread", "setuid_probe.c", "-o", "probe"]);
+    s.compile(
+        &profcc(),
+        &["-O1", "-pthread", "setuid_probe.c", "-o", "probe"],
+    );
     let important = s.write("important.conf", "owner=root\n");
     let new_file = s.path("new.json");
     // A directory `nobody` can enter but not write: the binaries, the caller's cwd and HOME.
@@ -522,10 +525,16 @@ fn setuid_program_takes_no_instruction_from_its_caller() {
             .env("XDG_CACHE_HOME", xdg.path()),
     );
     assert_eq!(
-        (String::from_utf8_lossy(&out.stdout).as_ref(), out.status.code()),
+        (
+            String::from_utf8_lossy(&out.stdout).as_ref(),
+            out.status.code()
+        ),
         ("sum=400000 usr2=taken segv=taken euid=0\n", Some(3))
     );
     let p = profcc_schema::read(&profile).unwrap();
     let m = p.sharing.as_ref().and_then(|s| s.machine.clone()).unwrap();
-    assert_eq!((m.transfer_ns, m.calibration.as_deref()), (Some(77.0), Some(key.as_str())));
+    assert_eq!(
+        (m.transfer_ns, m.calibration.as_deref()),
+        (Some(77.0), Some(key.as_str()))
+    );
 }

@@ -1059,7 +1059,8 @@ fn one_writer_beside_readers_is_told_as_such() {
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].kind, Kind::FalseSharing);
     assert!(
-        f[0].fix.starts_with("one thread (1) writes fields that other threads only read"),
+        f[0].fix
+            .starts_with("one thread (1) writes fields that other threads only read"),
         "{}",
         f[0].fix
     );
@@ -1072,5 +1073,7 @@ fn one_writer_beside_readers_is_told_as_such() {
             byte(8, 8, 0, 5000, &[], &[2]),
         ],
     )]);
-    assert!(analyze(&s, 2_000_000_000)[0].fix.starts_with("threads write neighbouring elements"));
+    assert!(analyze(&s, 2_000_000_000)[0]
+        .fix
+        .starts_with("threads write neighbouring elements"));
 }

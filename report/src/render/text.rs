@@ -72,7 +72,15 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
         let at = if f.places.is_empty() {
             String::new()
         } else {
-            format!(" at {}", f.places.iter().take(3).cloned().collect::<Vec<_>>().join(", "))
+            format!(
+                " at {}",
+                f.places
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         };
         out.push_str(&format!(
             " {:>2}. {input}{}: {}{at}\n    {}\n",

@@ -110,7 +110,9 @@ pub fn build(m: &Merged, r: &Report) -> Vec<Finding> {
                 .collect();
             found.extend(allocator::waste_findings(&moments));
             for l in &ai.locks {
-                found.extend(allocator::lock_finding(&l.place, l.taken, l.waited, l.wait_ns));
+                found.extend(allocator::lock_finding(
+                    &l.place, l.taken, l.waited, l.wait_ns,
+                ));
             }
             if let Some(s) = &ai.induced_sharing {
                 for site in &s.sites {

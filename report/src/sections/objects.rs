@@ -16,7 +16,9 @@ pub fn build(m: &Merged, r: &Report, opts: &Options) -> Vec<ObjectRow> {
     let mut rows: BTreeMap<Object, ObjectRow> = BTreeMap::new();
     for s in &m.alloc_sites {
         let rest = &s.stack[s.wrapper_frames.min(s.stack.len())..];
-        let Some(f) = user_frame(rest).or(rest.first()) else { continue };
+        let Some(f) = user_frame(rest).or(rest.first()) else {
+            continue;
+        };
         let o = Object::new(
             "heap",
             heap_identity(f.place().as_deref(), f.function.as_deref()),
@@ -39,7 +41,12 @@ pub fn build(m: &Merged, r: &Report, opts: &Options) -> Vec<ObjectRow> {
             *x.invalidations.get_or_insert(0) += f.invalidations;
         }
     }
-    for o in r.numa.iter().flat_map(|n| &n.inputs).flat_map(|i| &i.objects) {
+    for o in r
+        .numa
+        .iter()
+        .flat_map(|n| &n.inputs)
+        .flat_map(|i| &i.objects)
+    {
         let x = row(&mut rows, &numa_object(o));
         *x.numa_local.get_or_insert(0) += o.local;
         *x.numa_remote.get_or_insert(0) += o.remote;

@@ -745,15 +745,14 @@ impl Analysis for AllocatorAnalysis {
         top: usize,
     ) -> Option<crate::analysis::SummarySection> {
         let o = p.allocator_ops.as_ref()?.overhead.as_ref()?;
-        let moment = |name, u: &profcc_schema::allocator::Usage| {
-            profcc_analysis::allocator::Moment {
+        let moment =
+            |name, u: &profcc_schema::allocator::Usage| profcc_analysis::allocator::Moment {
                 name,
                 requested: u.requested,
                 usable: u.usable,
                 cached_free: u.cached_free,
                 heap_rss: u.rss.saturating_sub(u.rss_at_start),
-            }
-        };
+            };
         let mut moments: Vec<profcc_analysis::allocator::Moment> =
             o.peak.iter().map(|u| moment("peak", u)).collect();
         moments.push(moment("exit", &o.exit));
