@@ -24,6 +24,16 @@ pub enum Confidence {
     High,
 }
 
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
 /// The analysis a finding comes from.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
@@ -106,9 +116,10 @@ impl Analysis {
     }
 }
 
-/// What a finding is about: its kind (`heap`, `global`, `tls`, `stack`, `region`, `run`) and
-/// its identity (a heap object's symbolised allocation site, a global's or a region's name,
-/// the thread routine of a stack).
+/// What a finding is about: its kind (`heap`, `global`, `stack`, `memory`, `region`, `routine`,
+/// `lock`, `allocator`, `run`) and its identity ([`heap_identity`] for a heap object, a
+/// global's, region's or routine's name, the function that writes a stack object; empty for
+/// the whole run or heap).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Object {
     pub kind: String,
@@ -128,9 +139,9 @@ impl Object {
     }
     pub fn text(&self) -> String {
         match self.kind.as_str() {
-            "run" => "the run".into(),
+            _ if self.name.is_empty() => format!("the {}", self.kind),
             "heap" => format!("heap object allocated at {}", self.name),
-            "global" | "tls" | "region" => format!("{} `{}`", self.kind, self.name),
+            "global" | "region" => format!("{} `{}`", self.kind, self.name),
             _ => format!("{} {}", self.kind, self.name),
         }
     }
@@ -264,24 +275,18 @@ pub fn short_place(p: &str) -> String {
 
 /// Every `0x` followed by hex digits becomes `?`.
 fn scrub(s: &str) -> String {
-    let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'0' && i + 2 < b.len() + 1 && b.get(i + 1) == Some(&b'x') {
-            let mut j = i + 2;
-            while j < b.len() && b[j].is_ascii_hexdigit() {
-                j += 1;
-            }
-            if j > i + 2 {
-                out.push('?');
-                i = j;
-                continue;
-            }
-        }
-        out.push(b[i] as char);
-        i += 1;
+    let mut rest = s;
+    while let Some(at) = rest.find("0x") {
+        let digits = rest[at + 2..]
+            .bytes()
+            .take_while(u8::is_ascii_hexdigit)
+            .count();
+        out.push_str(&rest[..at]);
+        out.push_str(if digits > 0 { "?" } else { "0x" });
+        rest = &rest[at + 2 + digits..];
     }
+    out.push_str(rest);
     out
 }
 
@@ -303,44 +308,24 @@ pub fn ranked(mut v: Vec<Finding>) -> Vec<Finding> {
     v
 }
 
-/// The impact in words: `saves about 1.20 s (formula, high confidence)` or `gives back 3.0 MiB`.
+/// The impact in words: `fixing it saves about 1.20 s (formula, high confidence)` or `fixing
+/// it gives back about 3.00 MiB (...)`.
 pub fn impact_text(i: &Impact) -> String {
-    let conf = match i.confidence {
-        Confidence::Low => "low",
-        Confidence::Medium => "medium",
-        Confidence::High => "high",
-    };
     let what = if i.seconds > 0.0 {
-        format!("fixing it saves about {}", seconds_text(i.seconds))
+        format!(
+            "fixing it saves about {}",
+            crate::fmt::duration((i.seconds * 1e9) as u64)
+        )
     } else if i.bytes > 0 {
-        format!("fixing it gives back about {}", bytes_text(i.bytes))
+        format!("fixing it gives back about {}", crate::fmt::bytes(i.bytes))
     } else {
         "no estimate of the gain".into()
     };
-    format!("{what} ({}, {conf} confidence)", i.formula)
-}
-
-fn seconds_text(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.2} s")
-    } else if s >= 1e-3 {
-        format!("{:.1} ms", s * 1e3)
-    } else {
-        format!("{:.0} us", s * 1e6)
-    }
-}
-
-fn bytes_text(b: u64) -> String {
-    let b = b as f64;
-    if b >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1} GiB", b / (1024.0 * 1024.0 * 1024.0))
-    } else if b >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / (1024.0 * 1024.0))
-    } else if b >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{b:.0} B")
-    }
+    format!(
+        "{what} ({}, {} confidence)",
+        i.formula,
+        i.confidence.as_str()
+    )
 }
 
 /// One line of the exit summary for a finding:
@@ -417,6 +402,8 @@ mod tests {
             a,
             "sharing/false_sharing/heap:make (src/a.c:12) ?@a.c:30,a.c:31"
         );
+        // Not an address: kept, whatever the characters around it.
+        assert_eq!(scrub("naïve 0xg 0x"), "naïve 0xg 0x");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 pub mod allocator;
 pub mod findings;
+pub mod fmt;
 pub mod numa;
 pub mod regions;
 pub mod sharing;

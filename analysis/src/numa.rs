@@ -482,11 +482,13 @@ pub fn run_finding(n: &Numa, duration_ns: u64, place: Option<String>) -> Option<
     }
 }
 
-/// One object's finding ([`object_fix`]): `object` its identity, `places` where it is
-/// accessed remotely most, `fix` the report's words for the fix; `run_local`/`run_remote` the
-/// run's accesses.
+/// One object's finding: `how` its [`object_fix`], `object` its identity, `places` where it
+/// is accessed remotely most, `fix` the report's words for the fix; `run_local`/`run_remote`
+/// the run's accesses.
+#[allow(clippy::too_many_arguments)]
 pub fn object_finding(
     o: &NumaObject,
+    how: &ObjectFix,
     object: Object,
     places: Vec<String>,
     fix: String,
@@ -494,7 +496,7 @@ pub fn object_finding(
     run_remote: u64,
     duration_ns: u64,
 ) -> Option<Finding> {
-    let kind = match object_fix(o) {
+    let kind = match how {
         ObjectFix::None => return None,
         ObjectFix::FirstTouch { .. } => "first_touch",
         ObjectFix::Interleave => "remote_access",

@@ -59,7 +59,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
     let access_sites = access::build(m, opts);
     let alloc_sites = alloc::build(m, opts);
     let sharing = sharing::build(m, opts);
-    let numa = numa::build(m, opts);
+    let (numa, numa_findings) = numa::build(m, opts);
     let allocator = allocator::build(m, opts);
     let regions = regions::build(m, opts);
     let threads = threads::build(m, opts);
@@ -79,7 +79,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         threads,
         notes,
     };
-    r.findings = findings::build(m, &r);
+    r.findings = findings::build(m, &r, numa_findings);
     r.objects = objects::build(m, &r, opts);
     r
 }

@@ -194,6 +194,17 @@ pub struct RowEvents {
     pub values: Vec<u64>,
 }
 
+impl Row {
+    /// Seconds inside the region (its ticks at the profile's `tsc_hz`; 0 when that is unknown).
+    pub fn seconds(&self, tsc_hz: f64) -> f64 {
+        if tsc_hz > 0.0 {
+            self.ticks as f64 / tsc_hz
+        } else {
+            0.0
+        }
+    }
+}
+
 impl RowEvents {
     /// Event `i` over all the row's executions: the mean of those that read it times
     /// `executions` (the same as the sum when every execution read them).
@@ -243,6 +254,10 @@ impl Counts {
             .filter(|&s| s != LOCAL)
             .map(|s| self.store_bytes[s])
             .sum()
+    }
+    /// Bytes read and written: the bytes a bandwidth is of.
+    pub fn bytes_moved(&self) -> u64 {
+        self.bytes_read() + self.bytes_written()
     }
     pub fn loads_total(&self) -> u64 {
         self.loads.iter().sum()

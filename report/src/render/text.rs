@@ -7,7 +7,6 @@ use crate::model::{
     Thread, Word,
 };
 use crate::symbolize::user_frame;
-use profcc_analysis::sharing::Confidence;
 
 /// Text settings.
 #[derive(Debug, Clone)]
@@ -904,7 +903,7 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
     if f.allocator_induced {
         kind.push_str(" (allocator-induced)");
     }
-    let conf = conf_text(f.confidence);
+    let conf = f.confidence.as_str();
     match &f.latent {
         Some(l) => {
             let mut why = Vec::new();
@@ -952,7 +951,7 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
             out.push_str(&format!(
                 "    predicted: {} (prediction confidence {})\n",
                 f.prediction.basis,
-                conf_text(f.prediction.confidence)
+                f.prediction.confidence.as_str()
             ));
         }
     }
@@ -1011,14 +1010,6 @@ fn finding(f: &Finding, several_inputs: bool, out: &mut String) {
         out.push_str(&format!("    at: {}\n", p.join(", ")));
     }
     out.push_str(&format!("    fix: {}\n", f.fix));
-}
-
-fn conf_text(c: Confidence) -> &'static str {
-    match c {
-        Confidence::High => "high",
-        Confidence::Medium => "medium",
-        Confidence::Low => "low",
-    }
 }
 
 /// At most `LISTED_THREADS` ids, then how many more (a finding of kmeans names 393 threads).

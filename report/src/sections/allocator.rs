@@ -471,19 +471,17 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             .iter()
             .find(|(_, r)| in_use(r))
             .and_then(|(_, r)| price(r));
+        // The allocator analysis's rule and words (`profcc_analysis::allocator`).
         let advice = predictions.first().and_then(|best| {
-            let saves = -best.change_ns;
-            profcc_analysis::allocator::switch_advised(saves, total_ns, duration_ns)
-                .then(|| {
-                    format!(
-                        "try {}: at its reference costs these operations would take {:.1} ms instead of {:.1} ms ({:.0}% of the run's wall-clock time less); {}",
-                        best.allocator,
-                        best.predicted_ns / 1e6,
-                        total_ns / 1e6,
-                        saves / duration_ns.max(1) as f64 * 100.0,
-                        best.how
-                    )
-                })
+            profcc_analysis::allocator::switch_finding(
+                &name,
+                &best.allocator,
+                best.predicted_ns,
+                total_ns,
+                duration_ns,
+                &best.how,
+            )
+            .map(|f| f.fix)
         });
         let overhead = a
             .overhead

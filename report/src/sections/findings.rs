@@ -6,9 +6,10 @@
 use crate::merge::Merged;
 use crate::model::{self, Report};
 use profcc_analysis::findings::{heap_identity, ranked, Finding, Object};
-use profcc_analysis::{allocator, numa, regions, sharing};
+use profcc_analysis::{allocator, regions, sharing};
 
-pub fn build(m: &Merged, r: &Report) -> Vec<Finding> {
+/// `numa`: the NUMA section's findings (built with its objects, `sections::numa::build`).
+pub fn build(m: &Merged, r: &Report, numa: Vec<Finding>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(s) = &r.sharing {
         for f in &s.findings {
@@ -30,60 +31,7 @@ pub fn build(m: &Merged, r: &Report) -> Vec<Finding> {
             out.push(u);
         }
     }
-    if let Some(n) = &r.numa {
-        for ni in &n.inputs {
-            let p = &m.inputs[ni.input].profile;
-            let Some(raw) = &p.numa else { continue };
-            let d = p.duration_ns;
-            let place = ni.first_touch.first().and_then(|f| f.place.clone());
-            let mut found: Vec<Finding> = numa::run_finding(raw, d, place).into_iter().collect();
-            for o in &ni.objects {
-                let rebuilt = profcc_schema::numa::NumaObject {
-                    accesses: o.local + o.remote,
-                    remote: o.remote,
-                    pages: o.pages,
-                    shared_pages: o.shared_pages,
-                    moved_pages: o.moved_pages,
-                    instances: o.instances,
-                    threads: o
-                        .threads
-                        .iter()
-                        .map(|t| profcc_schema::numa::ThreadRange {
-                            thread: t.thread,
-                            start: t.start,
-                            end: t.end,
-                            pages: t.pages,
-                        })
-                        .collect(),
-                    ..Default::default()
-                };
-                found.extend(numa::object_finding(
-                    &rebuilt,
-                    numa_object(o),
-                    o.first_touch_at.iter().cloned().collect(),
-                    o.fix.clone().unwrap_or_default(),
-                    ni.local,
-                    ni.remote,
-                    d,
-                ));
-            }
-            let groups: Vec<numa::Group<String>> = ni
-                .groups
-                .iter()
-                .map(|g| numa::Group {
-                    key: g.routine.clone(),
-                    threads: g.threads,
-                    overhead: g.overhead,
-                    recommended: g.recommended,
-                })
-                .collect();
-            found.extend(numa::imbalance_finding(&groups, d));
-            out.extend(found.into_iter().map(|mut f| {
-                f.input = ni.input;
-                f
-            }));
-        }
-    }
+    out.extend(numa);
     if let Some(a) = &r.allocator {
         for ai in &a.inputs {
             let mut found: Vec<Finding> = Vec::new();
@@ -94,7 +42,7 @@ pub fn build(m: &Merged, r: &Report) -> Vec<Finding> {
                     best.predicted_ns,
                     ai.total_ns,
                     ai.duration_ns,
-                    ai.advice.clone().unwrap_or_default(),
+                    &best.how,
                 ));
             }
             let moments: Vec<allocator::Moment> = ai
@@ -160,19 +108,5 @@ pub(crate) fn sharing_object(o: &model::Object) -> Object {
         model::ObjectKind::Stack => {
             Object::new("stack", o.function.clone().unwrap_or_else(|| "?".into()))
         }
-    }
-}
-
-/// A NUMA object's identity from the section's names (`heap block allocated at a.c:3`,
-/// `global x`, `stack of thread 2`, `memory at 0x...`).
-pub(crate) fn numa_object(o: &model::NumaObject) -> Object {
-    if let Some(at) = &o.allocated_at {
-        Object::new("heap", heap_identity(Some(at), None))
-    } else if let Some(g) = o.object.strip_prefix("global ") {
-        Object::new("global", g)
-    } else if o.object.starts_with("stack of thread") {
-        Object::new("stack", "")
-    } else {
-        Object::new("memory", "")
     }
 }

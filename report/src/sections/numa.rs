@@ -7,9 +7,10 @@ use crate::merge::Merged;
 use crate::model::{Numa, NumaFirstTouch, NumaInput, NumaObject, NumaRange, NumaThread};
 use crate::symbolize::user_frame;
 use profcc_abi::MAX_HOMES;
+use profcc_analysis::findings::{heap_identity, Finding, Object};
 use profcc_analysis::numa::{
-    binding_plan, imbalance, object_fix, overhead, run_finding, score, Layout, ObjectFix,
-    REMOTE_ADVICE_SHARE,
+    binding_plan, imbalance, imbalance_finding, object_finding, object_fix, overhead, run_finding,
+    score, Group, Layout, ObjectFix, REMOTE_ADVICE_SHARE,
 };
 use std::collections::{BTreeSet, HashMap};
 
@@ -19,18 +20,24 @@ fn node_of(home: u32) -> Option<u32> {
     (home > 0 && home < MAX_HOMES).then(|| home - 1)
 }
 
-/// The advice for the run's pattern, naming the place of the most first touches: the run's
-/// finding (`profcc_analysis::numa::run_finding`) in one sentence.
-fn advice(
-    n: &profcc_schema::numa::Numa,
-    first: Option<&NumaFirstTouch>,
-    duration_ns: u64,
-) -> Option<String> {
-    let place = first.and_then(|f| f.place.clone());
-    run_finding(n, duration_ns, place).map(|f| format!("{}: {}", f.title, f.fix))
+/// A NUMA object's identity in the findings (`profcc_analysis::findings::Object`): a heap
+/// block by its allocation line, a global by its name; stacks and other memory by kind only.
+pub(crate) fn numa_object(o: &NumaObject) -> Object {
+    if let Some(at) = &o.allocated_at {
+        Object::new("heap", heap_identity(Some(at), None))
+    } else if let Some(g) = o.object.strip_prefix("global ") {
+        Object::new("global", g)
+    } else if o.object.starts_with("stack of thread") {
+        Object::new("stack", "")
+    } else {
+        Object::new("memory", "")
+    }
 }
 
-pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
+/// The section, and the findings of every input: the run's pattern (whose words are the
+/// input's `advice`), each object's fix, the thread groups' imbalance.
+pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
+    let mut found: Vec<Finding> = Vec::new();
     let inputs: Vec<NumaInput> = m
         .inputs
         .iter()
@@ -107,10 +114,35 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
             first_touch.sort_by(|a, b| b.pages.cmp(&a.pages));
             first_touch.truncate(opts.limit(first_touch.len()));
             let sites = sites(m, i, n, opts);
-            let advice = advice(n, first_touch.first(), input.profile.duration_ns);
-            let (mut objects, remote_invalidations) = objects(m, i, n);
+            let duration = input.profile.duration_ns;
+            let run = run_finding(
+                n,
+                duration,
+                first_touch.first().and_then(|f| f.place.clone()),
+            );
+            let advice = run.as_ref().map(|f| format!("{}: {}", f.title, f.fix));
+            let (mut objects, remote_invalidations, object_findings) = objects(m, i, n);
             objects.truncate(opts.limit(objects.len()));
             let groups = groups(&threads);
+            let imbalanced = imbalance_finding(&groups, duration);
+            found.extend(
+                run.into_iter()
+                    .chain(object_findings)
+                    .chain(imbalanced)
+                    .map(|mut f| {
+                        f.input = i;
+                        f
+                    }),
+            );
+            let groups = groups
+                .into_iter()
+                .map(|g| crate::model::NumaGroup {
+                    routine: g.key,
+                    threads: g.threads,
+                    overhead: g.overhead,
+                    recommended: g.recommended,
+                })
+                .collect();
             let (plan, plan_lines) = plan(n);
             let migration = migration(&threads, n.model == "real");
             Some(NumaInput {
@@ -138,7 +170,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<Numa> {
             })
         })
         .collect();
-    (!inputs.is_empty()).then_some(Numa { inputs })
+    ((!inputs.is_empty()).then_some(Numa { inputs }), found)
 }
 
 /// `file:line` and function of the access just before return address `pc` (the innermost
@@ -203,8 +235,12 @@ fn span(start: u64, end: u64) -> String {
 }
 
 /// The fix for one object, in words: its kind and what to change.
-fn fix_words(o: &profcc_schema::numa::NumaObject, first: &str) -> (Option<String>, Option<String>) {
-    match object_fix(o) {
+fn fix_words(
+    o: &profcc_schema::numa::NumaObject,
+    how: &ObjectFix,
+    first: &str,
+) -> (Option<String>, Option<String>) {
+    match how {
         ObjectFix::None => (None, None),
         ObjectFix::FirstTouch { layout: Layout::Blocks(r) } => {
             let parts: Vec<String> = r
@@ -255,8 +291,15 @@ fn fix_words(o: &profcc_schema::numa::NumaObject, first: &str) -> (Option<String
 
 /// Per input: its objects by seriousness score, and the run's remote invalidations (the
 /// invalidations of tracked lines whose threads are on two or more nodes; docs/numa.md).
-fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObject>, u64) {
+fn objects(
+    m: &Merged,
+    i: usize,
+    n: &profcc_schema::numa::Numa,
+) -> (Vec<NumaObject>, u64, Vec<Finding>) {
     let profile = &m.inputs[i].profile;
+    let run_local: u64 = n.threads.iter().map(|t| t.local).sum();
+    let run_remote: u64 = n.threads.iter().map(|t| t.remote).sum();
+    let mut found = Vec::new();
     let home: HashMap<u32, u32> = n.threads.iter().map(|t| (t.thread, t.home)).collect();
     // Runs of other memory given page by page are split at the globals they hold: each page
     // goes to the global holding its middle byte (pages of no global stay together).
@@ -394,8 +437,9 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
                 Some(p) => format!("{who} touched it first (most at {p})"),
                 None => format!("{who} touched it first"),
             };
-            let (kind, fix) = fix_words(&o, &first);
-            NumaObject {
+            let how = object_fix(&o);
+            let (kind, fix) = fix_words(&o, &how, &first);
+            let row = NumaObject {
                 object,
                 allocated_at,
                 address: o.address,
@@ -424,7 +468,18 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
                 moved_pages: o.moved_pages,
                 kind,
                 fix,
-            }
+            };
+            found.extend(object_finding(
+                &o,
+                &how,
+                numa_object(&row),
+                row.first_touch_at.iter().cloned().collect(),
+                row.fix.clone().unwrap_or_default(),
+                run_local,
+                run_remote,
+                profile.duration_ns,
+            ));
+            row
         })
         .collect();
     out.sort_by(|a, b| {
@@ -433,7 +488,7 @@ fn objects(m: &Merged, i: usize, n: &profcc_schema::numa::Numa) -> (Vec<NumaObje
             .then(b.remote.cmp(&a.remote))
             .then(a.object.cmp(&b.object))
     });
-    (out, all_inv)
+    (out, all_inv, found)
 }
 
 /// Add object `b` to `a` (blocks of one allocation line, pieces of one global): counts, pages,
@@ -491,21 +546,13 @@ fn routine(m: &Merged, i: usize, id: u32) -> Option<String> {
 /// Load imbalance (NumaPerf): worker threads grouped by start routine, each group's overhead
 /// `sum(local + remote x REMOTE_LATENCY)` and the thread count its share asks for; empty with
 /// fewer than two groups.
-fn groups(threads: &[NumaThread]) -> Vec<crate::model::NumaGroup> {
+/// The thread groups (by start routine) and their recommended counts (NumaPerf's imbalance).
+fn groups(threads: &[NumaThread]) -> Vec<Group<String>> {
     let workers: Vec<(String, f64)> = threads
         .iter()
         .filter_map(|t| Some((t.routine.clone()?, overhead(t.local, t.remote))))
         .collect();
-    imbalance(&workers)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|g| crate::model::NumaGroup {
-            routine: g.key,
-            threads: g.threads,
-            overhead: g.overhead,
-            recommended: g.recommended,
-        })
-        .collect()
+    imbalance(&workers).unwrap_or_default()
 }
 
 /// The binding plan of a `numa=thread` run whose workers make remote accesses: closeness of

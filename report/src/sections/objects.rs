@@ -4,7 +4,8 @@
 //! invalidations, NUMA local/remote accesses and first toucher, region bytes, and the keys of
 //! the findings about each. Ordered by findings, then allocator time, then bytes.
 
-use super::findings::{numa_object, sharing_object};
+use super::findings::sharing_object;
+use super::numa::numa_object;
 use super::Options;
 use crate::merge::Merged;
 use crate::model::{ObjectRow, Report};
@@ -55,7 +56,7 @@ pub fn build(m: &Merged, r: &Report, opts: &Options) -> Vec<ObjectRow> {
     for g in r.regions.iter().flat_map(|g| &g.rows) {
         if let Some(c) = &g.counts {
             let x = row(&mut rows, &Object::new("region", g.region.clone()));
-            *x.region_bytes.get_or_insert(0) += c.bytes_read() + c.bytes_written();
+            *x.region_bytes.get_or_insert(0) += c.bytes_moved();
         }
     }
     for f in &r.findings {

@@ -38,16 +38,12 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
             .rows
             .iter()
             .map(|row| {
-                let seconds = if r.tsc_hz > 0.0 {
-                    row.ticks as f64 / r.tsc_hz
-                } else {
-                    0.0
-                };
+                let seconds = row.seconds(r.tsc_hz);
                 let gbytes_per_s = row
                     .counts
                     .as_ref()
                     .filter(|_| seconds > 0.0)
-                    .map(|c| (c.bytes_read() + c.bytes_written()) as f64 / seconds / 1e9);
+                    .map(|c| c.bytes_moved() as f64 / seconds / 1e9);
                 let correction_factor = row.counts.as_ref().map(|c| c.correction_factor());
                 RegionRow {
                     input,
