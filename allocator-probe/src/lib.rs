@@ -799,6 +799,70 @@ pub fn reference_ns(d: &Description, op: &str, size: u64, reuse: &str, phase: &s
     Some(a.1 + t * (b.1 - a.1))
 }
 
+/// Where the shipped descriptions' `[[bench]]` rows were measured: the fallback reference
+/// costs are that machine's, not the user's.
+pub const SHIPPED_COSTS_MACHINE: &str = "the project's 2-core Debian 12 VM, 2026-11-24";
+
+/// One allocator's reference costs measured on one machine by `profcc detect-allocator
+/// --bench` (docs/allocators.md, "Reference costs"): kept in [`costs_file`], one entry per
+/// machine key (`profcc_analysis::sharing::machine_key`), allocator name and version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineCosts {
+    pub machine: String,
+    pub allocator: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The library (or program) measured.
+    pub object: String,
+    /// When, in seconds since the Unix epoch.
+    pub measured_at: u64,
+    pub bench: Vec<BenchRow>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct CostsFile {
+    #[serde(default)]
+    costs: Vec<MachineCosts>,
+}
+
+/// The reference costs cache: `$XDG_CACHE_HOME/profcc/allocator_costs.toml`, else
+/// `$HOME/.cache/profcc/allocator_costs.toml` (beside `profcc calibrate`'s calibration.json).
+pub fn costs_file(
+    xdg_cache_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Option<std::path::PathBuf> {
+    let base = match xdg_cache_home.filter(|x| !x.is_empty()) {
+        Some(x) => std::path::PathBuf::from(x),
+        None => std::path::PathBuf::from(home.filter(|h| !h.is_empty())?).join(".cache"),
+    };
+    Some(base.join("profcc").join("allocator_costs.toml"))
+}
+
+/// Every entry of a cache file's text (none when it does not parse).
+pub fn costs_in(text: &str) -> Vec<MachineCosts> {
+    toml::from_str::<CostsFile>(text)
+        .map(|f| f.costs)
+        .unwrap_or_default()
+}
+
+/// The cache's text with `c` in place of the entry of its machine, allocator and version.
+pub fn costs_with(text: &str, c: MachineCosts) -> String {
+    let mut all = costs_in(text);
+    all.retain(|x| {
+        !(x.machine == c.machine && x.allocator == c.allocator && x.version == c.version)
+    });
+    all.push(c);
+    toml::to_string(&CostsFile { costs: all }).expect("costs always serialize")
+}
+
+/// This machine's costs of allocator `d` (its name and version) in the cache's text.
+pub fn costs_for(text: &str, machine: &str, d: &Description) -> Option<MachineCosts> {
+    costs_in(text)
+        .into_iter()
+        .find(|c| c.machine == machine && c.allocator == d.name && c.version == d.version)
+        .filter(|c| !c.bench.is_empty())
+}
+
 /// Read a description (a shipped file, or one written before).
 pub fn from_toml(text: &str) -> Result<Description, String> {
     toml::from_str(text).map_err(|e| e.to_string())
@@ -807,6 +871,43 @@ pub fn from_toml(text: &str) -> Result<Description, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache keeps one entry per machine, allocator and version; a new measurement
+    /// replaces its own entry only.
+    #[test]
+    fn machine_costs_round_trip_and_replace_their_own_entry() {
+        let d = |name: &str, version: Option<&str>| Description {
+            name: name.into(),
+            version: version.map(Into::into),
+            ..Default::default()
+        };
+        let row = |ns| BenchRow {
+            op: "malloc".into(),
+            size: 64,
+            kind: "small".into(),
+            reuse: "reused".into(),
+            phase: "serial".into(),
+            ns,
+            calls: 10,
+        };
+        let c = |m: &str, a: &str, ns| MachineCosts {
+            machine: m.into(),
+            allocator: a.into(),
+            version: Some("1".into()),
+            object: "/lib/x.so".into(),
+            measured_at: 7,
+            bench: vec![row(ns)],
+        };
+        let t = costs_with("", c("A, 2 CPUs", "glibc", 5.0));
+        let t = costs_with(&t, c("B, 4 CPUs", "glibc", 6.0));
+        let t = costs_with(&t, c("A, 2 CPUs", "glibc", 8.0));
+        assert_eq!(costs_in(&t).len(), 2);
+        let got = costs_for(&t, "A, 2 CPUs", &d("glibc", Some("1"))).unwrap();
+        assert_eq!(got.bench[0].ns, 8.0);
+        assert!(costs_for(&t, "A, 2 CPUs", &d("glibc", Some("2"))).is_none());
+        assert!(costs_for(&t, "C, 2 CPUs", &d("glibc", Some("1"))).is_none());
+        assert!(costs_in("not toml [").is_empty());
+    }
 
     #[test]
     fn shipped_list_is_the_directory() {

@@ -7,8 +7,13 @@ use crate::findings::{Analysis, Confidence, Evidence, Finding, Impact, Object};
 /// Advise switching when the best reference allocator saves at least this share of the
 /// allocator's measured time ...
 pub const ADVISE_SHARE_OF_ALLOCATOR: f64 = 0.20;
-/// ... and at least this share of the run's wall-clock time.
+/// ... and at least this share of the threads' CPU time (the run's wall-clock time for a
+/// profile without it).
 pub const ADVISE_SHARE_OF_RUN: f64 = 0.02;
+/// Advise switching only when the in-use allocator's own reference costs price this run's
+/// operations within this factor of its measured time (either way): otherwise the reference
+/// costs do not describe this run, and neither can they describe the others'.
+pub const REFERENCE_AGREEMENT: f64 = 1.5;
 /// The heap wastes memory when the bytes beyond the requested ones (rounding up to size
 /// classes, or freed blocks kept) are at least this share of the bytes the allocator holds
 /// for the program (usable plus kept) ...
@@ -18,30 +23,77 @@ pub const WASTE_MIN_BYTES: u64 = 1 << 20;
 /// A lock of the allocator's is contended when callers waited for it at least this many times.
 pub const LOCK_MIN_WAITS: u64 = 10;
 
-/// Is switching worth advising? `saves_ns`: the best reference allocator's saving.
-pub fn switch_advised(saves_ns: f64, total_ns: f64, duration_ns: u64) -> bool {
-    saves_ns >= ADVISE_SHARE_OF_ALLOCATOR * total_ns
-        && saves_ns >= ADVISE_SHARE_OF_RUN * duration_ns as f64
+/// What the allocator's shares are of, and its words: the threads' CPU time (`cpu_ns`, all
+/// threads' user + system time), or for a profile without it the run's wall-clock time.
+pub fn share_basis(cpu_ns: Option<u64>, duration_ns: u64) -> (u64, &'static str) {
+    match cpu_ns {
+        Some(c) => (c, "the threads' CPU time"),
+        None => (duration_ns, "the run's wall-clock time"),
+    }
 }
 
-/// The switching finding, when [`switch_advised`]: `current` allocator's operations took
-/// `total_ns`, the `best` reference allocator's costs price them at `predicted_ns`; `how`
-/// says how to try it. Its fix is the report's advice.
+/// Is switching worth advising? `saves_ns`: the best reference allocator's saving;
+/// `basis_ns`: the threads' CPU time (or the run's wall-clock time).
+pub fn switch_advised(saves_ns: f64, total_ns: f64, basis_ns: u64) -> bool {
+    saves_ns >= ADVISE_SHARE_OF_ALLOCATOR * total_ns
+        && saves_ns >= ADVISE_SHARE_OF_RUN * basis_ns as f64
+}
+
+/// Do the in-use allocator's own reference costs (`self_check_ns` for this run's
+/// operations) agree with its measured `total_ns` within [`REFERENCE_AGREEMENT`]?
+pub fn reference_agrees(self_check_ns: f64, total_ns: f64) -> bool {
+    self_check_ns > 0.0
+        && total_ns > 0.0
+        && self_check_ns <= REFERENCE_AGREEMENT * total_ns
+        && total_ns <= REFERENCE_AGREEMENT * self_check_ns
+}
+
+/// Why the report gives no switching advice when the reference costs cannot be trusted for
+/// this run (None: they can, [`reference_agrees`]); one line.
+pub fn no_switch_reason(
+    current: &str,
+    self_check_ns: Option<f64>,
+    total_ns: f64,
+) -> Option<String> {
+    match self_check_ns {
+        None => Some(format!(
+            "no switching advice: no reference costs of {current} to check the model against"
+        )),
+        Some(c) if !reference_agrees(c, total_ns) => Some(format!(
+            "no switching advice: {current}'s own reference costs give {:.1} ms for these operations, {:.1}x the {:.1} ms measured (more than {REFERENCE_AGREEMENT}x apart either way: the reference costs do not describe this run)",
+            c / 1e6,
+            c / total_ns.max(1.0),
+            total_ns / 1e6,
+        )),
+        Some(_) => None,
+    }
+}
+
+/// The switching finding, when the reference costs describe this run
+/// ([`reference_agrees`]: `self_check_ns`, the in-use allocator's own reference costs of
+/// these operations) and [`switch_advised`]: `current` allocator's operations took
+/// `total_ns`, the `best` reference allocator's costs price them at `predicted_ns`;
+/// `basis_ns` is the threads' CPU time, `basis` its words; `how` says how to try it. Its fix
+/// is the report's advice.
+#[allow(clippy::too_many_arguments)]
 pub fn switch_finding(
     current: &str,
     best: &str,
     predicted_ns: f64,
     total_ns: f64,
-    duration_ns: u64,
+    self_check_ns: Option<f64>,
+    basis_ns: u64,
+    basis: &str,
     how: &str,
 ) -> Option<Finding> {
     let saves = total_ns - predicted_ns;
-    switch_advised(saves, total_ns, duration_ns).then(|| {
+    let trusted = self_check_ns.is_some_and(|c| reference_agrees(c, total_ns));
+    (trusted && switch_advised(saves, total_ns, basis_ns)).then(|| {
         let fix = format!(
-            "try {best}: at its reference costs these operations would take {:.1} ms instead of {:.1} ms ({:.0}% of the run's wall-clock time less); {how}",
+            "try {best}: at its reference costs these operations would take {:.1} ms instead of {:.1} ms ({:.0}% of {basis} less); {how}",
             predicted_ns / 1e6,
             total_ns / 1e6,
-            saves / duration_ns.max(1) as f64 * 100.0,
+            saves / basis_ns.max(1) as f64 * 100.0,
         );
         Finding::new(
             Analysis::Allocator,
@@ -56,7 +108,7 @@ pub fn switch_finding(
             vec![
                 Evidence::new("allocator_ns", total_ns, "ns"),
                 Evidence::new("predicted_ns", predicted_ns, "ns"),
-                Evidence::new("run_ns", duration_ns as f64, "ns"),
+                Evidence::new("basis_ns", basis_ns as f64, "ns"),
             ],
             Impact {
                 seconds: saves / 1e9,
@@ -229,30 +281,53 @@ mod tests {
 
     #[test]
     fn switching_is_advised_from_both_shares() {
-        // 20% of the allocator's 100 ms and 2% of the run's 1 s.
+        // 20% of the allocator's 100 ms and 2% of the threads' 1 s.
         assert!(switch_advised(20e6, 100e6, 1_000_000_000));
         assert!(!switch_advised(19.9e6, 100e6, 1_000_000_000));
         assert!(!switch_advised(20e6, 100e6, 1_001_000_000));
-        let f = switch_finding(
-            "glibc",
-            "jemalloc 5.3.0",
-            60e6,
-            100e6,
-            1_000_000_000,
-            "LD_PRELOAD",
-        )
-        .unwrap();
+        let cpu = "the threads' CPU time";
+        let f = |self_check| {
+            switch_finding(
+                "glibc",
+                "jemalloc 5.3.0",
+                60e6,
+                100e6,
+                self_check,
+                1_000_000_000,
+                cpu,
+                "LD_PRELOAD",
+            )
+        };
+        // The model must price the in-use allocator within 1.5x of what was measured.
+        assert!(f(None).is_none());
+        assert!(f(Some(151e6)).is_none());
+        assert!(f(Some(66e6)).is_none());
+        assert!(f(Some(67e6)).is_some() && f(Some(150e6)).is_some());
+        let f = f(Some(110e6)).unwrap();
         assert_eq!(
             (f.kind.as_str(), f.impact.seconds),
             ("allocator_switch", 0.04)
         );
         assert!(
-            f.fix.starts_with("try jemalloc 5.3.0: at its reference costs these operations would take 60.0 ms instead of 100.0 ms (4% ")
+            f.fix.starts_with("try jemalloc 5.3.0: at its reference costs these operations would take 60.0 ms instead of 100.0 ms (4% of the threads' CPU time less)")
                 && f.fix.ends_with("; LD_PRELOAD"),
             "{}",
             f.fix
         );
         assert_eq!(f.key, "allocator/allocator_switch/allocator:glibc@");
+    }
+
+    /// One line says why no advice is given, naming the factor; none when the model agrees.
+    #[test]
+    fn no_advice_says_why() {
+        assert_eq!(no_switch_reason("glibc", Some(120e6), 100e6), None);
+        let r = no_switch_reason("glibc", Some(245.7e6), 100e6).unwrap();
+        assert!(
+            r.starts_with("no switching advice: glibc's own reference costs give 245.7 ms for these operations, 2.5x the 100.0 ms measured"),
+            "{r}"
+        );
+        assert!(!r.contains('\n'));
+        assert!(no_switch_reason("glibc", None, 100e6).is_some());
     }
 
     #[test]

@@ -79,7 +79,52 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
         }
     }
     let d = describe(args.preload.as_deref(), args.exe.as_deref(), args.bench)?;
+    if args.bench {
+        keep_costs(&d);
+    }
     write_out(args.output.as_deref(), &probe::to_toml(&d))
+}
+
+/// `--bench`: keep the measured rows as this machine's reference costs of the allocator
+/// (`probe::costs_file`; `profcc report` prices switching with them). A cache that cannot be
+/// written is said on stderr and changes nothing else.
+fn keep_costs(d: &probe::Description) {
+    let machine = profcc_analysis::sharing::machine_key(
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
+        unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(0) as u32,
+    );
+    let Some(file) = probe::costs_file(
+        std::env::var_os("XDG_CACHE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    ) else {
+        eprintln!("profcc detect-allocator: neither XDG_CACHE_HOME nor HOME is set; the reference costs are not kept");
+        return;
+    };
+    let entry = probe::MachineCosts {
+        machine: machine.clone(),
+        allocator: d.name.clone(),
+        version: d.version.clone(),
+        object: d.object.clone(),
+        measured_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| t.as_secs()),
+        bench: d.bench.clone(),
+    };
+    let text = probe::costs_with(&std::fs::read_to_string(&file).unwrap_or_default(), entry);
+    let r = file
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .map_err(|e| Fail(format!("cannot create {}: {e}", file.display()), 1))
+        .and_then(|()| write_out(Some(&file), &text));
+    match r {
+        Ok(()) => eprintln!(
+            "profcc detect-allocator: {} {}'s reference costs on {machine} kept in {}",
+            d.name,
+            d.version.clone().unwrap_or_default(),
+            file.display()
+        ),
+        Err(Fail(e, _)) => eprintln!("profcc detect-allocator: reference costs not kept ({e})"),
+    }
 }
 
 /// Run the probe under the system's allocator, `preload` or `exe`'s, and describe it.

@@ -596,6 +596,33 @@ pub struct AllocatorInput {
     /// reused (the profile's `reuse_estimated`).
     #[serde(default)]
     pub reuse_estimated: u64,
+    /// The rows' time summed before the cap: `total_ns` is this, at most the threads' CPU
+    /// time (`capped` when it was more).
+    #[serde(default)]
+    pub measured_ns: f64,
+    #[serde(default)]
+    pub capped: bool,
+    /// The process's CPU time, all threads (None: a profile without it; shares are then of
+    /// the wall-clock time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<u64>,
+    /// What the shares are of: "the threads' CPU time" or "the run's wall-clock time".
+    #[serde(default)]
+    pub share_of: String,
+    /// Sampled timed calls left out as interrupted (preempted, a page-fault storm), and the
+    /// empty timing bracket's cost taken off every timed call (ns).
+    #[serde(default)]
+    pub interrupted: u64,
+    #[serde(default)]
+    pub bracket_ns: f64,
+    /// Where the reference costs come from: this machine's (`profcc detect-allocator
+    /// --bench`, cached) or the shipped ones (another machine's), per allocator.
+    #[serde(default)]
+    pub costs: String,
+    /// Why no switching advice is given though predictions exist (the reference costs do not
+    /// describe this run within `REFERENCE_AGREEMENT`), one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_advice: Option<String>,
 }
 
 /// One mutex of the allocator (docs/allocators.md, "Channels").
@@ -718,7 +745,8 @@ pub struct AllocPrediction {
     pub predicted_ns: f64,
     /// predicted - measured (negative: faster).
     pub change_ns: f64,
-    /// change / wall-clock time of the run.
+    /// change / the input's `share_of` basis (the threads' CPU time; the wall-clock time for
+    /// a profile without it).
     pub change_of_run: f64,
     /// How to try it.
     pub how: String,

@@ -95,7 +95,34 @@ pub struct Allocator {
     /// was seen.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub reuse_estimated: u64,
+    /// What an empty timing bracket (two TSC reads, nothing between) costs, in ticks: the
+    /// median of [`BRACKET_SAMPLES`] measured at the analysis's start, taken off every timed
+    /// call (a call cheaper than it counts 0). Absent in profiles written before it was.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub bracket_ticks: u64,
+    /// Sampled timed calls (each standing for more than one call) that took longer than
+    /// [`INTERRUPTED_FROM_NS`] (or whose TSC ran backwards: moved to another CPU): the
+    /// thread was preempted or the call met a page-fault storm. They are left out of the
+    /// means (still counted in `count`).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub interrupted: u64,
+    /// The process's CPU time (user + system, every thread, ended ones too) at the dump, in
+    /// nanoseconds: the allocator's time cannot exceed it (the report caps it there). None:
+    /// a profile written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<u64>,
 }
+
+/// Empty timing brackets measured at the analysis's start ([`Allocator::bracket_ticks`]).
+pub const BRACKET_SAMPLES: usize = 63;
+
+/// A sampled timed call longer than this is taken as interrupted (preemption, a page-fault
+/// storm) and left out of the means ([`Allocator::interrupted`]): 25 µs is about a thousand
+/// times a small malloc or free and well under a scheduler's time slice (milliseconds). Only
+/// calls that stand for more than one call are tested: one interrupted call timed at one in
+/// 1,024 would add 1,024 times its interruption. Calls of `TIME_ALL_FROM` bytes or more
+/// (weight 1; a big calloc legitimately takes milliseconds) are kept.
+pub const INTERRUPTED_FROM_NS: u64 = 25_000;
 
 /// One mutex the allocator took: its `mutex*` channels (see [`ChannelCell`]), over all
 /// operations.

@@ -450,14 +450,35 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
             i.allocator, i.description
         ));
         let timed: u64 = i.ops.iter().map(|r| r.timed).sum();
+        let (basis_ns, _) = profcc_analysis::allocator::share_basis(i.cpu_ns, i.duration_ns);
+        let share_of = if i.share_of.is_empty() {
+            "the run's wall-clock time"
+        } else {
+            i.share_of.as_str()
+        };
         out.push_str(&format!(
-            "  {} operations spent {} in the allocator ({:.1}% of the run's {} wall-clock time; summed over threads, each thread's first call left out: {})\n",
+            "  {} operations spent {} in the allocator ({:.1}% of {share_of}, {}; the run took {} wall-clock; summed over threads, each thread's first call left out: {})\n",
             count(n),
             ms(i.total_ns),
-            i.total_ns * 100.0 / i.duration_ns.max(1) as f64,
+            i.total_ns * 100.0 / basis_ns.max(1) as f64,
+            duration(basis_ns),
             duration(i.duration_ns),
             i.first_calls
         ));
+        if i.capped {
+            out.push_str(&format!(
+                "  capped at {share_of}: the timed calls' estimate was {} (time the timed calls spent off the CPU)\n",
+                ms(i.measured_ns)
+            ));
+        }
+        if i.interrupted > 0 || i.bracket_ns > 0.0 {
+            out.push_str(&format!(
+                "  timing: the empty bracket's {:.1} ns taken off every timed call; {} sampled timed calls left out as interrupted (over {} µs: preempted, or a page-fault storm)\n",
+                i.bracket_ns,
+                count(i.interrupted),
+                profcc_schema::allocator::INTERRUPTED_FROM_NS / 1000
+            ));
+        }
         out.push_str(&format!(
             "  timed: {} of them (alloc_time: a sample of the requests under {}, every one from there up); a row's mean is its timed calls' mean, its total that mean times its count (-: no call of the row was timed, its time is left out)\n",
             count(timed),
@@ -608,7 +629,7 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
                 .iter()
                 .map(|p| {
                     format!(
-                        "{} {}{} ({:+.1}% of the run)",
+                        "{} {}{} ({:+.1}% of {share_of})",
                         p.allocator,
                         if p.change_ns < 0.0 { "-" } else { "+" },
                         ms(p.change_ns.abs()),
@@ -617,9 +638,12 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
                 })
                 .collect();
             out.push_str(&format!(
-                "  switching, at each allocator's reference costs (`profcc detect-allocator --bench` on the shipped descriptions' machine): {}\n",
+                "  switching, at each allocator's reference costs: {}\n",
                 p.join("; ")
             ));
+        }
+        if !i.costs.is_empty() {
+            out.push_str(&format!("  reference costs: {}\n", i.costs));
         }
         if let Some(c) = i.self_check_ns {
             out.push_str(&format!(
@@ -631,6 +655,9 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
         }
         if let Some(adv) = &i.advice {
             out.push_str(&format!("  advice: {adv}\n"));
+        }
+        if let Some(why) = &i.no_advice {
+            out.push_str(&format!("  {why}\n"));
         }
         if let Some(e) = &i.events {
             events(e, out);

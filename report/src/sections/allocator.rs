@@ -63,6 +63,60 @@ fn description(
     }
 }
 
+/// The reference descriptions with this machine's `[[bench]]` rows where `profcc
+/// detect-allocator --bench` kept them (`probe::costs_file`, keyed by
+/// `profcc_analysis::sharing::machine_key`), else the shipped rows; and where they came from,
+/// in words.
+fn reference_costs(
+    shipped: &[(&'static str, Description)],
+) -> (Vec<(&'static str, Description)>, String) {
+    let machine = profcc_analysis::sharing::machine_key(
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
+        std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+    );
+    let file = probe::costs_file(
+        std::env::var_os("XDG_CACHE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    );
+    let text = file
+        .as_ref()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .unwrap_or_default();
+    let (mut here, mut away) = (Vec::new(), Vec::new());
+    let refs = shipped
+        .iter()
+        .map(|(f, d)| {
+            let mut d = d.clone();
+            let label = format!("{} {}", d.name, d.version.clone().unwrap_or_default());
+            match probe::costs_for(&text, &machine, &d) {
+                Some(c) => {
+                    d.bench = c.bench;
+                    here.push(label.trim().to_string());
+                }
+                None => away.push(label.trim().to_string()),
+            }
+            (*f, d)
+        })
+        .collect();
+    let mut words = Vec::new();
+    if !here.is_empty() {
+        words.push(format!(
+            "this machine's ({machine}; `profcc detect-allocator --bench`, kept in {}) for {}",
+            file.as_ref()
+                .map_or("?".into(), |f| f.display().to_string()),
+            here.join(", ")
+        ));
+    }
+    if !away.is_empty() {
+        words.push(format!(
+            "shipped, measured on {}, for {}: run `profcc detect-allocator --bench` (and `--preload LIB.so --bench` for each other allocator) to measure this machine's",
+            probe::SHIPPED_COSTS_MACHINE,
+            away.join(", ")
+        ));
+    }
+    (refs, words.join("; "))
+}
+
 /// Without a description: small up to this (the classes every allocator above has) ...
 pub const GENERIC_SMALL_MAX: u64 = 1024;
 /// ... big from this (glibc's default mmap threshold).
@@ -432,7 +486,17 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
                 },
             )
             .collect();
-        let total_ns: f64 = ops.iter().map(|r| r.total_ns).sum();
+        let measured_ns: f64 = ops.iter().map(|r| r.total_ns).sum();
+        // The allocator's time cannot exceed the threads' CPU time: capped there (what is
+        // above it was time the timed calls spent off the CPU).
+        let total_ns = match a.cpu_ns {
+            Some(c) => measured_ns.min(c as f64),
+            None => measured_ns,
+        };
+        let (basis_ns, share_of) = profcc_analysis::allocator::share_basis(a.cpu_ns, p.duration_ns);
+        // This machine's reference costs where `profcc detect-allocator --bench` kept them,
+        // else the shipped descriptions' (another machine's).
+        let (refs, costs) = reference_costs(&shipped);
         // Prediction: each operation at a reference allocator's cost for its size, reuse
         // and phase (an unknown size priced as 64 bytes).
         let price = |r: &Description| -> Option<f64> {
@@ -449,7 +513,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
         };
         let duration_ns = p.duration_ns;
         let in_use = |r: &Description| r.name == name;
-        let mut predictions: Vec<AllocPrediction> = shipped
+        let mut predictions: Vec<AllocPrediction> = refs
             .iter()
             .filter(|(_, r)| !in_use(r))
             .filter_map(|(_, r)| {
@@ -461,28 +525,41 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
                         .to_string(),
                     predicted_ns,
                     change_ns,
-                    change_of_run: change_ns / duration_ns.max(1) as f64,
+                    change_of_run: change_ns / basis_ns.max(1) as f64,
                     how: how_to_use(r),
                 })
             })
             .collect();
         predictions.sort_by(|x, y| x.change_ns.total_cmp(&y.change_ns));
-        let self_check_ns = shipped
+        let self_check_ns = refs
             .iter()
             .find(|(_, r)| in_use(r))
             .and_then(|(_, r)| price(r));
-        // The allocator analysis's rule and words (`profcc_analysis::allocator`).
+        // The allocator analysis's rule and words (`profcc_analysis::allocator`): advice only
+        // when the in-use allocator's own reference costs describe this run.
         let advice = predictions.first().and_then(|best| {
             profcc_analysis::allocator::switch_finding(
                 &name,
                 &best.allocator,
                 best.predicted_ns,
                 total_ns,
-                duration_ns,
+                self_check_ns,
+                basis_ns,
+                share_of,
                 &best.how,
             )
             .map(|f| f.fix)
         });
+        let no_advice = if predictions.is_empty() {
+            None
+        } else {
+            profcc_analysis::allocator::no_switch_reason(&name, self_check_ns, total_ns)
+        };
+        // Predictions from reference costs that do not describe this run would point
+        // anywhere: none are given, the reason is.
+        if no_advice.is_some() {
+            predictions.clear();
+        }
         let overhead = a
             .overhead
             .iter()
@@ -518,6 +595,14 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             locks_total,
             locks_untracked: a.locks_untracked,
             reuse_estimated: a.reuse_estimated,
+            measured_ns,
+            capped: total_ns < measured_ns,
+            cpu_ns: a.cpu_ns,
+            share_of: share_of.into(),
+            interrupted: a.interrupted,
+            bracket_ns: ns(a.bracket_ticks),
+            costs,
+            no_advice,
             overhead,
             input: i,
             allocator: shown,

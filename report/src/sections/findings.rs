@@ -36,12 +36,15 @@ pub fn build(m: &Merged, r: &Report, numa: Vec<Finding>) -> Vec<Finding> {
         for ai in &a.inputs {
             let mut found: Vec<Finding> = Vec::new();
             if let Some(best) = ai.predictions.first() {
+                let (basis_ns, share_of) = allocator::share_basis(ai.cpu_ns, ai.duration_ns);
                 found.extend(allocator::switch_finding(
                     ai.allocator.split_whitespace().next().unwrap_or("?"),
                     &best.allocator,
                     best.predicted_ns,
                     ai.total_ns,
-                    ai.duration_ns,
+                    ai.self_check_ns,
+                    basis_ns,
+                    share_of,
                     &best.how,
                 ));
             }

@@ -48,7 +48,9 @@ use crate::mem::SpinLock;
 use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::cell::Cell;
 
-use profcc_schema::allocator::{CHANNELS as CHANNEL_NAMES, OPS as OP_NAMES, TIME_ALL_FROM};
+use profcc_schema::allocator::{
+    BRACKET_SAMPLES, CHANNELS as CHANNEL_NAMES, INTERRUPTED_FROM_NS, OPS as OP_NAMES, TIME_ALL_FROM,
+};
 use profcc_schema::sharing::LINE;
 
 mod events;
@@ -199,6 +201,50 @@ struct Cells {
     /// Sampled operations (`alloc_events`) per op and bucket: their count, then their summed
     /// events in `events::EVENTS` order.
     events: [[[AtomicU64; events::NEV + 1]; BUCKETS]; OPS],
+    /// Sampled timed calls left out as interrupted (`INTERRUPTED_FROM_NS`).
+    interrupted: AtomicU64,
+}
+
+/// What an empty timing bracket costs (ticks; `bracket_ticks` in the profile): set by `init`,
+/// taken off every timed call.
+static BRACKET: AtomicU64 = AtomicU64::new(0);
+/// A sampled timed call of more ticks than this was interrupted (`INTERRUPTED_FROM_NS` at
+/// the TSC's early rate; set by `init`, u64::MAX before).
+static INTERRUPTED_TICKS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The median of `BRACKET_SAMPLES` empty brackets: two TSC reads as timing.h takes them
+/// around the real call, with nothing between.
+fn measure_bracket() -> u64 {
+    let mut v = [0u64; BRACKET_SAMPLES];
+    for x in v.iter_mut() {
+        let a = crate::clock::tsc();
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        let b = crate::clock::tsc();
+        *x = b.wrapping_sub(a);
+    }
+    v.sort_unstable();
+    v[BRACKET_SAMPLES / 2]
+}
+
+/// A timed call's ticks in the allocator: its bracket less the empty bracket's cost (at
+/// least 0), or None when it was interrupted: a call standing for more than one (`weight`)
+/// longer than `limit` ticks, or one whose TSC ran backwards (moved to a CPU whose TSC is
+/// behind: the unsigned difference is huge).
+fn call_ticks(raw: u64, weight: u32, bracket: u64, limit: u64) -> Option<u64> {
+    if raw > i64::MAX as u64 || (weight > 1 && raw > limit) {
+        return None;
+    }
+    Some(raw.saturating_sub(bracket))
+}
+
+/// The process's CPU time (user + system, all threads, ended ones too), ns.
+fn process_cpu_ns() -> Option<u64> {
+    let mut u: libc::rusage = unsafe { core::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    Some(tv(u.ru_utime) + tv(u.ru_stime))
 }
 
 /// Every block ever made, and those no thread holds.
@@ -335,10 +381,26 @@ pub extern "C" fn profcc_alloc_op(
     }
     let x = &c.ops[cell / (BUCKETS * RP)][b][cell % RP];
     add(&x.count, 1, own);
+    let mut weight = weight;
+    let mut cycles = cycles;
     if weight != 0 {
-        add(&x.timed, 1, own);
-        add(&x.cycles, cycles.saturating_mul(weight as u64), own);
-        add(&x.weight, weight as u64, own);
+        match call_ticks(
+            cycles,
+            weight,
+            BRACKET.load(Relaxed),
+            INTERRUPTED_TICKS.load(Relaxed),
+        ) {
+            Some(t) => {
+                cycles = t;
+                add(&x.timed, 1, own);
+                add(&x.cycles, cycles.saturating_mul(weight as u64), own);
+                add(&x.weight, weight as u64, own);
+            }
+            None => {
+                add(&c.interrupted, 1, own);
+                weight = 0;
+            }
+        }
     }
     if let Some(d) = sampled {
         let e = &c.events[op as usize][b];
@@ -348,7 +410,7 @@ pub extern "C" fn profcc_alloc_op(
         }
     }
     if recorded && weight != 0 {
-        crate::alloc::add_site_cycles(site, cycles * weight as u64);
+        crate::alloc::add_site_cycles(site, cycles.saturating_mul(weight as u64));
     }
 }
 
@@ -653,6 +715,11 @@ impl Analysis for AllocatorAnalysis {
             SHARED.store(shared as *mut Cells, Relaxed);
         }
         crate::clock::mark_start();
+        BRACKET.store(measure_bracket(), Relaxed);
+        INTERRUPTED_TICKS.store(
+            INTERRUPTED_FROM_NS * crate::clock::early_ticks_per_us() / 1000,
+            Relaxed,
+        );
         unsafe {
             core::ptr::write_volatile(
                 core::ptr::addr_of_mut!(profcc_alloc_time_period),
@@ -832,7 +899,7 @@ impl Analysis for AllocatorAnalysis {
                 }
             }
         }
-        let [first_calls] = summed(&blocks, |c| [&c.first_calls]);
+        let [first_calls, interrupted] = summed(&blocks, |c| [&c.first_calls, &c.interrupted]);
         let (locks, locks_untracked) = locks::cells();
         p.allocator_ops = Some(profcc_schema::allocator::Allocator {
             tsc_hz: crate::clock::tsc_hz(),
@@ -850,6 +917,9 @@ impl Analysis for AllocatorAnalysis {
             locks,
             locks_untracked,
             reuse_estimated,
+            bracket_ticks: BRACKET.load(Relaxed),
+            interrupted,
+            cpu_ns: process_cpu_ns(),
         });
     }
 }
@@ -1033,6 +1103,21 @@ mod tests {
     fn timed_calls_are_weighted() {
         assert_eq!(weighted_cycles(2, 100 + 10 * 9, 10), 38);
         assert_eq!(weighted_cycles(0, 0, 0), 0);
+    }
+
+    /// A timed call loses the empty bracket's cost (never below 0); a sampled call past the
+    /// limit, or one whose TSC ran backwards (the unsigned difference wraps), is interrupted;
+    /// a call of weight 1 (a big request) is kept however long it took.
+    #[test]
+    fn timed_calls_lose_the_bracket_and_interrupted_ones_are_left_out() {
+        assert_eq!(call_ticks(100, 64, 30, 1000), Some(70));
+        assert_eq!(call_ticks(20, 64, 30, 1000), Some(0));
+        assert_eq!(call_ticks(1001, 64, 30, 1000), None);
+        assert_eq!(call_ticks(1_000_000, 1, 30, 1000), Some(999_970));
+        assert_eq!(call_ticks(5u64.wrapping_sub(9), 1, 30, 1000), None);
+        assert_eq!(call_ticks(5u64.wrapping_sub(9), 64, 30, 1000), None);
+        let b = measure_bracket();
+        assert!(b > 0 && b < 100_000, "{b}");
     }
 
     /// timing.h's enums name the operations and channels in this file's order.
