@@ -60,7 +60,7 @@ pub fn no_switch_reason(
             "no switching advice: no reference costs of {current} to check the model against"
         )),
         Some(c) if !reference_agrees(c, total_ns) => Some(format!(
-            "no switching advice: {current}'s own reference costs give {:.1} ms for these operations, {:.1}x the {:.1} ms measured (more than {REFERENCE_AGREEMENT}x apart either way: the reference costs do not describe this run)",
+            "no switching advice: {current}'s own reference costs give {:.1} ms for these operations, {:.2}x the {:.1} ms measured (more than {REFERENCE_AGREEMENT}x apart either way: the reference costs do not describe this run)",
             c / 1e6,
             c / total_ns.max(1.0),
             total_ns / 1e6,
@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(no_switch_reason("glibc", Some(120e6), 100e6), None);
         let r = no_switch_reason("glibc", Some(245.7e6), 100e6).unwrap();
         assert!(
-            r.starts_with("no switching advice: glibc's own reference costs give 245.7 ms for these operations, 2.5x the 100.0 ms measured"),
+            r.starts_with("no switching advice: glibc's own reference costs give 245.7 ms for these operations, 2.46x the 100.0 ms measured"),
             "{r}"
         );
         assert!(!r.contains('\n'));

@@ -1363,3 +1363,185 @@ fn unknown_allocator_is_described_by_a_live_probe() {
         i.ops
     );
 }
+
+/// Issue 43's known answer: the larson-like program (tests/fixtures/alloc/larson_like.c: two
+/// threads, windows of live 16-512-byte blocks, one in 16 freed by the other thread) built
+/// without access checks, run under glibc, jemalloc, mimalloc and tcmalloc with
+/// `alloc_sample`. Natively (`LD_PRELOAD`, the median of several short runs, each allocator
+/// in turn so a load on the machine falls on all of them): wherever two allocators differ by
+/// more than `NATIVE_GAP`, every switch the report predicts (its advice, and each prediction
+/// it lists) points the way the native runs do; a report that gives no advice says why in
+/// one line. Also: the allocator's time is at most the threads' CPU time and its share is
+/// of it. The reference costs are this machine's (`profcc detect-allocator --bench` first,
+/// into the test's cache). The table it prints: `cargo test --release -p profcc-tests --test
+/// allocator_analysis -- switching_advice --nocapture`.
+#[test]
+fn switching_advice_points_the_way_the_native_runs_do() {
+    /// Native times closer than this (either way) are no direction.
+    const NATIVE_GAP: f64 = 1.10;
+    const ROUNDS: &str = "1500000";
+    const NATIVE_RUNS: usize = 5;
+    let s = Scratch::new();
+    let src = fixture("alloc/larson_like.c");
+    let src = src.to_str().unwrap();
+    sh(Command::new("clang-22")
+        .args(["-O2", "-g", src, "-o"])
+        .arg(s.path("native"))
+        .arg("-lpthread"));
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", src, "-o", "prof", "-lpthread"],
+        &[("PROFCC_INSTRUMENT", "none")],
+    );
+    let wanted = ["glibc", "jemalloc", "mimalloc", "tcmalloc"];
+    let allocs: Vec<(String, Option<String>)> = allocators()
+        .into_iter()
+        .filter(|(n, ..)| wanted.contains(&n.as_str()))
+        .map(|(n, p, _)| (n, p))
+        .collect();
+    // This machine's reference costs, in the cache the test's reports read.
+    for (name, preload) in &allocs {
+        let mut cmd = Command::new(profcc());
+        cmd.env("XDG_CACHE_HOME", probe_cache_home())
+            .args(["detect-allocator", "--bench", "-o"])
+            .arg(s.path(&format!("{name}.toml")));
+        if let Some(p) = preload {
+            cmd.arg("--preload").arg(p);
+        }
+        sh(&mut cmd);
+    }
+    let run = |exe: &str, preload: &Option<String>, options: Option<&str>| -> f64 {
+        let mut cmd = Command::new(s.path(exe));
+        cmd.arg(ROUNDS);
+        if let Some(p) = preload {
+            cmd.env("LD_PRELOAD", p);
+        }
+        if let Some(o) = options {
+            cmd.env("PROFCC_OPTIONS", o);
+        }
+        let t = std::time::Instant::now();
+        let out = output_within(&mut cmd);
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "ok\n",
+            "{exe} {preload:?}"
+        );
+        secs
+    };
+    let mut native: Vec<Vec<f64>> = vec![Vec::new(); allocs.len()];
+    for _ in 0..NATIVE_RUNS {
+        for (k, (_, preload)) in allocs.iter().enumerate() {
+            native[k].push(run("native", preload, None));
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let native: Vec<f64> = native.iter_mut().map(median).collect();
+    let native_of = |label: &str| -> Option<f64> {
+        let name = label.split_whitespace().next()?;
+        allocs
+            .iter()
+            .position(|(n, _)| n == name)
+            .map(|k| native[k])
+    };
+    // Does switching from `from` to `to` go the way the native runs do? None: no direction
+    // (within NATIVE_GAP, or not measured natively).
+    let faster = |from: f64, to: f64| -> Option<bool> {
+        if to * NATIVE_GAP < from {
+            Some(true)
+        } else if from * NATIVE_GAP < to {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let mut table = Vec::new();
+    let mut wrong = Vec::new();
+    for (k, (name, preload)) in allocs.iter().enumerate() {
+        let profile = s.path(&format!("larson-{name}.json"));
+        run(
+            "prof",
+            preload,
+            Some(&format!(
+                "out={}:summary=0:alloc_sample=524288",
+                profile.display()
+            )),
+        );
+        let r = report(&profile, &["--top", "0"]);
+        let i = input(&r);
+        // Possible time: at most the threads' CPU time, and said to be a share of it.
+        let cpu = i.cpu_ns.expect("the profile keeps the CPU time") as f64;
+        assert!(i.total_ns <= cpu, "{name}: {} > {cpu}", i.total_ns);
+        assert_eq!(i.share_of, "the threads' CPU time", "{name}");
+        assert!(i.bracket_ns > 0.0, "{name}: the empty bracket was measured");
+        assert!(
+            i.costs.starts_with("this machine's") && i.costs.contains(name.as_str()),
+            "{name}: {}",
+            i.costs
+        );
+        let mut said = Vec::new();
+        for p in &i.predictions {
+            if let Some(to) = native_of(&p.allocator) {
+                if let Some(way) = faster(native[k], to) {
+                    if way != (p.change_ns < 0.0) {
+                        wrong.push(format!(
+                            "under {name} ({:.3} s): {} {:+.1} ms, natively {to:.3} s",
+                            native[k],
+                            p.allocator,
+                            p.change_ns / 1e6
+                        ));
+                    }
+                }
+            }
+            said.push(format!("{} {:+.0} ms", p.allocator, p.change_ns / 1e6));
+        }
+        match &i.advice {
+            Some(a) => {
+                let to = a
+                    .strip_prefix("try ")
+                    .and_then(native_of)
+                    .unwrap_or_else(|| panic!("{name}: advice names no known allocator: {a}"));
+                if faster(native[k], to) == Some(false) {
+                    wrong.push(format!(
+                        "under {name} ({:.3} s): advice {a}, natively {to:.3} s",
+                        native[k]
+                    ));
+                }
+            }
+            None => {
+                // No advice: the predictions say none saves enough, or one line says why.
+                if let Some(why) = &i.no_advice {
+                    assert!(
+                        why.starts_with("no switching advice: ") && !why.contains('\n'),
+                        "{name}: {why}"
+                    );
+                    assert!(i.predictions.is_empty(), "{name}");
+                }
+            }
+        }
+        table.push(format!(
+            "| {name} | {:.3} | {:.1} ms of {:.1} ms CPU | {} | {} |",
+            native[k],
+            i.total_ns / 1e6,
+            cpu / 1e6,
+            i.advice
+                .as_deref()
+                .map(|a| a.split(':').next().unwrap_or(a).to_string())
+                .or(i.no_advice.clone())
+                .unwrap_or_else(|| "none (no saving worth advising)".into()),
+            said.join("; ")
+        ));
+    }
+    eprintln!(
+        "| allocator | native s (median of {NATIVE_RUNS}) | allocator time | advice | predictions |\n|---|---|---|---|---|\n{}",
+        table.join("\n")
+    );
+    assert!(
+        wrong.is_empty(),
+        "switches against the native direction:\n{}",
+        wrong.join("\n")
+    );
+}
