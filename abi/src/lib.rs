@@ -453,7 +453,7 @@ pub struct PageRecord {
     pub accessor: core::sync::atomic::AtomicU32,
     /// Index + 1 of the first touch's place in the runtime's table (0: none), and
     /// [`PageRecord::PINNED`] when a policy bound the page to its node (`MPOL_BIND`,
-    /// `move_pages`).
+    /// `move_pages`), [`PageRecord::REUSED`] once a heap block holding it was freed.
     pub place: core::sync::atomic::AtomicU32,
     /// Accesses counted on the page, and of those the ones made by threads of another home.
     pub accesses: core::sync::atomic::AtomicU64,
@@ -465,6 +465,11 @@ impl PageRecord {
     pub const SEVERAL: u32 = u32::MAX;
     /// The bit of `place` that says a policy bound the page to its node.
     pub const PINNED: u32 = 1 << 31;
+    /// The bit of `place` that says a freed heap block held the page: it keeps its home, so
+    /// the next block there is placed by an earlier lifetime's first touch (a reused page).
+    pub const REUSED: u32 = 1 << 30;
+    /// The flag bits of `place`; the rest is the place's index + 1.
+    pub const FLAGS: u32 = Self::PINNED | Self::REUSED;
 }
 
 const _: () = assert!(core::mem::size_of::<PageRecord>() == 1 << PAGE_ENTRY_SHIFT);

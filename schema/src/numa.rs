@@ -70,6 +70,10 @@ pub struct NumaObject {
     pub shared_pages: u64,
     /// Pages that one thread other than their first toucher accessed.
     pub moved_pages: u64,
+    /// Pages a freed heap block held before (they kept the home an earlier block's first
+    /// touch gave them): per-iteration temporaries reuse their pages.
+    #[serde(default)]
+    pub reused_pages: u64,
     /// A run of at most `MAX_RUN_DETAIL` pages: each counted page, for the report to split
     /// the run at the globals it holds (empty for blocks and longer runs).
     #[serde(default)]

@@ -203,7 +203,7 @@ fn huge_page(p: u64) -> bool {
         .map_or((0, 0), |r| {
             (
                 r.toucher.load(Relaxed),
-                r.place.load(Relaxed) & !PageRecord::PINNED,
+                r.place.load(Relaxed) & !PageRecord::FLAGS,
             )
         });
     let mut filled = Vec::new();
@@ -966,6 +966,8 @@ struct Credit {
     threads: BTreeMap<u32, (u64, u64, u64)>,
     shared_pages: u64,
     moved_pages: u64,
+    /// Pages a freed heap block held before (their home is an earlier lifetime's).
+    reused_pages: u64,
     /// Each counted page, when `detail` (runs of other memory).
     per_page: Vec<profcc_schema::numa::PageCount>,
     detail: bool,
@@ -1003,12 +1005,15 @@ impl Credit {
         self.accesses += n;
         self.remote += remote;
         let pinned = rec.place.load(Relaxed) & PageRecord::PINNED != 0;
+        if rec.place.load(Relaxed) & PageRecord::REUSED != 0 {
+            self.reused_pages += 1;
+        }
         if !pinned {
             self.unpinned_page += n;
         }
         *self
             .places
-            .entry(rec.place.load(Relaxed) & !PageRecord::PINNED)
+            .entry(rec.place.load(Relaxed) & !PageRecord::FLAGS)
             .or_default() += 1;
         // The page's user: its one other thread (a moved page), else its first toucher.
         let user = match acc {
@@ -1075,6 +1080,7 @@ impl Credit {
         }
         self.shared_pages += o.shared_pages;
         self.moved_pages += o.moved_pages;
+        self.reused_pages += o.reused_pages;
         self.per_page.clear();
     }
 }
@@ -1121,6 +1127,9 @@ fn object_freed(o: &crate::analysis::ObjectInfo) {
             }
             rec.toucher.store(0, Relaxed);
             rec.place.store(0, Relaxed);
+        } else if rec.home.load(Relaxed) != 0 {
+            // The page keeps its home: the next block here reuses it.
+            rec.place.fetch_or(PageRecord::REUSED, Relaxed);
         }
     }
     let mut f = FREED.lock();
@@ -1474,6 +1483,7 @@ impl Analysis for Numa {
                         })
                         .collect(),
                     shared_pages: c.shared_pages,
+                    reused_pages: c.reused_pages,
                     moved_pages: c.moved_pages,
                     page_counts: if alloc_stack.is_none()
                         && c.bytes >> PAGE_SHIFT <= profcc_schema::numa::MAX_RUN_DETAIL
