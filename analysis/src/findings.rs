@@ -101,6 +101,8 @@ impl Analysis {
                 "serial_first_touch",
                 "remote_access",
                 "first_touch",
+                "reused_pages",
+                "shared_stack",
                 "binding",
                 "imbalance",
             ],

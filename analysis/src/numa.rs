@@ -81,46 +81,102 @@ pub enum Layout {
     Permuted,
 }
 
+/// A line or an object is significant, listed and given a fix, when both hold: at least
+/// [`REMOTE_ADVICE_SHARE`] of its accesses are remote, and at least this many are. Below,
+/// the report sums it into one line (the page on the boundary of two threads' halves, a
+/// stack variable read a few times).
+pub const SIGNIFICANT_REMOTE: u64 = 1024;
+
+/// Whether `remote` of `accesses` is significant ([`SIGNIFICANT_REMOTE`]).
+pub fn significant(remote: u64, accesses: u64) -> bool {
+    remote >= SIGNIFICANT_REMOTE && remote as f64 >= REMOTE_ADVICE_SHARE * accesses as f64
+}
+
+/// The share of an object's pages that decides its class (reused, moved, shared, used by
+/// their first toucher). Two threads splitting data evenly put half the pages on each side
+/// of a 1/2 cut, so objects of one pattern (LULESH's `m_x`, `m_y`, `m_z`) fell on both
+/// sides of it; at 2/3 they do not.
+pub const CLEAR_SHARE: f64 = 2.0 / 3.0;
+
+/// Whether the model lets a thread's node change during the run: `real` yes; `emulate` only
+/// when a thread is bound to one node's CPUs (its node is then its CPUs', read again after
+/// the binding); `thread` (a thread is its own node) and `off` never.
+pub fn threads_can_move(n: &Numa) -> bool {
+    match n.model.as_str() {
+        "real" => true,
+        "emulate" => n.threads.iter().any(|t| t.pinned),
+        _ => false,
+    }
+}
+
 /// What to change for one object (docs/numa.md, "Objects").
 #[derive(Debug, Clone, PartialEq)]
 pub enum ObjectFix {
-    /// Remote accesses below [`REMOTE_ADVICE_SHARE`] of its accesses.
+    /// Not [`significant`].
     None,
-    /// At least half its pages are used by one thread other than the one that touched them
-    /// first: touch each page first by the thread that uses it.
+    /// A thread's stack read by other threads (the main thread's variables shared into a
+    /// parallel region): a private copy per thread, or accept it; nothing array-like.
+    Stack,
+    /// Blocks allocated again and again at one site, most of their pages recycled from
+    /// freed blocks ([`CLEAR_SHARE`]): an earlier lifetime's first touch placed them. Hoist
+    /// the allocation, or keep a buffer per thread.
+    Reused,
+    /// Its pages are mostly used by one thread other than the one that touched them first
+    /// (more moved pages than shared ones): touch each page first by the thread that uses it.
     FirstTouch { layout: Layout },
-    /// At least half its pages are used by two or more threads besides their first toucher:
-    /// interleave it, or replicate it when it is read-mostly.
+    /// Its pages are mostly used by two or more threads besides their first toucher (at
+    /// least as many shared pages as moved ones): interleave it, or replicate it when it is
+    /// read-mostly.
     Interleave,
-    /// Its pages are used by the threads that touched them, yet accesses are remote: the
-    /// threads ran on other nodes than where they touched (bind them).
+    /// Threads can move ([`threads_can_move`]) and at least [`CLEAR_SHARE`] of its pages are
+    /// used by their first toucher alone, yet accesses are remote: the threads ran on other
+    /// nodes than where they touched (bind them).
     Bind,
 }
 
-/// The fix that fits an object's pattern.
-pub fn object_fix(o: &NumaObject) -> ObjectFix {
-    if o.accesses == 0 || (o.remote as f64) < REMOTE_ADVICE_SHARE * o.accesses as f64 {
+/// The fix that fits an object's evidence, in this order: significance, a stack, reused
+/// pages, pages used by their toucher alone (only where threads can move), then moved
+/// against shared pages. Ratios only: objects of one pattern get one class whatever
+/// their size or the order they come in.
+pub fn object_fix(o: &NumaObject, can_move: bool) -> ObjectFix {
+    if !significant(o.remote, o.accesses) || o.pages == 0 {
         return ObjectFix::None;
     }
-    if o.moved_pages * 2 >= o.pages && o.moved_pages > 0 {
-        let mut r: Vec<(u32, u64, u64)> = o
-            .threads
-            .iter()
-            .map(|t| (t.thread, t.start, t.end))
-            .collect();
-        r.sort_by_key(|x| (x.1, x.2));
-        let blocks = r.windows(2).all(|w| w[0].2 <= w[1].1);
-        let layout = if blocks {
-            Layout::Blocks(r)
-        } else {
-            Layout::Permuted
-        };
-        return ObjectFix::FirstTouch { layout };
+    if o.stack_of.is_some() {
+        return ObjectFix::Stack;
     }
-    if o.shared_pages * 2 >= o.pages && o.shared_pages > 0 {
+    let share = |x: u64| x as f64 / o.pages as f64;
+    // Several blocks of one site, or freed heap pages no block holds at the end (the counts
+    // left in threads' page caches when their block was freed land there).
+    let recycled = o.instances > 1 || o.alloc_stack.is_none();
+    if recycled && share(o.reused_pages) >= CLEAR_SHARE {
+        return ObjectFix::Reused;
+    }
+    let own = o.pages.saturating_sub(o.moved_pages + o.shared_pages);
+    if can_move && share(own) >= CLEAR_SHARE {
+        return ObjectFix::Bind;
+    }
+    if o.shared_pages > 0 && o.shared_pages >= o.moved_pages {
         return ObjectFix::Interleave;
     }
-    ObjectFix::Bind
+    if o.moved_pages == 0 {
+        // Pages used by their toucher alone, remote where threads cannot move: a memory
+        // policy placed them (interleaving chosen by the program).
+        return ObjectFix::None;
+    }
+    let mut r: Vec<(u32, u64, u64)> = o
+        .threads
+        .iter()
+        .map(|t| (t.thread, t.start, t.end))
+        .collect();
+    r.sort_by_key(|x| (x.1, x.2));
+    let blocks = r.windows(2).all(|w| w[0].2 <= w[1].1);
+    let layout = if blocks {
+        Layout::Blocks(r)
+    } else {
+        Layout::Permuted
+    };
+    ObjectFix::FirstTouch { layout }
 }
 
 /// NumaPerf's remote latency over local latency in the overhead of a thread (`RL`).
@@ -337,32 +393,123 @@ mod tests {
     fn object_fixes_follow_the_pages() {
         let mut o = NumaObject {
             pages: 4,
-            accesses: 100,
-            remote: 50,
+            accesses: 10_000,
+            remote: 5_000,
             moved_pages: 4,
             threads: vec![range(2, 8192, 16384), range(1, 0, 8192)],
             ..Default::default()
         };
         assert_eq!(
-            object_fix(&o),
+            object_fix(&o, false),
             ObjectFix::FirstTouch {
                 layout: Layout::Blocks(vec![(1, 0, 8192), (2, 8192, 16384)])
             }
         );
         o.threads = vec![range(1, 0, 16384), range(2, 4096, 12288)];
         assert_eq!(
-            object_fix(&o),
+            object_fix(&o, false),
             ObjectFix::FirstTouch {
                 layout: Layout::Permuted
             }
         );
         o.moved_pages = 1;
         o.shared_pages = 3;
-        assert_eq!(object_fix(&o), ObjectFix::Interleave);
+        assert_eq!(object_fix(&o, false), ObjectFix::Interleave);
+        // Pages used by their toucher alone yet remote: the threads moved, where they can.
         o.shared_pages = 0;
-        assert_eq!(object_fix(&o), ObjectFix::Bind);
-        o.remote = 9;
-        assert_eq!(object_fix(&o), ObjectFix::None, "below 10% remote");
+        assert_eq!(object_fix(&o, true), ObjectFix::Bind);
+        assert_eq!(
+            object_fix(&o, false),
+            ObjectFix::FirstTouch {
+                layout: Layout::Permuted
+            },
+            "no binding where threads cannot move: the moved page is the evidence left"
+        );
+        o.moved_pages = 0;
+        assert_eq!(object_fix(&o, false), ObjectFix::None, "a policy's pages");
+        o.moved_pages = 1;
+        o.remote = 999;
+        assert_eq!(object_fix(&o, true), ObjectFix::None, "below 10% remote");
+        o.remote = SIGNIFICANT_REMOTE - 1;
+        o.accesses = SIGNIFICANT_REMOTE;
+        assert_eq!(object_fix(&o, true), ObjectFix::None, "too few remote");
+    }
+
+    #[test]
+    fn stacks_and_reused_temporaries_get_their_own_class() {
+        let mut o = NumaObject {
+            stack_of: Some(0),
+            pages: 2,
+            accesses: 100_000,
+            remote: 50_000,
+            moved_pages: 2,
+            ..Default::default()
+        };
+        assert_eq!(object_fix(&o, false), ObjectFix::Stack);
+        // 10 blocks allocated in turn at one site, 9 of every 10 pages recycled.
+        o = NumaObject {
+            alloc_stack: Some(7),
+            instances: 10,
+            pages: 160,
+            reused_pages: 144,
+            moved_pages: 80,
+            accesses: 1_000_000,
+            remote: 400_000,
+            ..Default::default()
+        };
+        assert_eq!(object_fix(&o, true), ObjectFix::Reused);
+        // Freed heap pages no block holds at the end: the same.
+        o.alloc_stack = None;
+        o.instances = 1;
+        assert_eq!(object_fix(&o, false), ObjectFix::Reused);
+        // One block on recycled pages is not a per-iteration temporary.
+        o.alloc_stack = Some(7);
+        assert!(matches!(
+            object_fix(&o, false),
+            ObjectFix::FirstTouch { .. }
+        ));
+    }
+
+    /// LULESH's `m_x`, `m_y`, `m_z`: touched serially by the main thread, half of each used
+    /// by the other thread; a page more or less on either side gives the same class.
+    #[test]
+    fn one_pattern_one_class_across_small_differences() {
+        for can_move in [false, true] {
+            let classes: Vec<ObjectFix> = [(100, 49), (100, 50), (100, 51), (101, 50)]
+                .iter()
+                .map(|&(pages, moved)| {
+                    object_fix(
+                        &NumaObject {
+                            pages,
+                            moved_pages: moved,
+                            accesses: 1_000_000,
+                            remote: 480_000,
+                            threads: vec![range(0, 0, 4096 * 50), range(1, 4096 * 50, 4096 * 100)],
+                            ..Default::default()
+                        },
+                        can_move,
+                    )
+                })
+                .collect();
+            assert!(classes.windows(2).all(|w| w[0] == w[1]), "{classes:?}");
+            assert!(matches!(classes[0], ObjectFix::FirstTouch { .. }));
+        }
+    }
+
+    #[test]
+    fn only_real_and_bound_emulated_threads_can_move() {
+        let mut n = Numa {
+            model: "thread".into(),
+            threads: vec![thread(0, 1, 1, 1), thread(1, 1, 1, 1)],
+            ..Default::default()
+        };
+        assert!(!threads_can_move(&n));
+        n.model = "emulate".into();
+        assert!(!threads_can_move(&n));
+        n.threads[1].pinned = true;
+        assert!(threads_can_move(&n));
+        n.model = "real".into();
+        assert!(threads_can_move(&n));
     }
 
     #[test]
@@ -477,7 +624,14 @@ pub fn run_finding(n: &Numa, duration_ns: u64, place: Option<String>) -> Option<
             places,
             vec![Evidence::new("remote_share", remote_share, "fraction")],
             remote_impact(remote, local, remote, duration_ns),
-            "place each thread's data on its node (first touch by the thread that uses it), interleave data all threads share, or bind threads near their data".into(),
+            format!(
+                "place each thread's data on its node (first touch by the thread that uses it), interleave data all threads share{}",
+                if threads_can_move(n) {
+                    ", or bind threads near their data"
+                } else {
+                    ""
+                }
+            ),
         )),
     }
 }
@@ -496,16 +650,25 @@ pub fn object_finding(
     run_remote: u64,
     duration_ns: u64,
 ) -> Option<Finding> {
-    let kind = match how {
+    let (kind, what) = match how {
         ObjectFix::None => return None,
-        ObjectFix::FirstTouch { .. } => "first_touch",
-        ObjectFix::Interleave => "remote_access",
-        ObjectFix::Bind => "binding",
-    };
-    let what = match kind {
-        "first_touch" => "pages first touched by another thread than the one using them",
-        "binding" => "remote accesses from threads that moved away from their pages",
-        _ => "pages used by several threads, remote for most",
+        ObjectFix::FirstTouch { .. } => (
+            "first_touch",
+            "pages first touched by another thread than the one using them",
+        ),
+        ObjectFix::Interleave => (
+            "remote_access",
+            "pages used by several threads, remote for most",
+        ),
+        ObjectFix::Reused => (
+            "reused_pages",
+            "blocks allocated again and again on pages an earlier block's first touch placed",
+        ),
+        ObjectFix::Stack => ("shared_stack", "a thread's stack read by other threads"),
+        ObjectFix::Bind => (
+            "binding",
+            "remote accesses from threads that moved away from their pages",
+        ),
     };
     Some(Finding::new(
         Analysis::Numa,
@@ -523,6 +686,8 @@ pub fn object_finding(
             Evidence::new("pages", o.pages as f64, "pages"),
             Evidence::new("moved_pages", o.moved_pages as f64, "pages"),
             Evidence::new("shared_pages", o.shared_pages as f64, "pages"),
+            Evidence::new("reused_pages", o.reused_pages as f64, "pages"),
+            Evidence::new("instances", o.instances as f64, "blocks"),
         ],
         remote_impact(o.remote, run_local, run_remote, duration_ns),
         fix,

@@ -417,6 +417,21 @@ pub struct NumaInput {
     /// Accesses by source line, most remote first (at most `--top`): each counted for the
     /// line whose access brought its page into the thread's page cache (docs/numa.md, "Sites").
     pub sites: Vec<NumaSite>,
+    /// Lines and objects with remote accesses below significance
+    /// (`profcc_analysis::numa::significant`), summed: the text lists none of them.
+    #[serde(default)]
+    pub below: NumaBelow,
+}
+
+/// Lines and objects below significance, summed (docs/numa.md, "Significance").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NumaBelow {
+    /// Lines with remote accesses, and those remote accesses.
+    pub places: u64,
+    pub places_remote: u64,
+    /// Objects with remote accesses, and those remote accesses.
+    pub objects: u64,
+    pub objects_remote: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -462,7 +477,11 @@ pub struct NumaObject {
     pub threads: Vec<NumaRange>,
     pub shared_pages: u64,
     pub moved_pages: u64,
-    /// `first touch`, `remote access` or `binding`; None: nothing to change.
+    /// Pages a freed heap block held before (an earlier lifetime's first touch placed them).
+    #[serde(default)]
+    pub reused_pages: u64,
+    /// `first touch`, `remote access`, `reused pages`, `shared stack` or `binding`
+    /// (docs/numa.md, "Objects"); None: nothing to change or not significant.
     pub kind: Option<String>,
     pub fix: Option<String>,
 }

@@ -1128,6 +1128,7 @@ pub(crate) fn sample_report() -> Report {
                     }],
                     shared_pages: 0,
                     moved_pages: 2,
+                    reused_pages: 0,
                     kind: Some("first touch".into()),
                     fix: Some("touch it first in thread 1".into()),
                 }],
@@ -1139,6 +1140,7 @@ pub(crate) fn sample_report() -> Report {
                     unpinned_thread: 0,
                     unpinned_page: 100,
                 }],
+                below: Default::default(),
             }],
         }),
         allocator: Some(crate::model::AllocatorAnalysis {

@@ -772,7 +772,12 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
         }
         // The lines with remote accesses, at most MAX_SITE_LINES (JSON and numa_sites.csv
         // have every one up to --top).
-        for x in i.sites.iter().filter(|x| x.remote > 0).take(MAX_SITE_LINES) {
+        for x in i
+            .sites
+            .iter()
+            .filter(|x| profcc_analysis::numa::significant(x.remote, x.accesses))
+            .take(MAX_SITE_LINES)
+        {
             let place = x.place.clone().unwrap_or_else(|| "other code".into());
             let func = x
                 .function
@@ -786,18 +791,31 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
                 pct(x.remote, x.accesses)
             ));
         }
+        let below = |n: u64, what: &str, remote: u64| {
+            format!(
+                "  {n} more {what}{}, {remote} remote accesses ({:.1}% of the run's remote accesses) below significance (listed from {} remote accesses that are {:.0}% of its accesses)\n",
+                if n == 1 { "" } else { "s" },
+                pct(remote, i.remote),
+                profcc_analysis::numa::SIGNIFICANT_REMOTE,
+                profcc_analysis::numa::REMOTE_ADVICE_SHARE * 100.0,
+            )
+        };
+        if i.below.places > 0 {
+            out.push_str(&below(i.below.places, "place", i.below.places_remote));
+        }
         if let Some(a) = &i.advice {
             out.push_str(&format!("  fix: {a}\n"));
         }
-        if !i.objects.is_empty() {
+        // Objects with a fix (significant ones); the others are summed in one line.
+        if i.objects.iter().any(|o| o.kind.is_some()) {
             out.push_str(&format!(
                 "  objects by score = (remote x {} + remote invalidations) / ms ({} remote invalidations in all):\n",
                 profcc_analysis::numa::REMOTE_MISS_RATE,
                 i.remote_invalidations
             ));
         }
-        for o in &i.objects {
-            let kind = o.kind.as_deref().unwrap_or("local");
+        for o in i.objects.iter().filter(|o| o.kind.is_some()) {
+            let kind = o.kind.as_deref().unwrap_or_default();
             let size = if o.instances > 1 {
                 format!("{} blocks, {} pages", o.instances, o.pages)
             } else {
@@ -815,6 +833,9 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
             if let Some(f) = &o.fix {
                 out.push_str(&format!("    fix: {f}\n"));
             }
+        }
+        if i.below.objects > 0 {
+            out.push_str(&below(i.below.objects, "object", i.below.objects_remote));
         }
         if !i.groups.is_empty() && i.groups.iter().any(|g| g.recommended != g.threads) {
             let parts: Vec<String> = i

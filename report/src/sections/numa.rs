@@ -10,7 +10,7 @@ use profcc_abi::MAX_HOMES;
 use profcc_analysis::findings::{heap_identity, Finding, Object};
 use profcc_analysis::numa::{
     binding_plan, imbalance, imbalance_finding, object_finding, object_fix, overhead, run_finding,
-    score, Group, Layout, ObjectFix, REMOTE_ADVICE_SHARE,
+    score, significant, threads_can_move, Group, Layout, ObjectFix, REMOTE_ADVICE_SHARE,
 };
 use std::collections::{BTreeSet, HashMap};
 
@@ -113,7 +113,7 @@ pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
             }
             first_touch.sort_by(|a, b| b.pages.cmp(&a.pages));
             first_touch.truncate(opts.limit(first_touch.len()));
-            let sites = sites(m, i, n, opts);
+            let (sites, mut below) = sites(m, i, n, opts);
             let duration = input.profile.duration_ns;
             let run = run_finding(
                 n,
@@ -122,6 +122,10 @@ pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
             );
             let advice = run.as_ref().map(|f| format!("{}: {}", f.title, f.fix));
             let (mut objects, remote_invalidations, object_findings) = objects(m, i, n);
+            for o in objects.iter().filter(|o| o.kind.is_none() && o.remote > 0) {
+                below.objects += 1;
+                below.objects_remote += o.remote;
+            }
             objects.truncate(opts.limit(objects.len()));
             let groups = groups(&threads);
             let imbalanced = imbalance_finding(&groups, duration);
@@ -144,7 +148,7 @@ pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
                 })
                 .collect();
             let (plan, plan_lines) = plan(n);
-            let migration = migration(&threads, n.model == "real");
+            let migration = migration(&threads, n.model == "real", !plan.is_empty());
             Some(NumaInput {
                 input: i,
                 model: n.model.clone(),
@@ -167,6 +171,7 @@ pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
                 unpinned_page: n.threads.iter().map(|t| t.unpinned_page).sum(),
                 unpinned_both: n.threads.iter().map(|t| t.unpinned_both).sum(),
                 sites,
+                below,
             })
         })
         .collect();
@@ -188,13 +193,14 @@ fn code_place(m: &Merged, i: usize, pc: u64) -> (Option<String>, Option<String>)
 }
 
 /// Accesses by line: the code addresses of one line and function merged (a vectorised loop
-/// and its remainder), most remote first, then most accesses.
+/// and its remainder), most remote first, then most accesses; and the lines with remote
+/// accesses below significance, summed.
 fn sites(
     m: &Merged,
     i: usize,
     n: &profcc_schema::numa::Numa,
     opts: &Options,
-) -> Vec<crate::model::NumaSite> {
+) -> (Vec<crate::model::NumaSite>, crate::model::NumaBelow) {
     let mut out: Vec<crate::model::NumaSite> = Vec::new();
     let mut index: std::collections::HashMap<(Option<String>, Option<String>), usize> =
         std::collections::HashMap::new();
@@ -225,8 +231,16 @@ fn sites(
         }
     }
     out.sort_by(|a, b| (b.remote, b.accesses).cmp(&(a.remote, a.accesses)));
+    let mut below = crate::model::NumaBelow::default();
+    for x in out
+        .iter()
+        .filter(|x| x.remote > 0 && !significant(x.remote, x.accesses))
+    {
+        below.places += 1;
+        below.places_remote += x.remote;
+    }
     out.truncate(opts.limit(out.len()));
-    out
+    (out, below)
 }
 
 /// `[start, end)` as sizes, for a thread's range.
@@ -279,6 +293,33 @@ fn fix_words(
                 o.shared_pages, o.pages
             )),
         ),
+        ObjectFix::Reused => {
+            let what = if o.alloc_stack.is_some() {
+                format!(
+                    "{} blocks allocated here in turn, {} of their {} pages recycled from freed blocks",
+                    o.instances, o.reused_pages, o.pages
+                )
+            } else {
+                format!(
+                    "{} pages of freed heap blocks that no block holds at the end (accesses still in a thread's page cache when its block was freed are counted here)",
+                    o.pages
+                )
+            };
+            (
+                Some("reused pages".into()),
+                Some(format!(
+                    "{what}: those pages kept the node an earlier block's first touch gave them, so touching them again places nothing; hoist the allocation out of the loop (allocate once, touch it first in parallel with the schedule that uses it) or keep a buffer per thread"
+                )),
+            )
+        }
+        ObjectFix::Stack => (
+            Some("shared stack".into()),
+            Some(format!(
+                "variables on thread {}'s stack ({} pages) that other threads read: the variables of the thread that starts a parallel region, shared into it; give each thread its own copy (firstprivate, or a local copy at the region's start) when a hot loop reads them, else accept it (a few pages)",
+                o.stack_of.unwrap_or(0),
+                o.pages
+            )),
+        ),
         ObjectFix::Bind => (
             Some("binding".into()),
             Some(
@@ -297,6 +338,7 @@ fn objects(
     n: &profcc_schema::numa::Numa,
 ) -> (Vec<NumaObject>, u64, Vec<Finding>) {
     let profile = &m.inputs[i].profile;
+    let can_move = threads_can_move(n);
     let run_local: u64 = n.threads.iter().map(|t| t.local).sum();
     let run_remote: u64 = n.threads.iter().map(|t| t.remote).sum();
     let mut found = Vec::new();
@@ -437,7 +479,7 @@ fn objects(
                 Some(p) => format!("{who} touched it first (most at {p})"),
                 None => format!("{who} touched it first"),
             };
-            let how = object_fix(&o);
+            let how = object_fix(&o, can_move);
             let (kind, fix) = fix_words(&o, &how, &first);
             let row = NumaObject {
                 object,
@@ -466,6 +508,7 @@ fn objects(
                     .collect(),
                 shared_pages: o.shared_pages,
                 moved_pages: o.moved_pages,
+                reused_pages: o.reused_pages,
                 kind,
                 fix,
             };
@@ -502,6 +545,7 @@ fn merge_object(a: &mut profcc_schema::numa::NumaObject, b: &profcc_schema::numa
     a.unpinned_page += b.unpinned_page;
     a.shared_pages += b.shared_pages;
     a.moved_pages += b.moved_pages;
+    a.reused_pages += b.reused_pages;
     for t in &b.first_touch {
         match a
             .first_touch
@@ -633,8 +677,9 @@ fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<S
     (out, lines)
 }
 
-/// Migration risk (NumaPerf's proxy): threads that wait may be woken on another node.
-fn migration(threads: &[NumaThread], real: bool) -> Option<String> {
+/// Migration risk (NumaPerf's proxy): threads that wait may be woken on another node; the
+/// binding plan named only when the report prints one (`planned`).
+fn migration(threads: &[NumaThread], real: bool, planned: bool) -> Option<String> {
     let mut w = profcc_schema::numa::Waits::default();
     for t in threads {
         w.mutex += t.waits.mutex;
@@ -655,8 +700,13 @@ fn migration(threads: &[NumaThread], real: bool) -> Option<String> {
     } else {
         String::new()
     };
+    let bind = if planned {
+        "bind the threads as the binding plan below says"
+    } else {
+        "bind the threads (OMP_PROC_BIND=close with OMP_PLACES=cores, or pthread_setaffinity_np)"
+    };
     Some(format!(
-        "threads waited {} times (contended mutex {}, spin lock {}, condition variable {}, barrier {}, semaphore {}), thread {} most ({}){seen}: a thread that blocks may wake on another node, away from its pages; bind the threads (the plan) and shorten the critical sections",
+        "threads waited {} times (contended mutex {}, spin lock {}, condition variable {}, barrier {}, semaphore {}), thread {} most ({}){seen}: on a machine with NUMA nodes a thread that blocks may wake on another node, away from its pages; {bind} and shorten the critical sections",
         w.total(),
         w.mutex,
         w.spin,
