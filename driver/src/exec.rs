@@ -499,6 +499,9 @@ fn link_cmd(link: &[LinkArg], objs: &[PathBuf], runtime: Option<&str>) -> Vec<St
         if links_openmp(&v) {
             v.extend(OMP_WRAPPED.iter().map(|f| format!("-Wl,--wrap={f}")));
         }
+        // A statically linked, prefixed allocator the program calls (je_malloc...).
+        let prefixed = crate::prefixed::link_flags(&v);
+        v.extend(prefixed);
         if v.iter().any(|a| a == "-static" || a == "-static-pie") {
             v.extend(STATIC_LINK_FLAGS.iter().map(|f| f.to_string()));
         }

@@ -39,6 +39,7 @@ mod exec;
 mod layout;
 mod monitor;
 mod plan;
+mod prefixed;
 mod subcommands;
 
 use std::ffi::OsString;

@@ -1008,8 +1008,15 @@ void *valloc(size_t n) { FORWARD_AND_RECORD(REAL(valloc)(n), n, K_VALLOC, OP_ALI
 
 void *pvalloc(size_t n) { FORWARD_AND_RECORD(REAL(pvalloc)(n), n, K_PVALLOC, OP_ALIGNED); }
 
+/* A statically linked allocator with a prefixed API (je_malloc...), wrapped by the link. */
+#include "prefixed.h"
+
 /* For the allocator analysis: the real allocator's usable size of a block it handed out. */
-size_t profcc_usable(void *p) { return p && !in_pool(p) && !in_dtv(p) ? REAL(usable)(p) : 0; }
+size_t profcc_usable(void *p) {
+    size_t u;
+    if (UNLIKELY(prefixed_usable(p, &u))) return u;
+    return p && !in_pool(p) && !in_dtv(p) ? REAL(usable)(p) : 0;
+}
 
 size_t malloc_usable_size(void *p) {
     if (!p) return 0;
@@ -1454,6 +1461,7 @@ static int own_allocator_linked(void) {
  * with allocator-probe/). Not async-signal-safe: the writer skips it in a fatal-signal dump. */
 size_t profcc_alloc_ident(void *malloc_fn, void *mallctl, char *buf, size_t cap);
 size_t profcc_allocator_lines(char *buf, size_t cap) {
+    if (prefixed_linked()) return prefixed_lines(buf, cap);
     void *m = (void *)malloc;
     if (own_allocator_linked()) {
         m = resolved_or_wait() ? (void *)__atomic_load_n(&next_alloc.malloc, __ATOMIC_ACQUIRE)
