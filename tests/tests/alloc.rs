@@ -457,51 +457,116 @@ fn allocations_during_resolution_come_from_the_pool() {
 }
 
 /// A statically linked jemalloc with the redis-style `je_` prefix (built here with clang-22
-/// from the tikv-jemalloc-sys sources): the program's je_malloc calls reach jemalloc and are
-/// not interposed, its plain mallocs stay glibc's and are profiled. (An unprefixed static
-/// allocator that defines malloc itself keeps it: `own_malloc_wins_the_link` below and
-/// real_builds.rs `jemalloc_autogen_configure_make`.)
+/// from the tikv-jemalloc-sys sources): the link wraps the program's je_ calls
+/// (driver/src/prefixed.rs, rt/csrc/prefixed.h), so they still reach jemalloc, with the
+/// program's output and exit code, and are profiled: the allocator is named jemalloc 5.3.0,
+/// every je_ call is a site and an operation of the allocator analysis, exactly, beside the
+/// plain mallocs, which stay glibc's; on the exact path and on the sampled one (tail path).
+/// (An unprefixed static allocator that defines malloc itself keeps it:
+/// `own_malloc_wins_the_link` below and real_builds.rs `jemalloc_autogen_configure_make`.)
 #[test]
 fn prefixed_static_jemalloc() {
     let s = Scratch::new();
     let lib = build_prefixed_static_jemalloc(&s);
     let src_path = fixture("alloc/je_prefixed.c");
     let src = std::fs::read_to_string(&src_path).unwrap();
+    let args = |out: &'static str| {
+        [
+            "-O1",
+            "-g",
+            src_path.to_str().unwrap(),
+            lib.to_str().unwrap(),
+            "-lpthread",
+            "-lm",
+            "-ldl",
+            "-o",
+            out,
+        ]
+        .map(String::from)
+    };
+    let args_of = args;
     for (cc, out) in [
         (std::path::PathBuf::from("clang-22"), "native"),
         (profcc(), "profiled"),
     ] {
-        s.compile(
-            &cc,
-            &[
-                "-O1",
-                "-g",
-                src_path.to_str().unwrap(),
-                lib.to_str().unwrap(),
-                "-lpthread",
-                "-lm",
-                "-ldl",
-                "-o",
-                out,
-            ],
-        );
+        let a = args_of(out);
+        s.compile(&cc, &a.iter().map(String::as_str).collect::<Vec<_>>());
     }
+    let a = args_of("sampled");
+    s.compile_env(
+        &profcc(),
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[("PROFCC_INSTRUMENT", "none")],
+    );
     let native = s.run_plain("native", &[]);
-    let (profiled, _) = s.run_profiled("profiled", &[], "summary=0");
     assert_eq!(
         String::from_utf8_lossy(&native.stdout),
         "je_malloc: 100/100 in jemalloc\nmalloc: 0/100 in jemalloc, 100/100 in glibc's heap\n"
     );
-    assert_same_run("je_ prefixed jemalloc", &native, &profiled);
-    let r = report(&s.path("profiled.profile.json"), &[]);
-    let at_line = |marker: &str| -> Vec<(u64, u64)> {
-        sites_in(&r, "je_prefixed.c", Some(line_of(&src, marker)))
-            .into_iter()
-            .map(|s| (s.count, s.bytes))
-            .collect()
-    };
-    assert_eq!(at_line("MARK_MALLOC"), [(100, 9600)]);
-    assert_eq!(at_line("MARK_JE_MALLOC"), []);
+    const N: u64 = 100;
+    for (exe, options) in [
+        ("profiled", "summary=0:alloc_ops=1"),
+        ("sampled", "summary=0:alloc_sample=65536"),
+    ] {
+        let (profiled, _) = s.run_profiled(exe, &[], options);
+        assert_same_run(&format!("je_ prefixed jemalloc, {exe}"), &native, &profiled);
+        let profile = s.path(&format!("{exe}.profile.json"));
+        let r = report(&profile, &["--top", "0"]);
+        let i = &r.allocator.as_ref().expect("an allocator section").inputs[0];
+        assert!(
+            i.allocator.starts_with("jemalloc 5.3.0"),
+            "{exe}: {}",
+            i.allocator
+        );
+        let p = profcc_schema::read(&profile).unwrap();
+        assert!(
+            p.allocator.iter().any(|l| l == "sym je_mallctl"),
+            "{exe}: {:?}",
+            p.allocator
+        );
+        // The allocator analysis's operations, by op and request size (bucket), exactly.
+        let ops = p.allocator_ops.as_ref().expect("allocator_ops");
+        let raw = |op: &str, size: u64| -> u64 {
+            ops.ops
+                .iter()
+                .filter(|c| c.op == op && c.lo <= size && size < c.hi)
+                .map(|c| c.count)
+                .sum()
+        };
+        assert_eq!(ops.first_calls, 1, "{exe}: the warm-up malloc");
+        for (op, size, n) in [
+            ("malloc", 96, N),
+            ("malloc", 200, N),
+            ("calloc", 48, N),
+            ("realloc", 300, N),
+        ] {
+            assert_eq!(raw(op, size), n, "{exe}: {op} of {size} B");
+        }
+        if exe == "profiled" {
+            // Exact recording: every free's bucket is its block's recorded size.
+            for size in [96, 200, 300] {
+                assert_eq!(raw("free", size), N, "{exe}: free of {size} B");
+            }
+            let at_line = |marker: &str| -> Vec<(String, u64, u64)> {
+                sites_in(&r, "je_prefixed.c", Some(line_of(&src, marker)))
+                    .into_iter()
+                    .map(|s| (s.kind.clone(), s.count, s.bytes))
+                    .collect()
+            };
+            assert_eq!(at_line("MARK_JE_MALLOC"), [("malloc".into(), N, N * 96)]);
+            assert_eq!(at_line("MARK_MALLOC"), [("malloc".into(), N, N * 200)]);
+            assert_eq!(at_line("MARK_JE_CALLOC"), [("calloc".into(), N, N * 48)]);
+            assert_eq!(at_line("MARK_JE_REALLOC"), [("realloc".into(), N, N * 300)]);
+        }
+        // Every free (the warm-up's, and under sampling those filed without their size).
+        let frees: u64 = ops
+            .ops
+            .iter()
+            .filter(|c| c.op == "free")
+            .map(|c| c.count)
+            .sum();
+        assert_eq!(frees, 3 * N + 1, "{exe}: frees");
+    }
 }
 
 /// A program that defines malloc itself, as a statically linked unprefixed allocator does:

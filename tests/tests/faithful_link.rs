@@ -41,25 +41,29 @@ fn allowed(name: &str, interposers: &[String]) -> bool {
             .is_some_and(|w| numa_wrapped().iter().any(|n| n == w))
 }
 
-/// The driver's `NUMA_WRAPPED` and `OMP_WRAPPED` (driver/src/exec.rs): the names it wraps
-/// with `--wrap`.
+/// The driver's `NUMA_WRAPPED` and `OMP_WRAPPED` (driver/src/exec.rs) and
+/// `PREFIXED_WRAPPED` (driver/src/prefixed.rs): the names it wraps with `--wrap`.
 fn numa_wrapped() -> Vec<String> {
-    let text = std::fs::read_to_string(root().join("driver/src/exec.rs")).unwrap();
-    ["NUMA_WRAPPED", "OMP_WRAPPED"]
-        .iter()
-        .flat_map(|name| {
-            let list = text
-                .split(&format!("pub const {name}: &[&str] = &["))
-                .nth(1)
-                .and_then(|t| t.split("];").next())
-                .unwrap_or_else(|| panic!("{name} in driver/src/exec.rs"));
-            list.split('"')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    [
+        ("exec.rs", "NUMA_WRAPPED"),
+        ("exec.rs", "OMP_WRAPPED"),
+        ("prefixed.rs", "PREFIXED_WRAPPED"),
+    ]
+    .iter()
+    .flat_map(|(file, name)| {
+        let text = std::fs::read_to_string(root().join("driver/src").join(file)).unwrap();
+        let list = text
+            .split(&format!("pub const {name}: &[&str] = &["))
+            .nth(1)
+            .and_then(|t| t.split("];").next())
+            .unwrap_or_else(|| panic!("{name} in driver/src/{file}"));
+        list.split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    })
+    .collect()
 }
 
 /// Every name the driver wraps has its wrapper in the runtime, and no other wrapper exists.
