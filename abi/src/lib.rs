@@ -444,17 +444,24 @@ pub const MAX_HOMES: u32 = 1024;
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct PageRecord {
-    /// The page's home, `1..=MAX_HOMES` (0: untouched).
-    pub home: core::sync::atomic::AtomicU32,
+    /// The page's home, `1..=MAX_HOMES` (0: untouched), in bits 0-10 ([`PageRecord::home`]);
+    /// index + 1 of the first touch's place in the runtime's table (0: none) in bits 11-23
+    /// ([`PageRecord::place`]); [`PageRecord::PINNED`] when a policy bound the page to its node
+    /// (`MPOL_BIND`, `move_pages`), [`PageRecord::REUSED`] once a heap block holding it was
+    /// freed. One word, so that a first touch claims the page with one compare-and-swap
+    /// whatever flags a policy set before it.
+    pub state: core::sync::atomic::AtomicU32,
     /// Id + 1 of the thread that touched it first (0: a thread the runtime did not know).
     pub toucher: core::sync::atomic::AtomicU32,
-    /// Id + 1 of the one thread other than the first toucher whose accesses were counted
-    /// here, or [`PageRecord::SEVERAL`] (0: none: only the toucher, or nobody yet).
+    /// Id + 1 of the one thread other than the first toucher that used the page (set at its
+    /// first access, in the door), or [`PageRecord::SEVERAL`] (0: none: only the toucher, or
+    /// nobody yet).
     pub accessor: core::sync::atomic::AtomicU32,
-    /// Index + 1 of the first touch's place in the runtime's table (0: none), and
-    /// [`PageRecord::PINNED`] when a policy bound the page to its node (`MPOL_BIND`,
-    /// `move_pages`), [`PageRecord::REUSED`] once a heap block holding it was freed.
-    pub place: core::sync::atomic::AtomicU32,
+    /// The first toucher's accesses counted on the page once another thread had used it
+    /// (added when the toucher's cache slot is flushed, so a slot that held the page across
+    /// the other thread's arrival counts whole; saturating): two threads that keep using a
+    /// page against one thread that took it over.
+    pub kept: core::sync::atomic::AtomicU32,
     /// Accesses counted on the page, and of those the ones made by threads of another home.
     pub accesses: core::sync::atomic::AtomicU64,
     pub remote: core::sync::atomic::AtomicU64,
@@ -463,16 +470,92 @@ pub struct PageRecord {
 impl PageRecord {
     /// `accessor` when more than one thread's accesses were counted.
     pub const SEVERAL: u32 = u32::MAX;
-    /// The bit of `place` that says a policy bound the page to its node.
+    /// The bits of `state` that hold the home.
+    pub const HOME_MASK: u32 = (1 << 11) - 1;
+    /// The first bit of `state` that holds the place's index + 1 (13 bits).
+    pub const PLACE_SHIFT: u32 = 11;
+    pub const PLACE_MASK: u32 = ((1 << 13) - 1) << Self::PLACE_SHIFT;
+    /// The most places a record can name (index + 1 fits in 13 bits).
+    pub const MAX_PLACES: u32 = (1 << 13) - 1;
+    /// The bit of `state` that says a policy bound the page to its node.
     pub const PINNED: u32 = 1 << 31;
-    /// The bit of `place` that says a freed heap block held the page: it keeps its home, so
+    /// The bit of `state` that says a freed heap block held the page: it keeps its home, so
     /// the next block there is placed by an earlier lifetime's first touch (a reused page).
     pub const REUSED: u32 = 1 << 30;
-    /// The flag bits of `place`; the rest is the place's index + 1.
-    pub const FLAGS: u32 = Self::PINNED | Self::REUSED;
+
+    /// The page's home (0: untouched).
+    #[inline]
+    pub fn home(&self) -> u32 {
+        self.state.load(core::sync::atomic::Ordering::Relaxed) & Self::HOME_MASK
+    }
+    /// Index + 1 of its first touch's place (0: none).
+    #[inline]
+    pub fn place(&self) -> u32 {
+        (self.state.load(core::sync::atomic::Ordering::Relaxed) & Self::PLACE_MASK)
+            >> Self::PLACE_SHIFT
+    }
+    /// Whether flag `f` ([`PageRecord::PINNED`], [`PageRecord::REUSED`]) is set.
+    #[inline]
+    pub fn has(&self, f: u32) -> bool {
+        self.state.load(core::sync::atomic::Ordering::Relaxed) & f != 0
+    }
+    /// Set flag `f`.
+    #[inline]
+    pub fn set(&self, f: u32) {
+        self.state
+            .fetch_or(f, core::sync::atomic::Ordering::Relaxed);
+    }
+    /// Name the place (index + 1, at most [`PageRecord::MAX_PLACES`]) of a page without one.
+    #[inline]
+    pub fn set_place(&self, place: u32) {
+        self.set((place.min(Self::MAX_PLACES) << Self::PLACE_SHIFT) & Self::PLACE_MASK);
+    }
+    /// Give an untouched page `home` (`1..=MAX_HOMES`), keeping its flags: Ok if this call
+    /// did, else the home it has.
+    #[inline]
+    pub fn claim(&self, home: u32) -> Result<(), u32> {
+        use core::sync::atomic::Ordering::Relaxed;
+        let mut w = self.state.load(Relaxed);
+        loop {
+            if w & Self::HOME_MASK != 0 {
+                return Err(w & Self::HOME_MASK);
+            }
+            match self.state.compare_exchange_weak(
+                w,
+                w | (home & Self::HOME_MASK),
+                Relaxed,
+                Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(x) => w = x,
+            }
+        }
+    }
+    /// Set the home of a page (a `move_pages`), keeping its place and flags: its old home.
+    #[inline]
+    pub fn move_home(&self, home: u32) -> u32 {
+        use core::sync::atomic::Ordering::Relaxed;
+        let old = self
+            .state
+            .fetch_update(Relaxed, Relaxed, |w| {
+                Some((w & !Self::HOME_MASK) | (home & Self::HOME_MASK))
+            })
+            .unwrap_or(0);
+        old & Self::HOME_MASK
+    }
+    /// Add `n` to the toucher's accesses since another thread came (only the toucher's
+    /// thread calls it: a load and a store), saturating.
+    #[inline]
+    pub fn add_kept(&self, n: u64) {
+        use core::sync::atomic::Ordering::Relaxed;
+        let k = self.kept.load(Relaxed) as u64;
+        self.kept
+            .store((k + n).min(u32::MAX as u64) as u32, Relaxed);
+    }
 }
 
 const _: () = assert!(core::mem::size_of::<PageRecord>() == 1 << PAGE_ENTRY_SHIFT);
+const _: () = assert!(MAX_HOMES <= PageRecord::HOME_MASK);
 
 /// Pages (of `1 << PAGE_SHIFT` bytes) in a transparent huge page: 2 MiB on x86-64. The NUMA
 /// analysis's `real` model recognises them (docs/numa.md, "Huge pages").

@@ -98,6 +98,18 @@ pub fn significant(remote: u64, accesses: u64) -> bool {
 /// sides of it; at 2/3 they do not.
 pub const CLEAR_SHARE: f64 = 2.0 / 3.0;
 
+/// Whether a page's first toucher kept using it with the one other thread that used it
+/// (the page is shared by the two) rather than that thread taking it over (a moved page):
+/// `kept`, the toucher's accesses counted once the other thread had come (a cache slot that
+/// held the page across its arrival counts as before), are at least `1 - CLEAR_SHARE` (a
+/// third) of the page's `accesses`. Two threads both reading and writing a page all along
+/// make about half each; a page one thread initialised and another then used has its
+/// toucher's kept accesses near 0.
+pub fn kept_using(kept: u64, accesses: u64) -> bool {
+    // 1 - CLEAR_SHARE = 1/3, in integers.
+    kept > 0 && kept.saturating_mul(3) >= accesses
+}
+
 /// Whether the model lets a thread's node change during the run: `real` yes; `emulate` only
 /// when a thread is bound to one node's CPUs (its node is then its CPUs', read again after
 /// the binding); `thread` (a thread is its own node) and `off` never.
@@ -433,6 +445,18 @@ mod tests {
         o.remote = SIGNIFICANT_REMOTE - 1;
         o.accesses = SIGNIFICANT_REMOTE;
         assert_eq!(object_fix(&o, true), ObjectFix::None, "too few remote");
+    }
+
+    #[test]
+    fn a_toucher_that_kept_using_its_page_shares_it() {
+        // Two threads reading and writing a page all along: about half each.
+        assert!(kept_using(4 * 1024, 1024 + 8 * 1024));
+        // Initialised by one thread, then used by the other: nothing kept.
+        assert!(!kept_using(0, 1024 + 8 * 1024));
+        // A third of the accesses is the cut.
+        assert!(kept_using(1000, 3000));
+        assert!(!kept_using(999, 3000));
+        assert!(!kept_using(0, 0));
     }
 
     #[test]

@@ -404,6 +404,10 @@ pub struct NumaInput {
     pub plan: Vec<NumaCluster>,
     /// Lines that apply the plan (OpenMP places, pthread affinity).
     pub plan_lines: Vec<String>,
+    /// What machine the plan is for: its nodes and the CPUs it names (this run's, or assumed
+    /// when the profile does not record them).
+    #[serde(default)]
+    pub plan_basis: String,
     /// Migration risk: what the waits say, None without waits.
     pub migration: Option<String>,
     /// NUMAPROF's unpinned categories (`emulate`, `real`): accesses by threads whose CPUs
@@ -475,7 +479,12 @@ pub struct NumaObject {
     pub first_touch_pages: u64,
     /// Per thread, the byte range (offsets from the object's start) of the pages it used.
     pub threads: Vec<NumaRange>,
+    /// Pages used by two or more threads besides their first toucher, or by their toucher
+    /// and one other thread that both kept using them (of those, `kept_pages`).
     pub shared_pages: u64,
+    #[serde(default)]
+    pub kept_pages: u64,
+    /// Pages one thread other than their first toucher took over.
     pub moved_pages: u64,
     /// Pages a freed heap block held before (an earlier lifetime's first touch placed them).
     #[serde(default)]
@@ -499,9 +508,13 @@ pub struct NumaGroup {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NumaCluster {
     pub node: u32,
-    /// CPUs `first..first + count` (the node's, numbered contiguously).
+    /// The node's first CPU and how many it has.
     pub first_cpu: u32,
     pub cpus: u32,
+    /// The node's CPUs as a CPU list (`0-3,8`, as taskset and numactl take it): CPUs the run
+    /// could use.
+    #[serde(default)]
+    pub cpu_list: String,
     pub threads: Vec<u32>,
     /// Of those, the unbalanced ones (close to some threads, far from others).
     pub unbalanced: Vec<u32>,

@@ -20,6 +20,10 @@ pub struct Numa {
     pub cpus: u32,
     #[serde(default)]
     pub plan_nodes: u32,
+    /// The CPUs the process could run on (its affinity mask when the runtime started), in
+    /// order: the binding plan names only these (empty in profiles written before them).
+    #[serde(default)]
+    pub allowed_cpus: Vec<u32>,
     /// Per thread, in thread id order.
     pub threads: Vec<NumaThread>,
     /// Where pages were first touched: per (code address, thread, object), most pages first.
@@ -66,9 +70,15 @@ pub struct NumaObject {
     /// the byte range they span (offsets from the block's or run's start, over all blocks)
     /// and their number.
     pub threads: Vec<ThreadRange>,
-    /// Pages two or more threads besides their first toucher accessed.
+    /// Pages two or more threads besides their first toucher accessed, and pages their first
+    /// toucher kept using with one other thread (`kept_pages`).
     pub shared_pages: u64,
-    /// Pages that one thread other than their first toucher accessed.
+    /// Of `shared_pages`, those of the first toucher and one other thread, both using the
+    /// page after the other came (docs/numa.md, "Objects").
+    #[serde(default)]
+    pub kept_pages: u64,
+    /// Pages that one thread other than their first toucher accessed, their first toucher
+    /// hardly after it came (taken over).
     pub moved_pages: u64,
     /// Pages a freed heap block held before (they kept the home an earlier block's first
     /// touch gave them): per-iteration temporaries reuse their pages.
@@ -89,10 +99,14 @@ pub struct PageCount {
     pub offset: u64,
     pub accesses: u64,
     pub remote: u64,
-    /// Two or more threads besides its first toucher accessed it.
+    /// Two or more threads besides its first toucher accessed it, or its toucher kept using
+    /// it with one other thread.
     pub shared: bool,
-    /// One thread other than its first toucher accessed it.
+    /// One thread other than its first toucher took it over.
     pub moved: bool,
+    /// Shared by its first toucher and one other thread that both kept using it.
+    #[serde(default)]
+    pub kept: bool,
     /// A policy bound it to its node.
     #[serde(default)]
     pub pinned: bool,

@@ -1088,6 +1088,7 @@ static long touch_and_read(int k, int own_reads) {
   pthread_barrier_wait(&b);
   for (int r = 0; r < own_reads; r++)
     for (int i = 0; i < N; i++) s += arr[k][i];
+  pthread_barrier_wait(&b);                           /* its partner is done with them */
   for (int i = 0; i < N; i++) s += arr[k ^ 1][i];     /* its partner's pages: remote */
   return s;
 }
@@ -1204,14 +1205,48 @@ fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
         vec![("1", "0"), ("2", "0"), ("3", "1"), ("4", "1")],
         "{csv}"
     );
-    // A node's CPUs: this machine's configured CPUs split in 2 contiguous halves.
-    let (_, conf) = cpus();
-    let cores = (conf / 2).max(1);
+    // A node's CPUs: the CPUs the run could use, split in order in 2 (fewer nodes when
+    // there are fewer CPUs).
+    let allowed = profcc_schema::read(&profile)
+        .unwrap()
+        .numa
+        .unwrap()
+        .allowed_cpus;
+    let (mine, _) = cpus();
+    assert_eq!(
+        allowed,
+        mine.iter().map(|&c| c as u32).collect::<Vec<_>>(),
+        "the profile records the run's CPUs"
+    );
     for r in &rows {
         let node: usize = r[2].parse().unwrap();
-        let want = format!("{}-{}", node * cores, node * cores + cores - 1);
-        assert_eq!(r[3], want, "{csv}");
+        assert_eq!(r[3], plan_cpus(&allowed, 2)[node], "{csv}");
     }
+}
+
+/// The plan's CPUs of each node (as a CPU list): `allowed` split in order into
+/// `min(nodes, CPUs)` parts, the first ones a CPU larger when they do not divide evenly.
+fn plan_cpus(allowed: &[u32], nodes: usize) -> Vec<String> {
+    let nodes = nodes.min(allowed.len()).max(1);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for k in 0..nodes {
+        let m = allowed.len() / nodes + usize::from(k < allowed.len() % nodes);
+        let part = &allowed[at..at + m];
+        at += m;
+        let contiguous = part.windows(2).all(|w| w[1] == w[0] + 1);
+        out.push(if !contiguous {
+            part.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        } else if m == 1 {
+            part[0].to_string()
+        } else {
+            format!("{}-{}", part[0], part[m - 1])
+        });
+    }
+    out
 }
 
 const MANY_C: &str = r#"
@@ -1607,6 +1642,31 @@ fn per_iteration_temporaries_are_hoisted_not_bound() {
             tmp.remote as f64 >= 0.1 * (tmp.local + tmp.remote) as f64,
             "{options}: {tmp:?}"
         );
+        // Per thread: thread 1 writes and reads its half of every temporary (8 x N accesses,
+        // all on pages thread 0 placed) and loads 6 of the regions' captured variables from
+        // the main thread's stack per iteration; the one page where the big block's halves
+        // meet (not page-aligned) goes to whichever thread touched it first, up to 2 x 512
+        // more per iteration. Per object the temporary's share is a lower bound: thread 1's
+        // counts still in its page cache when the main thread frees a temporary go to the
+        // next block on those pages (docs/numa.md, "Objects"); every remote access is in
+        // some object.
+        const N: u64 = 256 * 1024;
+        let t1 = n.threads.iter().find(|t| t.thread == 1).unwrap();
+        assert!(
+            (8 * N + 8 * 6..=8 * N + 8 * 6 + 8 * 2 * 512).contains(&t1.remote),
+            "{options}: {t1:?}"
+        );
+        let main_stack = n
+            .objects
+            .iter()
+            .find(|o| o.object == "stack of thread 0")
+            .unwrap();
+        assert_eq!(main_stack.remote, 8 * 6, "{options}: {main_stack:?}");
+        assert_eq!(
+            n.objects.iter().map(|o| o.remote).sum::<u64>(),
+            n.remote,
+            "{options}"
+        );
         assert_eq!(tmp.kind.as_deref(), Some("reused pages"), "{options}");
         let fix = tmp.fix.as_deref().unwrap();
         assert!(
@@ -1644,8 +1704,10 @@ fn main_stack_variables_shared_into_a_region_get_no_array_advice() {
             .iter()
             .find(|o| o.object == "stack of thread 0")
             .unwrap();
-        // Thread 1 reads the three fields for each of its N/2 iterations: all remote.
-        assert!(stack.remote >= 3 * (1 << 17), "{options}: {stack:?}");
+        // Thread 1 reads the three fields for each of its N/2 iterations, and loads the
+        // region's two captured variables (`g` and `out`, in fill's frame) once: all remote,
+        // exactly, under both models (thread 1 is on node 1 of 2).
+        assert_eq!(stack.remote, 3 * (1 << 17) + 2, "{options}: {stack:?}");
         assert_eq!(stack.kind.as_deref(), Some("shared stack"), "{options}");
         let fix = stack.fix.as_deref().unwrap();
         assert!(
@@ -1752,7 +1814,7 @@ fn the_binding_plan_is_printed_where_named_and_written_to_numa_binding_csv() {
     let n = &r.numa.as_ref().unwrap().inputs[0];
     assert!(!n.plan.is_empty(), "{n:?}");
     assert!(
-        text.contains("bind the threads as the binding plan below says"),
+        text.contains("the binding plan below places each thread"),
         "{text}"
     );
     assert!(
@@ -1772,19 +1834,207 @@ fn the_binding_plan_is_printed_where_named_and_written_to_numa_binding_csv() {
     for c in &n.plan {
         for t in &c.threads {
             want.push(format!(
-                "0,{t},{},{}-{},{}",
+                "0,{t},{},{},{}",
                 c.node,
-                c.first_cpu,
-                c.first_cpu + c.cpus - 1,
+                c.cpu_list,
                 c.unbalanced.contains(t)
             ));
         }
     }
     assert_eq!(csv.lines().collect::<Vec<_>>(), want, "{csv}");
+    assert_plan_names_only_the_runs_cpus(&profile, n, &text, 2);
     let workers: Vec<u32> = {
         let mut w: Vec<u32> = n.plan.iter().flat_map(|c| c.threads.clone()).collect();
         w.sort();
         w
     };
     assert_eq!(workers, vec![1, 2, 3, 4]);
+}
+
+/// Two threads that both keep reading and writing an array (gapbs's `pvector.h:30` with 2
+/// threads): each page is used by its first toucher and one other thread, and the toucher
+/// kept using it after the other came, so the page is shared by the two (`kept_pages`), not
+/// moved: `remote access` (interleave, or accept), never `first touch` or `binding`, under
+/// both fixed models. Exact counts: each worker writes its half once (local), then in each
+/// of 8 rounds reads and writes half the elements of every page, the other half's remote.
+#[test]
+fn two_threads_that_keep_using_each_others_pages_share_them() {
+    const N: u64 = 128 * 1024;
+    const ROUNDS: u64 = 8;
+    for options in FIXED_MODELS {
+        let s = Scratch::new();
+        let (r, text, src, _) = fix_case(&s, "shared_two", "-pthread", options);
+        let n = &r.numa.as_ref().unwrap().inputs[0];
+        let at = format!("shared_two.c:{}", line_of(&src, "MARK_ALLOC"));
+        let a = n
+            .objects
+            .iter()
+            .find(|o| o.object.ends_with(&at))
+            .unwrap_or_else(|| panic!("{options}: {:#?}", n.objects));
+        assert_eq!(
+            (
+                a.pages,
+                a.shared_pages,
+                a.kept_pages,
+                a.moved_pages,
+                a.local + a.remote,
+                a.remote
+            ),
+            (128, 128, 128, 0, N + ROUNDS * N * 2, ROUNDS * N),
+            "{options}: {a:?}"
+        );
+        assert_eq!(a.kind.as_deref(), Some("remote access"), "{options}: {a:?}");
+        let fix = a.fix.as_deref().unwrap();
+        assert!(fix.contains("interleave"), "{fix}");
+        let found = numa_findings(&r);
+        assert!(
+            found
+                .iter()
+                .any(|(k, o)| k == "remote_access" && o.ends_with(&at)),
+            "{options}: {found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .all(|(k, _)| k != "first_touch" && k != "binding"),
+            "{options}: {found:?}"
+        );
+        assert!(!text.contains("bind them"), "{text}");
+    }
+}
+
+/// An array the main thread initialises and a worker then reads and writes alone: each page
+/// moved to the worker (its toucher never used it after the worker came), so `first touch`
+/// with the worker's byte range, under both fixed models. Exact counts: N writes by main
+/// (local), then 8 rounds of a read and a write of each element by the worker, all remote.
+#[test]
+fn an_array_one_thread_initialises_and_another_uses_is_first_touch() {
+    const N: u64 = 128 * 1024;
+    const ROUNDS: u64 = 8;
+    for options in FIXED_MODELS {
+        let s = Scratch::new();
+        let (r, text, src, _) = fix_case(&s, "handed_over", "-pthread", options);
+        let n = &r.numa.as_ref().unwrap().inputs[0];
+        let at = format!("handed_over.c:{}", line_of(&src, "MARK_ALLOC"));
+        let a = n
+            .objects
+            .iter()
+            .find(|o| o.object.ends_with(&at))
+            .unwrap_or_else(|| panic!("{options}: {:#?}", n.objects));
+        assert_eq!(
+            (
+                a.pages,
+                a.shared_pages,
+                a.kept_pages,
+                a.moved_pages,
+                a.local,
+                a.remote
+            ),
+            (128, 0, 0, 128, N, ROUNDS * N * 2),
+            "{options}: {a:?}"
+        );
+        assert_eq!(a.kind.as_deref(), Some("first touch"), "{options}: {a:?}");
+        let found = numa_findings(&r);
+        assert!(
+            found
+                .iter()
+                .any(|(k, o)| k == "first_touch" && o.ends_with(&at)),
+            "{options}: {found:?}"
+        );
+        assert!(!text.contains("bind them"), "{text}");
+        assert!(
+            found
+                .iter()
+                .all(|(k, o)| k != "binding" && !(k == "remote_access" && o.ends_with(&at))),
+            "{options}: {found:?}"
+        );
+    }
+}
+
+/// Every CPU the plan names (clusters, OpenMP places, pthread lines) is one the run could use
+/// (the profile's `allowed_cpus`), and the plan says how many nodes it is for, over which CPUs.
+fn assert_plan_names_only_the_runs_cpus(
+    profile: &std::path::Path,
+    n: &profcc_report::model::NumaInput,
+    text: &str,
+    asked: usize,
+) {
+    let allowed = profcc_schema::read(profile)
+        .unwrap()
+        .numa
+        .unwrap()
+        .allowed_cpus;
+    assert!(!allowed.is_empty());
+    let want = plan_cpus(&allowed, asked);
+    for c in &n.plan {
+        assert_eq!(c.cpu_list, want[c.node as usize], "{:?}", n.plan);
+        assert!(
+            text.contains(&format!("node {} (CPUs {})", c.node, c.cpu_list)),
+            "{text}"
+        );
+        assert!(
+            n.plan_lines
+                .iter()
+                .any(|l| l.contains(&format!("CPUs {} in their start routine", c.cpu_list))),
+            "{:?}",
+            n.plan_lines
+        );
+    }
+    let nodes = asked.min(allowed.len());
+    let list = want.join(",");
+    assert!(
+        text.contains(&format!("NumaPerf's plan for {nodes} nodes")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "over the {} CPUs this run could use",
+            allowed.len()
+        )),
+        "{text}"
+    );
+    if nodes < asked {
+        assert!(
+            text.contains(&format!(
+                "not the {asked} of numa_nodes: fewer CPUs than nodes"
+            )),
+            "{text}"
+        );
+    }
+    // OpenMP places name only allowed CPUs: {first:count} or {a,b,..}.
+    let omp = n
+        .plan_lines
+        .iter()
+        .find(|l| l.starts_with("OpenMP"))
+        .unwrap();
+    let places = omp
+        .split("OMP_PLACES=\"")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('"');
+    for p in places.split("},{") {
+        let p = p.trim_matches(|c| c == '{' || c == '}');
+        let named: Vec<u32> = match p.split_once(':') {
+            Some((a, k)) => {
+                let (a, k): (u32, u32) = (a.parse().unwrap(), k.parse().unwrap());
+                (a..a + k).collect()
+            }
+            None => p.split(',').map(|c| c.parse().unwrap()).collect(),
+        };
+        assert!(
+            named.iter().all(|c| allowed.contains(c)),
+            "{omp} {allowed:?} {list}"
+        );
+    }
+}
+
+/// With the default 4 plan nodes on a machine of fewer CPUs (this 2-CPU VM), the plan has as
+/// many nodes as CPUs and names only CPUs the run could use, and says so.
+#[test]
+fn the_binding_plan_names_only_cpus_the_run_could_use() {
+    let s = Scratch::new();
+    let (r, text, _, profile) = fix_case(&s, "shared_rw", "-pthread", "summary=0");
+    let n = &r.numa.as_ref().unwrap().inputs[0];
+    assert!(!n.plan.is_empty(), "{n:?}");
+    assert_plan_names_only_the_runs_cpus(&profile, n, &text, 4);
 }

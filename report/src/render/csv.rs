@@ -451,7 +451,11 @@ pub fn numa_binding(r: &Report) -> Table {
                         i.input.to_string(),
                         t.to_string(),
                         c.node.to_string(),
-                        format!("{}-{}", c.first_cpu, c.first_cpu + c.cpus.max(1) - 1),
+                        if c.cpu_list.is_empty() {
+                            format!("{}-{}", c.first_cpu, c.first_cpu + c.cpus.max(1) - 1)
+                        } else {
+                            c.cpu_list.clone()
+                        },
                         c.unbalanced.contains(t).to_string(),
                     ]
                 })

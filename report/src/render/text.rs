@@ -871,18 +871,21 @@ fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
                 .iter()
                 .map(|c| {
                     let ids: Vec<String> = c.threads.iter().map(|t| t.to_string()).collect();
-                    format!(
-                        "node {} (CPUs {}-{}): threads {}",
-                        c.node,
-                        c.first_cpu,
-                        c.first_cpu + c.cpus - 1,
-                        ids.join(", ")
-                    )
+                    let cpus = if c.cpu_list.is_empty() {
+                        format!("{}-{}", c.first_cpu, c.first_cpu + c.cpus.max(1) - 1)
+                    } else {
+                        c.cpu_list.clone()
+                    };
+                    format!("node {} (CPUs {cpus}): threads {}", c.node, ids.join(", "))
                 })
                 .collect();
+            let basis = if i.plan_basis.is_empty() {
+                format!("{} nodes", i.plan.len())
+            } else {
+                i.plan_basis.clone()
+            };
             out.push_str(&format!(
-                "  binding: closest threads together (NumaPerf's plan, {} nodes; docs/numa.md): {}\n",
-                i.plan.len(),
+                "  binding: closest threads together (NumaPerf's plan for {basis}; docs/numa.md): {}\n",
                 parts.join("; ")
             ));
             for l in &i.plan_lines {

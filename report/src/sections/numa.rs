@@ -147,8 +147,14 @@ pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
                     recommended: g.recommended,
                 })
                 .collect();
-            let (plan, plan_lines) = plan(n);
-            let migration = migration(&threads, n.model == "real", !plan.is_empty());
+            let (plan, plan_lines, plan_basis) = plan(n);
+            let migration = migration(
+                &threads,
+                &n.model,
+                n.nodes,
+                threads_can_move(n),
+                !plan.is_empty(),
+            );
             Some(NumaInput {
                 input: i,
                 model: n.model.clone(),
@@ -166,6 +172,7 @@ pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
                 groups,
                 plan,
                 plan_lines,
+                plan_basis,
                 migration,
                 unpinned_thread: n.threads.iter().map(|t| t.unpinned_thread).sum(),
                 unpinned_page: n.threads.iter().map(|t| t.unpinned_page).sum(),
@@ -378,6 +385,7 @@ fn objects(
                 part.unpinned_page += pc.accesses;
             }
             part.shared_pages += pc.shared as u64;
+            part.kept_pages += pc.kept as u64;
             part.moved_pages += pc.moved as u64;
         }
         if parts.len() == 1 {
@@ -507,6 +515,7 @@ fn objects(
                     })
                     .collect(),
                 shared_pages: o.shared_pages,
+                kept_pages: o.kept_pages,
                 moved_pages: o.moved_pages,
                 reused_pages: o.reused_pages,
                 kind,
@@ -544,6 +553,7 @@ fn merge_object(a: &mut profcc_schema::numa::NumaObject, b: &profcc_schema::numa
     a.remote += b.remote;
     a.unpinned_page += b.unpinned_page;
     a.shared_pages += b.shared_pages;
+    a.kept_pages += b.kept_pages;
     a.moved_pages += b.moved_pages;
     a.reused_pages += b.reused_pages;
     for t in &b.first_touch {
@@ -601,7 +611,7 @@ fn groups(threads: &[NumaThread]) -> Vec<Group<String>> {
 
 /// The binding plan of a `numa=thread` run whose workers make remote accesses: closeness of
 /// two workers = each one's accesses to the pages the other touched first (home = id + 1).
-fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<String>) {
+fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<String>, String) {
     let workers: Vec<&profcc_schema::numa::NumaThread> =
         n.threads.iter().filter(|t| t.thread != 0).collect();
     let remote: u64 = workers.iter().map(|t| t.remote).sum();
@@ -610,7 +620,7 @@ fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<S
         || workers.len() < 2
         || (remote as f64) < REMOTE_ADVICE_SHARE * all as f64
     {
-        return (Vec::new(), Vec::new());
+        return (Vec::new(), Vec::new(), String::new());
     }
     let close: Vec<Vec<f64>> = workers
         .iter()
@@ -626,37 +636,55 @@ fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<S
                 .collect()
         })
         .collect();
-    // N: the cores of a node, or more when there are more workers than cores (oversubscribed).
-    let nodes = n.plan_nodes.max(1) as usize;
-    let per_node = (n.cpus as usize / nodes)
+    // The machine: the CPUs this run could use (assumed 0..cpus when the profile does not
+    // say), split in order into the plan's nodes; never more nodes than CPUs.
+    let recorded = !n.allowed_cpus.is_empty();
+    let allowed: Vec<u32> = if recorded {
+        n.allowed_cpus.clone()
+    } else {
+        (0..n.cpus.max(1)).collect()
+    };
+    let asked = n.plan_nodes.max(1) as usize;
+    let nodes = asked.min(allowed.len()).max(1);
+    let mut node_cpus: Vec<&[u32]> = Vec::new();
+    let mut at = 0;
+    for k in 0..nodes {
+        let m = allowed.len() / nodes + usize::from(k < allowed.len() % nodes);
+        node_cpus.push(&allowed[at..at + m]);
+        at += m;
+    }
+    // N: the CPUs of a node, or more when there are more workers than CPUs (oversubscribed).
+    let per_node = (allowed.len() / nodes)
         .max(workers.len().div_ceil(nodes))
         .max(1);
     let (clusters, unbalanced) = binding_plan(&close, nodes, per_node);
-    // A node's CPUs (numbered contiguously per node), whatever the cluster size.
-    let cores = (n.cpus as usize / nodes).max(1);
     let out: Vec<crate::model::NumaCluster> = clusters
         .iter()
         .enumerate()
-        .map(|(k, c)| crate::model::NumaCluster {
-            node: (k % nodes) as u32,
-            first_cpu: ((k % nodes) * cores) as u32,
-            cpus: cores as u32,
-            threads: c.iter().map(|&a| workers[a].thread).collect(),
-            unbalanced: c
-                .iter()
-                .filter(|&&a| unbalanced[a])
-                .map(|&a| workers[a].thread)
-                .collect(),
+        .map(|(k, c)| {
+            let cpus = node_cpus[k % nodes];
+            crate::model::NumaCluster {
+                node: (k % nodes) as u32,
+                first_cpu: cpus[0],
+                cpus: cpus.len() as u32,
+                cpu_list: cpu_list(cpus),
+                threads: c.iter().map(|&a| workers[a].thread).collect(),
+                unbalanced: c
+                    .iter()
+                    .filter(|&&a| unbalanced[a])
+                    .map(|&a| workers[a].thread)
+                    .collect(),
+            }
         })
         .collect();
     // OpenMP: one place per thread in thread order (the main thread on the first node).
     let last = workers.iter().map(|t| t.thread).max().unwrap_or(0);
     let place = |t: u32| {
-        out.iter()
+        let cpus = out
+            .iter()
             .find(|c| c.threads.contains(&t))
-            .map_or(format!("{{0:{cores}}}"), |c| {
-                format!("{{{}:{}}}", c.first_cpu, c.cpus)
-            })
+            .map_or(node_cpus[0], |c| node_cpus[c.node as usize]);
+        omp_place(cpus)
     };
     let places: Vec<String> = (0..=last).map(place).collect();
     let mut lines = vec![format!(
@@ -666,20 +694,77 @@ fn plan(n: &profcc_schema::numa::Numa) -> (Vec<crate::model::NumaCluster>, Vec<S
     for c in &out {
         let ids: Vec<String> = c.threads.iter().map(|t| t.to_string()).collect();
         lines.push(format!(
-            "pthreads: threads {} on node {}: pthread_setaffinity_np with CPUs {}-{} in their start routine (or numactl --cpunodebind={} for a process per node)",
+            "pthreads: threads {} on node {}: pthread_setaffinity_np with CPUs {} in their start routine (or taskset -c {} for a process per node)",
             ids.join(", "),
             c.node,
-            c.first_cpu,
-            c.first_cpu + c.cpus - 1,
-            c.node
+            c.cpu_list,
+            c.cpu_list
         ));
     }
-    (out, lines)
+    let machine = if recorded {
+        format!(
+            "the {} CPUs this run could use ({})",
+            allowed.len(),
+            cpu_list(&allowed)
+        )
+    } else {
+        format!(
+            "CPUs 0-{} assumed (the profile does not record the run's CPUs)",
+            allowed.len() - 1
+        )
+    };
+    let fewer = if nodes < asked {
+        format!(", not the {asked} of numa_nodes: fewer CPUs than nodes")
+    } else {
+        String::new()
+    };
+    let basis = format!("{nodes} nodes{fewer}, over {machine}");
+    (out, lines, basis)
 }
 
-/// Migration risk (NumaPerf's proxy): threads that wait may be woken on another node; the
-/// binding plan named only when the report prints one (`planned`).
-fn migration(threads: &[NumaThread], real: bool, planned: bool) -> Option<String> {
+/// CPUs as a CPU list: ranges of consecutive CPUs, `0-3,8`.
+fn cpu_list(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < cpus.len() {
+        let mut e = k;
+        while e + 1 < cpus.len() && cpus[e + 1] == cpus[e] + 1 {
+            e += 1;
+        }
+        parts.push(if e == k {
+            cpus[k].to_string()
+        } else {
+            format!("{}-{}", cpus[k], cpus[e])
+        });
+        k = e + 1;
+    }
+    parts.join(",")
+}
+
+/// One OpenMP place holding `cpus`: `{first:count}` when they are consecutive, else the list.
+fn omp_place(cpus: &[u32]) -> String {
+    let consecutive = cpus.windows(2).all(|w| w[1] == w[0] + 1);
+    if consecutive {
+        format!("{{{}:{}}}", cpus[0], cpus.len())
+    } else {
+        let l: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        format!("{{{}}}", l.join(","))
+    }
+}
+
+/// Migration risk (NumaPerf's proxy): threads that wait may be woken on another node. The
+/// words follow the model (`can_move`: [`threads_can_move`]): binding is advised only where
+/// threads can move (`real` on a machine of several nodes; `emulate` with a bound thread);
+/// where the model fixes each thread's node (`thread`, `emulate` without binding) the line
+/// says a wait moves nothing here and names `numa=real`; the binding plan is named only when
+/// the report prints one (`planned`).
+fn migration(
+    threads: &[NumaThread],
+    model: &str,
+    nodes: u32,
+    can_move: bool,
+    planned: bool,
+) -> Option<String> {
     let mut w = profcc_schema::numa::Waits::default();
     for t in threads {
         w.mutex += t.waits.mutex;
@@ -695,18 +780,31 @@ fn migration(threads: &[NumaThread], real: bool, planned: bool) -> Option<String
         .iter()
         .max_by_key(|t| (t.waits.total(), u32::MAX - t.thread))?;
     let moved: u64 = threads.iter().map(|t| t.migrations).sum();
-    let seen = if real {
-        format!("; {moved} of those waits woke on another node")
+    let plan = if planned {
+        "; the binding plan below places each thread with the threads it shares pages with"
     } else {
-        String::new()
+        ""
     };
-    let bind = if planned {
-        "bind the threads as the binding plan below says"
-    } else {
-        "bind the threads (OMP_PROC_BIND=close with OMP_PLACES=cores, or pthread_setaffinity_np)"
+    let seen = match model {
+        "real" if nodes > 1 => format!(
+            "; {moved} of those waits woke on another node: a thread that blocks may wake on another node, away from its pages; bind the threads (OMP_PROC_BIND=close with OMP_PLACES=cores, or pthread_setaffinity_np){plan}"
+        ),
+        "real" => format!(
+            "; this machine has one node, so no wait moved a thread away from its pages; on a machine with NUMA nodes a thread that blocks may wake on another node (numa=real there counts it){plan}"
+        ),
+        "emulate" if can_move => format!(
+            "; under emulate a thread's node follows its CPU mask, not the waits, so no wait moved one here; on a machine with NUMA nodes an unbound thread that blocks may wake on another node: bind every thread as the bound ones are (numa=real there counts the wakes){plan}"
+        ),
+        "emulate" => format!(
+            "; under emulate without binding a thread's node is fixed (id mod nodes), so no wait moved one here; on a machine with NUMA nodes a thread that blocks may wake on another node (numa=real there counts it){plan}"
+        ),
+        "thread" => format!(
+            "; under numa=thread each thread is its own node, so no wait moves one; on a machine with NUMA nodes a thread that blocks may wake on another node (numa=real there counts it){plan}"
+        ),
+        _ => String::new(),
     };
     Some(format!(
-        "threads waited {} times (contended mutex {}, spin lock {}, condition variable {}, barrier {}, semaphore {}), thread {} most ({}){seen}: on a machine with NUMA nodes a thread that blocks may wake on another node, away from its pages; {bind} and shorten the critical sections",
+        "threads waited {} times (contended mutex {}, spin lock {}, condition variable {}, barrier {}, semaphore {}), thread {} most ({}){seen}; contended waits cost time on any machine: shorten the critical sections",
         w.total(),
         w.mutex,
         w.spin,

@@ -37,7 +37,7 @@
 
 use crate::analysis::{Analysis, DumpContext, ThreadStart};
 use crate::mem::SpinLock;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use profcc_abi::{
     PageRecord, APP_LIMIT, MAX_HOMES, NUMA_NO_PAGE, NUMA_SLOTS, PAGE_SHADOW, PAGE_SHADOW_SIZE,
     PAGE_SHIFT,
@@ -94,6 +94,7 @@ struct Places {
 static PLACES: SpinLock<Option<Places>> = SpinLock::new(None);
 /// Most places kept; first touches at further places are counted in `PAGES` only.
 const MAX_FIRST_TOUCH_PLACES: usize = 4096;
+const _: () = assert!(MAX_FIRST_TOUCH_PLACES < PageRecord::MAX_PLACES as usize);
 
 /// A page's record in the page shadow.
 fn record(page: u64) -> &'static PageRecord {
@@ -199,19 +200,14 @@ fn huge_page(p: u64) -> bool {
     // The toucher and place of the huge page: those of its first page with a home.
     let (toucher, place) = (first..first + HUGE_PAGES as u64)
         .map(record)
-        .find(|r| r.home.load(Relaxed) != 0)
-        .map_or((0, 0), |r| {
-            (
-                r.toucher.load(Relaxed),
-                r.place.load(Relaxed) & !PageRecord::FLAGS,
-            )
-        });
+        .find(|r| r.home() != 0)
+        .map_or((0, 0), |r| (r.toucher.load(Relaxed), r.place()));
     let mut filled = Vec::new();
     for q in first..first + HUGE_PAGES as u64 {
         let r = record(q);
-        if r.home.compare_exchange(0, home, Relaxed, Relaxed).is_ok() {
+        if r.claim(home).is_ok() {
             r.toucher.store(toucher, Relaxed);
-            r.place.store(place, Relaxed);
+            r.set_place(place);
             filled.push(q);
         }
     }
@@ -246,6 +242,24 @@ fn nodes_online() -> u32 {
 /// The emulated node of CPU `c`.
 fn node_of_cpu(c: usize, nodes: u32) -> u32 {
     (c * nodes as usize / ncpus()) as u32
+}
+
+/// The CPUs the process could run on when the runtime started (its affinity mask; the first
+/// 1024 CPUs), for the binding plan.
+static ALLOWED: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+
+/// Read the calling thread's affinity mask into [`ALLOWED`].
+fn read_allowed() {
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return;
+    }
+    for c in 0..(libc::CPU_SETSIZE as usize).min(ALLOWED.len() * 64) {
+        if unsafe { libc::CPU_ISSET(c, &set) } {
+            ALLOWED[c / 64].fetch_or(1 << (c % 64), Relaxed);
+        }
+    }
 }
 
 /// The node the calling thread is bound to: the one node of all the CPUs its affinity mask
@@ -318,6 +332,12 @@ struct ThreadState {
     slot_home: [AtomicU32; NUMA_SLOTS as usize],
     /// The code address whose access brought each slot's page in (its counts go to that site).
     slot_pc: [AtomicU64; NUMA_SLOTS as usize],
+    /// Per slot, when this thread touched its page first: [`MINE_ALONE`] (no other thread
+    /// had used it when the slot took it), [`MINE_JOINED`] (another had: the slot's counts
+    /// are the toucher's kept accesses); 0 otherwise.
+    slot_mine: [AtomicU8; NUMA_SLOTS as usize],
+    /// The next slot the door looks at for a page another thread came to meanwhile.
+    recheck: AtomicU32,
     id: AtomicU32,
     home: AtomicU32,
     /// 1 once `thread_start` gave the thread its cache.
@@ -353,6 +373,12 @@ struct ThreadState {
     sites: [SiteCell; LOCAL_SITES],
     row: [AtomicU64; ROW],
 }
+
+/// [`ThreadState::slot_mine`]: the thread touched the slot's page first, alone so far.
+const MINE_ALONE: u8 = 1;
+/// [`ThreadState::slot_mine`]: the thread touched the slot's page first, and another thread
+/// had used it when the slot took it (or when the door looked again).
+const MINE_JOINED: u8 = 2;
 
 /// Site cells of a thread (direct-mapped by code address).
 const LOCAL_SITES: usize = 64;
@@ -390,14 +416,53 @@ impl ThreadState {
         if thread_free && page_free {
             add(&self.unpinned_both);
         }
-        // The one thread besides the first toucher that used the page, or several.
+        // The first toucher's accesses once another thread had used the page; the one
+        // thread besides the first toucher that used it, or several (set at its first
+        // access, in the door; again here for the next block on a freed page).
         let me = self.id.load(Relaxed).saturating_add(1);
-        let a = rec.accessor.load(Relaxed);
-        if a != me && a != PageRecord::SEVERAL && rec.toucher.load(Relaxed) != me {
-            if let Err(other) = rec.accessor.compare_exchange(0, me, Relaxed, Relaxed) {
-                if other != me {
-                    rec.accessor.store(PageRecord::SEVERAL, Relaxed);
-                }
+        if rec.toucher.load(Relaxed) == me {
+            // Only the counts of a slot that took the page after the other thread came: a
+            // slot that held it across that time (the toucher's initialisation still in its
+            // cache) counts as before.
+            if self.slot_mine[i].load(Relaxed) == MINE_JOINED {
+                rec.add_kept(n);
+            }
+        } else {
+            note_user(rec, me);
+        }
+    }
+
+    /// On its own thread, in the door: the slot just given `page` (`rec`), and one other
+    /// slot in turn: a page of its own first touch that another thread has used since the
+    /// slot took it is flushed (those counts as before the other came) and counts as kept
+    /// from now on. So a slot that holds such a page for long (a working set that fits the
+    /// cache) splits its counts within `NUMA_SLOTS` door calls of the other's arrival.
+    fn note_slot(&self, i: usize, rec: &PageRecord) {
+        let me = self.id.load(Relaxed).saturating_add(1);
+        let mine = if rec.toucher.load(Relaxed) != me {
+            0
+        } else if rec.accessor.load(Relaxed) != 0 {
+            MINE_JOINED
+        } else {
+            MINE_ALONE
+        };
+        self.slot_mine[i].store(mine, Relaxed);
+        let j = self.recheck.load(Relaxed) as usize % NUMA_SLOTS as usize;
+        self.recheck.store((j + 1) as u32, Relaxed);
+        if j != i {
+            self.recheck_slot(j);
+        }
+    }
+
+    /// On its own thread: slot `j`, if it holds a page of the thread's own first touch that
+    /// another thread has used since the slot took it: flushed (those counts as before the
+    /// other came), kept from now on.
+    fn recheck_slot(&self, j: usize) {
+        if self.slot_mine[j].load(Relaxed) == MINE_ALONE {
+            let page = self.cache[j].page.load(Relaxed);
+            if page != NUMA_NO_PAGE && record(page).accessor.load(Relaxed) != 0 {
+                self.flush(j);
+                self.slot_mine[j].store(MINE_JOINED, Relaxed);
             }
         }
     }
@@ -408,7 +473,7 @@ impl ThreadState {
         (
             self.slot_home[i].load(Relaxed) != self.home.load(Relaxed),
             self.pinned.load(Relaxed) == 0,
-            record(page).place.load(Relaxed) & PageRecord::PINNED == 0,
+            !record(page).has(PageRecord::PINNED),
         )
     }
 
@@ -616,16 +681,37 @@ pub extern "C" fn profcc_numa_page_miss(p: *const u8, pc: *const u8) {
     let i = profcc_abi::numa_slot(page);
     s.flush(i);
     let home = home_of(p, pc, Some(s));
+    // Another thread than the first toucher uses the page from now on: from this access,
+    // the toucher's accesses count as kept.
+    let rec = record(page);
+    let me = s.id.load(Relaxed).saturating_add(1);
+    if rec.toucher.load(Relaxed) != me {
+        note_user(rec, me);
+    }
+    s.note_slot(i, rec);
     s.slot_home[i].store(home, Relaxed);
     s.slot_pc[i].store(pc as u64, Relaxed);
     s.cache[i].page.store(page, Relaxed);
     s.busy.store(0, Relaxed);
 }
 
+/// Thread `me` (id + 1), not the first toucher, used the page of `rec`: it is the page's
+/// one other user, or the page has several.
+fn note_user(rec: &PageRecord, me: u32) {
+    let a = rec.accessor.load(Relaxed);
+    if a != me && a != PageRecord::SEVERAL {
+        if let Err(other) = rec.accessor.compare_exchange(0, me, Relaxed, Relaxed) {
+            if other != me {
+                rec.accessor.store(PageRecord::SEVERAL, Relaxed);
+            }
+        }
+    }
+}
+
 /// The home of the page holding `p`, given at its first touch (by the thread `st`, at `pc`).
 fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
     let rec = record(p as u64 >> PAGE_SHIFT);
-    let h = rec.home.load(Relaxed);
+    let h = rec.home();
     if h != 0 {
         return h;
     }
@@ -659,14 +745,14 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
             let (node, populated) = page_node(p, home.saturating_sub(1));
             if populated && THP.load(Relaxed) == 1 && huge_page(p as u64) {
                 // Its home, toucher and place are the huge page's now.
-                return rec.home.load(Relaxed);
+                return rec.home();
             }
             node + 1
         }
         Model::Emulate => match policy_node(p as u64, st, home.saturating_sub(1)) {
             Some((n, bound)) => {
                 if bound {
-                    rec.place.fetch_or(PageRecord::PINNED, Relaxed);
+                    rec.set(PageRecord::PINNED);
                 }
                 n + 1
             }
@@ -674,8 +760,8 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
         },
         _ => home,
     };
-    match rec.home.compare_exchange(0, page_home, Relaxed, Relaxed) {
-        Ok(_) => {
+    match rec.claim(page_home) {
+        Ok(()) => {
             homed(1);
             let tid = st.map_or(u32::MAX, |s| {
                 s.first_touches.fetch_add(1, Relaxed);
@@ -702,7 +788,7 @@ fn home_of(p: *const u8, pc: *const u8, st: Option<&ThreadState>) -> u32 {
             if let Some(i) = at {
                 t.list[i as usize].1 += 1;
                 // Keep the PINNED bit a binding policy set above.
-                rec.place.fetch_or(i + 1, Relaxed);
+                rec.set_place(i + 1);
             }
             page_home
         }
@@ -861,9 +947,9 @@ pub extern "C" fn profcc_numa_move_pages(
         let home = (node as u32).min(MAX_HOMES - 2) + 1;
         let rec = record(p >> PAGE_SHIFT);
         if model() == Model::Emulate {
-            rec.place.fetch_or(PageRecord::PINNED, Relaxed);
+            rec.set(PageRecord::PINNED);
         }
-        if rec.home.swap(home, Relaxed) == 0 {
+        if rec.move_home(home) == 0 {
             homed(1);
             let _g = crate::threads::RtGuard::enter();
             PLACES
@@ -930,7 +1016,8 @@ fn policy_node(p: u64, st: Option<&ThreadState>, here: u32) -> Option<(u32, bool
 
 /// The calling thread waited (the wait interposers of numa/waits.h, compiled inside
 /// rt/csrc/interpose.c; `kind` as its `WAIT_*`). Under `real` it may have woken on another
-/// node: its home follows.
+/// node: its home follows. `WAIT_MET` (5, the last arrival at a barrier) is not a wait: only
+/// the page cache is looked at again.
 #[no_mangle]
 pub extern "C" fn profcc_numa_waited(kind: i32) {
     let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
@@ -940,7 +1027,13 @@ pub extern "C" fn profcc_numa_waited(kind: i32) {
     if let Some(w) = s.waits.get(kind as usize) {
         w.fetch_add(1, Relaxed);
     }
-    if model() == Model::Real {
+    // Threads meet at waits: every slot of its own pages is looked at again (a working set
+    // that fits the cache makes no door calls).
+    if s.busy.swap(1, Relaxed) == 0 {
+        (0..NUMA_SLOTS as usize).for_each(|j| s.recheck_slot(j));
+        s.busy.store(0, Relaxed);
+    }
+    if model() == Model::Real && kind < 5 {
         let now = current_node() + 1;
         if now != s.home.load(Relaxed) {
             s.move_to(now);
@@ -965,6 +1058,9 @@ struct Credit {
     /// Thread id -> (first offset, end offset, pages) of the pages it alone accessed.
     threads: BTreeMap<u32, (u64, u64, u64)>,
     shared_pages: u64,
+    /// Of the shared pages, those used by their first toucher and one other thread, both
+    /// all along ([`profcc_analysis::numa::kept_using`]).
+    kept_pages: u64,
     moved_pages: u64,
     /// Pages a freed heap block held before (their home is an earlier lifetime's).
     reused_pages: u64,
@@ -974,54 +1070,62 @@ struct Credit {
 }
 
 /// Counts still in other threads' caches, read at the dump: page -> (accesses, remote, id + 1
-/// of the one thread or `SEVERAL`).
-type Pending = HashMap<u64, (u64, u64, u32)>;
+/// of the one thread or `SEVERAL`, the first toucher's accesses once another thread had
+/// used the page).
+type Pending = HashMap<u64, (u64, u64, u32, u64)>;
 
 impl Credit {
     /// Add the page `page` (at offset `off` of the object) with its record's counts and the
     /// pending ones.
     fn add_page(&mut self, page: u64, off: u64, pending: Option<&Pending>) {
         let rec = record(page);
-        let (mut n, mut remote, mut acc) = (
+        let (mut n, mut remote, mut acc, mut kept) = (
             rec.accesses.load(Relaxed),
             rec.remote.load(Relaxed),
             rec.accessor.load(Relaxed),
+            rec.kept.load(Relaxed) as u64,
         );
         let toucher = rec.toucher.load(Relaxed);
-        if let Some(&(pn, pr, pa)) = pending.and_then(|m| m.get(&page)) {
+        if let Some(&(pn, pr, pa, pk)) = pending.and_then(|m| m.get(&page)) {
             n += pn;
             remote += pr;
+            kept += pk;
             acc = match acc {
-                _ if pa == toucher => acc,
+                _ if pa == 0 || pa == toucher => acc,
                 0 => pa,
                 a if a == pa => a,
                 _ => PageRecord::SEVERAL,
             };
         }
-        if n == 0 && rec.home.load(Relaxed) == 0 {
+        if n == 0 && rec.home() == 0 {
             return;
         }
         self.pages += 1;
         self.accesses += n;
         self.remote += remote;
-        let pinned = rec.place.load(Relaxed) & PageRecord::PINNED != 0;
-        if rec.place.load(Relaxed) & PageRecord::REUSED != 0 {
+        let pinned = rec.has(PageRecord::PINNED);
+        if rec.has(PageRecord::REUSED) {
             self.reused_pages += 1;
         }
         if !pinned {
             self.unpinned_page += n;
         }
-        *self
-            .places
-            .entry(rec.place.load(Relaxed) & !PageRecord::FLAGS)
-            .or_default() += 1;
-        // The page's user: its one other thread (a moved page), else its first toucher.
+        *self.places.entry(rec.place()).or_default() += 1;
+        // The page's user: its one other thread (a moved page), else its first toucher. A
+        // page its toucher kept using with one other thread is shared by the two.
+        let two =
+            acc != 0 && acc != PageRecord::SEVERAL && profcc_analysis::numa::kept_using(kept, n);
         let user = match acc {
             PageRecord::SEVERAL => {
                 self.shared_pages += 1;
                 0
             }
             0 => toucher,
+            _ if two => {
+                self.shared_pages += 1;
+                self.kept_pages += 1;
+                0
+            }
             a => {
                 self.moved_pages += 1;
                 a
@@ -1032,8 +1136,9 @@ impl Credit {
                 offset: off,
                 accesses: n,
                 remote,
-                shared: acc == PageRecord::SEVERAL,
-                moved: acc != 0 && acc != PageRecord::SEVERAL,
+                shared: acc == PageRecord::SEVERAL || two,
+                moved: acc != 0 && acc != PageRecord::SEVERAL && !two,
+                kept: two,
                 pinned,
             });
         }
@@ -1079,6 +1184,7 @@ impl Credit {
             t.2 += n;
         }
         self.shared_pages += o.shared_pages;
+        self.kept_pages += o.kept_pages;
         self.moved_pages += o.moved_pages;
         self.reused_pages += o.reused_pages;
         self.per_page.clear();
@@ -1120,16 +1226,17 @@ fn object_freed(o: &crate::analysis::ObjectInfo) {
         rec.accesses.store(0, Relaxed);
         rec.remote.store(0, Relaxed);
         rec.accessor.store(0, Relaxed);
+        rec.kept.store(0, Relaxed);
         if o.kind == crate::alloc::KIND_MMAP {
-            // Unmapped: the kernel frees the page; the next mapping here is touched anew.
-            if rec.home.swap(0, Relaxed) != 0 {
+            // Unmapped: the kernel frees the page; the next mapping here is touched anew
+            // (its home, place and flags go).
+            if rec.state.swap(0, Relaxed) & PageRecord::HOME_MASK != 0 {
                 HOMED_NOW.fetch_sub(1, Relaxed);
             }
             rec.toucher.store(0, Relaxed);
-            rec.place.store(0, Relaxed);
-        } else if rec.home.load(Relaxed) != 0 {
+        } else if rec.home() != 0 {
             // The page keeps its home: the next block here reuses it.
-            rec.place.fetch_or(PageRecord::REUSED, Relaxed);
+            rec.set(PageRecord::REUSED);
         }
     }
     let mut f = FREED.lock();
@@ -1259,6 +1366,7 @@ impl Analysis for Numa {
             THP.store(possible as u32, Relaxed);
         }
         NODES.store(o.numa_nodes.clamp(1, MAX_HOMES - 1), Relaxed);
+        read_allowed();
     }
     fn module_registered(&self, flags: u32) {
         if flags & profcc_abi::FLAG_NUMA != 0 {
@@ -1415,10 +1523,18 @@ impl Analysis for Numa {
                         .or_default()
                         .merge(&SiteCounts::of(n, is_remote, thread_free, page_free));
                     let who = tid.saturating_add(1);
-                    let e = pending.entry(page).or_insert((0, 0, who));
+                    let rec = record(page);
+                    let toucher = rec.toucher.load(Relaxed);
+                    let e = pending.entry(page).or_insert((0, 0, 0, 0));
                     e.0 += n;
                     e.1 += remote;
-                    if e.2 != who {
+                    if who == toucher {
+                        if s.slot_mine[i].load(Relaxed) == MINE_JOINED {
+                            e.3 += n;
+                        }
+                    } else if e.2 == 0 {
+                        e.2 = who;
+                    } else if e.2 != who {
                         e.2 = PageRecord::SEVERAL;
                     }
                 }
@@ -1483,6 +1599,7 @@ impl Analysis for Numa {
                         })
                         .collect(),
                     shared_pages: c.shared_pages,
+                    kept_pages: c.kept_pages,
                     reused_pages: c.reused_pages,
                     moved_pages: c.moved_pages,
                     page_counts: if alloc_stack.is_none()
@@ -1526,6 +1643,10 @@ impl Analysis for Numa {
             huge_pages: HUGE.load(Relaxed),
             cpus: ncpus() as u32,
             plan_nodes: NODES.load(Relaxed),
+            allowed_cpus: (0..ALLOWED.len() * 64)
+                .filter(|&c| ALLOWED[c / 64].load(Relaxed) >> (c % 64) & 1 == 1)
+                .map(|c| c as u32)
+                .collect(),
             threads,
             first_touch,
             objects,
