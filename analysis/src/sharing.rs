@@ -388,7 +388,7 @@ fn analyze(
     let by_addr: BTreeMap<u64, &LineRecord> = s.lines.iter().map(|l| (l.addr, l)).collect();
     let mut contended_lines = BTreeSet::new();
     for l in &s.lines {
-        if !l.contended || l.invalidations < s.settings.threshold as u64 {
+        if !l.contended {
             continue;
         }
         if let Some(f) = classify_line(s, l, duration_ns) {

@@ -16,9 +16,12 @@
 //! Tracked (hot) lines keep Cheetah's two-entry table (thread, read/write) for exact
 //! invalidations and per-byte reader/writer sets and counts (one access in `fs_sample`).
 //! A line becomes hot after `fs_threshold` invalidations (contended), or after
-//! `fs_watch_samples` volume samples while a neighbouring line has another owner (watched,
-//! for latent sharing); a watched line that stays uncontended for `fs_budget` accesses is
-//! retired: cold again, its record kept.
+//! `fs_watch_samples` volume samples while a neighbouring line has another owner or after two
+//! invalidations (watched: latent sharing, or a heavily written line two threads took turns
+//! on); a watched line that stays uncontended for `fs_budget` accesses is retired (cold again,
+//! its record kept) unless two threads are on its record: then it is contended. A retired line
+//! is watched again at its next invalidation, so each thread that writes it is recorded
+//! however the schedule interleaved them.
 //!
 //! Nothing is counted while only one thread exists (initialisation before `pthread_create`
 //! and the serial tail after the last join are not sharing).
@@ -765,6 +768,28 @@ fn clear_shadow(lo: u64, hi: u64) {
     }
 }
 
+/// A heavily written cold line (`fs_watch_samples` write-volume samples) whose writer changed
+/// this many times is watched (tracked per byte until its budget is spent). With the
+/// `fs_threshold` rule alone the verdict depended on the schedule: two threads taking turns on
+/// a busy machine hand a line over once per time slice, not thousands of times, and a short
+/// run never reached the threshold.
+const PATTERN_INVALIDATIONS: u64 = 2;
+
+/// A retired line is tracked again at this many invalidations: the next thread to write it
+/// after another is then recorded too, so two threads that took turns both end up on record.
+const REHEAT_INVALIDATIONS: u32 = 1;
+
+/// Two threads are on the line's record: two writers, or a writer and a thread that only read
+/// (thread ids modulo 64, as the per-byte masks keep them). Such a line is never retired.
+fn shared_pattern(r: &Record) -> bool {
+    let (mut w, mut rd) = (0u64, 0u64);
+    for b in &r.bytes {
+        w |= b.writers.load(Relaxed);
+        rd |= b.readers.load(Relaxed);
+    }
+    w.count_ones() >= 2 || (w != 0 && rd & !w != 0)
+}
+
 /// Length of the next sampling period on hot lines: uniform in [1, 2*fs_sample - 1], mean
 /// fs_sample, so that loops whose period divides fs_sample are not always sampled at the
 /// same access.
@@ -925,7 +950,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
                 }
                 if inval {
                     r.invalidations.fetch_add(1, Relaxed);
-                    if r.since_retired.fetch_add(1, Relaxed) + 1 >= THRESHOLD.load(Relaxed) {
+                    if r.since_retired.fetch_add(1, Relaxed) + 1 >= REHEAT_INVALIDATIONS {
                         heat = Some(field);
                     }
                 }
@@ -936,10 +961,10 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
             let vol = (w.volume_samples() + volume as u64).min(ShadowWord::VOLUME_MAX);
             new = ShadowWord::cold(me, inv.min(ShadowWord::INVALIDATIONS_MAX), vol).0;
             let contended = inv >= THRESHOLD.load(Relaxed) as u64;
+            let heavy = volume && vol >= WATCH_SAMPLES.load(Relaxed) as u64;
             let watch = !contended
-                && volume
-                && vol >= WATCH_SAMPLES.load(Relaxed) as u64
-                && neighbour_of_other(line, t);
+                && heavy
+                && (inv >= PATTERN_INVALIDATIONS || neighbour_of_other(line, t));
             if contended || watch {
                 match new_record(line, contended, inv) {
                     Some(i) => {
@@ -953,7 +978,6 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
         if let Some(i) = heat {
             let r = record(i);
             if w.is_retired() {
-                r.contended.store(1, Relaxed);
                 r.since_retired.store(0, Relaxed);
             }
             r.budget.store(0, Relaxed);
@@ -1029,6 +1053,12 @@ unsafe fn hot_access(
         if r.invalidations.load(Relaxed) >= THRESHOLD.load(Relaxed) as u64 {
             r.contended.store(1, Relaxed);
         } else if r.budget.fetch_add(1, Relaxed) + 1 >= BUDGET.load(Relaxed) {
+            if shared_pattern(r) {
+                // Two threads' accesses are on record: the line stays tracked, whatever the
+                // number of times the schedule let them alternate.
+                r.contended.store(1, Relaxed);
+                return;
+            }
             let w = ShadowWord::hot(idx).0;
             let cold = ShadowWord::retired(me, idx).0;
             let _ = sh.compare_exchange(w, cold, Relaxed, Relaxed);
