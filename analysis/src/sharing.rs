@@ -12,8 +12,10 @@
 //! Counts on tracked lines are a sample (one access in `fs_sample` per thread);
 //! [`estimate`] is the one place they are scaled, and findings carry estimates only.
 
+pub use profcc_schema::sharing::LineAccess;
 use profcc_schema::sharing::{
-    ByteUse, LineRecord, LineSite, ObjectKind, ObjectRef, Settings, Sharing, ThreadTime, LINE,
+    ByteUse, LineRecord, LineSite, Machine, ObjectKind, ObjectRef, Settings, Sharing, Slowdowns,
+    ThreadTime, LINE,
 };
 use profcc_schema::{AccessSite, Profile};
 use serde::{Deserialize, Serialize};
@@ -95,10 +97,14 @@ pub const TRANSFER_CAP: f64 = 2.0;
 /// for it whole).
 pub const STORE_VISIBLE_PERCENT: u64 = 5;
 
-/// The contended slowdown assumed where `profcc calibrate` has not measured it: two threads
-/// incrementing their own words of one line ran 4.7-5.0x slower than on separate lines on
-/// this project's 2-vCPU AMD EPYC VM (docs/model.md).
-pub const UNCALIBRATED_CONTENDED_SLOWDOWN: f64 = 5.0;
+/// Timed accesses of a line that are atomics, percent, from which the line counts as a locked
+/// read-modify-write line ([`line_access`]).
+pub const ATOMIC_LINE_PERCENT: u64 = 50;
+
+/// Timed accesses of a line that are plain stores, percent, from which the line counts as
+/// store-only ([`line_access`]): a few loads (a reduction after the loop) do not make the
+/// threads wait on the line.
+pub const STORE_ONLY_PERCENT: u64 = 90;
 
 /// Below this overlap (percent of the contending threads' CPU time) the prediction is no
 /// gain, with low confidence: threads that run one after another do not contend.
@@ -229,11 +235,22 @@ pub struct Prediction {
     pub access_share: f64,
     /// The access-share estimate's speed-up ([`share_speedup`]; 0 when unknown).
     pub share_speedup: f64,
-    /// The contended slowdown the access-share estimate used: calibrated, else
-    /// [`UNCALIBRATED_CONTENDED_SLOWDOWN`].
+    /// What the threads do to the lines ([`line_access`]): the calibration's kind.
+    pub access: LineAccess,
+    /// The contended slowdown the access-share estimate used: calibrated for `access`, else
+    /// [`uncalibrated_slowdown`].
     pub contended_slowdown: f64,
-    /// The saving is the access-share estimate's (it was below the latency estimate's stall
-    /// per thread, before that one's overlap bound).
+    /// The share of the time the threads would run at once on their own cores, percent
+    /// ([`own_overlap_percent`]): this run's, less the time they waited for a CPU.
+    pub own_overlap_percent: u64,
+    /// Every contending thread's run-queue wait was known (else `own_overlap_percent` counts
+    /// it as none).
+    pub waits_known: bool,
+    /// What the sharing cost in this run: the latency estimate, within the time the threads
+    /// ran at once (0 when they hardly did), ns.
+    pub seen_saving_ns: u64,
+    /// The saving is the access-share estimate's (the prediction for the threads on their own
+    /// cores); false only for a profile without per-thread access counts.
     pub share_bound: bool,
     /// How sure the predicted gain is: overlap, latency samples, calibration.
     pub confidence: Confidence,
@@ -257,7 +274,11 @@ impl Default for Prediction {
             other_accesses: 0,
             access_share: 0.0,
             share_speedup: 0.0,
+            access: LineAccess::LoadStore,
             contended_slowdown: 0.0,
+            own_overlap_percent: 0,
+            waits_known: false,
+            seen_saving_ns: 0,
             share_bound: false,
             confidence: Confidence::Low,
             basis: "no prediction".into(),
@@ -669,6 +690,7 @@ pub fn overlap_ns(a: &ThreadTime, b: &ThreadTime) -> u64 {
 pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) -> Predicted {
     let mut p = Prediction {
         transfer_ns: s.machine.as_ref().and_then(|m| m.transfer_ns),
+        access: line_access(s, lines),
         ..Prediction::default()
     };
     let cap = |samples: u64| match p.transfer_ns {
@@ -685,7 +707,7 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
         };
         let l = &s.lines[i];
         let lat = &l.latency;
-        let samples = lat.load.samples + lat.store.samples + lat.rmw.samples;
+        let samples: u64 = lat.all().iter().map(|x| x.samples).sum();
         let accesses = estimate(
             &s.settings,
             l.bytes.iter().map(|b| b.reads + b.writes).sum(),
@@ -697,18 +719,19 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
         let part = |x: &profcc_schema::sharing::Latency| (x.extra_ns as f64).min(cap(x.samples));
         let charged = (part(&lat.load)
             + part(&lat.rmw)
+            + part(&lat.atomic)
             + part(&lat.store) * STORE_VISIBLE_PERCENT as f64 / 100.0)
             / samples as f64;
         stall += charged * accesses as f64;
         p.latency_samples += samples;
-        p.latency_misses += lat.load.misses + lat.store.misses + lat.rmw.misses;
+        p.latency_misses += lat.all().iter().map(|x| x.misses).sum::<u64>();
         stores += lat.store.samples;
     }
     if p.accesses > 0 {
         p.charged_ns_per_access = stall / p.accesses as f64;
     }
     p.store_percent = stores * 100 / p.latency_samples.max(1);
-    // Overlap of the contending threads.
+    // Overlap of the contending threads in this run.
     let times: Vec<&ThreadTime> = s
         .threads
         .iter()
@@ -718,22 +741,26 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
     for (i, a) in times.iter().enumerate() {
         for b in &times[i + 1..] {
             p.overlap_ns = p.overlap_ns.max(overlap_ns(a, b));
+            p.own_overlap_percent = p.own_overlap_percent.max(own_overlap_percent(a, b));
         }
     }
+    p.waits_known = !times.is_empty() && times.iter().all(|t| t.wait_ns.is_some());
     let busiest = times.iter().map(|t| t.cpu_ns).max().unwrap_or(0);
     p.overlap_percent = p.overlap_ns * 100 / busiest.max(1);
     let overlapped = p.overlap_percent >= MIN_OVERLAP_PERCENT;
-    let mut saving = if overlapped && threads.len() >= 2 {
-        ((stall / threads.len() as f64) as u64)
-            .min(p.overlap_ns.saturating_mul(MAX_SAVING_PERCENT) / 100)
+    // Seen in this run: the latency estimate, within the time the threads ran at once.
+    let latency_unbounded = (stall / threads.len().max(1) as f64) as u64;
+    p.seen_saving_ns = if overlapped && threads.len() >= 2 {
+        latency_unbounded.min(p.overlap_ns.saturating_mul(MAX_SAVING_PERCENT) / 100)
     } else {
         0
     };
-    // The access-share estimate, in the native program's terms: accesses are its unit of time.
-    let calibrated_slowdown = s.machine.as_ref().and_then(|m| m.contended_slowdown);
-    p.contended_slowdown = calibrated_slowdown.unwrap_or(UNCALIBRATED_CONTENDED_SLOWDOWN);
+    // Predicted on their own cores: the access-share estimate at the contended slowdown of
+    // what the threads do to the lines, for the time they would run at once.
+    let (slowdown, calibrated) = slowdown_of(s.machine.as_ref(), p.access);
+    p.contended_slowdown = slowdown;
     p.thread_accesses = times.iter().map(|t| t.accesses).sum();
-    let mut share_saving = 0;
+    let mut saving = p.seen_saving_ns;
     if p.thread_accesses > 0 {
         let all: u64 = s.threads.iter().map(|t| t.accesses).sum();
         p.other_accesses = all.saturating_sub(p.thread_accesses);
@@ -741,45 +768,43 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
         p.share_speedup = share_speedup(
             p.access_share,
             p.contended_slowdown,
-            p.overlap_percent.min(100) as f64 / 100.0,
+            p.own_overlap_percent.min(100) as f64 / 100.0,
             p.thread_accesses as f64 / times.len() as f64,
             p.other_accesses as f64,
         );
-        if overlapped && threads.len() >= 2 {
-            share_saving = (duration_ns as f64 * (1.0 - 1.0 / p.share_speedup)) as u64;
-            // Against the latency estimate before its overlap bound: a latency estimate at its
-            // bound says only that the stall fills the overlap, which the instrumented run's
-            // own time cannot show natively; the access-share estimate can.
-            let latency_unbounded = (stall / threads.len() as f64) as u64;
-            if share_saving < latency_unbounded {
-                saving = share_saving;
-                p.share_bound = true;
-            }
+        if threads.len() >= 2 {
+            saving = (duration_ns as f64 * (1.0 - 1.0 / p.share_speedup)) as u64;
+            p.share_bound = true;
         }
     }
-    p.confidence = if !overlapped || p.latency_samples < MEDIUM_PREDICTION_SAMPLES {
+    p.confidence = if !calibrated
+        || p.thread_accesses == 0
+        || p.own_overlap_percent < MIN_OVERLAP_PERCENT
+        || p.latency_samples < MEDIUM_PREDICTION_SAMPLES
+    {
         Confidence::Low
-    } else if p.overlap_percent >= HIGH_OVERLAP_PERCENT
+    } else if p.own_overlap_percent >= HIGH_OVERLAP_PERCENT
         && p.latency_samples >= HIGH_PREDICTION_SAMPLES
-        && p.transfer_ns.is_some()
+        && p.waits_known
     {
         Confidence::High
     } else {
         Confidence::Medium
     };
-    p.basis = if s.threads.is_empty() {
-        "no prediction: the profile has no thread times or latency samples (written by a profcc older than profile version 5)".into()
+    let seen = if s.threads.is_empty() {
+        String::new()
     } else if !overlapped {
         format!(
-            "no gain: the contending threads ran at once for {} ms, {}% of their CPU time (under {MIN_OVERLAP_PERCENT}%)",
+            "seen in this run: the threads ran at once for {} ms, {}% of their CPU time (under {MIN_OVERLAP_PERCENT}%: they hardly overlapped, so this run paid little for the line)",
             fmt_ms(p.overlap_ns),
             p.overlap_percent
         )
     } else if p.latency_samples == 0 {
-        "no gain: no latency samples on the lines".into()
+        "seen in this run: no latency samples on the lines".into()
     } else {
         format!(
-            "{} accesses × {:.2} ns measured beyond a cache hit ({} timed reloads, {} misses, {}% stores counted at {STORE_VISIBLE_PERCENT}%{}) / {} threads, within {MAX_SAVING_PERCENT}% of the {} ms they overlapped ({}% of their CPU time)",
+            "seen in this run: {} ms, {} accesses × {:.2} ns measured beyond a cache hit ({} timed reloads, {} misses, {}% stores counted at {STORE_VISIBLE_PERCENT}%{}) / {} threads, within {MAX_SAVING_PERCENT}% of the {} ms they ran at once ({}% of their CPU time)",
+            fmt_ms(p.seen_saving_ns),
             p.accesses,
             p.charged_ns_per_access,
             p.latency_samples,
@@ -792,13 +817,121 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
             threads.len(),
             fmt_ms(p.overlap_ns),
             p.overlap_percent
-        ) + &share_basis(&p, calibrated_slowdown.is_some(), share_saving)
+        )
+    };
+    p.basis = if s.threads.is_empty() {
+        "no prediction: the profile has no thread times or latency samples (written by a profcc older than profile version 5)".into()
+    } else if threads.len() < 2 {
+        format!("no gain: one thread; {seen}")
+    } else if p.thread_accesses == 0 {
+        format!(
+            "{seen}; no prediction for their own cores (the profile has no per-thread access counts)"
+        )
+    } else {
+        format!("{}; {seen}", share_basis(&p, calibrated, saving))
     };
     Predicted {
         saving_ns: saving,
-        stall_ns: (stall / threads.len().max(1) as f64) as u64,
+        stall_ns: latency_unbounded,
         speedup: speedup_of(duration_ns, saving),
         prediction: p,
+    }
+}
+
+/// Some two of `threads` lived at the same time (or the profile has no thread times to tell):
+/// sharing needs overlapping lifetimes. Threads started one after another, each joined before
+/// the next, hand a line over but never share it, whatever the schedule.
+fn lives_overlap(s: &Sharing, threads: &BTreeSet<u32>) -> bool {
+    let times: Vec<&ThreadTime> = s
+        .threads
+        .iter()
+        .filter(|t| threads.contains(&t.id))
+        .collect();
+    if times.len() < threads.len() {
+        return true;
+    }
+    times.iter().enumerate().any(|(i, a)| {
+        times[i + 1..]
+            .iter()
+            .any(|b| a.end_ns.min(b.end_ns) > a.start_ns.max(b.start_ns))
+    })
+}
+
+/// The share of the time two threads would run at once on their own cores, percent: in the
+/// interval both lived, each runs `cpu / (lifetime − run-queue wait)` of it (the rest it is
+/// blocked, by the program's own logic: a join, a lock, I/O); two that run `x` and `y` of it
+/// run at once for at least `x + y − 1`. The run-queue waits (another program or thread had
+/// the CPU) are what a busy machine adds, so they are taken out; unknown, they count as none
+/// (a busy machine then lowers the figure). Threads whose lives did not overlap: 0.
+pub fn own_overlap_percent(a: &ThreadTime, b: &ThreadTime) -> u64 {
+    let shared = a
+        .end_ns
+        .min(b.end_ns)
+        .saturating_sub(a.start_ns.max(b.start_ns));
+    if shared == 0 {
+        return 0;
+    }
+    let runs = |t: &ThreadTime| {
+        let life = t.end_ns.saturating_sub(t.start_ns);
+        let active = life.saturating_sub(t.wait_ns.unwrap_or(0)).max(1);
+        (t.cpu_ns as f64 / active as f64).min(1.0)
+    };
+    (((runs(a) + runs(b) - 1.0).max(0.0)) * 100.0).round() as u64
+}
+
+/// What the threads of `lines` do to them, from the timed accesses (every sampled access of
+/// each kind has the same chance to be timed): mostly atomics, only stores, else loads of
+/// what others store ([`ATOMIC_LINE_PERCENT`], [`STORE_ONLY_PERCENT`]). Untimed lines: by the
+/// recorded reads.
+pub fn line_access(s: &Sharing, lines: &[u64]) -> LineAccess {
+    let (mut atomic, mut store, mut all, mut reads) = (0u64, 0u64, 0u64, 0u64);
+    for l in s.lines.iter().filter(|l| lines.contains(&l.addr)) {
+        atomic += l.latency.atomic.samples;
+        store += l.latency.store.samples;
+        all += l.latency.all().iter().map(|x| x.samples).sum::<u64>();
+        reads += l.bytes.iter().map(|b| b.reads).sum::<u64>();
+    }
+    if all == 0 {
+        return if reads == 0 {
+            LineAccess::Store
+        } else {
+            LineAccess::LoadStore
+        };
+    }
+    if atomic * 100 >= ATOMIC_LINE_PERCENT * all {
+        LineAccess::Atomic
+    } else if store * 100 >= STORE_ONLY_PERCENT * all {
+        LineAccess::Store
+    } else {
+        LineAccess::LoadStore
+    }
+}
+
+/// The contended slowdown of a kind of line on the run's machine and whether it was measured
+/// (`profcc calibrate`; a calibration from before the kinds were measured apart has the
+/// load-and-store figure only), else the assumed one ([`uncalibrated_slowdown`]).
+pub fn slowdown_of(m: Option<&Machine>, k: LineAccess) -> (f64, bool) {
+    let measured = m.and_then(|m| {
+        m.slowdowns.and_then(|x| x.of(k)).or(match k {
+            LineAccess::LoadStore => m.contended_slowdown,
+            _ => None,
+        })
+    });
+    match measured {
+        Some(x) => (x, true),
+        None => (uncalibrated_slowdown(k), false),
+    }
+}
+
+/// The contended slowdown assumed for a kind of line when the machine is not calibrated: a
+/// plain store's is mostly hidden by the store buffer (1.06x measured natively for a
+/// store-only line on the project's VM), a load waits for the line (the vector-of-counters
+/// case at -O0 gained 3.3x by padding), a locked add holds it (an atomic counter: 5.6-6.7x).
+pub fn uncalibrated_slowdown(k: LineAccess) -> f64 {
+    match k {
+        LineAccess::Store => 1.1,
+        LineAccess::LoadStore => 3.0,
+        LineAccess::Atomic => 5.0,
     }
 }
 
@@ -830,20 +963,26 @@ pub fn share_speedup(
 /// The access-share part of a prediction's basis: its figures, its saving and whether the
 /// saving took it.
 fn share_basis(p: &Prediction, calibrated: bool, share_saving: u64) -> String {
-    if p.thread_accesses == 0 {
-        return "; no access-share estimate (the profile has no per-thread access counts)".into();
-    }
     format!(
-        "; access share {:.1}% of the threads' {} accesses × {:.2}x contended slowdown ({}), {}% of their work overlapped, {} accesses by other threads: {:.2}x, {} ms{}",
-        p.access_share * 100.0,
-        p.thread_accesses,
-        p.contended_slowdown,
-        if calibrated { "calibrated" } else { "assumed; profcc calibrate" },
-        p.overlap_percent.min(100),
-        p.other_accesses,
+        "on their own cores: {:.2}x, {} ms: {:.1}% of the threads' {} accesses on the line, {} lines {:.2}x slower contended ({}), the threads running at once {}% of the time ({}), {} accesses by other threads",
         p.share_speedup,
         fmt_ms(share_saving),
-        if p.share_bound { ", the smaller estimate" } else { ", above the latency estimate" },
+        p.access_share * 100.0,
+        p.thread_accesses,
+        p.access.as_str(),
+        p.contended_slowdown,
+        if calibrated {
+            "calibrated on this machine"
+        } else {
+            "assumed: run profcc calibrate"
+        },
+        p.own_overlap_percent.min(100),
+        if p.waits_known {
+            "this run's, less their waits for a CPU"
+        } else {
+            "this run's: their waits for a CPU are not known"
+        },
+        p.other_accesses,
     )
 }
 
@@ -890,6 +1029,10 @@ pub struct Calibration {
     /// lines: how many times slower (None: not measured, e.g. the CPUs were busy).
     #[serde(default)]
     pub contended_slowdown: Option<f64>,
+    /// The same for each kind of line ([`LineAccess`]); `contended_slowdown` is the
+    /// load-and-store figure (absent in a calibration older than the kinds).
+    #[serde(default)]
+    pub slowdowns: Option<Slowdowns>,
 }
 
 /// The calibration the cache file's text holds for the machine `key` (one with a transfer
@@ -922,21 +1065,33 @@ fn predict_latent(s: &Sharing, f: &Finding, duration_ns: u64) -> Predicted {
     };
     let stall = f.writes as f64 * transfer * STORE_VISIBLE_PERCENT as f64 / 100.0;
     base.stall_ns = (stall / f.threads.len().max(1) as f64) as u64;
-    let overlapped = p.overlap_percent >= MIN_OVERLAP_PERCENT && f.threads.len() >= 2;
+    // On their own cores: the threads' time at once is their shared CPU time at the share
+    // they would run together (the run's own overlap depends on the machine's load).
+    let cpu = s
+        .threads
+        .iter()
+        .filter(|t| f.threads.contains(&t.id))
+        .map(|t| t.cpu_ns)
+        .max()
+        .unwrap_or(0);
+    let together = cpu.saturating_mul(p.own_overlap_percent.min(100)) / 100;
+    let overlapped = p.own_overlap_percent >= MIN_OVERLAP_PERCENT && f.threads.len() >= 2;
     let saving = if overlapped {
         base.stall_ns
-            .min(p.overlap_ns.saturating_mul(MAX_SAVING_PERCENT) / 100)
+            .min(together.saturating_mul(MAX_SAVING_PERCENT) / 100)
     } else {
         0
     };
+    p.share_bound = false;
+    p.seen_saving_ns = 0;
     p.confidence = Confidence::Low;
     p.basis = format!(
-        "if shifted into sharing: {} writes × {how} at {STORE_VISIBLE_PERCENT}% (stores) / {} threads, within {MAX_SAVING_PERCENT}% of the {} ms they overlapped ({}% of their CPU time{})",
+        "if shifted into sharing: {} writes × {how} at {STORE_VISIBLE_PERCENT}% (stores) / {} threads, within {MAX_SAVING_PERCENT}% of the {} ms they would run at once on their own cores ({}% of their time{})",
         f.writes,
         f.threads.len(),
-        fmt_ms(p.overlap_ns),
-        p.overlap_percent,
-        if overlapped { "" } else { ": no gain in this run, under the minimum" }
+        fmt_ms(together),
+        p.own_overlap_percent,
+        if overlapped { "" } else { ": no gain, under the minimum" }
     );
     base.saving_ns = saving;
     base.speedup = speedup_of(duration_ns, saving);
@@ -1030,7 +1185,7 @@ fn classify_line(s: &Sharing, l: &LineRecord, duration_ns: u64) -> Option<Findin
     let writers: BTreeSet<u32> = w.iter().flatten().copied().collect();
     let readers: BTreeSet<u32> = r.iter().flatten().copied().collect();
     let threads: BTreeSet<u32> = writers.union(&readers).copied().collect();
-    if threads.len() < 2 || writers.is_empty() {
+    if threads.len() < 2 || writers.is_empty() || !lives_overlap(s, &threads) {
         return None;
     }
     let reads = estimate(&s.settings, l.bytes.iter().map(|b| b.reads).sum());
@@ -1453,12 +1608,21 @@ pub fn unified(
                 "samples",
             ),
             Evidence::new("overlap_percent", prediction.overlap_percent as f64, "%"),
+            Evidence::new(
+                "own_overlap_percent",
+                prediction.own_overlap_percent as f64,
+                "%",
+            ),
+            Evidence::new("seen_saving_s", prediction.seen_saving_ns as f64 / 1e9, "s"),
         ],
         Impact {
             seconds: saving_ns as f64 / 1e9,
             bytes: 0,
             formula: if prediction.share_bound {
-                "sharing_access_share".into()
+                format!(
+                    "sharing_own_cores_{}",
+                    prediction.access.as_str().replace(['-', ' '], "_")
+                )
             } else {
                 "sharing_latency_overlap".into()
             },
@@ -1471,6 +1635,7 @@ pub fn unified(
                 Evidence::new("accesses", prediction.accesses as f64, "accesses"),
                 Evidence::new("overlap_ns", prediction.overlap_ns as f64, "ns"),
                 Evidence::new("contended_slowdown", prediction.contended_slowdown, "x"),
+                Evidence::new("access_share", prediction.access_share, "fraction"),
             ],
             confidence: prediction.confidence,
         },

@@ -9,11 +9,15 @@
 //! batches counts (a batch during which another program took one of the CPUs is slower, never
 //! faster).
 //!
-//! Then the contended slowdown, on the first pair: two threads pinned one to each increment
-//! their own word, once of one line (8 bytes apart) and once of separate lines, alternating;
-//! the ratio of the mean times of the rounds in which both threads ran at once throughout.
+//! Then the contended slowdown of each kind of line (`LineAccess`), on the first pair: two
+//! threads pinned one to each access their own word, once of one line (8 bytes apart) and once
+//! of separate lines, alternating: store-only (`w[id] = i`), load-and-store (one thread loads
+//! its word while the other stores to its own: the load waits for the line) and locked
+//! read-modify-write (`fetch_add` on its own word); the ratio of the mean times of the rounds
+//! in which both threads ran at once throughout.
 
-use profcc_analysis::sharing::{calibration_file, machine_key, Calibration};
+use profcc_analysis::sharing::{calibration_file, machine_key, Calibration, LineAccess};
+use profcc_schema::sharing::Slowdowns;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,7 +30,8 @@ pub struct CalibrateArgs {
     /// Batches per pair (the fastest counts).
     #[arg(long, default_value_t = 40)]
     pub batches: u32,
-    /// Increments per thread in one batch of the contended-slowdown measurement.
+    /// Accesses per thread in one batch of the contended-slowdown measurements (a tenth of it
+    /// for locked read-modify-writes).
     #[arg(long, default_value_t = 5_000_000)]
     pub increments: u64,
 }
@@ -120,20 +125,20 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Rounds of each kind (one-line, separate lines) of the contended-slowdown measurement:
-/// about 1.5 s on a machine that increments a private word in 0.3 ns.
-const CONTENDED_ROUNDS: u32 = 150;
+/// Rounds of each layout (one line, separate lines) of each kind's contended-slowdown
+/// measurement: about 3 s in all on the project's 2-vCPU VM.
+const CONTENDED_ROUNDS: u32 = 60;
 
 /// Words of 8 bytes between the two threads' counters: on one line, and on separate lines.
 const SAME_LINE: usize = 1;
 const APART: usize = 8;
 
-/// One batch of the contended-slowdown measurement: threads pinned to `a` and `b` each
-/// increment their own word `n` times (a volatile load and store, as `counter[id]++` through a
-/// volatile pointer), the words `gap` words apart. The slower thread's time in ns; None when
-/// the two did not run at once throughout (their intervals overlap less than 90% of the
-/// longer, or either used under 90% of its interval on its CPU).
-fn hammer(a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
+/// One batch of the contended-slowdown measurement of `kind`: threads pinned to `a` and `b`
+/// each access their own word `n` times (volatile accesses, as through a volatile pointer),
+/// the words `gap` words apart. The slower thread's time in ns; None when the two did not run
+/// at once throughout (their intervals overlap less than 90% of the longer, or either used
+/// under 90% of its interval on its CPU).
+fn hammer(kind: LineAccess, a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
     #[repr(align(128))]
     struct Words([u64; 32]);
     let mut words = Box::new(Words([0; 32]));
@@ -147,9 +152,32 @@ fn hammer(a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
         }
         let p = (base + slot * 8) as *mut u64;
         let (c0, t0) = (thread_cpu_ns(), Instant::now());
-        for _ in 0..n {
-            // Each thread has its own word; nothing else touches it while the batch runs.
-            unsafe { std::ptr::write_volatile(p, std::ptr::read_volatile(p).wrapping_add(1)) };
+        // Each thread has its own word; nothing else touches it while the batch runs.
+        match kind {
+            LineAccess::Store => {
+                for i in 0..n {
+                    unsafe { std::ptr::write_volatile(p, i) };
+                }
+            }
+            // The first thread loads, the second stores: the loads wait for the line.
+            LineAccess::LoadStore if slot == 0 => {
+                let mut sum = 0u64;
+                for _ in 0..n {
+                    sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p) });
+                }
+                std::hint::black_box(sum);
+            }
+            LineAccess::LoadStore => {
+                for i in 0..n {
+                    unsafe { std::ptr::write_volatile(p, i) };
+                }
+            }
+            LineAccess::Atomic => {
+                let w = unsafe { &*(p as *const AtomicU64) };
+                for _ in 0..n {
+                    w.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         let t1 = Instant::now();
         (t0, t1, thread_cpu_ns() - c0)
@@ -173,12 +201,12 @@ fn hammer(a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
 
 /// Contended over apart, the means of `batches` alternating batches in which both threads ran
 /// at once (None: fewer than 3 such batches of either kind).
-fn contended_slowdown(a: u32, b: u32, n: u64, batches: u32) -> Option<f64> {
+fn contended_slowdown(kind: LineAccess, a: u32, b: u32, n: u64, batches: u32) -> Option<f64> {
     let (mut same, mut apart) = (Vec::new(), Vec::new());
-    hammer(a, b, SAME_LINE, n); // warm-up: the CPUs' clocks, the pages
+    hammer(kind, a, b, SAME_LINE, n); // warm-up: the CPUs' clocks, the pages
     for _ in 0..batches {
-        same.extend(hammer(a, b, SAME_LINE, n));
-        apart.extend(hammer(a, b, APART, n));
+        same.extend(hammer(kind, a, b, SAME_LINE, n));
+        apart.extend(hammer(kind, a, b, APART, n));
     }
     // Means, not medians: the machine may change state from round to round (a VM's two vCPUs
     // on one core's SMT siblings or on two cores), and a program's run spans such changes too.
@@ -220,21 +248,26 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         eprintln!("profcc calibrate: no pair of CPUs could be measured; run it again when the machine is quieter");
         return 1;
     }
-    let slowdown = contended_slowdown(
-        cpus[0],
-        cpus[1],
-        a.increments.max(100_000),
-        CONTENDED_ROUNDS,
-    );
-    match slowdown {
-        Some(x) => println!(
-            "cpu {} and cpu {}: incrementing their own words of one line is {x:.2}x slower than of separate lines",
-            cpus[0], cpus[1]
-        ),
-        None => println!(
-            "cpu {} and cpu {}: contended slowdown not measured (the two threads did not run at once: the CPUs are busy)",
-            cpus[0], cpus[1]
-        ),
+    let mut slowdowns = Slowdowns::default();
+    for kind in LineAccess::ALL {
+        // A locked add is about 20 times slower than a plain access: fewer of them.
+        let n = match kind {
+            LineAccess::Atomic => a.increments / 10,
+            _ => a.increments,
+        }
+        .max(100_000);
+        let x = contended_slowdown(kind, cpus[0], cpus[1], n, CONTENDED_ROUNDS);
+        slowdowns.set(kind, x);
+        match x {
+            Some(x) => println!(
+                "cpu {} and cpu {}: {} accesses to their own words of one line are {x:.2}x slower than of separate lines",
+                cpus[0], cpus[1], kind.as_str()
+            ),
+            None => println!(
+                "cpu {} and cpu {}: {} contended slowdown not measured (the two threads did not run at once: the CPUs are busy)",
+                cpus[0], cpus[1], kind.as_str()
+            ),
+        }
     }
     let mut v: Vec<f64> = pairs.iter().map(|p| p.2).collect();
     v.sort_by(|a, b| a.total_cmp(b));
@@ -261,7 +294,8 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         key: key.clone(),
         transfer_ns,
         pairs,
-        contended_slowdown: slowdown,
+        contended_slowdown: slowdowns.load_store,
+        slowdowns: Some(slowdowns),
     });
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(file.parent().unwrap())?;

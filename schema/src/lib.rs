@@ -23,7 +23,10 @@ pub const FORMAT: &str = "profcc-profile";
 /// prediction then rests on the latency samples alone).
 /// 7: `allocator_ops.overhead.peak` is absent when live requested bytes never reached the
 /// first step (older profiles carry the exit state there; read as a peak).
-pub const VERSION: u32 = 7;
+/// 8: each line's `latency.atomic` (atomics, before in `rmw`) and `sharing.machine.slowdowns`
+/// (the contended slowdown per kind of line; older profiles read with them empty: atomics
+/// count as read-modify-writes and only the load-and-store slowdown is known).
+pub const VERSION: u32 = 8;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {

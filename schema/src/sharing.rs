@@ -47,6 +47,11 @@ pub struct ThreadTime {
     /// Its accesses, exact (the profile's thread table; 0 in a profile older than version 6).
     #[serde(default)]
     pub accesses: u64,
+    /// Time it waited on a run queue while runnable (other threads or programs had its CPU),
+    /// up to its end (the kernel's schedstat; None: not known, or a profile older than
+    /// version 8). The prediction takes it out: on their own cores the threads would not wait.
+    #[serde(default)]
+    pub wait_ns: Option<u64>,
 }
 
 /// Machine figures behind the predicted gain (docs/model.md).
@@ -67,6 +72,63 @@ pub struct Machine {
     /// measured).
     #[serde(default)]
     pub contended_slowdown: Option<f64>,
+    /// The contended slowdown of each kind of line (`profcc calibrate`, version 8; None: not
+    /// measured). `contended_slowdown` is the load-and-store kind's, kept for older readers.
+    #[serde(default)]
+    pub slowdowns: Option<Slowdowns>,
+}
+
+/// What the threads of a contended line do to it. The cost of sharing a line depends on it:
+/// a plain store retires into the store buffer, a load waits for the line, a locked
+/// read-modify-write waits and holds it; `profcc calibrate` measures each.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum LineAccess {
+    /// Each thread only stores to its words (`a[id] = x`).
+    Store,
+    /// Loads of words another core stores to (`a[id]++`, one thread writing while others read).
+    LoadStore,
+    /// Locked read-modify-writes (`__atomic_fetch_add`, `std::atomic<T>::fetch_add`).
+    Atomic,
+}
+
+impl LineAccess {
+    pub const ALL: [LineAccess; 3] = [LineAccess::Store, LineAccess::LoadStore, LineAccess::Atomic];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineAccess::Store => "store-only",
+            LineAccess::LoadStore => "load-and-store",
+            LineAccess::Atomic => "locked read-modify-write",
+        }
+    }
+}
+
+/// The contended slowdown of two threads on one line against separate lines, per
+/// [`LineAccess`]: how many times slower a thread that does nothing but that access runs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
+pub struct Slowdowns {
+    pub store: Option<f64>,
+    pub load_store: Option<f64>,
+    pub atomic: Option<f64>,
+}
+
+impl Slowdowns {
+    pub fn of(&self, k: LineAccess) -> Option<f64> {
+        match k {
+            LineAccess::Store => self.store,
+            LineAccess::LoadStore => self.load_store,
+            LineAccess::Atomic => self.atomic,
+        }
+    }
+
+    pub fn set(&mut self, k: LineAccess, v: Option<f64>) {
+        match k {
+            LineAccess::Store => self.store = v,
+            LineAccess::LoadStore => self.load_store = v,
+            LineAccess::Atomic => self.atomic = v,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -133,8 +195,19 @@ pub struct LineLatency {
     pub load: Latency,
     /// Plain stores with no load of the same word by the same access (store-only).
     pub store: Latency,
-    /// Atomics and read-modify-writes (`x++`: a load and a store of one word).
+    /// Read-modify-writes (`x++`: a load and a store of one word); before version 8 also
+    /// the atomics.
     pub rmw: Latency,
+    /// Atomics (locked read-modify-writes, version 8).
+    #[serde(default)]
+    pub atomic: Latency,
+}
+
+impl LineLatency {
+    /// Every kind, for the sums the analysis makes.
+    pub fn all(&self) -> [&Latency; 4] {
+        [&self.load, &self.store, &self.rmw, &self.atomic]
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

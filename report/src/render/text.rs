@@ -907,8 +907,8 @@ fn sharing(sh: &Sharing, several_inputs: bool, out: &mut String) {
     out.push('\n');
     if sh.findings.is_empty() && sh.below_threshold.is_empty() {
         out.push_str(&format!(
-            "Cache-line sharing: no contended lines ({} lines tracked; threshold {} invalidations)\n",
-            sh.lines_tracked, s.threshold
+            "Cache-line sharing: none: no cache line had two threads on record, one of them writing, while both lived ({} lines tracked per byte, docs/model.md)\n",
+            sh.lines_tracked
         ));
         return;
     }
@@ -918,7 +918,7 @@ fn sharing(sh: &Sharing, several_inputs: bool, out: &mut String) {
         String::new()
     };
     out.push_str(&format!(
-        "Cache-line sharing (model: each thread its own core; gains from the latencies measured on the lines, the threads' share of accesses on them and the time they overlapped, docs/model.md{shown})\n"
+        "Cache-line sharing (model: each thread its own core; gains predicted for the threads on their own cores from their share of accesses on the lines and this machine's slowdown for what they do to them, beside what this run paid, docs/model.md{shown})\n"
     ));
     if s.sample > 1 {
         out.push_str(&format!(

@@ -237,6 +237,8 @@ struct ThreadState {
     /// 0 while the thread runs.
     end_ns: AtomicU64,
     cpu_ns: AtomicU64,
+    /// Time it waited on a run queue, runnable but not running, up to its end (+1; 0: unknown).
+    wait_ns: AtomicU64,
     /// CPUs seen: bit `c % 64` of word `c / 64` for CPU `c` (`c < CPU_SET_BITS`).
     cpus: CpuSet,
 }
@@ -293,6 +295,36 @@ fn thread_cpu_ns(ktid: u32) -> u64 {
         return 0;
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The time thread `ktid` (None: the calling thread) waited on a run queue while runnable,
+/// ns: the second field of its `schedstat` (None without `CONFIG_SCHEDSTATS`). Without the
+/// program's allocator: a stack buffer and plain system calls.
+fn runq_wait_ns(ktid: Option<u32>) -> Option<u64> {
+    use std::io::Write;
+    let mut path = [0u8; 64];
+    {
+        let mut w = &mut path[..63];
+        match ktid {
+            None => write!(w, "/proc/thread-self/schedstat"),
+            Some(t) => write!(w, "/proc/self/task/{t}/schedstat"),
+        }
+        .ok()?;
+    }
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr() as *const libc::c_char,
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 96];
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+    unsafe { libc::close(fd) };
+    let text = core::str::from_utf8(buf.get(..usize::try_from(n).ok()?)?).ok()?;
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -355,9 +387,10 @@ fn init_clock() {
 /// line's samples of its kind.
 fn latency_sample(r: &Record, dt: u64, info: u64) {
     let write = info & INFO_WRITE != 0;
-    let rmw = info & INFO_ATOMIC != 0
-        || (write && (info >> INFO_EXTRA_READS_SHIFT) & INFO_EXTRA_MAX as u64 != 0);
-    let slot = &r.lat[if rmw {
+    let rmw = write && (info >> INFO_EXTRA_READS_SHIFT) & INFO_EXTRA_MAX as u64 != 0;
+    let slot = &r.lat[if info & INFO_ATOMIC != 0 {
+        3
+    } else if rmw {
         2
     } else if write {
         1
@@ -402,10 +435,12 @@ fn thread_times() -> Vec<schema::ThreadTime> {
             return;
         }
         let end = st.end_ns.load(Relaxed);
-        let (end, cpu) = if end == 0 {
-            (now, thread_cpu_ns(st.ktid.load(Relaxed)))
+        let (end, cpu, wait) = if end == 0 {
+            let k = st.ktid.load(Relaxed);
+            (now, thread_cpu_ns(k), runq_wait_ns(Some(k)))
         } else {
-            (end, st.cpu_ns.load(Relaxed))
+            let w = st.wait_ns.load(Relaxed);
+            (end, st.cpu_ns.load(Relaxed), w.checked_sub(1))
         };
         out.push(schema::ThreadTime {
             id: st.id.load(Relaxed),
@@ -414,6 +449,7 @@ fn thread_times() -> Vec<schema::ThreadTime> {
             cpu_ns: cpu,
             cpus: st.cpus.list(),
             accesses: 0, // filled from the thread table at the dump
+            wait_ns: wait,
         });
     });
     out.sort_by_key(|t| t.id);
@@ -441,6 +477,7 @@ fn machine() -> schema::Machine {
         ticks_per_ns: tpn,
         transfer_ns: cal.as_ref().map(|c| c.transfer_ns),
         contended_slowdown: cal.as_ref().and_then(|c| c.contended_slowdown),
+        slowdowns: cal.as_ref().and_then(|c| c.slowdowns),
         calibration: cal.map(|_| key),
     }
 }
@@ -492,6 +529,8 @@ impl Analysis for Sharing {
         if let Some(st) = unsafe { st.as_ref() } {
             st.cpu_ns
                 .store(thread_cpu_ns(unsafe { libc::gettid() } as u32), Relaxed);
+            st.wait_ns
+                .store(runq_wait_ns(None).map_or(0, |w| w + 1), Relaxed);
             st.cpus.note_current();
             st.end_ns.store(crate::clock::now_ns(), Relaxed);
         }
@@ -599,8 +638,8 @@ struct Record {
     sites: [SiteSlot; SITE_SLOTS],
     objs: [ObjSlot; OBJ_SLOTS],
     bytes: [ByteSlot; 64],
-    /// Loads, stores, read-modify-writes.
-    lat: [LatSlot; 3],
+    /// Loads, stores, read-modify-writes, atomics (`schema::LineLatency`).
+    lat: [LatSlot; 4],
 }
 
 static TABLE: AtomicU64 = AtomicU64::new(0);
@@ -1357,6 +1396,7 @@ pub fn snapshot(site_index: &dyn Fn(u32) -> Option<u32>) -> Option<schema::Shari
                     load: lat(0),
                     store: lat(1),
                     rmw: lat(2),
+                    atomic: lat(3),
                 }
             },
         });
