@@ -670,7 +670,7 @@ fn samples_are_capped_by_the_calibrated_transfer() {
 }
 
 #[test]
-fn the_prediction_is_the_access_share_estimate_on_their_own_cores() {
+fn the_prediction_is_for_their_own_cores() {
     // One line, 640,000 estimated accesses, each timed reload 500 ns beyond a hit: seen in this
     // run, 640,000 × 500 ns / 2 = 160 ms, within 90% of the 1 s overlap.
     let mut l = line(

@@ -1,6 +1,7 @@
-//! The prediction table of the `sharing` part of `cargo xtask bench`: every false-sharing
-//! kernel against its padded twin (the same source with `-DPADDED`), natively, in the same
-//! run, next to what the instrumented build predicts for fixing it (docs/model.md).
+//! The prediction table of the `sharing` part of `cargo xtask bench`: every false- and
+//! true-sharing kernel against its fixed twin (the same source with `-DPADDED`: padded
+//! elements, or per-thread counters for true sharing), natively, in the same run, next to what
+//! the instrumented build predicts for fixing it (docs/model.md).
 //!
 //! Per kernel: `runs` rounds alternating the native build and its padded twin (medians): the
 //! measured gain is shared / padded. Then `runs` instrumented runs: the predicted speed-up is
@@ -64,10 +65,23 @@ const TWINS: &[Twin] = &[
         padded: true,
     },
     Twin {
+        src: "fs_vector_counters.cpp",
+        opt: "-O0",
+        flags: &[],
+        padded: true,
+    },
+    Twin {
+        src: "fs_histogram.c",
+        opt: "-O0",
+        flags: &[],
+        padded: true,
+    },
+    // True sharing: the twin has per-thread counters, the fix its finding advises.
+    Twin {
         src: "ts_atomic.c",
         opt: "-O2",
         flags: &[],
-        padded: false,
+        padded: true,
     },
     Twin {
         src: "mt_stream.c",
@@ -209,13 +223,14 @@ pub fn run(
     Ok(())
 }
 
-/// The top false-sharing finding's predicted speed-up, prediction confidence and basis (1.0,
-/// "-" when the report has none).
+/// The top false- or true-sharing finding's predicted speed-up, prediction confidence and
+/// basis (1.0, "-" when the report has none).
 fn prediction(profcc: &Path, profile: &Path) -> Result<(f64, String, String), String> {
     let v = report_json(profcc, profile, &[])?;
-    let top = v["sharing"]["findings"]
-        .as_array()
-        .and_then(|f| f.iter().find(|f| f["kind"] == "false_sharing"));
+    let top = v["sharing"]["findings"].as_array().and_then(|f| {
+        f.iter()
+            .find(|f| f["kind"] == "false_sharing" || f["kind"] == "true_sharing")
+    });
     Ok(match top {
         Some(f) => (
             f["predicted_speedup"].as_f64().unwrap_or(1.0),
@@ -225,7 +240,7 @@ fn prediction(profcc: &Path, profile: &Path) -> Result<(f64, String, String), St
                 .to_string(),
             f["prediction"]["basis"].as_str().unwrap_or("").to_string(),
         ),
-        None => (1.0, "-".into(), "no false-sharing finding".into()),
+        None => (1.0, "-".into(), "no false- or true-sharing finding".into()),
     })
 }
 
@@ -234,7 +249,7 @@ fn write_table(rows: &[Row], runs: usize, out: &mut String) {
         "### Predicted gain vs padding, measured\n\n\
          Per kernel: the native build (`clang-22`, the kernel's -O level) and its padded twin \
          (`-DPADDED`; a control without one runs the same program twice), {runs} alternating \
-         rounds, medians; gain = shared / padded. Predicted: the top false-sharing finding's \
+         rounds, medians; gain = shared / padded. Predicted: the top false- or true-sharing finding's \
          predicted speed-up of the instrumented build (`PROFCC_INSTRUMENT=sharing`), median \
          of {runs} runs (1.00 when there is none), with its prediction confidence \
          (docs/model.md). Ratio = predicted / measured. Targets: within {WITHIN}x of the \
