@@ -298,7 +298,7 @@ options! {
     fatal_dump: bool = false, 0..=1, "core", "on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGTERM, SIGINT, SIGHUP, SIGQUIT (those left at their default at start): write the profile, then let the signal act as it would have; off: such a death loses the profile";
     fs_budget: u32 = 4096, 1..=4294967295, "sharing", "accesses recorded on a watched (uncontended) line before it is let go";
     fs_inv_ns: u32 = 60, 1..=100000, "sharing", "unused since profile version 5 (the predicted gain is measured: docs/model.md); accepted and recorded";
-    fs_max_lines: u32 = 8192, 0..=16382, "sharing", "most cache lines tracked in detail (about 2.3 KiB each)";
+    fs_max_lines: u32 = 8192, 0..=16382, "sharing", "most cache lines tracked in detail (about 3.5 KiB each)";
     fs_sample: u32 = 64, 1..=1048576, "sharing", "analyse one access in N per thread to a tracked line (1 = every access; counts are scaled by N)";
     fs_threshold: u32 = 16, 1..=255, "sharing", "invalidations after which a line is tracked per byte";
     fs_watch: u32 = 256, 0..=1073741824, "sharing", "one write in N per site and thread samples write volume, for latent false sharing (rounded up to a power of 2; 0 = off)";

@@ -1514,6 +1514,8 @@ mod tests {
 
     #[test]
     fn table_record_is_small() {
-        assert!(core::mem::size_of::<Record>() <= 3584);
+        // fs_max_lines' help says "about 3.5 KiB each" (rt/src/options.rs).
+        let n = core::mem::size_of::<Record>();
+        assert!((3400..=3648).contains(&n), "{n}");
     }
 }
