@@ -1,11 +1,10 @@
 /* Phoenix histogram's shape: each thread counts the bytes of its part of an image into its own
- * three 256-bin histograms (red, green, blue), each calloc'ed on its own, one thread after
- * another, so that one thread's blue bins and the next thread's red bins are neighbours in the
- * heap. Like a real photograph, the image has many saturated pixels (0 and 255): the edge bins
- * are the busiest, and they share cache lines with the neighbouring thread's. At -O0 every
- * increment is a load and a store. With -DPADDED (the padded twin) each histogram is a 64-byte
- * aligned block with a line of padding after it. Expected finding: false sharing on the
- * histograms' allocation site. */
+ * three 256-bin histograms (red, green, blue). Here all threads' histograms are one calloc'ed
+ * block, thread after thread, so one thread's last blue bins and the next thread's first red
+ * bins share a cache line. Like a real photograph, the image has many saturated pixels (0 and
+ * 255): those edge bins are the busiest. At -O0 every increment is a load and a store. With
+ * -DPADDED (the padded twin) each thread's histograms start on a line of their own, a line of
+ * padding after them. Expected finding: false sharing on the histograms' block. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,14 +19,20 @@ struct arg {
     int *red, *green, *blue;
 };
 
-static int *bins(void) {
 #ifdef PADDED
-    int *p = aligned_alloc(64, 256 * sizeof(int) + 64);
-    for (int i = 0; i < 256; i++)
+#define STRIDE (3 * 256 + 16) /* ints: 16 of padding, one line */
+#else
+#define STRIDE (3 * 256)
+#endif
+
+static int *all_bins(void) {
+#ifdef PADDED
+    int *p = aligned_alloc(64, THREADS * STRIDE * sizeof(int));
+    for (long i = 0; i < THREADS * STRIDE; i++)
         p[i] = 0;
     return p;
 #else
-    return calloc(256, sizeof(int));
+    return calloc(THREADS * STRIDE, sizeof(int));
 #endif
 }
 
@@ -52,12 +57,13 @@ int main(void) {
         img[i] = (r % 5 == 0) ? 0 : (r % 5 == 1) ? 255 : (unsigned char)(r >> 3);
     }
     struct arg args[THREADS];
+    int *bins = all_bins();
     for (int t = 0; t < THREADS; t++) {
         args[t].data = img + t * (n / THREADS);
         args[t].len = n / THREADS;
-        args[t].red = bins();
-        args[t].green = bins();
-        args[t].blue = bins();
+        args[t].red = bins + t * STRIDE;
+        args[t].green = args[t].red + 256;
+        args[t].blue = args[t].green + 256;
     }
     pthread_t th[THREADS];
     for (int t = 0; t < THREADS; t++)
