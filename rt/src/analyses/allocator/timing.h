@@ -101,9 +101,12 @@ __attribute__((noinline)) static uint32_t time_next(void) {
 /* What C's counting leaves to Rust (rt/src/analyses/allocator.rs): the program's operation
  * filed in `cell` (see op_done; the operation is the cell's first index), with `flags`
  * (OP_EVENTS | OP_FIRST), on `n` bytes at `p`;
- * `old_n`: realloc's old block's size (NO_SIZE: not recorded); `cycles`: TSC ticks in the
- * allocator when the call was timed, standing for `weight` calls (0: not timed); `site`: the
- * object's allocation site (NO_SITE: not recorded). */
+ * `old_n`: realloc's old block's size (NO_SIZE: not recorded); `cycles`: when the call was
+ * timed, the raw interval between the two TSC reads around it (`timing_end`: the timer's own
+ * cost included, and a TSC that ran backwards wrapped), standing for `weight` calls (0: not
+ * timed); the Rust side (`call_ticks` in rt/src/analyses/allocator.rs) takes the empty
+ * bracket's cost off and leaves out interrupted calls; `site`: the object's allocation site
+ * (NO_SITE: not recorded). */
 void profcc_alloc_op(uint32_t flags, uint32_t cell, size_t n, void *p, size_t old_n,
                      uint64_t cycles, uint32_t weight, uint32_t site);
 #define NO_SIZE ((size_t)-1)
@@ -157,7 +160,8 @@ static inline struct op_timer timing_start(uint32_t outer, uint32_t op, size_t n
     t.t0 = __builtin_ia32_rdtsc();
     return t;
 }
-/* Ticks since the start (0: not timed). */
+/* The raw TSC interval since the start, the two reads' own cost included (0: not timed; at
+ * least 1 when timed); `profcc_alloc_op`'s `cycles`. */
 static inline uint64_t timing_end(const struct op_timer *t) {
     if (!t->on) return 0;
     uint64_t c = 0;
