@@ -7,7 +7,13 @@ use std::path::Path;
 fn link(out: &Path, name: &str, extra: &[&str], sources: &[&str]) {
     let compiler = cc::Build::new().opt_level(1).get_compiler();
     let mut cmd = compiler.to_command();
+    // The runtime's timing rules, which `--bench`'s churn times calls by (probe.c, "bench"):
+    // defined once, in profcc-schema.
+    use profcc_schema::allocator::{BRACKET_SAMPLES, INTERRUPTED_FROM_NS, TIME_ALL_FROM};
     cmd.args(["-O1", "-g", "-Wall", "-fno-builtin"])
+        .arg(format!("-DBRACKET_SAMPLES={BRACKET_SAMPLES}"))
+        .arg(format!("-DINTERRUPTED_FROM_NS={INTERRUPTED_FROM_NS}ull"))
+        .arg(format!("-DTIME_ALL_FROM={TIME_ALL_FROM}u"))
         .args(extra)
         .args(sources.iter().map(|s| format!("csrc/{s}")))
         .arg("-o")

@@ -558,19 +558,50 @@ static int same_file(void *a, void *b) {
 }
 
 /* ---- bench (PROFCC_PROBE_BENCH=1): the mean cost of a call ----
- * For each request size of BENCH_SIZES: N mallocs in a row (fresh addresses: `new`), their N
- * frees, N mallocs again (the addresses just freed: `reused`), their frees; N keeps the batch
- * under 256 MiB of requests (the blocks are never touched). Serially, then in two threads at
- * once (`parallel`, the mean of both). Lines: bench OP SIZE REUSE PHASE NS N. The sizes are
- * fixed here; allocator-probe/src/lib.rs files each under small/medium/big by the
- * description. */
+ * Two measurements per request size of BENCH_SIZES, serially (one thread) and in two threads
+ * at once (`parallel`, the mean of both); lines: bench OP SIZE REUSE PHASE NS N. The sizes
+ * are fixed here; allocator-probe/src/lib.rs files each under small/medium/big by the
+ * description.
+ *
+ * `new` (fresh addresses: the heap grows): N mallocs in a row, then their N frees; N keeps
+ * the batch under 256 MiB of requests (the blocks are never touched); CLOCK_MONOTONIC around
+ * each batch.
+ *
+ * `reused` (a program's steady state: churn): each thread keeps a window of live blocks
+ * (CHURN_WINDOW_BYTES / SIZE of them, 4 to 1024) of requests spread over the octave around
+ * SIZE, [SIZE / sqrt 2, SIZE * sqrt 2) (a mix of neighbouring size classes); each step frees a random one of them and mallocs its replacement; in the
+ * parallel phase one block in CHURN_REMOTE is handed to the other thread, which frees it
+ * (a remote free, as in a larson or producer/consumer program). Every block's first byte
+ * is written. Warm: a window's worth of steps first, untimed. Timed as profcc's runtime
+ * times a program's call (rt/src/analyses/allocator/timing.h): two TSC reads around the
+ * call, the empty bracket's cost (the median of BRACKET_SAMPLES) taken off; a request
+ * under TIME_ALL_FROM bytes timed one call in CHURN_TIME_ONE_IN, and left out when it took
+ * INTERRUPTED_FROM_NS or more (preempted); from TIME_ALL_FROM every call, kept. Each cell is
+ * measured CHURN_ROUNDS times, the rounds taken in turn over all cells, and the median of its
+ * means reported (a loaded machine).
+ * The three runtime constants come from profcc-schema (allocator-probe/build.rs). */
 #include <sys/mman.h>
-static const size_t BENCH_SIZES[] = {64, 1024, 16384, 262144, 4u << 20, 20u << 20, 0};
+/* Every power of two from 16 B to 1 MiB (the runtime's buckets are bounded by them), then
+ * two big ones. */
+static const size_t BENCH_SIZES[] = {
+    16,        32,        64,        128,      256,      512,      1024,
+    2048,      4096,      8192,      16384,    32768,    65536,    131072,
+    262144,    524288,    1u << 20,  4u << 20, 20u << 20, 0};
+#define CHURN_WINDOW_BYTES (8u << 20)
+#define CHURN_WINDOW_MAX 1024
+#define CHURN_WINDOW_MIN 4
+#define CHURN_REMOTE 16
+#define CHURN_TIME_ONE_IN 8
+#define CHURN_ROUNDS 9
+/* Requests per thread, cell and round: 1 GiB, 256 to 20,000 steps. */
+#define CHURN_BYTES (1ull << 30)
+#define CHURN_STEPS_MIN 256
+#define CHURN_STEPS_MAX 20000
 
 struct bench_job {
     size_t size;
     int n;
-    double ns[4]; /* malloc new, free new, malloc reused, free reused */
+    double ns[2]; /* malloc new, free new */
     pthread_barrier_t *start;
 };
 
@@ -588,34 +619,185 @@ static void *bench_run(void *arg) {
         return NULL;
     if (j->start)
         pthread_barrier_wait(j->start);
-    for (int round = 0; round < 2; round++) {
-        double t = now_ns();
-        for (int i = 0; i < j->n; i++)
-            b[i] = A.malloc(j->size);
-        j->ns[2 * round] = (now_ns() - t) / j->n;
-        t = now_ns();
-        for (int i = 0; i < j->n; i++)
-            A.free(b[i]);
-        j->ns[2 * round + 1] = (now_ns() - t) / j->n;
-    }
+    double t = now_ns();
+    for (int i = 0; i < j->n; i++)
+        b[i] = A.malloc(j->size);
+    j->ns[0] = (now_ns() - t) / j->n;
+    t = now_ns();
+    for (int i = 0; i < j->n; i++)
+        A.free(b[i]);
+    j->ns[1] = (now_ns() - t) / j->n;
     munmap(b, (size_t)j->n * sizeof *b);
     return NULL;
+}
+
+/* The churn's shared state: the TSC's empty bracket and the interruption limit (ticks), the
+ * two threads' inboxes of handed-over blocks. */
+static uint64_t churn_bracket, churn_interrupted;
+static void *churn_inbox[2];
+
+struct churn_job {
+    size_t size;
+    int me, window, steps, parallel;
+    uint64_t ticks[2], calls[2]; /* malloc, free: timed ticks (bracket off) and calls */
+    pthread_barrier_t *start;
+};
+
+static uint64_t churn_rand(uint64_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A request in [size / sqrt 2, size * sqrt 2): the octave around `size` (its geometric
+ * middle), uniform inside it. */
+static size_t churn_size(size_t size, uint64_t *x) {
+    size_t lo = size * 181 / 256, hi = size * 362 / 256;
+    size_t n = lo + (size_t)(churn_rand(x) % (uint64_t)(hi - lo));
+    return n ? n : 1;
+}
+
+/* Time one call (ticks, bracket off) when it is to be timed; whether it counts. */
+static int churn_timed(struct churn_job *j, int which, size_t n, uint64_t t0, uint64_t t1) {
+    uint64_t c = t1 - t0;
+    if (n < TIME_ALL_FROM && (c > churn_interrupted || c > (uint64_t)INT64_MAX))
+        return 0;
+    j->ticks[which] += c > churn_bracket ? c - churn_bracket : 0;
+    j->calls[which]++;
+    return 1;
+}
+
+static void churn_free(struct churn_job *j, void *p, size_t n, int timed) {
+    if (!timed && n < TIME_ALL_FROM) {
+        A.free(p);
+        return;
+    }
+    uint64_t t0 = __builtin_ia32_rdtsc();
+    A.free(p);
+    uint64_t t1 = __builtin_ia32_rdtsc();
+    churn_timed(j, 1, n, t0, t1);
+}
+
+static void *churn_run(void *arg) {
+    struct churn_job *j = arg;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(j->me + 1) + j->size;
+    size_t bytes = (size_t)j->window * (sizeof(void *) + sizeof(size_t));
+    void **slot = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (slot == MAP_FAILED)
+        return NULL;
+    size_t *len = (size_t *)(slot + j->window);
+    for (int i = 0; i < j->window; i++) {
+        len[i] = churn_size(j->size, &x);
+        slot[i] = A.malloc(len[i]);
+        if (slot[i])
+            *(volatile char *)slot[i] = 1;
+    }
+    if (j->start)
+        pthread_barrier_wait(j->start);
+    /* The other thread's blocks this one was handed, and their sizes (an inbox holds one). */
+    void **inbox = &churn_inbox[j->me], **other = &churn_inbox[1 - j->me];
+    for (int r = -j->window; r < j->steps; r++) {
+        int timed = r >= 0 && churn_rand(&x) % CHURN_TIME_ONE_IN == 0;
+        unsigned i = (unsigned)(churn_rand(&x) % (uint64_t)j->window);
+        void *old = slot[i];
+        if (j->parallel && r % CHURN_REMOTE == 0) {
+            /* Hand it over; one the other thread has not taken yet comes back (freed here). */
+            old = __atomic_exchange_n(other, old, __ATOMIC_ACQ_REL);
+        }
+        if (old)
+            churn_free(j, old, len[i], timed && r >= 0);
+        size_t n = churn_size(j->size, &x);
+        void *p;
+        if (timed || n >= TIME_ALL_FROM) {
+            uint64_t t0 = __builtin_ia32_rdtsc();
+            p = A.malloc(n);
+            uint64_t t1 = __builtin_ia32_rdtsc();
+            if (r >= 0)
+                churn_timed(j, 0, n, t0, t1);
+        } else {
+            p = A.malloc(n);
+        }
+        if (p)
+            *(volatile char *)p = 1;
+        slot[i] = p;
+        len[i] = n;
+        if (j->parallel && r % CHURN_REMOTE == CHURN_REMOTE / 2) {
+            void *in = __atomic_exchange_n(inbox, NULL, __ATOMIC_ACQ_REL);
+            if (in)
+                churn_free(j, in, j->size, timed && r >= 0);
+        }
+    }
+    for (int i = 0; i < j->window; i++)
+        A.free(slot[i]);
+    munmap(slot, bytes);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One round of the churn of `size` (one thread, or two at once): each op's mean ticks into
+ * `means` (0: no call timed), its timed calls added to `n`. */
+static void churn(size_t size, int parallel, double means[2], uint64_t n[2]) {
+    size_t w = CHURN_WINDOW_BYTES / size;
+    w = w < CHURN_WINDOW_MIN ? CHURN_WINDOW_MIN : w > CHURN_WINDOW_MAX ? CHURN_WINDOW_MAX : w;
+    unsigned long long steps = CHURN_BYTES / size;
+    steps = steps < CHURN_STEPS_MIN   ? CHURN_STEPS_MIN
+            : steps > CHURN_STEPS_MAX ? CHURN_STEPS_MAX
+                                      : steps;
+    struct churn_job j[2];
+    memset(j, 0, sizeof j);
+    for (int k = 0; k < 2; k++) {
+        j[k].size = size;
+        j[k].me = k;
+        j[k].window = (int)w;
+        j[k].steps = (int)steps;
+        j[k].parallel = parallel;
+    }
+    churn_inbox[0] = churn_inbox[1] = NULL;
+    means[0] = means[1] = 0;
+    if (parallel) {
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        j[0].start = j[1].start = &start;
+        pthread_t t;
+        if (pthread_create(&t, NULL, churn_run, &j[1]) != 0) {
+            pthread_barrier_destroy(&start);
+            return;
+        }
+        churn_run(&j[0]);
+        pthread_join(t, NULL);
+        pthread_barrier_destroy(&start);
+    } else {
+        churn_run(&j[0]);
+    }
+    for (int k = 0; k < 2; k++)
+        if (churn_inbox[k])
+            A.free(churn_inbox[k]);
+    for (int op = 0; op < 2; op++) {
+        uint64_t ticks = j[0].ticks[op] + j[1].ticks[op];
+        uint64_t calls = j[0].calls[op] + j[1].calls[op];
+        means[op] = calls ? (double)ticks / (double)calls : 0;
+        n[op] += calls;
+    }
 }
 
 static void bench(void) {
     const char *e = getenv("PROFCC_PROBE_BENCH");
     if (!e || strcmp(e, "1") != 0)
         return;
-    static const char *const OP[4] = {"malloc", "free", "malloc", "free"};
-    static const char *const REUSE[4] = {"new", "new", "reused", "reused"};
+    static const char *const OP[2] = {"malloc", "free"};
     for (int k = 0; BENCH_SIZES[k]; k++) {
         size_t size = BENCH_SIZES[k];
         size_t n = (256u << 20) / size;
         n = n < 16 ? 16 : n > 20000 ? 20000 : n;
         struct bench_job one = {size, (int)n, {0}, NULL};
         bench_run(&one);
-        for (int c = 0; c < 4; c++)
-            say("bench %s %zu %s serial %.1f %zu", OP[c], size, REUSE[c], one.ns[c], n);
+        for (int c = 0; c < 2; c++)
+            say("bench %s %zu new serial %.1f %zu", OP[c], size, one.ns[c], n);
         pthread_barrier_t start;
         pthread_barrier_init(&start, NULL, 2);
         struct bench_job two[2] = {{size, (int)n, {0}, &start}, {size, (int)n, {0}, &start}};
@@ -627,10 +809,56 @@ static void bench(void) {
         bench_run(&two[0]);
         pthread_join(t, NULL);
         pthread_barrier_destroy(&start);
-        for (int c = 0; c < 4; c++)
-            say("bench %s %zu %s parallel %.1f %zu", OP[c], size, REUSE[c],
+        for (int c = 0; c < 2; c++)
+            say("bench %s %zu new parallel %.1f %zu", OP[c], size,
                 (two[0].ns[c] + two[1].ns[c]) / 2, n);
     }
+    /* The churn: the TSC's rate over a 2 ms spin (for the interruption limit), the empty
+     * bracket, then every cell; the rows in ns at the rate over the whole churn. */
+    uint64_t b[BRACKET_SAMPLES];
+    for (int i = 0; i < BRACKET_SAMPLES; i++) {
+        uint64_t a = __builtin_ia32_rdtsc();
+        __asm__ volatile("" ::: "memory");
+        b[i] = __builtin_ia32_rdtsc() - a;
+    }
+    for (int i = 1; i < BRACKET_SAMPLES; i++)
+        for (int k = i; k > 0 && b[k] < b[k - 1]; k--) {
+            uint64_t t = b[k];
+            b[k] = b[k - 1];
+            b[k - 1] = t;
+        }
+    churn_bracket = b[BRACKET_SAMPLES / 2];
+    double t0 = now_ns();
+    uint64_t c0 = __builtin_ia32_rdtsc();
+    while (now_ns() - t0 < 2e6)
+        ;
+    double ticks_per_ns = (double)(__builtin_ia32_rdtsc() - c0) / (now_ns() - t0);
+    churn_interrupted = (uint64_t)((double)INTERRUPTED_FROM_NS * ticks_per_ns);
+    enum { MAXS = sizeof BENCH_SIZES / sizeof BENCH_SIZES[0] };
+    /* Rounds outermost: a burst of load elsewhere spoils one round of many cells, not every
+     * round of one. */
+    static double means[MAXS][2][2][CHURN_ROUNDS];
+    uint64_t calls[MAXS][2][2] = {{{0}}};
+    t0 = now_ns();
+    c0 = __builtin_ia32_rdtsc();
+    for (int round = 0; round < CHURN_ROUNDS; round++)
+        for (int k = 0; BENCH_SIZES[k]; k++)
+            for (int par = 0; par < 2; par++) {
+                double m[2];
+                churn(BENCH_SIZES[k], par, m, calls[k][par]);
+                for (int c = 0; c < 2; c++)
+                    means[k][par][c][round] = m[c];
+            }
+    double ns_per_tick = (now_ns() - t0) / (double)(__builtin_ia32_rdtsc() - c0);
+    static const char *const PHASE[2] = {"serial", "parallel"};
+    for (int k = 0; BENCH_SIZES[k]; k++)
+        for (int par = 0; par < 2; par++)
+            for (int c = 0; c < 2; c++) {
+                double *v = means[k][par][c];
+                qsort(v, CHURN_ROUNDS, sizeof(double), cmp_double);
+                say("bench %s %zu reused %s %.1f %llu", OP[c], BENCH_SIZES[k], PHASE[par],
+                    v[CHURN_ROUNDS / 2] * ns_per_tick, (unsigned long long)calls[k][par][c]);
+            }
 }
 
 static uint64_t now_us(void) {
