@@ -845,22 +845,54 @@ pub fn costs_in(text: &str) -> Vec<MachineCosts> {
         .unwrap_or_default()
 }
 
-/// The cache's text with `c` in place of the entry of its machine, allocator and version.
+/// The cache keeps this many measurements of one machine, allocator and version (the most
+/// recent); the report prices with each cell's median over them (`costs_for`): one `--bench`
+/// run on a machine that was busy for its few seconds moves the reference costs less.
+pub const COSTS_KEPT: usize = 3;
+
+/// The cache's text with `c` added to the entries of its machine, allocator and version, the
+/// oldest beyond [`COSTS_KEPT`] dropped.
 pub fn costs_with(text: &str, c: MachineCosts) -> String {
     let mut all = costs_in(text);
+    let same = |x: &MachineCosts| {
+        x.machine == c.machine && x.allocator == c.allocator && x.version == c.version
+    };
+    let mut older = all.iter().filter(|x| same(x)).count();
+    // Entries are appended, so the first of its kind is the oldest.
     all.retain(|x| {
-        !(x.machine == c.machine && x.allocator == c.allocator && x.version == c.version)
+        if same(x) && older >= COSTS_KEPT {
+            older -= 1;
+            return false;
+        }
+        true
     });
     all.push(c);
     toml::to_string(&CostsFile { costs: all }).expect("costs always serialize")
 }
 
-/// This machine's costs of allocator `d` (its name and version) in the cache's text.
+/// This machine's costs of allocator `d` (its name and version) in the cache's text: the
+/// most recent entry's rows, each cell's `ns` the median over the kept entries that measured
+/// it (the lower middle of an even count).
 pub fn costs_for(text: &str, machine: &str, d: &Description) -> Option<MachineCosts> {
-    costs_in(text)
+    let kept: Vec<MachineCosts> = costs_in(text)
         .into_iter()
-        .find(|c| c.machine == machine && c.allocator == d.name && c.version == d.version)
+        .filter(|c| c.machine == machine && c.allocator == d.name && c.version == d.version)
         .filter(|c| !c.bench.is_empty())
+        .collect();
+    let mut last = kept.last()?.clone();
+    for row in &mut last.bench {
+        let mut v: Vec<f64> = kept
+            .iter()
+            .flat_map(|c| &c.bench)
+            .filter(|r| {
+                r.op == row.op && r.size == row.size && r.reuse == row.reuse && r.phase == row.phase
+            })
+            .map(|r| r.ns)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        row.ns = v[(v.len() - 1) / 2];
+    }
+    Some(last)
 }
 
 /// Read a description (a shipped file, or one written before).
@@ -872,10 +904,11 @@ pub fn from_toml(text: &str) -> Result<Description, String> {
 mod tests {
     use super::*;
 
-    /// The cache keeps one entry per machine, allocator and version; a new measurement
-    /// replaces its own entry only.
+    /// The cache keeps the last `COSTS_KEPT` measurements per machine, allocator and
+    /// version; a new measurement drops the oldest of its own only; prices are each cell's
+    /// median over them.
     #[test]
-    fn machine_costs_round_trip_and_replace_their_own_entry() {
+    fn machine_costs_round_trip_and_keep_the_last_three() {
         let d = |name: &str, version: Option<&str>| Description {
             name: name.into(),
             version: version.map(Into::into),
@@ -901,9 +934,28 @@ mod tests {
         let t = costs_with("", c("A, 2 CPUs", "glibc", 5.0));
         let t = costs_with(&t, c("B, 4 CPUs", "glibc", 6.0));
         let t = costs_with(&t, c("A, 2 CPUs", "glibc", 8.0));
-        assert_eq!(costs_in(&t).len(), 2);
-        let got = costs_for(&t, "A, 2 CPUs", &d("glibc", Some("1"))).unwrap();
-        assert_eq!(got.bench[0].ns, 8.0);
+        assert_eq!(costs_in(&t).len(), 3);
+        let ns = |t: &str| {
+            costs_for(t, "A, 2 CPUs", &d("glibc", Some("1")))
+                .unwrap()
+                .bench[0]
+                .ns
+        };
+        // Two kept: the lower middle.
+        assert_eq!(ns(&t), 5.0);
+        let t = costs_with(&t, c("A, 2 CPUs", "glibc", 100.0));
+        assert_eq!(ns(&t), 8.0);
+        // A fourth drops the oldest (5.0): 8, 100, 9.
+        let t = costs_with(&t, c("A, 2 CPUs", "glibc", 9.0));
+        assert_eq!(costs_in(&t).len(), COSTS_KEPT + 1);
+        assert_eq!(ns(&t), 9.0);
+        assert_eq!(
+            costs_for(&t, "B, 4 CPUs", &d("glibc", Some("1")))
+                .unwrap()
+                .bench[0]
+                .ns,
+            6.0
+        );
         assert!(costs_for(&t, "A, 2 CPUs", &d("glibc", Some("2"))).is_none());
         assert!(costs_for(&t, "C, 2 CPUs", &d("glibc", Some("1"))).is_none());
         assert!(costs_in("not toml [").is_empty());

@@ -34,7 +34,9 @@ pub struct DetectArgs {
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Also time malloc and free by request size, size kind, address reuse and phase (one
-    /// thread, two at once): the `[[bench]]` rows, this machine's figures.
+    /// thread, two at once; fresh addresses in a batch, reused ones in a churn): the
+    /// `[[bench]]` rows, this machine's figures, added to its last measurements in the cache
+    /// (the report prices with each cell's median over them).
     #[arg(long)]
     pub bench: bool,
 }
@@ -86,7 +88,8 @@ fn detect(args: &DetectArgs) -> Result<(), Fail> {
 }
 
 /// `--bench`: keep the measured rows as this machine's reference costs of the allocator
-/// (`probe::costs_file`; `profcc report` prices switching with them). A cache that cannot be
+/// (`probe::costs_file`, beside the last `probe::COSTS_KEPT - 1` measurements; `profcc
+/// report` prices switching with each cell's median over them). A cache that cannot be
 /// written is said on stderr and changes nothing else.
 fn keep_costs(d: &probe::Description) {
     let machine = profcc_analysis::sharing::machine_key(
