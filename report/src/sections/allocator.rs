@@ -146,6 +146,29 @@ fn bucket_size(lo: u64, hi: u64) -> u64 {
     ((lo.max(1) as f64) * (hi as f64)).sqrt() as u64
 }
 
+/// The sizes a free of unknown size is priced at: the allocations' buckets (their
+/// `bucket_size`) with their shares of the allocations of known size, less the frees of
+/// known size in each (those objects were recorded); 64 bytes alone when there are none.
+fn unknown_size_mix(ops: &[profcc_schema::allocator::OpCell]) -> Vec<(u64, f64)> {
+    let mut left: BTreeMap<u64, f64> = BTreeMap::new();
+    for c in ops.iter().filter(|c| !(c.lo == 0 && c.hi == 0)) {
+        let sign = if probe::bench_op(&c.op) == "free" {
+            -1.0
+        } else {
+            1.0
+        };
+        *left.entry(bucket_size(c.lo, c.hi)).or_default() += sign * c.count as f64;
+    }
+    left.retain(|_, n| *n > 0.0);
+    let total: f64 = left.values().sum();
+    if total <= 0.0 {
+        return vec![(64, 1.0)];
+    }
+    left.into_iter()
+        .map(|(size, n)| (size, n / total))
+        .collect()
+}
+
 /// Each channel of `profcc_schema::allocator::CHANNELS` and the PLT import through which
 /// profcc sees it.
 type Imported = fn(&probe::Channels) -> bool;
@@ -498,16 +521,23 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
         // else the shipped descriptions' (another machine's).
         let (refs, costs) = reference_costs(&shipped);
         // Prediction: each operation at a reference allocator's cost for its size, reuse
-        // and phase (an unknown size priced as 64 bytes).
+        // and phase. A free of unknown size (an object sampling did not record) frees one of
+        // the program's allocations: priced at their sizes, in their proportions
+        // (`unknown_size_mix`).
+        let mix = unknown_size_mix(&a.ops);
         let price = |r: &Description| -> Option<f64> {
             let mut sum = 0.0;
             for c in &a.ops {
-                let size = if c.lo == 0 && c.hi == 0 {
-                    64
+                let cost = if c.lo == 0 && c.hi == 0 {
+                    let mut cost = 0.0;
+                    for &(size, share) in &mix {
+                        cost += share * probe::reference_ns(r, &c.op, size, &c.reuse, &c.phase)?;
+                    }
+                    cost
                 } else {
-                    bucket_size(c.lo, c.hi)
+                    probe::reference_ns(r, &c.op, bucket_size(c.lo, c.hi), &c.reuse, &c.phase)?
                 };
-                sum += c.count as f64 * probe::reference_ns(r, &c.op, size, &c.reuse, &c.phase)?;
+                sum += c.count as f64 * cost;
             }
             Some(sum)
         };
