@@ -106,6 +106,10 @@ pub const ATOMIC_LINE_PERCENT: u64 = 50;
 /// threads wait on the line.
 pub const STORE_ONLY_PERCENT: u64 = 90;
 
+/// Timed accesses of a line that are plain read-modify-writes (`x++`), percent, from which the
+/// line counts as a read-modify-write line ([`line_access`]).
+pub const RMW_LINE_PERCENT: u64 = 50;
+
 /// Below this overlap (percent of the contending threads' CPU time) the prediction is no
 /// gain, with low confidence: threads that run one after another do not contend.
 pub const MIN_OVERLAP_PERCENT: u64 = 10;
@@ -757,7 +761,7 @@ pub fn predict(s: &Sharing, lines: &[u64], threads: &[u32], duration_ns: u64) ->
     };
     // Predicted on their own cores: the access-share estimate at the contended slowdown of
     // what the threads do to the lines, for the time they would run at once.
-    let (slowdown, calibrated) = slowdown_of(s.machine.as_ref(), p.access);
+    let (slowdown, calibrated) = line_slowdown(s, lines, p.access);
     p.contended_slowdown = slowdown;
     p.thread_accesses = times.iter().map(|t| t.accesses).sum();
     let mut saving = p.seen_saving_ns;
@@ -880,14 +884,15 @@ pub fn own_overlap_percent(a: &ThreadTime, b: &ThreadTime) -> u64 {
 }
 
 /// What the threads of `lines` do to them, from the timed accesses (every sampled access of
-/// each kind has the same chance to be timed): mostly atomics, only stores, else loads of
-/// what others store ([`ATOMIC_LINE_PERCENT`], [`STORE_ONLY_PERCENT`]). Untimed lines: by the
-/// recorded reads.
+/// each kind has the same chance to be timed): mostly atomics, only stores, mostly plain
+/// read-modify-writes, else loads of what others store ([`ATOMIC_LINE_PERCENT`],
+/// [`STORE_ONLY_PERCENT`], [`RMW_LINE_PERCENT`]). Untimed lines: by the recorded reads.
 pub fn line_access(s: &Sharing, lines: &[u64]) -> LineAccess {
-    let (mut atomic, mut store, mut all, mut reads) = (0u64, 0u64, 0u64, 0u64);
+    let (mut atomic, mut store, mut rmw, mut all, mut reads) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for l in s.lines.iter().filter(|l| lines.contains(&l.addr)) {
         atomic += l.latency.atomic.samples;
         store += l.latency.store.samples;
+        rmw += l.latency.rmw.samples;
         all += l.latency.all().iter().map(|x| x.samples).sum::<u64>();
         reads += l.bytes.iter().map(|b| b.reads).sum::<u64>();
     }
@@ -902,18 +907,54 @@ pub fn line_access(s: &Sharing, lines: &[u64]) -> LineAccess {
         LineAccess::Atomic
     } else if store * 100 >= STORE_ONLY_PERCENT * all {
         LineAccess::Store
+    } else if rmw * 100 >= RMW_LINE_PERCENT * all {
+        LineAccess::Rmw
     } else {
         LineAccess::LoadStore
     }
 }
 
+/// The contended slowdown of `lines`: each kind's slowdown ([`slowdown_of`]) weighted by its
+/// share of the lines' timed accesses (a line whose threads load some fields and increment
+/// others pays some of each); untimed lines take `kind`'s. Whether every figure used was
+/// calibrated.
+pub fn line_slowdown(s: &Sharing, lines: &[u64], kind: LineAccess) -> (f64, bool) {
+    let m = s.machine.as_ref();
+    let mut n = [0u64; 4];
+    for l in s.lines.iter().filter(|l| lines.contains(&l.addr)) {
+        n[0] += l.latency.store.samples;
+        n[1] += l.latency.load.samples;
+        n[2] += l.latency.rmw.samples;
+        n[3] += l.latency.atomic.samples;
+    }
+    let all: u64 = n.iter().sum();
+    if all == 0 {
+        return slowdown_of(m, kind);
+    }
+    let kinds = [
+        LineAccess::Store,
+        LineAccess::LoadStore,
+        LineAccess::Rmw,
+        LineAccess::Atomic,
+    ];
+    let (mut g, mut calibrated) = (0.0, true);
+    for (k, c) in kinds.into_iter().zip(n) {
+        if c > 0 {
+            let (x, cal) = slowdown_of(m, k);
+            g += x * c as f64 / all as f64;
+            calibrated &= cal;
+        }
+    }
+    (g, calibrated)
+}
+
 /// The contended slowdown of a kind of line on the run's machine and whether it was measured
 /// (`profcc calibrate`; a calibration from before the kinds were measured apart has the
-/// load-and-store figure only), else the assumed one ([`uncalibrated_slowdown`]).
+/// read-modify-write figure only), else the assumed one ([`uncalibrated_slowdown`]).
 pub fn slowdown_of(m: Option<&Machine>, k: LineAccess) -> (f64, bool) {
     let measured = m.and_then(|m| {
         m.slowdowns.and_then(|x| x.of(k)).or(match k {
-            LineAccess::LoadStore => m.contended_slowdown,
+            LineAccess::Rmw => m.contended_slowdown,
             _ => None,
         })
     });
@@ -925,12 +966,14 @@ pub fn slowdown_of(m: Option<&Machine>, k: LineAccess) -> (f64, bool) {
 
 /// The contended slowdown assumed for a kind of line when the machine is not calibrated: a
 /// plain store's is mostly hidden by the store buffer (1.06x measured natively for a
-/// store-only line on the project's VM), a load waits for the line (the vector-of-counters
-/// case at -O0 gained 3.3x by padding), a locked add holds it (an atomic counter: 5.6-6.7x).
+/// store-only line on the project's VM), a load waits for the line (2.2x calibrated there),
+/// a thread's own `x++` waits and then stores (the vector-of-counters case at -O0 gained 3.3x
+/// by padding), a locked add holds it (an atomic counter: 5.6-6.7x).
 pub fn uncalibrated_slowdown(k: LineAccess) -> f64 {
     match k {
         LineAccess::Store => 1.1,
-        LineAccess::LoadStore => 3.0,
+        LineAccess::LoadStore => 2.0,
+        LineAccess::Rmw => 3.0,
         LineAccess::Atomic => 5.0,
     }
 }

@@ -12,9 +12,10 @@
 //! Then the contended slowdown of each kind of line (`LineAccess`), on the first pair: two
 //! threads pinned one to each access their own word, once of one line (8 bytes apart) and once
 //! of separate lines, alternating: store-only (`w[id] = i`), load-and-store (one thread loads
-//! its word while the other stores to its own: the load waits for the line) and locked
-//! read-modify-write (`fetch_add` on its own word); the ratio of the mean times of the rounds
-//! in which both threads ran at once throughout.
+//! its word while the other stores to its own: the load waits for the line), read-modify-write
+//! (`w[id]++`, each thread on its own word) and locked read-modify-write (`fetch_add` on its
+//! own word); the ratio of the mean times of the rounds in which both threads ran at once
+//! throughout.
 
 use profcc_analysis::sharing::{calibration_file, machine_key, Calibration, LineAccess};
 use profcc_schema::sharing::Slowdowns;
@@ -172,6 +173,13 @@ fn hammer(kind: LineAccess, a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
                     unsafe { std::ptr::write_volatile(p, i) };
                 }
             }
+            LineAccess::Rmw => {
+                for _ in 0..n {
+                    unsafe {
+                        std::ptr::write_volatile(p, std::ptr::read_volatile(p).wrapping_add(1))
+                    };
+                }
+            }
             LineAccess::Atomic => {
                 let w = unsafe { &*(p as *const AtomicU64) };
                 for _ in 0..n {
@@ -294,7 +302,7 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         key: key.clone(),
         transfer_ns,
         pairs,
-        contended_slowdown: slowdowns.load_store,
+        contended_slowdown: slowdowns.rmw,
         slowdowns: Some(slowdowns),
     });
     let write = || -> std::io::Result<()> {

@@ -73,7 +73,7 @@ pub struct Machine {
     #[serde(default)]
     pub contended_slowdown: Option<f64>,
     /// The contended slowdown of each kind of line (`profcc calibrate`, version 8; None: not
-    /// measured). `contended_slowdown` is the load-and-store kind's, kept for older readers.
+    /// measured). `contended_slowdown` is the read-modify-write kind's, kept for older readers.
     #[serde(default)]
     pub slowdowns: Option<Slowdowns>,
 }
@@ -86,19 +86,28 @@ pub struct Machine {
 pub enum LineAccess {
     /// Each thread only stores to its words (`a[id] = x`).
     Store,
-    /// Loads of words another core stores to (`a[id]++`, one thread writing while others read).
+    /// Loads of a line another core stores to (one thread writing what others read).
     LoadStore,
+    /// Each thread loads and stores its own word (`a[id]++`, `s->sum += x`): a plain
+    /// read-modify-write.
+    Rmw,
     /// Locked read-modify-writes (`__atomic_fetch_add`, `std::atomic<T>::fetch_add`).
     Atomic,
 }
 
 impl LineAccess {
-    pub const ALL: [LineAccess; 3] = [LineAccess::Store, LineAccess::LoadStore, LineAccess::Atomic];
+    pub const ALL: [LineAccess; 4] = [
+        LineAccess::Store,
+        LineAccess::LoadStore,
+        LineAccess::Rmw,
+        LineAccess::Atomic,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             LineAccess::Store => "store-only",
             LineAccess::LoadStore => "load-and-store",
+            LineAccess::Rmw => "read-modify-write",
             LineAccess::Atomic => "locked read-modify-write",
         }
     }
@@ -110,6 +119,8 @@ impl LineAccess {
 pub struct Slowdowns {
     pub store: Option<f64>,
     pub load_store: Option<f64>,
+    #[serde(default)]
+    pub rmw: Option<f64>,
     pub atomic: Option<f64>,
 }
 
@@ -118,6 +129,7 @@ impl Slowdowns {
         match k {
             LineAccess::Store => self.store,
             LineAccess::LoadStore => self.load_store,
+            LineAccess::Rmw => self.rmw,
             LineAccess::Atomic => self.atomic,
         }
     }
@@ -126,6 +138,7 @@ impl Slowdowns {
         match k {
             LineAccess::Store => self.store = v,
             LineAccess::LoadStore => self.load_store = v,
+            LineAccess::Rmw => self.rmw = v,
             LineAccess::Atomic => self.atomic = v,
         }
     }

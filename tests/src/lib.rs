@@ -458,8 +458,8 @@ pub fn this_machine_key() -> String {
 }
 
 /// A hand-written calibration cache file at `file` for this machine: 77 ns per line
-/// transfer, contended slowdowns of 1.25x (store-only lines), 3.25x (load-and-store) and
-/// 5.25x (locked read-modify-writes). Returns the machine's key.
+/// transfer, contended slowdowns of 1.25x (store-only lines), 2.25x (load-and-store), 3.25x
+/// (read-modify-write) and 5.25x (locked read-modify-writes). Returns the machine's key.
 pub fn write_calibration(file: &Path) -> String {
     let key = this_machine_key();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
@@ -472,7 +472,8 @@ pub fn write_calibration(file: &Path) -> String {
             contended_slowdown: Some(3.25),
             slowdowns: Some(profcc_schema::sharing::Slowdowns {
                 store: Some(1.25),
-                load_store: Some(3.25),
+                load_store: Some(2.25),
+                rmw: Some(3.25),
                 atomic: Some(5.25),
             }),
         }])

@@ -1014,10 +1014,7 @@ fn plain_vector_counters_are_false_sharing_in_every_run() {
     for opt in OPTS {
         let r = b.run(opt, &[PLAIN_MILLIONS], &[], "");
         let mut p = counters(&r, obj, 2, None, b.line("MARK_STORE"));
-        p.extend(check_access(
-            &r,
-            profcc_analysis::sharing::LineAccess::LoadStore,
-        ));
+        p.extend(check_access(&r, profcc_analysis::sharing::LineAccess::Rmw));
         p.extend(check_prediction_bound(&r));
         probs.run(&r, p);
     }

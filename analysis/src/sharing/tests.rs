@@ -689,7 +689,7 @@ fn the_prediction_is_for_their_own_cores() {
         (160_000_000, 160_000_000)
     );
     // The threads made 12.8 M accesses in all: a 5% share. At a calibrated slowdown of 3 for
-    // load-and-store lines (x++ is one): gain 1 + 0.05 × 2 = 1.1, saving 1 s × (1 − 1/1.1).
+    // read-modify-write lines (x++ is one): gain 1 + 0.05 × 2 = 1.1, saving 1 s × (1 − 1/1.1).
     s.threads[1].accesses = 6_400_000;
     s.threads[2].accesses = 6_400_000;
     s.machine = Some(profcc_schema::sharing::Machine {
@@ -697,7 +697,7 @@ fn the_prediction_is_for_their_own_cores() {
         ..Default::default()
     });
     let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
-    assert_eq!(p.prediction.access, LineAccess::LoadStore);
+    assert_eq!(p.prediction.access, LineAccess::Rmw);
     assert_eq!(p.prediction.thread_accesses, 12_800_000);
     assert!((p.prediction.access_share - 0.05).abs() < 1e-12);
     assert_eq!(p.prediction.contended_slowdown, 3.0);
@@ -715,7 +715,7 @@ fn the_prediction_is_for_their_own_cores() {
     s.threads[0].accesses = 0;
     assert!(
         p.prediction.basis.starts_with(
-            "on their own cores: 1.10x, 90.9 ms: 5.0% of the threads' 12800000 accesses on the line, load-and-store lines 3.00x slower contended (calibrated on this machine), the threads running at once 100% of the time (this run's: their waits for a CPU are not known), 0 accesses by other threads; seen in this run: 160.0 ms,"
+            "on their own cores: 1.10x, 90.9 ms: 5.0% of the threads' 12800000 accesses on the line, read-modify-write lines 3.00x slower contended (calibrated on this machine), the threads running at once 100% of the time (this run's: their waits for a CPU are not known), 0 accesses by other threads; seen in this run: 160.0 ms,"
         ),
         "{}",
         p.prediction.basis
@@ -725,7 +725,8 @@ fn the_prediction_is_for_their_own_cores() {
         contended_slowdown: Some(3.0),
         slowdowns: Some(profcc_schema::sharing::Slowdowns {
             store: Some(1.2),
-            load_store: Some(3.0),
+            load_store: Some(2.0),
+            rmw: Some(3.0),
             atomic: Some(6.0),
         }),
         ..Default::default()
@@ -748,7 +749,7 @@ fn the_prediction_is_for_their_own_cores() {
         (p.prediction.access, p.prediction.contended_slowdown),
         (LineAccess::Atomic, 6.0)
     );
-    // Uncalibrated, the assumed slowdown of the kind; a 50% share of a load-and-store line:
+    // Uncalibrated, the assumed slowdown of the kind; a 50% share of a read-modify-write line:
     // gain 1 + 0.5 × 2 = 2, a saving of half the run, whatever this run's latency says.
     s.lines[0].latency = rmw_latency(1000, 500_000);
     s.machine = None;
@@ -757,7 +758,7 @@ fn the_prediction_is_for_their_own_cores() {
     let p = predict(&s, &[0x1000], &[1, 2], 1_000_000_000);
     assert_eq!(
         p.prediction.contended_slowdown,
-        uncalibrated_slowdown(LineAccess::LoadStore)
+        uncalibrated_slowdown(LineAccess::Rmw)
     );
     assert_eq!(p.prediction.confidence, Confidence::Low);
     assert_eq!(p.saving_ns, 500_000_000);
@@ -851,7 +852,8 @@ fn what_the_threads_do_to_a_line_picks_its_calibration() {
     assert_eq!(k(with(lat(0, 100, 0, 0), 0)), LineAccess::Store);
     assert_eq!(k(with(lat(5, 95, 0, 0), 5)), LineAccess::Store);
     assert_eq!(k(with(lat(20, 80, 0, 0), 20)), LineAccess::LoadStore);
-    assert_eq!(k(with(lat(0, 0, 100, 0), 100)), LineAccess::LoadStore);
+    assert_eq!(k(with(lat(0, 0, 100, 0), 100)), LineAccess::Rmw);
+    assert_eq!(k(with(lat(60, 0, 40, 0), 100)), LineAccess::LoadStore);
     assert_eq!(k(with(lat(0, 0, 40, 60), 100)), LineAccess::Atomic);
     // No timed access: by the recorded reads.
     assert_eq!(k(with(lat(0, 0, 0, 0), 0)), LineAccess::Store);
