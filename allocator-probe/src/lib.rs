@@ -831,11 +831,7 @@ pub fn costs_file(
     xdg_cache_home: Option<&std::ffi::OsStr>,
     home: Option<&std::ffi::OsStr>,
 ) -> Option<std::path::PathBuf> {
-    let base = match xdg_cache_home.filter(|x| !x.is_empty()) {
-        Some(x) => std::path::PathBuf::from(x),
-        None => std::path::PathBuf::from(home.filter(|h| !h.is_empty())?).join(".cache"),
-    };
-    Some(base.join("profcc").join("allocator_costs.toml"))
+    profcc_schema::cache_file(xdg_cache_home, home, "allocator_costs.toml")
 }
 
 /// Every entry of a cache file's text (none when it does not parse).

@@ -1052,11 +1052,7 @@ pub fn calibration_file(
     xdg_cache_home: Option<&std::ffi::OsStr>,
     home: Option<&std::ffi::OsStr>,
 ) -> Option<std::path::PathBuf> {
-    let base = match xdg_cache_home.filter(|x| !x.is_empty()) {
-        Some(x) => std::path::PathBuf::from(x),
-        None => std::path::PathBuf::from(home.filter(|h| !h.is_empty())?).join(".cache"),
-    };
-    Some(base.join("profcc").join("calibration.json"))
+    profcc_schema::cache_file(xdg_cache_home, home, "calibration.json")
 }
 
 /// One machine's calibration in the cache file (a JSON list of them).

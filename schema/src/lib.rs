@@ -28,6 +28,21 @@ pub const FORMAT: &str = "profcc-profile";
 /// count as read-modify-writes and only the load-and-store slowdown is known).
 pub const VERSION: u32 = 8;
 
+/// Where profcc keeps a per-machine cache file `name` (`profcc calibrate`'s calibration,
+/// `profcc detect-allocator --bench`'s reference costs): `$XDG_CACHE_HOME/profcc/NAME`, else
+/// `$HOME/.cache/profcc/NAME`; None when neither is set.
+pub fn cache_file(
+    xdg_cache_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+    name: &str,
+) -> Option<std::path::PathBuf> {
+    let base = match xdg_cache_home.filter(|x| !x.is_empty()) {
+        Some(x) => std::path::PathBuf::from(x),
+        None => std::path::PathBuf::from(home.filter(|h| !h.is_empty())?).join(".cache"),
+    };
+    Some(base.join("profcc").join(name))
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Profile {
     pub format: String,
