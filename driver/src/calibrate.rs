@@ -160,17 +160,24 @@ fn hammer(kind: LineAccess, a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
                     unsafe { std::ptr::write_volatile(p, i) };
                 }
             }
-            // The first thread loads, the second stores: the loads wait for the line.
+            // The first thread loads, the second stores until the loads are done (its stores
+            // run at another speed, and must cover the loads' whole time): the loads wait for
+            // the line.
             LineAccess::LoadStore if slot == 0 => {
                 let mut sum = 0u64;
                 for _ in 0..n {
                     sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p) });
                 }
                 std::hint::black_box(sum);
+                go.store(3, Ordering::Release);
             }
             LineAccess::LoadStore => {
-                for i in 0..n {
-                    unsafe { std::ptr::write_volatile(p, i) };
+                let mut i = 0u64;
+                while go.load(Ordering::Relaxed) < 3 {
+                    for _ in 0..64 {
+                        unsafe { std::ptr::write_volatile(p, i) };
+                        i = i.wrapping_add(1);
+                    }
                 }
             }
             LineAccess::Rmw => {

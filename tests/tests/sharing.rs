@@ -2348,15 +2348,12 @@ fn calibration_reaches_the_prediction() {
             "{}",
             r.evidence()
         );
-        // Where the threads overlapped enough for an estimate at all (a loaded machine may
-        // run them in turns), its basis names the calibrated figure.
-        let estimated =
-            f.prediction.overlap_percent >= profcc_analysis::sharing::MIN_OVERLAP_PERCENT;
+        // The prediction is for the threads on their own cores, whatever this run's overlap
+        // (a loaded machine may run them in turns): its basis names the calibrated figure.
         assert!(
-            !estimated
-                || f.prediction
-                    .basis
-                    .contains("3.25x contended slowdown (calibrated)"),
+            f.prediction
+                .basis
+                .contains("3.25x slower contended (calibrated on this machine)"),
             "{}",
             f.prediction.basis
         );
