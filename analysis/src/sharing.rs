@@ -888,30 +888,43 @@ pub fn own_overlap_percent(a: &ThreadTime, b: &ThreadTime) -> u64 {
 /// read-modify-writes, else loads of what others store ([`ATOMIC_LINE_PERCENT`],
 /// [`STORE_ONLY_PERCENT`], [`RMW_LINE_PERCENT`]). Untimed lines: by the recorded reads.
 pub fn line_access(s: &Sharing, lines: &[u64]) -> LineAccess {
-    let (mut atomic, mut store, mut rmw, mut all, mut reads) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    for l in s.lines.iter().filter(|l| lines.contains(&l.addr)) {
-        atomic += l.latency.atomic.samples;
-        store += l.latency.store.samples;
-        rmw += l.latency.rmw.samples;
-        all += l.latency.all().iter().map(|x| x.samples).sum::<u64>();
-        reads += l.bytes.iter().map(|b| b.reads).sum::<u64>();
-    }
+    let n = timed_by_kind(s, lines);
+    let all: u64 = n.iter().sum();
+    let share = |k: LineAccess| n[k as usize] * 100;
     if all == 0 {
+        let reads: u64 = s
+            .lines
+            .iter()
+            .filter(|l| lines.contains(&l.addr))
+            .flat_map(|l| &l.bytes)
+            .map(|b| b.reads)
+            .sum();
         return if reads == 0 {
             LineAccess::Store
         } else {
             LineAccess::LoadStore
         };
     }
-    if atomic * 100 >= ATOMIC_LINE_PERCENT * all {
+    if share(LineAccess::Atomic) >= ATOMIC_LINE_PERCENT * all {
         LineAccess::Atomic
-    } else if store * 100 >= STORE_ONLY_PERCENT * all {
+    } else if share(LineAccess::Store) >= STORE_ONLY_PERCENT * all {
         LineAccess::Store
-    } else if rmw * 100 >= RMW_LINE_PERCENT * all {
+    } else if share(LineAccess::Rmw) >= RMW_LINE_PERCENT * all {
         LineAccess::Rmw
     } else {
         LineAccess::LoadStore
     }
+}
+
+/// The timed accesses of `lines` per kind, indexed by `LineAccess as usize`.
+fn timed_by_kind(s: &Sharing, lines: &[u64]) -> [u64; 4] {
+    let mut n = [0u64; 4];
+    for l in s.lines.iter().filter(|l| lines.contains(&l.addr)) {
+        for k in LineAccess::ALL {
+            n[k as usize] += l.latency.of(k).samples;
+        }
+    }
+    n
 }
 
 /// The contended slowdown of `lines`: each kind's slowdown ([`slowdown_of`]) weighted by its
@@ -920,30 +933,16 @@ pub fn line_access(s: &Sharing, lines: &[u64]) -> LineAccess {
 /// calibrated.
 pub fn line_slowdown(s: &Sharing, lines: &[u64], kind: LineAccess) -> (f64, bool) {
     let m = s.machine.as_ref();
-    let mut n = [0u64; 4];
-    for l in s.lines.iter().filter(|l| lines.contains(&l.addr)) {
-        n[0] += l.latency.store.samples;
-        n[1] += l.latency.load.samples;
-        n[2] += l.latency.rmw.samples;
-        n[3] += l.latency.atomic.samples;
-    }
+    let n = timed_by_kind(s, lines);
     let all: u64 = n.iter().sum();
     if all == 0 {
         return slowdown_of(m, kind);
     }
-    let kinds = [
-        LineAccess::Store,
-        LineAccess::LoadStore,
-        LineAccess::Rmw,
-        LineAccess::Atomic,
-    ];
     let (mut g, mut calibrated) = (0.0, true);
-    for (k, c) in kinds.into_iter().zip(n) {
-        if c > 0 {
-            let (x, cal) = slowdown_of(m, k);
-            g += x * c as f64 / all as f64;
-            calibrated &= cal;
-        }
+    for k in LineAccess::ALL.into_iter().filter(|&k| n[k as usize] > 0) {
+        let (x, cal) = slowdown_of(m, k);
+        g += x * n[k as usize] as f64 / all as f64;
+        calibrated &= cal;
     }
     (g, calibrated)
 }

@@ -221,6 +221,16 @@ impl LineLatency {
     pub fn all(&self) -> [&Latency; 4] {
         [&self.load, &self.store, &self.rmw, &self.atomic]
     }
+
+    /// The samples of one kind of access: a line of that kind is mostly these.
+    pub fn of(&self, k: LineAccess) -> &Latency {
+        match k {
+            LineAccess::Store => &self.store,
+            LineAccess::LoadStore => &self.load,
+            LineAccess::Rmw => &self.rmw,
+            LineAccess::Atomic => &self.atomic,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

@@ -630,11 +630,8 @@ struct Record {
     table: AtomicU64,
     invalidations: AtomicU64,
     volume: AtomicU64,
-    /// Invalidations since it was retired (re-heats at the threshold).
-    since_retired: AtomicU32,
     contended: AtomicU32,
     budget: AtomicU32,
-    _pad: u32,
     sites: [SiteSlot; SITE_SLOTS],
     objs: [ObjSlot; OBJ_SLOTS],
     bytes: [ByteSlot; 64],
@@ -814,10 +811,6 @@ fn clear_shadow(lo: u64, hi: u64) {
 /// run never reached the threshold.
 const PATTERN_INVALIDATIONS: u64 = 2;
 
-/// A retired line is tracked again at this many invalidations: the next thread to write it
-/// after another is then recorded too, so two threads that took turns both end up on record.
-const REHEAT_INVALIDATIONS: u32 = 1;
-
 /// Two threads are on the line's record: two writers, or a writer and a thread that only read
 /// (thread ids modulo 64, as the per-byte masks keep them). Such a line is never retired.
 fn shared_pattern(r: &Record) -> bool {
@@ -988,10 +981,10 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
                     r.volume.fetch_add(1, Relaxed);
                 }
                 if inval {
+                    // Tracked again at once: the next thread to write it after another is
+                    // recorded too, so two threads that took turns both end up on record.
                     r.invalidations.fetch_add(1, Relaxed);
-                    if r.since_retired.fetch_add(1, Relaxed) + 1 >= REHEAT_INVALIDATIONS {
-                        heat = Some(field);
-                    }
+                    heat = Some(field);
                 }
             }
             new = ShadowWord::retired(me, field).0;
@@ -1016,9 +1009,6 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
         }
         if let Some(i) = heat {
             let r = record(i);
-            if w.is_retired() {
-                r.since_retired.store(0, Relaxed);
-            }
             r.budget.store(0, Relaxed);
             new = ShadowWord::hot(i).0;
             if sh.compare_exchange(w.0, new, Relaxed, Relaxed).is_ok() {
