@@ -180,6 +180,15 @@ fn hammer(kind: LineAccess, a: u32, b: u32, gap: usize, n: u64) -> Option<f64> {
                     }
                 }
             }
+            // `x++` as clang emits it from -O1 on x86-64: one memory-destination add, whose
+            // load asks for the line exclusive (a separate load and store ask twice).
+            #[cfg(target_arch = "x86_64")]
+            LineAccess::Rmw => {
+                for _ in 0..n {
+                    unsafe { std::arch::asm!("inc qword ptr [{0}]", in(reg) p, options(nostack)) };
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
             LineAccess::Rmw => {
                 for _ in 0..n {
                     unsafe {

@@ -3,7 +3,8 @@
 //! elements, or per-thread counters for true sharing), natively, in the same run, next to what
 //! the instrumented build predicts for fixing it (docs/model.md).
 //!
-//! Per kernel: `runs` rounds alternating the native build and its padded twin (medians): the
+//! Per kernel: `profcc calibrate` (this machine's slowdowns, measured next to the kernel),
+//! then `runs` rounds alternating the native build and its padded twin (medians): the
 //! measured gain is shared / padded. Then `runs` instrumented runs: the predicted speed-up is
 //! the median of the top false-sharing finding's `predicted_speedup` (1.0 when a run has
 //! none), with its prediction confidence. Kernels without a padded variant (true sharing,
@@ -100,12 +101,26 @@ const SMALL_MAX: f64 = 1.2;
 
 struct Row {
     name: String,
+    /// The smallest and largest gain of one round (shared / padded of the same round).
+    spread: (f64, f64),
     shared: f64,
     padded: f64,
     par: f64,
     predicted: f64,
     confidence: String,
     basis: String,
+    /// The line's kind and the slowdown the prediction used ("-" without a finding).
+    used: String,
+    /// `profcc calibrate`'s summary, run right before this kernel.
+    calibration: Vec<String>,
+}
+
+/// The top false- or true-sharing finding's prediction.
+struct Predicted {
+    speedup: f64,
+    confidence: String,
+    basis: String,
+    used: String,
 }
 
 pub fn run(
@@ -119,23 +134,6 @@ pub fn run(
     let prof_dir = work.join("predict");
     let _ = std::fs::remove_dir_all(&prof_dir);
     std::fs::create_dir_all(&prof_dir).map_err(|e| e.to_string())?;
-    // The predictions use this machine's calibration: measure it first, on the same machine
-    // state as the kernels.
-    let cal = Command::new(profcc)
-        .arg("calibrate")
-        .output()
-        .map_err(|e| format!("profcc calibrate: {e}"))?;
-    // Its summary lines; on a machine too busy to measure, its error (the predictions then
-    // use the cached or assumed figures, and the table says so).
-    let calibration: Vec<String> = String::from_utf8_lossy(&cal.stdout)
-        .lines()
-        .chain(String::from_utf8_lossy(&cal.stderr).lines())
-        .filter(|l| !l.contains("<->"))
-        .map(str::to_string)
-        .collect();
-    for l in &calibration {
-        eprintln!("bench: predict: calibrate: {l}");
-    }
     let mut rows = Vec::new();
     for k in TWINS {
         let cxx = k.src.ends_with(".cpp");
@@ -171,6 +169,10 @@ pub fn run(
             false,
         )?;
         build(&pcc, &[], &inst, true)?;
+        // The prediction uses this machine's calibration: measured right before the kernel's
+        // native rounds, on the same machine state (a VM's vCPUs move between one core's SMT
+        // siblings and two cores from minute to minute, and the contended slowdown with them).
+        let calibration = calibrate(profcc);
         let (mut s, mut p, mut par) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
             let a = measure(&mut Command::new(&native))?;
@@ -181,27 +183,38 @@ pub fn run(
         let mut predicted = Vec::new();
         let mut confidence = Vec::new();
         let mut basis = String::new();
+        let mut used = String::new();
         for r in 0..runs {
             let profile = prof_dir.join(format!("{tag}.{r}.json"));
             measure(Command::new(&inst).env(
                 "PROFCC_OPTIONS",
                 format!("out={}:summary=0", profile.display()),
             ))?;
-            let (sp, conf, b) = prediction(profcc, &profile)?;
-            predicted.push(sp);
-            confidence.push(conf);
-            basis = b;
+            let p = prediction(profcc, &profile)?;
+            predicted.push(p.speedup);
+            confidence.push(p.confidence);
+            basis = p.basis;
+            used = p.used;
             let _ = std::fs::remove_file(&profile);
         }
         confidence.sort();
+        // Each round's gain: how far the machine moved the measured gain within this kernel.
+        let gains: Vec<f64> = s.iter().zip(&p).map(|(a, b)| a / b.max(1e-9)).collect();
+        let spread = (
+            gains.iter().copied().fold(f64::INFINITY, f64::min),
+            gains.iter().copied().fold(0.0, f64::max),
+        );
         let row = Row {
             name,
+            spread,
             shared: median(s),
             padded: median(p),
             par: median(par),
             predicted: median(predicted),
             confidence: confidence[confidence.len() / 2].clone(),
             basis,
+            used,
+            calibration,
         };
         eprintln!(
             "bench: predict {}: shared {:.3}s padded {:.3}s gain {:.2}x, predicted {:.2}x ({})",
@@ -215,32 +228,55 @@ pub fn run(
         rows.push(row);
     }
     write_table(&rows, runs, out);
-    out.push_str("Calibration (`profcc calibrate`, run first):\n\n");
-    for l in &calibration {
-        out.push_str(&format!("- {l}\n"));
-    }
-    out.push('\n');
     Ok(())
 }
 
-/// The top false- or true-sharing finding's predicted speed-up, prediction confidence and
-/// basis (1.0, "-" when the report has none).
-fn prediction(profcc: &Path, profile: &Path) -> Result<(f64, String, String), String> {
+/// Runs `profcc calibrate`; its summary lines (on a machine too busy to measure, its error:
+/// the predictions then use the cached or assumed figures, and the table says so).
+fn calibrate(profcc: &Path) -> Vec<String> {
+    let cal = match Command::new(profcc).arg("calibrate").output() {
+        Ok(c) => c,
+        Err(e) => return vec![format!("profcc calibrate: {e}")],
+    };
+    let lines: Vec<String> = String::from_utf8_lossy(&cal.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&cal.stderr).lines())
+        .filter(|l| !l.contains("<->"))
+        .map(str::to_string)
+        .collect();
+    for l in &lines {
+        eprintln!("bench: predict: calibrate: {l}");
+    }
+    lines
+}
+
+/// The top false- or true-sharing finding's prediction (1.0, "-" when the report has none).
+fn prediction(profcc: &Path, profile: &Path) -> Result<Predicted, String> {
     let v = report_json(profcc, profile, &[])?;
     let top = v["sharing"]["findings"].as_array().and_then(|f| {
         f.iter()
             .find(|f| f["kind"] == "false_sharing" || f["kind"] == "true_sharing")
     });
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("-").to_string();
     Ok(match top {
-        Some(f) => (
-            f["predicted_speedup"].as_f64().unwrap_or(1.0),
-            f["prediction"]["confidence"]
-                .as_str()
-                .unwrap_or("-")
-                .to_string(),
-            f["prediction"]["basis"].as_str().unwrap_or("").to_string(),
-        ),
-        None => (1.0, "-".into(), "no false- or true-sharing finding".into()),
+        Some(f) => Predicted {
+            speedup: f["predicted_speedup"].as_f64().unwrap_or(1.0),
+            confidence: text(&f["prediction"]["confidence"]),
+            basis: text(&f["prediction"]["basis"]),
+            used: format!(
+                "{} {:.2}x",
+                text(&f["prediction"]["access"]),
+                f["prediction"]["contended_slowdown"]
+                    .as_f64()
+                    .unwrap_or(0.0)
+            ),
+        },
+        None => Predicted {
+            speedup: 1.0,
+            confidence: "-".into(),
+            basis: "no false- or true-sharing finding".into(),
+            used: "-".into(),
+        },
     })
 }
 
@@ -255,11 +291,14 @@ fn write_table(rows: &[Row], runs: usize, out: &mut String) {
          (docs/model.md). Ratio = predicted / measured. Targets: within {WITHIN}x of the \
          measured gain (goal {GOAL}x); where padding gains under {:.0}%, at most {SMALL_MAX}x. \
          CPU/wall of the shared native build says how many threads ran at once (near 1: they \
-         took turns).\n\n",
+         took turns). Rounds' gains: the smallest and largest of one round's shared / padded \
+         (how far the machine moved the answer during the kernel's rounds). Used: the top finding's line kind and the calibrated slowdown its \
+         prediction used; `profcc calibrate` runs right before each kernel's native rounds \
+         (its figures are listed below the table).\n\n",
         (SMALL_GAIN - 1.0) * 100.0
     ));
-    out.push_str("| kernel | shared s | padded s | measured gain | predicted | ratio | prediction confidence | target | CPU/wall |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| kernel | shared s | padded s | measured gain | rounds' gains | predicted | ratio | used | prediction confidence | target | CPU/wall |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     let mut missed = Vec::new();
     let mut goal = 0;
     for r in rows {
@@ -281,11 +320,14 @@ fn write_table(rows: &[Row], runs: usize, out: &mut String) {
             missed.push(r.name.clone());
         }
         out.push_str(&format!(
-            "| {} | {:.3} | {:.3} | {gain:.2}x | {:.2}x | {ratio:.2} | {} | {what}: {} | {:.2} |\n",
+            "| {} | {:.3} | {:.3} | {gain:.2}x | {:.2}-{:.2}x | {:.2}x | {ratio:.2} | {} | {} | {what}: {} | {:.2} |\n",
             r.name,
             r.shared,
             r.padded,
+            r.spread.0,
+            r.spread.1,
             r.predicted,
+            r.used,
             r.confidence,
             if ok { "met" } else { "MISSED" },
             r.par
@@ -304,6 +346,19 @@ fn write_table(rows: &[Row], runs: usize, out: &mut String) {
     out.push_str("How each prediction was computed (last instrumented run):\n\n");
     for r in rows {
         out.push_str(&format!("- {}: {}\n", r.name, r.basis));
+    }
+    out.push_str("\nCalibration before each kernel (`profcc calibrate`):\n\n");
+    for r in rows {
+        let mine: Vec<&str> = r
+            .calibration
+            .iter()
+            .filter_map(|l| {
+                // "cpu 0 and cpu 1: KIND accesses ... are X slower ...", and the transfer line.
+                let (_, rest) = l.split_once(": ")?;
+                Some(rest)
+            })
+            .collect();
+        out.push_str(&format!("- {}: {}\n", r.name, mine.join("; ")));
     }
     out.push('\n');
 }
