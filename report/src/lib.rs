@@ -59,6 +59,23 @@ pub enum Format {
     Text,
     /// The report model as JSON (docs/report.md)
     Json,
+    /// One self-contained HTML page (opens from file://, needs no network)
+    Html,
+    /// KCachegrind's callgrind format (callgrind_annotate, KCachegrind)
+    Callgrind,
+    /// pprof's gzipped profile.proto (go tool pprof); needs -o FILE
+    Pprof,
+    /// speedscope's JSON file format
+    Speedscope,
+    /// Collapsed stacks (`frame;frame count`) for flamegraph.pl and inferno
+    Collapsed,
+}
+
+impl Format {
+    /// Binary output: written only with `-o FILE`.
+    pub fn is_binary(self) -> bool {
+        matches!(self, Format::Pprof)
+    }
 }
 
 /// `profcc report`'s command line.
@@ -180,6 +197,16 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         let _ = writeln!(err, "profcc report: {e}");
         return 2;
     }
+    if a.format.is_binary() && a.output.is_none() {
+        let _ = writeln!(
+            err,
+            "profcc report: --format {}: binary output; name the file with -o FILE",
+            clap::ValueEnum::to_possible_value(&a.format)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default()
+        );
+        return 2;
+    }
     let mut inputs = Vec::new();
     for f in &a.profiles {
         match load(f) {
@@ -219,6 +246,11 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
             bytes = render::text::render(&report, &opts).into_bytes();
         }
         Format::Json => render::json::write(&report, &mut bytes).expect("JSON into memory"),
+        Format::Html => bytes = render::html::render(&report, &render::html::HtmlOptions {}),
+        Format::Callgrind => bytes = render::export::callgrind(&report),
+        Format::Pprof => bytes = render::export::pprof(&report),
+        Format::Speedscope => bytes = render::export::speedscope(&report),
+        Format::Collapsed => bytes = render::export::collapsed(&report),
     }
     match &a.output {
         None => {

@@ -2,6 +2,8 @@
 //! own presentation settings), so a new one (HTML, callgrind) is one more module here.
 
 pub mod csv;
+pub mod export;
+pub mod html;
 pub mod json;
 pub mod text;
 pub mod trace;

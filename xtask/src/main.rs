@@ -37,6 +37,12 @@ const TEST_PACKAGES: &[&str] = &[
     // The faithful test set's expat-like project (tests/tests/faithful.rs): autoreconf + libtool.
     "automake",
     "libtool",
+    // The report's exports and HTML page, opened by the tools users open them with
+    // (tests/tests/exports.rs, tests/tests/html.rs): callgrind_annotate, go tool pprof, a
+    // headless Chromium.
+    "valgrind",
+    "golang-go",
+    "chromium-headless-shell",
 ];
 
 fn main() -> ExitCode {
