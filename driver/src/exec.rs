@@ -170,7 +170,7 @@ pub struct Clang {
 }
 
 impl Clang {
-    fn command(&self) -> Command {
+    pub fn command(&self) -> Command {
         let mut c = Command::new(&self.path);
         c.args(&self.pre).env(NESTED_ENV, "1");
         c
@@ -315,10 +315,28 @@ pub fn exec_clang(clang: &Clang, args: &[OsString], reason: Reason, detail: &str
     1
 }
 
+/// `PROFCC_INSTRUMENT`'s families and what each builds in ([`instrument_options`]'s error
+/// and `profcc --help` list them).
+pub const FAMILIES: &[(&str, &str)] = &[
+    ("accesses", "counts only"),
+    ("sharing", "counts and cache-line sharing; the default"),
+    ("numa", "counts and NUMA page checks"),
+    ("roi", "region counters only"),
+    ("roi-oracle", "region counters on every block"),
+    (
+        "none",
+        "no checks: the runtime's allocation and thread records only",
+    ),
+];
+
 /// Instrumentation options from `PROFCC_INSTRUMENT` (comma list; default `sharing`, which
 /// includes `accesses`). None = `none`: compile through the pipeline without instrumenting.
 pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
-    let spec = std::env::var("PROFCC_INSTRUMENT").unwrap_or_default();
+    parse_instrument(&std::env::var("PROFCC_INSTRUMENT").unwrap_or_default())
+}
+
+/// [`instrument_options`] of the variable's value `spec`.
+fn parse_instrument(spec: &str) -> Result<Option<profcc_passes::Options>, String> {
     if spec.trim().is_empty() {
         return Ok(Some(profcc_passes::Options::default()));
     }
@@ -345,9 +363,14 @@ pub fn instrument_options() -> Result<Option<profcc_passes::Options>, String> {
             "roi" => {}
             "roi-oracle" => opts.regions = Some(profcc_passes::Placement::Oracle),
             other => {
+                let valid: Vec<String> = FAMILIES
+                    .iter()
+                    .map(|(name, what)| format!("{name} ({what})"))
+                    .collect();
                 return Err(format!(
-                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: accesses (counts only), sharing (counts and cache-line sharing; the default), numa (counts and NUMA page checks), roi (region counters only), roi-oracle (region counters on every block), none (comma-separated)"
-                ))
+                    "profcc: error: PROFCC_INSTRUMENT: unknown family '{other}'; valid: {} (comma-separated)",
+                    valid.join(", ")
+                ));
             }
         }
     }
@@ -933,4 +956,21 @@ fn run_job(
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_family_is_one_the_build_takes() {
+        for (name, _) in FAMILIES {
+            assert!(parse_instrument(name).is_ok(), "{name}");
+        }
+        let e = parse_instrument("sharing,bogus").unwrap_err();
+        for (name, what) in FAMILIES {
+            assert!(e.contains(&format!("{name} ({what})")), "{e}");
+        }
+        assert!(parse_instrument("none").unwrap().is_none());
+    }
 }

@@ -189,6 +189,20 @@ fn driver(argv: Vec<OsString>) -> i32 {
     if exec::env_on("PROFCC_DISABLE") {
         return exec::exec_clang(&clang, &rest, plan::Reason::Disabled, "");
     }
+    // `--help`: clang's help, then what profcc adds.
+    if rest.iter().any(|a| a == "--help" || a == "-help") {
+        use std::io::Write;
+        let status = clang.command().args(&rest).status();
+        let _ = std::io::stdout().flush();
+        print!("{}", subcommands::help_section());
+        return match status {
+            Ok(s) => s.code().unwrap_or(1),
+            Err(e) => {
+                eprintln!("profcc: error: cannot run {}: {e}", clang.path.display());
+                1
+            }
+        };
+    }
 
     let Some(strs) = rest
         .iter()

@@ -37,6 +37,37 @@ enum Command {
     Monitor(crate::monitor::MonitorArgs),
 }
 
+/// The section `profcc --help` prints after clang's help: what profcc adds to clang.
+pub fn help_section() -> String {
+    let mut s = String::from(
+        "\nPROFCC (this compiler is profcc: clang-22 that instruments what it compiles and links \
+         a runtime that writes a profile)\n\nSUBCOMMANDS:\n",
+    );
+    for c in Cli::command().get_subcommands() {
+        let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+        s.push_str(&format!("  profcc {:<18} {about}\n", c.get_name()));
+    }
+    s.push_str("  (profcc SUBCOMMAND --help for each one's options)\n\nPROFCC_INSTRUMENT=FAMILY[,FAMILY] at build time:\n");
+    for (name, what) in crate::exec::FAMILIES {
+        s.push_str(&format!("  {name:<12} {what}\n"));
+    }
+    s.push_str(
+        "\nPROFCC_OPTIONS=key=value:key=value at run time (the instrumented program's options: \
+         PROFCC_OPTIONS=help=1 ./program prints them); PROFCC_DISABLE=1 builds with plain clang.\n",
+    );
+    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs");
+    s.push_str(&match std::fs::canonicalize(docs) {
+        Ok(d) => format!(
+            "\nDocs: {} (options.md, report.md, model.md, numa.md, allocators.md, regions.md)\n",
+            d.display()
+        ),
+        Err(_) => {
+            "\nDocs: docs/ in profcc's source tree (options.md, report.md, model.md)\n".into()
+        }
+    });
+    s
+}
+
 /// Is `arg` (argv[1]) exactly the name of one of profcc's subcommands?
 pub fn is_subcommand(arg: &OsString) -> bool {
     let Some(name) = arg.to_str() else {

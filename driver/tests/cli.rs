@@ -156,6 +156,39 @@ fn version_is_clangs() {
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("profcc "));
 }
 
+/// `profcc --help` is clang's help, then a short profcc section a new user can start from:
+/// the subcommands, the build-time families, the run-time options, the docs.
+#[test]
+fn help_is_clangs_then_profccs_own_section() {
+    let s = Scratch::new();
+    let (p, c) = (s.profcc(&["--help"]), s.clang(&["--help"]));
+    ok(&p);
+    let (p_out, c_out) = (
+        String::from_utf8_lossy(&p.stdout),
+        String::from_utf8_lossy(&c.stdout),
+    );
+    assert!(
+        p_out.starts_with(&*c_out),
+        "clang's help comes first, unchanged"
+    );
+    let ours = &p_out[c_out.len()..];
+    for want in [
+        "profcc report",
+        "profcc calibrate",
+        "profcc detect-allocator",
+        "profcc monitor",
+        "PROFCC_INSTRUMENT=",
+        "roi-oracle",
+        "PROFCC_OPTIONS=",
+        "help=1",
+        "Docs: ",
+    ] {
+        assert!(ours.contains(want), "{want} missing from:\n{ours}");
+    }
+    assert!(ours.lines().count() < 30, "short: {ours}");
+    assert_eq!(p.status.code(), c.status.code());
+}
+
 #[test]
 fn preprocess_is_byte_identical() {
     let s = Scratch::new();

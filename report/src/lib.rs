@@ -37,7 +37,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 /// One line for `profcc --help`'s list of subcommands.
-pub const ABOUT: &str = "Turn profiles into a ranked report (text, JSON or CSV files)";
+pub const ABOUT: &str =
+    "Turn profiles into a ranked report (text, JSON, CSV, HTML) or an export (callgrind, pprof, speedscope, collapsed stacks)";
 
 /// `profcc report --help`: what comes before the options.
 pub const LONG_ABOUT: &str = "\
