@@ -103,6 +103,17 @@ pub struct AccessSites {
     pub lines_total: usize,
     /// The top lines, by accesses (then bytes), at most `--top`.
     pub lines: Vec<Line>,
+    /// Modules of the inputs registered with access sites (0: every module was built without
+    /// access counting, `PROFCC_INSTRUMENT=roi` or `none`); absent when an input does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_modules: Option<u32>,
+}
+
+impl AccessSites {
+    /// No module of any input counts accesses: the build chose not to (`roi`, `none`).
+    pub fn not_counted(&self) -> bool {
+        self.counted_modules == Some(0)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -980,6 +980,7 @@ pub(crate) fn sample_report() -> Report {
         access_sites: AccessSites {
             total_accesses: 1000,
             lines_total: 1,
+            counted_modules: Some(1),
             lines: vec![Line {
                 rank: 1,
                 file: "/src/k.c".into(),

@@ -71,6 +71,13 @@ pub(crate) static MODULES: SpinLock<Modules> = SpinLock::new(Modules {
 });
 static NEXT_BASE: AtomicU32 = AtomicU32::new(0);
 static DROPPED_SITES: AtomicU32 = AtomicU32::new(0);
+/// Modules registered with access sites (the profile's `counted_modules`).
+static COUNTED_MODULES: AtomicU32 = AtomicU32::new(0);
+
+/// How many modules registered with access sites so far.
+pub fn counted_modules() -> u32 {
+    COUNTED_MODULES.load(Ordering::Relaxed)
+}
 /// Most sites of one registered module (the limbo range in use is `[LIMBO, LIMBO + this)`).
 static MAX_LOCAL: AtomicU32 = AtomicU32::new(0);
 
@@ -122,6 +129,9 @@ pub unsafe extern "C" fn __profcc_register_module(m: *mut ModuleDesc) {
     crate::analysis::module_registered((*m).flags);
     note_wrappers(&*m);
     let n = (*m).nsites.min(MAX_MODULE_SITES);
+    if n > 0 {
+        COUNTED_MODULES.fetch_add(1, Ordering::Relaxed);
+    }
     // Bases are never handed out twice (a module loaded again gets a new range), so the
     // slots of an unloaded module are simply never read again.
     let base = NEXT_BASE.fetch_add(n, Ordering::Relaxed);

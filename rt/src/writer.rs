@@ -448,6 +448,7 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         modules: counts::with_unloaded(counts::loaded_modules()),
         threads,
         sites: snap.sites,
+        counted_modules: Some(counts::counted_modules()),
         stacks: crate::stack::snapshot(),
         alloc_sites,
         totals,
@@ -607,11 +608,18 @@ fn bytes(n: u64) -> String {
 /// At most 9 lines; the dump adds a tenth, where the profile went, when it prints them.
 pub fn summary(p: &schema::Profile) -> Vec<String> {
     let t = &p.totals;
+    let accesses = if p.counted_modules == Some(0) {
+        "accesses not counted (built with PROFCC_INSTRUMENT=roi or none)".to_string()
+    } else {
+        format!(
+            "{} accesses ({} reads, {} writes)",
+            human(t.accesses),
+            human(t.reads),
+            human(t.writes)
+        )
+    };
     let mut out = vec![format!(
-        "profcc: {} accesses ({} reads, {} writes) by {} thread{}; {} allocations, {} live at peak",
-        human(t.accesses),
-        human(t.reads),
-        human(t.writes),
+        "profcc: {accesses} by {} thread{}; {} allocations, {} live at peak",
         t.threads,
         if t.threads == 1 { "" } else { "s" },
         human(t.allocations),

@@ -68,6 +68,10 @@ pub struct Profile {
     pub threads: Vec<Thread>,
     /// Access sites that executed at least once.
     pub sites: Vec<AccessSite>,
+    /// Modules registered with access sites (0: every module was built without access
+    /// counting, `PROFCC_INSTRUMENT=roi` or `none`; absent in profiles that do not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_modules: Option<u32>,
     /// Deduplicated call stacks (absolute return addresses, innermost first).
     pub stacks: Vec<Stack>,
     pub alloc_sites: Vec<AllocSite>,

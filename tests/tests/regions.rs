@@ -888,6 +888,7 @@ fn calls_inside_one_execution_are_sampled_without_bias() {
 /// counts the region's 8000 bytes, and the allocation stack keeps one frame, the malloc's
 /// own line in `make` (a frame-pointer walk through code without them could return someone's
 /// data as frames), with the report's note saying so; the default build walks on to `main`.
+/// The ROI-only build's report says its accesses were not counted, and why.
 #[test]
 fn roi_only_build_keeps_the_programs_own_code() {
     let s = Scratch::new();
@@ -999,6 +1000,22 @@ fn roi_only_build_keeps_the_programs_own_code() {
             .iter()
             .any(|n| n.contains("allocation stacks have one frame"));
         assert_eq!(noted, mode == "roi", "{mode}: {:?}", r.notes.notes);
+        // The ROI-only build counts no access, and the report says why instead of asking
+        // whether the program was built with profcc.
+        assert_eq!(r.access_sites.not_counted(), mode == "roi", "{mode}");
+        let text = sh(Command::new(profcc())
+            .arg("report")
+            .arg(s.path(&format!("{exe}.profile.json"))));
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            !text.contains("was the program built with profcc"),
+            "{text}"
+        );
+        assert_eq!(
+            text.contains("Access sites: not counted: the program was built with PROFCC_INSTRUMENT=roi or none"),
+            mode == "roi",
+            "{mode}: {text}"
+        );
     }
 }
 

@@ -25,7 +25,7 @@ impl Default for TextOptions {
 pub fn render(r: &Report, opts: &TextOptions) -> String {
     let several_inputs = r.summary.inputs.len() > 1;
     let mut out = String::new();
-    summary(&r.summary, &mut out);
+    summary(&r.summary, r.access_sites.not_counted(), &mut out);
     findings(&r.findings, several_inputs, &mut out);
     access_sites(&r.access_sites, &mut out);
     alloc_sites(&r.alloc_sites, opts.stack_depth, &mut out);
@@ -108,7 +108,7 @@ fn allocator(a: &crate::model::Allocator) -> String {
     )
 }
 
-fn summary(s: &Summary, out: &mut String) {
+fn summary(s: &Summary, not_counted: bool, out: &mut String) {
     let t = &s.totals;
     match s.inputs.as_slice() {
         [one] => {
@@ -169,19 +169,23 @@ fn summary(s: &Summary, out: &mut String) {
             }
         }
     }
-    out.push_str(&format!(
-        "  accesses {} (reads {} = {}, writes {} = {}){}\n",
-        fmt::count(t.accesses),
-        fmt::count(t.reads),
-        fmt::bytes(t.bytes_read),
-        fmt::count(t.writes),
-        fmt::bytes(t.bytes_written),
-        if t.unattributed > 0 {
-            format!(", {} unattributed", fmt::count(t.unattributed))
-        } else {
-            String::new()
-        },
-    ));
+    if not_counted {
+        out.push_str(&format!("  accesses {NOT_COUNTED}\n"));
+    } else {
+        out.push_str(&format!(
+            "  accesses {} (reads {} = {}, writes {} = {}){}\n",
+            fmt::count(t.accesses),
+            fmt::count(t.reads),
+            fmt::bytes(t.bytes_read),
+            fmt::count(t.writes),
+            fmt::bytes(t.bytes_written),
+            if t.unattributed > 0 {
+                format!(", {} unattributed", fmt::count(t.unattributed))
+            } else {
+                String::new()
+            },
+        ));
+    }
     out.push_str(&format!(
         "  allocations {} ({}), frees {}, peak live {}\n",
         fmt::count(t.allocations),
@@ -220,8 +224,16 @@ fn written(trigger: &str) -> String {
     }
 }
 
+/// What the text says of accesses when the build counted none (`PROFCC_INSTRUMENT=roi`,
+/// `none`).
+const NOT_COUNTED: &str = "not counted: the program was built with PROFCC_INSTRUMENT=roi or none (regions and allocations only; the default build counts every access)";
+
 fn access_sites(a: &AccessSites, out: &mut String) {
     out.push('\n');
+    if a.not_counted() {
+        out.push_str(&format!("Access sites: {NOT_COUNTED}\n"));
+        return;
+    }
     if a.lines.is_empty() {
         out.push_str("Access sites: none recorded (was the program built with profcc?)\n");
         return;

@@ -111,5 +111,6 @@ pub fn build(m: &Merged, opts: &Options) -> AccessSites {
         total_accesses: total,
         lines_total,
         lines,
+        counted_modules: m.inputs.iter().map(|i| i.profile.counted_modules).sum(),
     }
 }
