@@ -1023,6 +1023,20 @@ pub unsafe extern "C" fn __profcc_object_at(addr: *const libc::c_void, out: *mut
     }
 }
 
+/// The process's allocation totals now and the bytes live now (region snapshots, while the
+/// program runs).
+pub fn heap_now() -> profcc_schema::regions::HeapNow {
+    let _g = threads::RtGuard::enter();
+    let tp = stats::pending_totals();
+    let live = (TOTALS.live.load(Ordering::Relaxed) as i64).wrapping_add(tp.live_bytes);
+    profcc_schema::regions::HeapNow {
+        allocations: TOTALS.allocations.load(Ordering::Relaxed) + tp.count,
+        frees: TOTALS.frees.load(Ordering::Relaxed) + tp.frees,
+        bytes_allocated: TOTALS.bytes.load(Ordering::Relaxed) + tp.bytes,
+        live_bytes: live.max(0) as u64,
+    }
+}
+
 pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
     let _g = threads::RtGuard::enter();
     // Shared counters plus every thread's unflushed deltas (`stats`).

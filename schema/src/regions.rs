@@ -72,6 +72,19 @@ pub struct Snapshot {
     /// Nanoseconds since the runtime started (CLOCK_MONOTONIC).
     pub ns: u64,
     pub rows: Vec<SnapRow>,
+    /// The whole process's heap at that moment (absent in profiles before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<HeapNow>,
+}
+
+/// The process's allocation totals at a snapshot, cumulative since the start (as the
+/// profile's `totals`), and the bytes live then.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
+pub struct HeapNow {
+    pub allocations: u64,
+    pub frees: u64,
+    pub bytes_allocated: u64,
+    pub live_bytes: u64,
 }
 
 /// One region in one thread, cumulative since the start: executions completed, TSC ticks

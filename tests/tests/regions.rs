@@ -575,7 +575,8 @@ fn region_perf_events_count_page_faults_exactly() {
 
 /// Region snapshots (docs/regions.md, "Snapshots"): with `roi_interval=20` the profile keeps
 /// a snapshot per interval and one at the dump; every cumulative count only grows, and the
-/// last snapshot is exactly the profile's rows. `profcc report --trace` turns them into a
+/// last snapshot is exactly the profile's rows, and each has the heap's totals and live bytes
+/// then (the triad's arrays live while it runs). `profcc report --trace` turns them into a
 /// Chrome trace whose slices' bytes add up to each thread's total; it refuses to write over
 /// a profile it reads. While the program runs, it publishes its counts for `profcc monitor
 /// PID`, which prints both threads' triad bandwidth; the published file is gone at exit.
@@ -639,6 +640,29 @@ fn region_snapshots_make_a_trace_and_feed_the_monitor() {
             }
         }
     }
+    // Each snapshot has the heap then: cumulative counts that only grow, and the bytes live
+    // then; while both threads run the triad their six 2 MiB arrays are live.
+    let heaps: Vec<_> = g
+        .snapshots
+        .iter()
+        .map(|s| s.heap.expect("every snapshot has the heap"))
+        .collect();
+    for w in heaps.windows(2) {
+        assert!(
+            w[0].allocations <= w[1].allocations
+                && w[0].frees <= w[1].frees
+                && w[0].bytes_allocated <= w[1].bytes_allocated,
+            "{w:?}"
+        );
+    }
+    let arrays = 2 * 3 * 8 * (1u64 << 18);
+    let most = heaps.iter().map(|h| h.live_bytes).max().unwrap();
+    assert!(
+        (arrays..=p.totals.live_bytes_peak).contains(&most),
+        "{most} live at most, {arrays} arrays, peak {}",
+        p.totals.live_bytes_peak
+    );
+    assert!(heaps.last().unwrap().allocations <= p.totals.allocations);
     let last = g.snapshots.last().unwrap();
     for t in [0, 1] {
         let row = g

@@ -640,6 +640,20 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
     (sites, tot)
 }
 
+/// The totals' deltas alone ([`pending`]'s second half, without the per-site sums).
+pub(super) fn pending_totals() -> Pending {
+    let blocks: Vec<usize> = ALL.lock().clone();
+    let mut tot = Pending::default();
+    for p in blocks {
+        let b = unsafe { &*(p as *const Block) };
+        tot.count += b.head.allocations.load(Relaxed);
+        tot.frees += b.head.frees.load(Relaxed);
+        tot.bytes += b.head.bytes.load(Relaxed);
+        tot.live_bytes += b.live.load(Relaxed);
+    }
+    tot
+}
+
 /// In a fork child (locks free, one thread): every block's live deltas go to the shared
 /// counters (the objects are still live), the rest is dropped (the child's statistics start
 /// from zero, see `alloc::after_fork_child`); only the calling thread keeps a block.

@@ -1038,6 +1038,8 @@ unsafe fn end(name: *const libc::c_char, literal: bool) {
 /// Every thread's cumulative counts now (`roi_interval`; docs/regions.md, "Snapshots"),
 /// read while the threads run: an execution in progress adds its time so far.
 fn snapshot(ns: u64) -> schema::Snapshot {
+    // Before any of this analysis's locks (the allocator statistics have their own).
+    let heap = Some(crate::alloc::heap_now());
     let n = COUNT.load(Acquire) as usize;
     let names: Vec<String> = {
         let t = NAMES.data_ptr() as *const Names;
@@ -1068,7 +1070,7 @@ fn snapshot(ns: u64) -> schema::Snapshot {
             rows.push(snap_row(name, tid, 0, 0, Some(c)));
         }
     });
-    schema::Snapshot { ns, rows }
+    schema::Snapshot { ns, rows, heap }
 }
 
 /// Another thread's executions and ticks of its first `n` regions, the open counted
