@@ -263,6 +263,13 @@ fn fix_words(
 ) -> (Option<String>, Option<String>) {
     match how {
         ObjectFix::None => (None, None),
+        // No thread, or one, alone on its pages: no blocks to name.
+        ObjectFix::FirstTouch { layout: Layout::Blocks(r) } if r.len() < 2 => (
+            Some("first touch".into()),
+            Some(format!(
+                "{first}; its pages are used by a thread other than the one that touched them first: touch them first in the thread that uses them, or place them with move_pages/mbind"
+            )),
+        ),
         ObjectFix::FirstTouch { layout: Layout::Blocks(r) } => {
             let parts: Vec<String> = r
                 .iter()
@@ -814,4 +821,36 @@ fn migration(
         top.thread,
         top.waits.total()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page one thread touched first and one other thread used (sqlite's `aSyscall` in a
+    /// two-worker run): no blocks to list, so the fix names none.
+    #[test]
+    fn a_first_touch_without_blocks_names_none() {
+        let o = profcc_schema::numa::NumaObject {
+            pages: 1,
+            moved_pages: 1,
+            ..Default::default()
+        };
+        for r in [vec![], vec![(2, 0, 4096)]] {
+            let (kind, fix) = fix_words(
+                &o,
+                &ObjectFix::FirstTouch {
+                    layout: Layout::Blocks(r),
+                },
+                "thread 1 touched it first",
+            );
+            let fix = fix.unwrap();
+            assert_eq!(kind.as_deref(), Some("first touch"));
+            assert!(!fix.contains("()") && !fix.contains("own block"), "{fix}");
+            assert!(
+                fix.contains("touch them first in the thread that uses them"),
+                "{fix}"
+            );
+        }
+    }
 }
