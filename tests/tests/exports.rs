@@ -619,3 +619,126 @@ fn outputs_get_the_mode_the_umask_gives() {
         assert_eq!(m, mode, "umask {umask}: {m:o}");
     }
 }
+
+/// `--trace FILE` of two inputs with the same pid (two runs): two processes, named with the
+/// real pid and the input; a thread's region slices are laid one after another from the
+/// interval's start (name order), cut at the interval's end, so none overlaps another, each
+/// with its interval's exact bytes; the file gets the umask's mode.
+#[test]
+fn trace_slices_do_not_overlap_and_each_input_is_a_process() {
+    use profcc_schema::regions::{Regions, SnapRow, Snapshot};
+    let row = |region: &str, thread: u32, executions: u64, ms: u64, bytes_read: u64| SnapRow {
+        region: region.into(),
+        thread,
+        executions,
+        // tsc_hz below is 1e9: a tick is a nanosecond.
+        ticks: ms * 1_000_000,
+        bytes_read,
+        bytes_written: 0,
+        instructions: 0,
+    };
+    let profile = profcc_schema::Profile {
+        format: profcc_schema::FORMAT.into(),
+        version: profcc_schema::VERSION,
+        exe: "/bin/prog".into(),
+        pid: 4242,
+        regions: Some(Regions {
+            tsc_hz: 1e9,
+            interval_ms: 10,
+            snapshots: vec![
+                Snapshot {
+                    ns: 10_000_000,
+                    rows: vec![
+                        row("outer", 0, 1, 6, 1000),
+                        row("inner", 0, 1, 3, 400),
+                        row("other", 1, 2, 2, 50),
+                    ],
+                },
+                Snapshot {
+                    ns: 20_000_000,
+                    rows: vec![
+                        row("outer", 0, 2, 14, 3000),
+                        row("inner", 0, 2, 9, 1400),
+                        row("other", 1, 2, 2, 50),
+                    ],
+                },
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let s = Scratch::new();
+    let text = serde_json::to_string(&profile).unwrap();
+    let (a, b) = (s.write("a.json", &text), s.write("b.json", &text));
+    let trace = s.path("t.json");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("umask 027 && exec \"$0\" report --trace \"$1\" \"$2\" \"$3\"")
+        .arg(profcc())
+        .arg(&trace)
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let m = std::fs::metadata(&trace).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o640, "{m:o}");
+    }
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    let processes: BTreeMap<u64, String> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| {
+            (
+                e["pid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut names: Vec<&String> = processes.values().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["prog (pid 4242, input 0)", "prog (pid 4242, input 1)"],
+        "{processes:?}"
+    );
+    for pid in processes.keys() {
+        // Per thread, its slices by start: (region, ts µs, dur µs, bytes read).
+        let mut by_thread: BTreeMap<u64, Vec<(String, f64, f64, u64)>> = BTreeMap::new();
+        for e in events.iter().filter(|e| e["ph"] == "X" && e["pid"] == *pid) {
+            by_thread
+                .entry(e["tid"].as_u64().unwrap())
+                .or_default()
+                .push((
+                    e["name"].as_str().unwrap().to_string(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap(),
+                    e["args"]["bytes_read"].as_u64().unwrap(),
+                ));
+        }
+        for slices in by_thread.values_mut() {
+            slices.sort_by(|x, y| x.1.total_cmp(&y.1));
+            for w in slices.windows(2) {
+                assert!(w[0].1 + w[0].2 <= w[1].1, "overlap: {w:?}");
+            }
+        }
+        let s = |r: &str, ts: f64, dur: f64, bytes: u64| (r.to_string(), ts, dur, bytes);
+        assert_eq!(
+            by_thread[&0],
+            [
+                s("inner", 0.0, 3000.0, 400),
+                s("outer", 3000.0, 6000.0, 1000),
+                s("inner", 10000.0, 6000.0, 1000),
+                s("outer", 16000.0, 4000.0, 2000),
+            ]
+        );
+        assert_eq!(by_thread[&1], [s("other", 0.0, 2000.0, 50)]);
+    }
+}
