@@ -742,3 +742,214 @@ fn trace_slices_do_not_overlap_and_each_input_is_a_process() {
         assert_eq!(by_thread[&1], [s("other", 0.0, 2000.0, 50)]);
     }
 }
+
+/// Main allocates and first touches N longs, a second thread reads them all: under
+/// `numa=emulate:numa_nodes=2` (thread t on node t mod 2) every read at MARK_REMOTE is remote.
+const NUMA_SRC: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define N (1 << 16)
+static long *a;
+static void *reader(void *arg) {
+  long s = 0;
+  for (long i = 0; i < N; i++) s += a[i]; /* MARK_REMOTE */
+  *(long *)arg = s;
+  return NULL;
+}
+int main(void) {
+  a = malloc(N * sizeof(long)); /* MARK_ALLOC */
+  for (long i = 0; i < N; i++) a[i] = i; /* MARK_TOUCH */
+  long s = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, reader, &s);
+  pthread_join(t, NULL);
+  printf("%ld\n", s);
+  free(a);
+  return 0;
+}
+"#;
+
+/// The NUMA and sharing costs: remote accesses and first touches (a NUMA build, two runs
+/// merged) and invalidations (tests/fixtures/sharing/counters_global.c, two threads) reach
+/// the exports with the report's figures: collapsed sums equal the NUMA section's remote
+/// accesses and pages and the sharing findings' invalidations, at the lines that made them;
+/// pprof's `rank`, `thread` and `object` labels select an input, a thread and an object;
+/// callgrind_annotate sorts by `RemoteAccesses`; speedscope has a profile per cost.
+#[test]
+fn numa_and_sharing_costs_reach_every_export() {
+    let s = Scratch::new();
+    s.write("numa.c", NUMA_SRC);
+    s.compile_env(
+        &profcc(),
+        &["-O1", "-g", "-pthread", "numa.c", "-o", "numa"],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let mut runs = Vec::new();
+    for n in 1..=2 {
+        let (out, _) = s.run_profiled("numa", &[], "summary=0:numa=emulate:numa_nodes=2");
+        assert!(out.status.success());
+        let p = s.path(&format!("n{n}.json"));
+        std::fs::rename(s.path("numa.profile.json"), &p).unwrap();
+        runs.push(p);
+    }
+    let (n1, n2) = (runs[0].as_path(), runs[1].as_path());
+    let r1 = report(n1, &["--top", "0"]);
+    let r2 = report(n2, &["--top", "0"]);
+    let numa1 = &r1.numa.as_ref().expect("a NUMA section").inputs[0];
+    let numa2 = &r2.numa.as_ref().unwrap().inputs[0];
+    let file = r1
+        .access_sites
+        .lines
+        .iter()
+        .find(|l| l.file.ends_with("numa.c"))
+        .unwrap()
+        .file
+        .clone();
+    let at = |m: &str| format!("{file}:{}", line_of(NUMA_SRC, m));
+    let collapsed = |cost: &str, p: &[&Path]| {
+        parse_collapsed(
+            &String::from_utf8(export(&["--format", "collapsed", "--cost", cost], p)).unwrap(),
+        )
+    };
+
+    let remote = collapsed("remote-accesses", &[n1]);
+    assert_eq!(remote.iter().map(|x| x.1).sum::<u64>(), numa1.remote);
+    let site = numa1
+        .sites
+        .iter()
+        .find(|x| x.place.as_deref() == Some(at("MARK_REMOTE").as_str()))
+        .unwrap();
+    assert_eq!(site.remote, 1 << 16, "{site:?}");
+    assert_eq!(
+        count_ending(&remote, &["reader", &at("MARK_REMOTE")]),
+        1 << 16
+    );
+    let touches = collapsed("first-touches", &[n1]);
+    assert_eq!(touches.iter().map(|x| x.1).sum::<u64>(), numa1.pages);
+    let touch = numa1
+        .first_touch
+        .iter()
+        .find(|x| x.place.as_deref() == Some(at("MARK_TOUCH").as_str()))
+        .unwrap();
+    assert!(touch.pages >= 128, "{touch:?}");
+    assert_eq!(
+        count_ending(&touches, &["main", &at("MARK_TOUCH")]),
+        touch.pages
+    );
+
+    // Merged: rank selects an input, thread and object the first touches.
+    let f = export_file(&["--format", "pprof"], &[n1, n2], &s.path("numa.pb.gz"));
+    let top = pprof(&["-top", "-sample_index=remote_accesses"], &f);
+    assert_eq!(
+        top_row(&top),
+        ((numa1.remote + numa2.remote).to_string(), "reader".into()),
+        "{top}"
+    );
+    for (rank, numa) in [(0, numa1), (1, numa2)] {
+        let top = pprof(
+            &[
+                "-top",
+                "-sample_index=remote_accesses",
+                &format!("-tagfocus=rank={rank}"),
+            ],
+            &f,
+        );
+        assert_eq!(
+            top_row(&top),
+            (numa.remote.to_string(), "reader".into()),
+            "rank {rank}: {top}"
+        );
+    }
+    let top = pprof(
+        &["-top", "-sample_index=first_touches", "-tagfocus=thread=0"],
+        &f,
+    );
+    assert_eq!(
+        top_row(&top),
+        (format!("{}pages", numa1.pages + numa2.pages), "main".into()),
+        "{top}"
+    );
+    let top = pprof(
+        &[
+            "-top",
+            "-sample_index=first_touches",
+            "-tagfocus=object=heap block allocated at",
+        ],
+        &f,
+    );
+    assert!(
+        top.contains(&format!(
+            "Showing nodes accounting for {}pages",
+            2 * touch.pages
+        )),
+        "{top}"
+    );
+    let cg = export_file(&["--format", "callgrind"], &[n1], &s.path("numa.callgrind"));
+    let by_remote = String::from_utf8_lossy(
+        &sh(Command::new("callgrind_annotate")
+            .current_dir(s.path(""))
+            .arg("--sort=RemoteAccesses")
+            .arg(&cg))
+        .stdout,
+    )
+    .into_owned();
+    let first = by_remote
+        .lines()
+        .skip_while(|l| !l.contains("file:function"))
+        .nth(2)
+        .unwrap();
+    assert!(first.ends_with("numa.c:reader"), "{by_remote}");
+    let profiles = check_speedscope(&export(&["--format", "speedscope"], &[n1]));
+    assert_eq!(profiles["remote accesses"].1, numa1.remote);
+    assert_eq!(profiles["pages first touched"].1, numa1.pages);
+
+    // Sharing: counters_global.c's false sharing on `counters`, written at MARK_STORE.
+    let src = fixture("sharing/counters_global.c");
+    s.compile(
+        &profcc(),
+        &[
+            "-O1",
+            "-g",
+            "-pthread",
+            src.to_str().unwrap(),
+            "-o",
+            "counters",
+        ],
+    );
+    let (out, _) = s.run_profiled("counters", &["2"], "summary=0");
+    assert!(out.status.success());
+    let p = s.path("counters.profile.json");
+    let r = report(&p, &["--top", "0"]);
+    let findings = &r.sharing.as_ref().expect("a sharing section").findings;
+    let invalidations: u64 = findings.iter().map(|f| f.invalidations).sum();
+    assert!(invalidations > 0, "{findings:?}");
+    let store = format!(
+        "{}:{}",
+        findings[0].places[0].file,
+        line_of(&std::fs::read_to_string(&src).unwrap(), "MARK_STORE")
+    );
+    let inv = collapsed("invalidations", &[&p]);
+    assert_eq!(inv.iter().map(|x| x.1).sum::<u64>(), invalidations);
+    assert_eq!(
+        count_ending(&inv, &["worker", &store]),
+        findings[0].invalidations,
+        "{inv:?}"
+    );
+    let f = export_file(&["--format", "pprof"], &[&p], &s.path("counters.pb.gz"));
+    for focus in ["object=^counters$", "thread=2"] {
+        let top = pprof(
+            &[
+                "-top",
+                "-sample_index=invalidations",
+                &format!("-tagfocus={focus}"),
+            ],
+            &f,
+        );
+        assert_eq!(
+            top_row(&top),
+            (findings[0].invalidations.to_string(), "worker".into()),
+            "{focus}: {top}"
+        );
+    }
+}

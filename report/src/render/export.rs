@@ -888,7 +888,7 @@ fn pprof_profile(r: &Report) -> Result<proto::Profile, String> {
                     key: strings.id(k),
                     str: 0,
                     num: *v,
-                    num_unit: 0,
+                    num_unit: strings.id("count"),
                 },
             })
             .collect();
