@@ -392,7 +392,7 @@ fn callgrind_annotate_lists_the_hot_line_and_function() {
         let s = n.to_string();
         let mut out = String::new();
         for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
                 out.push(',');
             }
             out.push(c);

@@ -551,13 +551,18 @@ pub fn speedscope(r: &Report) -> Result<Vec<u8>, String> {
     Ok(serde_json::to_vec(&file).expect("JSON into memory"))
 }
 
+/// A call from a line of a function: (call line, callee file, callee function).
+type CgCallKey = (u32, String, String);
+
+/// Its calls, the callee's line (where the call lands) and its inclusive cost.
+type CgCall = (u64, u32, [u64; COSTS]);
+
 /// Costs at one line of one function, and the calls it makes from there.
 #[derive(Default)]
 struct CgFunction {
     /// Self cost by line (0: no line known).
     lines: BTreeMap<u32, [u64; COSTS]>,
-    /// (call line, callee file, callee function) -> (calls, the callee's line, inclusive cost).
-    calls: BTreeMap<(u32, String, String), (u64, u32, [u64; COSTS])>,
+    calls: BTreeMap<CgCallKey, CgCall>,
 }
 
 fn add(to: &mut [u64; COSTS], v: &[u64; COSTS]) {
@@ -833,9 +838,10 @@ fn pprof_profile(r: &Report) -> Result<proto::Profile, String> {
         // function they were inlined into.
         let mut ids = Vec::new();
         let mut group: Vec<Loc> = Vec::new();
-        for l in &s.stack {
+        for (i, l) in s.stack.iter().enumerate() {
             group.push(l.clone());
-            if l.inlined {
+            // A stack cut inside inlined code ends its last location there.
+            if l.inlined && i + 1 < s.stack.len() {
                 continue;
             }
             let key = std::mem::take(&mut group);
@@ -873,7 +879,6 @@ fn pprof_profile(r: &Report) -> Result<proto::Profile, String> {
             }
             ids.push(id);
         }
-        debug_assert!(group.is_empty(), "a stack ends in an inlined frame");
         let label = s
             .labels
             .iter()
@@ -956,6 +961,175 @@ pub fn pprof(r: &Report) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::merge::{Input, Merged};
+    use crate::model::AllocSite;
+    use profcc_schema::AccessKind;
+
+    fn frame(function: Option<&str>, line: u32, inlined: bool) -> Frame {
+        Frame {
+            address: 0x1000 + line as u64,
+            module: Some("/bin/kernel".into()),
+            offset: Some(line as u64),
+            function: function.map(str::to_string),
+            file: function.map(|_| "k.c".to_string()),
+            line: function.map(|_| line),
+            column: None,
+            inlined,
+        }
+    }
+
+    /// A report of two access lines (one compiled into two functions) and two allocation
+    /// sites: one whose stack has an inlined frame and an unsymbolised caller, one cut inside
+    /// inlined code.
+    fn report() -> Report {
+        let p = crate::tests::profile(
+            7,
+            vec![
+                crate::tests::site("k.c", 10, 1, "hot", AccessKind::Read, 8, 900, 1),
+                crate::tests::site("k.c", 10, 5, "hot", AccessKind::Write, 8, 100, 1),
+                crate::tests::site("k.c", 10, 1, "other", AccessKind::Read, 8, 5, 1),
+                crate::tests::site("k.c", 20, 1, "cold", AccessKind::Atomic, 8, 3, 1),
+            ],
+        );
+        let mut r = crate::sections::build(
+            &Merged::new(vec![Input::new("p.json", p, None)]),
+            &crate::sections::Options {
+                top: 0,
+                ..Default::default()
+            },
+        );
+        let site = |bytes, stack| AllocSite {
+            rank: 0,
+            kind: "malloc".into(),
+            count: 2,
+            bytes,
+            frees: 0,
+            max_size: bytes,
+            live_bytes_peak: bytes,
+            live_bytes_at_exit: 0,
+            live_objects_at_exit: 0,
+            threads: 1,
+            merged_sites: 1,
+            stack,
+            wrapper_frames: 0,
+            allocator_ns: 0.0,
+        };
+        r.alloc_sites.sites = vec![
+            site(
+                64,
+                vec![
+                    frame(Some("helper"), 3, true),
+                    frame(Some("outer"), 6, false),
+                    frame(None, 9, false),
+                ],
+            ),
+            site(32, vec![frame(Some("helper"), 4, true)]),
+        ];
+        r
+    }
+
+    #[test]
+    fn collapsed_lines_are_root_first_per_cost() {
+        let r = report();
+        let text = |c| String::from_utf8(collapsed(&r, c).unwrap()).unwrap();
+        assert_eq!(
+            text(Cost::AllocBytes),
+            "helper 32\nkernel+0x9;outer;helper 64\n"
+        );
+        assert_eq!(
+            text(Cost::Accesses),
+            "cold;k.c:20 3\nhot;k.c:10 1000\nother;k.c:10 5\n"
+        );
+        assert_eq!(text(Cost::Writes), "cold;k.c:20 3\nhot;k.c:10 100\n");
+        let e = collapsed(&r, Cost::Invalidations).unwrap_err();
+        assert_eq!(
+            e,
+            "no invalidations in this profile; it has: alloc-bytes, alloc-calls, accesses, reads, writes (choose one with --cost)"
+        );
+    }
+
+    /// One location per return address (inlined frames with their caller, innermost first),
+    /// the string table starting with "", values in sample-type order; the gzipped bytes
+    /// decode to the same message.
+    #[test]
+    fn pprof_locations_hold_inlined_frames() {
+        use prost::Message;
+        let r = report();
+        let p = pprof_profile(&r).unwrap();
+        assert_eq!(p.string_table[0], "");
+        let name = |i: i64| p.string_table[i as usize].as_str();
+        let function = |id: u64| name(p.function[id as usize - 1].name);
+        let lines = |id: u64| -> Vec<(&str, i64)> {
+            p.location[id as usize - 1]
+                .line
+                .iter()
+                .map(|l| (function(l.function_id), l.line))
+                .collect()
+        };
+        let first = &p.sample[0];
+        assert_eq!(first.value, [64, 2, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(first.location_id.len(), 2);
+        assert_eq!(lines(first.location_id[0]), [("helper", 3), ("outer", 6)]);
+        assert_eq!(lines(first.location_id[1]), [("kernel+0x9", 0)]);
+        let cut = &p.sample[1];
+        assert_eq!(lines(cut.location_id[0]), [("helper", 4)]);
+        assert_eq!(name(p.default_sample_type), "alloc_space");
+        let hot = p
+            .sample
+            .iter()
+            .find(|s| lines(s.location_id[0]) == [("hot", 10)])
+            .unwrap();
+        assert_eq!(hot.value, [0, 0, 1000, 900, 100, 0, 0, 0]);
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(pprof(&r).unwrap().as_slice()),
+            &mut raw,
+        )
+        .unwrap();
+        assert_eq!(proto::Profile::decode(raw.as_slice()).unwrap(), p);
+    }
+
+    /// Callgrind: self cost at the innermost frame's line, a call edge per outer frame with
+    /// the site's calls and inclusive cost; the summary sums the self costs.
+    #[test]
+    fn callgrind_costs_and_calls() {
+        let text = String::from_utf8(callgrind(&report()).unwrap()).unwrap();
+        assert!(
+            text.contains("\nsummary: 96 4 1008 908 103 0 0 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nfl=k.c\nfn=helper\n3 64 2\n4 32 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nfl=k.c\nfn=outer\ncfl=k.c\ncfn=helper\ncalls=2 3\n6 64 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nfl=k.c\nfn=hot\n10 0 0 1000 900 100\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nfl=???\nfn=kernel+0x9\ncfl=k.c\ncfn=outer\ncalls=2 6\n0 64 2\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_empty_report_is_an_error_in_every_export() {
+        let mut r = report();
+        r.alloc_sites.sites.clear();
+        r.access_sites.lines.clear();
+        for e in [
+            callgrind(&r).map(|_| ()),
+            pprof(&r).map(|_| ()),
+            speedscope(&r).map(|_| ()),
+            collapsed(&r, Cost::AllocBytes).map(|_| ()),
+        ] {
+            assert!(e.unwrap_err().starts_with("nothing to export"));
+        }
+    }
 
     #[test]
     fn split_sums_to_the_total() {
