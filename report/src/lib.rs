@@ -233,7 +233,7 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
     if a.cost.is_some() && (a.format != Format::Collapsed || a.csv.is_some() || a.trace.is_some()) {
         let _ = writeln!(
             err,
-            "profcc report: --cost chooses the cost of --format collapsed (the other exports have every cost)"
+            "profcc report: --cost chooses the cost of --format collapsed (the other exports have every cost); see 'profcc report --help'"
         );
         return 2;
     }

@@ -228,7 +228,13 @@ fn collapsed_stacks_sum_to_the_report_totals() {
         "{err}"
     );
     let out = run_report(&["--format", "json", "--cost", "accesses"], &[&b.p1]);
-    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--cost") && err.contains("--format collapsed"),
+        "{err}"
+    );
 }
 
 /// What speedscope's schema requires of a file (https://www.speedscope.app/file-format-schema.json:
