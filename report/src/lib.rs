@@ -13,7 +13,9 @@
 //!   the [`model::Report`];
 //! - [`model`]: the report as serialisable data (serde), one type per concept;
 //! - [`render`]: the renderers, each taking the model and nothing else: [`render::text`],
-//!   [`render::json`] (the model through serde), [`render::csv`] (one file per table);
+//!   [`render::json`] (the model through serde), [`render::csv`] (one file per table),
+//!   [`render::export`] (callgrind, pprof, speedscope, collapsed stacks), [`render::trace`]
+//!   (the region snapshots as a Chrome trace);
 //! - [`fmt`]: number formatting for text.
 //!
 //! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
@@ -77,6 +79,21 @@ impl Format {
     pub fn is_binary(self) -> bool {
         matches!(self, Format::Pprof)
     }
+
+    /// An export for another viewer (docs/report.md, "Exports"): every site, whatever `--top`.
+    pub fn is_export(self) -> bool {
+        matches!(
+            self,
+            Format::Callgrind | Format::Pprof | Format::Speedscope | Format::Collapsed
+        )
+    }
+
+    /// The `--format` value.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
 }
 
 /// `profcc report`'s command line.
@@ -88,7 +105,7 @@ pub struct ReportArgs {
     /// Output format
     #[arg(short = 'f', long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Rows per ranked table (0 = all); applies to JSON and CSV too
+    /// Rows per ranked table (0 = all); applies to JSON and CSV too (the exports have all)
     #[arg(short = 'n', long, value_name = "N", default_value_t = 10)]
     pub top: usize,
     /// Sharing findings whose predicted speed-up is below X are counted in one line per kind
@@ -98,6 +115,10 @@ pub struct ReportArgs {
     /// Call-stack frames per site in text output (0 = all); JSON and CSV have whole stacks
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub stack_depth: usize,
+    /// The cost type of `--format collapsed`, one per file as flamegraph.pl and inferno expect
+    /// (default: alloc-bytes)
+    #[arg(long, value_enum, value_name = "COST")]
+    pub cost: Option<render::export::Cost>,
     /// Write the report to FILE instead of standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -126,7 +147,8 @@ pub type LiveProbe =
 /// Writes `bytes` to `path` (`flag` names the option in messages) without clobbering an
 /// input: a path that is one of `profiles` is refused (exit 2); a regular file is written
 /// aside and renamed over it, so a failed write leaves the old one; a path that exists and
-/// is not a regular file (`/dev/stdout`, a FIFO) is written in place.
+/// is not a regular file (`/dev/stdout`, a FIFO) is written in place. A new file gets the
+/// mode the user's umask gives (0644 under umask 022).
 fn write_output(
     flag: &str,
     path: &std::path::Path,
@@ -154,7 +176,10 @@ fn write_output(
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
-        tempfile::NamedTempFile::new_in(dir)
+        // 0666 less the umask, as any file the user creates (tempfile's default is 0600).
+        tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .tempfile_in(dir)
             .and_then(|mut f| f.write_all(bytes).map(|_| f))
             .and_then(|f| f.persist(path).map(|_| ()).map_err(|e| e.error))
     };
@@ -202,9 +227,14 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         let _ = writeln!(
             err,
             "profcc report: --format {}: binary output; name the file with -o FILE",
-            clap::ValueEnum::to_possible_value(&a.format)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default()
+            a.format.name()
+        );
+        return 2;
+    }
+    if a.cost.is_some() && (a.format != Format::Collapsed || a.csv.is_some() || a.trace.is_some()) {
+        let _ = writeln!(
+            err,
+            "profcc report: --cost chooses the cost of --format collapsed (the other exports have every cost); see 'profcc report --help'"
         );
         return 2;
     }
@@ -224,7 +254,7 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
     let report = sections::build(
         &merge::Merged::new(inputs),
         &sections::Options {
-            top: a.top,
+            top: if a.format.is_export() { 0 } else { a.top },
             min_speedup: a.min_speedup,
             live_probe: if a.no_probe { None } else { a.live_probe },
         },
@@ -248,10 +278,24 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         }
         Format::Json => render::json::write(&report, &mut bytes).expect("JSON into memory"),
         Format::Html => bytes = render::html::render(&report, &render::html::HtmlOptions {}),
-        Format::Callgrind => bytes = render::export::callgrind(&report),
-        Format::Pprof => bytes = render::export::pprof(&report),
-        Format::Speedscope => bytes = render::export::speedscope(&report),
-        Format::Collapsed => bytes = render::export::collapsed(&report),
+        Format::Callgrind | Format::Pprof | Format::Speedscope | Format::Collapsed => {
+            let r = match a.format {
+                Format::Callgrind => render::export::callgrind(&report),
+                Format::Pprof => render::export::pprof(&report),
+                Format::Speedscope => render::export::speedscope(&report),
+                _ => render::export::collapsed(
+                    &report,
+                    a.cost.unwrap_or(render::export::Cost::AllocBytes),
+                ),
+            };
+            match r {
+                Ok(b) => bytes = b,
+                Err(e) => {
+                    let _ = writeln!(err, "profcc report: --format {}: {e}", a.format.name());
+                    return 1;
+                }
+            }
+        }
     }
     match &a.output {
         None => {

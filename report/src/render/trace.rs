@@ -1,9 +1,14 @@
 //! `profcc report --trace FILE`: the region snapshots of every input (`roi_interval`;
 //! docs/regions.md, "Snapshots") as a Chrome trace (the JSON object format Perfetto and
-//! chrome://tracing open). Per input, a process; per profiled thread, a thread track with
-//! one slice per region and interval the region ran in (its time inside the region in that
-//! interval, from the interval's start; the interval's counts in its arguments); per region
-//! and thread, a counter track of the bytes it moved per second of the interval.
+//! chrome://tracing open). Per input, a process (two inputs with the same pid, from two
+//! machines or runs, are two processes: the second gets an unused id, its name keeps the
+//! real pid); per profiled thread, a thread track with one slice per region and interval
+//! the region ran in: its time inside the region in that interval, the thread's regions laid
+//! one after another from the interval's start in name order, so that no two slices of a
+//! thread overlap (nested regions are laid side by side too: snapshots do not say which
+//! holds which), each cut at the interval's end; the interval's counts in its arguments. Per
+//! region and thread, a counter track of the bytes it moved per second of the interval. The
+//! profile has no time series of live heap bytes, so the trace has no such counter.
 
 use profcc_schema::regions::{SnapRow, Snapshot};
 use profcc_schema::Profile;
@@ -14,15 +19,32 @@ use std::collections::HashMap;
 pub fn build(profiles: &[&Profile]) -> Option<Value> {
     let mut events = Vec::new();
     let mut any = false;
-    for p in profiles {
+    // Trace process ids in use: each input's pid, or an unused id when another input has it.
+    let mut used: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    let mut spare = profiles.iter().map(|p| p.pid as u64).max().unwrap_or(0);
+    for (input, p) in profiles.iter().enumerate() {
         let Some(g) = p.regions.as_ref().filter(|g| !g.snapshots.is_empty()) else {
             continue;
         };
         any = true;
-        let pid = p.pid;
+        let pid = if used.insert(p.pid as u64) {
+            p.pid as u64
+        } else {
+            spare += 1;
+            used.insert(spare);
+            spare
+        };
+        let real = p.pid;
         let exe = p.exe.rsplit('/').next().unwrap_or(&p.exe);
+        let name = if profiles.len() > 1 {
+            format!("{exe} (pid {real}, input {input})")
+        } else {
+            format!("{exe} (pid {real})")
+        };
         events.push(json!({"ph": "M", "name": "process_name", "pid": pid,
-            "args": {"name": format!("{exe} (pid {pid})")}}));
+            "args": {"name": name}}));
+        events.push(json!({"ph": "M", "name": "process_sort_index", "pid": pid,
+            "args": {"sort_index": input}}));
         let mut threads: Vec<u32> = g
             .snapshots
             .iter()
@@ -57,7 +79,7 @@ fn counter_name(r: &SnapRow) -> String {
 }
 
 /// The slices and counter samples of the interval from `prev` to `cur`.
-fn intervals(pid: u32, tsc_hz: f64, prev: &Snapshot, cur: &Snapshot, events: &mut Vec<Value>) {
+fn intervals(pid: u64, tsc_hz: f64, prev: &Snapshot, cur: &Snapshot, events: &mut Vec<Value>) {
     let before: HashMap<(&str, u32), &SnapRow> = prev
         .rows
         .iter()
@@ -68,7 +90,16 @@ fn intervals(pid: u32, tsc_hz: f64, prev: &Snapshot, cur: &Snapshot, events: &mu
         return;
     }
     let ts = prev.ns as f64 / 1e3;
-    for r in &cur.rows {
+    let end = cur.ns as f64 / 1e3;
+    // Per thread, where its next slice starts.
+    let mut next: HashMap<u32, f64> = HashMap::new();
+    let mut rows: Vec<&SnapRow> = cur.rows.iter().collect();
+    rows.sort_by(|a, b| {
+        a.thread
+            .cmp(&b.thread)
+            .then_with(|| a.region.cmp(&b.region))
+    });
+    for r in rows {
         let zero = SnapRow::default();
         let b = before
             .get(&(r.region.as_str(), r.thread))
@@ -91,9 +122,12 @@ fn intervals(pid: u32, tsc_hz: f64, prev: &Snapshot, cur: &Snapshot, events: &mu
         } else {
             0.0
         };
+        let start = next.get(&r.thread).copied().unwrap_or(ts);
+        let dur = inside_us.min(end - start).max(0.0);
+        next.insert(r.thread, start + dur);
         events.push(
             json!({"ph": "X", "name": r.region, "pid": pid, "tid": r.thread,
-            "ts": ts, "dur": inside_us.min(dt_ns as f64 / 1e3),
+            "ts": start, "dur": dur,
             "args": {"executions": executions, "bytes_read": read, "bytes_written": written,
                      "instructions": instructions, "GB/s over the interval": gbs}}),
         );
