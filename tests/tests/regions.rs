@@ -717,6 +717,17 @@ fn region_snapshots_make_a_trace_and_feed_the_monitor() {
     assert!(events
         .iter()
         .any(|e| e["ph"] == "C" && e["name"] == "triad GB/s (thread 1)"));
+    // The heap counter: one sample per snapshot, each the snapshot's live bytes.
+    let live: Vec<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "heap live bytes")
+        .map(|e| e["args"]["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        live,
+        heaps.iter().map(|h| h.live_bytes).collect::<Vec<_>>(),
+        "heap live bytes"
+    );
     for tid in [0, 1] {
         let read: u64 = events
             .iter()

@@ -7,8 +7,9 @@
 //! one after another from the interval's start in name order, so that no two slices of a
 //! thread overlap (nested regions are laid side by side too: snapshots do not say which
 //! holds which), each cut at the interval's end; the interval's counts in its arguments. Per
-//! region and thread, a counter track of the bytes it moved per second of the interval. The
-//! profile has no time series of live heap bytes, so the trace has no such counter.
+//! region and thread, a counter track of the bytes it moved per second of the interval. Per
+//! input, a counter track of the heap at each snapshot (`heap`: bytes live, and allocations
+//! per second of the interval), where the profile records it.
 
 use profcc_schema::regions::{SnapRow, Snapshot};
 use profcc_schema::Profile;
@@ -62,6 +63,7 @@ pub fn build(profiles: &[&Profile]) -> Option<Value> {
         let mut prev = &zero;
         for cur in &g.snapshots {
             intervals(pid, g.tsc_hz, prev, cur, &mut events);
+            heap(pid, prev, cur, &mut events);
             prev = cur;
         }
         // Every counter back to 0 at the end.
@@ -72,6 +74,28 @@ pub fn build(profiles: &[&Profile]) -> Option<Value> {
         }
     }
     any.then(|| json!({"traceEvents": events, "displayTimeUnit": "ms"}))
+}
+
+/// The heap counters at `cur` (none where the profile does not record the heap): the bytes
+/// live then, and the allocations per second since `prev`.
+fn heap(pid: u64, prev: &Snapshot, cur: &Snapshot, events: &mut Vec<Value>) {
+    let Some(h) = cur.heap else {
+        return;
+    };
+    let ts = cur.ns as f64 / 1e3;
+    events.push(
+        json!({"ph": "C", "name": "heap live bytes", "pid": pid, "ts": ts,
+        "args": {"bytes": h.live_bytes}}),
+    );
+    let before = prev.heap.map_or(0, |p| p.allocations);
+    let secs = cur.ns.saturating_sub(prev.ns) as f64 / 1e9;
+    if secs > 0.0 {
+        let rate = h.allocations.saturating_sub(before) as f64 / secs;
+        events.push(
+            json!({"ph": "C", "name": "heap allocations/s", "pid": pid, "ts": ts,
+            "args": {"allocations/s": rate}}),
+        );
+    }
 }
 
 fn counter_name(r: &SnapRow) -> String {
