@@ -659,6 +659,7 @@ fn trace_slices_do_not_overlap_and_each_input_is_a_process() {
                         row("inner", 0, 1, 3, 400),
                         row("other", 1, 2, 2, 50),
                     ],
+                    heap: None,
                 },
                 Snapshot {
                     ns: 20_000_000,
@@ -667,6 +668,7 @@ fn trace_slices_do_not_overlap_and_each_input_is_a_process() {
                         row("inner", 0, 2, 9, 1400),
                         row("other", 1, 2, 2, 50),
                     ],
+                    heap: None,
                 },
             ],
             ..Default::default()
