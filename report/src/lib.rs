@@ -246,7 +246,15 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
             bytes = render::text::render(&report, &opts).into_bytes();
         }
         Format::Json => render::json::write(&report, &mut bytes).expect("JSON into memory"),
-        Format::Html => bytes = render::html::render(&report, &render::html::HtmlOptions {}),
+        Format::Html => {
+            match render::html::render(&report, &render::html::HtmlOptions::default()) {
+                Ok(b) => bytes = b,
+                Err(e) => {
+                    let _ = writeln!(err, "profcc report: {e}");
+                    return 1;
+                }
+            }
+        }
         Format::Callgrind => bytes = render::export::callgrind(&report),
         Format::Pprof => bytes = render::export::pprof(&report),
         Format::Speedscope => bytes = render::export::speedscope(&report),

@@ -1,14 +1,312 @@
-//! `--format html`: one self-contained HTML page of the report (issue 44; being written).
+//! `--format html`: one self-contained HTML page of the report (issue 44).
+//!
+//! The page is built by plain string building with one escape function ([`escape`]): the
+//! static part is small (head, tab bar, the `<noscript>` findings and totals), so a template
+//! crate would add a dependency and a build step for a few dozen lines. Everything else is
+//! drawn in the browser by `html/report.js` (hand-written, vendored, included with
+//! `include_str!`) from one embedded JSON block: the report model as `render::json` writes
+//! it, with `<`, `>`, `&` and every `/` escaped as `\u003c`, `\u003e`, `\u0026` and `\/`
+//! (JSON escapes, so the data reads back unchanged): a symbol containing `</script>` cannot
+//! end the block, and no `//` (a URL's scheme separator) appears anywhere in the file, even
+//! when the program's own strings (its command line, its symbols) hold a URL. The script
+//! builds every node with `textContent`, never `innerHTML`, so markup in a symbol shows as
+//! text.
+//!
+//! Above [`HtmlOptions::max_bytes`] the largest ranked lists lose their lowest rows (their
+//! ends: every list is ranked) until the data fits, and the page says what was dropped.
 
 use crate::model::Report;
 
+const CSS: &str = include_str!("html/report.css");
+const JS: &str = include_str!("html/report.js");
+
 /// The page's presentation settings.
-#[derive(Debug, Clone, Default)]
-pub struct HtmlOptions {}
+#[derive(Debug, Clone)]
+pub struct HtmlOptions {
+    /// The embedded data's size limit in bytes: above it the lowest-ranked rows are dropped.
+    pub max_bytes: usize,
+}
+
+/// Default [`HtmlOptions::max_bytes`]: 20 MB.
+pub const MAX_BYTES: usize = 20_000_000;
+
+impl Default for HtmlOptions {
+    fn default() -> Self {
+        HtmlOptions {
+            max_bytes: MAX_BYTES,
+        }
+    }
+}
+
+/// HTML-escapes `s` for text and attribute values: `& < > " '` and `/` (so no `//` of a
+/// URL in the program's strings appears in the page).
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '/' => out.push_str("&#47;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON text made safe inside `<script type="application/json">`: `<`, `>`, `&` as
+/// `\u003c`..., `/` as `\/`. Only JSON string contents can hold those characters, and there
+/// these escapes read back as the same characters.
+pub fn script_safe_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + json.len() / 16);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '/' => out.push_str("\\/"),
+            // Line and paragraph separators: valid JSON, but not in old JavaScript strings.
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The model's data, dropping the lowest-ranked rows of the largest lists until its JSON is
+/// at most `max` bytes. Returns the JSON and what was dropped, one line per list.
+fn fitted(report: &Report, max: usize) -> Result<(String, Vec<String>), String> {
+    let json = |r: &Report| serde_json::to_string(r).map_err(|e| format!("--format html: {e}"));
+    let mut text = json(report)?;
+    if text.len() <= max {
+        return Ok((text, Vec::new()));
+    }
+    let mut r = report.clone();
+    let mut dropped: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    for _ in 0..64 {
+        // The list whose JSON is largest loses its lower half.
+        let sizes: Vec<(&'static str, usize, usize)> = lists(&mut r)
+            .into_iter()
+            .map(|(name, len, size)| (name, len, size))
+            .collect();
+        let Some(&(name, len, _)) = sizes.iter().filter(|s| s.1 > 1).max_by_key(|s| s.2) else {
+            break;
+        };
+        let keep = len / 2;
+        truncate(&mut r, name, keep);
+        *dropped.entry(name).or_default() += len - keep;
+        text = json(&r)?;
+        if text.len() <= max {
+            let notes = dropped
+                .iter()
+                .map(|(name, n)| format!("{name}: the lowest-ranked {n} rows dropped"))
+                .collect();
+            return Ok((text, notes));
+        }
+    }
+    Err(format!(
+        "--format html: the report's data is {} bytes even with its lists cut (limit {max}); use --top N",
+        text.len()
+    ))
+}
+
+/// The ranked lists that can lose rows: name, length, JSON size.
+fn lists(r: &mut Report) -> Vec<(&'static str, usize, usize)> {
+    fn size<T: serde::Serialize>(v: &[T]) -> usize {
+        serde_json::to_string(v).map_or(0, |s| s.len())
+    }
+    let mut v = vec![
+        ("findings", r.findings.len(), size(&r.findings)),
+        ("objects", r.objects.len(), size(&r.objects)),
+        (
+            "access lines",
+            r.access_sites.lines.len(),
+            size(&r.access_sites.lines),
+        ),
+        (
+            "allocation sites",
+            r.alloc_sites.sites.len(),
+            size(&r.alloc_sites.sites),
+        ),
+        ("threads", r.threads.len(), size(&r.threads)),
+    ];
+    if let Some(s) = &r.sharing {
+        v.push(("cache lines", s.findings.len(), size(&s.findings)));
+    }
+    if let Some(g) = &r.regions {
+        v.push(("region rows", g.rows.len(), size(&g.rows)));
+    }
+    if let Some(n) = &r.numa {
+        let objects: Vec<_> = n.inputs.iter().flat_map(|i| &i.objects).collect();
+        let sites: Vec<_> = n.inputs.iter().flat_map(|i| &i.sites).collect();
+        v.push(("NUMA objects", objects.len(), size(&objects)));
+        v.push(("NUMA sites", sites.len(), size(&sites)));
+    }
+    v
+}
+
+fn truncate(r: &mut Report, name: &str, keep: usize) {
+    match name {
+        "findings" => r.findings.truncate(keep),
+        "objects" => r.objects.truncate(keep),
+        "access lines" => r.access_sites.lines.truncate(keep),
+        "allocation sites" => r.alloc_sites.sites.truncate(keep),
+        "threads" => r.threads.truncate(keep),
+        "cache lines" => {
+            if let Some(s) = &mut r.sharing {
+                s.findings.truncate(keep)
+            }
+        }
+        "region rows" => {
+            if let Some(g) = &mut r.regions {
+                g.rows.truncate(keep)
+            }
+        }
+        "NUMA objects" | "NUMA sites" => {
+            if let Some(n) = &mut r.numa {
+                let per = keep.div_ceil(n.inputs.len().max(1));
+                for i in &mut n.inputs {
+                    if name == "NUMA objects" {
+                        i.objects.truncate(per)
+                    } else {
+                        i.sites.truncate(per)
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
 
 /// The page.
-pub fn render(report: &Report, _opts: &HtmlOptions) -> Vec<u8> {
-    let _ = report;
-    b"<!doctype html><title>profcc report</title><p>The HTML report is not written yet.</p>\n"
-        .to_vec()
+pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
+    let (json, dropped) = fitted(report, opts.max_bytes)?;
+    let meta = serde_json::json!({
+        "generator": format!("profcc {}", env!("CARGO_PKG_VERSION")),
+        "dropped": dropped,
+        "spaces": profcc_schema::regions::SPACE_NAMES,
+        "local_space": profcc_schema::regions::LOCAL,
+    });
+    let title = match report.summary.inputs.as_slice() {
+        [] => "profcc report".to_string(),
+        [one] => format!("profcc report: {}", base(&one.exe)),
+        [one, ..] => format!(
+            "profcc report: {} (+{} more)",
+            base(&one.exe),
+            report.summary.inputs.len() - 1
+        ),
+    };
+    let mut p = String::with_capacity(json.len() + CSS.len() + JS.len() + 16384);
+    p.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    p.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    p.push_str(&format!("<title>{}</title>\n", escape(&title)));
+    p.push_str("<style>\n");
+    p.push_str(CSS);
+    p.push_str("</style>\n</head>\n<body>\n");
+    p.push_str(&format!(
+        "<header><h1>{}</h1><span id=\"profcc-generator\">{}</span></header>\n",
+        escape(&title),
+        escape(&format!("profcc {}", env!("CARGO_PKG_VERSION")))
+    ));
+    p.push_str("<pre id=\"profcc-errors\" class=\"errors\"></pre>\n");
+    for d in &dropped {
+        p.push_str(&format!(
+            "<p class=\"dropped\">Page size limit ({} bytes): {}</p>\n",
+            opts.max_bytes,
+            escape(d)
+        ));
+    }
+    noscript(report, &mut p);
+    p.push_str("<nav id=\"tabs\"></nav>\n<main id=\"app\"></main>\n");
+    p.push_str("<script type=\"application/json\" id=\"profcc-data\">");
+    p.push_str(&script_safe_json(&json));
+    p.push_str("</script>\n<script type=\"application/json\" id=\"profcc-meta\">");
+    p.push_str(&script_safe_json(&meta.to_string()));
+    p.push_str("</script>\n<script>\n");
+    p.push_str(JS);
+    p.push_str("</script>\n</body>\n</html>\n");
+    Ok(p.into_bytes())
+}
+
+fn base(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The findings and totals without JavaScript.
+fn noscript(r: &Report, p: &mut String) {
+    let t = &r.summary.totals;
+    p.push_str("<noscript>\n<section class=\"noscript\">\n<p>JavaScript is off: the findings and totals follow; the tabs need JavaScript.</p>\n");
+    p.push_str("<h2>Run</h2>\n<table>\n");
+    for i in &r.summary.inputs {
+        p.push_str(&format!(
+            "<tr><th>{}</th><td>{}</td></tr>\n",
+            escape(&i.path),
+            escape(&format!(
+                "{} (pid {}, host {}, {} threads, {:.3} s, {})",
+                i.argv.join(" "),
+                i.pid,
+                i.host,
+                i.threads,
+                i.duration_ns as f64 / 1e9,
+                i.trigger
+            ))
+        ));
+    }
+    p.push_str("</table>\n<h2>Totals</h2>\n<table>\n");
+    let rows: [(&str, u64); 6] = [
+        ("accesses", t.accesses),
+        ("allocations", t.allocations),
+        ("bytes allocated", t.bytes_allocated),
+        ("frees", t.frees),
+        ("live bytes peak", t.live_bytes_peak),
+        ("threads", t.threads as u64),
+    ];
+    for (k, v) in rows {
+        p.push_str(&format!(
+            "<tr><th>{k}</th><td class=\"num\">{}</td></tr>\n",
+            crate::fmt::count(v)
+        ));
+    }
+    p.push_str("</table>\n<h2>Findings</h2>\n");
+    if r.findings.is_empty() {
+        p.push_str("<p>No findings.</p>\n");
+    } else {
+        p.push_str("<ol>\n");
+        for f in &r.findings {
+            p.push_str(&format!(
+                "<li><b>{}</b> {}{}<br>{}<br>fix: {}</li>\n",
+                escape(f.analysis.as_str()),
+                escape(&f.title),
+                if f.places.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {}", escape(&f.places.join(", ")))
+                },
+                escape(&profcc_analysis::findings::impact_text(&f.impact)),
+                escape(&f.fix)
+            ));
+        }
+        p.push_str("</ol>\n");
+    }
+    p.push_str("</section>\n</noscript>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_slashes() {
+        assert_eq!(
+            escape("</script><b>a&b\"'"),
+            "&lt;&#47;script&gt;&lt;b&gt;a&amp;b&quot;&#39;"
+        );
+        let j = script_safe_json(r#"{"a":"</script><b>https://x"}"#);
+        assert!(!j.contains('<') && !j.contains("//"), "{j}");
+        let back: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(back["a"], "</script><b>https://x");
+    }
 }
