@@ -38,18 +38,23 @@ impl Default for HtmlOptions {
     }
 }
 
-/// HTML-escapes `s` for text and attribute values: `& < > " '` and `/` (so no `//` of a
-/// URL in the program's strings appears in the page).
+/// HTML-escapes `s` for text and attribute values: `& < > " '`, and `/`, `:` and the `h` of
+/// `http` so that no URL in the program's strings appears as one in the page's source.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    let b = s.as_bytes();
+    for (i, c) in s.char_indices() {
         match c {
+            'h' | 'H' if b.len() >= i + 4 && b[i + 1..i + 4].eq_ignore_ascii_case(b"ttp") => {
+                out.push_str(&format!("&#{};", c as u32))
+            }
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '/' => out.push_str("&#47;"),
+            ':' => out.push_str("&#58;"),
             c => out.push(c),
         }
     }
@@ -57,12 +62,18 @@ pub fn escape(s: &str) -> String {
 }
 
 /// JSON text made safe inside `<script type="application/json">`: `<`, `>`, `&` as
-/// `\u003c`..., `/` as `\/`. Only JSON string contents can hold those characters, and there
-/// these escapes read back as the same characters.
+/// `\u003c`..., `/` as `\/`, the `h` of `http` as `\u0068`. Only JSON string contents can
+/// hold those characters, and there these escapes read back as the same characters.
 pub fn script_safe_json(json: &str) -> String {
     let mut out = String::with_capacity(json.len() + json.len() / 16);
-    for c in json.chars() {
+    let b = json.as_bytes();
+    for (i, c) in json.char_indices() {
         match c {
+            // `http` only occurs inside JSON strings: its `h` as an escape, so no scheme of
+            // a URL in the program's strings appears in the page's source.
+            'h' | 'H' if b.len() >= i + 4 && b[i + 1..i + 4].eq_ignore_ascii_case(b"ttp") => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
             '<' => out.push_str("\\u003c"),
             '>' => out.push_str("\\u003e"),
             '&' => out.push_str("\\u0026"),
@@ -277,7 +288,7 @@ fn noscript(r: &Report, p: &mut String) {
         p.push_str("<ol>\n");
         for f in &r.findings {
             p.push_str(&format!(
-                "<li><b>{}</b> {}{}<br>{}<br>fix: {}</li>\n",
+                "<li><strong>{}</strong> {}{}<br>{}<br>fix: {}</li>\n",
                 escape(f.analysis.as_str()),
                 escape(&f.title),
                 if f.places.is_empty() {
@@ -304,9 +315,69 @@ mod tests {
             escape("</script><b>a&b\"'"),
             "&lt;&#47;script&gt;&lt;b&gt;a&amp;b&quot;&#39;"
         );
-        let j = script_safe_json(r#"{"a":"</script><b>https://x"}"#);
-        assert!(!j.contains('<') && !j.contains("//"), "{j}");
+        assert!(!escape("see https://x.org").to_lowercase().contains("http"));
+        let j = script_safe_json(r#"{"a":"</script><b>https://x HTTP:h"}"#);
+        assert!(
+            !j.contains('<') && !j.contains("//") && !j.to_lowercase().contains("http"),
+            "{j}"
+        );
         let back: serde_json::Value = serde_json::from_str(&j).unwrap();
-        assert_eq!(back["a"], "</script><b>https://x");
+        assert_eq!(back["a"], "</script><b>https://x HTTP:h");
+    }
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+
+    /// A symbol and a command line with markup and a URL: the page's source holds neither as
+    /// markup nor as a URL, and the data reads back unchanged.
+    #[test]
+    fn html_page_has_no_markup_or_url_from_the_data() {
+        let mut r = crate::tests::sample_report();
+        let evil = "</script><b>x</b><!-- https://evil.example/a";
+        r.objects.push(crate::model::ObjectRow {
+            kind: "global".into(),
+            name: evil.into(),
+            ..Default::default()
+        });
+        r.summary.inputs[0].argv.push(evil.into());
+        let page = String::from_utf8(render(&r, &HtmlOptions::default()).unwrap()).unwrap();
+        assert_eq!(page.matches("</script>").count(), 3);
+        for bad in ["<b>", "<!--", "http", "//", " src=", "url("] {
+            assert!(!page.contains(bad), "{bad}");
+        }
+        let data = page.split("id=\"profcc-data\">").nth(1).unwrap();
+        let data = &data[..data.find("</script>").unwrap()];
+        let back: Report = serde_json::from_str(data).unwrap();
+        assert_eq!(back, r);
+    }
+
+    /// Above the size limit the largest lists lose their lowest rows, and the page says so.
+    #[test]
+    fn html_page_above_the_limit_drops_rows_and_says_so() {
+        let mut r = crate::tests::sample_report();
+        for i in 0..2000 {
+            r.objects.push(crate::model::ObjectRow {
+                kind: "heap".into(),
+                name: format!("file{i}.c:{i}"),
+                bytes: Some(i),
+                ..Default::default()
+            });
+        }
+        let full = serde_json::to_string(&r).unwrap().len();
+        let page = render(
+            &r,
+            &HtmlOptions {
+                max_bytes: full / 2,
+            },
+        )
+        .unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains("class=\"dropped\""), "no note");
+        assert!(page.contains("objects: the lowest-ranked"));
+        assert!(page.len() < full, "{} of {full}", page.len());
+        let tiny = render(&r, &HtmlOptions { max_bytes: 10 });
+        assert!(tiny.unwrap_err().contains("--top N"));
     }
 }

@@ -270,7 +270,7 @@
         txt('finding', function (f) { return f.title; }, { cls: 'wrap' }),
         txt('at', function (f) { return f.places[0] || ''; }, { cls: 'mono', title: function (v, f) { return f.places.join('\n'); } }),
         num('saves', function (f) { return f.impact.seconds; }, { fmt: function (v, f) { return v > 0 ? ns(v * 1e9) : f.impact.bytes > 0 ? bytes(f.impact.bytes) : '-'; }, heat: true }),
-        txt('evidence', function (f) { return f.evidence.slice(0, 3).map(function (e) { return e.name + ' ' + evidence(e); }).join('; '); }, { cls: 'wrap' }),
+        txt('evidence', function (f) { return f.evidence.slice(0, 3).map(function (e) { return e.name.replace(/_/g, ' ') + ' ' + evidence(e); }).join('; '); }, { cls: 'wrap' }),
         txt('confidence', function (f) { return f.impact.confidence; }, { node: function (v) { return h('span', { cls: 'conf-' + v, text: v }); } }),
         txt('fix', function (f) { return f.fix; }, { cls: 'wrap' }),
         txt('object', function (f) { return f.objects.map(function (o) { return o.name; }).join(', '); }, {
@@ -298,7 +298,7 @@
     if (e.unit === 'ns') return ns(v);
     if (e.unit === 's' || e.unit === 'seconds') return ns(v * 1e9);
     var s = Math.abs(v) >= 100 || v === Math.round(v) ? int(v) : v.toFixed(2);
-    return s + (e.unit && e.unit !== 'count' ? ' ' + e.unit : '');
+    return s + (e.unit && e.unit !== 'count' && e.unit !== e.name ? (e.unit === 'x' || e.unit === '%' ? '' : ' ') + e.unit : '');
   }
 
   /* ---- Objects ---- */
