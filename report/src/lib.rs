@@ -107,6 +107,10 @@ pub struct ReportArgs {
     /// trace to FILE (open it in Perfetto or chrome://tracing) instead of printing the report
     #[arg(long, value_name = "FILE", conflicts_with_all = ["output", "format", "csv"])]
     pub trace: Option<PathBuf>,
+    /// --format html: annotate the source files under DIR that the report names (the
+    /// Sources tab; at most 4 MB of source text)
+    #[arg(long, value_name = "DIR")]
+    pub sources: Option<PathBuf>,
     /// Do not run the allocator probe for an allocator no shipped description covers (its
     /// size kinds then follow the generic rule)
     #[arg(long)]
@@ -197,6 +201,13 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         let _ = writeln!(err, "profcc report: {e}");
         return 2;
     }
+    if a.sources.is_some() && (a.format != Format::Html || a.csv.is_some() || a.trace.is_some()) {
+        let _ = writeln!(
+            err,
+            "profcc report: --sources DIR is for --format html (its Sources tab)"
+        );
+        return 2;
+    }
     if a.format.is_binary() && a.output.is_none() {
         let _ = writeln!(
             err,
@@ -247,7 +258,17 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         }
         Format::Json => render::json::write(&report, &mut bytes).expect("JSON into memory"),
         Format::Html => {
-            match render::html::render(&report, &render::html::HtmlOptions::default()) {
+            let mut opts = render::html::HtmlOptions::default();
+            if let Some(dir) = &a.sources {
+                match render::html::read_sources(&report, dir, render::html::SOURCES_MAX_BYTES) {
+                    Ok((files, notes)) => (opts.sources, opts.sources_notes) = (files, notes),
+                    Err(e) => {
+                        let _ = writeln!(err, "profcc report: {e}");
+                        return 2;
+                    }
+                }
+            }
+            match render::html::render(&report, &opts) {
                 Ok(b) => bytes = b,
                 Err(e) => {
                     let _ = writeln!(err, "profcc report: {e}");

@@ -838,6 +838,20 @@ pub struct Regions {
     /// `roi_events=0` in every input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<profcc_schema::regions::EventStatus>,
+    /// The inputs' snapshots over time (`roi_interval`; docs/regions.md, "Snapshots"): the
+    /// HTML report's Timeline. Absent when no input has any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<RegionSnapshots>,
+}
+
+/// One input's region snapshots, cumulative counts per region and thread at each moment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RegionSnapshots {
+    /// Index in `summary.inputs`.
+    pub input: usize,
+    /// TSC ticks per second (a row's `ticks` over it: seconds inside the region).
+    pub tsc_hz: f64,
+    pub snapshots: Vec<profcc_schema::regions::Snapshot>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -1266,6 +1266,7 @@ pub(crate) fn sample_report() -> Report {
                 counted: vec!["page_faults".into()],
                 min_us: 100,
             }),
+            snapshots: Vec::new(),
         }),
         threads: vec![
             Thread {

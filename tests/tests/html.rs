@@ -174,7 +174,7 @@ fn html_report_of_two_merged_runs_in_a_browser() {
         &["-O2", "-g", "-pthread", "all.c", "-o", "all"],
         &[("PROFCC_INSTRUMENT", "sharing,numa")],
     );
-    let options = "summary=0:numa=emulate:numa_nodes=2:alloc_ops=1";
+    let options = "summary=0:numa=emulate:numa_nodes=2:alloc_ops=1:roi_interval=5";
     let mut profiles = Vec::new();
     for run in ["one", "two"] {
         let (out, _) = s.run_profiled("all", &[], options);
@@ -192,6 +192,8 @@ fn html_report_of_two_merged_runs_in_a_browser() {
         .env("XDG_CACHE_HOME", probe_cache_home())
         .args(["report", "--format", "html", "-o"])
         .arg(&page)
+        .arg("--sources")
+        .arg(s.path(""))
         .args(&profiles));
     let model: profcc_report::Report = serde_json::from_slice(
         &sh(Command::new(profcc())
@@ -203,7 +205,11 @@ fn html_report_of_two_merged_runs_in_a_browser() {
     .unwrap();
     let html = std::fs::read_to_string(&page).unwrap();
     assert_self_contained(&html);
-    assert_eq!(html.matches("<script").count(), 3, "data, meta, code");
+    assert_eq!(
+        html.matches("<script").count(),
+        4,
+        "data, meta, sources, code"
+    );
     let src = std::fs::read_to_string(fixture("html/all.c")).unwrap();
     let mark_a = format!("all.c:{}", line_of(&src, "MARK_A"));
     // Without JavaScript: the findings with their places.
@@ -334,8 +340,42 @@ fn html_report_of_two_merged_runs_in_a_browser() {
         "{objects:?}"
     );
 
+    // Timeline: a chart per input with snapshots.
+    let timeline = section(&dom, "timeline");
+    let snapshots = &model.regions.as_ref().unwrap().snapshots;
+    assert_eq!(snapshots.len(), 2, "both inputs took snapshots");
+    assert_eq!(timeline.matches("<canvas").count(), 2);
+
+    // Flame graph: the allocation stacks, main above the call at the ALLOC mark.
+    let flame = text(fragment(
+        section(&dom, "flame"),
+        "data-flame",
+        "</div></div>",
+    ));
+    let alloc_at = format!("malloc at all.c:{}", line_of(&src, "MARK_ALLOC"));
+    assert!(
+        flame.contains("main") && flame.contains(&alloc_at),
+        "{flame}"
+    );
+
+    // Sources: all.c with the A mark's line annotated with its accesses.
+    let line = line_of(&src, "MARK_A");
+    let row = rows(section(&dom, "sources"), "data-source=")
+        .into_iter()
+        .find(|r| r[0] == line.to_string())
+        .expect("the A mark's line");
+    let accesses: u64 = model
+        .access_sites
+        .lines
+        .iter()
+        .filter(|l| l.file.ends_with("/all.c") && l.line == line)
+        .map(|l| l.accesses)
+        .sum();
+    assert_eq!(row[1], thousands(accesses), "{row:?}");
+    assert!(row[6].contains("MARK_A"), "{row:?}");
+
     // Screenshots are pictures, not one colour.
-    for tab in ["summary", "lines", "numa"] {
+    for tab in ["summary", "lines", "numa", "timeline"] {
         let (w, h, px) = screenshot(&s, &page, tab);
         assert_eq!((w, h), (1280, 900));
         let mut counts = std::collections::HashMap::new();

@@ -25,7 +25,21 @@ const JS: &str = include_str!("html/report.js");
 pub struct HtmlOptions {
     /// The embedded data's size limit in bytes: above it the lowest-ranked rows are dropped.
     pub max_bytes: usize,
+    /// Source files for the Sources tab ([`read_sources`]; empty: no tab content).
+    pub sources: Vec<SourceFile>,
+    /// Why some files were left out of `sources` (the cap, unreadable), one line each.
+    pub sources_notes: Vec<String>,
 }
+
+/// One source file shown in the Sources tab: its path as the report names it, and its text.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SourceFile {
+    pub path: String,
+    pub text: String,
+}
+
+/// Default cap on the source text a page embeds (`--sources DIR`).
+pub const SOURCES_MAX_BYTES: usize = 4_000_000;
 
 /// Default [`HtmlOptions::max_bytes`]: 20 MB.
 pub const MAX_BYTES: usize = 20_000_000;
@@ -34,6 +48,8 @@ impl Default for HtmlOptions {
     fn default() -> Self {
         HtmlOptions {
             max_bytes: MAX_BYTES,
+            sources: Vec::new(),
+            sources_notes: Vec::new(),
         }
     }
 }
@@ -192,6 +208,72 @@ fn truncate(r: &mut Report, name: &str, keep: usize) {
     }
 }
 
+/// The source files the report names (access lines, NUMA sites, sharing places, allocation
+/// frames) that are under `dir`, most-accessed first, until `max_bytes` of text; and why any
+/// was left out. `--sources DIR`: only files the user named a directory for are read.
+pub fn read_sources(
+    report: &Report,
+    dir: &std::path::Path,
+    max_bytes: usize,
+) -> Result<(Vec<SourceFile>, Vec<String>), String> {
+    let root =
+        std::fs::canonicalize(dir).map_err(|e| format!("--sources {}: {e}", dir.display()))?;
+    let mut weight: std::collections::HashMap<String, u64> = Default::default();
+    let mut add = |file: &str, w: u64| {
+        if !file.is_empty() {
+            *weight.entry(file.to_string()).or_default() += w.max(1);
+        }
+    };
+    for l in &report.access_sites.lines {
+        add(&l.file, l.accesses);
+    }
+    if let Some(n) = &report.numa {
+        for s in n.inputs.iter().flat_map(|i| &i.sites) {
+            if let Some((f, _)) = s.place.as_deref().and_then(|p| p.rsplit_once(':')) {
+                add(f, s.accesses);
+            }
+        }
+    }
+    if let Some(sh) = &report.sharing {
+        for p in sh.findings.iter().flat_map(|f| &f.places) {
+            add(&p.file, p.reads + p.writes);
+        }
+    }
+    for s in &report.alloc_sites.sites {
+        for f in &s.stack {
+            if let Some(file) = &f.file {
+                add(file, s.count);
+            }
+        }
+    }
+    let mut files: Vec<(String, u64)> = weight.into_iter().collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let (mut out, mut notes, mut total) = (Vec::new(), Vec::new(), 0usize);
+    for (path, _) in files {
+        let Ok(real) = std::fs::canonicalize(root.join(&path)) else {
+            continue;
+        };
+        if !real.starts_with(&root) {
+            continue;
+        }
+        match std::fs::read(&real) {
+            Ok(bytes) if total + bytes.len() <= max_bytes => {
+                total += bytes.len();
+                out.push(SourceFile {
+                    path,
+                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                });
+            }
+            Ok(bytes) => notes.push(format!(
+                "{path}: left out ({} bytes; the page keeps at most {max_bytes} bytes of source)",
+                bytes.len()
+            )),
+            Err(e) => notes.push(format!("{path}: {e}")),
+        }
+    }
+    Ok((out, notes))
+}
+
 /// The page.
 pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
     let (json, dropped) = fitted(report, opts.max_bytes)?;
@@ -210,7 +292,8 @@ pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
             report.summary.inputs.len() - 1
         ),
     };
-    let mut p = String::with_capacity(json.len() + CSS.len() + JS.len() + 16384);
+    let source_bytes: usize = opts.sources.iter().map(|s| s.text.len()).sum();
+    let mut p = String::with_capacity(json.len() + source_bytes + CSS.len() + JS.len() + 16384);
     p.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     p.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     p.push_str(&format!("<title>{}</title>\n", escape(&title)));
@@ -236,7 +319,14 @@ pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
     p.push_str(&script_safe_json(&json));
     p.push_str("</script>\n<script type=\"application/json\" id=\"profcc-meta\">");
     p.push_str(&script_safe_json(&meta.to_string()));
-    p.push_str("</script>\n<script>\n");
+    p.push_str("</script>\n");
+    if !opts.sources.is_empty() || !opts.sources_notes.is_empty() {
+        let sources = serde_json::json!({"files": opts.sources, "notes": opts.sources_notes});
+        p.push_str("<script type=\"application/json\" id=\"profcc-sources\">");
+        p.push_str(&script_safe_json(&sources.to_string()));
+        p.push_str("</script>\n");
+    }
+    p.push_str("<script>\n");
     p.push_str(JS);
     p.push_str("</script>\n</body>\n</html>\n");
     Ok(p.into_bytes())

@@ -754,6 +754,254 @@
     if (g.dropped || g.unmatched_ends) add(el, note(int(g.dropped) + ' markers dropped, ' + int(g.unmatched_ends) + ' unmatched ends.'));
   });
 
+  /* ---- Timeline: region snapshots over time ---- */
+  function regionColour(name) {
+    var x = 0;
+    for (var i = 0; i < name.length; i++) x = (x * 31 + name.charCodeAt(i)) % 360;
+    return 'hsl(' + x + ',65%,42%)';
+  }
+  /* Per input: [{t0, t1, rows: {region: {bytes, executions, instructions}}}] of each interval. */
+  function intervals(snaps) {
+    var out = [], prev = { ns: 0, rows: [] };
+    snaps.forEach(function (cur) {
+      var before = {};
+      prev.rows.forEach(function (r) { before[r.region + '\u0000' + r.thread] = r; });
+      var per = {};
+      cur.rows.forEach(function (r) {
+        var b = before[r.region + '\u0000' + r.thread] || { bytes_read: 0, bytes_written: 0, executions: 0, instructions: 0 };
+        var x = per[r.region] = per[r.region] || { bytes: 0, executions: 0, instructions: 0 };
+        x.bytes += Math.max(0, r.bytes_read + r.bytes_written - b.bytes_read - b.bytes_written);
+        x.executions += Math.max(0, r.executions - b.executions);
+        x.instructions += Math.max(0, r.instructions - b.instructions);
+      });
+      out.push({ t0: prev.ns / 1e9, t1: cur.ns / 1e9, rows: per });
+      prev = cur;
+    });
+    return out;
+  }
+  /* The cumulative rows of the last snapshot at or before t (seconds), by region and thread. */
+  function at(snaps, t) {
+    var best = { ns: 0, rows: [] };
+    snaps.forEach(function (s) { if (s.ns / 1e9 <= t + 1e-12) best = s; });
+    return best;
+  }
+  function timeline(el, g) {
+    var snaps = g.snapshots, iv = intervals(snaps);
+    if (!iv.length) return;
+    var regions = {};
+    iv.forEach(function (i) { for (var r in i.rows) regions[r] = true; });
+    var names = Object.keys(regions).sort();
+    var tmax = iv[iv.length - 1].t1, ymax = 0;
+    iv.forEach(function (i) { names.forEach(function (r) { var x = i.rows[r]; if (x && i.t1 > i.t0) ymax = Math.max(ymax, x.bytes / (i.t1 - i.t0) / 1e9); }); });
+    if (!(ymax > 0)) ymax = 1;
+    var W = 1100, H = 240, L = 60, B = 30, T = 10;
+    var c = h('canvas', { width: W, height: H, cls: 'chart', 'data-chart': 'bandwidth ' + g.input });
+    var sel = null, drag = null;
+    var selBox = h('div');
+    function x(t) { return L + (W - L - 10) * t / tmax; }
+    function y(v) { return H - B - (H - B - T) * v / ymax; }
+    function draw() {
+      var g2 = c.getContext('2d');
+      g2.clearRect(0, 0, W, H);
+      g2.fillStyle = '#fff'; g2.fillRect(0, 0, W, H);
+      g2.strokeStyle = '#d9dde5'; g2.fillStyle = '#5d6778'; g2.font = '11px sans-serif';
+      for (var k = 0; k <= 4; k++) {
+        var v = ymax * k / 4;
+        g2.beginPath(); g2.moveTo(L, y(v)); g2.lineTo(W - 10, y(v)); g2.stroke();
+        g2.fillText(v.toFixed(v < 10 ? 2 : 0), 4, y(v) + 4);
+      }
+      for (var k2 = 0; k2 <= 8; k2++) { var t = tmax * k2 / 8; g2.fillText(t.toFixed(3) + ' s', x(t) - 14, H - 10); }
+      if (sel) { g2.fillStyle = 'rgba(40,87,184,0.15)'; g2.fillRect(x(sel[0]), T, x(sel[1]) - x(sel[0]), H - B - T); }
+      names.forEach(function (r) {
+        g2.strokeStyle = regionColour(r); g2.lineWidth = 2; g2.beginPath();
+        iv.forEach(function (i, n) {
+          var xr = i.rows[r], v = xr && i.t1 > i.t0 ? xr.bytes / (i.t1 - i.t0) / 1e9 : 0;
+          if (n === 0) g2.moveTo(x(i.t0), y(v)); else g2.lineTo(x(i.t0), y(v));
+          g2.lineTo(x(i.t1), y(v));
+        });
+        g2.stroke();
+      });
+    }
+    function tOf(e) { var r = c.getBoundingClientRect(); return Math.max(0, Math.min(tmax, ((e.clientX - r.left) * W / r.width - L) / (W - L - 10) * tmax)); }
+    c.addEventListener('mousedown', function (e) { drag = tOf(e); sel = [drag, drag]; draw(); });
+    c.addEventListener('mousemove', function (e) { if (drag !== null) { var t = tOf(e); sel = [Math.min(drag, t), Math.max(drag, t)]; draw(); } });
+    window.addEventListener('mouseup', function () { if (drag !== null) { drag = null; selected(); } });
+    function selected() {
+      selBox.textContent = '';
+      if (!sel || sel[1] - sel[0] <= 0) { sel = null; draw(); return; }
+      var a = at(snaps, sel[0]), b = at(snaps, sel[1]);
+      var before = {};
+      a.rows.forEach(function (r) { before[r.region + '\u0000' + r.thread] = r; });
+      var rows = b.rows.map(function (r) {
+        var p = before[r.region + '\u0000' + r.thread] || { bytes_read: 0, bytes_written: 0, executions: 0, ticks: 0, instructions: 0 };
+        return { region: r.region, thread: r.thread, executions: r.executions - p.executions, read: r.bytes_read - p.bytes_read,
+          written: r.bytes_written - p.bytes_written, seconds: g.tsc_hz > 0 ? (r.ticks - p.ticks) / g.tsc_hz : null, instructions: r.instructions - p.instructions };
+      });
+      var dt = (b.ns - a.ns) / 1e9;
+      add(selBox, h('h3', { text: 'Selection ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s (the snapshots around the range)' }));
+      add(selBox, table({
+        name: 'timeline selection ' + g.input, rows: rows,
+        columns: [txt('region', function (r) { return r.region; }, { cls: 'mono' }), num('thread', function (r) { return r.thread; }),
+          num('executions', function (r) { return r.executions; }), num('bytes read', function (r) { return r.read; }, { heat: true }),
+          num('bytes written', function (r) { return r.written; }, { heat: true }),
+          num('time in region', function (r) { return r.seconds; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; } }),
+          num('GB/s over the range', function (r) { return dt > 0 ? (r.read + r.written) / dt / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } }),
+          num('instructions', function (r) { return r.instructions; })]
+      }));
+      draw();
+    }
+    draw();
+    add(el, h('h3', { text: 'Input ' + input(g.input) + ': GB/s (bytes moved per second) by each region, all threads, ' + snaps.length + ' snapshots' }));
+    add(el, c);
+    add(el, h('div', { cls: 'legend' }, names.map(function (r) { return h('span', null, h('span', { cls: 'sw', style: 'background:' + regionColour(r) }), r); })));
+    add(el, note('Drag across the chart to select a range: the table below gives each region\'s and thread\'s counts inside it.'));
+    add(el, selBox);
+  }
+  tab('timeline', 'Timeline', !!(R.regions && R.regions.snapshots && R.regions.snapshots.length), function (el) {
+    var s = R.regions && R.regions.snapshots;
+    if (!s || !s.length) { add(el, note('No snapshots: run the program with PROFCC_OPTIONS=roi_interval=100 (milliseconds) to have the regions\' counts over time.')); return; }
+    s.forEach(function (g) { timeline(el, g); });
+    add(el, note('Live heap bytes over time are not recorded in the profile: the Allocator tab has the peak and the exit.'));
+  });
+
+  /* ---- Flame graph ---- */
+  function flameTrees() {
+    var trees = {};
+    function tree(name) { return trees[name] = trees[name] || { name: 'all', value: 0, kids: {} }; }
+    function push(t, path, v, obj) {
+      if (!(v > 0)) return;
+      var n = t;
+      n.value += v;
+      path.forEach(function (p, i) {
+        var k = n.kids[p.name] = n.kids[p.name] || { name: p.name, value: 0, kids: {} };
+        k.value += v;
+        if (p.obj) k.obj = p.obj;
+        n = k;
+      });
+      if (obj && !n.obj) n.obj = obj;
+    }
+    R.alloc_sites.sites.forEach(function (s) {
+      var id = siteIdentity(s), w = s.wrapper_frames || 0;
+      var path = s.stack.map(function (f, i) {
+        return { name: f.function || (f.module ? base(f.module) + '+' + hex(f.offset) : hex(f.address)), obj: i === w ? id : null };
+      }).reverse();
+      /* The allocation call's place as the leaf: one box per site. */
+      path.push({ name: s.kind + ' at ' + id, obj: id });
+      push(tree('allocated bytes'), path, s.bytes);
+      push(tree('allocations'), path, s.count);
+      push(tree('live bytes at exit'), path, s.live_bytes_at_exit);
+    });
+    R.access_sites.lines.forEach(function (l) {
+      push(tree('accesses'), [{ name: l.function || '?' }, { name: base(l.file) + ':' + l.line }], l.accesses);
+    });
+    (R.numa ? R.numa.inputs : []).forEach(function (n) {
+      n.sites.forEach(function (s) { push(tree('remote accesses'), [{ name: s.function || '?' }, { name: s.place ? base(s.place) : '?' }], s.remote); });
+    });
+    (R.sharing ? R.sharing.findings : []).forEach(function (f) {
+      var o = f.objects[0], name = o ? objectName(o) : null, all = sum(f.places, function (p) { return p.reads + p.writes; });
+      f.places.forEach(function (p) {
+        push(tree('invalidations'), [{ name: p.function || '?' }, { name: (p.line ? base(p.file) + ':' + p.line : p.file) }],
+          all > 0 ? f.invalidations * (p.reads + p.writes) / all : 0, name);
+      });
+    });
+    return trees;
+  }
+  tab('flame', 'Flame graph', R.alloc_sites.sites.length > 0 || R.access_sites.lines.length > 0, function (el) {
+    var trees = flameTrees(), costs = Object.keys(trees);
+    if (!costs.length) { add(el, note('No allocation stacks or access sites recorded.')); return; }
+    var cost = costs[0], root = trees[cost], zoom = null;
+    var select = h('select', null, costs.map(function (c) { return h('option', { value: c, text: c }); }));
+    var search = h('input', { type: 'search', placeholder: 'search functions...' });
+    var matched = h('span', { cls: 'count' });
+    var reset = h('button', { text: 'reset zoom' });
+    var box = h('div', { cls: 'flame', 'data-flame': '1' });
+    var info = h('div', { cls: 'mono' });
+    function label(v) { return cost.indexOf('bytes') >= 0 ? bytes(v) + ' (' + int(v) + ' bytes)' : int(v); }
+    function draw() {
+      box.textContent = '';
+      var top = zoom || root, q = search.value.trim().toLowerCase(), hit = 0, depthMax = 0;
+      function walk(n, x, depth, under) {
+        var w = n.value / top.value;
+        if (w < 0.002) return;
+        depthMax = Math.max(depthMax, depth);
+        var m = q && n.name.toLowerCase().indexOf(q) >= 0;
+        if (m && !under) hit += n.value;
+        var d = h('div', {
+          cls: q ? (m ? 'match' : 'dim') : null, title: n.name + ': ' + label(n.value) + ', ' + pct(n.value, root.value) + (n.obj ? ' (object ' + n.obj + ')' : ''),
+          style: 'left:' + (100 * x).toFixed(4) + '%;width:' + (100 * w).toFixed(4) + '%;top:' + depth * 19 + 'px;background:' + flameColour(n.name), text: n.name
+        });
+        d.addEventListener('click', function () {
+          zoom = n === root ? null : n;
+          info.textContent = '';
+          add(info, [n.name + ': ' + label(n.value) + ', ' + pct(n.value, root.value) + ' of all ', n.obj ? objLink(n.obj, 'open object ' + n.obj) : null]);
+          draw();
+        });
+        box.appendChild(d);
+        var kids = Object.keys(n.kids).map(function (k) { return n.kids[k]; }).sort(function (a, b) { return b.value - a.value; });
+        var cx = x;
+        kids.forEach(function (k) { walk(k, cx, depth + 1, under || m); cx += k.value / top.value; });
+      }
+      if (top.value > 0) walk(top, 0, 0, false);
+      box.style.height = (depthMax + 1) * 19 + 2 + 'px';
+      matched.textContent = q ? 'matched: ' + pct(hit, top.value) + ' of ' + cost : '';
+    }
+    select.addEventListener('change', function () { cost = select.value; root = trees[cost]; zoom = null; draw(); });
+    search.addEventListener('input', draw);
+    reset.addEventListener('click', function () { zoom = null; draw(); });
+    add(el, h('div', { cls: 'tools' }, 'cost ', select, search, matched, reset));
+    add(el, note('Allocation stacks: the outermost frame at the top, the allocation call at the bottom. Access costs: function, then line. Click a frame to zoom in; its object, when it has one, opens from the line below.'));
+    add(el, box);
+    add(el, info);
+    draw();
+  });
+  function flameColour(name) {
+    var x = 0;
+    for (var i = 0; i < name.length; i++) x = (x * 33 + name.charCodeAt(i)) % 1000;
+    return 'hsl(' + (10 + x % 40) + ',' + (70 + x % 20) + '%,' + (62 + x % 12) + '%)';
+  }
+
+  /* ---- Sources: annotated lines (--sources DIR) ---- */
+  tab('sources', 'Sources', !!document.getElementById('profcc-sources'), function (el) {
+    var node = document.getElementById('profcc-sources');
+    if (!node) { add(el, note('No sources: name the directory they are under with profcc report --format html --sources DIR.')); return; }
+    var S = JSON.parse(node.textContent);
+    (S.notes || []).forEach(function (n) { add(el, note(n)); });
+    var per = {};
+    function metric(file, line, k, v) {
+      if (!file || !line || !(v > 0)) return;
+      var f = per[file] = per[file] || {}, l = f[line] = f[line] || {};
+      l[k] = (l[k] || 0) + v;
+    }
+    function split(place) { var i = place ? place.lastIndexOf(':') : -1; return i > 0 ? [place.slice(0, i), +place.slice(i + 1)] : [null, 0]; }
+    R.access_sites.lines.forEach(function (l) { metric(l.file, l.line, 'accesses', l.accesses); metric(l.file, l.line, 'writes', l.writes); });
+    (R.numa ? R.numa.inputs : []).forEach(function (n) { n.sites.forEach(function (s) { var p = split(s.place); metric(p[0], p[1], 'remote', s.remote); }); });
+    (R.sharing ? R.sharing.findings : []).forEach(function (f) { f.places.forEach(function (p) { metric(p.file, p.line, 'shared', p.reads + p.writes); }); });
+    R.alloc_sites.sites.forEach(function (s) { var f = programFrame(s); if (f) metric(f.file, f.line, 'allocated', s.bytes); });
+    var KEYS = [['accesses', 'accesses'], ['writes', 'writes'], ['remote', 'remote accesses'], ['shared', 'accesses to shared lines'], ['allocated', 'bytes allocated']];
+    S.files.forEach(function (file) {
+      var m = per[file.path] || {}, lines = file.text.split('\n');
+      if (lines.length && lines[lines.length - 1] === '') lines.pop();
+      var max = {};
+      KEYS.forEach(function (k) { max[k[0]] = 0; for (var l in m) max[k[0]] = Math.max(max[k[0]], m[l][k[0]] || 0); });
+      add(el, h('h2', { cls: 'mono', text: file.path }));
+      var show = lines.map(function () { return lines.length <= 400; });
+      Object.keys(m).forEach(function (l) { for (var i = +l - 6; i < +l + 5; i++) if (i >= 0 && i < lines.length) show[i] = true; });
+      var t = h('table', { cls: 'data source', 'data-source': file.path });
+      add(t, h('tr', null, h('th', { cls: 'num', text: 'line' }), KEYS.map(function (k) { return h('th', { cls: 'num', text: k[1] }); }), h('th', { text: 'source' })));
+      var gap = false;
+      lines.forEach(function (text, i) {
+        if (!show[i]) { if (!gap) add(t, h('tr', null, h('td', { colspan: KEYS.length + 2, cls: 'muted', text: '...' }))); gap = true; return; }
+        gap = false;
+        var x = m[i + 1] || {};
+        add(t, h('tr', { id: 'src-' + base(file.path) + '-' + (i + 1) }, h('td', { cls: 'num muted', text: String(i + 1) }),
+          KEYS.map(function (k) { var v = x[k[0]]; return h('td', { cls: 'num', style: heat(v, max[k[0]]), text: v ? int(v) : '' }); }),
+          h('td', null, h('pre', { cls: 'src', text: text }))));
+      });
+      add(el, h('div', { cls: 'scroll' }, t));
+    });
+    if (!S.files.length) add(el, note('None of the files the report names is under the directory given.'));
+  });
+
   /* ---- Build the page ---- */
   var nav = document.getElementById('tabs'), app = document.getElementById('app');
   TABS.forEach(function (t) {
