@@ -115,10 +115,7 @@ fn fitted(report: &Report, max: usize) -> Result<(String, Vec<String>), String> 
     let mut dropped: std::collections::BTreeMap<&'static str, usize> = Default::default();
     for _ in 0..64 {
         // The list whose JSON is largest loses its lower half.
-        let sizes: Vec<(&'static str, usize, usize)> = lists(&mut r)
-            .into_iter()
-            .map(|(name, len, size)| (name, len, size))
-            .collect();
+        let sizes = lists(&r);
         let Some(&(name, len, _)) = sizes.iter().filter(|s| s.1 > 1).max_by_key(|s| s.2) else {
             break;
         };
@@ -141,7 +138,7 @@ fn fitted(report: &Report, max: usize) -> Result<(String, Vec<String>), String> 
 }
 
 /// The ranked lists that can lose rows: name, length, JSON size.
-fn lists(r: &mut Report) -> Vec<(&'static str, usize, usize)> {
+fn lists(r: &Report) -> Vec<(&'static str, usize, usize)> {
     fn size<T: serde::Serialize>(v: &[T]) -> usize {
         serde_json::to_string(v).map_or(0, |s| s.len())
     }
@@ -460,6 +457,7 @@ mod page_tests {
             &r,
             &HtmlOptions {
                 max_bytes: full / 2,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -467,7 +465,13 @@ mod page_tests {
         assert!(page.contains("class=\"dropped\""), "no note");
         assert!(page.contains("objects: the lowest-ranked"));
         assert!(page.len() < full, "{} of {full}", page.len());
-        let tiny = render(&r, &HtmlOptions { max_bytes: 10 });
+        let tiny = render(
+            &r,
+            &HtmlOptions {
+                max_bytes: 10,
+                ..Default::default()
+            },
+        );
         assert!(tiny.unwrap_err().contains("--top N"));
     }
 }

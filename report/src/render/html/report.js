@@ -240,11 +240,22 @@
       ['findings', int(R.findings.length)]
     ]));
     add(el, h('h2', { text: several ? 'Runs (' + R.summary.inputs.length + ' profiles merged)' : 'Run' }));
-    R.summary.inputs.forEach(function (i, n) {
-      var a = i.allocator;
+    function allocatorText(a) { return a ? a.name + (a.version ? ' ' + a.version : '') + ' (' + a.object + ', ' + a.identified_by + ')' : ''; }
+    if (several) {
+      add(el, table({
+        name: 'inputs', rows: R.summary.inputs.map(function (i, n) { i._n = n; return i; }),
+        columns: [
+          num('input', function (i) { return i._n; }), txt('profile', function (i) { return i.path; }, { cls: 'mono' }),
+          txt('command', function (i) { return (i.argv || []).join(' '); }, { cls: 'mono wrap' }), txt('host', function (i) { return i.host; }),
+          num('pid', function (i) { return i.pid; }, { fmt: function (v) { return String(v); } }), num('threads', function (i) { return i.threads; }),
+          num('time', function (i) { return i.duration_ns; }, { fmt: function (v) { return ns(v); } }), txt('written at', function (i) { return i.trigger; }),
+          num('accesses', function (i) { return i.accesses; }, { heat: true }), txt('allocator', function (i) { return allocatorText(i.allocator); }, { cls: 'wrap' })
+        ],
+        detail: function (i) { return (i.exit_summary || []).length ? h('pre', { text: i.exit_summary.join('\n') }) : note('No exit summary kept.'); }
+      }));
+    } else R.summary.inputs.forEach(function (i) {
       var dl = h('dl', { cls: 'run' });
       function row(k, v) { if (v !== null && v !== undefined && v !== '') add(dl, [h('dt', { text: k }), h('dd', { text: v })]); }
-      if (several) add(el, h('h3', { text: 'input ' + n }));
       row('command', (i.argv || []).join(' '));
       row('profile', i.path);
       row('executable', i.exe);
@@ -254,7 +265,7 @@
       row('time', ns(i.duration_ns));
       row('written at', i.trigger);
       row('accesses', int(i.accesses));
-      row('allocator', a ? a.name + (a.version ? ' ' + a.version : '') + ' (' + a.object + ', ' + a.identified_by + ')' : null);
+      row('allocator', allocatorText(i.allocator));
       row('exit summary', (i.exit_summary || []).join('\n'));
       add(el, dl);
     });
