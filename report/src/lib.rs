@@ -108,7 +108,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["output", "format", "csv"])]
     pub trace: Option<PathBuf>,
     /// --format html: annotate the source files under DIR that the report names (the
-    /// Sources tab; at most 4 MB of source text)
+    /// Sources tab; a long file's annotated lines with some around them; at most 4 MB)
     #[arg(long, value_name = "DIR")]
     pub sources: Option<PathBuf>,
     /// Do not run the allocator probe for an allocator no shipped description covers (its

@@ -79,6 +79,10 @@ pub struct InputInfo {
     /// The allocator the program's malloc calls reached (absent in profiles that do not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<Allocator>,
+    /// The run-time options in force (`PROFCC_OPTIONS` and defaults, as the profile records
+    /// them; docs/options.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub options: std::collections::BTreeMap<String, String>,
 }
 
 /// An allocator, as the runtime identified it (docs/allocators.md).

@@ -968,6 +968,7 @@ pub(crate) fn sample_report() -> Report {
                 accesses: 1000,
                 exit_summary: vec![],
                 allocator: None,
+                options: Default::default(),
             }],
             totals: Totals {
                 accesses: 1000,

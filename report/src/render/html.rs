@@ -31,12 +31,20 @@ pub struct HtmlOptions {
     pub sources_notes: Vec<String>,
 }
 
-/// One source file shown in the Sources tab: its path as the report names it, and its text.
+/// One source file shown in the Sources tab: its path as the report names it, how many lines
+/// it has, and its lines (number, text): all of a short file, else the annotated lines with
+/// [`CONTEXT`] lines around each.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SourceFile {
     pub path: String,
-    pub text: String,
+    pub lines_total: usize,
+    pub lines: Vec<(u32, String)>,
 }
+
+/// A file of at most this many lines is shown whole.
+pub const WHOLE_FILE_LINES: usize = 400;
+/// Lines shown before and after an annotated line of a longer file.
+pub const CONTEXT: u32 = 5;
 
 /// Default cap on the source text a page embeds (`--sources DIR`).
 pub const SOURCES_MAX_BYTES: usize = 4_000_000;
@@ -215,58 +223,81 @@ pub fn read_sources(
 ) -> Result<(Vec<SourceFile>, Vec<String>), String> {
     let root =
         std::fs::canonicalize(dir).map_err(|e| format!("--sources {}: {e}", dir.display()))?;
-    let mut weight: std::collections::HashMap<String, u64> = Default::default();
-    let mut add = |file: &str, w: u64| {
+    // Per file: its weight (what the report counts on it) and its annotated lines.
+    let mut files: std::collections::HashMap<String, (u64, Vec<u32>)> = Default::default();
+    let mut add = |file: &str, line: u32, w: u64| {
         if !file.is_empty() {
-            *weight.entry(file.to_string()).or_default() += w.max(1);
+            let f = files.entry(file.to_string()).or_default();
+            f.0 += w.max(1);
+            f.1.push(line);
         }
     };
     for l in &report.access_sites.lines {
-        add(&l.file, l.accesses);
+        add(&l.file, l.line, l.accesses);
     }
     if let Some(n) = &report.numa {
         for s in n.inputs.iter().flat_map(|i| &i.sites) {
-            if let Some((f, _)) = s.place.as_deref().and_then(|p| p.rsplit_once(':')) {
-                add(f, s.accesses);
+            if let Some((f, l)) = s.place.as_deref().and_then(|p| p.rsplit_once(':')) {
+                add(f, l.parse().unwrap_or(0), s.accesses);
             }
         }
     }
     if let Some(sh) = &report.sharing {
         for p in sh.findings.iter().flat_map(|f| &f.places) {
-            add(&p.file, p.reads + p.writes);
+            add(&p.file, p.line, p.reads + p.writes);
         }
     }
     for s in &report.alloc_sites.sites {
         for f in &s.stack {
             if let Some(file) = &f.file {
-                add(file, s.count);
+                add(file, f.line.unwrap_or(0), s.count);
             }
         }
     }
-    let mut files: Vec<(String, u64)> = weight.into_iter().collect();
-    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut files: Vec<(String, (u64, Vec<u32>))> = files.into_iter().collect();
+    files.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
     let (mut out, mut notes, mut total) = (Vec::new(), Vec::new(), 0usize);
-    for (path, _) in files {
+    for (path, (_, marked)) in files {
         let Ok(real) = std::fs::canonicalize(root.join(&path)) else {
             continue;
         };
         if !real.starts_with(&root) {
             continue;
         }
-        match std::fs::read(&real) {
-            Ok(bytes) if total + bytes.len() <= max_bytes => {
-                total += bytes.len();
-                out.push(SourceFile {
-                    path,
-                    text: String::from_utf8_lossy(&bytes).into_owned(),
-                });
+        let text = match std::fs::read(&real) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) => {
+                notes.push(format!("{path}: {e}"));
+                continue;
             }
-            Ok(bytes) => notes.push(format!(
-                "{path}: left out ({} bytes; the page keeps at most {max_bytes} bytes of source)",
-                bytes.len()
-            )),
-            Err(e) => notes.push(format!("{path}: {e}")),
+        };
+        let all: Vec<&str> = text.lines().collect();
+        let keep = |n: u32| {
+            all.len() <= WHOLE_FILE_LINES
+                || marked
+                    .iter()
+                    .any(|&m| m > 0 && n + CONTEXT >= m && n <= m + CONTEXT)
+        };
+        let lines: Vec<(u32, String)> = all
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as u32 + 1, t))
+            .filter(|(n, _)| keep(*n))
+            .map(|(n, t)| (n, t.to_string()))
+            .collect();
+        let size: usize = lines.iter().map(|(_, t)| t.len() + 8).sum();
+        if total + size > max_bytes {
+            notes.push(format!(
+                "{path}: left out ({size} bytes of lines to show; the page keeps at most {max_bytes} bytes of source)"
+            ));
+            continue;
         }
+        total += size;
+        out.push(SourceFile {
+            path,
+            lines_total: all.len(),
+            lines,
+        });
     }
     Ok((out, notes))
 }
@@ -289,7 +320,12 @@ pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
             report.summary.inputs.len() - 1
         ),
     };
-    let source_bytes: usize = opts.sources.iter().map(|s| s.text.len()).sum();
+    let source_bytes: usize = opts
+        .sources
+        .iter()
+        .flat_map(|s| &s.lines)
+        .map(|(_, t)| t.len() + 8)
+        .sum();
     let mut p = String::with_capacity(json.len() + source_bytes + CSS.len() + JS.len() + 16384);
     p.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     p.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");

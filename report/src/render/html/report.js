@@ -239,10 +239,12 @@
       ['live peak', bytes(t.live_bytes_peak), int(t.live_bytes_peak) + ' bytes'],
       ['findings', int(R.findings.length)]
     ]));
-    add(el, h('h2', { text: several ? 'Runs (' + R.summary.inputs.length + ' profiles merged)' : 'Run' }));
+    var runs = h('div');
+    add(runs, h('h2', { text: several ? 'Runs (' + R.summary.inputs.length + ' profiles merged)' : 'Run' }));
+    function optionsText(o) { return Object.keys(o || {}).map(function (k) { return k + '=' + o[k]; }).join(':'); }
     function allocatorText(a) { return a ? a.name + (a.version ? ' ' + a.version : '') + ' (' + a.object + ', ' + a.identified_by + ')' : ''; }
     if (several) {
-      add(el, table({
+      add(runs, table({
         name: 'inputs', rows: R.summary.inputs.map(function (i, n) { i._n = n; return i; }),
         columns: [
           num('input', function (i) { return i._n; }), txt('profile', function (i) { return i.path; }, { cls: 'mono' }),
@@ -251,7 +253,10 @@
           num('time', function (i) { return i.duration_ns; }, { fmt: function (v) { return ns(v); } }), txt('written at', function (i) { return i.trigger; }),
           num('accesses', function (i) { return i.accesses; }, { heat: true }), txt('allocator', function (i) { return allocatorText(i.allocator); }, { cls: 'wrap' })
         ],
-        detail: function (i) { return (i.exit_summary || []).length ? h('pre', { text: i.exit_summary.join('\n') }) : note('No exit summary kept.'); }
+        detail: function (i) {
+          return [h('div', { cls: 'mono', text: 'options: ' + optionsText(i.options) }),
+            (i.exit_summary || []).length ? h('pre', { text: i.exit_summary.join('\n') }) : note('No exit summary kept.')];
+        }
       }));
     } else R.summary.inputs.forEach(function (i) {
       var dl = h('dl', { cls: 'run' });
@@ -266,10 +271,11 @@
       row('written at', i.trigger);
       row('accesses', int(i.accesses));
       row('allocator', allocatorText(i.allocator));
+      row('options', optionsText(i.options));
       row('exit summary', (i.exit_summary || []).join('\n'));
-      add(el, dl);
+      add(runs, dl);
     });
-    add(el, h('dl', { cls: 'run' }, h('dt', { text: 'report by' }), h('dd', { text: META.generator + ', report format ' + R.format + ' ' + R.version })));
+    add(runs, h('dl', { cls: 'run' }, h('dt', { text: 'report by' }), h('dd', { text: META.generator + ', report format ' + R.format + ' ' + R.version })));
     add(el, h('h2', { text: 'Findings (every analysis, ranked by estimated time saved, then confidence)' }));
     if (!R.findings.length) add(el, note('No findings.'));
     else add(el, table({
@@ -297,6 +303,7 @@
         ];
       }
     }));
+    add(el, runs);
     var n = R.notes;
     if (n.notes.length || n.warnings.length) {
       add(el, h('h2', { text: 'Notes' }));
@@ -990,21 +997,20 @@
     R.alloc_sites.sites.forEach(function (s) { var f = programFrame(s); if (f) metric(f.file, f.line, 'allocated', s.bytes); });
     var KEYS = [['accesses', 'accesses'], ['writes', 'writes'], ['remote', 'remote accesses'], ['shared', 'accesses to shared lines'], ['allocated', 'bytes allocated']];
     S.files.forEach(function (file) {
-      var m = per[file.path] || {}, lines = file.text.split('\n');
-      if (lines.length && lines[lines.length - 1] === '') lines.pop();
+      var m = per[file.path] || {};
       var max = {};
       KEYS.forEach(function (k) { max[k[0]] = 0; for (var l in m) max[k[0]] = Math.max(max[k[0]], m[l][k[0]] || 0); });
       add(el, h('h2', { cls: 'mono', text: file.path }));
-      var show = lines.map(function () { return lines.length <= 400; });
-      Object.keys(m).forEach(function (l) { for (var i = +l - 6; i < +l + 5; i++) if (i >= 0 && i < lines.length) show[i] = true; });
+      if (file.lines.length < file.lines_total) add(el, note('The annotated lines of ' + int(file.lines_total) + ', with ' + 5 + ' lines around each.'));
       var t = h('table', { cls: 'data source', 'data-source': file.path });
       add(t, h('tr', null, h('th', { cls: 'num', text: 'line' }), KEYS.map(function (k) { return h('th', { cls: 'num', text: k[1] }); }), h('th', { text: 'source' })));
-      var gap = false;
-      lines.forEach(function (text, i) {
-        if (!show[i]) { if (!gap) add(t, h('tr', null, h('td', { colspan: KEYS.length + 2, cls: 'muted', text: '...' }))); gap = true; return; }
-        gap = false;
-        var x = m[i + 1] || {};
-        add(t, h('tr', { id: 'src-' + base(file.path) + '-' + (i + 1) }, h('td', { cls: 'num muted', text: String(i + 1) }),
+      var last = 0;
+      file.lines.forEach(function (nt) {
+        var n = nt[0], text = nt[1];
+        if (n > last + 1) add(t, h('tr', null, h('td', { colspan: KEYS.length + 2, cls: 'gap', text: '...' })));
+        last = n;
+        var x = m[n] || {};
+        add(t, h('tr', { id: 'src-' + base(file.path) + '-' + n }, h('td', { cls: 'num muted', text: String(n) }),
           KEYS.map(function (k) { var v = x[k[0]]; return h('td', { cls: 'num', style: heat(v, max[k[0]]), text: v ? int(v) : '' }); }),
           h('td', null, h('pre', { cls: 'src', text: text }))));
       });
