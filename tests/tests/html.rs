@@ -346,6 +346,26 @@ fn html_report_of_two_merged_runs_in_a_browser() {
     assert_eq!(snapshots.len(), 2, "both inputs took snapshots");
     assert_eq!(timeline.matches("<canvas").count(), 2);
 
+    // Selecting a range on the first chart (mouse events dispatched after load) filters the
+    // Regions tab to it.
+    let drag = "<script>window.addEventListener('load', function () {
+  var c = document.querySelector('canvas'), r = c.getBoundingClientRect();
+  function ev(t, x) { (t === 'mouseup' ? window : c).dispatchEvent(new MouseEvent(t, { clientX: r.left + x * r.width, clientY: r.top + 50, bubbles: true })); }
+  ev('mousedown', 0.0); ev('mousemove', 1.0); ev('mouseup', 1.0);
+});</script></body>";
+    let selecting = s.path("select.html");
+    std::fs::write(&selecting, html.replace("</body>", drag)).unwrap();
+    let selected = dump_dom(&s, Path::new(&format!("{}#timeline", selecting.display())));
+    assert_no_script_error(&selected);
+    let regions = section(&selected, "regions");
+    assert!(
+        text(regions).contains("Filtered to the Timeline's selection: input 0"),
+        "{}",
+        text(regions)
+    );
+    let picked = rows(regions, "data-table=\"region threads\"");
+    assert!(!picked.is_empty() && picked.iter().all(|r| r[0] == "0" && r[1] == "sum"));
+
     // Flame graph: the allocation stacks, main above the call at the ALLOC mark.
     let flame = text(fragment(
         section(&dom, "flame"),

@@ -76,7 +76,7 @@
   function heat(v, max) {
     if (!(max > 0) || !(v > 0)) return null;
     var a = Math.min(1, v / max);
-    return 'background: rgba(230,85,45,' + (0.08 + 0.62 * a).toFixed(3) + ')';
+    return 'background: rgba(230,85,45,' + (0.06 + 0.5 * a).toFixed(3) + ')';
   }
   function download(name, text, type) {
     var a = h('a', { download: name });
@@ -100,12 +100,16 @@
     var limit = spec.limit || 500;
     var filter = h('input', { type: 'search', placeholder: 'filter ' + spec.name + '...' });
     var count = h('span', { cls: 'count' });
-    var max = cols.map(function (c) {
-      if (!c.heat) return 0;
-      var m = 0;
-      rows.forEach(function (r) { var v = c.get(r); if (isNum(v) && v > m) m = v; });
-      return m;
-    });
+    var max;
+    function scale() {
+      max = cols.map(function (c) {
+        if (!c.heat) return 0;
+        var m = 0;
+        rows.forEach(function (r) { var v = c.get(r); if (isNum(v) && v > m) m = v; });
+        return m;
+      });
+    }
+    scale();
     var thead = h('thead'), tbody = h('tbody');
     var tr = h('tr');
     cols.forEach(function (c, i) {
@@ -185,7 +189,10 @@
     var box = h('div', { cls: 'tablebox', 'data-table': spec.name },
       h('div', { cls: 'tools' }, filter, count, csv, json),
       h('div', { cls: 'scroll' }, h('table', { cls: 'data' }, thead, tbody)), more);
-    TABLES[spec.name] = { filter: function (q) { filter.value = q; draw(); }, box: box };
+    TABLES[spec.name] = {
+      filter: function (q) { filter.value = q; draw(); }, box: box,
+      setRows: function (r) { rows = r.slice(); scale(); draw(); }
+    };
     return box;
   }
   function num(label, get, extra) {
@@ -285,9 +292,9 @@
         txt('analysis', function (f) { return f.analysis; }),
         txt('kind', function (f) { return f.kind.replace(/_/g, ' '); }, { node: function (v) { return h('span', { cls: 'kind', text: v }); } }),
         txt('finding', function (f) { return f.title; }, { cls: 'wrap' }),
-        txt('at', function (f) { return f.places[0] || ''; }, { cls: 'mono', title: function (v, f) { return f.places.join('\n'); } }),
+        txt('at', function (f) { return f.places[0] ? base(f.places[0]) : ''; }, { cls: 'mono', title: function (v, f) { return f.places.join('\n'); } }),
         num('saves', function (f) { return f.impact.seconds; }, { fmt: function (v, f) { return v > 0 ? ns(v * 1e9) : f.impact.bytes > 0 ? bytes(f.impact.bytes) : '-'; }, heat: true }),
-        txt('evidence', function (f) { return f.evidence.slice(0, 3).map(function (e) { return e.name.replace(/_/g, ' ') + ' ' + evidence(e); }).join('; '); }, { cls: 'wrap' }),
+        txt('evidence', function (f) { return f.evidence.slice(0, 2).map(function (e) { return e.name.replace(/_/g, ' ') + ' ' + evidence(e); }).join('; '); }, { cls: 'wrap' }),
         txt('confidence', function (f) { return f.impact.confidence; }, { node: function (v) { return h('span', { cls: 'conf-' + v, text: v }); } }),
         txt('fix', function (f) { return f.fix; }, { cls: 'wrap' }),
         txt('object', function (f) { return f.objects.map(function (o) { return o.name; }).join(', '); }, {
@@ -718,6 +725,7 @@
   });
 
   /* ---- Regions ---- */
+  var REGION_FILTER = null;
   function regionBytes(c, which) {
     if (!c) return null;
     var v = which === 'r' ? c.load_bytes : c.store_bytes, s = 0;
@@ -729,14 +737,28 @@
     if (!g) { add(el, note('No region records: mark regions with PROFCC_ROI_BEGIN/END (docs/regions.md).')); return; }
     if (!g.rows.length) { add(el, note('No region completed.')); return; }
     var moved = function (r) { return r.counts ? regionBytes(r.counts, 'r') + regionBytes(r.counts, 'w') : null; };
-    var byName = {};
-    g.rows.forEach(function (r) {
-      var k = (several ? r.input + ' ' : '') + r.region, x = byName[k] = byName[k] || { input: r.input, region: r.region, threads: 0, executions: 0, seconds: 0, bytes: 0 };
-      x.threads++; x.executions += r.executions; x.seconds += r.seconds; x.bytes += moved(r) || 0;
-    });
+    function aggregate(rows) {
+      var byName = {};
+      rows.forEach(function (r) {
+        var k = (several ? r.input + ' ' : '') + r.region, x = byName[k] = byName[k] || { input: r.input, region: r.region, threads: 0, executions: 0, seconds: 0, bytes: 0 };
+        x.threads++; x.executions += r.executions; x.seconds += r.seconds; x.bytes += moved(r) || 0;
+      });
+      return Object.keys(byName).map(function (k) { return byName[k]; });
+    }
+    var banner = h('p', { cls: 'dropped', style: 'display:none' });
+    REGION_FILTER = function (label, rows) {
+      banner.textContent = '';
+      if (rows) {
+        add(banner, ['Filtered to the Timeline\'s selection: ' + label + ' ', h('button', { text: 'show the whole run', onclick: function () { REGION_FILTER(null, null); } })]);
+        banner.style.display = '';
+      } else banner.style.display = 'none';
+      TABLES.regions.setRows(aggregate(rows || g.rows));
+      TABLES['region threads'].setRows(rows || g.rows);
+    };
+    add(el, banner);
     add(el, h('h2', { text: 'Regions (all threads)' }));
     add(el, table({
-      name: 'regions', rows: Object.keys(byName).map(function (k) { return byName[k]; }), sort: 5,
+      name: 'regions', rows: aggregate(g.rows), sort: 5,
       columns: (several ? [num('input', function (x) { return x.input; })] : []).concat([
         txt('region', function (x) { return x.region; }, { cls: 'mono' }), num('threads', function (x) { return x.threads; }),
         num('executions', function (x) { return x.executions; }),
@@ -751,21 +773,21 @@
       columns: (several ? [num('input', function (r) { return r.input; })] : []).concat([
         txt('region', function (r) { return r.region; }, { cls: 'mono' }), num('thread', function (r) { return r.thread; }),
         num('executions', function (r) { return r.executions; }),
-        num('time', function (r) { return r.seconds; }, { fmt: function (v) { return ns(v * 1e9); }, heat: true }),
-        num('mean', function (r) { return r.executions ? r.seconds / r.executions : null; }, { fmt: function (v) { return ns(v * 1e9); } }),
+        num('time', function (r) { return r.seconds; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; }, heat: true }),
+        num('mean', function (r) { return r.executions ? r.seconds / r.executions : null; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; } }),
         num('bytes read', function (r) { return regionBytes(r.counts, 'r'); }, { heat: true }),
         num('bytes written', function (r) { return regionBytes(r.counts, 'w'); }, { heat: true }),
         num('GB/s', function (r) { return r.gbytes_per_s; }, { fmt: function (v) { return fixed(v, 2); } }),
         num('CF', function (r) { return r.correction_factor; }, { fmt: function (v) { return fixed(v, 3); } }),
         num('GB/s x CF', function (r) { return r.gbytes_per_s_corrected; }, { fmt: function (v) { return fixed(v, 2); } }),
         num('instructions', function (r) { return r.counts ? r.counts.instructions : null; }),
-        num('loads', function (r) { return r.counts ? sum(r.counts.loads) : null; }),
-        num('stores', function (r) { return r.counts ? sum(r.counts.stores) : null; }),
-        num('int ops', function (r) { return r.counts ? r.counts.int_ops : null; }),
-        num('fp ops', function (r) { return r.counts ? r.counts.fp_ops : null; }),
-        num('vector ops', function (r) { return r.counts ? r.counts.vector_ops : null; }),
-        num('branches', function (r) { return r.counts ? r.counts.branches : null; }),
-        num('calls', function (r) { return r.counts ? r.counts.calls : null; })
+        num('loads', function (r) { return r.counts && r.counts.loads ? sum(r.counts.loads) : null; }),
+        num('stores', function (r) { return r.counts && r.counts.stores ? sum(r.counts.stores) : null; }),
+        num('int ops', function (r) { return r.counts && isNum(r.counts.int_ops) ? r.counts.int_ops : null; }),
+        num('fp ops', function (r) { return r.counts && isNum(r.counts.fp_ops) ? r.counts.fp_ops : null; }),
+        num('vector ops', function (r) { return r.counts && isNum(r.counts.vector_ops) ? r.counts.vector_ops : null; }),
+        num('branches', function (r) { return r.counts && isNum(r.counts.branches) ? r.counts.branches : null; }),
+        num('calls', function (r) { return r.counts && isNum(r.counts.calls) ? r.counts.calls : null; })
       ])
     }));
     if (g.sample_period > 1) add(el, note('Sampled (roi_sample=' + g.sample_period + '): counts and time are the counted executions\' scaled back; executions are exact.'));
@@ -856,6 +878,13 @@
           written: r.bytes_written - p.bytes_written, seconds: g.tsc_hz > 0 ? (r.ticks - p.ticks) / g.tsc_hz : null, instructions: r.instructions - p.instructions };
       });
       var dt = (b.ns - a.ns) / 1e9;
+      if (REGION_FILTER) {
+        REGION_FILTER('input ' + g.input + ', ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s', rows.map(function (r) {
+          return { input: g.input, region: r.region, thread: r.thread, executions: r.executions, seconds: r.seconds || 0,
+            counts: { load_bytes: [r.read, 0, 0, 0], store_bytes: [r.written, 0, 0, 0], instructions: r.instructions },
+            gbytes_per_s: r.seconds > 0 ? (r.read + r.written) / r.seconds / 1e9 : null };
+        }));
+      }
       add(selBox, h('h3', { text: 'Selection ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s (the snapshots around the range)' }));
       add(selBox, table({
         name: 'timeline selection ' + g.input, rows: rows,
@@ -872,7 +901,7 @@
     add(el, h('h3', { text: 'Input ' + input(g.input) + ': GB/s (bytes moved per second) by each region, all threads, ' + snaps.length + ' snapshots' }));
     add(el, c);
     add(el, h('div', { cls: 'legend' }, names.map(function (r) { return h('span', null, h('span', { cls: 'sw', style: 'background:' + regionColour(r) }), r); })));
-    add(el, note('Drag across the chart to select a range: the table below gives each region\'s and thread\'s counts inside it.'));
+    add(el, note('Drag across the chart to select a range: the table below gives each region\'s and thread\'s counts inside it, and the Regions tab shows that range until cleared.'));
     add(el, selBox);
   }
   tab('timeline', 'Timeline', !!(R.regions && R.regions.snapshots && R.regions.snapshots.length), function (el) {
