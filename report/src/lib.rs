@@ -13,7 +13,8 @@
 //!   the [`model::Report`];
 //! - [`model`]: the report as serialisable data (serde), one type per concept;
 //! - [`render`]: the renderers, each taking the model and nothing else: [`render::text`],
-//!   [`render::json`] (the model through serde), [`render::csv`] (one file per table);
+//!   [`render::json`] (the model through serde), [`render::csv`] (one file per table),
+//!   [`render::html`] (one self-contained page; its script and style in `render/html/`);
 //! - [`fmt`]: number formatting for text.
 //!
 //! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
