@@ -235,7 +235,12 @@ fn html_report_of_two_merged_runs_in_a_browser() {
     assert_eq!(top.kind, "false_sharing", "{:#?}", model.findings);
     let findings = rows(section(&dom, "summary"), "data-table=\"findings\"");
     assert_eq!(findings.len(), model.findings.len());
-    assert_eq!(findings[0][3], top.title, "{findings:?}");
+    // The finding's title with its fix under it.
+    assert_eq!(
+        findings[0][3],
+        format!("{}fix: {}", top.title, top.fix),
+        "{findings:?}"
+    );
     let mark_b = format!("all.c:{}", line_of(&src, "MARK_B"));
     assert!(
         findings[0][4].ends_with(&mark_a) || findings[0][4].ends_with(&mark_b),

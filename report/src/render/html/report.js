@@ -113,6 +113,7 @@
     var thead = h('thead'), tbody = h('tbody');
     var tr = h('tr');
     cols.forEach(function (c, i) {
+      if (c.hidden) return;
       var th = h('th', { cls: 'sortable' + (c.num ? ' num' : ''), title: c.title || 'sort by ' + c.label, text: c.label });
       th.addEventListener('click', function () {
         if (sortCol === i) desc = !desc; else { sortCol = i; desc = !!c.num; }
@@ -141,14 +142,18 @@
           return desc ? -o : o;
         });
       }
-      Array.prototype.forEach.call(thead.firstChild.children, function (th, i) {
-        th.classList.toggle('asc', i === sortCol && !desc);
-        th.classList.toggle('desc', i === sortCol && desc);
+      var ths = thead.firstChild.children, k = 0;
+      cols.forEach(function (c, i) {
+        if (c.hidden) return;
+        ths[k].classList.toggle('asc', i === sortCol && !desc);
+        ths[k].classList.toggle('desc', i === sortCol && desc);
+        k++;
       });
       tbody.textContent = '';
       shown.slice(0, limit).forEach(function (r) {
         var row = h('tr', { cls: spec.detail ? 'expandable' : null });
         cols.forEach(function (c, i) {
+          if (c.hidden) return;
           var v = c.get(r);
           var td = h('td', { cls: (c.num ? 'num ' : '') + (c.cls || ''), style: c.heat ? heat(v, max[i]) : null });
           var t = cellText(c, r);
@@ -161,7 +166,7 @@
           var open = null;
           row.firstChild.addEventListener('click', function () {
             if (open) { open.remove(); open = null; row.classList.remove('expanded'); return; }
-            var d = h('td', { colspan: cols.length });
+            var d = h('td', { colspan: cols.filter(function (c) { return !c.hidden; }).length });
             try { add(d, spec.detail(r)); } catch (e) { fail('JavaScript error: ' + e); }
             open = h('tr', { cls: 'detail' }, d);
             row.after(open);
@@ -291,12 +296,12 @@
         num('#', function (f) { return f._rank; }),
         txt('analysis', function (f) { return f.analysis; }),
         txt('kind', function (f) { return f.kind.replace(/_/g, ' '); }, { node: function (v) { return h('span', { cls: 'kind', text: v }); } }),
-        txt('finding', function (f) { return f.title; }, { cls: 'wrap' }),
+        txt('finding', function (f) { return f.title; }, { cls: 'wide', node: function (v, f) { return [v, h('div', { cls: 'fix', text: 'fix: ' + f.fix })]; } }),
         txt('at', function (f) { return f.places[0] ? base(f.places[0]) : ''; }, { cls: 'mono', title: function (v, f) { return f.places.join('\n'); } }),
         num('saves', function (f) { return f.impact.seconds; }, { fmt: function (v, f) { return v > 0 ? ns(v * 1e9) : f.impact.bytes > 0 ? bytes(f.impact.bytes) : '-'; }, heat: true }),
         txt('evidence', function (f) { return f.evidence.slice(0, 2).map(function (e) { return e.name.replace(/_/g, ' ') + ' ' + evidence(e); }).join('; '); }, { cls: 'wrap' }),
         txt('confidence', function (f) { return f.impact.confidence; }, { node: function (v) { return h('span', { cls: 'conf-' + v, text: v }); } }),
-        txt('fix', function (f) { return f.fix; }, { cls: 'wrap' }),
+        txt('fix', function (f) { return f.fix; }, { hidden: true }),
         txt('object', function (f) { return f.objects.map(function (o) { return o.name; }).join(', '); }, {
           node: function (v, f) { return f.objects.filter(function (o) { return o.name; }).map(function (o) { return [objLink(o.name), ' ']; }); }
         })
@@ -321,6 +326,7 @@
     var v = e.value;
     if (e.unit === 'bytes') return bytes(v);
     if (e.unit === 'ns') return ns(v);
+    if (e.unit === 'fraction') return (100 * v).toFixed(1) + '%';
     if (e.unit === 's' || e.unit === 'seconds') return ns(v * 1e9);
     var s = Math.abs(v) >= 100 || v === Math.round(v) ? int(v) : v.toFixed(2);
     return s + (e.unit && e.unit !== 'count' && e.unit !== e.name ? (e.unit === 'x' || e.unit === '%' ? '' : ' ') + e.unit : '');
