@@ -114,7 +114,7 @@
     var tr = h('tr');
     cols.forEach(function (c, i) {
       if (c.hidden) return;
-      var th = h('th', { cls: 'sortable' + (c.num ? ' num' : ''), title: c.title || 'sort by ' + c.label, text: c.label });
+      var th = h('th', { cls: 'sortable' + (c.num ? ' num' : ''), title: 'sort by ' + c.label, text: c.label });
       th.addEventListener('click', function () {
         if (sortCol === i) desc = !desc; else { sortCol = i; desc = !!c.num; }
         draw();
@@ -324,7 +324,7 @@
   });
   function evidence(e) {
     var v = e.value;
-    if (e.unit === 'bytes') return bytes(v);
+    if (e.unit === 'bytes' || e.unit === 'B') return bytes(v);
     if (e.unit === 'ns') return ns(v);
     if (e.unit === 'fraction') return (100 * v).toFixed(1) + '%';
     if (e.unit === 's' || e.unit === 'seconds') return ns(v * 1e9);
@@ -751,6 +751,8 @@
       });
       return Object.keys(byName).map(function (k) { return byName[k]; });
     }
+    var BEST = 0;
+    aggregate(g.rows).forEach(function (x) { if (x.seconds > 0) BEST = Math.max(BEST, x.bytes / x.seconds); });
     var banner = h('p', { cls: 'dropped', style: 'display:none' });
     REGION_FILTER = function (label, rows) {
       banner.textContent = '';
@@ -770,7 +772,9 @@
         num('executions', function (x) { return x.executions; }),
         num('time', function (x) { return x.seconds; }, { fmt: function (v) { return ns(v * 1e9); }, heat: true }),
         num('bytes moved', function (x) { return x.bytes; }, { heat: true }),
-        num('GB/s', function (x) { return x.seconds > 0 ? x.bytes / x.seconds / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } })
+        num('GB/s', function (x) { return x.seconds > 0 ? x.bytes / x.seconds / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } }),
+        num('of the best region', function (x) { return x.seconds > 0 && BEST > 0 ? x.bytes / x.seconds / BEST : null; },
+          { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(0) + '%' : '-'; }, title: function () { return 'GB/s against the run\'s fastest region (' + fixed(BEST / 1e9, 2) + ' GB/s; what the low_bandwidth finding compares with: the profile has no measured machine bandwidth)'; } })
       ])
     }));
     add(el, h('h2', { text: 'Per region and thread' }));
