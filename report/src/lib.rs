@@ -15,7 +15,8 @@
 //! - [`render`]: the renderers, each taking the model and nothing else: [`render::text`],
 //!   [`render::json`] (the model through serde), [`render::csv`] (one file per table),
 //!   [`render::export`] (callgrind, pprof, speedscope, collapsed stacks), [`render::trace`]
-//!   (the region snapshots as a Chrome trace);
+//!   (the region snapshots as a Chrome trace), [`render::html`] (one self-contained page; its
+//!   script and style in `render/html/`);
 //! - [`fmt`]: number formatting for text.
 //!
 //! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
@@ -129,6 +130,10 @@ pub struct ReportArgs {
     /// trace to FILE (open it in Perfetto or chrome://tracing) instead of printing the report
     #[arg(long, value_name = "FILE", conflicts_with_all = ["output", "format", "csv"])]
     pub trace: Option<PathBuf>,
+    /// --format html: annotate the source files under DIR that the report names (the
+    /// Sources tab; a long file's annotated lines with some around them; at most 4 MB)
+    #[arg(long, value_name = "DIR")]
+    pub sources: Option<PathBuf>,
     /// Do not run the allocator probe for an allocator no shipped description covers (its
     /// size kinds then follow the generic rule)
     #[arg(long)]
@@ -223,6 +228,13 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         let _ = writeln!(err, "profcc report: {e}");
         return 2;
     }
+    if a.sources.is_some() && (a.format != Format::Html || a.csv.is_some() || a.trace.is_some()) {
+        let _ = writeln!(
+            err,
+            "profcc report: --sources DIR is for --format html (its Sources tab)"
+        );
+        return 2;
+    }
     if a.format.is_binary() && a.output.is_none() {
         let _ = writeln!(
             err,
@@ -277,7 +289,25 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
             bytes = render::text::render(&report, &opts).into_bytes();
         }
         Format::Json => render::json::write(&report, &mut bytes).expect("JSON into memory"),
-        Format::Html => bytes = render::html::render(&report, &render::html::HtmlOptions {}),
+        Format::Html => {
+            let mut opts = render::html::HtmlOptions::default();
+            if let Some(dir) = &a.sources {
+                match render::html::read_sources(&report, dir, render::html::SOURCES_MAX_BYTES) {
+                    Ok((files, notes)) => (opts.sources, opts.sources_notes) = (files, notes),
+                    Err(e) => {
+                        let _ = writeln!(err, "profcc report: {e}");
+                        return 2;
+                    }
+                }
+            }
+            match render::html::render(&report, &opts) {
+                Ok(b) => bytes = b,
+                Err(e) => {
+                    let _ = writeln!(err, "profcc report: {e}");
+                    return 1;
+                }
+            }
+        }
         Format::Callgrind | Format::Pprof | Format::Speedscope | Format::Collapsed => {
             let r = match a.format {
                 Format::Callgrind => render::export::callgrind(&report),

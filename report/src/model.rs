@@ -79,6 +79,10 @@ pub struct InputInfo {
     /// The allocator the program's malloc calls reached (absent in profiles that do not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<Allocator>,
+    /// The run-time options in force (`PROFCC_OPTIONS` and defaults, as the profile records
+    /// them; docs/options.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub options: std::collections::BTreeMap<String, String>,
 }
 
 /// An allocator, as the runtime identified it (docs/allocators.md).
@@ -849,6 +853,20 @@ pub struct Regions {
     /// `roi_events=0` in every input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<profcc_schema::regions::EventStatus>,
+    /// The inputs' snapshots over time (`roi_interval`; docs/regions.md, "Snapshots"): the
+    /// HTML report's Timeline. Absent when no input has any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<RegionSnapshots>,
+}
+
+/// One input's region snapshots, cumulative counts per region and thread at each moment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RegionSnapshots {
+    /// Index in `summary.inputs`.
+    pub input: usize,
+    /// TSC ticks per second (a row's `ticks` over it: seconds inside the region).
+    pub tsc_hz: f64,
+    pub snapshots: Vec<profcc_schema::regions::Snapshot>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -968,6 +968,7 @@ pub(crate) fn sample_report() -> Report {
                 accesses: 1000,
                 exit_summary: vec![],
                 allocator: None,
+                options: Default::default(),
             }],
             totals: Totals {
                 accesses: 1000,
@@ -1267,6 +1268,7 @@ pub(crate) fn sample_report() -> Report {
                 counted: vec!["page_faults".into()],
                 min_us: 100,
             }),
+            snapshots: Vec::new(),
         }),
         threads: vec![
             Thread {

@@ -13,6 +13,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
         sample_period: 1,
         time_min_us: 0,
         events: None,
+        snapshots: Vec::new(),
     };
     let mut any = false;
     for (input, i) in m.inputs.iter().enumerate() {
@@ -20,6 +21,13 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
             continue;
         };
         any = true;
+        if !r.snapshots.is_empty() {
+            out.snapshots.push(crate::model::RegionSnapshots {
+                input,
+                tsc_hz: r.tsc_hz,
+                snapshots: r.snapshots.clone(),
+            });
+        }
         out.dropped += r.dropped;
         out.unmatched_ends += r.unmatched_ends;
         out.sample_period = out.sample_period.max(r.sample_period);

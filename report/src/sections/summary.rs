@@ -22,6 +22,7 @@ pub fn build(m: &Merged, _: &Options) -> Summary {
                 accesses: p.totals.accesses,
                 exit_summary: p.exit_summary.clone(),
                 allocator: allocator(&p.allocator),
+                options: p.options.clone(),
             }
         })
         .collect();

@@ -1,0 +1,1074 @@
+/* profcc report page: draws the tabs from the embedded report model (report/src/render/html.rs).
+ * Hand-written for profcc; no library, no network. Every node is built with textContent or
+ * attributes, never innerHTML, so the program's strings (symbols, paths) show as text. */
+(function () {
+  'use strict';
+  var errors = document.getElementById('profcc-errors');
+  function fail(msg) { errors.textContent += msg + '\n'; }
+  window.addEventListener('error', function (e) {
+    fail('JavaScript error: ' + e.message + ' (line ' + e.lineno + ':' + e.colno + ')');
+  });
+  window.addEventListener('unhandledrejection', function (e) {
+    fail('JavaScript error: unhandled rejection: ' + e.reason);
+  });
+
+  var R = JSON.parse(document.getElementById('profcc-data').textContent);
+  var META = JSON.parse(document.getElementById('profcc-meta').textContent);
+  var several = R.summary.inputs.length > 1;
+
+  /* ---- DOM and number helpers ---- */
+  function h(tag, props) {
+    var e = document.createElement(tag);
+    if (props) {
+      for (var k in props) {
+        var v = props[k];
+        if (v === null || v === undefined) continue;
+        if (k === 'text') e.textContent = v;
+        else if (k === 'cls') e.className = v;
+        else if (k === 'style') e.setAttribute('style', v);
+        else if (k.slice(0, 2) === 'on') e.addEventListener(k.slice(2), v);
+        else e.setAttribute(k, v);
+      }
+    }
+    for (var i = 2; i < arguments.length; i++) add(e, arguments[i]);
+    return e;
+  }
+  function add(e, c) {
+    if (c === null || c === undefined || c === false) return;
+    if (Array.isArray(c)) { c.forEach(function (x) { add(e, x); }); return; }
+    e.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
+  }
+  function isNum(v) { return typeof v === 'number' && isFinite(v); }
+  function int(n) {
+    if (!isNum(n)) return '-';
+    var neg = n < 0, s = String(Math.round(Math.abs(n))), out = '';
+    while (s.length > 3) { out = ',' + s.slice(-3) + out; s = s.slice(0, -3); }
+    return (neg ? '-' : '') + s + out;
+  }
+  function fixed(n, d) { return isNum(n) ? n.toFixed(d) : '-'; }
+  function pct(part, whole) { return whole > 0 ? (100 * part / whole).toFixed(1) + '%' : '-'; }
+  function bytes(n) {
+    if (!isNum(n)) return '-';
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, v = n;
+    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return (i === 0 ? String(v) : v.toFixed(v < 10 ? 2 : 1)) + ' ' + u[i];
+  }
+  function ns(n) {
+    if (!isNum(n)) return '-';
+    var a = Math.abs(n);
+    if (a >= 1e9) return (n / 1e9).toFixed(a >= 1e10 ? 1 : 3) + ' s';
+    if (a >= 1e6) return (n / 1e6).toFixed(a >= 1e7 ? 1 : 2) + ' ms';
+    if (a >= 1e3) return (n / 1e3).toFixed(a >= 1e4 ? 1 : 2) + ' us';
+    return n.toFixed(a >= 10 ? 0 : 1) + ' ns';
+  }
+  function hex(n) { return isNum(n) ? '0x' + n.toString(16) : '-'; }
+  function base(p) { return p ? String(p).split('/').pop() : p; }
+  function input(i) { var x = R.summary.inputs[i]; return x ? '[' + i + '] ' + base(x.path) : String(i); }
+  function ids(v) { return (v || []).join(', '); }
+  function sum(v, f) { var s = 0; (v || []).forEach(function (x) { s += f ? f(x) || 0 : x || 0; }); return s; }
+  function frameText(f) {
+    var fn = f.function || (f.module ? base(f.module) + '+' + hex(f.offset) : hex(f.address));
+    var at = f.file ? base(f.file) + (f.line ? ':' + f.line : '') : '';
+    return fn + (at ? ' (' + at + ')' : '') + (f.inlined ? ' [inlined]' : '');
+  }
+  /* A colour per thread id, spread around the hue circle. */
+  function threadColour(t) { return 'hsl(' + ((t * 137.5) % 360).toFixed(0) + ',62%,46%)'; }
+  function heat(v, max) {
+    if (!(max > 0) || !(v > 0)) return null;
+    var a = Math.min(1, v / max);
+    return 'background: rgba(230,85,45,' + (0.06 + 0.5 * a).toFixed(3) + ')';
+  }
+  function download(name, text, type) {
+    var a = h('a', { download: name });
+    a.href = URL.createObjectURL(new Blob([text], { type: type }));
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  }
+  function csvCell(v) {
+    var s = v === null || v === undefined ? '' : String(v);
+    return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  }
+
+  /* ---- Tables: sortable (click a header), filterable, CSV/JSON downloads, expandable rows ---- */
+  var TABLES = {};
+  /* spec: {name, rows, columns: [{label, get(row), num, fmt(v,row), heat, cls, title}],
+   *        detail(row) -> node, sort: index, desc, limit} */
+  function table(spec) {
+    var cols = spec.columns, rows = spec.rows.slice(), shown = rows;
+    var sortCol = spec.sort === undefined ? -1 : spec.sort, desc = spec.desc !== false;
+    var limit = spec.limit || 500;
+    var filter = h('input', { type: 'search', placeholder: 'filter ' + spec.name + '...' });
+    var count = h('span', { cls: 'count' });
+    var max;
+    function scale() {
+      max = cols.map(function (c) {
+        if (!c.heat) return 0;
+        var m = 0;
+        rows.forEach(function (r) { var v = c.get(r); if (isNum(v) && v > m) m = v; });
+        return m;
+      });
+    }
+    scale();
+    var thead = h('thead'), tbody = h('tbody');
+    var tr = h('tr');
+    cols.forEach(function (c, i) {
+      if (c.hidden) return;
+      var th = h('th', { cls: 'sortable' + (c.num ? ' num' : ''), title: 'sort by ' + c.label, text: c.label });
+      th.addEventListener('click', function () {
+        if (sortCol === i) desc = !desc; else { sortCol = i; desc = !!c.num; }
+        draw();
+      });
+      tr.appendChild(th);
+    });
+    thead.appendChild(tr);
+    var more = h('button', { text: 'show all' });
+    more.addEventListener('click', function () { limit = Infinity; draw(); });
+    function cellText(c, r) { var v = c.get(r); return c.fmt ? c.fmt(v, r) : c.num ? int(v) : v === null || v === undefined ? '' : String(v); }
+    function draw() {
+      var q = filter.value.trim().toLowerCase();
+      shown = rows.filter(function (r) {
+        if (!q) return true;
+        for (var i = 0; i < cols.length; i++) if (String(cellText(cols[i], r)).toLowerCase().indexOf(q) >= 0) return true;
+        return spec.search ? spec.search(r).toLowerCase().indexOf(q) >= 0 : false;
+      });
+      if (sortCol >= 0) {
+        var c = cols[sortCol];
+        shown.sort(function (a, b) {
+          var x = c.get(a), y = c.get(b);
+          if (x === null || x === undefined) return 1;
+          if (y === null || y === undefined) return -1;
+          var o = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
+          return desc ? -o : o;
+        });
+      }
+      var ths = thead.firstChild.children, k = 0;
+      cols.forEach(function (c, i) {
+        if (c.hidden) return;
+        ths[k].classList.toggle('asc', i === sortCol && !desc);
+        ths[k].classList.toggle('desc', i === sortCol && desc);
+        k++;
+      });
+      tbody.textContent = '';
+      shown.slice(0, limit).forEach(function (r) {
+        var row = h('tr', { cls: spec.detail ? 'expandable' : null });
+        cols.forEach(function (c, i) {
+          if (c.hidden) return;
+          var v = c.get(r);
+          var td = h('td', { cls: (c.num ? 'num ' : '') + (c.cls || ''), style: c.heat ? heat(v, max[i]) : null });
+          var t = cellText(c, r);
+          if (c.node) add(td, c.node(v, r)); else td.textContent = t;
+          if (c.title) td.title = c.title(v, r) || '';
+          row.appendChild(td);
+        });
+        tbody.appendChild(row);
+        if (spec.detail) {
+          var open = null;
+          row.firstChild.addEventListener('click', function () {
+            if (open) { open.remove(); open = null; row.classList.remove('expanded'); return; }
+            var d = h('td', { colspan: cols.filter(function (c) { return !c.hidden; }).length });
+            try { add(d, spec.detail(r)); } catch (e) { fail('JavaScript error: ' + e); }
+            open = h('tr', { cls: 'detail' }, d);
+            row.after(open);
+            row.classList.add('expanded');
+          });
+        }
+      });
+      count.textContent = shown.length === rows.length ? int(rows.length) + ' rows' : int(shown.length) + ' of ' + int(rows.length) + ' rows';
+      more.style.display = shown.length > limit ? '' : 'none';
+    }
+    filter.addEventListener('input', draw);
+    var csv = h('button', { text: 'CSV', title: 'download this table as CSV' });
+    csv.addEventListener('click', function () {
+      var lines = [cols.map(function (c) { return csvCell(c.label); }).join(',')];
+      shown.forEach(function (r) {
+        lines.push(cols.map(function (c) { var v = c.get(r); return csvCell(Array.isArray(v) ? v.join(' ') : v); }).join(','));
+      });
+      download(spec.name.replace(/\W+/g, '_') + '.csv', lines.join('\n') + '\n', 'text/csv');
+    });
+    var json = h('button', { text: 'JSON', title: 'download these rows as JSON' });
+    json.addEventListener('click', function () {
+      download(spec.name.replace(/\W+/g, '_') + '.json', JSON.stringify(shown, null, 1), 'application/json');
+    });
+    draw();
+    var box = h('div', { cls: 'tablebox', 'data-table': spec.name },
+      h('div', { cls: 'tools' }, filter, count, csv, json),
+      h('div', { cls: 'scroll' }, h('table', { cls: 'data' }, thead, tbody)), more);
+    TABLES[spec.name] = {
+      filter: function (q) { filter.value = q; draw(); }, box: box,
+      setRows: function (r) { rows = r.slice(); scale(); draw(); }
+    };
+    return box;
+  }
+  function num(label, get, extra) {
+    var c = { label: label, get: get, num: true };
+    for (var k in extra || {}) c[k] = extra[k];
+    return c;
+  }
+  function txt(label, get, extra) {
+    var c = { label: label, get: get };
+    for (var k in extra || {}) c[k] = extra[k];
+    return c;
+  }
+  function tiles(list) {
+    return h('div', { cls: 'tiles' }, list.filter(Boolean).map(function (t) {
+      return h('div', { cls: 'tile', title: t[2] || null }, h('div', { cls: 'v', text: t[1] }), h('div', { cls: 'k', text: t[0] }));
+    }));
+  }
+  function note(text) { return h('p', { cls: 'hint', text: text }); }
+  function objLink(name, label) {
+    return h('a', { cls: 'obj', title: 'show in Objects', text: label || name, onclick: function () { goObject(name); } });
+  }
+  function goObject(name) {
+    location.hash = '#objects';
+    if (TABLES.objects) TABLES.objects.filter(name);
+  }
+
+  /* ---- Tabs ---- */
+  var TABS = [];
+  function tab(id, label, has, draw) { TABS.push({ id: id, label: label, has: has, draw: draw }); }
+  function show() {
+    var id = location.hash.replace('#', '') || 'summary';
+    if (!TABS.some(function (t) { return t.id === id; })) id = 'summary';
+    TABS.forEach(function (t) {
+      t.section.classList.toggle('active', t.id === id);
+      t.link.classList.toggle('active', t.id === id);
+    });
+  }
+
+  /* ---- Summary ---- */
+  tab('summary', 'Summary', true, function (el) {
+    var t = R.summary.totals;
+    var dur = Math.max.apply(null, [0].concat(R.summary.inputs.map(function (i) { return i.duration_ns; })));
+    add(el, tiles([
+      ['run time', ns(dur), several ? 'longest input' : null],
+      ['threads', int(t.threads)],
+      ['accesses', int(t.accesses)],
+      ['bytes read', bytes(t.bytes_read), int(t.bytes_read) + ' bytes'],
+      ['bytes written', bytes(t.bytes_written), int(t.bytes_written) + ' bytes'],
+      ['allocations', int(t.allocations)],
+      ['bytes allocated', bytes(t.bytes_allocated), int(t.bytes_allocated) + ' bytes'],
+      ['live peak', bytes(t.live_bytes_peak), int(t.live_bytes_peak) + ' bytes'],
+      ['findings', int(R.findings.length)]
+    ]));
+    var runs = h('div');
+    add(runs, h('h2', { text: several ? 'Runs (' + R.summary.inputs.length + ' profiles merged)' : 'Run' }));
+    function optionsText(o) { return Object.keys(o || {}).map(function (k) { return k + '=' + o[k]; }).join(':'); }
+    function allocatorText(a) { return a ? a.name + (a.version ? ' ' + a.version : '') + ' (' + a.object + ', ' + a.identified_by + ')' : ''; }
+    if (several) {
+      add(runs, table({
+        name: 'inputs', rows: R.summary.inputs.map(function (i, n) { i._n = n; return i; }),
+        columns: [
+          num('input', function (i) { return i._n; }), txt('profile', function (i) { return i.path; }, { cls: 'mono' }),
+          txt('command', function (i) { return (i.argv || []).join(' '); }, { cls: 'mono wrap' }), txt('host', function (i) { return i.host; }),
+          num('pid', function (i) { return i.pid; }, { fmt: function (v) { return String(v); } }), num('threads', function (i) { return i.threads; }),
+          num('time', function (i) { return i.duration_ns; }, { fmt: function (v) { return ns(v); } }), txt('written at', function (i) { return i.trigger; }),
+          num('accesses', function (i) { return i.accesses; }, { heat: true }), txt('allocator', function (i) { return allocatorText(i.allocator); }, { cls: 'wrap' })
+        ],
+        detail: function (i) {
+          return [h('div', { cls: 'mono', text: 'options: ' + optionsText(i.options) }),
+            (i.exit_summary || []).length ? h('pre', { text: i.exit_summary.join('\n') }) : note('No exit summary kept.')];
+        }
+      }));
+    } else R.summary.inputs.forEach(function (i) {
+      var dl = h('dl', { cls: 'run' });
+      function row(k, v) { if (v !== null && v !== undefined && v !== '') add(dl, [h('dt', { text: k }), h('dd', { text: v })]); }
+      row('command', (i.argv || []).join(' '));
+      row('profile', i.path);
+      row('executable', i.exe);
+      row('host', i.host);
+      row('pid', String(i.pid));
+      row('threads', int(i.threads));
+      row('time', ns(i.duration_ns));
+      row('written at', i.trigger);
+      row('accesses', int(i.accesses));
+      row('allocator', allocatorText(i.allocator));
+      row('options', optionsText(i.options));
+      row('exit summary', (i.exit_summary || []).join('\n'));
+      add(runs, dl);
+    });
+    add(runs, h('dl', { cls: 'run' }, h('dt', { text: 'report by' }), h('dd', { text: META.generator + ', report format ' + R.format + ' ' + R.version })));
+    add(el, h('h2', { text: 'Findings (every analysis, ranked by estimated time saved, then confidence)' }));
+    if (!R.findings.length) add(el, note('No findings.'));
+    else add(el, table({
+      name: 'findings', rows: R.findings.map(function (f, i) { f._rank = i + 1; return f; }),
+      columns: [
+        num('#', function (f) { return f._rank; }),
+        txt('analysis', function (f) { return f.analysis; }),
+        txt('kind', function (f) { return f.kind.replace(/_/g, ' '); }, { node: function (v) { return h('span', { cls: 'kind', text: v }); } }),
+        txt('finding', function (f) { return f.title; }, { cls: 'wide', node: function (v, f) { return [v, h('div', { cls: 'fix', text: 'fix: ' + f.fix })]; } }),
+        txt('at', function (f) { return f.places[0] ? base(f.places[0]) : ''; }, { cls: 'mono', title: function (v, f) { return f.places.join('\n'); } }),
+        num('saves', function (f) { return f.impact.seconds; }, { fmt: function (v, f) { return v > 0 ? ns(v * 1e9) : f.impact.bytes > 0 ? bytes(f.impact.bytes) : '-'; }, heat: true }),
+        txt('evidence', function (f) { return f.evidence.slice(0, 2).map(function (e) { return e.name.replace(/_/g, ' ') + ' ' + evidence(e); }).join('; '); }, { cls: 'wrap' }),
+        txt('confidence', function (f) { return f.impact.confidence; }, { node: function (v) { return h('span', { cls: 'conf-' + v, text: v }); } }),
+        txt('fix', function (f) { return f.fix; }, { hidden: true }),
+        txt('object', function (f) { return f.objects.map(function (o) { return o.name; }).join(', '); }, {
+          node: function (v, f) { return f.objects.filter(function (o) { return o.name; }).map(function (o) { return [objLink(o.name), ' ']; }); }
+        })
+      ].concat(several ? [num('input', function (f) { return f.input; })] : []),
+      detail: function (f) {
+        return [
+          h('div', { text: 'key: ' + f.key, cls: 'mono' }),
+          h('div', { text: 'places: ' + f.places.join(', ') }),
+          h('div', { text: 'evidence: ' + f.evidence.map(function (e) { return e.name + ' = ' + evidence(e); }).join('; ') }),
+          h('div', { text: 'impact: ' + f.impact.formula + ' from ' + f.impact.inputs.map(function (e) { return e.name + ' = ' + evidence(e); }).join('; ') })
+        ];
+      }
+    }));
+    add(el, runs);
+    var n = R.notes;
+    if (n.notes.length || n.warnings.length) {
+      add(el, h('h2', { text: 'Notes' }));
+      add(el, h('ul', null, n.warnings.concat(n.notes).map(function (x) { return h('li', { text: x }); })));
+    }
+  });
+  function evidence(e) {
+    var v = e.value;
+    if (e.unit === 'bytes' || e.unit === 'B') return bytes(v);
+    if (e.unit === 'ns') return ns(v);
+    if (e.unit === 'fraction') return (100 * v).toFixed(1) + '%';
+    if (e.unit === 's' || e.unit === 'seconds') return ns(v * 1e9);
+    var s = Math.abs(v) >= 100 || v === Math.round(v) ? int(v) : v.toFixed(2);
+    return s + (e.unit && e.unit !== 'count' && e.unit !== e.name ? (e.unit === 'x' || e.unit === '%' ? '' : ' ') + e.unit : '');
+  }
+
+  /* ---- Objects ---- */
+  function programFrame(site) { return site.stack[site.wrapper_frames || 0] || site.stack[0]; }
+  function siteIdentity(site) {
+    var f = programFrame(site);
+    if (!f) return '?';
+    return f.file && f.line ? base(f.file) + ':' + f.line : f.function || '?';
+  }
+  var SITES_BY_ID = {};
+  R.alloc_sites.sites.forEach(function (s) { var k = siteIdentity(s); (SITES_BY_ID[k] = SITES_BY_ID[k] || []).push(s); });
+  function sharingOf(name) {
+    if (!R.sharing) return [];
+    return R.sharing.findings.filter(function (f) {
+      return f.objects.some(function (o) { return o.name === name || (o.alloc_site && base(o.alloc_site) === name) || o.function === name; });
+    });
+  }
+  function numaOf(name) {
+    var out = [];
+    (R.numa ? R.numa.inputs : []).forEach(function (ni) {
+      ni.objects.forEach(function (o) {
+        if ((o.allocated_at && base(o.allocated_at) === name) || o.object === 'global ' + name) out.push(o);
+      });
+    });
+    return out;
+  }
+  tab('objects', 'Objects', R.objects.length > 0, function (el) {
+    add(el, note('One row per heap allocation site, global, stack or region, joining every analysis on the object\'s identity. Click a row\'s first cell for its call stack, cache lines and per-thread pages.'));
+    if (!R.objects.length) { add(el, note('No objects: no analysis measured any.')); return; }
+    var fnOf = function (o) { var s = (SITES_BY_ID[o.name] || [])[0]; var f = s && programFrame(s); return f ? f.function || '' : ''; };
+    var modOf = function (o) { var s = (SITES_BY_ID[o.name] || [])[0]; var f = s && programFrame(s); return f && f.module ? base(f.module) : ''; };
+    add(el, table({
+      name: 'objects', rows: R.objects, sort: 2,
+      search: function (o) { return fnOf(o) + ' ' + modOf(o) + ' ' + o.findings.join(' '); },
+      columns: [
+        txt('kind', function (o) { return o.kind; }),
+        txt('object', function (o) { return o.name; }, { cls: 'mono' }),
+        num('bytes', function (o) { return o.bytes; }, { heat: true }),
+        num('allocations', function (o) { return o.allocations; }),
+        num('live peak', function (o) { return o.live_bytes_peak; }, { heat: true }),
+        txt('function', fnOf, { cls: 'mono' }),
+        txt('module', modOf),
+        txt('sharing', function (o) { return o.sharing.join(', '); }),
+        num('invalidations', function (o) { return o.invalidations; }, { heat: true }),
+        num('local', function (o) { return o.numa_local; }),
+        num('remote', function (o) { return o.numa_remote; }, { heat: true }),
+        num('remote %', function (o) { var a = (o.numa_local || 0) + (o.numa_remote || 0); return o.numa_remote === null || o.numa_remote === undefined ? null : a ? 100 * o.numa_remote / a : 0; }, { fmt: function (v) { return isNum(v) ? v.toFixed(1) : '-'; }, heat: true }),
+        num('first touch thread', function (o) { return o.first_touch_thread; }),
+        num('allocator time', function (o) { return o.allocator_ns; }, { fmt: function (v) { return isNum(v) ? ns(v) : '-'; }, heat: true }),
+        num('region bytes', function (o) { return o.region_bytes; }, { heat: true }),
+        num('findings', function (o) { return o.findings.length; })
+      ],
+      detail: objectDetail
+    }));
+  });
+  function objectDetail(o) {
+    var out = [];
+    (SITES_BY_ID[o.name] || []).forEach(function (s) {
+      out.push(h('h3', { text: 'Call stack (' + s.kind + ', ' + int(s.count) + ' calls, ' + int(s.bytes) + ' bytes), innermost first' }));
+      out.push(h('ol', { cls: 'mono' }, s.stack.map(function (f, i) {
+        return h('li', { text: frameText(f) + (i < (s.wrapper_frames || 0) ? '  (allocation wrapper)' : '') });
+      })));
+    });
+    sharingOf(o.name).forEach(function (f) { out.push(lineCard(f)); });
+    numaOf(o.name).forEach(function (n) {
+      out.push(h('h3', { text: 'Pages per thread (NUMA: ' + n.object + ')' }));
+      out.push(table({
+        name: 'pages of ' + n.object, rows: n.threads,
+        columns: [num('thread', function (r) { return r.thread; }), num('from byte', function (r) { return r.start; }), num('to byte', function (r) { return r.end; }), num('pages', function (r) { return r.pages; }, { heat: true })]
+      }));
+    });
+    if (o.findings.length) out.push(h('div', { cls: 'mono', text: 'findings: ' + o.findings.join(', ') }));
+    if (!out.length) out.push(note('Nothing more is known about this object.'));
+    return out;
+  }
+
+  /* ---- Cache lines ---- */
+  function objectText(o) {
+    if (!o) return '?';
+    if (o.kind === 'global') return 'global ' + (o.name || hex(o.start));
+    if (o.kind === 'stack') return 'stack of thread ' + o.stack_thread + (o.function ? ' (' + o.function + ')' : '');
+    return (o.alloc_kind || 'heap') + ' block of ' + int(o.size) + ' bytes allocated at ' + (o.alloc_site || '?') + (o.function ? ' in ' + o.function : '');
+  }
+  function objectName(o) { return o.kind === 'global' ? o.name : o.alloc_site ? base(o.alloc_site) : o.function; }
+  function lineMap(f, line) {
+    var cells = [], words = f.words.filter(function (w) { return w.line === line; });
+    for (var b = 0; b < 64; b++) {
+      var w = null;
+      for (var i = 0; i < words.length; i++) if (b >= words[i].line_offset && b < words[i].line_offset + Math.max(1, words[i].size)) { w = words[i]; break; }
+      var c = h('div');
+      if (w) {
+        var tip = 'byte ' + b + (w.field ? ' ' + w.field : '') + ': ' + int(w.reads) + ' reads by [' + ids(w.readers) + '], ' + int(w.writes) + ' writes by [' + ids(w.writers) + ']';
+        c.title = tip;
+        if (w.writers.length) {
+          c.setAttribute('style', 'background:' + threadColour(w.writers[0]) + (w.writers.length > 1 ? ';box-shadow: inset 0 -5px 0 #111' : ''));
+          if (b === w.line_offset) c.textContent = String(w.writers[0]);
+        } else if (w.readers.length) { c.className = 'r'; if (b === w.line_offset) c.textContent = 'r'; }
+      } else c.title = 'byte ' + b + ': not accessed';
+      cells.push(c);
+    }
+    return h('div', { cls: 'linemap', title: 'line ' + hex(line) }, cells);
+  }
+  function lineCard(f) {
+    var card = h('div', { cls: 'card', id: 'line-' + f.rank + '-' + f.input });
+    var obj = f.objects[0];
+    add(card, h('h3', null, '#' + f.rank + ' ', h('span', { cls: 'kind', text: f.kind_text + (f.allocator_induced ? ' (allocator-induced)' : '') }), ' ', objectText(obj),
+      obj && objectName(obj) ? [' ', objLink(objectName(obj), '(object)')] : null));
+    add(card, h('div', { text: int(f.invalidations) + ' invalidations, ' + int(f.reads) + ' reads, ' + int(f.writes) + ' writes by threads ' + ids(f.threads) + (f.more_threads ? ' and others' : '') + (several ? '; input ' + input(f.input) : '') }));
+    var writers = {};
+    f.words.forEach(function (w) { w.writers.forEach(function (t) { writers[t] = true; }); });
+    f.lines.forEach(function (l) {
+      add(card, h('div', { cls: 'mono', text: 'line ' + hex(l) + ': 64 bytes, each coloured by its first writer thread (number: that thread, at the word\'s first byte; r: read only; dark base: several writers)' }));
+      add(card, lineMap(f, l));
+    });
+    add(card, h('div', { cls: 'legend' }, Object.keys(writers).map(function (t) {
+      return h('span', null, h('span', { cls: 'sw', style: 'background:' + threadColour(+t) }), 'thread ' + t + ' writes');
+    })));
+    add(card, table({
+      name: 'words of line #' + f.rank + (several ? ' input ' + f.input : ''), rows: f.words, limit: 64,
+      columns: [
+        txt('line', function (w) { return hex(w.line); }, { cls: 'mono' }),
+        num('offset', function (w) { return w.line_offset; }),
+        num('size', function (w) { return w.size; }),
+        txt('field', function (w) { return w.field || (w.object_offset !== null && w.object_offset !== undefined ? '+' + w.object_offset : ''); }, { cls: 'mono' }),
+        num('reads', function (w) { return w.reads; }, { heat: true }),
+        num('writes', function (w) { return w.writes; }, { heat: true }),
+        txt('readers', function (w) { return ids(w.readers); }),
+        txt('writers', function (w) { return ids(w.writers); })
+      ]
+    }));
+    if (f.places.length) add(card, table({
+      name: 'places of line #' + f.rank + (several ? ' input ' + f.input : ''), rows: f.places, limit: 20,
+      columns: [
+        txt('source line', function (p) { return p.line ? base(p.file) + ':' + p.line : p.file || '(no debug location)'; }, { cls: 'mono', title: function (v, p) { return p.file; } }),
+        txt('function', function (p) { return p.function; }, { cls: 'mono' }),
+        num('reads', function (p) { return p.reads; }, { heat: true }),
+        num('writes', function (p) { return p.writes; }, { heat: true })
+      ]
+    }));
+    if (!f.latent) add(card, h('div', { text: 'prediction: ' + (f.predicted_speedup ? f.predicted_speedup.toFixed(2) + 'x, saves up to ' + ns(f.predicted_saving_ns) : 'none') + '; basis: ' + f.prediction.basis + ' (prediction confidence ' + f.prediction.confidence + ', finding confidence ' + f.confidence + ')' }));
+    else add(card, h('div', { text: 'latent: ' + (f.latent.prefetch_pair ? 'adjacent-line prefetch pair' : '') + (f.latent.shift ? ' a ' + f.latent.shift + '-byte shift would share a line' : '') }));
+    add(card, h('div', { text: 'fix: ' + f.fix }));
+    return card;
+  }
+  tab('lines', 'Cache lines', !!(R.sharing && R.sharing.findings.length), function (el) {
+    var s = R.sharing;
+    if (!s) { add(el, note('No sharing records: build with PROFCC_INSTRUMENT=sharing (the default).')); return; }
+    add(el, tiles([
+      ['lines tracked', int(s.lines_tracked)],
+      ['findings', int(s.findings_total)],
+      ['invalidations', int(sum(s.findings, function (f) { return f.invalidations; }))],
+      ['dropped lines', int(s.dropped_lines)]
+    ]));
+    add(el, h('h2', { text: 'Lines by contention' }));
+    add(el, table({
+      name: 'cache lines', rows: s.findings,
+      columns: [
+        num('#', function (f) { return f.rank; }),
+        txt('kind', function (f) { return f.kind_text + (f.allocator_induced ? ' (allocator-induced)' : ''); }, { node: function (v) { return h('span', { cls: 'kind', text: v }); } }),
+        txt('object', function (f) { return objectText(f.objects[0]); }, { cls: 'wrap' }),
+        txt('line', function (f) { return f.lines.map(hex).join(' '); }, { cls: 'mono' }),
+        num('invalidations', function (f) { return f.invalidations; }, { heat: true }),
+        num('reads', function (f) { return f.reads; }),
+        num('writes', function (f) { return f.writes; }, { heat: true }),
+        txt('threads', function (f) { return ids(f.threads); }),
+        txt('at', function (f) { return f.places[0] ? base(f.places[0].file) + ':' + f.places[0].line : ''; }, { cls: 'mono' }),
+        num('speed-up', function (f) { return f.predicted_speedup; }, { fmt: function (v) { return isNum(v) && v > 0 ? v.toFixed(2) + 'x' : '-'; }, heat: true }),
+        txt('confidence', function (f) { return f.confidence; })
+      ].concat(several ? [num('input', function (f) { return f.input; })] : []),
+      detail: function (f) { var c = document.getElementById('line-' + f.rank + '-' + f.input); if (c) c.scrollIntoView(); return note('Its card is below.'); }
+    }));
+    (s.below_threshold || []).forEach(function (b) { add(el, note('below --min-speedup: ' + JSON.stringify(b))); });
+    add(el, h('h2', { text: 'Each line: its 64 bytes, who reads and writes which word' }));
+    s.findings.slice(0, 50).forEach(function (f) { add(el, lineCard(f)); });
+    if (s.findings.length > 50) add(el, note((s.findings.length - 50) + ' more lines in the table above'));
+  });
+
+  /* ---- NUMA ---- */
+  function matrix(name, rowLabels, colLabels, cells) {
+    var max = 0;
+    cells.forEach(function (r) { r.forEach(function (v) { if (v > max) max = v; }); });
+    var t = h('table', { cls: 'matrix', 'data-matrix': name });
+    add(t, h('tr', null, h('th', { text: '' }), colLabels.map(function (c) { return h('th', { cls: 'num', text: c }); }), h('th', { cls: 'num', text: 'total' })));
+    cells.forEach(function (r, i) {
+      add(t, h('tr', null, h('th', { text: rowLabels[i] }), r.map(function (v) {
+        return h('td', { style: heat(v, max), text: int(v) });
+      }), h('td', { text: int(sum(r)) })));
+    });
+    return h('div', { cls: 'scroll' }, t);
+  }
+  tab('numa', 'NUMA', !!R.numa, function (el) {
+    if (!R.numa) { add(el, note('No NUMA records: build with PROFCC_INSTRUMENT=numa (docs/numa.md).')); return; }
+    R.numa.inputs.forEach(function (n) {
+      var tag = several ? ' (input ' + n.input + ')' : '';
+      add(el, h('h2', { text: 'Input ' + input(n.input) + ': model ' + n.model + (n.model === 'emulate' ? ', ' + n.nodes + ' nodes' : '') }));
+      add(el, tiles([
+        ['pages', int(n.pages)], ['local accesses', int(n.local)], ['remote accesses', int(n.remote)],
+        ['remote', pct(n.remote, n.local + n.remote)], ['remote invalidations', int(n.remote_invalidations)],
+        ['unpinned thread', int(n.unpinned_thread)], ['unpinned page', int(n.unpinned_page)]
+      ]));
+      if (n.advice) add(el, h('p', { text: 'Advice: ' + n.advice }));
+      if (n.migration) add(el, h('p', { text: 'Migration: ' + n.migration }));
+      if (n.node_matrix.length) {
+        add(el, h('h3', { text: 'Accesses: accessing thread\'s node (rows) x page\'s node (columns)' }));
+        add(el, matrix('node' + n.input, n.node_matrix.map(function (r, i) { return 'thread node ' + i; }), n.node_matrix.map(function (r, i) { return 'page node ' + i; }), n.node_matrix));
+      }
+      var nodes = {};
+      n.threads.forEach(function (t) { t.by_node.forEach(function (b) { nodes[b[0] === null ? 'none' : b[0]] = true; }); });
+      var cols = Object.keys(nodes).sort(function (a, b) { return a === 'none' ? 1 : b === 'none' ? -1 : a - b; });
+      if (cols.length && cols.length <= 64) {
+        add(el, h('h3', { text: 'Accesses: thread (rows) x page\'s node (columns)' }));
+        add(el, matrix('thread' + n.input, n.threads.map(function (t) { return 'thread ' + t.thread + (t.node !== null ? ' (node ' + t.node + ')' : ''); }),
+          cols.map(function (c) { return c === 'none' ? 'no home' : 'node ' + c; }),
+          n.threads.map(function (t) {
+            return cols.map(function (c) { var v = 0; t.by_node.forEach(function (b) { if (String(b[0] === null ? 'none' : b[0]) === c) v += b[1]; }); return v; });
+          })));
+      }
+      add(el, h('h3', { text: 'Threads: locality, binding and waits' }));
+      add(el, table({
+        name: 'numa threads' + tag, rows: n.threads,
+        columns: [
+          num('thread', function (t) { return t.thread; }),
+          num('node', function (t) { return t.node; }),
+          txt('routine', function (t) { return t.routine || ''; }, { cls: 'mono' }),
+          txt('pinned', function (t) { return t.pinned ? 'yes' : 'no'; }),
+          num('local', function (t) { return t.local; }),
+          num('remote', function (t) { return t.remote; }, { heat: true }),
+          num('remote %', function (t) { return t.local + t.remote ? 100 * t.remote / (t.local + t.remote) : 0; }, { fmt: function (v) { return v.toFixed(1); }, heat: true }),
+          num('first touches', function (t) { return t.first_touches; }, { heat: true }),
+          num('waits', function (t) { var w = t.waits; return w.mutex + w.spin + w.cond + w.barrier + w.sem; }, { title: function (v, t) { return JSON.stringify(t.waits); } }),
+          num('migrations', function (t) { return t.migrations; })
+        ]
+      }));
+      if (n.first_touch.length) {
+        add(el, h('h3', { text: 'First touches by thread and line' }));
+        add(el, table({
+          name: 'numa first touch' + tag, rows: n.first_touch,
+          columns: [
+            num('thread', function (r) { return r.thread; }), num('pages', function (r) { return r.pages; }, { heat: true }),
+            txt('at', function (r) { return r.place || '?'; }, { cls: 'mono' }), txt('function', function (r) { return r.function || ''; }, { cls: 'mono' }),
+            txt('object', function (r) { return r.object || ''; })
+          ]
+        }));
+      }
+      if (n.objects.length) {
+        add(el, h('h3', { text: 'Objects by seriousness' }));
+        add(el, table({
+          name: 'numa objects' + tag, rows: n.objects,
+          columns: [
+            txt('object', function (o) { return o.object; }, { cls: 'wrap' }),
+            num('bytes', function (o) { return o.bytes; }), num('pages', function (o) { return o.pages; }),
+            num('local', function (o) { return o.local; }), num('remote', function (o) { return o.remote; }, { heat: true }),
+            num('remote %', function (o) { return o.local + o.remote ? 100 * o.remote / (o.local + o.remote) : 0; }, { fmt: function (v) { return v.toFixed(1); }, heat: true }),
+            num('score', function (o) { return o.score; }, { fmt: function (v) { return fixed(v, 2); }, heat: true }),
+            txt('first touch', function (o) { return o.first_touch_thread === null ? '' : 'thread ' + o.first_touch_thread + ' at ' + (o.first_touch_at || '?') + ' (' + int(o.first_touch_pages) + ' pages)'; }),
+            num('shared pages', function (o) { return o.shared_pages; }),
+            txt('kind', function (o) { return o.kind || ''; }), txt('fix', function (o) { return o.fix || ''; }, { cls: 'wrap' })
+          ]
+        }));
+      }
+      if (n.sites.length) {
+        add(el, h('h3', { text: 'Source lines by remote accesses' }));
+        add(el, table({
+          name: 'numa sites' + tag, rows: n.sites,
+          columns: [
+            txt('at', function (s) { return s.place || '?'; }, { cls: 'mono' }), txt('function', function (s) { return s.function || ''; }, { cls: 'mono' }),
+            num('accesses', function (s) { return s.accesses; }), num('remote', function (s) { return s.remote; }, { heat: true }),
+            num('remote %', function (s) { return s.accesses ? 100 * s.remote / s.accesses : 0; }, { fmt: function (v) { return v.toFixed(1); } })
+          ]
+        }));
+      }
+      if (n.groups.length) {
+        add(el, h('h3', { text: 'Thread groups (load balance)' }));
+        add(el, table({ name: 'numa groups' + tag, rows: n.groups, columns: [txt('routine', function (g) { return g.routine; }, { cls: 'mono' }), num('threads', function (g) { return g.threads; }), num('overhead', function (g) { return g.overhead; }, { heat: true }), num('recommended', function (g) { return g.recommended; })] }));
+      }
+      if (n.plan.length) {
+        add(el, h('h3', { text: 'Binding plan' + (n.plan_basis ? ' (' + n.plan_basis + ')' : '') }));
+        add(el, table({ name: 'numa plan' + tag, rows: n.plan, columns: [num('node', function (c) { return c.node; }), txt('CPUs', function (c) { return c.cpu_list || c.first_cpu + '+' + c.cpus; }), txt('threads', function (c) { return ids(c.threads); }), txt('unbalanced', function (c) { return ids(c.unbalanced); })] }));
+        if (n.plan_lines.length) add(el, h('pre', { cls: 'plan', text: n.plan_lines.join('\n') }));
+      }
+    });
+  });
+
+  /* ---- Allocator ---- */
+  function histogram(name, buckets) {
+    var max = 0;
+    buckets.forEach(function (b) { if (b[1] > max) max = b[1]; });
+    return h('table', { cls: 'hist', 'data-hist': name }, buckets.map(function (b) {
+      return h('tr', null, h('td', { cls: 'num mono', text: b[0] }), h('td', { cls: 'num', text: int(b[1]) }),
+        h('td', null, h('span', { cls: 'bar', style: 'width:' + (max ? Math.max(1, 300 * b[1] / max) : 0).toFixed(0) + 'px' })));
+    }));
+  }
+  function siteColumns(extra) {
+    return [
+      txt('site', function (s) { return siteIdentity(s); }, { cls: 'mono', node: function (v) { return objLink(v); } }),
+      txt('function', function (s) { var f = programFrame(s); return f ? f.function || '' : ''; }, { cls: 'mono' }),
+      txt('kind', function (s) { return s.kind; })
+    ].concat(extra);
+  }
+  tab('allocator', 'Allocator', !!R.allocator || R.alloc_sites.sites.length > 0, function (el) {
+    var sites = R.alloc_sites.sites;
+    if (sites.length) {
+      add(el, h('h2', { text: 'Top allocation sites (' + int(R.alloc_sites.sites_total) + ' in all)' }));
+      var lists = [
+        ['peak contributors', function (s) { return s.live_bytes_peak; }, 'live peak'],
+        ['most allocations', function (s) { return s.count; }, 'allocations'],
+        ['temporary (freed)', function (s) { return s.frees; }, 'frees'],
+        ['leaked (live at exit)', function (s) { return s.live_bytes_at_exit; }, 'live at exit']
+      ];
+      lists.forEach(function (l) {
+        var rows = sites.filter(function (s) { return l[1](s) > 0; }).sort(function (a, b) { return l[1](b) - l[1](a); }).slice(0, 10);
+        add(el, h('h3', { text: l[0] }));
+        if (!rows.length) { add(el, note('none')); return; }
+        add(el, table({
+          name: 'alloc ' + l[0], rows: rows, limit: 10,
+          columns: siteColumns([num(l[2], l[1], { heat: true }), num('bytes', function (s) { return s.bytes; }), num('calls', function (s) { return s.count; }), num('max size', function (s) { return s.max_size; })]),
+          detail: function (s) { return h('ol', { cls: 'mono' }, s.stack.map(function (f) { return h('li', { text: frameText(f) }); })); }
+        }));
+      });
+      var b = {};
+      sites.forEach(function (s) {
+        if (!s.count) return;
+        var mean = s.bytes / s.count, k = 0;
+        while ((1 << k) < mean && k < 40) k++;
+        b[k] = (b[k] || 0) + s.count;
+      });
+      add(el, h('h3', { text: 'Request sizes (each site\'s mean size, by calls; the top sites)' }));
+      add(el, histogram('sizes', Object.keys(b).map(Number).sort(function (x, y) { return x - y; }).map(function (k) { return ['<= ' + bytes(Math.pow(2, k)), b[k]]; })));
+    }
+    var A = R.allocator;
+    if (!A) { add(el, note('No allocator analysis: run with PROFCC_OPTIONS=alloc_ops=1 (docs/allocators.md).')); return; }
+    A.inputs.forEach(function (a) {
+      var tag = several ? ' (input ' + a.input + ')' : '';
+      add(el, h('h2', { text: 'The allocator: ' + a.allocator + tag }));
+      add(el, note(a.description + (a.costs ? '; reference costs: ' + a.costs : '')));
+      var basis = a.cpu_ns || a.duration_ns;
+      add(el, tiles([
+        ['time in the allocator', ns(a.total_ns)], ['share of ' + (a.share_of || 'the run'), pct(a.total_ns, basis)],
+        ['operations', int(sum(a.ops, function (r) { return r.count; }))], ['first calls left out', int(a.first_calls)]
+      ]));
+      if (a.advice) add(el, h('p', { text: 'Advice: ' + a.advice }));
+      if (a.no_advice) add(el, h('p', { text: a.no_advice }));
+      add(el, h('h3', { text: 'Operations by kind' }));
+      add(el, table({
+        name: 'alloc ops' + tag, rows: a.ops, sort: 7,
+        columns: [
+          txt('op', function (r) { return r.op; }), txt('size', function (r) { return r.size_kind; }), txt('reuse', function (r) { return r.reuse; }), txt('phase', function (r) { return r.phase; }),
+          num('calls', function (r) { return r.count; }, { heat: true }), num('timed', function (r) { return r.timed; }),
+          num('mean', function (r) { return r.mean_ns; }, { fmt: function (v) { return ns(v); } }),
+          num('total', function (r) { return r.total_ns; }, { fmt: function (v) { return ns(v); }, heat: true })
+        ]
+      }));
+      if (a.overhead.length) {
+        add(el, h('h3', { text: 'Memory at the peak and at exit (fragmentation)' }));
+        add(el, table({
+          name: 'alloc overhead' + tag, rows: a.overhead,
+          columns: [
+            txt('moment', function (r) { return r.moment; }), num('requested', function (r) { return r.requested; }), num('usable', function (r) { return r.usable; }),
+            num('internal fragmentation', function (r) { return r.internal_fragmentation; }), num('blowup', function (r) { return r.blowup; }), num('heap RSS', function (r) { return r.heap_rss; }),
+            num('external + metadata', function (r) { return r.external_and_metadata; }),
+            num('line use', function (r) { return r.line_utilisation; }, { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(1) + '%' : '-'; } }),
+            num('page use', function (r) { return r.page_utilisation; }, { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(1) + '%' : '-'; } })
+          ]
+        }));
+      }
+      if (a.predictions.length) {
+        add(el, h('h3', { text: 'Switching allocator: predicted' }));
+        add(el, table({
+          name: 'alloc predictions' + tag, rows: a.predictions,
+          columns: [
+            txt('allocator', function (p) { return p.allocator; }), num('predicted', function (p) { return p.predicted_ns; }, { fmt: function (v) { return ns(v); } }),
+            num('change', function (p) { return p.change_ns; }, { fmt: function (v) { return ns(v); } }),
+            num('of the run', function (p) { return p.change_of_run; }, { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(2) + '%' : '-'; } }),
+            txt('how', function (p) { return p.how; }, { cls: 'wrap mono' })
+          ]
+        }));
+      }
+      add(el, h('h3', { text: 'Channels (system calls and locks inside the allocator)' }));
+      add(el, table({
+        name: 'alloc channels' + tag, rows: a.channels,
+        columns: [txt('channel', function (c) { return c.channel; }), txt('observable', function (c) { return c.observable ? 'yes' : 'no: ' + (c.why_not || ''); }, { cls: 'wrap' }),
+          num('calls', function (c) { return c.count; }, { heat: true }), num('time', function (c) { return c.total_ns; }, { fmt: function (v) { return ns(v); } })]
+      }));
+      if (a.locks.length) add(el, table({
+        name: 'alloc locks' + tag, rows: a.locks,
+        columns: [txt('lock', function (l) { return l.place; }, { cls: 'mono' }), num('taken', function (l) { return l.taken; }), num('waited', function (l) { return l.waited; }, { heat: true }),
+          num('wait', function (l) { return l.wait_ns; }, { fmt: function (v) { return ns(v); } }), num('held', function (l) { return l.hold_ns; }, { fmt: function (v) { return ns(v); } })]
+      }));
+    });
+    if (A.top_sites.length) {
+      add(el, h('h3', { text: 'Who pays: sites whose objects cost the allocator most' }));
+      add(el, table({
+        name: 'alloc cost sites', rows: A.top_sites,
+        columns: [txt('site', function (s) { return s.site; }, { cls: 'mono' }), num('calls', function (s) { return s.count; }),
+          num('allocator time', function (s) { return s.allocator_ns; }, { fmt: function (v) { return ns(v); }, heat: true }),
+          num('share', function (s) { return s.share; }, { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(1) + '%' : '-'; } })]
+      }));
+    }
+  });
+
+  /* ---- Regions ---- */
+  var REGION_FILTER = null;
+  function regionBytes(c, which) {
+    if (!c) return null;
+    var v = which === 'r' ? c.load_bytes : c.store_bytes, s = 0;
+    for (var i = 0; i < v.length; i++) if (i !== META.local_space) s += v[i];
+    return s;
+  }
+  tab('regions', 'Regions', !!(R.regions && R.regions.rows.length), function (el) {
+    var g = R.regions;
+    if (!g) { add(el, note('No region records: mark regions with PROFCC_ROI_BEGIN/END (docs/regions.md).')); return; }
+    if (!g.rows.length) { add(el, note('No region completed.')); return; }
+    var moved = function (r) { return r.counts ? regionBytes(r.counts, 'r') + regionBytes(r.counts, 'w') : null; };
+    function aggregate(rows) {
+      var byName = {};
+      rows.forEach(function (r) {
+        var k = (several ? r.input + ' ' : '') + r.region, x = byName[k] = byName[k] || { input: r.input, region: r.region, threads: 0, executions: 0, seconds: 0, bytes: 0 };
+        x.threads++; x.executions += r.executions; x.seconds += r.seconds; x.bytes += moved(r) || 0;
+      });
+      return Object.keys(byName).map(function (k) { return byName[k]; });
+    }
+    var BEST = 0;
+    aggregate(g.rows).forEach(function (x) { if (x.seconds > 0) BEST = Math.max(BEST, x.bytes / x.seconds); });
+    var banner = h('p', { cls: 'dropped', style: 'display:none' });
+    REGION_FILTER = function (label, rows) {
+      banner.textContent = '';
+      if (rows) {
+        add(banner, ['Filtered to the Timeline\'s selection: ' + label + ' ', h('button', { text: 'show the whole run', onclick: function () { REGION_FILTER(null, null); } })]);
+        banner.style.display = '';
+      } else banner.style.display = 'none';
+      TABLES.regions.setRows(aggregate(rows || g.rows));
+      TABLES['region threads'].setRows(rows || g.rows);
+    };
+    add(el, banner);
+    add(el, h('h2', { text: 'Regions (all threads)' }));
+    add(el, table({
+      name: 'regions', rows: aggregate(g.rows), sort: 5,
+      columns: (several ? [num('input', function (x) { return x.input; })] : []).concat([
+        txt('region', function (x) { return x.region; }, { cls: 'mono' }), num('threads', function (x) { return x.threads; }),
+        num('executions', function (x) { return x.executions; }),
+        num('time', function (x) { return x.seconds; }, { fmt: function (v) { return ns(v * 1e9); }, heat: true }),
+        num('bytes moved', function (x) { return x.bytes; }, { heat: true }),
+        num('GB/s', function (x) { return x.seconds > 0 ? x.bytes / x.seconds / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } }),
+        num('of the best region', function (x) { return x.seconds > 0 && BEST > 0 ? x.bytes / x.seconds / BEST : null; },
+          { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(0) + '%' : '-'; }, title: function () { return 'GB/s against the run\'s fastest region (' + fixed(BEST / 1e9, 2) + ' GB/s; what the low_bandwidth finding compares with: the profile has no measured machine bandwidth)'; } })
+      ])
+    }));
+    add(el, h('h2', { text: 'Per region and thread' }));
+    add(el, table({
+      name: 'region threads', rows: g.rows,
+      columns: (several ? [num('input', function (r) { return r.input; })] : []).concat([
+        txt('region', function (r) { return r.region; }, { cls: 'mono' }), num('thread', function (r) { return r.thread; }),
+        num('executions', function (r) { return r.executions; }),
+        num('time', function (r) { return r.seconds; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; }, heat: true }),
+        num('mean', function (r) { return r.executions ? r.seconds / r.executions : null; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; } }),
+        num('bytes read', function (r) { return regionBytes(r.counts, 'r'); }, { heat: true }),
+        num('bytes written', function (r) { return regionBytes(r.counts, 'w'); }, { heat: true }),
+        num('GB/s', function (r) { return r.gbytes_per_s; }, { fmt: function (v) { return fixed(v, 2); } }),
+        num('CF', function (r) { return r.correction_factor; }, { fmt: function (v) { return fixed(v, 3); } }),
+        num('GB/s x CF', function (r) { return r.gbytes_per_s_corrected; }, { fmt: function (v) { return fixed(v, 2); } }),
+        num('instructions', function (r) { return r.counts ? r.counts.instructions : null; }),
+        num('loads', function (r) { return r.counts && r.counts.loads ? sum(r.counts.loads) : null; }),
+        num('stores', function (r) { return r.counts && r.counts.stores ? sum(r.counts.stores) : null; }),
+        num('int ops', function (r) { return r.counts && isNum(r.counts.int_ops) ? r.counts.int_ops : null; }),
+        num('fp ops', function (r) { return r.counts && isNum(r.counts.fp_ops) ? r.counts.fp_ops : null; }),
+        num('vector ops', function (r) { return r.counts && isNum(r.counts.vector_ops) ? r.counts.vector_ops : null; }),
+        num('branches', function (r) { return r.counts && isNum(r.counts.branches) ? r.counts.branches : null; }),
+        num('calls', function (r) { return r.counts && isNum(r.counts.calls) ? r.counts.calls : null; })
+      ])
+    }));
+    if (g.sample_period > 1) add(el, note('Sampled (roi_sample=' + g.sample_period + '): counts and time are the counted executions\' scaled back; executions are exact.'));
+    if (g.dropped || g.unmatched_ends) add(el, note(int(g.dropped) + ' markers dropped, ' + int(g.unmatched_ends) + ' unmatched ends.'));
+  });
+
+  /* ---- Timeline: region snapshots over time ---- */
+  function regionColour(name) {
+    var x = 0;
+    for (var i = 0; i < name.length; i++) x = (x * 31 + name.charCodeAt(i)) % 360;
+    return 'hsl(' + x + ',65%,42%)';
+  }
+  /* Per input: [{t0, t1, rows: {region: {bytes, executions, instructions}}}] of each interval. */
+  function intervals(snaps) {
+    var out = [], prev = { ns: 0, rows: [] };
+    snaps.forEach(function (cur) {
+      var before = {};
+      prev.rows.forEach(function (r) { before[r.region + '\u0000' + r.thread] = r; });
+      var per = {};
+      cur.rows.forEach(function (r) {
+        var b = before[r.region + '\u0000' + r.thread] || { bytes_read: 0, bytes_written: 0, executions: 0, instructions: 0 };
+        var x = per[r.region] = per[r.region] || { bytes: 0, executions: 0, instructions: 0 };
+        x.bytes += Math.max(0, r.bytes_read + r.bytes_written - b.bytes_read - b.bytes_written);
+        x.executions += Math.max(0, r.executions - b.executions);
+        x.instructions += Math.max(0, r.instructions - b.instructions);
+      });
+      out.push({ t0: prev.ns / 1e9, t1: cur.ns / 1e9, rows: per });
+      prev = cur;
+    });
+    return out;
+  }
+  /* The cumulative rows of the last snapshot at or before t (seconds), by region and thread. */
+  function at(snaps, t) {
+    var best = { ns: 0, rows: [] };
+    snaps.forEach(function (s) { if (s.ns / 1e9 <= t + 1e-12) best = s; });
+    return best;
+  }
+  function timeline(el, g) {
+    var snaps = g.snapshots, iv = intervals(snaps);
+    if (!iv.length) return;
+    var regions = {};
+    iv.forEach(function (i) { for (var r in i.rows) regions[r] = true; });
+    var names = Object.keys(regions).sort();
+    var tmax = iv[iv.length - 1].t1, ymax = 0;
+    iv.forEach(function (i) { names.forEach(function (r) { var x = i.rows[r]; if (x && i.t1 > i.t0) ymax = Math.max(ymax, x.bytes / (i.t1 - i.t0) / 1e9); }); });
+    if (!(ymax > 0)) ymax = 1;
+    var W = 1100, H = 240, L = 60, B = 30, T = 10;
+    var c = h('canvas', { width: W, height: H, cls: 'chart', 'data-chart': 'bandwidth ' + g.input });
+    var sel = null, drag = null;
+    var selBox = h('div');
+    function x(t) { return L + (W - L - 10) * t / tmax; }
+    function y(v) { return H - B - (H - B - T) * v / ymax; }
+    function draw() {
+      var g2 = c.getContext('2d');
+      g2.clearRect(0, 0, W, H);
+      g2.fillStyle = '#fff'; g2.fillRect(0, 0, W, H);
+      g2.strokeStyle = '#d9dde5'; g2.fillStyle = '#5d6778'; g2.font = '11px sans-serif';
+      for (var k = 0; k <= 4; k++) {
+        var v = ymax * k / 4;
+        g2.beginPath(); g2.moveTo(L, y(v)); g2.lineTo(W - 10, y(v)); g2.stroke();
+        g2.fillText(v.toFixed(v < 10 ? 2 : 0), 4, y(v) + 4);
+      }
+      for (var k2 = 0; k2 <= 8; k2++) { var t = tmax * k2 / 8; g2.fillText(t.toFixed(3) + ' s', x(t) - 14, H - 10); }
+      if (sel) { g2.fillStyle = 'rgba(40,87,184,0.15)'; g2.fillRect(x(sel[0]), T, x(sel[1]) - x(sel[0]), H - B - T); }
+      names.forEach(function (r) {
+        g2.strokeStyle = regionColour(r); g2.lineWidth = 2; g2.beginPath();
+        iv.forEach(function (i, n) {
+          var xr = i.rows[r], v = xr && i.t1 > i.t0 ? xr.bytes / (i.t1 - i.t0) / 1e9 : 0;
+          if (n === 0) g2.moveTo(x(i.t0), y(v)); else g2.lineTo(x(i.t0), y(v));
+          g2.lineTo(x(i.t1), y(v));
+        });
+        g2.stroke();
+      });
+    }
+    function tOf(e) { var r = c.getBoundingClientRect(); return Math.max(0, Math.min(tmax, ((e.clientX - r.left) * W / r.width - L) / (W - L - 10) * tmax)); }
+    c.addEventListener('mousedown', function (e) { drag = tOf(e); sel = [drag, drag]; draw(); });
+    c.addEventListener('mousemove', function (e) { if (drag !== null) { var t = tOf(e); sel = [Math.min(drag, t), Math.max(drag, t)]; draw(); } });
+    window.addEventListener('mouseup', function () { if (drag !== null) { drag = null; selected(); } });
+    function selected() {
+      selBox.textContent = '';
+      if (!sel || sel[1] - sel[0] <= 0) { sel = null; draw(); return; }
+      var a = at(snaps, sel[0]), b = at(snaps, sel[1]);
+      var before = {};
+      a.rows.forEach(function (r) { before[r.region + '\u0000' + r.thread] = r; });
+      var rows = b.rows.map(function (r) {
+        var p = before[r.region + '\u0000' + r.thread] || { bytes_read: 0, bytes_written: 0, executions: 0, ticks: 0, instructions: 0 };
+        return { region: r.region, thread: r.thread, executions: r.executions - p.executions, read: r.bytes_read - p.bytes_read,
+          written: r.bytes_written - p.bytes_written, seconds: g.tsc_hz > 0 ? (r.ticks - p.ticks) / g.tsc_hz : null, instructions: r.instructions - p.instructions };
+      });
+      var dt = (b.ns - a.ns) / 1e9;
+      if (REGION_FILTER) {
+        REGION_FILTER('input ' + g.input + ', ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s', rows.map(function (r) {
+          return { input: g.input, region: r.region, thread: r.thread, executions: r.executions, seconds: r.seconds || 0,
+            counts: { load_bytes: [r.read, 0, 0, 0], store_bytes: [r.written, 0, 0, 0], instructions: r.instructions },
+            gbytes_per_s: r.seconds > 0 ? (r.read + r.written) / r.seconds / 1e9 : null };
+        }));
+      }
+      add(selBox, h('h3', { text: 'Selection ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s (the snapshots around the range)' }));
+      add(selBox, table({
+        name: 'timeline selection ' + g.input, rows: rows,
+        columns: [txt('region', function (r) { return r.region; }, { cls: 'mono' }), num('thread', function (r) { return r.thread; }),
+          num('executions', function (r) { return r.executions; }), num('bytes read', function (r) { return r.read; }, { heat: true }),
+          num('bytes written', function (r) { return r.written; }, { heat: true }),
+          num('time in region', function (r) { return r.seconds; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; } }),
+          num('GB/s over the range', function (r) { return dt > 0 ? (r.read + r.written) / dt / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } }),
+          num('instructions', function (r) { return r.instructions; })]
+      }));
+      draw();
+    }
+    draw();
+    add(el, h('h3', { text: 'Input ' + input(g.input) + ': GB/s (bytes moved per second) by each region, all threads, ' + snaps.length + ' snapshots' }));
+    add(el, c);
+    add(el, h('div', { cls: 'legend' }, names.map(function (r) { return h('span', null, h('span', { cls: 'sw', style: 'background:' + regionColour(r) }), r); })));
+    add(el, note('Drag across the chart to select a range: the table below gives each region\'s and thread\'s counts inside it, and the Regions tab shows that range until cleared.'));
+    add(el, selBox);
+  }
+  tab('timeline', 'Timeline', !!(R.regions && R.regions.snapshots && R.regions.snapshots.length), function (el) {
+    var s = R.regions && R.regions.snapshots;
+    if (!s || !s.length) { add(el, note('No snapshots: run the program with PROFCC_OPTIONS=roi_interval=100 (milliseconds) to have the regions\' counts over time.')); return; }
+    s.forEach(function (g) { timeline(el, g); });
+    add(el, note('Live heap bytes over time are not recorded in the profile: the Allocator tab has the peak and the exit.'));
+  });
+
+  /* ---- Flame graph ---- */
+  function flameTrees() {
+    var trees = {};
+    function tree(name) { return trees[name] = trees[name] || { name: 'all', value: 0, kids: {} }; }
+    function push(t, path, v, obj) {
+      if (!(v > 0)) return;
+      var n = t;
+      n.value += v;
+      path.forEach(function (p, i) {
+        var k = n.kids[p.name] = n.kids[p.name] || { name: p.name, value: 0, kids: {} };
+        k.value += v;
+        if (p.obj) k.obj = p.obj;
+        n = k;
+      });
+      if (obj && !n.obj) n.obj = obj;
+    }
+    R.alloc_sites.sites.forEach(function (s) {
+      var id = siteIdentity(s), w = s.wrapper_frames || 0;
+      var path = s.stack.map(function (f, i) {
+        return { name: f.function || (f.module ? base(f.module) + '+' + hex(f.offset) : hex(f.address)), obj: i === w ? id : null };
+      }).reverse();
+      /* The allocation call's place as the leaf: one box per site. */
+      path.push({ name: s.kind + ' at ' + id, obj: id });
+      push(tree('allocated bytes'), path, s.bytes);
+      push(tree('allocations'), path, s.count);
+      push(tree('live bytes at exit'), path, s.live_bytes_at_exit);
+    });
+    R.access_sites.lines.forEach(function (l) {
+      push(tree('accesses'), [{ name: l.function || '?' }, { name: base(l.file) + ':' + l.line }], l.accesses);
+    });
+    (R.numa ? R.numa.inputs : []).forEach(function (n) {
+      n.sites.forEach(function (s) { push(tree('remote accesses'), [{ name: s.function || '?' }, { name: s.place ? base(s.place) : '?' }], s.remote); });
+    });
+    (R.sharing ? R.sharing.findings : []).forEach(function (f) {
+      var o = f.objects[0], name = o ? objectName(o) : null, all = sum(f.places, function (p) { return p.reads + p.writes; });
+      f.places.forEach(function (p) {
+        push(tree('invalidations'), [{ name: p.function || '?' }, { name: (p.line ? base(p.file) + ':' + p.line : p.file) }],
+          all > 0 ? f.invalidations * (p.reads + p.writes) / all : 0, name);
+      });
+    });
+    return trees;
+  }
+  tab('flame', 'Flame graph', R.alloc_sites.sites.length > 0 || R.access_sites.lines.length > 0, function (el) {
+    var trees = flameTrees(), costs = Object.keys(trees);
+    if (!costs.length) { add(el, note('No allocation stacks or access sites recorded.')); return; }
+    var cost = costs[0], root = trees[cost], zoom = null;
+    var select = h('select', null, costs.map(function (c) { return h('option', { value: c, text: c }); }));
+    var search = h('input', { type: 'search', placeholder: 'search functions...' });
+    var matched = h('span', { cls: 'count' });
+    var reset = h('button', { text: 'reset zoom' });
+    var box = h('div', { cls: 'flame', 'data-flame': '1' });
+    var info = h('div', { cls: 'mono' });
+    function label(v) { return cost.indexOf('bytes') >= 0 ? bytes(v) + ' (' + int(v) + ' bytes)' : int(v); }
+    function draw() {
+      box.textContent = '';
+      var top = zoom || root, q = search.value.trim().toLowerCase(), hit = 0, depthMax = 0;
+      function walk(n, x, depth, under) {
+        var w = n.value / top.value;
+        if (w < 0.002) return;
+        depthMax = Math.max(depthMax, depth);
+        var m = q && n.name.toLowerCase().indexOf(q) >= 0;
+        if (m && !under) hit += n.value;
+        var d = h('div', {
+          cls: q ? (m ? 'match' : 'dim') : null, title: n.name + ': ' + label(n.value) + ', ' + pct(n.value, root.value) + (n.obj ? ' (object ' + n.obj + ')' : ''),
+          style: 'left:' + (100 * x).toFixed(4) + '%;width:' + (100 * w).toFixed(4) + '%;top:' + depth * 19 + 'px;background:' + flameColour(n.name), text: n.name
+        });
+        d.addEventListener('click', function () {
+          zoom = n === root ? null : n;
+          info.textContent = '';
+          add(info, [n.name + ': ' + label(n.value) + ', ' + pct(n.value, root.value) + ' of all ', n.obj ? objLink(n.obj, 'open object ' + n.obj) : null]);
+          draw();
+        });
+        box.appendChild(d);
+        var kids = Object.keys(n.kids).map(function (k) { return n.kids[k]; }).sort(function (a, b) { return b.value - a.value; });
+        var cx = x;
+        kids.forEach(function (k) { walk(k, cx, depth + 1, under || m); cx += k.value / top.value; });
+      }
+      if (top.value > 0) walk(top, 0, 0, false);
+      box.style.height = (depthMax + 1) * 19 + 2 + 'px';
+      matched.textContent = q ? 'matched: ' + pct(hit, top.value) + ' of ' + cost : '';
+    }
+    select.addEventListener('change', function () { cost = select.value; root = trees[cost]; zoom = null; draw(); });
+    search.addEventListener('input', draw);
+    reset.addEventListener('click', function () { zoom = null; draw(); });
+    add(el, h('div', { cls: 'tools' }, 'cost ', select, search, matched, reset));
+    add(el, note('Allocation stacks: the outermost frame at the top, the allocation call at the bottom. Access costs: function, then line. Click a frame to zoom in; its object, when it has one, opens from the line below.'));
+    add(el, box);
+    add(el, info);
+    draw();
+  });
+  function flameColour(name) {
+    var x = 0;
+    for (var i = 0; i < name.length; i++) x = (x * 33 + name.charCodeAt(i)) % 1000;
+    return 'hsl(' + (10 + x % 40) + ',' + (70 + x % 20) + '%,' + (62 + x % 12) + '%)';
+  }
+
+  /* ---- Sources: annotated lines (--sources DIR) ---- */
+  tab('sources', 'Sources', !!document.getElementById('profcc-sources'), function (el) {
+    var node = document.getElementById('profcc-sources');
+    if (!node) { add(el, note('No sources: name the directory they are under with profcc report --format html --sources DIR.')); return; }
+    var S = JSON.parse(node.textContent);
+    (S.notes || []).forEach(function (n) { add(el, note(n)); });
+    var per = {};
+    function metric(file, line, k, v) {
+      if (!file || !line || !(v > 0)) return;
+      var f = per[file] = per[file] || {}, l = f[line] = f[line] || {};
+      l[k] = (l[k] || 0) + v;
+    }
+    function split(place) { var i = place ? place.lastIndexOf(':') : -1; return i > 0 ? [place.slice(0, i), +place.slice(i + 1)] : [null, 0]; }
+    R.access_sites.lines.forEach(function (l) { metric(l.file, l.line, 'accesses', l.accesses); metric(l.file, l.line, 'writes', l.writes); });
+    (R.numa ? R.numa.inputs : []).forEach(function (n) { n.sites.forEach(function (s) { var p = split(s.place); metric(p[0], p[1], 'remote', s.remote); }); });
+    (R.sharing ? R.sharing.findings : []).forEach(function (f) { f.places.forEach(function (p) { metric(p.file, p.line, 'shared', p.reads + p.writes); }); });
+    R.alloc_sites.sites.forEach(function (s) { var f = programFrame(s); if (f) metric(f.file, f.line, 'allocated', s.bytes); });
+    var KEYS = [['accesses', 'accesses'], ['writes', 'writes'], ['remote', 'remote accesses'], ['shared', 'accesses to shared lines'], ['allocated', 'bytes allocated']];
+    S.files.forEach(function (file) {
+      var m = per[file.path] || {};
+      var max = {};
+      KEYS.forEach(function (k) { max[k[0]] = 0; for (var l in m) max[k[0]] = Math.max(max[k[0]], m[l][k[0]] || 0); });
+      add(el, h('h2', { cls: 'mono', text: file.path }));
+      if (file.lines.length < file.lines_total) add(el, note('The annotated lines of ' + int(file.lines_total) + ', with ' + 5 + ' lines around each.'));
+      var t = h('table', { cls: 'data source', 'data-source': file.path });
+      add(t, h('tr', null, h('th', { cls: 'num', text: 'line' }), KEYS.map(function (k) { return h('th', { cls: 'num', text: k[1] }); }), h('th', { text: 'source' })));
+      var last = 0;
+      file.lines.forEach(function (nt) {
+        var n = nt[0], text = nt[1];
+        if (n > last + 1) add(t, h('tr', null, h('td', { colspan: KEYS.length + 2, cls: 'gap', text: '...' })));
+        last = n;
+        var x = m[n] || {};
+        add(t, h('tr', { id: 'src-' + base(file.path) + '-' + n }, h('td', { cls: 'num muted', text: String(n) }),
+          KEYS.map(function (k) { var v = x[k[0]]; return h('td', { cls: 'num', style: heat(v, max[k[0]]), text: v ? int(v) : '' }); }),
+          h('td', null, h('pre', { cls: 'src', text: text }))));
+      });
+      add(el, h('div', { cls: 'scroll' }, t));
+    });
+    if (!S.files.length) add(el, note('None of the files the report names is under the directory given.'));
+  });
+
+  /* ---- Build the page ---- */
+  var nav = document.getElementById('tabs'), app = document.getElementById('app');
+  TABS.forEach(function (t) {
+    t.link = h('a', { href: '#' + t.id, text: t.label, cls: t.has ? null : 'empty' });
+    t.section = h('section', { cls: 'tab', id: 'tab-' + t.id }, h('h2', { cls: 'tabtitle', text: t.label }));
+    nav.appendChild(t.link);
+    app.appendChild(t.section);
+  });
+  TABS.forEach(function (t) {
+    try { t.draw(t.section); } catch (e) { fail('JavaScript error in tab ' + t.label + ': ' + e + (e.stack ? '\n' + e.stack : '')); }
+  });
+  window.addEventListener('hashchange', show);
+  show();
+})();

@@ -1,0 +1,513 @@
+//! `profcc report --format html` in a real browser (issue 44): Debian's
+//! `chromium-headless-shell` loads the page from `file://` and `--dump-dom` prints what its
+//! script built; the tests read what a user would read there (the top finding's `file:line`,
+//! the NUMA matrix's numbers, the allocator's ops table, a region's exact bytes, a cache
+//! line's word map with its writer threads), check that no script error was recorded and
+//! that a screenshot is not blank.
+
+use profcc_tests::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The headless browser, or None (the test then fails saying how to install it).
+fn chromium() -> PathBuf {
+    for p in ["/usr/bin/chromium-headless-shell", "/usr/bin/chromium"] {
+        if Path::new(p).is_file() {
+            return PathBuf::from(p);
+        }
+    }
+    panic!("no headless Chromium: install Debian's chromium-headless-shell (cargo xtask setup)")
+}
+
+/// Chromium's command with the flags every run needs (as root: no sandbox), its profile
+/// directory in `s`.
+fn browser(s: &Scratch) -> Command {
+    let mut c = Command::new(chromium());
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", s.path("chromium").display()))
+    .env("HOME", s.path(""));
+    c
+}
+
+/// The DOM after the page's script ran.
+fn dump_dom(s: &Scratch, page: &Path) -> String {
+    let out = sh(browser(s)
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display())));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A screenshot of `page#tab` at 1280x900, decoded: (width, height, RGB pixels).
+fn screenshot(s: &Scratch, page: &Path, tab: &str) -> (u32, u32, Vec<[u8; 3]>) {
+    let png = s.path(&format!("{tab}.png"));
+    sh(browser(s)
+        .arg(format!("--screenshot={}", png.display()))
+        .arg("--window-size=1280,900")
+        .arg(format!("file://{}#{tab}", page.display())));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = info.color_type.samples();
+    assert!(
+        step >= 3,
+        "{tab}: a grey screenshot ({:?})",
+        info.color_type
+    );
+    let px = buf[..info.buffer_size()]
+        .chunks(step)
+        .map(|c| [c[0], c[1], c[2]])
+        .collect();
+    (info.width, info.height, px)
+}
+
+/// Text of an HTML fragment: tags dropped, the entities the DOM dump writes decoded.
+fn text(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    // Numeric references (the noscript part escapes `/`, `:` and `h` of `http`), then names.
+    let mut decoded = String::new();
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find("&#") {
+        decoded.push_str(&rest[..at]);
+        let tail = &rest[at + 2..];
+        match tail
+            .find(';')
+            .and_then(|e| Some((e, char::from_u32(tail[..e].parse().ok()?)?)))
+        {
+            Some((e, c)) => {
+                decoded.push(c);
+                rest = &tail[e + 1..];
+            }
+            None => {
+                decoded.push_str("&#");
+                rest = tail;
+            }
+        }
+    }
+    decoded.push_str(rest);
+    decoded
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&")
+}
+
+/// The element whose opening tag holds `marker` (an attribute), up to `end`.
+fn fragment<'a>(dom: &'a str, marker: &str, end: &str) -> &'a str {
+    let at = dom
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker} in the page"));
+    let rest = &dom[at..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+/// The body rows of the table that follows `marker`, each as its cells' text.
+fn rows(dom: &str, marker: &str) -> Vec<Vec<String>> {
+    let t = fragment(dom, marker, "</table>");
+    t.split("<tr")
+        .skip(1)
+        .map(|r| {
+            r.split("<td")
+                .skip(1)
+                .map(|c| text(&format!("<td{}", &c[..c.find("</td>").unwrap_or(c.len())])))
+                .map(|c| c.trim().to_string())
+                .collect::<Vec<String>>()
+        })
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// One tab's section of the DOM.
+fn section<'a>(dom: &'a str, tab: &str) -> &'a str {
+    fragment(dom, &format!("id=\"tab-{tab}\""), "<section")
+}
+
+fn thousands(n: u64) -> String {
+    profcc_report::fmt::count(n)
+}
+
+/// The page's own script recorded no error (window.onerror, unhandled rejections, a tab that
+/// threw).
+fn assert_no_script_error(dom: &str) {
+    let errors = text(fragment(dom, "id=\"profcc-errors\"", "</pre>"));
+    let errors = errors.split_once('>').map_or("", |(_, e)| e);
+    assert!(errors.trim().is_empty(), "script errors: {errors}");
+}
+
+/// The page names nothing outside itself: no scheme, no `//host`, no resource attribute.
+fn assert_self_contained(page: &str) {
+    for bad in [
+        "http:", "https:", "//", " src=", "<link", "url(", "@import", "<iframe", "<img",
+    ] {
+        assert!(
+            !page.contains(bad),
+            "the page names {bad:?}: {}",
+            &page[page.find(bad).unwrap().saturating_sub(80)..][..160.min(page.len())]
+        );
+    }
+}
+
+/// The fixture built with sharing and NUMA instrumentation, run twice (NUMA emulated on two
+/// nodes, the allocator analysis on), both profiles rendered as one page.
+#[test]
+fn html_report_of_two_merged_runs_in_a_browser() {
+    let s = Scratch::new();
+    std::fs::copy(fixture("html/all.c"), s.path("all.c")).unwrap();
+    s.compile_env(
+        &profcc(),
+        &["-O2", "-g", "-pthread", "all.c", "-o", "all"],
+        &[("PROFCC_INSTRUMENT", "sharing,numa")],
+    );
+    let options = "summary=0:numa=emulate:numa_nodes=2:alloc_ops=1:roi_interval=5";
+    let mut profiles = Vec::new();
+    for run in ["one", "two"] {
+        let (out, _) = s.run_profiled("all", &[], options);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let p = s.path(&format!("{run}.json"));
+        std::fs::rename(s.path("all.profile.json"), &p).unwrap();
+        profiles.push(p);
+    }
+    let page = s.path("report.html");
+    sh(Command::new(profcc())
+        .env("XDG_CACHE_HOME", probe_cache_home())
+        .args(["report", "--format", "html", "-o"])
+        .arg(&page)
+        .arg("--sources")
+        .arg(s.path(""))
+        .args(&profiles));
+    let model: profcc_report::Report = serde_json::from_slice(
+        &sh(Command::new(profcc())
+            .env("XDG_CACHE_HOME", probe_cache_home())
+            .args(["report", "--format", "json"])
+            .args(&profiles))
+        .stdout,
+    )
+    .unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    assert_eq!(
+        html.matches("<script").count(),
+        4,
+        "data, meta, sources, code"
+    );
+    let src = std::fs::read_to_string(fixture("html/all.c")).unwrap();
+    let mark_a = format!("all.c:{}", line_of(&src, "MARK_A"));
+    // Without JavaScript: the findings with their places.
+    let noscript = fragment(&html, "<noscript>", "</noscript>");
+    assert!(
+        text(noscript).contains(&mark_a),
+        "noscript has no {mark_a}: {}",
+        text(noscript)
+    );
+
+    let t0 = Instant::now();
+    let dom = dump_dom(&s, &page);
+    let took = t0.elapsed();
+    eprintln!(
+        "page {} bytes, headless render and DOM dump {:.2} s",
+        html.len(),
+        took.as_secs_f64()
+    );
+    assert_no_script_error(&dom);
+
+    // Summary: the top finding, its file:line, both inputs' commands.
+    let top = &model.findings[0];
+    assert_eq!(top.kind, "false_sharing", "{:#?}", model.findings);
+    let findings = rows(section(&dom, "summary"), "data-table=\"findings\"");
+    assert_eq!(findings.len(), model.findings.len());
+    // The finding's title with its fix under it.
+    assert_eq!(
+        findings[0][3],
+        format!("{}fix: {}", top.title, top.fix),
+        "{findings:?}"
+    );
+    let mark_b = format!("all.c:{}", line_of(&src, "MARK_B"));
+    assert!(
+        findings[0][4].ends_with(&mark_a) || findings[0][4].ends_with(&mark_b),
+        "{:?}",
+        findings[0]
+    );
+    assert!(top.places.iter().any(|p| p.ends_with(&mark_a)));
+    assert!(text(section(&dom, "summary")).contains("2 profiles merged"));
+
+    // NUMA: node x node matrix of each input, the numbers as in the model.
+    let numa = model.numa.as_ref().expect("NUMA section");
+    assert_eq!(numa.inputs.len(), 2);
+    for n in &numa.inputs {
+        assert_eq!(n.model, "emulate");
+        let m = rows(
+            section(&dom, "numa"),
+            &format!("data-matrix=\"node{}\"", n.input),
+        );
+        assert_eq!(m.len(), 2, "{m:?}");
+        for (i, row) in n.node_matrix.iter().enumerate() {
+            let want: Vec<String> = row
+                .iter()
+                .map(|&v| thousands(v))
+                .chain([thousands(row.iter().sum())])
+                .collect();
+            assert_eq!(m[i], want, "node matrix row {i} of input {}", n.input);
+        }
+        // Thread 1 (node 1) reads its half of v, first touched by thread 0 (node 0).
+        assert!(n.node_matrix[1][0] > 100_000, "{:?}", n.node_matrix);
+    }
+
+    // Allocator: the ops table lists malloc and free with the model's counts.
+    let alloc = model.allocator.as_ref().expect("allocator section");
+    let ops = rows(
+        section(&dom, "allocator"),
+        "data-table=\"alloc ops (input 0)\"",
+    );
+    assert_eq!(ops.len(), alloc.inputs[0].ops.len());
+    for op in &alloc.inputs[0].ops {
+        assert!(
+            ops.iter().any(|r| r[0] == op.op
+                && r[1] == op.size_kind
+                && r[2] == op.reuse
+                && r[3] == op.phase
+                && r[4] == thousands(op.count)),
+            "no row for {op:?} in {ops:?}"
+        );
+    }
+    let calls = |name: &str| -> u64 {
+        alloc.inputs[0]
+            .ops
+            .iter()
+            .filter(|r| r.op == name)
+            .map(|r| r.count)
+            .sum()
+    };
+    assert!(
+        calls("malloc") >= 20_000 && calls("free") >= 19_000,
+        "{ops:?}"
+    );
+
+    // Regions: each worker's `sum` read exactly REPS x N/2 x 8 bytes.
+    let bytes = 4u64 * (1 << 17) * 8;
+    let regions = rows(section(&dom, "regions"), "data-table=\"region threads\"");
+    let sums: Vec<&Vec<String>> = regions.iter().filter(|r| r[1] == "sum").collect();
+    assert_eq!(sums.len(), 4, "2 inputs x 2 workers: {regions:?}");
+    for r in sums {
+        // input, region, thread, executions, time, mean, bytes read, bytes written
+        assert_eq!(r[3], "4", "{r:?}");
+        assert_eq!(r[6], thousands(bytes), "{r:?}");
+    }
+
+    // Cache lines: the word map of `pair`'s line: pair.a written by thread 1, pair.b by 2.
+    let lines = section(&dom, "lines");
+    assert_eq!(
+        lines.matches("class=\"linemap\"").count(),
+        2,
+        "one per input"
+    );
+    let words = rows(lines, "data-table=\"words of line #1 input ");
+    let word = |field: &str| {
+        words
+            .iter()
+            .find(|w| w[3] == field)
+            .unwrap_or_else(|| panic!("no word {field} in {words:?}"))
+    };
+    assert_eq!(word("pair.a")[7], "1", "pair.a's writers");
+    assert_eq!(word("pair.b")[7], "2", "pair.b's writers");
+    let map = fragment(lines, "class=\"linemap\"", "</div></div>");
+    assert_eq!(map.matches("<div").count(), 64, "64 byte cells");
+    assert!(
+        map.contains(">1</div>") && map.contains(">2</div>"),
+        "{map}"
+    );
+
+    // Objects: the global and the heap array joined over the analyses.
+    let objects = rows(section(&dom, "objects"), "data-table=\"objects\"");
+    assert!(
+        objects
+            .iter()
+            .any(|o| o[1] == "pair" && o[7].contains("false")),
+        "{objects:?}"
+    );
+
+    // Timeline: a chart per input with snapshots.
+    let timeline = section(&dom, "timeline");
+    let snapshots = &model.regions.as_ref().unwrap().snapshots;
+    assert_eq!(snapshots.len(), 2, "both inputs took snapshots");
+    assert_eq!(timeline.matches("<canvas").count(), 2);
+
+    // Selecting a range on the first chart (mouse events dispatched after load) filters the
+    // Regions tab to it.
+    let drag = "<script>window.addEventListener('load', function () {
+  var c = document.querySelector('canvas'), r = c.getBoundingClientRect();
+  function ev(t, x) { (t === 'mouseup' ? window : c).dispatchEvent(new MouseEvent(t, { clientX: r.left + x * r.width, clientY: r.top + 50, bubbles: true })); }
+  ev('mousedown', 0.0); ev('mousemove', 1.0); ev('mouseup', 1.0);
+});</script></body>";
+    let selecting = s.path("select.html");
+    std::fs::write(&selecting, html.replace("</body>", drag)).unwrap();
+    let selected = dump_dom(&s, Path::new(&format!("{}#timeline", selecting.display())));
+    assert_no_script_error(&selected);
+    let regions = section(&selected, "regions");
+    assert!(
+        text(regions).contains("Filtered to the Timeline's selection: input 0"),
+        "{}",
+        text(regions)
+    );
+    let picked = rows(regions, "data-table=\"region threads\"");
+    assert!(!picked.is_empty() && picked.iter().all(|r| r[0] == "0" && r[1] == "sum"));
+
+    // Flame graph: the allocation stacks, main above the call at the ALLOC mark.
+    let flame = text(fragment(
+        section(&dom, "flame"),
+        "data-flame",
+        "</div></div>",
+    ));
+    let alloc_at = format!("malloc at all.c:{}", line_of(&src, "MARK_ALLOC"));
+    assert!(
+        flame.contains("main") && flame.contains(&alloc_at),
+        "{flame}"
+    );
+
+    // Sources: all.c with the A mark's line annotated with its accesses.
+    let line = line_of(&src, "MARK_A");
+    let row = rows(section(&dom, "sources"), "data-source=")
+        .into_iter()
+        .find(|r| r[0] == line.to_string())
+        .expect("the A mark's line");
+    let accesses: u64 = model
+        .access_sites
+        .lines
+        .iter()
+        .filter(|l| l.file.ends_with("/all.c") && l.line == line)
+        .map(|l| l.accesses)
+        .sum();
+    assert_eq!(row[1], thousands(accesses), "{row:?}");
+    assert!(row[6].contains("MARK_A"), "{row:?}");
+
+    // Screenshots are pictures, not one colour.
+    for tab in ["summary", "lines", "numa", "timeline"] {
+        let (w, h, px) = screenshot(&s, &page, tab);
+        assert_eq!((w, h), (1280, 900));
+        let mut counts = std::collections::HashMap::new();
+        for p in &px {
+            *counts.entry(*p).or_insert(0usize) += 1;
+        }
+        let most = counts.values().max().copied().unwrap_or(0);
+        assert!(
+            counts.len() > 50 && most < px.len() * 9 / 10,
+            "{tab}: a blank screenshot ({} colours, the commonest on {most} of {} pixels)",
+            counts.len(),
+            px.len()
+        );
+    }
+}
+
+/// Markup and URLs in the program's own strings (a symbol, its command line) show as text,
+/// end no script block and leave no `//` in the page.
+#[test]
+fn html_shows_markup_in_names_as_text() {
+    let s = Scratch::new();
+    s.write(
+        "tiny.c",
+        "#include <stdlib.h>\nint *g;\nint main(int c, char **v) { g = malloc(64); for (int i = 0; i < 16; i++) g[i] = i; return g[c] == 7; }\n",
+    );
+    s.compile(&profcc(), &["-O1", "-g", "tiny.c", "-o", "tiny"]);
+    let (out, _) = s.run_profiled("tiny", &["https://example.org/x"], "summary=0");
+    assert!(out.status.success());
+    let mut model = report(&s.path("tiny.profile.json"), &[]);
+    let evil = "</script><b>bold</b><script>window.profccPwned=1</script>";
+    model.objects.push(profcc_report::model::ObjectRow {
+        kind: "global".into(),
+        name: evil.into(),
+        bytes: Some(8),
+        ..Default::default()
+    });
+    model.notes.notes.push(format!("note {evil}"));
+    let bytes = profcc_report::render::html::render(&model, &Default::default()).expect("a page");
+    let html = String::from_utf8(bytes).unwrap();
+    assert_self_contained(&html);
+    assert_eq!(html.matches("</script>").count(), 3);
+    let page = s.path("evil.html");
+    std::fs::write(&page, &html).unwrap();
+    let dom = dump_dom(&s, &page);
+    assert_no_script_error(&dom);
+    assert!(!dom.contains("<b>bold</b>"), "markup became elements");
+    assert!(
+        dom.contains("&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;"),
+        "the name is not shown as text"
+    );
+    assert!(text(section(&dom, "summary")).contains("https://example.org/x"));
+}
+
+/// An empty run (no access, no allocation), a profile from an older profcc and an empty file:
+/// a page without a script error, or one clear line on stderr; never a panic.
+#[test]
+fn html_of_empty_and_older_profiles() {
+    let s = Scratch::new();
+    s.write("empty.c", "int main(void) { return 0; }\n");
+    s.compile(&profcc(), &["-O1", "-g", "empty.c", "-o", "empty"]);
+    let (out, _) = s.run_profiled("empty", &[], "summary=0");
+    assert!(out.status.success());
+    let empty = s.path("empty.profile.json");
+    // An older profile: version 2, before the exit summary and every analysis section.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&empty).unwrap()).unwrap();
+    v["version"] = 2.into();
+    for k in [
+        "sharing",
+        "numa",
+        "allocator",
+        "allocator_ops",
+        "regions",
+        "exit_summary",
+    ] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    let older = s.write("older.json", &v.to_string());
+    let blank = s.write("blank.json", "");
+    for (name, inputs) in [
+        ("empty", vec![&empty]),
+        ("older", vec![&older]),
+        ("merged", vec![&empty, &older]),
+        ("blank", vec![&blank]),
+    ] {
+        let page = s.path(&format!("{name}.html"));
+        let out = Command::new(profcc())
+            .env("XDG_CACHE_HOME", probe_cache_home())
+            .args(["report", "--format", "html", "-o"])
+            .arg(&page)
+            .args(inputs)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => {
+                let dom = dump_dom(&s, &page);
+                assert_no_script_error(&dom);
+                assert!(dom.contains("id=\"tab-summary\""), "{name}");
+                assert!(name != "blank", "an empty file made a page");
+            }
+            Some(1) => {
+                assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+                assert!(stderr.starts_with("profcc report: "), "{name}: {stderr}");
+                assert_eq!(name, "blank", "{name}: {stderr}");
+            }
+            c => panic!("{name}: exit {c:?}: {stderr}"),
+        }
+    }
+}
