@@ -349,7 +349,37 @@ fn html_report_of_two_merged_runs_in_a_browser() {
     let timeline = section(&dom, "timeline");
     let snapshots = &model.regions.as_ref().unwrap().snapshots;
     assert_eq!(snapshots.len(), 2, "both inputs took snapshots");
-    assert_eq!(timeline.matches("<canvas").count(), 2);
+    // Per input, its bandwidth chart and its heap chart, with the most bytes live at a
+    // snapshot and the allocations by the last one, the model's figures.
+    assert_eq!(timeline.matches("<canvas").count(), 4);
+    let thousands = |n: u64| {
+        let d = n.to_string();
+        let mut out = String::new();
+        for (i, c) in d.chars().enumerate() {
+            if i > 0 && (d.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    for g in snapshots {
+        assert!(timeline.contains(&format!("data-chart=\"live bytes {}\"", g.input)));
+        let heaps: Vec<_> = g.snapshots.iter().map(|s| s.heap.unwrap()).collect();
+        let most = heaps.iter().map(|h| h.live_bytes).max().unwrap();
+        let last = heaps.last().unwrap();
+        assert!(
+            text(timeline).contains(&format!("({} bytes) at", thousands(most)))
+                && text(timeline).contains(&format!(
+                    "{} allocations, {} frees",
+                    thousands(last.allocations),
+                    thousands(last.frees)
+                )),
+            "input {}: {}",
+            g.input,
+            text(timeline)
+        );
+    }
 
     // Selecting a range on the first chart (mouse events dispatched after load) filters the
     // Regions tab to it.

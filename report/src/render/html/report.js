@@ -914,11 +914,37 @@
     add(el, note('Drag across the chart to select a range: the table below gives each region\'s and thread\'s counts inside it, and the Regions tab shows that range until cleared.'));
     add(el, selBox);
   }
+  /* Per input: the heap at each snapshot (bytes live then), where the profile records it. */
+  function heapChart(el, g) {
+    var snaps = g.snapshots.filter(function (s) { return s.heap; });
+    if (!snaps.length) return false;
+    var tmax = snaps[snaps.length - 1].ns / 1e9 || 1, ymax = 0, top = snaps[0];
+    snaps.forEach(function (s) { if (s.heap.live_bytes > ymax) { ymax = s.heap.live_bytes; top = s; } });
+    var W = 1100, H = 160, L = 70, B = 30, T = 10;
+    var c = h('canvas', { width: W, height: H, cls: 'chart', 'data-chart': 'live bytes ' + g.input });
+    var d = c.getContext('2d'), ys = ymax > 0 ? ymax : 1;
+    function x(t) { return L + (W - L - 10) * t / tmax; }
+    function y(v) { return H - B - (H - B - T) * v / ys; }
+    d.fillStyle = '#fff'; d.fillRect(0, 0, W, H);
+    d.strokeStyle = '#d9dde5'; d.fillStyle = '#5d6778'; d.font = '11px sans-serif';
+    for (var k = 0; k <= 2; k++) { var v = ys * k / 2; d.beginPath(); d.moveTo(L, y(v)); d.lineTo(W - 10, y(v)); d.stroke(); d.fillText(bytes(v), 4, y(v) + 4); }
+    for (var k2 = 0; k2 <= 8; k2++) { var t = tmax * k2 / 8; d.fillText(t.toFixed(3) + ' s', x(t) - 14, H - 10); }
+    d.strokeStyle = '#2857b8'; d.lineWidth = 2; d.beginPath();
+    snaps.forEach(function (s, n) { var px = x(s.ns / 1e9), py = y(s.heap.live_bytes); if (n === 0) d.moveTo(px, py); else d.lineTo(px, py); });
+    d.stroke();
+    var last = snaps[snaps.length - 1].heap;
+    add(el, h('h3', { text: 'Input ' + input(g.input) + ': heap bytes live at each snapshot' }));
+    add(el, c);
+    add(el, h('p', { cls: 'heap-summary', text: 'Most live: ' + bytes(ymax) + ' (' + int(ymax) + ' bytes) at ' + (top.ns / 1e9).toFixed(3) + ' s; by the last snapshot ' +
+      int(last.allocations) + ' allocations, ' + int(last.frees) + ' frees, ' + bytes(last.bytes_allocated) + ' allocated.' }));
+    return true;
+  }
   tab('timeline', 'Timeline', !!(R.regions && R.regions.snapshots && R.regions.snapshots.length), function (el) {
     var s = R.regions && R.regions.snapshots;
     if (!s || !s.length) { add(el, note('No snapshots: run the program with PROFCC_OPTIONS=roi_interval=100 (milliseconds) to have the regions\' counts over time.')); return; }
-    s.forEach(function (g) { timeline(el, g); });
-    add(el, note('Live heap bytes over time are not recorded in the profile: the Allocator tab has the peak and the exit.'));
+    var heap = false;
+    s.forEach(function (g) { timeline(el, g); heap = heapChart(el, g) || heap; });
+    if (!heap) add(el, note('These snapshots do not record the heap (a profile from an older profcc): the Allocator tab has the peak and the exit.'));
   });
 
   /* ---- Flame graph ---- */
