@@ -122,6 +122,11 @@ pub fn switch_finding(
             },
             fix,
         )
+        .crossed(format!(
+            "switching saves at least {:.0}% of the allocator's time and {:.0}% of the run's, and the current allocator's reference costs agree with its measured time within {REFERENCE_AGREEMENT}x",
+            ADVISE_SHARE_OF_ALLOCATOR * 100.0,
+            ADVISE_SHARE_OF_RUN * 100.0
+        ))
     })
 }
 
@@ -165,6 +170,13 @@ pub fn waste_findings(moments: &[Moment]) -> Vec<Finding> {
         inputs: ev(m),
         confidence: Confidence::Medium,
     };
+    let crossed = |what: &str| {
+        format!(
+            "{what} at least {} MiB and {:.0}% of the bytes the allocator holds",
+            WASTE_MIN_BYTES >> 20,
+            WASTE_SHARE * 100.0
+        )
+    };
     let mut out = Vec::new();
     if let Some(m) = at_most(&waste) {
         out.push(Finding::new(
@@ -180,7 +192,7 @@ pub fn waste_findings(moments: &[Moment]) -> Vec<Finding> {
             ev(&m),
             impact(&m, waste(&m), "usable_minus_requested"),
             "request sizes at or just below the allocator's size classes (`profcc detect-allocator` lists them; docs/allocators.md), or pool the objects of one odd size".into(),
-        ));
+        ).crossed(crossed("bytes handed out but not requested")));
     }
     if let Some(m) = at_most(&|m: &Moment| m.cached_free) {
         out.push(Finding::new(
@@ -196,7 +208,7 @@ pub fn waste_findings(moments: &[Moment]) -> Vec<Finding> {
             ev(&m),
             impact(&m, m.cached_free, "cached_free_bytes"),
             "memory freed by one thread and not reused by another (blowup): free in the thread that allocates, or use an allocator that returns memory (jemalloc with dirty_decay_ms, glibc with M_TRIM_THRESHOLD or malloc_trim)".into(),
-        ));
+        ).crossed(crossed("freed bytes the allocator keeps")));
     }
     out
 }
@@ -228,6 +240,7 @@ pub fn lock_finding(place: &str, taken: u64, waited: u64, wait_ns: f64) -> Optio
             },
             "threads wait for the allocator's lock: use a thread-caching allocator (jemalloc, tcmalloc, mimalloc), or allocate per thread from pools".into(),
         )
+        .crossed(format!("at least {LOCK_MIN_WAITS} acquisitions of the lock waited"))
     })
 }
 
@@ -271,6 +284,10 @@ pub fn induced_sharing_finding(
                 },
             },
             fix,
+        )
+        .crossed(
+            "at least one cache line holds this site's object and another thread's object, both used"
+                .into(),
         )
     })
 }

@@ -196,6 +196,10 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     pub impact: Impact,
     pub fix: String,
+    /// What made it a finding: the rule and the threshold its figures crossed, in words with
+    /// the constants' values; not part of the key.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub threshold: String,
     /// The profile it comes from (index of `profcc report`'s inputs); not part of the key.
     #[serde(default)]
     pub input: usize,
@@ -225,8 +229,15 @@ impl Finding {
             evidence,
             impact,
             fix,
+            threshold: String::new(),
             input: 0,
         }
+    }
+
+    /// The finding with the threshold it crossed ([`Finding::threshold`]).
+    pub fn crossed(mut self, threshold: String) -> Finding {
+        self.threshold = threshold;
+        self
     }
 
     /// The first place, or `?`.
@@ -369,6 +380,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "title",
     "fix",
     "input",
+    "threshold",
 ];
 
 #[cfg(test)]

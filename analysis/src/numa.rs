@@ -639,7 +639,11 @@ pub fn run_finding(n: &Numa, duration_ns: u64, place: Option<String>) -> Option<
             ],
             remote_impact(remote, local, remote, duration_ns),
             "touch the data first in parallel, each thread the part it later uses (the loop that uses it, with the same schedule), or interleave it (numactl --interleave=all)".into(),
-        )),
+        ).crossed(format!(
+            "at least {:.0}% of all accesses remote, and one thread touched at least {:.0}% of the pages first",
+            REMOTE_ADVICE_SHARE * 100.0,
+            SERIAL_FIRST_TOUCH_SHARE * 100.0
+        ))),
         Pattern::Remote { remote_share } => Some(Finding::new(
             Analysis::Numa,
             "remote_access",
@@ -656,7 +660,10 @@ pub fn run_finding(n: &Numa, duration_ns: u64, place: Option<String>) -> Option<
                     ""
                 }
             ),
-        )),
+        ).crossed(format!(
+            "at least {:.0}% of all accesses remote",
+            REMOTE_ADVICE_SHARE * 100.0
+        ))),
     }
 }
 
@@ -694,28 +701,34 @@ pub fn object_finding(
             "remote accesses from threads that moved away from their pages",
         ),
     };
-    Some(Finding::new(
-        Analysis::Numa,
-        kind,
-        format!(
-            "{}: {what}; {:.0}% of its accesses remote",
-            object.text(),
-            o.remote as f64 / o.accesses.max(1) as f64 * 100.0
-        ),
-        vec![object],
-        places,
-        vec![
-            Evidence::new("accesses", o.accesses as f64, "accesses"),
-            Evidence::new("remote", o.remote as f64, "accesses"),
-            Evidence::new("pages", o.pages as f64, "pages"),
-            Evidence::new("moved_pages", o.moved_pages as f64, "pages"),
-            Evidence::new("shared_pages", o.shared_pages as f64, "pages"),
-            Evidence::new("reused_pages", o.reused_pages as f64, "pages"),
-            Evidence::new("instances", o.instances as f64, "blocks"),
-        ],
-        remote_impact(o.remote, run_local, run_remote, duration_ns),
-        fix,
-    ))
+    Some(
+        Finding::new(
+            Analysis::Numa,
+            kind,
+            format!(
+                "{}: {what}; {:.0}% of its accesses remote",
+                object.text(),
+                o.remote as f64 / o.accesses.max(1) as f64 * 100.0
+            ),
+            vec![object],
+            places,
+            vec![
+                Evidence::new("accesses", o.accesses as f64, "accesses"),
+                Evidence::new("remote", o.remote as f64, "accesses"),
+                Evidence::new("pages", o.pages as f64, "pages"),
+                Evidence::new("moved_pages", o.moved_pages as f64, "pages"),
+                Evidence::new("shared_pages", o.shared_pages as f64, "pages"),
+                Evidence::new("reused_pages", o.reused_pages as f64, "pages"),
+                Evidence::new("instances", o.instances as f64, "blocks"),
+            ],
+            remote_impact(o.remote, run_local, run_remote, duration_ns),
+            fix,
+        )
+        .crossed(format!(
+        "at least {SIGNIFICANT_REMOTE} remote accesses and {:.0}% of the object's accesses remote",
+        REMOTE_ADVICE_SHARE * 100.0
+    )),
+    )
 }
 
 /// Load imbalance between thread groups ([`imbalance`]) as a finding, when a group's
@@ -775,5 +788,9 @@ pub fn imbalance_finding(groups: &[Group<String>], duration_ns: u64) -> Option<F
             confidence: Confidence::Low,
         },
         "give each thread group threads in proportion to its work (the recommended counts)".into(),
-    ))
+    )
+    .crossed(format!(
+        "a group's recommended thread count (its share of the run's memory overhead) differs from its count; groups within {:.0}% of the mean overhead per thread count as balanced",
+        BALANCED_DEVIATION * 100.0
+    )))
 }

@@ -127,6 +127,12 @@ fn low_bandwidth(name: &str, g: &Region, top_name: &str, top: f64) -> Finding {
             "`{name}` is latency-bound or compute-bound, not bandwidth-bound: look for dependent loads (pointer chasing, indirect indices), strided or scattered accesses and divisions in its loop; make the accesses unit-stride and independent, or block it for the cache"
         ),
     )
+    .crossed(format!(
+        "under {:.0}% of the best region's GB/s, at least {:.0}% of the run's time and {} MiB moved",
+        LOW_BANDWIDTH_SHARE * 100.0,
+        MIN_TIME_SHARE * 100.0,
+        MIN_BYTES >> 20
+    ))
 }
 
 fn thread_imbalance(name: &str, g: &Region) -> Option<Finding> {
@@ -173,7 +179,11 @@ fn thread_imbalance(name: &str, g: &Region) -> Option<Finding> {
         format!(
             "`{name}` gives its threads unequal work: split the iteration space by work, not by count (a dynamic or guided schedule, or partition by the bytes each part touches)"
         ),
-    ))
+    )
+    .crossed(format!(
+        "one thread's bytes per execution at least {IMBALANCE_RATIO}x another's, in a region that moved at least {} MiB",
+        MIN_BYTES >> 20
+    )))
 }
 
 #[cfg(test)]

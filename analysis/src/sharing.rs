@@ -1679,4 +1679,13 @@ pub fn unified(
         },
         fix,
     )
+    .crossed(match kind {
+        Kind::LatentFalseSharing => "threads write distinct words of objects the allocator could place on one line: no contention in this run".into(),
+        Kind::ReadMostly => format!(
+            "two or more threads on record on the line while both lived, one writing, and at least {READ_MOSTLY_RATIO} reads per write; listed from a predicted speed-up of {MIN_LISTED_SPEEDUP}x (--min-speedup)"
+        ),
+        _ => format!(
+            "two or more threads on record on the line while both lived, one of them writing; listed from a predicted speed-up of {MIN_LISTED_SPEEDUP}x (--min-speedup)"
+        ),
+    })
 }

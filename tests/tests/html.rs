@@ -235,10 +235,13 @@ fn html_report_of_two_merged_runs_in_a_browser() {
     assert_eq!(top.kind, "false_sharing", "{:#?}", model.findings);
     let findings = rows(section(&dom, "summary"), "data-table=\"findings\"");
     assert_eq!(findings.len(), model.findings.len());
-    // The finding's title with its fix under it.
+    // The finding's title with its fix and the threshold it crossed under it.
+    assert!(top
+        .threshold
+        .contains("listed from a predicted speed-up of 1.01x"));
     assert_eq!(
         findings[0][3],
-        format!("{}fix: {}", top.title, top.fix),
+        format!("{}fix: {}crossed: {}", top.title, top.fix, top.threshold),
         "{findings:?}"
     );
     let mark_b = format!("all.c:{}", line_of(&src, "MARK_B"));

@@ -224,6 +224,7 @@ pub fn findings(r: &Report) -> Table {
                 f.title.clone(),
                 f.fix.clone(),
                 f.input.to_string(),
+                f.threshold.clone(),
             ]
         })
         .collect();

@@ -296,12 +296,15 @@
         num('#', function (f) { return f._rank; }),
         txt('analysis', function (f) { return f.analysis; }),
         txt('kind', function (f) { return f.kind.replace(/_/g, ' '); }, { node: function (v) { return h('span', { cls: 'kind', text: v }); } }),
-        txt('finding', function (f) { return f.title; }, { cls: 'wide', node: function (v, f) { return [v, h('div', { cls: 'fix', text: 'fix: ' + f.fix })]; } }),
+        txt('finding', function (f) { return f.title; }, { cls: 'wide', node: function (v, f) {
+          return [v, h('div', { cls: 'fix', text: 'fix: ' + f.fix })].concat(f.threshold ? [h('div', { cls: 'threshold', text: 'crossed: ' + f.threshold })] : []);
+        } }),
         txt('at', function (f) { return f.places[0] ? base(f.places[0]) : ''; }, { cls: 'mono', title: function (v, f) { return f.places.join('\n'); } }),
         num('saves', function (f) { return f.impact.seconds; }, { fmt: function (v, f) { return v > 0 ? ns(v * 1e9) : f.impact.bytes > 0 ? bytes(f.impact.bytes) : '-'; }, heat: true }),
         txt('evidence', function (f) { return f.evidence.slice(0, 2).map(function (e) { return e.name.replace(/_/g, ' ') + ' ' + evidence(e); }).join('; '); }, { cls: 'wrap' }),
         txt('confidence', function (f) { return f.impact.confidence; }, { node: function (v) { return h('span', { cls: 'conf-' + v, text: v }); } }),
         txt('fix', function (f) { return f.fix; }, { hidden: true }),
+        txt('threshold', function (f) { return f.threshold || ''; }, { hidden: true }),
         txt('object', function (f) { return f.objects.map(function (o) { return o.name; }).join(', '); }, {
           node: function (v, f) { return f.objects.filter(function (o) { return o.name; }).map(function (o) { return [objLink(o.name), ' ']; }); }
         })
