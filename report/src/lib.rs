@@ -20,6 +20,7 @@
 //!
 //! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
 
+pub mod diff;
 pub mod dwarf;
 pub mod fmt;
 pub mod merge;
@@ -149,7 +150,7 @@ pub type LiveProbe =
 /// aside and renamed over it, so a failed write leaves the old one; a path that exists and
 /// is not a regular file (`/dev/stdout`, a FIFO) is written in place. A new file gets the
 /// mode the user's umask gives (0644 under umask 022).
-fn write_output(
+pub(crate) fn write_output(
     flag: &str,
     path: &std::path::Path,
     bytes: &[u8],
