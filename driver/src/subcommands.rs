@@ -70,7 +70,7 @@ pub fn help_section() -> String {
     let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs");
     s.push_str(&match std::fs::canonicalize(docs) {
         Ok(d) => format!(
-            "\nDocs: {} (options.md, report.md, model.md, numa.md, allocators.md, regions.md)\n",
+            "\nDocs: {} (options.md, report.md, diff.md, model.md, numa.md, allocators.md, regions.md)\n",
             d.display()
         ),
         Err(_) => {

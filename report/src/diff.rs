@@ -814,7 +814,7 @@ pub struct Verdict {
 pub fn gate(d: &Diff, c: &GateConfig, config: Option<String>) -> Verdict {
     let mut lines = Vec::new();
     for f in &d.findings.new {
-        let costly = c.findings.regress.iter().any(|k| *k == f.kind);
+        let costly = c.findings.regress.contains(&f.kind);
         lines.push(GateLine {
             what: "finding".into(),
             change: format!("new: {}", f.title),
@@ -1491,6 +1491,25 @@ mod tests {
         assert!(!glob("src/*.c:1?", "src/a.c:123"));
         assert!(!glob("heap a.c:*", "heap b.c:1"));
         assert!(glob("*solve*", "region_solve_2"));
+    }
+
+    /// The gate file example of docs/diff.md reads, with the limits it shows.
+    #[test]
+    fn the_documented_gate_file_reads() {
+        let doc = include_str!("../../docs/diff.md");
+        let start = doc.find("```toml\n").expect("a toml block") + 8;
+        let end = start + doc[start..].find("```").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("profcc-gate.toml");
+        std::fs::write(&p, &doc[start..end]).unwrap();
+        let c = read_config(&p).unwrap();
+        assert_eq!(c.findings.regress.len(), 3);
+        let scopes: Vec<&str> = c.limits.iter().map(|l| l.scope.as_str()).collect();
+        assert_eq!(
+            scopes,
+            ["total", "object:*", "region:solve", "file:*src/*.c:*"]
+        );
+        assert_eq!(c.limits[3].floor, 1e6);
     }
 
     #[test]
