@@ -1356,7 +1356,7 @@ fn emit(
             }
             0
         }
-        Some(p) => match crate::write_output("-o", p, bytes, profiles, err) {
+        Some(p) => match crate::write_output(cmd, "-o", p, bytes, profiles, err) {
             0 => 0,
             _ => 2,
         },

@@ -151,6 +151,7 @@ pub type LiveProbe =
 /// is not a regular file (`/dev/stdout`, a FIFO) is written in place. A new file gets the
 /// mode the user's umask gives (0644 under umask 022).
 pub(crate) fn write_output(
+    cmd: &str,
     flag: &str,
     path: &std::path::Path,
     bytes: &[u8],
@@ -165,7 +166,7 @@ pub(crate) fn write_output(
     {
         let _ = writeln!(
             err,
-            "profcc report: {flag} {}: is one of the profiles read; name another file",
+            "profcc {cmd}: {flag} {}: is one of the profiles read; name another file",
             path.display()
         );
         return 2;
@@ -185,7 +186,7 @@ pub(crate) fn write_output(
             .and_then(|f| f.persist(path).map(|_| ()).map_err(|e| e.error))
     };
     if let Err(e) = r {
-        let _ = writeln!(err, "profcc report: cannot write {}: {e}", path.display());
+        let _ = writeln!(err, "profcc {cmd}: cannot write {}: {e}", path.display());
         return 1;
     }
     0
@@ -208,7 +209,7 @@ fn write_trace(
         return 1;
     };
     let bytes = serde_json::to_vec(&trace).expect("JSON into memory");
-    write_output("--trace", file, &bytes, profiles, err)
+    write_output("report", "--trace", file, &bytes, profiles, err)
 }
 
 /// `profcc report`: returns the process exit code.
@@ -308,7 +309,7 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
                 }
             }
         }
-        Some(path) => return write_output("-o", path, &bytes, &a.profiles, err),
+        Some(path) => return write_output("report", "-o", path, &bytes, &a.profiles, err),
     }
     0
 }
