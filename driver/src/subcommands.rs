@@ -29,6 +29,18 @@ enum Command {
         after_help = profcc_report::AFTER_HELP
     )]
     Report(profcc_report::ReportArgs),
+    #[command(
+        about = profcc_report::diff::DIFF_ABOUT,
+        long_about = profcc_report::diff::DIFF_LONG_ABOUT,
+        after_help = profcc_report::diff::DIFF_AFTER_HELP
+    )]
+    Diff(profcc_report::diff::DiffArgs),
+    #[command(
+        about = profcc_report::diff::CHECK_ABOUT,
+        long_about = profcc_report::diff::CHECK_LONG_ABOUT,
+        after_help = profcc_report::diff::CHECK_AFTER_HELP
+    )]
+    Check(profcc_report::diff::CheckArgs),
     #[command(about = crate::calibrate::ABOUT)]
     Calibrate(crate::calibrate::CalibrateArgs),
     #[command(about = crate::detect::ABOUT)]
@@ -58,7 +70,7 @@ pub fn help_section() -> String {
     let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs");
     s.push_str(&match std::fs::canonicalize(docs) {
         Ok(d) => format!(
-            "\nDocs: {} (options.md, report.md, model.md, numa.md, allocators.md, regions.md)\n",
+            "\nDocs: {} (options.md, report.md, diff.md, model.md, numa.md, allocators.md, regions.md)\n",
             d.display()
         ),
         Err(_) => {
@@ -101,6 +113,16 @@ pub fn run(argv: Vec<OsString>) -> i32 {
             a.live_probe = Some(crate::detect::live_probe);
             profcc_report::run(&a)
         }
+        Command::Diff(mut a) => {
+            a.live_probe = Some(crate::detect::live_probe);
+            let (o, e) = (std::io::stdout(), std::io::stderr());
+            profcc_report::diff::run_diff(&a, &mut o.lock(), &mut e.lock())
+        }
+        Command::Check(mut a) => {
+            a.live_probe = Some(crate::detect::live_probe);
+            let (o, e) = (std::io::stdout(), std::io::stderr());
+            profcc_report::diff::run_check(&a, &mut o.lock(), &mut e.lock())
+        }
         Command::Calibrate(a) => crate::calibrate::run(&a),
         Command::DetectAllocator(a) => crate::detect::run(&a),
         Command::Monitor(a) => crate::monitor::run(&a),
@@ -138,6 +160,8 @@ mod tests {
     #[test]
     fn subcommand_names_are_exact() {
         assert!(super::is_subcommand(&"report".into()));
+        assert!(super::is_subcommand(&"diff".into()));
+        assert!(super::is_subcommand(&"check".into()));
         for a in ["Report", "report.c", "reports", "-report", "--help", ""] {
             assert!(!super::is_subcommand(&a.into()), "{a}");
         }

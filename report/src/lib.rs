@@ -21,6 +21,7 @@
 //!
 //! Exit codes: 0 success, 1 an input could not be read (or the output written), 2 usage error.
 
+pub mod diff;
 pub mod dwarf;
 pub mod fmt;
 pub mod merge;
@@ -154,7 +155,8 @@ pub type LiveProbe =
 /// aside and renamed over it, so a failed write leaves the old one; a path that exists and
 /// is not a regular file (`/dev/stdout`, a FIFO) is written in place. A new file gets the
 /// mode the user's umask gives (0644 under umask 022).
-fn write_output(
+pub(crate) fn write_output(
+    cmd: &str,
     flag: &str,
     path: &std::path::Path,
     bytes: &[u8],
@@ -169,7 +171,7 @@ fn write_output(
     {
         let _ = writeln!(
             err,
-            "profcc report: {flag} {}: is one of the profiles read; name another file",
+            "profcc {cmd}: {flag} {}: is one of the profiles read; name another file",
             path.display()
         );
         return 2;
@@ -189,7 +191,7 @@ fn write_output(
             .and_then(|f| f.persist(path).map(|_| ()).map_err(|e| e.error))
     };
     if let Err(e) = r {
-        let _ = writeln!(err, "profcc report: cannot write {}: {e}", path.display());
+        let _ = writeln!(err, "profcc {cmd}: cannot write {}: {e}", path.display());
         return 1;
     }
     0
@@ -212,7 +214,7 @@ fn write_trace(
         return 1;
     };
     let bytes = serde_json::to_vec(&trace).expect("JSON into memory");
-    write_output("--trace", file, &bytes, profiles, err)
+    write_output("report", "--trace", file, &bytes, profiles, err)
 }
 
 /// `profcc report`: returns the process exit code.
@@ -337,7 +339,7 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
                 }
             }
         }
-        Some(path) => return write_output("-o", path, &bytes, &a.profiles, err),
+        Some(path) => return write_output("report", "-o", path, &bytes, &a.profiles, err),
     }
     0
 }

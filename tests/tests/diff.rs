@@ -1,0 +1,363 @@
+//! `profcc diff` and the CI gate `profcc check` end to end (docs/diff.md), on
+//! fixtures/diff/slots.c: per-thread slots in one heap array, falsely shared, and the same
+//! source built with `-DPAD` (each slot on a line of its own).
+
+use profcc_report::diff::{Diff, Verdict};
+use profcc_tests::*;
+use std::process::{Command, Output};
+
+const SRC: &str = "diff/slots.c";
+
+/// Build slots.c as `DIR/prog` (the same program name on both sides), with extra flags.
+fn build(s: &Scratch, dir: &str, flags: &[&str]) {
+    std::fs::create_dir_all(s.path(dir)).unwrap();
+    std::fs::copy(fixture(SRC), s.path("slots.c")).unwrap();
+    let out = format!("{dir}/prog");
+    let mut args = vec!["-O2", "-g", "-pthread"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["slots.c", "-o", &out]);
+    s.compile_env(&profcc(), &args, &[("PROFCC_INSTRUMENT", "sharing")]);
+}
+
+/// Run `DIR/prog THREADS ROUNDS`; the profile's path (scratch-relative name `NAME.json`).
+fn run(s: &Scratch, dir: &str, threads: u32, rounds: u32, name: &str) -> String {
+    let exe = format!("{dir}/prog");
+    let (out, _) = s.run_profiled(
+        &exe,
+        &[&threads.to_string(), &rounds.to_string()],
+        "summary=0",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = format!("{name}.json");
+    std::fs::rename(s.path(&format!("{exe}.profile.json")), s.path(&file)).unwrap();
+    file
+}
+
+/// `profcc ARGS` in the scratch directory (where a `profcc-gate.toml` is found).
+fn profcc_in(s: &Scratch, args: &[&str]) -> Output {
+    Command::new(profcc())
+        .current_dir(s.dir.path())
+        .env("XDG_CACHE_HOME", probe_cache_home())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn diff_json(s: &Scratch, args: &[&str]) -> Diff {
+    let mut a = vec!["diff", "--format", "json"];
+    a.extend_from_slice(args);
+    let o = profcc_in(s, &a);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Padding the slots: `profcc diff` names the false sharing on the array allocated at the
+/// CALLOC line as gone (and nothing new of that kind); `profcc check --baseline after
+/// before` fails (exit 1) naming that line and the rule; the reverse passes (exit 0); the
+/// JSON verdict agrees with the exit code; Markdown has tables; a missing profile, a
+/// profile of another program and a bad gate file are bad input (exit 2, one line).
+#[test]
+fn padding_the_slots_is_a_gone_finding_and_the_gate_sees_it() {
+    let s = Scratch::new();
+    build(&s, "before", &[]);
+    build(&s, "after", &["-DPAD"]);
+    let before = run(&s, "before", 2, 1024, "before");
+    let after = run(&s, "after", 2, 1024, "after");
+    let src = std::fs::read_to_string(fixture(SRC)).unwrap();
+    let alloc = format!("slots.c:{}", line_of(&src, "MARK_CALLOC"));
+    let store = format!("slots.c:{}", line_of(&src, "MARK_STORE"));
+
+    let d = diff_json(&s, &[&before, &after]);
+    let gone: Vec<_> = d
+        .findings
+        .gone
+        .iter()
+        .filter(|f| f.kind == "false_sharing")
+        .collect();
+    assert_eq!(gone.len(), 1, "{:#?}", d.findings);
+    assert_eq!(
+        gone[0].key,
+        format!("sharing/false_sharing/heap:{alloc}@{store}")
+    );
+    assert!(gone[0].title.contains(&alloc), "{}", gone[0].title);
+    assert!(
+        !d.findings.new.iter().any(|f| f.kind == "false_sharing"),
+        "{:#?}",
+        d.findings.new
+    );
+    let inv = d
+        .metrics
+        .iter()
+        .find(|m| m.metric == "invalidations" && m.scope == "total")
+        .expect("total invalidations");
+    assert!(
+        inv.base.unwrap() > 1000.0 && inv.new == Some(0.0),
+        "{inv:?}"
+    );
+    assert_eq!(inv.verdict, "better");
+    // The same accesses on both sides: the padding changes layout, not work.
+    let acc = d
+        .metrics
+        .iter()
+        .find(|m| m.metric == "accesses" && m.scope == "total")
+        .unwrap();
+    assert_eq!(acc.base, acc.new, "{acc:?}");
+
+    let t = profcc_in(&s, &["diff", &before, &after]);
+    assert_eq!(code(&t), 0);
+    let out = text(&t.stdout);
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("gone") && l.contains(&alloc)),
+        "{out}"
+    );
+
+    let md = profcc_in(&s, &["diff", "--format", "markdown", &before, &after]);
+    assert_eq!(code(&md), 0);
+    let md = text(&md.stdout);
+    assert!(
+        md.contains("| metric | scope | base | new | change |"),
+        "{md}"
+    );
+    assert!(md.contains("|---|---|---:|---:|---:|---|"), "{md}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| ✅ gone |") && l.contains(&alloc)),
+        "{md}"
+    );
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| invalidations | `total` |") && l.contains("better")),
+        "{md}"
+    );
+
+    let worse = profcc_in(&s, &["check", "--baseline", &after, &before]);
+    assert_eq!(
+        code(&worse),
+        1,
+        "{}{}",
+        text(&worse.stdout),
+        text(&worse.stderr)
+    );
+    let out = text(&worse.stdout);
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 1, "{out}");
+    assert!(
+        fails[0].contains(&alloc)
+            && fails[0].contains(&store)
+            && fails[0].contains("a new false_sharing is a regression whatever its size"),
+        "{out}"
+    );
+    assert!(
+        out.starts_with("profcc check: REGRESSED (1 regression"),
+        "{out}"
+    );
+
+    let better = profcc_in(&s, &["check", "--baseline", &before, &after]);
+    assert_eq!(
+        code(&better),
+        0,
+        "{}{}",
+        text(&better.stdout),
+        text(&better.stderr)
+    );
+    let out = text(&better.stdout);
+    assert!(
+        out.starts_with("profcc check: PASS (0 regressions"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("good gone:") && l.contains(&alloc)),
+        "{out}"
+    );
+
+    let j = profcc_in(
+        &s,
+        &["check", "--format", "json", "--baseline", &after, &before],
+    );
+    assert_eq!(code(&j), 1);
+    let v: Verdict = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!((v.verdict.as_str(), v.regressions), ("regressed", 1));
+    assert!(v.lines[0].at.contains(&store) && v.lines[0].change.contains(&alloc));
+
+    // Bad input: exit 2 and one line naming the problem.
+    for args in [
+        vec!["diff", before.as_str(), "missing.json"],
+        vec!["check", "--baseline", "missing.json", before.as_str()],
+        vec!["diff", before.as_str(), after.as_str(), "third.json"],
+    ] {
+        let o = profcc_in(&s, &args);
+        let e = text(&o.stderr);
+        assert_eq!(code(&o), 2, "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(
+            e.contains("missing.json") || e.contains("BASE... -- NEW..."),
+            "{args:?}: {e}"
+        );
+    }
+    // A profile of another program.
+    std::fs::copy(s.path("before/prog"), s.path("other")).unwrap();
+    let (o, _) = s.run_profiled("other", &["2", "64"], "summary=0");
+    assert!(o.status.success());
+    let o = profcc_in(&s, &["check", "--baseline", &before, "other.profile.json"]);
+    let e = text(&o.stderr);
+    assert_eq!(code(&o), 2, "{e}");
+    assert!(
+        e.contains("the baseline is prog but NEW is other") && e.lines().count() == 1,
+        "{e}"
+    );
+    // A gate file that is not one.
+    s.write(
+        "bad.toml",
+        "[[limit]]\nmetric = \"accesses\"\nrelativ = 0.1\n",
+    );
+    let o = profcc_in(
+        &s,
+        &[
+            "check",
+            "--config",
+            "bad.toml",
+            "--baseline",
+            &before,
+            &after,
+        ],
+    );
+    let e = text(&o.stderr);
+    assert_eq!(code(&o), 2, "{e}");
+    assert!(
+        e.contains("bad.toml: not a gate file") && e.lines().count() == 1,
+        "{e}"
+    );
+}
+
+/// The same program at two input sizes (1 thread, 256 and 1024 rounds: four times the
+/// accesses, allocations and bytes) compares equal under `--normalize accesses`: no finding
+/// new or gone, every figure except measured time "same"; without it the work figures are
+/// worse.
+#[test]
+fn two_input_sizes_compare_equal_normalised_by_accesses() {
+    let s = Scratch::new();
+    build(&s, "b", &[]);
+    let small = run(&s, "b", 1, 256, "small");
+    let large = run(&s, "b", 1, 1024, "large");
+    let d = diff_json(&s, &["--normalize", "accesses", &small, &large]);
+    let n = d.normalize.as_ref().unwrap();
+    assert_eq!(n.by, "accesses");
+    assert!((n.factor - 0.25).abs() < 0.01, "{n:?}");
+    assert!(
+        d.findings.new.is_empty() && d.findings.gone.is_empty(),
+        "{:#?}",
+        d.findings
+    );
+    let mut compared = 0;
+    for m in d.metrics.iter().filter(|m| !m.metric.contains("seconds")) {
+        assert_eq!(m.verdict, "same", "{m:?}");
+        compared += 1;
+    }
+    assert!(compared >= 5, "{:#?}", d.metrics);
+    let raw = diff_json(&s, &[&small, &large]);
+    for name in ["accesses", "allocations", "bytes_allocated"] {
+        let m = raw
+            .metrics
+            .iter()
+            .find(|m| m.metric == name && m.scope == "total")
+            .unwrap();
+        assert_eq!(m.verdict, "worse", "{m:?}");
+        assert!((m.relative.unwrap() - 3.0).abs() < 0.05, "{m:?}");
+    }
+    let o = profcc_in(&s, &["diff", "--normalize", "region:solve", &small, &large]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        text(&o.stderr).contains("no region `solve`"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+const GATE: &str = "\
+[[limit]]
+metric = \"accesses\"
+scope = \"total\"
+relative = 0.10
+floor = 1000
+";
+
+/// A limit of the gate file trips and is named: twice the rounds (1 thread) is +100 %
+/// accesses, past `relative = 0.10`; the line names the limit. A change inside the spread
+/// of three baseline runs (256, 384, 512 rounds; NEW 448) passes the same limit, and one
+/// past the worst baseline run (640) fails; NEW 448 against the 256-round run alone fails.
+#[test]
+fn gate_limits_trip_and_a_change_inside_the_spread_passes() {
+    let s = Scratch::new();
+    s.write("profcc-gate.toml", GATE);
+    build(&s, "b", &[]);
+    let r256 = run(&s, "b", 1, 256, "r256");
+    let r384 = run(&s, "b", 1, 384, "r384");
+    let r512 = run(&s, "b", 1, 512, "r512");
+    let r448 = run(&s, "b", 1, 448, "r448");
+    let r640 = run(&s, "b", 1, 640, "r640");
+
+    let o = profcc_in(&s, &["check", "--baseline", &r256, &r512]);
+    let out = text(&o.stdout);
+    assert_eq!(code(&o), 1, "{out}{}", text(&o.stderr));
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 1, "{out}");
+    assert!(
+        fails[0].starts_with("FAIL accesses:")
+            && fails[0].contains("[total]")
+            && fails[0].contains("crossed limit accesses in total relative 10% floor 1000"),
+        "{out}"
+    );
+    assert!(out.contains("limits from profcc-gate.toml"), "{out}");
+    // The same limit from --config, somewhere else.
+    std::fs::create_dir(s.path("ci")).unwrap();
+    std::fs::rename(s.path("profcc-gate.toml"), s.path("ci/gate.toml")).unwrap();
+    let o = profcc_in(&s, &["check", "--baseline", &r256, &r512]);
+    assert_eq!(
+        code(&o),
+        0,
+        "no gate file: the findings rule only: {}",
+        text(&o.stdout)
+    );
+    let check = |base: &[&str], new: &str| {
+        let mut a = vec!["check", "--config", "ci/gate.toml", "--baseline"];
+        a.extend_from_slice(base);
+        a.push(new);
+        profcc_in(&s, &a)
+    };
+    let o = check(&[&r256], &r512);
+    assert_eq!(code(&o), 1, "{}", text(&o.stdout));
+    assert!(text(&o.stdout).contains("limits from ci/gate.toml"));
+
+    let inside = check(&[&r256, &r384, &r512], &r448);
+    let out = text(&inside.stdout);
+    assert_eq!(code(&inside), 0, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("ok   accesses:") && l.contains("inside the baseline's spread")),
+        "{out}"
+    );
+    let past = check(&[&r256, &r384, &r512], &r640);
+    let out = text(&past.stdout);
+    assert_eq!(code(&past), 1, "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("FAIL accesses:")
+            && l.contains("past the baseline's worst run")),
+        "{out}"
+    );
+    let alone = check(&[&r256], &r448);
+    assert_eq!(code(&alone), 1, "{}", text(&alone.stdout));
+}
