@@ -230,3 +230,91 @@ fn four_ranks_named_by_rank_with_exact_per_rank_counts() {
 fn text_src(p: &std::path::Path) -> String {
     std::fs::read_to_string(p).unwrap()
 }
+
+/// A fork without exec under `out=f.%r.json` and no MPI launcher: each process names its file
+/// by its pid (`f.pid<N>.json`); the child's profile counts only the child's allocations, so a
+/// report of both counts the parent's allocations made before the fork once.
+#[test]
+fn fork_merged_counts_pre_fork_allocations_once() {
+    const SRC: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+void *volatile keep[8];
+int main(void) {
+  for (int i = 0; i < 5; i++) keep[i] = malloc(1000);                        /* MARK_PRE */
+  pid_t pid = fork();
+  if (pid == 0) { for (int i = 0; i < 3; i++) keep[5 + i] = malloc(300); return 0; } /* MARK_CHILD */
+  int st; waitpid(pid, &st, 0);
+  keep[7] = malloc(70);                                                      /* MARK_PARENT */
+  printf("parent done\n");
+  return 0;
+}
+"#;
+    let s = Scratch::new();
+    s.write("forka.c", SRC);
+    s.compile(&profcc(), &["-O1", "-g", "forka.c", "-o", "forka"]);
+    let mut cmd = Command::new(s.path("forka"));
+    for v in [
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "MV2_COMM_WORLD_RANK",
+        "SLURM_PROCID",
+    ] {
+        cmd.env_remove(v);
+    }
+    let out = cmd
+        .current_dir(s.dir.path())
+        .env("PROFCC_OPTIONS", "out=f.%r.json:summary=0")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "parent done\n");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(s.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("f."))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for f in &files {
+        let p = profcc_schema::read(f).unwrap();
+        assert_eq!(p.rank, None);
+        assert_eq!(
+            f.file_name().unwrap().to_string_lossy(),
+            format!("f.pid{}.json", p.pid)
+        );
+    }
+    let (pre, child, parent) = (
+        line_of(SRC, "MARK_PRE"),
+        line_of(SRC, "MARK_CHILD"),
+        line_of(SRC, "MARK_PARENT"),
+    );
+    let r = report(&files[0], &["--top", "0", files[1].to_str().unwrap()]);
+    let at = |line: u32| -> (u64, u64) {
+        r.alloc_sites
+            .sites
+            .iter()
+            .filter(|a| {
+                a.stack.iter().any(|f| {
+                    f.line == Some(line)
+                        && f.file.as_deref().is_some_and(|x| x.ends_with("forka.c"))
+                })
+            })
+            .fold((0, 0), |(c, b), a| (c + a.count, b + a.bytes))
+    };
+    assert_eq!(at(pre), (5, 5000), "the pre-fork allocations, once");
+    assert_eq!(at(child), (3, 900));
+    assert_eq!(at(parent), (1, 70));
+    // The Ranks section has both processes, without ranks.
+    let k = r.ranks.expect("two inputs: a Ranks section");
+    assert_eq!(
+        k.rows.iter().map(|x| x.rank).collect::<Vec<_>>(),
+        [None, None]
+    );
+    assert_eq!(
+        k.rows.iter().map(|x| x.allocations).sum::<u64>(),
+        r.summary.totals.allocations
+    );
+}
