@@ -63,12 +63,17 @@ pub struct MergedSite {
     pub bytes: u64,
     /// (input index, threads that executed the site in that process), by input index.
     pub threads_by_input: Vec<(usize, u32)>,
+    /// (input index, its accesses at the site), by input index: the per-rank values.
+    pub count_by_input: Vec<(usize, u64)>,
 }
 
 pub struct Merged {
     pub inputs: Vec<Input>,
     pub sites: Vec<MergedSite>,
     pub alloc_sites: Vec<AllocSite>,
+    /// Per entry of `alloc_sites` (same index): (input index, allocations, bytes) of each
+    /// input that allocated there, by input index: the per-rank values.
+    pub alloc_by_input: Vec<Vec<(usize, u64, u64)>>,
     pub threads: Vec<Thread>,
     pub totals: Totals,
     /// The runtime's notes, deduplicated, plus anything merging noticed.
@@ -82,6 +87,7 @@ impl Merged {
             inputs,
             sites: Vec::new(),
             alloc_sites: Vec::new(),
+            alloc_by_input: Vec::new(),
             threads: Vec::new(),
             totals: Totals::default(),
             notes: Vec::new(),
@@ -167,6 +173,7 @@ impl Merged {
                         count: 0,
                         bytes: 0,
                         threads_by_input: Vec::new(),
+                        count_by_input: Vec::new(),
                     });
                     self.sites.len() - 1
                 });
@@ -181,6 +188,10 @@ impl Merged {
                     // The same key twice in one file (should not happen): the larger is a lower bound.
                     Some((j, t)) if *j == i => *t = (*t).max(*threads),
                     _ => m.threads_by_input.push((i, *threads)),
+                }
+                match m.count_by_input.last_mut() {
+                    Some((j, c)) if *j == i => *c += count,
+                    _ => m.count_by_input.push((i, *count)),
                 }
             }
         }
@@ -231,6 +242,7 @@ impl Merged {
                         allocator_ns: 0.0,
                     });
                     threads_seen.push((None, 0));
+                    self.alloc_by_input.push(Vec::new());
                     self.alloc_sites.len() - 1
                 });
                 let m = &mut self.alloc_sites[at];
@@ -256,6 +268,14 @@ impl Merged {
                     *seen = (Some(i), a.threads);
                 }
                 m.merged_sites += 1;
+                let per = &mut self.alloc_by_input[at];
+                match per.last_mut() {
+                    Some((j, c, b)) if *j == i => {
+                        *c += a.count;
+                        *b += a.bytes;
+                    }
+                    _ => per.push((i, a.count, a.bytes)),
+                }
             }
         }
         if missing > 0 {

@@ -49,6 +49,9 @@ pub struct Report {
     pub regions: Option<Regions>,
     /// Every thread of every input.
     pub threads: Vec<Thread>,
+    /// Per-rank totals; only when several profiles were merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<Ranks>,
     pub notes: Notes,
 }
 
@@ -935,4 +938,152 @@ pub struct ObjectRow {
     pub region_bytes: Option<u64>,
     /// Keys of the findings about it.
     pub findings: Vec<String>,
+}
+
+/// Per-rank totals of a report of several processes (one MPI rank, or one forked process, per
+/// input; docs/report.md, "Ranks").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Ranks {
+    /// One row per input, by rank (inputs without a rank last, in command-line order).
+    pub rows: Vec<RankRow>,
+    /// Per metric (the [`RankRow`] counters, in [`RANK_METRICS`] order): its spread over the
+    /// rows and the heaviest one.
+    pub metrics: Vec<RankMetric>,
+    /// Per finding (its impact in seconds, by key), heap object (allocations and bytes, by
+    /// identity) and listed access line (accesses, by `file:line`): its spread over the ranks.
+    /// Findings first, then objects, then lines; each by the heaviest rank's excess over the mean (max - mean), largest first.
+    #[serde(default)]
+    pub spreads: Vec<RankSpread>,
+}
+
+/// One finding's, object's or line's quantity over the ranks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RankSpread {
+    /// `finding`, `object` or `line`.
+    pub what: String,
+    /// The finding's key, the object's identity (`heap:file:line`), or `file:line`.
+    pub key: String,
+    /// `seconds` (a finding's impact), `allocations`, `bytes`, `accesses`.
+    pub metric: String,
+    #[serde(flatten)]
+    pub spread: Spread,
+}
+
+/// The metrics of [`RankRow`] that [`Ranks::metrics`] spreads, by name.
+pub const RANK_METRICS: &[&str] = &[
+    "threads",
+    "accesses",
+    "allocations",
+    "bytes_allocated",
+    "peak_bytes",
+    "remote_accesses",
+    "invalidations",
+    "seconds",
+];
+
+/// One process's totals.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RankRow {
+    /// The MPI rank its launcher gave it (absent: not started by one; the profile's `rank`).
+    pub rank: Option<u32>,
+    /// Index of the profile on the command line, from 0.
+    pub input: usize,
+    pub host: String,
+    pub pid: u32,
+    pub threads: u32,
+    pub accesses: u64,
+    pub allocations: u64,
+    pub bytes_allocated: u64,
+    /// Its live heap peak (the profile's `live_bytes_peak`).
+    pub peak_bytes: u64,
+    /// NUMA analysis: accesses to pages of another home (0 without the analysis).
+    pub remote_accesses: u64,
+    /// Sharing analysis: invalidations on the lines it recorded (0 without the analysis).
+    pub invalidations: u64,
+    /// Wall-clock run time up to its dump.
+    pub seconds: f64,
+}
+
+impl RankRow {
+    /// The value of one of [`RANK_METRICS`].
+    pub fn metric(&self, name: &str) -> f64 {
+        match name {
+            "threads" => self.threads as f64,
+            "accesses" => self.accesses as f64,
+            "allocations" => self.allocations as f64,
+            "bytes_allocated" => self.bytes_allocated as f64,
+            "peak_bytes" => self.peak_bytes as f64,
+            "remote_accesses" => self.remote_accesses as f64,
+            "invalidations" => self.invalidations as f64,
+            "seconds" => self.seconds,
+            _ => 0.0,
+        }
+    }
+}
+
+/// One metric over the ranks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RankMetric {
+    pub metric: String,
+    #[serde(flatten)]
+    pub spread: Spread,
+}
+
+/// How one quantity spreads over the inputs (ranks) of a report: a rank where it does not
+/// occur counts as 0 (in `min`, `mean` and the coefficient of variation).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Spread {
+    pub sum: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// Coefficient of variation: population standard deviation / mean (0 when the mean is 0).
+    pub cv: f64,
+    /// max / mean (1: balanced; the number of ranks: all of it on one; 0 when the mean is 0).
+    pub imbalance: f64,
+    /// The rank holding the maximum (the first one on a tie); absent for an input without a
+    /// rank, then `worst_input` names it.
+    pub worst_rank: Option<u32>,
+    /// Index of the input holding the maximum.
+    pub worst_input: usize,
+    /// Inputs (ranks) where it is not 0, and of how many.
+    pub present: u32,
+    pub of: u32,
+}
+
+impl Spread {
+    /// The spread of `values` (one per input, in input order; `ranks[i]` is input i's rank).
+    pub fn of(values: &[f64], ranks: &[Option<u32>]) -> Spread {
+        let n = values.len();
+        if n == 0 {
+            return Spread::default();
+        }
+        let sum: f64 = values.iter().sum();
+        let mean = sum / n as f64;
+        let (mut worst, mut max, mut min) = (0usize, values[0], values[0]);
+        for (i, &v) in values.iter().enumerate() {
+            if v > max {
+                (worst, max) = (i, v);
+            }
+            min = min.min(v);
+        }
+        let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let (cv, imbalance) = if mean > 0.0 {
+            (var.sqrt() / mean, max / mean)
+        } else {
+            (0.0, 0.0)
+        };
+        Spread {
+            sum,
+            min,
+            mean,
+            max,
+            cv,
+            imbalance,
+            worst_rank: ranks.get(worst).copied().flatten(),
+            worst_input: worst,
+            present: values.iter().filter(|&&v| v != 0.0).count() as u32,
+            of: n as u32,
+        }
+    }
 }

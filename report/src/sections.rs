@@ -13,6 +13,7 @@ pub mod findings;
 pub mod notes;
 pub mod numa;
 pub mod objects;
+pub mod ranks;
 pub mod regions;
 pub mod sharing;
 pub mod summary;
@@ -63,6 +64,7 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
     let allocator = allocator::build(m, opts);
     let regions = regions::build(m, opts);
     let threads = threads::build(m, opts);
+    let ranks = ranks::build(m, opts);
     let notes = notes::build(m, opts);
     let mut r = Report {
         format: REPORT_FORMAT.into(),
@@ -77,9 +79,14 @@ pub fn build(m: &Merged, opts: &Options) -> Report {
         allocator,
         regions,
         threads,
+        ranks,
         notes,
     };
     r.findings = findings::build(m, &r, numa_findings);
     r.objects = objects::build(m, &r, opts);
+    let spreads = ranks::spreads(m, &r);
+    if let Some(k) = &mut r.ranks {
+        k.spreads = spreads;
+    }
     r
 }

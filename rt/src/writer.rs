@@ -342,8 +342,44 @@ fn argv() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Expand `%p`, `%h`, `%e`, `%%` in the output pattern.
-pub fn expand(pattern: &str, pid: u32, host: &str, exe: &str) -> String {
+/// The launchers' environment variables that give a process its MPI rank, in the order they
+/// are read (Open MPI, MPICH/Intel MPI's PMI, PMIx, MVAPICH2, Slurm's `srun`).
+pub const RANK_VARS: &[&str] = &[
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "MV2_COMM_WORLD_RANK",
+    "SLURM_PROCID",
+];
+/// The same for the number of ranks (the job's size).
+pub const SIZE_VARS: &[&str] = &[
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "PMIX_SIZE",
+    "MV2_COMM_WORLD_SIZE",
+    "SLURM_NTASKS",
+];
+
+/// The first of `vars` that is set to a number: no MPI library is called, the launcher's
+/// environment is read (`get` is the environment lookup).
+pub fn from_env(vars: &[&str], get: impl Fn(&str) -> Option<String>) -> Option<u32> {
+    vars.iter()
+        .find_map(|v| get(v).and_then(|s| s.trim().parse::<u32>().ok()))
+}
+
+/// This process's MPI rank and job size, from its launcher's environment (None: not started by
+/// a launcher that says).
+pub fn mpi_rank() -> Option<u32> {
+    from_env(RANK_VARS, crate::env)
+}
+pub fn mpi_size() -> Option<u32> {
+    from_env(SIZE_VARS, crate::env)
+}
+
+/// Expand `%p`, `%h`, `%e`, `%r`, `%%` in the output pattern. `%r` is the MPI rank; a process
+/// with no rank in its environment gets `pid` and its pid there (`prof.%r.json` then names
+/// `prof.pid1234.json`: distinct files, never one that looks like a rank's).
+pub fn expand(pattern: &str, pid: u32, host: &str, exe: &str, rank: Option<u32>) -> String {
     let name = exe.rsplit('/').next().unwrap_or(exe);
     let mut out = String::new();
     let mut chars = pattern.chars();
@@ -356,6 +392,10 @@ pub fn expand(pattern: &str, pid: u32, host: &str, exe: &str) -> String {
             Some('p') => out.push_str(&pid.to_string()),
             Some('h') => out.push_str(host),
             Some('e') => out.push_str(name),
+            Some('r') => match rank {
+                Some(r) => out.push_str(&r.to_string()),
+                None => out.push_str(&format!("pid{pid}")),
+            },
             Some('%') => out.push('%'),
             Some(o) => {
                 out.push('%');
@@ -441,6 +481,8 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
         version: schema::VERSION,
         pid: unsafe { libc::getpid() } as u32,
         host: hostname(),
+        rank: mpi_rank(),
+        ranks: mpi_size(),
         argv: argv(),
         duration_ns: now_ns().saturating_sub(START_NS.load(Ordering::Relaxed)),
         trigger: trigger.into(),
@@ -541,7 +583,7 @@ pub fn dump(trigger: &str) {
     let mut written: Option<String> = None;
     if options::get().write {
         let json = serde_json::to_vec(&p).unwrap_or_default();
-        let target = expand(options::get().out.as_str(), p.pid, &p.host, &p.exe);
+        let target = expand(options::get().out.as_str(), p.pid, &p.host, &p.exe, p.rank);
         match write_atomically(std::path::Path::new(&target), &json) {
             Ok(()) => written = Some(target),
             Err(e) => {
@@ -704,8 +746,64 @@ mod tests {
     #[test]
     fn expand_pattern() {
         assert_eq!(
-            super::expand("a.%e.%p.%h.%%.json", 42, "box", "/usr/bin/prog"),
+            super::expand("a.%e.%p.%h.%%.json", 42, "box", "/usr/bin/prog", None),
             "a.prog.42.box.%.json"
+        );
+        assert_eq!(
+            super::expand("out/prof.%r.%h.json", 42, "node7", "/x/prog", Some(3)),
+            "out/prof.3.node7.json"
+        );
+        // No launcher rank: the pid, marked as such.
+        assert_eq!(
+            super::expand("prof.%r.json", 42, "box", "/x/prog", None),
+            "prof.pid42.json"
+        );
+        assert_eq!(super::expand("a%q%", 1, "h", "e", Some(0)), "a%q%");
+    }
+
+    #[test]
+    fn rank_from_launcher_environment() {
+        use super::{from_env, RANK_VARS, SIZE_VARS};
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(from_env(RANK_VARS, env(&[])), None);
+        assert_eq!(
+            from_env(RANK_VARS, env(&[("OMPI_COMM_WORLD_RANK", "5")])),
+            Some(5)
+        );
+        assert_eq!(from_env(RANK_VARS, env(&[("PMI_RANK", "2")])), Some(2));
+        assert_eq!(from_env(RANK_VARS, env(&[("PMIX_RANK", "7")])), Some(7));
+        assert_eq!(
+            from_env(RANK_VARS, env(&[("MV2_COMM_WORLD_RANK", "1")])),
+            Some(1)
+        );
+        assert_eq!(from_env(RANK_VARS, env(&[("SLURM_PROCID", "9")])), Some(9));
+        // Open MPI's own variable wins over Slurm's (mpirun inside an allocation).
+        assert_eq!(
+            from_env(
+                RANK_VARS,
+                env(&[("SLURM_PROCID", "0"), ("OMPI_COMM_WORLD_RANK", "3")])
+            ),
+            Some(3)
+        );
+        // A value that is not a number is skipped.
+        assert_eq!(
+            from_env(RANK_VARS, env(&[("PMI_RANK", "x"), ("SLURM_PROCID", "4")])),
+            Some(4)
+        );
+        assert_eq!(
+            from_env(SIZE_VARS, env(&[("OMPI_COMM_WORLD_SIZE", "4")])),
+            Some(4)
+        );
+        assert_eq!(
+            from_env(SIZE_VARS, env(&[("SLURM_NTASKS", "16")])),
+            Some(16)
         );
     }
 }

@@ -51,6 +51,17 @@ pub struct Profile {
     pub exe: String,
     pub pid: u32,
     pub host: String,
+    /// The MPI rank, from the launcher's environment (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`,
+    /// `PMIX_RANK`, `MV2_COMM_WORLD_RANK`, `SLURM_PROCID`, the first set). Absent: the process
+    /// was not started by an MPI launcher (or by one that sets none of them), and in profiles
+    /// written before it was recorded; `profcc report` then orders such inputs after the
+    /// ranked ones and shows no rank for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The job's number of ranks (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_SIZE`,
+    /// `MV2_COMM_WORLD_SIZE`, `SLURM_NTASKS`); absent as `rank` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<u32>,
     pub argv: Vec<String>,
     /// Wall-clock run time up to the dump, nanoseconds.
     pub duration_ns: u64,

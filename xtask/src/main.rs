@@ -43,6 +43,9 @@ const TEST_PACKAGES: &[&str] = &[
     "valgrind",
     "golang-go",
     "chromium-headless-shell",
+    // MPI jobs merged by rank (tests/tests/mpi.rs): mpicc with OMPI_CC=profcc, mpirun.
+    "openmpi-bin",
+    "libopenmpi-dev",
 ];
 
 fn main() -> ExitCode {

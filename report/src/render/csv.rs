@@ -29,6 +29,8 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     access_sites,
     alloc_sites,
     threads,
+    ranks,
+    rank_spreads,
     sharing_findings,
     sharing_below_threshold,
     numa_threads,
@@ -164,6 +166,96 @@ pub fn alloc_sites(r: &Report) -> Table {
 }
 
 /// `threads.csv`: every thread of every input.
+/// One row per input (MPI rank) of a report of several profiles; header only for one.
+pub fn ranks(r: &Report) -> Table {
+    let rows = r
+        .ranks
+        .iter()
+        .flat_map(|k| &k.rows)
+        .map(|k| {
+            vec![
+                opt(&k.rank),
+                k.input.to_string(),
+                k.host.clone(),
+                k.pid.to_string(),
+                k.threads.to_string(),
+                k.accesses.to_string(),
+                k.allocations.to_string(),
+                k.bytes_allocated.to_string(),
+                k.peak_bytes.to_string(),
+                k.remote_accesses.to_string(),
+                k.invalidations.to_string(),
+                format!("{:.6}", k.seconds),
+            ]
+        })
+        .collect();
+    Table {
+        file: "ranks.csv",
+        header: &[
+            "rank",
+            "input",
+            "host",
+            "pid",
+            "threads",
+            "accesses",
+            "allocations",
+            "bytes_allocated",
+            "peak_bytes",
+            "remote_accesses",
+            "invalidations",
+            "seconds",
+        ],
+        rows,
+    }
+}
+
+/// Per finding, heap object and listed access line: its spread over the ranks (header only
+/// for one input).
+pub fn rank_spreads(r: &Report) -> Table {
+    let rows = r
+        .ranks
+        .iter()
+        .flat_map(|k| &k.spreads)
+        .map(|x| {
+            let s = &x.spread;
+            vec![
+                x.what.clone(),
+                x.key.clone(),
+                x.metric.clone(),
+                s.sum.to_string(),
+                s.min.to_string(),
+                s.mean.to_string(),
+                s.max.to_string(),
+                format!("{:.4}", s.cv),
+                format!("{:.4}", s.imbalance),
+                opt(&s.worst_rank),
+                s.worst_input.to_string(),
+                s.present.to_string(),
+                s.of.to_string(),
+            ]
+        })
+        .collect();
+    Table {
+        file: "rank_spreads.csv",
+        header: &[
+            "what",
+            "key",
+            "metric",
+            "sum",
+            "min",
+            "mean",
+            "max",
+            "cv",
+            "imbalance",
+            "worst_rank",
+            "worst_input",
+            "ranks_present",
+            "ranks",
+        ],
+        rows,
+    }
+}
+
 pub fn threads(r: &Report) -> Table {
     let rows = r
         .threads
@@ -893,6 +985,23 @@ mod tests {
         assert_eq!(&rows[0][col("lines")], "0x560000004000; 0x560000004040");
         assert_eq!(&rows[2][col("latent")], "prefetch pair; shift 8");
         assert_eq!(&rows[0][col("objects")], "global `counters` (64 B)");
+        let mut rd = csv::Reader::from_path(dir.join("ranks.csv")).unwrap();
+        let header = rd.headers().unwrap().clone();
+        let row = rd.records().next().unwrap().unwrap();
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        assert_eq!((&row[col("rank")], &row[col("host")]), ("1", "node, 1"));
+        assert_eq!(
+            (&row[col("accesses")], &row[col("seconds")]),
+            ("1000", "1.500000")
+        );
+        let mut rd = csv::Reader::from_path(dir.join("rank_spreads.csv")).unwrap();
+        let header = rd.headers().unwrap().clone();
+        let row = rd.records().next().unwrap().unwrap();
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        assert_eq!(
+            (&row[col("key")], &row[col("max")], &row[col("worst_rank")]),
+            ("heap:init.c:12", "4096", "1")
+        );
         let mut rd = csv::Reader::from_path(dir.join("alloc_sites.csv")).unwrap();
         let row = rd.records().next().unwrap().unwrap();
         // The program's own frame, past the unsymbolised one.

@@ -219,9 +219,17 @@ fn split(total: u64, weights: &[u64]) -> Vec<u64> {
 /// Every sample of the report, in model order.
 pub fn samples(r: &Report) -> Vec<Sample> {
     let several = r.summary.inputs.len() > 1;
+    // The MPI rank its launcher gave the input's process; the input's index without one.
+    let rank_of: std::collections::HashMap<usize, u32> = r
+        .ranks
+        .iter()
+        .flat_map(|k| &k.rows)
+        .filter_map(|row| row.rank.map(|k| (row.input, k)))
+        .collect();
     let rank = |input: usize, labels: &mut Vec<Label>| {
         if several {
-            labels.push(Label::Num("rank", input as i64));
+            let k = rank_of.get(&input).map_or(input as i64, |&k| k as i64);
+            labels.push(Label::Num("rank", k));
         }
     };
     let mut out = Vec::new();

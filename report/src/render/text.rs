@@ -26,6 +26,9 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     let several_inputs = r.summary.inputs.len() > 1;
     let mut out = String::new();
     summary(&r.summary, r.access_sites.not_counted(), &mut out);
+    if let Some(k) = &r.ranks {
+        ranks(k, &mut out);
+    }
     findings(&r.findings, several_inputs, &mut out);
     access_sites(&r.access_sites, &mut out);
     alloc_sites(&r.alloc_sites, opts.stack_depth, &mut out);
@@ -1189,6 +1192,124 @@ fn counts_text(reads: u64, writes: u64) -> String {
 /// Most lines of the NUMA section's "remote access at" list.
 pub const MAX_SITE_LINES: usize = 5;
 pub const MAX_THREAD_ROWS: usize = 16;
+
+/// Ranks listed in the text (JSON and `ranks.csv` carry every one).
+pub const MAX_RANK_ROWS: usize = 32;
+
+/// "rank 3", or "input 5 (no rank)" for a profile not started by an MPI launcher.
+fn rank_name(rank: Option<u32>, input: usize) -> String {
+    match rank {
+        Some(r) => format!("rank {r}"),
+        None => format!("input {input} (no rank)"),
+    }
+}
+
+fn metric_value(metric: &str, v: f64) -> String {
+    match metric {
+        "bytes_allocated" | "peak_bytes" => fmt::bytes(v.round() as u64),
+        "seconds" => format!("{v:.3} s"),
+        "bytes" => fmt::bytes(v.round() as u64),
+        _ => fmt::count(v.round() as u64),
+    }
+}
+
+/// The Ranks table: a row per input, then per metric the heaviest rank and its imbalance.
+fn ranks(k: &crate::model::Ranks, out: &mut String) {
+    let heaviest = k.metrics.iter().find(|m| m.metric == "accesses");
+    out.push_str(&format!("\nRanks ({} profiles", k.rows.len()));
+    if let Some(h) = heaviest.filter(|h| h.spread.max > 0.0) {
+        out.push_str(&format!(
+            "; heaviest by accesses: {}, {} accesses, imbalance {:.2} (max/mean)",
+            rank_name(h.spread.worst_rank, h.spread.worst_input),
+            fmt::count(h.spread.max as u64),
+            h.spread.imbalance
+        ));
+    }
+    out.push_str(")\n");
+    out.push_str(&format!(
+        "  {:>5}  {:<16} {:>8}  {:>7}  {:>14}  {:>11}  {:>10}  {:>10}  {:>12}  {:>13}  {:>9}\n",
+        "rank",
+        "host",
+        "pid",
+        "threads",
+        "accesses",
+        "allocations",
+        "allocated",
+        "peak",
+        "remote",
+        "invalidations",
+        "seconds"
+    ));
+    for row in k.rows.iter().take(MAX_RANK_ROWS) {
+        out.push_str(&format!(
+            "  {:>5}  {:<16} {:>8}  {:>7}  {:>14}  {:>11}  {:>10}  {:>10}  {:>12}  {:>13}  {:>9.3}\n",
+            row.rank.map_or("-".to_string(), |r| r.to_string()),
+            fmt::tail(&row.host, 16),
+            row.pid,
+            row.threads,
+            fmt::count(row.accesses),
+            fmt::count(row.allocations),
+            fmt::bytes(row.bytes_allocated),
+            fmt::bytes(row.peak_bytes),
+            fmt::count(row.remote_accesses),
+            fmt::count(row.invalidations),
+            row.seconds
+        ));
+    }
+    if k.rows.len() > MAX_RANK_ROWS {
+        out.push_str(&format!(
+            "  ... {} more ranks (JSON and ranks.csv list every one)\n",
+            k.rows.len() - MAX_RANK_ROWS
+        ));
+    }
+    out.push_str("  heaviest rank per metric (imbalance = max/mean, cv = std dev/mean):\n");
+    for m in &k.metrics {
+        let s = &m.spread;
+        if s.max <= 0.0 {
+            continue;
+        }
+        out.push_str(&format!(
+            "    {:<16} {}: {} (mean {}, min {}), imbalance {:.2}, cv {:.2}\n",
+            m.metric,
+            rank_name(s.worst_rank, s.worst_input),
+            metric_value(&m.metric, s.max),
+            metric_value(&m.metric, s.mean),
+            metric_value(&m.metric, s.min),
+            s.imbalance,
+            s.cv
+        ));
+    }
+    let uneven: Vec<&crate::model::RankSpread> = ["finding", "object", "line"]
+        .iter()
+        .flat_map(|what| {
+            k.spreads
+                .iter()
+                .filter(move |x| x.what == *what && x.metric != "allocations" && x.spread.max > 0.0)
+                .take(MAX_SPREAD_ROWS)
+        })
+        .collect();
+    if !uneven.is_empty() {
+        out.push_str("  most uneven over the ranks (JSON and rank_spreads.csv list every finding, object and listed line):\n");
+    }
+    for x in uneven {
+        let s = &x.spread;
+        out.push_str(&format!(
+            "    {} {}: {} holds {} of {} (in {} of {} ranks), imbalance {:.2}, cv {:.2}\n",
+            x.what,
+            fmt::tail(&x.key, 60),
+            rank_name(s.worst_rank, s.worst_input),
+            metric_value(&x.metric, s.max),
+            metric_value(&x.metric, s.sum),
+            s.present,
+            s.of,
+            s.imbalance,
+            s.cv
+        ));
+    }
+}
+
+/// Findings, objects and lines the Ranks table lists as most uneven, of each.
+pub const MAX_SPREAD_ROWS: usize = 5;
 
 fn threads(threads: &[Thread], several_inputs: bool, out: &mut String) {
     out.push('\n');
