@@ -880,6 +880,13 @@ pub fn write_dir(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, CsvError> {
 
 #[cfg(test)]
 mod tests {
+    /// ranks.csv's metric columns are the model's list of rank metrics, in its order.
+    #[test]
+    fn ranks_csv_columns_are_the_rank_metrics() {
+        let t = super::ranks(&crate::tests::sample_report());
+        assert_eq!(&t.header[4..], crate::model::RANK_METRICS);
+    }
+
     use super::*;
     use crate::tests::sample_report;
 
