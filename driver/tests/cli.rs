@@ -469,6 +469,8 @@ fn report_csv_writes_one_file_per_table() {
             "numa_sites.csv",
             "numa_threads.csv",
             "objects.csv",
+            "rank_spreads.csv",
+            "ranks.csv",
             "regions.csv",
             "sharing_below_threshold.csv",
             "sharing_findings.csv",
