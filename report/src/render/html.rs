@@ -62,6 +62,11 @@ impl Default for HtmlOptions {
     }
 }
 
+/// Does `b` spell `http` (any case) from byte `i`?
+fn http_at(b: &[u8], i: usize) -> bool {
+    b.len() >= i + 4 && b[i..i + 4].eq_ignore_ascii_case(b"http")
+}
+
 /// HTML-escapes `s` for text and attribute values: `& < > " '`, and `/`, `:` and the `h` of
 /// `http` so that no URL in the program's strings appears as one in the page's source.
 pub fn escape(s: &str) -> String {
@@ -69,9 +74,7 @@ pub fn escape(s: &str) -> String {
     let b = s.as_bytes();
     for (i, c) in s.char_indices() {
         match c {
-            'h' | 'H' if b.len() >= i + 4 && b[i + 1..i + 4].eq_ignore_ascii_case(b"ttp") => {
-                out.push_str(&format!("&#{};", c as u32))
-            }
+            'h' | 'H' if http_at(b, i) => out.push_str(&format!("&#{};", c as u32)),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -95,9 +98,7 @@ pub fn script_safe_json(json: &str) -> String {
         match c {
             // `http` only occurs inside JSON strings: its `h` as an escape, so no scheme of
             // a URL in the program's strings appears in the page's source.
-            'h' | 'H' if b.len() >= i + 4 && b[i + 1..i + 4].eq_ignore_ascii_case(b"ttp") => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
+            'h' | 'H' if http_at(b, i) => out.push_str(&format!("\\u{:04x}", c as u32)),
             '<' => out.push_str("\\u003c"),
             '>' => out.push_str("\\u003e"),
             '&' => out.push_str("\\u0026"),

@@ -632,12 +632,18 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
             d.live_objects += e.live_objects.load(Relaxed);
             d.cycles += e.cycles.load(Relaxed);
         }
-        tot.count += b.head.allocations.load(Relaxed);
-        tot.frees += b.head.frees.load(Relaxed);
-        tot.bytes += b.head.bytes.load(Relaxed);
-        tot.live_bytes += b.live.load(Relaxed);
+        add_block_totals(b, &mut tot);
     }
     (sites, tot)
+}
+
+/// A block's deltas of the totals, added to `tot` (allocations in `count`, live bytes in
+/// `live_bytes`).
+fn add_block_totals(b: &Block, tot: &mut Pending) {
+    tot.count += b.head.allocations.load(Relaxed);
+    tot.frees += b.head.frees.load(Relaxed);
+    tot.bytes += b.head.bytes.load(Relaxed);
+    tot.live_bytes += b.live.load(Relaxed);
 }
 
 /// The totals' deltas alone ([`pending`]'s second half, without the per-site sums).
@@ -645,11 +651,7 @@ pub(super) fn pending_totals() -> Pending {
     let blocks: Vec<usize> = ALL.lock().clone();
     let mut tot = Pending::default();
     for p in blocks {
-        let b = unsafe { &*(p as *const Block) };
-        tot.count += b.head.allocations.load(Relaxed);
-        tot.frees += b.head.frees.load(Relaxed);
-        tot.bytes += b.head.bytes.load(Relaxed);
-        tot.live_bytes += b.live.load(Relaxed);
+        add_block_totals(unsafe { &*(p as *const Block) }, &mut tot);
     }
     tot
 }
