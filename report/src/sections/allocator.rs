@@ -543,11 +543,22 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
         };
         let duration_ns = p.duration_ns;
         let in_use = |r: &Description| r.name == name;
+        let self_check_ns = refs
+            .iter()
+            .find(|(_, r)| in_use(r))
+            .and_then(|(_, r)| price(r));
+        // Each alternative at its reference costs, scaled into this run's terms by the in-use
+        // allocator's measured time over its own reference costs (`scaled_prediction`);
+        // none without that check.
         let mut predictions: Vec<AllocPrediction> = refs
             .iter()
             .filter(|(_, r)| !in_use(r))
             .filter_map(|(_, r)| {
-                let predicted_ns = price(r)?;
+                let predicted_ns = profcc_analysis::allocator::scaled_prediction(
+                    price(r)?,
+                    self_check_ns?,
+                    total_ns,
+                );
                 let change_ns = predicted_ns - total_ns;
                 Some(AllocPrediction {
                     allocator: format!("{} {}", r.name, r.version.clone().unwrap_or_default())
@@ -561,10 +572,6 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             })
             .collect();
         predictions.sort_by(|x, y| x.change_ns.total_cmp(&y.change_ns));
-        let self_check_ns = refs
-            .iter()
-            .find(|(_, r)| in_use(r))
-            .and_then(|(_, r)| price(r));
         // The allocator analysis's rule and words (`profcc_analysis::allocator`): advice only
         // when the in-use allocator's own reference costs describe this run.
         let advice = predictions.first().and_then(|best| {
@@ -580,7 +587,11 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             )
             .map(|f| f.fix)
         });
-        let no_advice = if predictions.is_empty() {
+        // Some alternative prices these operations: then no advice needs its reason.
+        let priced = refs
+            .iter()
+            .any(|(_, r)| !in_use(r) && price(r).is_some());
+        let no_advice = if !priced {
             None
         } else {
             profcc_analysis::allocator::no_switch_reason(&name, self_check_ns, total_ns)
