@@ -653,7 +653,7 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
                 })
                 .collect();
             out.push_str(&format!(
-                "  switching, at each allocator's reference costs: {}\n",
+                "  switching, at each allocator's reference costs scaled by the reference check: {}\n",
                 p.join("; ")
             ));
         }
