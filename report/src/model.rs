@@ -791,7 +791,8 @@ pub struct AllocSiteCost {
 pub struct AllocPrediction {
     /// "jemalloc 5.3.0".
     pub allocator: String,
-    /// Nanoseconds the same operations would take at its reference costs.
+    /// Nanoseconds the same operations would take at its reference costs, scaled by the
+    /// measured time over the in-use allocator's own (`scaled_prediction`).
     pub predicted_ns: f64,
     /// predicted - measured (negative: faster).
     pub change_ns: f64,
