@@ -241,6 +241,16 @@ fn region_findings_low_bandwidth_and_thread_imbalance() {
     let t = String::from_utf8_lossy(&t.stdout);
     let top = t.find("Top findings").unwrap_or_else(|| panic!("{t}"));
     assert!(t[top..].contains("regions: region `chase` moves"), "{t}");
+    // Each listed finding says the threshold it crossed, the words of the JSON's `threshold`.
+    let chase = found
+        .iter()
+        .find(|f| f.kind == "low_bandwidth" && f.objects[0].name == "chase")
+        .unwrap();
+    assert!(!chase.threshold.is_empty(), "{chase:?}");
+    assert!(
+        t[top..].contains(&format!("    crossed: {}\n", chase.threshold)),
+        "{t}"
+    );
 }
 
 /// Adding an analysis is a checklist (ARCHITECTURE.md, "Adding an analysis"); this fails when

@@ -94,6 +94,9 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
         if !f.fix.is_empty() {
             out.push_str(&format!("    fix: {}\n", f.fix));
         }
+        if !f.threshold.is_empty() {
+            out.push_str(&format!("    crossed: {}\n", f.threshold));
+        }
     }
 }
 
