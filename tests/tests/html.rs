@@ -7,6 +7,7 @@
 
 use profcc_tests::browser::*;
 use profcc_tests::*;
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 

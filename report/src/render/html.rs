@@ -537,6 +537,48 @@ mod page_tests {
         assert_eq!(back, r);
     }
 
+    /// The diff page escapes as the report page does: an object named with markup and a URL
+    /// (BASE only, so a `gone` figure) and an allocation frame so named (the flame data) show
+    /// in neither form in the page's source, and the embedded diff reads back unchanged.
+    #[test]
+    fn html_diff_page_has_no_markup_or_url_from_the_data() {
+        use crate::diff::{compare, Diff, Side, SideInfo};
+        let evil = "</script><b>x</b><!-- https://evil.example/a";
+        let mut b = crate::tests::sample_report();
+        b.objects.push(crate::model::ObjectRow {
+            kind: "global".into(),
+            name: evil.into(),
+            bytes: Some(8),
+            ..Default::default()
+        });
+        b.alloc_sites.sites[0].stack[0].function = Some(evil.into());
+        let n = crate::tests::sample_report();
+        let side = |r: Report| Side {
+            info: SideInfo {
+                profiles: vec![format!("{evil}.json")],
+                exe: "prog".into(),
+            },
+            reports: vec![r],
+        };
+        let (bs, ns) = (side(b), side(n));
+        let d = compare(&bs, &ns, None).unwrap();
+        assert!(d
+            .metrics
+            .iter()
+            .any(|m| m.scope.contains(evil) && m.verdict == "gone"));
+        let page = render_diff(&d, &bs.reports[0], &ns.reports[0], MAX_BYTES).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert_eq!(page.matches("</script>").count(), 4);
+        let flame = page.split("id=\"profcc-base\">").nth(1).unwrap();
+        assert!(flame.starts_with('{') && flame.contains(r"\u003c\/script\u003e\u003cb\u003ex"));
+        for bad in ["<b>", "<!--", "http", "//", " src=", "url("] {
+            assert!(!page.contains(bad), "{bad}");
+        }
+        let data = page.split("id=\"profcc-diff\">").nth(1).unwrap();
+        let back: Diff = serde_json::from_str(&data[..data.find("</script>").unwrap()]).unwrap();
+        assert_eq!(back, d);
+    }
+
     /// Above the size limit the largest lists lose their lowest rows, and the page says so.
     #[test]
     fn html_page_above_the_limit_drops_rows_and_says_so() {
