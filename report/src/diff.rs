@@ -1287,7 +1287,8 @@ pub struct DiffArgs {
     /// Output format
     #[arg(short = 'f', long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
-    /// Changed objects and access lines listed in text and Markdown (0 = all); JSON has all
+    /// Changed objects and access lines listed in text and Markdown (0 = all); JSON and HTML
+    /// have all
     #[arg(short = 'n', long, value_name = "N", default_value_t = 20)]
     pub top: usize,
     /// Write to FILE instead of standard output

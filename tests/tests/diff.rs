@@ -387,7 +387,8 @@ fn flame_frames(dom: &str) -> Vec<(String, String, String)> {
 /// on both sides; the Objects and lines tab has the STORE line's exact access counts on both
 /// sides (2 threads x 1024 rounds x 1024 increments, a load and a store each: 4,194,304), a
 /// zero delta and `same`; the flame graph's frames are the fixture's `worker` and its malloc
-/// line, coloured `diff-same`. Two threads against four of the same program: `worker`'s
+/// line, coloured `diff-same`, and its cost selector lists BASE's invalidations as well as
+/// the costs of both sides. Two threads against four of the same program: `worker`'s
 /// frame is `diff-more` (+100.0% allocated bytes), and the reverse `diff-less`.
 #[test]
 fn html_diff_of_padding_the_slots_in_a_browser() {
@@ -508,6 +509,25 @@ fn html_diff_of_padding_the_slots_in_a_browser() {
         leaf.1
             .contains("new 8.00 MiB (8,388,608 bytes), base 8.00 MiB (8,388,608 bytes)"),
         "{leaf:?}"
+    );
+
+    // The cost selector lists the costs of either side: invalidations, BASE's only.
+    let select = browser::fragment(&dom, "<select>", "</select>");
+    let costs: Vec<String> = select
+        .split("<option")
+        .skip(1)
+        .map(|o| browser::text(&format!("<option{o}")))
+        .collect();
+    assert_eq!(
+        costs,
+        [
+            "allocated bytes",
+            "allocations",
+            "live bytes at exit",
+            "accesses",
+            "invalidations"
+        ],
+        "{select}"
     );
 
     // Two threads against four: twice the scratch buffers; and back.

@@ -4,7 +4,8 @@
 //! static part is small (head, tab bar, the `<noscript>` findings and totals), so a template
 //! crate would add a dependency and a build step for a few dozen lines. Everything else is
 //! drawn in the browser by `html/report.js` (hand-written, vendored, included with
-//! `include_str!`) from one embedded JSON block: the report model as `render::json` writes
+//! `include_str!`, run after `html/common.js`, the helpers, tables, tabs and flame graph it
+//! shares with the diff page's `html/diff.js`, [`render_diff`]) from one embedded JSON block: the report model as `render::json` writes
 //! it, with `<`, `>`, `&` and every `/` escaped as `\u003c`, `\u003e`, `\u0026` and `\/`
 //! (JSON escapes, so the data reads back unchanged): a symbol containing `</script>` cannot
 //! end the block, and no `//` (a URL's scheme separator) appears anywhere in the file, even
