@@ -287,13 +287,13 @@
    * to zoom. opts: note (the text under the tools); paint(node) -> {cls, colour} (default: a
    * warm colour by name); about(node) -> the frame's figures in words (default: its cost and
    * share); empty(cost, root) -> a note when the cost's tree is empty; object(name) -> a node to
-   * open a frame's object. */
+   * open a frame's object; initial: the cost shown first (default the first). */
   function flameGraph(el, trees, opts) {
     opts = opts || {};
     var costs = Object.keys(trees);
     if (!costs.length) { add(el, note('No allocation stacks or access sites recorded.')); return; }
-    var cost = costs[0], root = trees[cost], zoom = null;
-    var select = h('select', null, costs.map(function (c) { return h('option', { value: c, text: c }); }));
+    var cost = opts.initial && trees[opts.initial] ? opts.initial : costs[0], root = trees[cost], zoom = null;
+    var select = h('select', null, costs.map(function (c) { return h('option', { value: c, text: c, selected: c === cost ? 'selected' : null }); }));
     var search = h('input', { type: 'search', placeholder: 'search functions...' });
     var matched = h('span', { cls: 'count' });
     var reset = h('button', { text: 'reset zoom' });

@@ -100,20 +100,38 @@
   });
 
   /* ---- Differential flame graph: NEW's frames, coloured by the change against BASE ---- */
+  /* Each cost's tree of NEW, each node with `base`, BASE's cost at the same stack. A cost NEW
+   * has none of is BASE's tree, drawn at BASE's size, every node `gone`. */
   function diffTrees() {
     var b = flameTrees(SIDE_BASE), n = flameTrees(SIDE_NEW), out = {};
     function mark(node, old) {
       node.base = old ? old.value : 0;
       Object.keys(node.kids).forEach(function (k) { mark(node.kids[k], old && old.kids[k]); });
     }
+    function gone(node) {
+      node.base = node.value;
+      node.gone = true;
+      Object.keys(node.kids).forEach(function (k) { gone(node.kids[k]); });
+    }
     Object.keys(n).concat(Object.keys(b)).forEach(function (c) {
       if (out[c]) return;
-      out[c] = n[c] || { name: 'all', value: 0, kids: {} };
-      mark(out[c], b[c]);
+      if (n[c] && n[c].value > 0) { out[c] = n[c]; mark(out[c], b[c]); }
+      else if (b[c] && b[c].value > 0) { out[c] = b[c]; gone(out[c]); }
+      else out[c] = { name: 'all', value: 0, base: 0, kids: {} };
     });
     return out;
   }
+  /* The cost whose total changed most (relative to the larger side): shown first. */
+  function mostChanged(trees) {
+    var best = null, most = -1;
+    Object.keys(trees).forEach(function (c) {
+      var t = trees[c], v = t.gone ? 0 : t.value, m = Math.max(v, t.base), r = m > 0 ? Math.abs(v - t.base) / m : 0;
+      if (r > most + 1e-9) { most = r; best = c; }
+    });
+    return best;
+  }
   function diffPaint(n) {
+    if (n.gone) return { cls: 'diff-less diff-gone', colour: 'hsl(215,85%,62%)' };
     var d = n.value - n.base, m = Math.max(n.value, n.base), r = m > 0 ? Math.abs(d) / m : 0;
     if (r < 0.01) return { cls: 'diff-same', colour: 'hsl(40,8%,84%)' };
     var a = Math.min(1, 0.25 + r);
@@ -121,16 +139,17 @@
       : { cls: 'diff-less', colour: 'hsl(215,' + (45 + 40 * a).toFixed(0) + '%,' + (88 - 28 * a).toFixed(0) + '%)' };
   }
   tab('flame', 'Flame graph', !!(SIDE_NEW.alloc_sites.sites.length || SIDE_NEW.access_sites.lines.length || SIDE_BASE.alloc_sites.sites.length || SIDE_BASE.access_sites.lines.length), function (el) {
-    flameGraph(el, diffTrees(), {
-      note: 'Frames sized by NEW\'s cost, coloured by the change against BASE: red more, blue less, grey within 1% (the stronger, the larger the change); a frame only BASE has is not drawn. Allocation stacks: the outermost frame at the top, the allocation call at the bottom. Access costs: function, then line. Click a frame to zoom in.',
+    var trees = diffTrees();
+    flameGraph(el, trees, {
+      note: 'Frames sized by NEW\'s cost, coloured by the change against BASE: red more, blue less, grey within 1% (the stronger, the larger the change); a frame only BASE has is not drawn, except for a cost NEW has none of: BASE\'s frames at BASE\'s size, all blue. First shown: the cost that changed most. Allocation stacks: the outermost frame at the top, the allocation call at the bottom. Access costs: function, then line. Click a frame to zoom in.',
       paint: diffPaint,
+      initial: mostChanged(trees),
       about: function (n, label) {
+        if (n.gone) return 'new none, base ' + label(n.base) + ' (gone; drawn at BASE\'s size)';
         var d = n.value - n.base;
         return 'new ' + label(n.value) + ', base ' + label(n.base) + ' (' + (d > 0 ? '+' : d < 0 ? '-' : '') + label(Math.abs(d)) + (n.base > 0 ? ', ' + relative(d / n.base) : '') + ')';
       },
-      empty: function (cost, root) {
-        return 'NEW has no ' + cost + (root.base > 0 ? '; BASE had ' + int(root.base) + ': all gone.' : '.');
-      }
+      empty: function (cost) { return 'Neither side has any ' + cost + '.'; }
     });
   });
 
