@@ -1245,6 +1245,9 @@ pub enum DiffFormat {
     Json,
     /// Tables fit for a pull-request comment
     Markdown,
+    /// One self-contained page: change columns, new/gone badges, a differential flame graph
+    /// (`profcc diff` only)
+    Html,
 }
 
 pub const DIFF_ABOUT: &str =
@@ -1261,7 +1264,9 @@ bytes and GB/s) in total, per object, per access line and per region, each with 
 
 Several profiles on a side are merged as `profcc report` merges them.";
 pub const DIFF_AFTER_HELP: &str = "\
-docs/diff.md describes the output. HTML output is not available (text, json, markdown).
+docs/diff.md describes the output. --format html writes one self-contained page (open it in
+a browser): the headline numbers, the findings with NEW/GONE/CHANGED badges, every object and
+access line with its change, and a differential flame graph.
 
 Exit codes: 0 the comparison was printed (whatever it found), 2 bad input (a missing or
 unreadable profile, a bad option).";
@@ -1282,7 +1287,8 @@ pub struct DiffArgs {
     /// Output format
     #[arg(short = 'f', long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
-    /// Changed objects and access lines listed in text and Markdown (0 = all); JSON has all
+    /// Changed objects and access lines listed in text and Markdown (0 = all); JSON and HTML
+    /// have all
     #[arg(short = 'n', long, value_name = "N", default_value_t = 20)]
     pub top: usize,
     /// Write to FILE instead of standard output
@@ -1380,18 +1386,27 @@ pub fn run_diff(a: &DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     };
     let sides = load_side(&base, false, a.live_probe)
         .and_then(|b| Ok((b, load_side(&new, false, a.live_probe)?)));
-    let d = sides.and_then(|(b, n)| compare(&b, &n, a.normalize.as_deref()));
-    let d = match d {
-        Ok(d) => d,
+    let compared = sides.and_then(|(b, n)| {
+        let d = compare(&b, &n, a.normalize.as_deref())?;
+        Ok((d, b, n))
+    });
+    let bytes = compared.and_then(|(d, b, n)| match a.format {
+        DiffFormat::Text => Ok(render_text(&d, a.top).into_bytes()),
+        DiffFormat::Markdown => Ok(render_markdown(&d, a.top).into_bytes()),
+        DiffFormat::Json => Ok(serde_json::to_vec_pretty(&d).expect("JSON into memory")),
+        DiffFormat::Html => crate::render::html::render_diff(
+            &d,
+            &b.reports[0],
+            &n.reports[0],
+            crate::render::html::MAX_BYTES,
+        ),
+    });
+    let bytes = match bytes {
+        Ok(b) => b,
         Err(e) => {
             let _ = writeln!(err, "profcc diff: {e}");
             return 2;
         }
-    };
-    let bytes = match a.format {
-        DiffFormat::Text => render_text(&d, a.top).into_bytes(),
-        DiffFormat::Markdown => render_markdown(&d, a.top).into_bytes(),
-        DiffFormat::Json => serde_json::to_vec_pretty(&d).expect("JSON into memory"),
     };
     let all: Vec<PathBuf> = base.iter().chain(new.iter()).cloned().collect();
     emit("diff", &bytes, a.output.as_deref(), &all, out, err)
@@ -1412,6 +1427,13 @@ pub fn run_check(a: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
     } else {
         (a.baseline.clone(), a.new.clone())
     };
+    if a.format == DiffFormat::Html {
+        let _ = writeln!(
+            err,
+            "profcc check: --format html is for profcc diff; use text, json or markdown (profcc diff --format html BASE NEW draws the page)"
+        );
+        return 2;
+    }
     let config_path = match &a.config {
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from("profcc-gate.toml")).filter(|p| p.is_file()),
@@ -1471,6 +1493,7 @@ pub fn run_check(a: &CheckArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
             s.into_bytes()
         }
         DiffFormat::Json => serde_json::to_vec_pretty(&v).expect("JSON into memory"),
+        DiffFormat::Html => unreachable!("refused above"),
     };
     let all: Vec<PathBuf> = base.iter().chain(new.iter()).cloned().collect();
     match emit("check", &bytes, a.output.as_deref(), &all, out, err) {

@@ -1,6 +1,7 @@
 //! Helpers for the end-to-end tests in tests/tests/*.rs: build C/C++ programs with profcc
 //! (and with plain clang-22 for comparison), run them, read their profiles.
 
+pub mod browser;
 pub mod faithful;
 
 use profcc_schema::Profile;

@@ -3,6 +3,7 @@
 //! source built with `-DPAD` (each slot on a line of its own).
 
 use profcc_report::diff::{Diff, Verdict};
+use profcc_tests::browser;
 use profcc_tests::*;
 use std::process::{Command, Output};
 
@@ -360,4 +361,198 @@ fn gate_limits_trip_and_a_change_inside_the_spread_passes() {
     );
     let alone = check(&[&r256], &r448);
     assert_eq!(code(&alone), 1, "{}", text(&alone.stdout));
+}
+
+/// The frames of the page's flame graph (`data-flame`): (class, title, name) of each.
+fn flame_frames(dom: &str) -> Vec<(String, String, String)> {
+    let box_ = browser::fragment(dom, "data-flame=\"1\"", "</section>");
+    box_.split("<div ")
+        .skip(1)
+        .filter_map(|d| {
+            let attr = |name: &str| {
+                let at = d.find(&format!("{name}=\""))? + name.len() + 2;
+                Some(browser::text(&d[at..at + d[at..].find('"')?]))
+            };
+            let name = browser::text(&d[d.find('>')? + 1..d.find("</div>")?]);
+            Some((attr("class")?, attr("title").unwrap_or_default(), name))
+        })
+        .collect()
+}
+
+/// `profcc diff --format html` on the slots.c pair (before -> after) in a headless Chromium:
+/// the page names nothing outside itself and is the same on standard output as with `-o`;
+/// its script ran without error; the Findings tab lists the false sharing of the array
+/// allocated at the CALLOC line with a GONE badge (and nothing else); the Summary's headline
+/// table has total invalidations `better` (green class) down to 0 and the same total accesses
+/// on both sides; the Objects and lines tab has the STORE line's exact access counts on both
+/// sides (2 threads x 1024 rounds x 1024 increments, a load and a store each: 4,194,304), a
+/// zero delta and `same`; the flame graph's cost selector lists the costs of either side and
+/// opens on the one that changed most, the invalidations, all gone: BASE's frames (the total
+/// as in the headline table, the fixture's `worker` and the STORE line) coloured
+/// `diff-less diff-gone`. Two threads against four of the same program: `worker`'s frame is
+/// `diff-more` (a + change in its tooltip), and the reverse `diff-less`.
+#[test]
+fn html_diff_of_padding_the_slots_in_a_browser() {
+    let s = Scratch::new();
+    build(&s, "before", &[]);
+    build(&s, "after", &["-DPAD"]);
+    let before = run(&s, "before", 2, 1024, "before");
+    let after = run(&s, "after", 2, 1024, "after");
+    let four = run(&s, "before", 4, 1024, "four");
+    let src = std::fs::read_to_string(fixture(SRC)).unwrap();
+    let alloc = format!("slots.c:{}", line_of(&src, "MARK_CALLOC"));
+    let store = format!("slots.c:{}", line_of(&src, "MARK_STORE"));
+
+    let o = profcc_in(
+        &s,
+        &[
+            "diff",
+            "--format",
+            "html",
+            "-o",
+            "diff.html",
+            &before,
+            &after,
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(o.stdout.is_empty() && o.stderr.is_empty());
+    let html = std::fs::read_to_string(s.path("diff.html")).unwrap();
+    browser::assert_self_contained(&html);
+    eprintln!("diff page of the slots.c pair: {} bytes", html.len());
+    let piped = profcc_in(&s, &["diff", "--format", "html", &before, &after]);
+    assert_eq!(code(&piped), 0);
+    assert!(piped.stdout == html.as_bytes(), "stdout differs from -o");
+    let d = diff_json(&s, &[&before, &after]);
+
+    let dom = browser::dump_dom(&s, &s.path("diff.html"));
+    browser::assert_no_script_error(&dom);
+
+    let findings = browser::rows(
+        browser::section(&dom, "findings"),
+        "data-table=\"findings\"",
+    );
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    let f = &findings[0];
+    assert_eq!(f[0], "GONE", "{f:?}");
+    assert_eq!(f[1], "false sharing", "{f:?}");
+    assert!(f[2].contains(&format!("allocated at {alloc}")), "{f:?}");
+    assert!(f[3].ends_with(&store), "{f:?}");
+    assert_eq!(f[5], "-", "no NEW side: {f:?}");
+
+    let head = browser::rows(browser::section(&dom, "summary"), "data-table=\"headline\"");
+    let inv = head
+        .iter()
+        .find(|r| r[0] == "invalidations" && r[1] == "total")
+        .expect("total invalidations");
+    let m = d
+        .metrics
+        .iter()
+        .find(|m| m.metric == "invalidations" && m.scope == "total")
+        .unwrap();
+    let base_inv = m.base.unwrap() as u64;
+    assert!(base_inv > 1000, "{m:?}");
+    assert_eq!(
+        inv[2..],
+        [
+            browser::thousands(base_inv),
+            "0".to_string(),
+            format!("-{}", browser::thousands(base_inv)),
+            "-100.0%".to_string(),
+            "better".to_string()
+        ],
+        "{inv:?}"
+    );
+    assert!(
+        browser::fragment(&dom, "data-table=\"headline\"", "</table>")
+            .contains("<span class=\"verdict v-better\">better</span>"),
+        "no green verdict"
+    );
+    let acc = head
+        .iter()
+        .find(|r| r[0] == "accesses" && r[1] == "total")
+        .unwrap();
+    assert_eq!(acc[2], acc[3], "{acc:?}");
+
+    let lines = browser::rows(browser::section(&dom, "changes"), "data-table=\"changes\"");
+    let at_store: Vec<_> = lines
+        .iter()
+        .filter(|r| r[0] == "accesses" && r[1].ends_with(&store))
+        .collect();
+    assert_eq!(at_store.len(), 1, "{lines:?}");
+    let exact = browser::thousands(2 * 1024 * 1024 * 2);
+    assert_eq!(
+        at_store[0][2..],
+        [
+            exact.clone(),
+            exact,
+            "0".into(),
+            "0.0%".into(),
+            "same".into()
+        ],
+        "{:?}",
+        at_store[0]
+    );
+
+    // The flame graph opens on the cost that changed most: the invalidations, all gone, drawn
+    // at BASE's size: the fixture's worker and its store line, blue.
+    let select = browser::fragment(&dom, "<select>", "</select>");
+    assert!(
+        select.contains("<option value=\"invalidations\" selected=\"selected\">"),
+        "{select}"
+    );
+    let costs: Vec<String> = select
+        .split("<option")
+        .skip(1)
+        .map(|o| browser::text(&format!("<option{o}")))
+        .collect();
+    assert_eq!(
+        costs,
+        [
+            "allocated bytes",
+            "allocations",
+            "live bytes at exit",
+            "accesses",
+            "invalidations"
+        ],
+        "{select}"
+    );
+    let frames = flame_frames(&dom);
+    let named = |name: &str| {
+        frames
+            .iter()
+            .find(|f| f.2 == name)
+            .unwrap_or_else(|| panic!("no frame {name}: {frames:?}"))
+            .clone()
+    };
+    let all = named("all");
+    assert_eq!(all.0, "diff-less diff-gone", "{all:?}");
+    assert!(
+        all.1.starts_with(&format!(
+            "all: new none, base {} (gone",
+            browser::thousands(base_inv)
+        )),
+        "{all:?}"
+    );
+    assert_eq!(named("worker").0, "diff-less diff-gone", "{frames:?}");
+    assert_eq!(named(&store).0, "diff-less diff-gone", "{frames:?}");
+
+    // Two threads against four: twice the scratch buffers; and back.
+    for (base, new, class, change) in [
+        (&before, &four, "diff-more", "+"),
+        (&four, &before, "diff-less", "-"),
+    ] {
+        let page = format!("{class}.html");
+        let o = profcc_in(&s, &["diff", "--format", "html", "-o", &page, base, new]);
+        assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+        let dom = browser::dump_dom(&s, &s.path(&page));
+        browser::assert_no_script_error(&dom);
+        let frames = flame_frames(&dom);
+        let worker = frames
+            .iter()
+            .find(|f| f.2 == "worker")
+            .unwrap_or_else(|| panic!("{frames:?}"));
+        assert_eq!(worker.0, class, "{worker:?}");
+        assert!(worker.1.contains(&format!(", {change}")), "{worker:?}");
+    }
 }

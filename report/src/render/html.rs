@@ -4,7 +4,8 @@
 //! static part is small (head, tab bar, the `<noscript>` findings and totals), so a template
 //! crate would add a dependency and a build step for a few dozen lines. Everything else is
 //! drawn in the browser by `html/report.js` (hand-written, vendored, included with
-//! `include_str!`) from one embedded JSON block: the report model as `render::json` writes
+//! `include_str!`, run after `html/common.js`, the helpers, tables, tabs and flame graph it
+//! shares with the diff page's `html/diff.js`, [`render_diff`]) from one embedded JSON block: the report model as `render::json` writes
 //! it, with `<`, `>`, `&` and every `/` escaped as `\u003c`, `\u003e`, `\u0026` and `\/`
 //! (JSON escapes, so the data reads back unchanged): a symbol containing `</script>` cannot
 //! end the block, and no `//` (a URL's scheme separator) appears anywhere in the file, even
@@ -18,7 +19,10 @@
 use crate::model::Report;
 
 const CSS: &str = include_str!("html/report.css");
-const JS: &str = include_str!("html/report.js");
+/// The pages' shared script: helpers, tables, tabs, the flame graph.
+const COMMON_JS: &str = include_str!("html/common.js");
+const REPORT_JS: &str = include_str!("html/report.js");
+const DIFF_JS: &str = include_str!("html/diff.js");
 
 /// The page's presentation settings.
 #[derive(Debug, Clone)]
@@ -321,49 +325,106 @@ pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
             report.summary.inputs.len() - 1
         ),
     };
-    let source_bytes: usize = opts
-        .sources
-        .iter()
-        .flat_map(|s| &s.lines)
-        .map(|(_, t)| t.len() + 8)
-        .sum();
-    let mut p = String::with_capacity(json.len() + source_bytes + CSS.len() + JS.len() + 16384);
+    let mut before = String::new();
+    dropped_notes(&dropped, opts.max_bytes, &mut before);
+    noscript(report, &mut before);
+    let meta = meta.to_string();
+    let mut blocks = vec![("profcc-data", json), ("profcc-meta", meta)];
+    if !opts.sources.is_empty() || !opts.sources_notes.is_empty() {
+        let sources = serde_json::json!({"files": opts.sources, "notes": opts.sources_notes});
+        blocks.push(("profcc-sources", sources.to_string()));
+    }
+    Ok(page(&title, &before, &blocks, REPORT_JS))
+}
+
+/// `profcc diff --format html` (docs/diff.md): the diff as its JSON output has it; each side's
+/// allocation stacks, access sites, sharing and NUMA sites for the differential flame graph
+/// (its report model with only those lists, cut as [`fitted`] cuts a report, to half of
+/// `max_bytes` each); and the text diff for readers without JavaScript.
+pub fn render_diff(
+    d: &crate::diff::Diff,
+    base_side: &Report,
+    new_side: &Report,
+    max_bytes: usize,
+) -> Result<Vec<u8>, String> {
+    let diff = serde_json::to_string(d).map_err(|e| format!("--format html: {e}"))?;
+    let (b, mut dropped) = fitted(&flame_only(base_side), max_bytes / 2)?;
+    let (n, more) = fitted(&flame_only(new_side), max_bytes / 2)?;
+    dropped.extend(more);
+    dropped.dedup();
+    let title = format!("profcc diff: {}", d.new.exe);
+    let mut before = String::new();
+    dropped_notes(&dropped, max_bytes, &mut before);
+    before.push_str("<noscript>\n<section class=\"noscript\">\n<p>JavaScript is off: the text diff follows; the tabs need JavaScript.</p>\n<pre>");
+    before.push_str(&escape(&crate::diff::render_text(d, 0)));
+    before.push_str("</pre>\n</section>\n</noscript>\n");
+    let blocks = [("profcc-diff", diff), ("profcc-base", b), ("profcc-new", n)];
+    Ok(page(&title, &before, &blocks, DIFF_JS))
+}
+
+/// A report with only what the flame graph draws (allocation sites, access lines, sharing,
+/// NUMA).
+fn flame_only(r: &Report) -> Report {
+    let mut f = r.clone();
+    f.findings.clear();
+    f.objects.clear();
+    f.threads.clear();
+    f.summary.inputs.clear();
+    f.allocator = None;
+    f.regions = None;
+    f.ranks = None;
+    f.notes.notes.clear();
+    f.notes.warnings.clear();
+    if let Some(n) = &mut f.numa {
+        for i in &mut n.inputs {
+            i.objects.clear();
+        }
+    }
+    f
+}
+
+fn dropped_notes(dropped: &[String], max_bytes: usize, p: &mut String) {
+    for d in dropped {
+        p.push_str(&format!(
+            "<p class=\"dropped\">Page size limit ({max_bytes} bytes): {}</p>\n",
+            escape(d)
+        ));
+    }
+}
+
+/// One page (the report's, the diff's): `title`; `before`, static HTML between the header
+/// and the tabs (notes, the `<noscript>` part), already escaped; the JSON `blocks` (element
+/// id, JSON text), each made [`script_safe_json`]; and the page's `script`, run after
+/// `common.js` in one function (their names shared, none global).
+fn page(title: &str, before: &str, blocks: &[(&str, String)], script: &str) -> Vec<u8> {
+    let data: usize = blocks.iter().map(|b| b.1.len()).sum();
+    let mut p = String::with_capacity(
+        data + before.len() + CSS.len() + COMMON_JS.len() + script.len() + 4096,
+    );
     p.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     p.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    p.push_str(&format!("<title>{}</title>\n", escape(&title)));
+    p.push_str(&format!("<title>{}</title>\n", escape(title)));
     p.push_str("<style>\n");
     p.push_str(CSS);
     p.push_str("</style>\n</head>\n<body>\n");
     p.push_str(&format!(
         "<header><h1>{}</h1><span id=\"profcc-generator\">{}</span></header>\n",
-        escape(&title),
+        escape(title),
         escape(&format!("profcc {}", env!("CARGO_PKG_VERSION")))
     ));
     p.push_str("<pre id=\"profcc-errors\" class=\"errors\"></pre>\n");
-    for d in &dropped {
-        p.push_str(&format!(
-            "<p class=\"dropped\">Page size limit ({} bytes): {}</p>\n",
-            opts.max_bytes,
-            escape(d)
-        ));
-    }
-    noscript(report, &mut p);
+    p.push_str(before);
     p.push_str("<nav id=\"tabs\"></nav>\n<main id=\"app\"></main>\n");
-    p.push_str("<script type=\"application/json\" id=\"profcc-data\">");
-    p.push_str(&script_safe_json(&json));
-    p.push_str("</script>\n<script type=\"application/json\" id=\"profcc-meta\">");
-    p.push_str(&script_safe_json(&meta.to_string()));
-    p.push_str("</script>\n");
-    if !opts.sources.is_empty() || !opts.sources_notes.is_empty() {
-        let sources = serde_json::json!({"files": opts.sources, "notes": opts.sources_notes});
-        p.push_str("<script type=\"application/json\" id=\"profcc-sources\">");
-        p.push_str(&script_safe_json(&sources.to_string()));
+    for (id, json) in blocks {
+        p.push_str(&format!("<script type=\"application/json\" id=\"{id}\">"));
+        p.push_str(&script_safe_json(json));
         p.push_str("</script>\n");
     }
-    p.push_str("<script>\n");
-    p.push_str(JS);
-    p.push_str("</script>\n</body>\n</html>\n");
-    Ok(p.into_bytes())
+    p.push_str("<script>\n(function () {\n  'use strict';\n");
+    p.push_str(COMMON_JS);
+    p.push_str(script);
+    p.push_str("})();\n</script>\n</body>\n</html>\n");
+    p.into_bytes()
 }
 
 fn base(path: &str) -> &str {
@@ -475,6 +536,48 @@ mod page_tests {
         let data = &data[..data.find("</script>").unwrap()];
         let back: Report = serde_json::from_str(data).unwrap();
         assert_eq!(back, r);
+    }
+
+    /// The diff page escapes as the report page does: an object named with markup and a URL
+    /// (BASE only, so a `gone` figure) and an allocation frame so named (the flame data) show
+    /// in neither form in the page's source, and the embedded diff reads back unchanged.
+    #[test]
+    fn html_diff_page_has_no_markup_or_url_from_the_data() {
+        use crate::diff::{compare, Diff, Side, SideInfo};
+        let evil = "</script><b>x</b><!-- https://evil.example/a";
+        let mut b = crate::tests::sample_report();
+        b.objects.push(crate::model::ObjectRow {
+            kind: "global".into(),
+            name: evil.into(),
+            bytes: Some(8),
+            ..Default::default()
+        });
+        b.alloc_sites.sites[0].stack[0].function = Some(evil.into());
+        let n = crate::tests::sample_report();
+        let side = |r: Report| Side {
+            info: SideInfo {
+                profiles: vec![format!("{evil}.json")],
+                exe: "prog".into(),
+            },
+            reports: vec![r],
+        };
+        let (bs, ns) = (side(b), side(n));
+        let d = compare(&bs, &ns, None).unwrap();
+        assert!(d
+            .metrics
+            .iter()
+            .any(|m| m.scope.contains(evil) && m.verdict == "gone"));
+        let page = render_diff(&d, &bs.reports[0], &ns.reports[0], MAX_BYTES).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert_eq!(page.matches("</script>").count(), 4);
+        let flame = page.split("id=\"profcc-base\">").nth(1).unwrap();
+        assert!(flame.starts_with('{') && flame.contains(r"\u003c\/script\u003e\u003cb\u003ex"));
+        for bad in ["<b>", "<!--", "http", "//", " src=", "url("] {
+            assert!(!page.contains(bad), "{bad}");
+        }
+        let data = page.split("id=\"profcc-diff\">").nth(1).unwrap();
+        let back: Diff = serde_json::from_str(&data[..data.find("</script>").unwrap()]).unwrap();
+        assert_eq!(back, d);
     }
 
     /// Above the size limit the largest lists lose their lowest rows, and the page says so.
