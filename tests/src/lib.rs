@@ -501,14 +501,14 @@ int main(int argc, char **argv) {
 
 /// [`RANK_WORK_SRC`] built with profcc into `s` and run once per rank in `0..n` with the
 /// variables an Open MPI launcher sets (`OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`), rank
-/// r working on `work(r)` elements; each profile named by its rank (`out=ranks/rank.%r.json`).
-/// Returns the profiles in rank order.
-pub fn fake_ranks(s: &Scratch, n: u32, work: impl Fn(u32) -> u64) -> Vec<PathBuf> {
+/// r working on `work(r)` elements; each profile named by its rank (`out=DIR/rank.%r.json`,
+/// `dir` in `s`). Returns the profiles in rank order.
+pub fn fake_ranks(s: &Scratch, dir: &str, n: u32, work: impl Fn(u32) -> u64) -> Vec<PathBuf> {
     s.write("rankwork.c", RANK_WORK_SRC);
     if !s.path("rankwork").exists() {
         s.compile(&profcc(), &["-O1", "-g", "rankwork.c", "-o", "rankwork"]);
     }
-    let dir = s.path("ranks");
+    let dir = s.path(dir);
     std::fs::create_dir_all(&dir).unwrap();
     (0..n)
         .map(|r| {

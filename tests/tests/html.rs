@@ -553,7 +553,7 @@ fn html_of_empty_and_older_profiles() {
 fn html_ranks_tab_heat_map_and_a_clicked_rank() {
     const WORK: u64 = 50_000;
     let s = Scratch::new();
-    let profiles = fake_ranks(&s, 4, |r| WORK * (r as u64 + 1));
+    let profiles = fake_ranks(&s, "ranks", 4, |r| WORK * (r as u64 + 1));
     let accesses: Vec<u64> = profiles
         .iter()
         .map(|p| profcc_schema::read(p).unwrap().totals.accesses)
