@@ -626,7 +626,8 @@ fn cg_costs(v: &[u64; COSTS]) -> String {
 ///
 /// A report of several profiles has one part per input (`part: N`, from 1, in rank order;
 /// each with its `pid:`, a `desc: Rank:` line and its own `events:`; KCachegrind starts a part
-/// at each `part:`), every part's costs that input's. The first part's `summary:` and the
+/// at each `part:`; `positions:` and the events' long names only in the first), every part's
+/// costs that input's. The first part's `summary:` and the
 /// file's last `totals:` are the sum of all parts: callgrind_annotate reads the first part's
 /// header, sums the functions of every part, and prints a warning for each later part's
 /// header lines (as for callgrind's own `--combine-dumps=yes` files).
@@ -639,10 +640,14 @@ pub fn callgrind(r: &Report) -> Result<Vec<u8>, String> {
     let mut out = String::new();
     out.push_str("# callgrind format\nversion: 1\n");
     out.push_str(&format!("creator: {}\n", exporter()));
-    let events = |out: &mut String| {
-        out.push_str("positions: line\n");
-        for c in Cost::ALL {
-            out.push_str(&format!("event: {} : {}\n", c.event(), c.describe()));
+    // The positions and the events' long names once (they hold for the whole file); each
+    // part its own `events:` line (KCachegrind maps a part's costs with it).
+    let events = |out: &mut String, first: bool| {
+        if first {
+            out.push_str("positions: line\n");
+            for c in Cost::ALL {
+                out.push_str(&format!("event: {} : {}\n", c.event(), c.describe()));
+            }
         }
         out.push_str(&format!(
             "events: {}\n",
@@ -653,7 +658,7 @@ pub fn callgrind(r: &Report) -> Result<Vec<u8>, String> {
     if let [one] = r.summary.inputs.as_slice() {
         out.push_str(&format!("pid: {}\n", one.pid));
         out.push_str(&format!("cmd: {}\n", one.argv.join(" ")));
-        events(&mut out);
+        events(&mut out, true);
         out.push_str(&summary);
         cg_body(all.iter(), &mut out);
     } else {
@@ -696,7 +701,7 @@ pub fn callgrind(r: &Report) -> Result<Vec<u8>, String> {
                 }
                 None => out.push_str("desc: Rank: costs of no single input\n"),
             }
-            events(&mut out);
+            events(&mut out, n == 0);
             if n == 0 {
                 out.push_str(&summary);
             }
