@@ -598,6 +598,8 @@ fn html_ranks_tab_heat_map_and_a_clicked_rank() {
     let sum: u64 = accesses.iter().sum();
     let imbalance = accesses[3] as f64 / (sum as f64 / 4.0);
     assert_eq!(map[4][1], format!("rank 3 ({imbalance:.2}x)"), "{map:?}");
+    // One thread each: no heaviest rank for threads.
+    assert_eq!(map[4][0], "all equal", "{map:?}");
     // The cell of rank 3's accesses is outlined as the heaviest; no other rank's is.
     for r in 0..4 {
         let row = fragment(ranks, &format!("data-rank=\"rank {r}\""), "</tr>");

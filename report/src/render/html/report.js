@@ -362,7 +362,7 @@
         'Heaviest by accesses: ', h('strong', { text: heavy ? rankName(heavy) : input(acc.worst_input) }),
         ' (' + int(acc.max) + ' accesses of ' + int(acc.sum) + ', imbalance ' + fixed(acc.imbalance, 2) + ' (max/mean), cv ' + fixed(acc.cv, 2) + ')'));
     }
-    add(el, note('Each cell is shaded by its value relative to the metric\'s largest; the heaviest rank of each metric is outlined (and named in the last row). Click a rank for its values, findings, allocation sites and lines.'));
+    add(el, note('Each cell is shaded by its value relative to the metric\'s largest; the heaviest rank of each metric is outlined (and named in the last row) unless all ranks are equal. Click a rank for its values, findings, allocation sites and lines.'));
     var t = h('table', { cls: 'data heatmap', 'data-table': 'rank heat map' });
     add(t, h('thead', null, h('tr', null, h('th', { text: 'rank' }), h('th', { text: 'host' }), h('th', { cls: 'num', text: 'pid' }),
       RANK_COLS.map(function (c) { return h('th', { cls: 'num', text: c[1] }); }))));
@@ -373,7 +373,7 @@
       var link = h('a', { cls: 'obj', title: 'show this rank', text: rankName(row) });
       var tr = h('tr', { 'data-rank': rankName(row) }, h('td', null, link), h('td', { text: row.host }), h('td', { cls: 'num', text: String(row.pid) }),
         RANK_COLS.map(function (c) {
-          var v = row[c[0]], s = spread[c[0]], top = s && s.max > 0 && s.worst_input === row.input;
+          var v = row[c[0]], s = spread[c[0]], top = s && s.max > s.min && s.worst_input === row.input;
           return h('td', {
             cls: 'num' + (top ? ' heaviest' : ''), style: heat(v, s ? s.max : 0), 'data-metric': c[0],
             title: top ? 'heaviest rank for ' + c[1] + ' (imbalance ' + fixed(s.imbalance, 2) + ')' : null, text: c[2](v)
@@ -392,6 +392,7 @@
       RANK_COLS.map(function (c) {
         var s = spread[c[0]];
         if (!s || !(s.max > 0)) return h('td', { cls: 'num', text: '-' });
+        if (s.max === s.min) return h('td', { cls: 'num', 'data-metric': c[0], text: 'all equal' });
         var row = K.rows.filter(function (r) { return r.input === s.worst_input; })[0];
         return h('td', { cls: 'num', 'data-metric': c[0], text: (row ? rankName(row) : input(s.worst_input)) + ' (' + fixed(s.imbalance, 2) + 'x)' });
       }))));
@@ -428,7 +429,7 @@
       var v = row[c[0]], s = spread[c[0]] || {};
       add(vt, h('tr', { 'data-metric': c[0] }, h('td', { text: c[1] }), h('td', { cls: 'num', text: c[2](v) }),
         h('td', { cls: 'num', text: pct(v, s.sum) }), h('td', { cls: 'num', text: s.mean > 0 ? fixed(v / s.mean, 2) + 'x' : '-' }),
-        h('td', { cls: 'num', text: s.max > 0 && s.worst_input === row.input ? 'this rank' : s.max > 0 ? rankOfInput(s.worst_input) : '-' })));
+        h('td', { cls: 'num', text: !(s.max > 0) ? '-' : s.max === s.min ? 'all equal' : s.worst_input === row.input ? 'this rank' : rankOfInput(s.worst_input) })));
     });
     add(el, h('div', { cls: 'scroll' }, vt));
     if (info.argv) add(el, h('div', { cls: 'mono', text: 'command: ' + info.argv.join(' ') }));
