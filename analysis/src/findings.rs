@@ -380,6 +380,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "title",
     "fix",
     "input",
+    "mpi_rank",
     "threshold",
 ];
 

@@ -479,7 +479,7 @@ fn report_csv_writes_one_file_per_table() {
     );
     let threads = std::fs::read_to_string(s.work().join("out/tables/threads.csv")).unwrap();
     assert!(
-        threads.starts_with("input,pid,id,parent,accesses,"),
+        threads.starts_with("input,rank,pid,id,parent,accesses,"),
         "{threads}"
     );
 }

@@ -239,7 +239,38 @@ pub fn metrics(r: &Report) -> Vec<Metric> {
         let s = format!("file:{}:{}", l.file, l.line);
         v.push(metric("accesses", s, l.accesses as f64, "", Lower, true));
     }
+    // Per MPI rank (a report of rank profiles): its headline totals, matched by rank.
+    for row in r.ranks.iter().flat_map(|k| &k.rows) {
+        let Some(rank) = row.rank else {
+            continue;
+        };
+        let s = format!("rank:{rank}");
+        for (name, unit, ext) in RANK_DIFF_METRICS {
+            v.push(metric(name, s.clone(), row.metric(name), unit, Lower, *ext));
+        }
+    }
     v
+}
+
+/// The per-rank metrics (scope `rank:N`): name (a [`crate::model::RANK_METRICS`] counter),
+/// unit, scaled by `--normalize`.
+pub const RANK_DIFF_METRICS: &[(&str, &str, bool)] = &[
+    ("accesses", "", true),
+    ("allocations", "", true),
+    ("bytes_allocated", "B", true),
+    ("peak_bytes", "B", false),
+    ("remote_accesses", "", true),
+    ("invalidations", "", true),
+    ("seconds", "s", true),
+];
+
+/// Does a side's report hold MPI ranks (a profile with a rank among several)?
+fn has_ranks(reports: &[Report]) -> bool {
+    reports.iter().any(|r| {
+        r.ranks
+            .as_ref()
+            .is_some_and(|k| k.rows.iter().any(|x| x.rank.is_some()))
+    })
 }
 
 /// A finding of one side, as the diff lists it.
@@ -338,7 +369,8 @@ pub struct Side {
 }
 
 /// Load `paths` (bad input: `Err` with a one-line message, exit 2) and build their reports:
-/// one merged report (`per_run` false) or one per profile.
+/// one merged report (`per_run` false) or one per run: a profile, or for MPI rank profiles
+/// (every profile has a rank) one job, the n-th profile of each rank merged.
 pub fn load_side(
     paths: &[PathBuf],
     per_run: bool,
@@ -368,7 +400,24 @@ pub fn load_side(
         profiles: paths.iter().map(|p| p.display().to_string()).collect(),
         exe,
     };
-    let reports = if per_run {
+    let reports = if per_run && inputs.len() > 1 && inputs.iter().all(|i| i.profile.rank.is_some())
+    {
+        // Rank profiles: a run is one job, the n-th profile of each rank (command-line
+        // order), merged; its report keeps the per-rank rows.
+        let mut runs: Vec<Vec<merge::Input>> = Vec::new();
+        let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
+        for i in inputs {
+            let n = seen.entry(i.profile.rank.unwrap_or(0)).or_default();
+            if runs.len() <= *n {
+                runs.push(Vec::new());
+            }
+            runs[*n].push(i);
+            *n += 1;
+        }
+        runs.into_iter()
+            .map(|job| sections::build(&merge::Merged::new(job), &opts))
+            .collect()
+    } else if per_run {
         inputs
             .into_iter()
             .map(|i| sections::build(&merge::Merged::new(vec![i]), &opts))
@@ -435,7 +484,7 @@ fn side_metrics(
             }
             let order = match x.scope.split(':').next() {
                 Some("total") => 0,
-                Some("region") => 1,
+                Some("region") | Some("rank") => 1,
                 Some("object") => 2,
                 _ => 3,
             };
@@ -521,6 +570,9 @@ pub fn compare(base: &Side, new: &Side, normalize: Option<&str>) -> Result<Diff,
     let mut keys: Vec<&(u8, String, String)> = bm.keys().chain(nm.keys()).collect();
     keys.sort();
     keys.dedup();
+    // Ranks are matched by rank only when both sides are rank profiles.
+    let ranks = has_ranks(&base.reports) && has_ranks(&new.reports);
+    keys.retain(|k| ranks || !k.1.starts_with("rank:"));
     // Each metric's total on BASE: an entry's change below SAME_WITHIN of it is "same".
     let totals: BTreeMap<&str, f64> = bm
         .iter()
@@ -664,7 +716,7 @@ pub struct Limit {
     /// Metric name or glob (`accesses`, `*`).
     pub metric: String,
     /// `total` (default), `object:GLOB`, `file:GLOB` (an access line `path:line`),
-    /// `region:GLOB`.
+    /// `region:GLOB`, `rank:GLOB` (an MPI rank: `rank:*` every rank, `rank:3` one).
     #[serde(default = "total")]
     pub scope: String,
     /// Fails when the change the bad way exceeds this share of BASE (0.10: 10 %).
@@ -732,10 +784,10 @@ pub fn read_config(path: &Path) -> Result<GateConfig, String> {
     for (i, l) in c.limits.iter().enumerate() {
         let kind = l.scope.split(':').next().unwrap_or("");
         if !(l.scope == "total"
-            || ["object", "file", "region"].contains(&kind) && l.scope.contains(':'))
+            || ["object", "file", "region", "rank"].contains(&kind) && l.scope.contains(':'))
         {
             return Err(format!(
-                "{}: limit {}: scope `{}`: use total, object:GLOB, file:GLOB or region:GLOB",
+                "{}: limit {}: scope `{}`: use total, object:GLOB, file:GLOB, region:GLOB or rank:GLOB",
                 path.display(),
                 i + 1,
                 l.scope
@@ -1063,11 +1115,11 @@ pub fn render_text(d: &Diff, top: usize) -> String {
             trim(c.new_seconds)
         ));
     }
-    let (head, entries): (Vec<&MetricChange>, Vec<&MetricChange>) = d
-        .metrics
-        .iter()
-        .partition(|m| m.scope == "total" || m.scope.starts_with("region:"));
-    s.push_str("\nTotals and regions:\n");
+    let (head, entries): (Vec<&MetricChange>, Vec<&MetricChange>) =
+        d.metrics.iter().partition(|m| {
+            m.scope == "total" || m.scope.starts_with("region:") || m.scope.starts_with("rank:")
+        });
+    s.push_str("\nTotals, ranks and regions:\n");
     s.push_str(&format!(
         "  {:<20} {:<30} {:>14} {:>14} {:>9}  {}\n",
         "metric", "scope", "base", "new", "change", "verdict"
@@ -1164,7 +1216,8 @@ pub fn render_markdown(d: &Diff, top: usize) -> String {
     s.push_str("| metric | scope | base | new | change | |\n|---|---|---:|---:|---:|---|\n");
     let mut n = 0;
     for m in &d.metrics {
-        let head = m.scope == "total" || m.scope.starts_with("region:");
+        let head =
+            m.scope == "total" || m.scope.starts_with("region:") || m.scope.starts_with("rank:");
         if !head && m.verdict == "same" {
             continue;
         }
@@ -1311,7 +1364,9 @@ change is printed; only those past a limit count, each naming the limit it cross
   profcc check --baseline b1.json b2.json -- n1.json n2.json
 
 Each profile of a side is one run: a side's figure is the mean of its runs, and a change inside
-the baseline runs' spread (min..max) is not a regression.";
+the baseline runs' spread (min..max) is not a regression. MPI rank profiles (each with a rank)
+are one run per job (the n-th profile of each rank), and each rank is compared with the same
+rank (scope rank:N).";
 pub const CHECK_AFTER_HELP: &str = "\
 The gate file (profcc-gate.toml in the current directory, or --config FILE) sets limits per
 metric: scope, relative limit, absolute floor, direction; docs/diff.md has an example.
@@ -1530,9 +1585,15 @@ mod tests {
         let scopes: Vec<&str> = c.limits.iter().map(|l| l.scope.as_str()).collect();
         assert_eq!(
             scopes,
-            ["total", "object:*", "region:solve", "file:*src/*.c:*"]
+            [
+                "total",
+                "object:*",
+                "region:solve",
+                "rank:*",
+                "file:*src/*.c:*"
+            ]
         );
-        assert_eq!(c.limits[3].floor, 1e6);
+        assert_eq!(c.limits[4].floor, 1e6);
     }
 
     #[test]

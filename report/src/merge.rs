@@ -240,6 +240,7 @@ impl Merged {
                         merged_sites: 0,
                         wrapper_frames,
                         allocator_ns: 0.0,
+                        by_input: Vec::new(),
                     });
                     threads_seen.push((None, 0));
                     self.alloc_by_input.push(Vec::new());

@@ -69,6 +69,9 @@ pub struct InputInfo {
     pub exe: String,
     pub pid: u32,
     pub host: String,
+    /// The MPI rank its launcher gave the process (the profile's `rank`; absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
     pub argv: Vec<String>,
     pub duration_ns: u64,
     /// "exit", "signal", "_exit", "abort", "assert" or "fatal signal N".
@@ -163,6 +166,25 @@ pub struct Site {
     pub bytes: u64,
     pub function: String,
     pub inlined_at: Option<String>,
+    /// A report of several profiles: each input's accesses at the site, by input index
+    /// (inputs without any left out; empty for one profile).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_input: Vec<InputCount>,
+}
+
+/// One input's share of a merged row: its index on the command line and its count.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct InputCount {
+    pub input: usize,
+    pub count: u64,
+}
+
+/// One input's allocations at a merged allocation site.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct InputAllocs {
+    pub input: usize,
+    pub count: u64,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -204,6 +226,10 @@ pub struct AllocSite {
     /// reallocations and frees; the allocator analysis), summed over merged sites.
     #[serde(default)]
     pub allocator_ns: f64,
+    /// A report of several profiles: each input's allocations and bytes here, by input index
+    /// (inputs without any left out; empty for one profile).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_input: Vec<InputAllocs>,
 }
 
 /// One symbolised frame. An address inside inlined code yields several frames: the inlined

@@ -961,6 +961,7 @@ pub(crate) fn sample_report() -> Report {
                 exe: "/bin/k".into(),
                 pid: 42,
                 host: "h".into(),
+                rank: Some(1),
                 argv: vec!["k".into(), "4".into()],
                 duration_ns: 1_500_000_000,
                 trigger: "exit".into(),
@@ -1005,6 +1006,7 @@ pub(crate) fn sample_report() -> Report {
                     bytes: 8000,
                     function: "worker".into(),
                     inlined_at: Some("/src/k.c:44".into()),
+                    by_input: Vec::new(),
                 }],
             }],
         },
@@ -1025,6 +1027,7 @@ pub(crate) fn sample_report() -> Report {
                 stack: vec![raw.clone(), frame("make", 21), frame("main", 40)],
                 wrapper_frames: 0,
                 allocator_ns: 0.0,
+                by_input: Vec::new(),
             }],
         },
         sharing: Some(Sharing {

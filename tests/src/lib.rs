@@ -483,3 +483,59 @@ pub fn write_calibration(file: &Path) -> String {
     .unwrap();
     key
 }
+
+/// A program for rank tests without an MPI launcher: it allocates `argv[1]` longs, fills them
+/// (`// fill`: one write each) and sums them (`// work`: one read each).
+pub const RANK_WORK_SRC: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 1000;
+  long *a = malloc(n * sizeof *a); // alloc
+  for (long i = 0; i < n; i++) a[i] = i; // fill
+  long s = 0;
+  for (long i = 0; i < n; i++) s += a[i]; // work
+  printf("%ld\n", s);
+  free(a);
+  return 0;
+}
+"#;
+
+/// [`RANK_WORK_SRC`] built with profcc into `s` and run once per rank in `0..n` with the
+/// variables an Open MPI launcher sets (`OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`), rank
+/// r working on `work(r)` elements; each profile named by its rank (`out=DIR/rank.%r.json`,
+/// `dir` in `s`). Returns the profiles in rank order.
+pub fn fake_ranks(s: &Scratch, dir: &str, n: u32, work: impl Fn(u32) -> u64) -> Vec<PathBuf> {
+    s.write("rankwork.c", RANK_WORK_SRC);
+    if !s.path("rankwork").exists() {
+        s.compile(&profcc(), &["-O1", "-g", "rankwork.c", "-o", "rankwork"]);
+    }
+    let dir = s.path(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    (0..n)
+        .map(|r| {
+            let mut cmd = Command::new(s.path("rankwork"));
+            for v in [
+                "PMI_RANK",
+                "PMIX_RANK",
+                "MV2_COMM_WORLD_RANK",
+                "SLURM_PROCID",
+            ] {
+                cmd.env_remove(v);
+            }
+            let out = output_within(
+                cmd.current_dir(s.dir.path())
+                    .arg(work(r).to_string())
+                    .env("OMPI_COMM_WORLD_RANK", r.to_string())
+                    .env("OMPI_COMM_WORLD_SIZE", n.to_string())
+                    .env(
+                        "PROFCC_OPTIONS",
+                        format!("out={}/rank.%r.json:summary=0", dir.display()),
+                    ),
+            );
+            assert!(out.status.success(), "rank {r}: {out:?}");
+            let p = dir.join(format!("rank.{r}.json"));
+            assert!(p.is_file(), "rank {r} wrote no {}", p.display());
+            p
+        })
+        .collect()
+}

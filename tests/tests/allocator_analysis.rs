@@ -868,11 +868,11 @@ fn text_and_csv_carry_the_allocator_section() {
     report_csv(&profile, &dir);
     let ops = std::fs::read_to_string(dir.join("alloc_ops.csv")).unwrap();
     assert!(
-        ops.starts_with("input,op,size_kind,reuse,phase,count,timed,mean_ns,total_ns\n"),
+        ops.starts_with("input,rank,op,size_kind,reuse,phase,count,timed,mean_ns,total_ns\n"),
         "{ops}"
     );
     assert!(
-        ops.contains(&format!("0,free,small,reused,serial,")),
+        ops.contains(&format!("0,,free,small,reused,serial,")),
         "{ops}"
     );
     let ov = std::fs::read_to_string(dir.join("alloc_overhead.csv")).unwrap();
@@ -881,10 +881,10 @@ fn text_and_csv_carry_the_allocator_section() {
     assert_eq!(ov.lines().count(), 2, "header, exit: {ov}");
     assert_eq!(
         ov.lines().next().unwrap(),
-        "input,moment,requested,usable,internal_fragmentation,blowup,heap_rss,external_and_metadata,lines,pages,line_utilisation,page_utilisation,touched,untouched"
+        "input,rank,moment,requested,usable,internal_fragmentation,blowup,heap_rss,external_and_metadata,lines,pages,line_utilisation,page_utilisation,touched,untouched"
     );
     // Nothing live at exit: no line, no page, no utilisation.
-    assert!(ov.lines().nth(1).unwrap().starts_with("0,exit,"), "{ov}");
+    assert!(ov.lines().nth(1).unwrap().starts_with("0,,exit,"), "{ov}");
     // (and no module built with numa: no pages touched from the access shadow)
     assert!(ov.lines().nth(1).unwrap().ends_with(",0,0,,,,"), "{ov}");
     // The producer's peak in words (producer_consumer_peak_fragmentation_and_blowup checks
@@ -1305,10 +1305,10 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     assert_eq!(rows.len(), 2, "{csv}");
     assert_eq!(
         rows[0],
-        "input,addr,place,taken,waited,wait_ns,busy,held,hold_ns"
+        "input,rank,addr,place,taken,waited,wait_ns,busy,held,hold_ns"
     );
     assert!(
-        rows[1].starts_with("0,0x")
+        rows[1].starts_with("0,,0x")
             && rows[1].contains(",toy_lock+0 (libtoy.so),40000,0,0,0,40000,"),
         "{csv}"
     );

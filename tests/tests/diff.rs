@@ -556,3 +556,125 @@ fn html_diff_of_padding_the_slots_in_a_browser() {
         assert!(worker.1.contains(&format!(", {change}")), "{worker:?}");
     }
 }
+
+/// Rank profiles on both sides are matched by rank (four launcher-variable ranks, no MPI):
+/// rank 2 doing 1.4 times the work is its own `rank:2` accesses change with its exact counts,
+/// the other ranks' are "same"; a gate limit on `rank:*` fails naming rank 2 and the limit,
+/// while the same limit on the total, or on `rank:3` only, passes; a plain profile against
+/// the rank profiles has no rank metrics.
+#[test]
+fn ranks_are_matched_by_rank_and_gated_per_rank() {
+    const WORK: u64 = 50_000;
+    let s = Scratch::new();
+    let base = fake_ranks(&s, "base", 4, |_| WORK);
+    let new = fake_ranks(&s, "new", 4, |r| if r == 2 { WORK * 14 / 10 } else { WORK });
+    let acc = |p: &std::path::PathBuf| profcc_schema::read(p).unwrap().totals.accesses;
+    let names = |v: &[std::path::PathBuf]| -> Vec<String> {
+        v.iter().map(|p| p.display().to_string()).collect()
+    };
+    let (b, n) = (names(&base), names(&new));
+    let mut args: Vec<&str> = b.iter().map(String::as_str).collect();
+    args.push("--");
+    args.extend(n.iter().map(String::as_str));
+
+    let d = diff_json(&s, &args);
+    let rank = |r: u32| {
+        d.metrics
+            .iter()
+            .find(|m| m.metric == "accesses" && m.scope == format!("rank:{r}"))
+            .unwrap_or_else(|| panic!("no rank:{r} accesses in {:#?}", d.metrics))
+    };
+    let two = rank(2);
+    assert_eq!(two.base, Some(acc(&base[2]) as f64));
+    assert_eq!(two.new, Some(acc(&new[2]) as f64));
+    assert_eq!(two.verdict, "worse");
+    let rel = (acc(&new[2]) as f64 - acc(&base[2]) as f64) / acc(&base[2]) as f64;
+    assert!(
+        (two.relative.unwrap() - rel).abs() < 1e-12 && rel > 0.39,
+        "{rel}"
+    );
+    for r in [0, 1, 3] {
+        assert_eq!(rank(r).verdict, "same", "rank {r}: {:?}", rank(r));
+        assert_eq!(rank(r).new, Some(acc(&new[r as usize]) as f64));
+    }
+    let bytes2 = d
+        .metrics
+        .iter()
+        .find(|m| m.metric == "bytes_allocated" && m.scope == "rank:2")
+        .unwrap();
+    assert_eq!(bytes2.change, (8 * WORK * 4 / 10) as f64, "{bytes2:?}");
+    let total = d
+        .metrics
+        .iter()
+        .find(|m| m.metric == "accesses" && m.scope == "total")
+        .unwrap();
+    assert!(total.relative.unwrap() < 0.11, "{total:?}");
+    let mut t = vec!["diff"];
+    t.extend_from_slice(&args);
+    let out = text(&profcc_in(&s, &t).stdout);
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("accesses")
+            && l.contains("rank:2")
+            && l.contains("worse")),
+        "{out}"
+    );
+
+    // The gate: rank:* at 20 % fails on rank 2 only; the total or rank 3 at 20 % passes.
+    let gate = |scope: &str| {
+        s.write(
+            "profcc-gate.toml",
+            &format!("[[limit]]\nmetric = \"accesses\"\nscope = \"{scope}\"\nrelative = 0.20\n"),
+        );
+        let mut a = vec!["check", "--baseline"];
+        a.extend_from_slice(&args);
+        profcc_in(&s, &a)
+    };
+    let o = gate("rank:*");
+    let v = text(&o.stdout);
+    assert_eq!(code(&o), 1, "{v}{}", text(&o.stderr));
+    let fails: Vec<&str> = v.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 1, "{v}");
+    assert!(
+        fails[0].contains("[rank:2]")
+            && fails[0].contains("crossed limit accesses in rank:* relative 20%")
+            && fails[0].contains(&profcc_report::fmt::count(acc(&new[2]))),
+        "{v}"
+    );
+    for scope in ["total", "rank:3"] {
+        let o = gate(scope);
+        assert_eq!(code(&o), 0, "{scope}: {}", text(&o.stdout));
+    }
+
+    // JSON verdict of the failing gate names the same scope.
+    s.write(
+        "profcc-gate.toml",
+        "[[limit]]\nmetric = \"accesses\"\nscope = \"rank:*\"\nrelative = 0.20\n",
+    );
+    let mut a = vec!["check", "--format", "json", "--baseline"];
+    a.extend_from_slice(&args);
+    let o = profcc_in(&s, &a);
+    let verdict: Verdict = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(verdict.verdict, "regressed");
+    let at: Vec<&str> = verdict
+        .lines
+        .iter()
+        .filter(|l| l.status == "regression")
+        .map(|l| l.at.as_str())
+        .collect();
+    assert_eq!(at, ["rank:2"]);
+
+    // A plain profile against the rank profiles: nothing is matched by rank.
+    let plain = s.write("plain.json", &{
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&base[0]).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("rank");
+        v.to_string()
+    });
+    let p = plain.display().to_string();
+    let d = diff_json(&s, &[&p, "--", &n[0], &n[1], &n[2], &n[3]]);
+    assert!(
+        d.metrics.iter().all(|m| !m.scope.starts_with("rank:")),
+        "{:#?}",
+        d.metrics
+    );
+}

@@ -961,3 +961,239 @@ fn numa_and_sharing_costs_reach_every_export() {
         );
     }
 }
+
+/// Three ranks (the launcher's variables, no MPI) of 1, 2 and 3 x WORK elements, given out
+/// of rank order: callgrind has one part per rank, in rank order, each with its pid, its
+/// rank and that rank's exact costs at the fill, sum and allocation lines, and
+/// callgrind_annotate reads the file (warning only about the later parts' headers) with the
+/// job's totals and the sum line's accesses of all ranks; pprof's `rank` label selects one
+/// rank's accesses; threads.csv and findings.csv carry the rank next to the input.
+#[test]
+fn rank_profiles_keep_their_rank_in_callgrind_pprof_and_csv() {
+    const WORK: u64 = 20_000;
+    let s = Scratch::new();
+    let ranked = fake_ranks(&s, "ranks", 3, |r| WORK * (r as u64 + 1));
+    let profiles: Vec<&Path> = [2, 0, 1].iter().map(|&r| ranked[r].as_path()).collect();
+    let read = |r: usize| profcc_schema::read(&ranked[r]).unwrap();
+    let (fill, work, alloc) = (
+        line_of(RANK_WORK_SRC, "// fill"),
+        line_of(RANK_WORK_SRC, "// work"),
+        line_of(RANK_WORK_SRC, "// alloc"),
+    );
+
+    let cg = export_file(
+        &["--format", "callgrind"],
+        &profiles,
+        &s.path("ranks.callgrind"),
+    );
+    let text = std::fs::read_to_string(&cg).unwrap();
+    let parts: Vec<&str> = text.split("\npart: ").skip(1).collect();
+    assert_eq!(parts.len(), 3, "{text}");
+    for (r, part) in parts.iter().enumerate() {
+        let p = read(r);
+        let n = WORK * (r as u64 + 1);
+        assert!(
+            part.starts_with(&format!("{}\npid: {}\n", r + 1, p.pid)),
+            "{part}"
+        );
+        assert!(
+            part.contains(&format!("desc: Rank: rank {r} ({}), profile ", p.host)),
+            "{part}"
+        );
+        // Events: AllocBytes AllocCalls Accesses Reads Writes (trailing zeros left out).
+        assert!(
+            part.contains(&format!("\n{work} 0 0 {n} {n}\n")),
+            "rank {r}: {part}"
+        );
+        assert!(
+            part.contains(&format!("\n{fill} 0 0 {n} 0 {n}\n")),
+            "rank {r}: {part}"
+        );
+        assert!(
+            part.contains(&format!("\n{alloc} {} 1\n", 8 * n)),
+            "rank {r}: {part}"
+        );
+    }
+    let merged = report(
+        profiles[0],
+        &[
+            "--top",
+            "0",
+            profiles[1].to_str().unwrap(),
+            profiles[2].to_str().unwrap(),
+        ],
+    );
+    let out = Command::new("callgrind_annotate")
+        .current_dir(s.path(""))
+        .arg("--sort=Accesses")
+        .arg(&cg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Four header lines of each later part: part, pid, desc, events.
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("WARNING: line ") && l.ends_with(" malformed, ignoring"))
+        .collect();
+    assert_eq!(warnings.len(), 2 * 4, "{stderr}");
+    for l in stderr.lines() {
+        assert!(
+            l.starts_with("WARNING: line ") || l.starts_with("    line: '"),
+            "{stderr}"
+        );
+    }
+    let annotated = String::from_utf8_lossy(&out.stdout);
+    let thousands = profcc_report::fmt::count;
+    let totals = line_with(&annotated, &["PROGRAM TOTALS"]);
+    for v in [
+        merged.summary.totals.accesses,
+        merged.summary.totals.bytes_allocated,
+    ] {
+        assert!(
+            totals.contains(&thousands(v)),
+            "{} in {totals}",
+            thousands(v)
+        );
+    }
+    // The sum line: no bytes or calls, then its accesses and reads over all ranks.
+    let sum_line = line_with(&annotated, &["// work"]);
+    let cells: Vec<&str> = sum_line.split_whitespace().collect();
+    assert_eq!(
+        (cells[0], cells[1], cells[2], cells[4]),
+        (
+            "0",
+            "0",
+            thousands(6 * WORK).as_str(),
+            thousands(6 * WORK).as_str()
+        ),
+        "{sum_line}"
+    );
+
+    // pprof: -tagfocus=rank=R keeps rank R's accesses, all of its sites' counts.
+    let pb = export_file(&["--format", "pprof"], &profiles, &s.path("ranks.pb.gz"));
+    for r in 0..3 {
+        let sites: u64 = read(r).sites.iter().map(|x| x.count).sum();
+        let top = pprof(
+            &[
+                "-top",
+                "-sample_index=accesses",
+                &format!("-tagfocus=rank={r}"),
+            ],
+            &pb,
+        );
+        assert!(
+            top.contains(&format!("Showing nodes accounting for {sites}, ")),
+            "rank {r}: {sites}\n{top}"
+        );
+        assert_eq!(top_row(&top), (sites.to_string(), "main".into()), "{top}");
+    }
+
+    // CSV: input 0 is rank 2's profile; its thread's row says so.
+    let dir = s.path("csv");
+    export(&["--csv", dir.to_str().unwrap()], &profiles);
+    let mut rd = csv::Reader::from_path(dir.join("threads.csv")).unwrap();
+    let header = rd.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(col("rank"), col("input") + 1);
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    for (input, rank) in [(0usize, 2usize), (1, 0), (2, 1)] {
+        let p = read(rank);
+        let main: Vec<&csv::StringRecord> = rows
+            .iter()
+            .filter(|x| x[col("input")] == input.to_string())
+            .collect();
+        assert_eq!(main.len(), 1, "{rows:?}");
+        assert_eq!(&main[0][col("rank")], rank.to_string(), "{rows:?}");
+        assert_eq!(&main[0][col("pid")], p.pid.to_string(), "{rows:?}");
+        assert_eq!(
+            &main[0][col("accesses")],
+            p.threads[0].accesses.to_string(),
+            "{rows:?}"
+        );
+    }
+    let mut rd = csv::Reader::from_path(dir.join("findings.csv")).unwrap();
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let at = header.iter().position(|h| h == "input").unwrap();
+    assert_eq!(header[at + 1], "mpi_rank", "{header:?}");
+}
+
+/// `--trace FILE` of two rank profiles (given rank 1 first): each process is named
+/// `rank N (host)`, its program, pid and input as its labels, sorted by rank, with its own
+/// rank's slices.
+#[test]
+fn trace_names_each_rank_process_by_rank_and_host() {
+    use profcc_schema::regions::{Regions, SnapRow, Snapshot};
+    let profile = |rank: u32, host: &str, bytes_read: u64| profcc_schema::Profile {
+        format: profcc_schema::FORMAT.into(),
+        version: profcc_schema::VERSION,
+        exe: "/bin/prog".into(),
+        pid: 4242,
+        host: host.into(),
+        rank: Some(rank),
+        ranks: Some(2),
+        regions: Some(Regions {
+            tsc_hz: 1e9,
+            interval_ms: 10,
+            snapshots: vec![Snapshot {
+                ns: 10_000_000,
+                rows: vec![SnapRow {
+                    region: "solve".into(),
+                    thread: 0,
+                    executions: 1,
+                    ticks: 4_000_000,
+                    bytes_read,
+                    bytes_written: 0,
+                    instructions: 0,
+                }],
+                heap: None,
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let s = Scratch::new();
+    let one = s.write(
+        "r1.json",
+        &serde_json::to_string(&profile(1, "nodeA", 2000)).unwrap(),
+    );
+    let zero = s.write(
+        "r0.json",
+        &serde_json::to_string(&profile(0, "nodeB", 1000)).unwrap(),
+    );
+    let trace = s.path("t.json");
+    export(&["--trace", trace.to_str().unwrap()], &[&one, &zero]);
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    let meta = |name: &str, key: &str| -> BTreeMap<u64, serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == name)
+            .map(|e| (e["pid"].as_u64().unwrap(), e["args"][key].clone()))
+            .collect()
+    };
+    let names = meta("process_name", "name");
+    let sort = meta("process_sort_index", "sort_index");
+    let labels = meta("process_labels", "labels");
+    assert_eq!(names.len(), 2, "{names:?}");
+    for (pid, name) in &names {
+        let slices: Vec<u64> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == *pid)
+            .map(|e| e["args"]["bytes_read"].as_u64().unwrap())
+            .collect();
+        match name.as_str().unwrap() {
+            "rank 0 (nodeB)" => {
+                assert_eq!(sort[pid], 0);
+                assert_eq!(labels[pid], "prog (pid 4242, input 1)");
+                assert_eq!(slices, [1000]);
+            }
+            "rank 1 (nodeA)" => {
+                assert_eq!(sort[pid], 1);
+                assert_eq!(labels[pid], "prog (pid 4242, input 0)");
+                assert_eq!(slices, [2000]);
+            }
+            other => panic!("process {other:?} in {names:?}"),
+        }
+    }
+}

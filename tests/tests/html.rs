@@ -392,3 +392,114 @@ fn html_of_empty_and_older_profiles() {
         }
     }
 }
+
+/// Four ranks of 1, 2, 3 and 4 x WORK elements (the launcher's variables, no MPI): the Ranks
+/// tab's heat map has each rank's exact access count, outlines rank 3 as the heaviest and
+/// names it under the map; clicking rank 2 (a click dispatched after load) shows its values,
+/// its allocation site's exact bytes and its line's exact accesses.
+#[test]
+fn html_ranks_tab_heat_map_and_a_clicked_rank() {
+    const WORK: u64 = 50_000;
+    let s = Scratch::new();
+    let profiles = fake_ranks(&s, "ranks", 4, |r| WORK * (r as u64 + 1));
+    let accesses: Vec<u64> = profiles
+        .iter()
+        .map(|p| profcc_schema::read(p).unwrap().totals.accesses)
+        .collect();
+    let bytes: Vec<u64> = profiles
+        .iter()
+        .map(|p| profcc_schema::read(p).unwrap().totals.bytes_allocated)
+        .collect();
+    let pids: Vec<u32> = profiles
+        .iter()
+        .map(|p| profcc_schema::read(p).unwrap().pid)
+        .collect();
+    let page = s.path("ranks.html");
+    sh(Command::new(profcc())
+        .env("XDG_CACHE_HOME", probe_cache_home())
+        .arg("report")
+        .args(&profiles)
+        .args(["--format", "html", "-o"])
+        .arg(&page));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    let click = "<script>window.addEventListener('load', function () {
+  document.querySelector('tr[data-rank=\"rank 2\"] a').click();
+});</script></body>";
+    let clicked = s.path("clicked.html");
+    std::fs::write(&clicked, html.replace("</body>", click)).unwrap();
+    let dom = dump_dom(&s, Path::new(&format!("{}#ranks", clicked.display())));
+    assert_no_script_error(&dom);
+    let ranks = section(&dom, "ranks");
+
+    // The map: one row per rank with its exact accesses, then the heaviest per metric.
+    let map = rows(ranks, "data-table=\"rank heat map\"");
+    assert_eq!(map.len(), 5, "{map:?}");
+    for r in 0..4 {
+        assert_eq!(map[r][0], format!("rank {r}"), "{map:?}");
+        assert_eq!(map[r][2], pids[r].to_string(), "{map:?}");
+        assert_eq!(map[r][4], thousands(accesses[r]), "{map:?}");
+        // The array of rank r and the program's stdout buffer.
+        assert_eq!(map[r][6], thousands(bytes[r]), "bytes: {map:?}");
+        assert!(bytes[r] >= 8 * WORK * (r as u64 + 1), "{bytes:?}");
+    }
+    let sum: u64 = accesses.iter().sum();
+    let imbalance = accesses[3] as f64 / (sum as f64 / 4.0);
+    assert_eq!(map[4][1], format!("rank 3 ({imbalance:.2}x)"), "{map:?}");
+    // One thread each: no heaviest rank for threads.
+    assert_eq!(map[4][0], "all equal", "{map:?}");
+    // The cell of rank 3's accesses is outlined as the heaviest; no other rank's is.
+    for r in 0..4 {
+        let row = fragment(ranks, &format!("data-rank=\"rank {r}\""), "</tr>");
+        let cell = row
+            .split("<td")
+            .find(|c| c.contains("data-metric=\"accesses\""))
+            .unwrap();
+        assert_eq!(cell.contains("heaviest"), r == 3, "rank {r}: {cell}");
+    }
+    let heaviest = text(fragment(ranks, "data-heaviest", "</p>"));
+    assert!(
+        heaviest.contains(&format!(
+            "Heaviest by accesses: rank 3 ({} accesses of {}, imbalance {imbalance:.2} (max/mean)",
+            thousands(accesses[3]),
+            thousands(sum)
+        )),
+        "{heaviest}"
+    );
+
+    // Rank 2, clicked: its values, its allocation site and its lines.
+    let detail = fragment(ranks, "data-rank-detail=\"rank 2\"", "Most uneven");
+    assert!(
+        text(detail).contains(&format!("rank 2 ("))
+            && text(detail).contains(&format!("pid {}", pids[2])),
+        "{}",
+        text(detail)
+    );
+    let values = rows(detail, "data-table=\"rank values\"");
+    let acc = values.iter().find(|v| v[0] == "accesses").unwrap();
+    assert_eq!(acc[1], thousands(accesses[2]), "{values:?}");
+    assert_eq!(acc[4], "rank 3", "{values:?}");
+    let alloc_line = line_of(RANK_WORK_SRC, "// alloc");
+    let sites = rows(detail, "data-table=\"allocation sites of rank 2\"");
+    assert_eq!(
+        sites[0],
+        [
+            format!("rankwork.c:{alloc_line}"),
+            thousands(8 * WORK * 3),
+            "1".to_string(),
+            thousands(8 * WORK * 10)
+        ],
+        "{sites:?}"
+    );
+    let work_line = line_of(RANK_WORK_SRC, "// work");
+    let lines = rows(detail, "data-table=\"lines of rank 2\"");
+    let work = lines
+        .iter()
+        .find(|l| l[0] == format!("rankwork.c:{work_line}"))
+        .unwrap_or_else(|| panic!("no work line in {lines:?}"));
+    assert_eq!(
+        (work[1].as_str(), work[2].as_str()),
+        (thousands(3 * WORK).as_str(), thousands(10 * WORK).as_str()),
+        "{lines:?}"
+    );
+}

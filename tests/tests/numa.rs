@@ -385,19 +385,19 @@ fn the_report_shows_each_threads_locality_in_text_json_and_csv() {
         .arg(&profile));
     let csv = std::fs::read_to_string(dir.join("numa_threads.csv")).unwrap();
     let want = format!(
-        "input,thread,node,local,remote,first_touches,model\n0,0,0,{},0,{},emulate\n0,1,1,0,{w1},0,emulate\n0,2,0,{w2},0,0,emulate\n",
+        "input,rank,thread,node,local,remote,first_touches,model\n0,,0,0,{},0,{},emulate\n0,,1,1,0,{w1},0,emulate\n0,,2,0,{w2},0,0,emulate\n",
         exact(&p, 0),
         p.numa.as_ref().unwrap().threads[0].first_touches
     );
     assert_eq!(csv, want);
     let csv = std::fs::read_to_string(dir.join("numa_sites.csv")).unwrap();
     assert!(
-        csv.starts_with("input,line,function,local,remote,unpinned_thread,unpinned_page\n")
+        csv.starts_with("input,rank,line,function,local,remote,unpinned_thread,unpinned_page\n")
             && csv.lines().nth(1)
                 == Some(
                     format!(
                         // Unbound threads, no policy: every access unpinned both ways.
-                        "0,{},worker,{},{},{},{}",
+                        "0,,{},worker,{},{},{},{}",
                         top.place.as_deref().unwrap(),
                         top.accesses - top.remote,
                         top.remote,
@@ -819,7 +819,7 @@ fn objects_name_permuted_tiles_a_shared_global_and_the_main_stack() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("input,object,allocation_site,first_touch_thread,first_touch_line,local,remote,unpinned_page,remote_invalidations,score,pages,kind")
+        Some("input,rank,object,allocation_site,first_touch_thread,first_touch_line,local,remote,unpinned_page,remote_invalidations,score,pages,kind")
     );
     assert!(
         csv.lines().any(|l| l.contains(&format!(
@@ -1199,7 +1199,7 @@ fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
         .skip(1)
         .map(|l| l.split(',').collect())
         .collect();
-    let nodes: Vec<(&str, &str)> = rows.iter().map(|r| (r[1], r[2])).collect();
+    let nodes: Vec<(&str, &str)> = rows.iter().map(|r| (r[2], r[3])).collect();
     assert_eq!(
         nodes,
         vec![("1", "0"), ("2", "0"), ("3", "1"), ("4", "1")],
@@ -1219,8 +1219,8 @@ fn two_thread_groups_with_unequal_work_get_recommended_counts_and_a_plan() {
         "the profile records the run's CPUs"
     );
     for r in &rows {
-        let node: usize = r[2].parse().unwrap();
-        assert_eq!(r[3], plan_cpus(&allowed, 2)[node], "{csv}");
+        let node: usize = r[3].parse().unwrap();
+        assert_eq!(r[4], plan_cpus(&allowed, 2)[node], "{csv}");
     }
 }
 
@@ -1830,11 +1830,11 @@ fn the_binding_plan_is_printed_where_named_and_written_to_numa_binding_csv() {
         .arg(&dir)
         .arg(&profile));
     let csv = std::fs::read_to_string(dir.join("numa_binding.csv")).unwrap();
-    let mut want = vec!["input,thread,node,cpus,unbalanced".to_string()];
+    let mut want = vec!["input,rank,thread,node,cpus,unbalanced".to_string()];
     for c in &n.plan {
         for t in &c.threads {
             want.push(format!(
-                "0,{t},{},{},{}",
+                "0,,{t},{},{},{}",
                 c.node,
                 c.cpu_list,
                 c.unbalanced.contains(t)

@@ -47,6 +47,12 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
 /// Cells that hold several values are joined with this.
 const LIST: &str = "; ";
 
+/// The `rank` cell of a row of one input: the MPI rank its launcher gave the process, empty
+/// without one.
+fn rank_cell(r: &Report, input: usize) -> String {
+    opt(&r.summary.inputs.get(input).and_then(|i| i.rank))
+}
+
 fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref().map(T::to_string).unwrap_or_default()
 }
@@ -263,6 +269,7 @@ pub fn threads(r: &Report) -> Table {
         .map(|t| {
             let mut row = vec![
                 t.input.to_string(),
+                rank_cell(r, t.input),
                 t.pid.to_string(),
                 t.id.to_string(),
                 opt(&t.parent),
@@ -276,6 +283,7 @@ pub fn threads(r: &Report) -> Table {
         file: "threads.csv",
         header: &[
             "input",
+            "rank",
             "pid",
             "id",
             "parent",
@@ -316,6 +324,7 @@ pub fn findings(r: &Report) -> Table {
                 f.title.clone(),
                 f.fix.clone(),
                 f.input.to_string(),
+                rank_cell(r, f.input),
                 f.threshold.clone(),
             ]
         })
@@ -389,6 +398,7 @@ pub fn sharing_findings(r: &Report) -> Table {
             vec![
                 f.rank.to_string(),
                 f.input.to_string(),
+                rank_cell(r, f.input),
                 serde_plain(&f.kind),
                 f.allocator_induced.to_string(),
                 latent.unwrap_or_default(),
@@ -439,6 +449,7 @@ pub fn sharing_findings(r: &Report) -> Table {
         header: &[
             "rank",
             "input",
+            "mpi_rank",
             "kind",
             "allocator_induced",
             "latent",
@@ -513,6 +524,7 @@ pub fn numa_threads(r: &Report) -> Table {
             i.threads.iter().map(move |t| {
                 vec![
                     i.input.to_string(),
+                    rank_cell(r, i.input),
                     t.thread.to_string(),
                     opt(&t.node),
                     t.local.to_string(),
@@ -527,6 +539,7 @@ pub fn numa_threads(r: &Report) -> Table {
         file: "numa_threads.csv",
         header: &[
             "input",
+            "rank",
             "thread",
             "node",
             "local",
@@ -550,6 +563,7 @@ pub fn numa_binding(r: &Report) -> Table {
                 c.threads.iter().map(move |t| {
                     vec![
                         i.input.to_string(),
+                        rank_cell(r, i.input),
                         t.to_string(),
                         c.node.to_string(),
                         if c.cpu_list.is_empty() {
@@ -565,7 +579,7 @@ pub fn numa_binding(r: &Report) -> Table {
         .collect();
     Table {
         file: "numa_binding.csv",
-        header: &["input", "thread", "node", "cpus", "unbalanced"],
+        header: &["input", "rank", "thread", "node", "cpus", "unbalanced"],
         rows,
     }
 }
@@ -582,6 +596,7 @@ pub fn numa_sites(r: &Report) -> Table {
             i.sites.iter().map(move |x| {
                 vec![
                     i.input.to_string(),
+                    rank_cell(r, i.input),
                     opt(&x.place),
                     opt(&x.function),
                     (x.accesses - x.remote).to_string(),
@@ -596,6 +611,7 @@ pub fn numa_sites(r: &Report) -> Table {
         file: "numa_sites.csv",
         header: &[
             "input",
+            "rank",
             "line",
             "function",
             "local",
@@ -618,6 +634,7 @@ pub fn numa_objects(r: &Report) -> Table {
             i.objects.iter().map(move |o| {
                 vec![
                     i.input.to_string(),
+                    rank_cell(r, i.input),
                     o.object.clone(),
                     opt(&o.allocated_at),
                     opt(&o.first_touch_thread),
@@ -637,6 +654,7 @@ pub fn numa_objects(r: &Report) -> Table {
         file: "numa_objects.csv",
         header: &[
             "input",
+            "rank",
             "object",
             "allocation_site",
             "first_touch_thread",
@@ -694,6 +712,7 @@ pub fn alloc_ops(r: &Report) -> Table {
             i.ops.iter().map(move |o| {
                 vec![
                     i.input.to_string(),
+                    rank_cell(r, i.input),
                     o.op.clone(),
                     o.size_kind.clone(),
                     o.reuse.clone(),
@@ -715,6 +734,7 @@ pub fn alloc_ops(r: &Report) -> Table {
         file: "alloc_ops.csv",
         header: &[
             "input",
+            "rank",
             "op",
             "size_kind",
             "reuse",
@@ -740,6 +760,7 @@ pub fn alloc_channels(r: &Report) -> Table {
             i.channels.iter().map(move |c| {
                 vec![
                     i.input.to_string(),
+                    rank_cell(r, i.input),
                     c.channel.clone(),
                     c.observable.to_string(),
                     if c.observable {
@@ -761,6 +782,7 @@ pub fn alloc_channels(r: &Report) -> Table {
         file: "alloc_channels.csv",
         header: &[
             "input",
+            "rank",
             "channel",
             "observable",
             "count",
@@ -782,6 +804,7 @@ pub fn alloc_locks(r: &Report) -> Table {
             i.locks.iter().map(move |l| {
                 vec![
                     i.input.to_string(),
+                    rank_cell(r, i.input),
                     format!("{:#x}", l.addr),
                     l.place.clone(),
                     l.taken.to_string(),
@@ -797,7 +820,8 @@ pub fn alloc_locks(r: &Report) -> Table {
     Table {
         file: "alloc_locks.csv",
         header: &[
-            "input", "addr", "place", "taken", "waited", "wait_ns", "busy", "held", "hold_ns",
+            "input", "rank", "addr", "place", "taken", "waited", "wait_ns", "busy", "held",
+            "hold_ns",
         ],
         rows,
     }
@@ -815,6 +839,7 @@ pub fn alloc_overhead(r: &Report) -> Table {
             i.overhead.iter().map(move |o| {
                 vec![
                     i.input.to_string(),
+                    rank_cell(r, i.input),
                     o.moment.clone(),
                     o.requested.to_string(),
                     o.usable.to_string(),
@@ -836,6 +861,7 @@ pub fn alloc_overhead(r: &Report) -> Table {
         file: "alloc_overhead.csv",
         header: &[
             "input",
+            "rank",
             "moment",
             "requested",
             "usable",
@@ -1052,6 +1078,7 @@ pub fn regions(r: &Report) -> Table {
             };
             let mut cells = vec![
                 row.input.to_string(),
+                rank_cell(r, row.input),
                 row.region.clone(),
                 row.thread.to_string(),
                 row.executions.to_string(),
@@ -1104,6 +1131,7 @@ pub fn regions(r: &Report) -> Table {
         file: "regions.csv",
         header: &[
             "input",
+            "rank",
             "region",
             "thread",
             "executions",

@@ -150,6 +150,9 @@ pub struct Sample {
     /// Indexed by [`Cost`].
     pub values: [u64; COSTS],
     pub labels: Vec<Label>,
+    /// The input (MPI rank's profile) it comes from, in a report of several profiles (None:
+    /// one profile).
+    pub input: Option<usize>,
 }
 
 const UNKNOWN: &str = "[unknown]";
@@ -186,7 +189,7 @@ fn line_loc(function: Option<&str>, place: Option<&str>) -> Loc {
     }
 }
 
-fn one(cost: Cost, v: u64) -> [u64; COSTS] {
+fn one_cost(cost: Cost, v: u64) -> [u64; COSTS] {
     let mut values = [0; COSTS];
     values[cost.index()] = v;
     values
@@ -216,30 +219,19 @@ fn split(total: u64, weights: &[u64]) -> Vec<u64> {
     parts
 }
 
-/// Every sample of the report, in model order.
+/// Every sample of the report, in model order. In a report of several profiles each sample
+/// comes from one input (allocation sites and access lines split by their per-input counts)
+/// and has a `rank` label: the MPI rank its launcher gave the process, the input's index
+/// without one.
 pub fn samples(r: &Report) -> Vec<Sample> {
     let several = r.summary.inputs.len() > 1;
-    // The MPI rank its launcher gave the input's process; the input's index without one.
-    let rank_of: std::collections::HashMap<usize, u32> = r
-        .ranks
-        .iter()
-        .flat_map(|k| &k.rows)
-        .filter_map(|row| row.rank.map(|k| (row.input, k)))
-        .collect();
-    let rank = |input: usize, labels: &mut Vec<Label>| {
-        if several {
-            let k = rank_of.get(&input).map_or(input as i64, |&k| k as i64);
-            labels.push(Label::Num("rank", k));
-        }
-    };
+    let one = |input: usize| several.then_some(input);
     let mut out = Vec::new();
     for a in &r.alloc_sites.sites {
         let mut stack: Vec<Loc> = a.stack.iter().map(loc_of).collect();
         if stack.is_empty() {
             stack.push(line_loc(None, None));
         }
-        let mut values = one(Cost::AllocBytes, a.bytes);
-        values[Cost::AllocCalls.index()] = a.count;
         let mut labels = vec![Label::Str("kind", a.kind.clone())];
         if let Some(u) = user_frame(&a.stack) {
             labels.push(Label::Str(
@@ -250,28 +242,51 @@ pub fn samples(r: &Report) -> Vec<Sample> {
                 ),
             ));
         }
-        out.push(Sample {
-            stack,
-            line_leaf: false,
-            values,
-            labels,
-        });
+        let per: Vec<(Option<usize>, u64, u64)> = if several && !a.by_input.is_empty() {
+            a.by_input
+                .iter()
+                .map(|p| (Some(p.input), p.count, p.bytes))
+                .collect()
+        } else {
+            vec![(None, a.count, a.bytes)]
+        };
+        for (input, count, bytes) in per {
+            let mut values = one_cost(Cost::AllocBytes, bytes);
+            values[Cost::AllocCalls.index()] = count;
+            out.push(Sample {
+                stack: stack.clone(),
+                line_leaf: false,
+                values,
+                labels: labels.clone(),
+                input,
+            });
+        }
     }
     for l in &r.access_sites.lines {
-        // Per function the line was compiled into: (accesses, reads, writes).
-        let mut by_function: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+        // Per function the line was compiled into and input: (accesses, reads, writes).
+        let mut by_function: BTreeMap<(&str, Option<usize>), [u64; 3]> = BTreeMap::new();
         for s in &l.sites {
-            let e = by_function.entry(s.function.as_str()).or_default();
-            e[0] += s.count;
-            if s.kind.reads() {
-                e[1] += s.count;
-            }
-            if s.kind.writes() {
-                e[2] += s.count;
+            let per: Vec<(Option<usize>, u64)> = if several && !s.by_input.is_empty() {
+                s.by_input
+                    .iter()
+                    .map(|p| (Some(p.input), p.count))
+                    .collect()
+            } else {
+                vec![(None, s.count)]
+            };
+            for (input, count) in per {
+                let e = by_function.entry((s.function.as_str(), input)).or_default();
+                e[0] += count;
+                if s.kind.reads() {
+                    e[1] += count;
+                }
+                if s.kind.writes() {
+                    e[2] += count;
+                }
             }
         }
-        for (function, [accesses, reads, writes]) in by_function {
-            let mut values = one(Cost::Accesses, accesses);
+        for ((function, input), [accesses, reads, writes]) in by_function {
+            let mut values = one_cost(Cost::Accesses, accesses);
             values[Cost::Reads.index()] = reads;
             values[Cost::Writes.index()] = writes;
             out.push(Sample {
@@ -288,18 +303,19 @@ pub fn samples(r: &Report) -> Vec<Sample> {
                 line_leaf: true,
                 values,
                 labels: Vec::new(),
+                input,
             });
         }
     }
     for n in r.numa.iter().flat_map(|n| &n.inputs) {
         for s in n.sites.iter().filter(|s| s.remote > 0) {
-            let mut labels = Vec::new();
-            rank(n.input, &mut labels);
+            let labels = Vec::new();
             out.push(Sample {
                 stack: vec![line_loc(s.function.as_deref(), s.place.as_deref())],
                 line_leaf: true,
-                values: one(Cost::RemoteAccesses, s.remote),
+                values: one_cost(Cost::RemoteAccesses, s.remote),
                 labels,
+                input: one(n.input),
             });
         }
         for t in n.first_touch.iter().filter(|t| t.pages > 0) {
@@ -318,12 +334,12 @@ pub fn samples(r: &Report) -> Vec<Sample> {
             if let Some(o) = &t.object {
                 labels.push(Label::Str("object", o.clone()));
             }
-            rank(n.input, &mut labels);
             out.push(Sample {
                 stack: vec![line_loc(t.function.as_deref(), t.place.as_deref())],
                 line_leaf: true,
-                values: one(Cost::FirstTouches, t.pages),
+                values: one_cost(Cost::FirstTouches, t.pages),
                 labels,
+                input: one(n.input),
             });
         }
     }
@@ -347,15 +363,15 @@ pub fn samples(r: &Report) -> Vec<Sample> {
         for &t in &f.threads {
             labels.push(Label::Num("thread", t as i64));
         }
-        rank(f.input, &mut labels);
         let weights: Vec<u64> = f.places.iter().map(|p| p.writes).collect();
         let parts = split(f.invalidations, &weights);
         if f.places.is_empty() {
             out.push(Sample {
                 stack: vec![line_loc(None, None)],
                 line_leaf: true,
-                values: one(Cost::Invalidations, f.invalidations),
+                values: one_cost(Cost::Invalidations, f.invalidations),
                 labels,
+                input: one(f.input),
             });
             continue;
         }
@@ -375,12 +391,27 @@ pub fn samples(r: &Report) -> Vec<Sample> {
                     inlined: false,
                 }],
                 line_leaf: true,
-                values: one(Cost::Invalidations, part),
+                values: one_cost(Cost::Invalidations, part),
                 labels: labels.clone(),
+                input: one(f.input),
             });
         }
     }
+    for s in &mut out {
+        if let Some(input) = s.input {
+            s.labels.push(Label::Num("rank", rank_of(r, input) as i64));
+        }
+    }
     out
+}
+
+/// The MPI rank of an input's process; the input's index without one.
+pub fn rank_of(r: &Report, input: usize) -> u32 {
+    r.summary
+        .inputs
+        .get(input)
+        .and_then(|i| i.rank)
+        .unwrap_or(input as u32)
 }
 
 /// Each cost type's sum over `samples`.
@@ -592,15 +623,103 @@ fn cg_costs(v: &[u64; COSTS]) -> String {
 /// KCachegrind's callgrind format: each sample's cost is the self cost of its innermost frame
 /// at its line; every outer frame calls the one inside it, with the sample's cost as the
 /// call's inclusive cost (allocation calls as the call count where the stack allocates).
+///
+/// A report of several profiles has one part per input (`part: N`, from 1, in rank order;
+/// each with its `pid:`, a `desc: Rank:` line and its own `events:`; KCachegrind starts a part
+/// at each `part:`; `positions:` and the events' long names only in the first), every part's
+/// costs that input's. The first part's `summary:` and the
+/// file's last `totals:` are the sum of all parts: callgrind_annotate reads the first part's
+/// header, sums the functions of every part, and prints a warning for each later part's
+/// header lines (as for callgrind's own `--combine-dumps=yes` files).
 pub fn callgrind(r: &Report) -> Result<Vec<u8>, String> {
     let all = samples(r);
     let t = totals(&all);
     if t.iter().all(|&x| x == 0) {
         return Err(nothing());
     }
+    let mut out = String::new();
+    out.push_str("# callgrind format\nversion: 1\n");
+    out.push_str(&format!("creator: {}\n", exporter()));
+    // The positions and the events' long names once (they hold for the whole file); each
+    // part its own `events:` line (KCachegrind maps a part's costs with it).
+    let events = |out: &mut String, first: bool| {
+        if first {
+            out.push_str("positions: line\n");
+            for c in Cost::ALL {
+                out.push_str(&format!("event: {} : {}\n", c.event(), c.describe()));
+            }
+        }
+        out.push_str(&format!(
+            "events: {}\n",
+            Cost::ALL.map(|c| c.event()).join(" ")
+        ));
+    };
+    let summary = format!("summary: {}\n", t.map(|x| x.to_string()).join(" "));
+    if let [one] = r.summary.inputs.as_slice() {
+        out.push_str(&format!("pid: {}\n", one.pid));
+        out.push_str(&format!("cmd: {}\n", one.argv.join(" ")));
+        events(&mut out, true);
+        out.push_str(&summary);
+        cg_body(all.iter(), &mut out);
+    } else {
+        out.push_str(&format!("cmd: {}\n", title(r)));
+        // Parts in rank order (inputs without a rank after, by index); samples of no one
+        // input (none today) in a last part of their own.
+        let mut order: Vec<usize> = (0..r.summary.inputs.len()).collect();
+        order.sort_by_key(|&i| {
+            (
+                r.summary.inputs[i].rank.is_none(),
+                r.summary.inputs[i].rank,
+                i,
+            )
+        });
+        let mut parts: Vec<(Option<usize>, Vec<&Sample>)> =
+            order.into_iter().map(|i| (Some(i), Vec::new())).collect();
+        let mut rest = Vec::new();
+        for s in &all {
+            match s
+                .input
+                .and_then(|i| parts.iter().position(|p| p.0 == Some(i)))
+            {
+                Some(at) => parts[at].1.push(s),
+                None => rest.push(s),
+            }
+        }
+        if !rest.is_empty() {
+            parts.push((None, rest));
+        }
+        for (n, (input, samples)) in parts.iter().enumerate() {
+            out.push_str(&format!("\npart: {}\n", n + 1));
+            match input.and_then(|i| r.summary.inputs.get(i).map(|x| (i, x))) {
+                Some((i, info)) => {
+                    out.push_str(&format!("pid: {}\n", info.pid));
+                    let who = match info.rank {
+                        Some(k) => format!("rank {k} ({})", info.host),
+                        None => format!("input {i} ({})", info.host),
+                    };
+                    out.push_str(&format!("desc: Rank: {who}, profile {}\n", info.path));
+                }
+                None => out.push_str("desc: Rank: costs of no single input\n"),
+            }
+            events(&mut out, n == 0);
+            if n == 0 {
+                out.push_str(&summary);
+            }
+            cg_body(samples.iter().copied(), &mut out);
+        }
+    }
+    out.push_str(&format!(
+        "\ntotals: {}\n",
+        t.map(|x| x.to_string()).join(" ")
+    ));
+    Ok(out.into_bytes())
+}
+
+/// The `fl=`/`fn=` blocks of `samples`: self costs by line, calls with inclusive costs.
+fn cg_body<'a>(samples: impl Iterator<Item = &'a Sample>, out: &mut String) {
     let file_of = |l: &Loc| l.file.clone().unwrap_or_else(|| "???".to_string());
     let mut fns: BTreeMap<(String, String), CgFunction> = BTreeMap::new();
-    for s in &all {
+    for s in samples {
         let inner = &s.stack[0];
         let f = fns
             .entry((file_of(inner), inner.function.clone()))
@@ -627,27 +746,6 @@ pub fn callgrind(r: &Report) -> Result<Vec<u8>, String> {
             add(&mut e.2, &s.values);
         }
     }
-    let mut out = String::new();
-    out.push_str("# callgrind format\nversion: 1\n");
-    out.push_str(&format!("creator: {}\n", exporter()));
-    if let [one] = r.summary.inputs.as_slice() {
-        out.push_str(&format!("pid: {}\n", one.pid));
-        out.push_str(&format!("cmd: {}\n", one.argv.join(" ")));
-    } else {
-        out.push_str(&format!("cmd: {}\n", title(r)));
-    }
-    out.push_str("positions: line\n");
-    for c in Cost::ALL {
-        out.push_str(&format!("event: {} : {}\n", c.event(), c.describe()));
-    }
-    out.push_str(&format!(
-        "events: {}\n",
-        Cost::ALL.map(|c| c.event()).join(" ")
-    ));
-    out.push_str(&format!(
-        "summary: {}\n",
-        t.map(|x| x.to_string()).join(" ")
-    ));
     for ((file, function), f) in &fns {
         out.push_str(&format!("\nfl={file}\nfn={function}\n"));
         for (line, v) in &f.lines {
@@ -660,11 +758,6 @@ pub fn callgrind(r: &Report) -> Result<Vec<u8>, String> {
             ));
         }
     }
-    out.push_str(&format!(
-        "\ntotals: {}\n",
-        t.map(|x| x.to_string()).join(" ")
-    ));
-    Ok(out.into_bytes())
 }
 
 /// pprof's `profile.proto` messages (github.com/google/pprof, proto/profile.proto), written
@@ -1021,6 +1114,7 @@ mod tests {
             stack,
             wrapper_frames: 0,
             allocator_ns: 0.0,
+            by_input: Vec::new(),
         };
         r.alloc_sites.sites = vec![
             site(

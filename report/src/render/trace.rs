@@ -9,7 +9,9 @@
 //! holds which), each cut at the interval's end; the interval's counts in its arguments. Per
 //! region and thread, a counter track of the bytes it moved per second of the interval. Per
 //! input, a counter track of the heap at each snapshot (`heap`: bytes live, and allocations
-//! per second of the interval), where the profile records it.
+//! per second of the interval), where the profile records it. An MPI rank's process is named
+//! `rank N (host)` (its program, pid and input as the process's labels) and the processes are
+//! sorted by rank.
 
 use profcc_schema::regions::{SnapRow, Snapshot};
 use profcc_schema::Profile;
@@ -23,6 +25,11 @@ pub fn build(profiles: &[&Profile]) -> Option<Value> {
     // Trace process ids in use: each input's pid, or an unused id when another input has it.
     let mut used: std::collections::HashSet<u64> = std::collections::HashSet::new();
     let mut spare = profiles.iter().map(|p| p.pid as u64).max().unwrap_or(0);
+    let ranked_max = profiles
+        .iter()
+        .filter_map(|p| p.rank)
+        .max()
+        .map_or(0, |k| k as u64);
     for (input, p) in profiles.iter().enumerate() {
         let Some(g) = p.regions.as_ref().filter(|g| !g.snapshots.is_empty()) else {
             continue;
@@ -37,15 +44,25 @@ pub fn build(profiles: &[&Profile]) -> Option<Value> {
         };
         let real = p.pid;
         let exe = p.exe.rsplit('/').next().unwrap_or(&p.exe);
-        let name = if profiles.len() > 1 {
-            format!("{exe} (pid {real}, input {input})")
-        } else {
-            format!("{exe} (pid {real})")
+        // An MPI rank's process is named by its rank and host, its program and pid as labels.
+        let name = match p.rank {
+            Some(k) => format!("rank {k} ({})", p.host),
+            None if profiles.len() > 1 => format!("{exe} (pid {real}, input {input})"),
+            None => format!("{exe} (pid {real})"),
         };
         events.push(json!({"ph": "M", "name": "process_name", "pid": pid,
             "args": {"name": name}}));
+        if p.rank.is_some() {
+            events.push(json!({"ph": "M", "name": "process_labels", "pid": pid,
+                "args": {"labels": format!("{exe} (pid {real}, input {input})")}}));
+        }
+        // By rank, then inputs without one in command-line order.
+        let sort_index = match p.rank {
+            Some(k) => k as u64,
+            None => ranked_max + 1 + input as u64,
+        };
         events.push(json!({"ph": "M", "name": "process_sort_index", "pid": pid,
-            "args": {"sort_index": input}}));
+            "args": {"sort_index": sort_index}}));
         let mut threads: Vec<u32> = g
             .snapshots
             .iter()

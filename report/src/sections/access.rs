@@ -3,7 +3,7 @@
 
 use super::Options;
 use crate::merge::Merged;
-use crate::model::{AccessSites, Line, Site};
+use crate::model::{AccessSites, InputCount, Line, Site};
 use crate::symbolize::demangle;
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,6 +24,7 @@ struct Acc {
 pub fn build(m: &Merged, opts: &Options) -> AccessSites {
     let mut by_line: HashMap<(&str, u32), Acc> = HashMap::new();
     let mut demangled: HashMap<&str, String> = HashMap::new();
+    let several = m.inputs.len() > 1;
     for s in &m.sites {
         let a = by_line.entry((s.file.as_str(), s.line)).or_default();
         a.accesses += s.count;
@@ -58,6 +59,15 @@ pub fn build(m: &Merged, opts: &Options) -> AccessSites {
             bytes: s.bytes,
             function,
             inlined_at: s.inlined_at.clone(),
+            by_input: if several {
+                s.count_by_input
+                    .iter()
+                    .filter(|x| x.1 > 0)
+                    .map(|&(input, count)| InputCount { input, count })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         });
     }
     let total = m.access_total();

@@ -2,10 +2,23 @@
 
 use super::Options;
 use crate::merge::Merged;
-use crate::model::{AllocSites, Frame};
+use crate::model::{AllocSites, Frame, InputAllocs};
 
 pub fn build(m: &Merged, opts: &Options) -> AllocSites {
     let mut sites = m.alloc_sites.clone();
+    if m.inputs.len() > 1 {
+        for (s, per) in sites.iter_mut().zip(&m.alloc_by_input) {
+            s.by_input = per
+                .iter()
+                .filter(|x| x.1 > 0 || x.2 > 0)
+                .map(|&(input, count, bytes)| InputAllocs {
+                    input,
+                    count,
+                    bytes,
+                })
+                .collect();
+        }
+    }
     sites.sort_by(|x, y| {
         y.bytes
             .cmp(&x.bytes)

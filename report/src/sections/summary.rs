@@ -15,6 +15,7 @@ pub fn build(m: &Merged, _: &Options) -> Summary {
                 exe: p.exe.clone(),
                 pid: p.pid,
                 host: p.host.clone(),
+                rank: p.rank,
                 argv: p.argv.clone(),
                 duration_ns: p.duration_ns,
                 trigger: p.trigger.clone(),

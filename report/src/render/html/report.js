@@ -104,6 +104,154 @@
     return s + (e.unit && e.unit !== 'count' && e.unit !== e.name ? (e.unit === 'x' || e.unit === '%' ? '' : ' ') + e.unit : '');
   }
 
+  /* ---- Ranks: a rank x metric heat map; click a rank for its values, findings, objects, lines ---- */
+  var RANK_COLS = [
+    ['threads', 'threads', int], ['accesses', 'accesses', int], ['allocations', 'allocations', int],
+    ['bytes_allocated', 'bytes allocated', int], ['peak_bytes', 'peak bytes', int],
+    ['remote_accesses', 'remote accesses', int], ['invalidations', 'invalidations', int],
+    ['seconds', 'seconds', function (v) { return fixed(v, 3); }]
+  ];
+  function rankName(row) { return row.rank !== null && row.rank !== undefined ? 'rank ' + row.rank : 'input ' + row.input; }
+  function rankOfInput(i) {
+    var row = R.ranks ? R.ranks.rows.filter(function (x) { return x.input === i; })[0] : null;
+    return row ? rankName(row) : input(i);
+  }
+  tab('ranks', 'Ranks', !!(R.ranks && R.ranks.rows.length), function (el) {
+    var K = R.ranks;
+    if (!K || !K.rows.length) {
+      add(el, note('One profile: the Ranks tab compares several processes (profcc report prof.*.json; PROFCC_OPTIONS=out=prof.%r.json names each MPI rank\'s profile by its rank).'));
+      return;
+    }
+    var spread = {};
+    K.metrics.forEach(function (m) { spread[m.metric] = m; });
+    var acc = spread.accesses;
+    if (acc && acc.max > 0) {
+      var heavy = K.rows.filter(function (r) { return r.input === acc.worst_input; })[0];
+      add(el, h('p', { cls: 'heaviest-line', 'data-heaviest': heavy ? rankName(heavy) : '' },
+        'Heaviest by accesses: ', h('strong', { text: heavy ? rankName(heavy) : input(acc.worst_input) }),
+        ' (' + int(acc.max) + ' accesses of ' + int(acc.sum) + ', imbalance ' + fixed(acc.imbalance, 2) + ' (max/mean), cv ' + fixed(acc.cv, 2) + ')'));
+    }
+    add(el, note('Each cell is shaded by its value relative to the metric\'s largest; the heaviest rank of each metric is outlined (and named in the last row) unless all ranks are equal. Click a rank for its values, findings, allocation sites and lines.'));
+    var t = h('table', { cls: 'data heatmap', 'data-table': 'rank heat map' });
+    add(t, h('thead', null, h('tr', null, h('th', { text: 'rank' }), h('th', { text: 'host' }), h('th', { cls: 'num', text: 'pid' }),
+      RANK_COLS.map(function (c) { return h('th', { cls: 'num', text: c[1] }); }))));
+    var body = h('tbody');
+    var detail = h('div', { cls: 'rank-detail', id: 'rank-detail' });
+    var selected = null;
+    K.rows.forEach(function (row) {
+      var link = h('a', { cls: 'obj', title: 'show this rank', text: rankName(row) });
+      var tr = h('tr', { 'data-rank': rankName(row) }, h('td', null, link), h('td', { text: row.host }), h('td', { cls: 'num', text: String(row.pid) }),
+        RANK_COLS.map(function (c) {
+          var v = row[c[0]], s = spread[c[0]], top = s && s.max > s.min && s.worst_input === row.input;
+          return h('td', {
+            cls: 'num' + (top ? ' heaviest' : ''), style: heat(v, s ? s.max : 0), 'data-metric': c[0],
+            title: top ? 'heaviest rank for ' + c[1] + ' (imbalance ' + fixed(s.imbalance, 2) + ')' : null, text: c[2](v)
+          });
+        }));
+      link.addEventListener('click', function () {
+        if (selected) selected.classList.remove('selected');
+        selected = tr;
+        tr.classList.add('selected');
+        showRank(detail, row, spread);
+      });
+      add(body, tr);
+    });
+    add(t, body);
+    add(t, h('tfoot', null, h('tr', { 'data-rank': 'heaviest' }, h('th', { text: 'heaviest' }), h('th'), h('th'),
+      RANK_COLS.map(function (c) {
+        var s = spread[c[0]];
+        if (!s || !(s.max > 0)) return h('td', { cls: 'num', text: '-' });
+        if (s.max === s.min) return h('td', { cls: 'num', 'data-metric': c[0], text: 'all equal' });
+        var row = K.rows.filter(function (r) { return r.input === s.worst_input; })[0];
+        return h('td', { cls: 'num', 'data-metric': c[0], text: (row ? rankName(row) : input(s.worst_input)) + ' (' + fixed(s.imbalance, 2) + 'x)' });
+      }))));
+    add(el, h('div', { cls: 'scroll' }, t));
+    add(el, detail);
+    if (K.spreads.length) {
+      add(el, h('h2', { text: 'Most uneven findings, objects and lines (largest excess of the heaviest rank over the mean first)' }));
+      add(el, spreadsTable('rank spreads', K.spreads));
+    }
+  });
+  function spreadsTable(name, rows) {
+    return table({
+      name: name, rows: rows, columns: [
+        txt('what', function (s) { return s.what; }),
+        txt('key', function (s) { return s.key; }, { cls: 'mono wrap' }),
+        txt('metric', function (s) { return s.metric; }),
+        num('sum', function (s) { return s.sum; }), num('min', function (s) { return s.min; }),
+        num('mean', function (s) { return s.mean; }, { fmt: function (v) { return fixed(v, 1); } }),
+        num('max', function (s) { return s.max; }, { heat: true }),
+        num('imbalance', function (s) { return s.imbalance; }, { fmt: function (v) { return fixed(v, 2); } }),
+        txt('heaviest', function (s) { return rankOfInput(s.worst_input); }),
+        txt('in ranks', function (s) { return s.present + ' of ' + s.of; })
+      ]
+    });
+  }
+  function showRank(el, row, spread) {
+    el.textContent = '';
+    el.setAttribute('data-rank-detail', rankName(row));
+    var info = R.summary.inputs[row.input] || {};
+    add(el, h('h2', { text: rankName(row) + ' (' + row.host + ', pid ' + row.pid + ', ' + input(row.input) + ')' }));
+    var vt = h('table', { cls: 'data', 'data-table': 'rank values' });
+    add(vt, h('tr', null, ['metric', 'value', 'share of all', 'vs mean', 'heaviest'].map(function (x, i) { return h('th', { cls: i ? 'num' : null, text: x }); })));
+    RANK_COLS.forEach(function (c) {
+      var v = row[c[0]], s = spread[c[0]] || {};
+      add(vt, h('tr', { 'data-metric': c[0] }, h('td', { text: c[1] }), h('td', { cls: 'num', text: c[2](v) }),
+        h('td', { cls: 'num', text: pct(v, s.sum) }), h('td', { cls: 'num', text: s.mean > 0 ? fixed(v / s.mean, 2) + 'x' : '-' }),
+        h('td', { cls: 'num', text: !(s.max > 0) ? '-' : s.max === s.min ? 'all equal' : s.worst_input === row.input ? 'this rank' : rankOfInput(s.worst_input) })));
+    });
+    add(el, h('div', { cls: 'scroll' }, vt));
+    if (info.argv) add(el, h('div', { cls: 'mono', text: 'command: ' + info.argv.join(' ') }));
+    var mine = R.findings.filter(function (f) { return f.input === row.input; });
+    add(el, h('h3', { text: 'Its findings (' + mine.length + ')' }));
+    if (!mine.length) add(el, note('No finding of the report is from this rank.'));
+    else add(el, table({
+      name: 'findings of ' + rankName(row), rows: mine.slice(0, 20), columns: [
+        txt('kind', function (f) { return f.kind.replace(/_/g, ' '); }),
+        txt('finding', function (f) { return f.title; }, { cls: 'wide' }),
+        txt('at', function (f) { return f.places[0] ? base(f.places[0]) : ''; }, { cls: 'mono' }),
+        num('saves', function (f) { return f.impact.seconds; }, { fmt: function (v, f) { return v > 0 ? ns(v * 1e9) : f.impact.bytes > 0 ? bytes(f.impact.bytes) : '-'; } })
+      ]
+    }));
+    function share(list, get) {
+      var out = [];
+      list.forEach(function (x) { var v = get(x); if (v) out.push({ x: x, v: v }); });
+      return out;
+    }
+    var sites = share(R.alloc_sites.sites, function (s) {
+      var p = (s.by_input || []).filter(function (b) { return b.input === row.input; })[0];
+      return p ? p : null;
+    }).sort(function (a, b) { return b.v.bytes - a.v.bytes; });
+    add(el, h('h3', { text: 'Its allocation sites, by bytes' }));
+    if (!sites.length) add(el, note('No listed allocation site of this rank.'));
+    else add(el, table({
+      name: 'allocation sites of ' + rankName(row), rows: sites.slice(0, 20), sort: 1, columns: [
+        txt('object', function (o) { return siteIdentity(o.x); }, { cls: 'mono', node: function (v) { return objLink(v); } }),
+        num('bytes', function (o) { return o.v.bytes; }, { heat: true }),
+        num('allocations', function (o) { return o.v.count; }),
+        num('all ranks\' bytes', function (o) { return o.x.bytes; })
+      ]
+    }));
+    var lines = share(R.access_sites.lines, function (l) {
+      var n = 0;
+      l.sites.forEach(function (s) { (s.by_input || []).forEach(function (b) { if (b.input === row.input) n += b.count; }); });
+      return n;
+    }).sort(function (a, b) { return b.v - a.v; });
+    add(el, h('h3', { text: 'Its lines, by accesses' }));
+    if (!lines.length) add(el, note('No listed access line of this rank.'));
+    else add(el, table({
+      name: 'lines of ' + rankName(row), rows: lines.slice(0, 20), sort: 1, columns: [
+        txt('line', function (o) { return base(o.x.file) + ':' + o.x.line; }, { cls: 'mono' }),
+        num('accesses', function (o) { return o.v; }, { heat: true }),
+        num('all ranks\' accesses', function (o) { return o.x.accesses; }),
+        txt('function', function (o) { return o.x.function; }, { cls: 'mono' })
+      ]
+    }));
+    var heaviest = (R.ranks.spreads || []).filter(function (s) { return s.worst_input === row.input && s.max > 0; });
+    add(el, h('h3', { text: 'Where it is the heaviest rank (' + heaviest.length + ')' }));
+    if (heaviest.length) add(el, spreadsTable('spreads of ' + rankName(row), heaviest.slice(0, 20)));
+  }
+
   /* ---- Objects ---- */
   var SITES_BY_ID = {};
   R.alloc_sites.sites.forEach(function (s) { var k = siteIdentity(s); (SITES_BY_ID[k] = SITES_BY_ID[k] || []).push(s); });
