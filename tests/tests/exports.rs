@@ -1034,12 +1034,16 @@ fn pprof_thread_labels_hold_each_threads_exact_first_touches() {
             .iter()
             .find(|l| l.trim_end().ends_with(&format!(": {value}")))
             .unwrap_or_else(|| panic!("no {key}={value} in:\n{tags}"));
-        line.split_whitespace()
+        // `131.0 (50.58%): 0`: the pages, printed as a float.
+        let v: f64 = line
+            .split_whitespace()
             .next()
             .unwrap()
             .trim_end_matches("pages")
             .parse()
-            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(v.fract(), 0.0, "{line}");
+        v as u64
     };
     assert_eq!(tag_value("thread", "0"), main, "{tags}");
     assert_eq!(tag_value("thread", "1"), worker, "{tags}");
