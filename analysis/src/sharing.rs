@@ -1071,6 +1071,9 @@ pub struct Calibration {
     /// load-and-store figure (absent in a calibration older than the kinds).
     #[serde(default)]
     pub slowdowns: Option<Slowdowns>,
+    /// The memory bandwidth (absent: not measured, a calibration from before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<profcc_schema::regions::Bandwidth>,
 }
 
 /// The calibration the cache file's text holds for the machine `key` (one with a transfer

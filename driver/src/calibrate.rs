@@ -16,6 +16,14 @@
 //! (`w[id]++`, each thread on its own word) and locked read-modify-write (`fetch_add` on its
 //! own word); the ratio of the mean times of the rounds in which both threads ran at once
 //! throughout.
+//!
+//! Last, the memory bandwidth (`profcc_schema::regions::Bandwidth`, the regions' share of
+//! it): STREAM's copy (`a[i] = b[i]`) and triad (`a[i] = b[i] + s * c[i]`) over three arrays
+//! of doubles each 4 times the last-level cache and at least 128 MiB (at most a sixth of the
+//! available memory each), once with one thread and once with one thread per CPU the process
+//! may run on (each pinned, each on its own slice, which it first touched); the best of
+//! `--stream-repetitions` runs of each, bytes counted as STREAM counts them (16 per element for
+//! copy, 24 for triad), in GB/s (10^9 bytes per second).
 
 use profcc_analysis::sharing::{calibration_file, machine_key, Calibration, LineAccess};
 use profcc_schema::sharing::Slowdowns;
@@ -35,10 +43,14 @@ pub struct CalibrateArgs {
     /// for locked read-modify-writes).
     #[arg(long, default_value_t = 5_000_000)]
     pub increments: u64,
+    /// Runs of each memory-bandwidth kernel (copy, triad; one thread, all threads); the
+    /// fastest counts.
+    #[arg(long, default_value_t = 5)]
+    pub stream_repetitions: u32,
 }
 
 pub const ABOUT: &str =
-    "Measure this machine's cache-line transfer cost and contended slowdown for the sharing predictions";
+    "Measure this machine's cache-line transfer cost and contended slowdown for the sharing predictions, and its memory bandwidth for the regions";
 
 #[repr(align(64))]
 struct Line(AtomicU64);
@@ -246,7 +258,9 @@ fn pair(a: u32, b: u32, round_trips: u64, batches: u32) -> Option<f64> {
 }
 
 pub fn run(a: &CalibrateArgs) -> i32 {
-    let cpus: Vec<u32> = allowed_cpus().into_iter().take(8).collect();
+    // Before any pinning: the measurements below pin this thread.
+    let all_cpus = allowed_cpus();
+    let cpus: Vec<u32> = all_cpus.iter().copied().take(8).collect();
     if cpus.len() < 2 {
         eprintln!(
             "profcc calibrate: this process may run on fewer than 2 CPUs; nothing to measure"
@@ -293,6 +307,21 @@ pub fn run(a: &CalibrateArgs) -> i32 {
             ),
         }
     }
+    let t = Instant::now();
+    let bandwidth = bandwidth(&all_cpus, a.stream_repetitions.max(1));
+    match &bandwidth {
+        Some(b) => println!(
+            "memory bandwidth (STREAM, 3 arrays of {} MiB, {:.1} s): 1 thread copy {:.1} GB/s, triad {:.1} GB/s; {} threads copy {:.1} GB/s, triad {:.1} GB/s",
+            b.array_bytes >> 20,
+            t.elapsed().as_secs_f64(),
+            b.copy_single,
+            b.triad_single,
+            b.threads,
+            b.copy_all,
+            b.triad_all
+        ),
+        None => println!("memory bandwidth not measured: not enough memory available for its arrays"),
+    }
     let mut v: Vec<f64> = pairs.iter().map(|p| p.2).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     let transfer_ns = v[v.len() / 2];
@@ -320,6 +349,7 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         pairs,
         contended_slowdown: slowdowns.rmw,
         slowdowns: Some(slowdowns),
+        bandwidth,
     });
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(file.parent().unwrap())?;
@@ -339,4 +369,177 @@ pub fn run(a: &CalibrateArgs) -> i32 {
         file.display()
     );
     0
+}
+
+/// The last-level cache's size in bytes, from sysfs (the highest level of CPU 0's data or
+/// unified caches); None when sysfs does not say.
+fn llc_bytes() -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let mut best: Option<(u32, u64)> = None;
+    for e in dir.flatten() {
+        let p = e.path();
+        let read = |f: &str| std::fs::read_to_string(p.join(f)).ok();
+        let (Some(level), Some(size), Some(kind)) = (read("level"), read("size"), read("type"))
+        else {
+            continue;
+        };
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let (Ok(level), Some(size)) = (level.trim().parse::<u32>(), parse_size(size.trim())) else {
+            continue;
+        };
+        if best.is_none_or(|(l, _)| level > l) {
+            best = Some((level, size));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// sysfs's cache size text: `32768K`, `8M`, `512`.
+fn parse_size(s: &str) -> Option<u64> {
+    let (n, unit) = match s.char_indices().find(|c| !c.1.is_ascii_digit()) {
+        Some((i, _)) => (&s[..i], &s[i..]),
+        None => (s, ""),
+    };
+    let n: u64 = n.parse().ok()?;
+    let k = match unit {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return None,
+    };
+    Some(n * k)
+}
+
+/// MemAvailable from /proc/meminfo, bytes.
+fn mem_available() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let l = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = l.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Bytes of each of the three arrays: 4 x the last-level cache and at least 128 MiB (32 MiB
+/// of cache assumed when sysfs does not say), at most a sixth of the available memory; None
+/// under 8 MiB.
+fn stream_array_bytes(llc: Option<u64>, available: Option<u64>) -> Option<u64> {
+    let want = (4 * llc.unwrap_or(32 << 20)).max(128 << 20);
+    let cap = available.map_or(want, |a| a / 6);
+    let n = want.min(cap) & !4095;
+    (n >= 8 << 20).then_some(n)
+}
+
+#[derive(Clone, Copy)]
+enum Kernel {
+    Copy,
+    Triad,
+}
+
+/// The fastest of `reps` runs of each kernel by `cpus.len()` threads (each pinned to its CPU,
+/// on its own slice of the arrays, first touched by it): (copy, triad) in GB/s.
+fn stream(a: &mut [f64], b: &mut [f64], c: &mut [f64], cpus: &[u32], reps: u32) -> (f64, f64) {
+    let threads = cpus.len().max(1);
+    let chunk = a.len().div_ceil(threads);
+    let barrier = std::sync::Barrier::new(threads + 1);
+    let mut best = [f64::INFINITY; 2];
+    std::thread::scope(|s| {
+        for (((a, b), c), &cpu) in a
+            .chunks_mut(chunk)
+            .zip(b.chunks_mut(chunk))
+            .zip(c.chunks_mut(chunk))
+            .zip(cpus)
+        {
+            let barrier = &barrier;
+            s.spawn(move || {
+                pin(cpu);
+                a.fill(0.0);
+                b.fill(1.0);
+                c.fill(2.0);
+                barrier.wait();
+                for kernel in [Kernel::Copy, Kernel::Triad] {
+                    for _ in 0..reps {
+                        barrier.wait();
+                        match kernel {
+                            Kernel::Copy => {
+                                for (x, y) in a.iter_mut().zip(b.iter()) {
+                                    *x = *y;
+                                }
+                            }
+                            Kernel::Triad => {
+                                let q = std::hint::black_box(3.0);
+                                for ((x, y), z) in a.iter_mut().zip(b.iter()).zip(c.iter()) {
+                                    *x = *y + q * *z;
+                                }
+                            }
+                        }
+                        std::hint::black_box(&mut *a);
+                        barrier.wait();
+                    }
+                }
+            });
+        }
+        barrier.wait(); // the arrays are in place
+        for (k, _) in [Kernel::Copy, Kernel::Triad].iter().enumerate() {
+            for _ in 0..reps {
+                let t = Instant::now();
+                barrier.wait();
+                barrier.wait();
+                best[k] = best[k].min(t.elapsed().as_secs_f64());
+            }
+        }
+    });
+    let n = a.len() as f64;
+    (16.0 * n / best[0] / 1e9, 24.0 * n / best[1] / 1e9)
+}
+
+/// The machine's memory bandwidth: STREAM's copy and triad, one thread (on the first of
+/// `cpus`) and one per CPU of `cpus`; None when the arrays do not fit in the available memory.
+fn bandwidth(cpus: &[u32], reps: u32) -> Option<profcc_schema::regions::Bandwidth> {
+    let bytes = stream_array_bytes(llc_bytes(), mem_available())?;
+    let n = bytes as usize / 8;
+    let (mut a, mut b, mut c) = (vec![0f64; n], vec![0f64; n], vec![0f64; n]);
+    let all: Vec<u32> = if cpus.is_empty() {
+        vec![0]
+    } else {
+        cpus.to_vec()
+    };
+    // All threads first: each first touches its own slice (on a NUMA machine, its node's).
+    let (copy_all, triad_all) = stream(&mut a, &mut b, &mut c, &all, reps);
+    let (copy_single, triad_single) = stream(&mut a, &mut b, &mut c, &all[..1], reps);
+    Some(profcc_schema::regions::Bandwidth {
+        copy_single,
+        triad_single,
+        copy_all,
+        triad_all,
+        threads: all.len() as u32,
+        array_bytes: bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_arrays_are_four_llcs_within_memory() {
+        assert_eq!(parse_size("32768K"), Some(32 << 20));
+        assert_eq!(parse_size("8M"), Some(8 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("x"), None);
+        // 4 x 32 MiB, plenty of memory.
+        assert_eq!(
+            stream_array_bytes(Some(32 << 20), Some(64 << 30)),
+            Some(128 << 20)
+        );
+        // A small cache: at least 128 MiB.
+        assert_eq!(stream_array_bytes(Some(8 << 20), None), Some(128 << 20));
+        // 4 x 256 MiB wanted, 1.2 GiB available: a sixth of it.
+        assert_eq!(
+            stream_array_bytes(Some(256 << 20), Some(1200 << 20)),
+            Some(200 << 20)
+        );
+        assert_eq!(stream_array_bytes(Some(32 << 20), Some(30 << 20)), None);
+    }
 }

@@ -471,6 +471,7 @@ fn report_csv_writes_one_file_per_table() {
             "objects.csv",
             "rank_spreads.csv",
             "ranks.csv",
+            "region_totals.csv",
             "regions.csv",
             "sharing_below_threshold.csv",
             "sharing_findings.csv",

@@ -887,6 +887,39 @@ pub struct Regions {
     /// HTML report's Timeline. Absent when no input has any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<RegionSnapshots>,
+    /// Per input (by index), the machine's memory bandwidth `profcc calibrate` measured, as
+    /// the program found it at its dump (null: not measured; docs/regions.md, "Against the
+    /// machine's bandwidth").
+    #[serde(default)]
+    pub machine_bandwidth: Vec<Option<profcc_schema::regions::Bandwidth>>,
+    /// One row per input and region, all its threads together.
+    #[serde(default)]
+    pub totals: Vec<RegionTotal>,
+}
+
+/// A region's threads together: their bytes over the longest thread's time in it (the
+/// region's time when its threads run it at once, as an OpenMP team does under the
+/// master's markers).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RegionTotal {
+    /// Index in `summary.inputs`.
+    pub input: usize,
+    pub region: String,
+    /// Threads with a row of the region.
+    pub threads: u32,
+    pub executions: u64,
+    /// `bytes_read + bytes_written` over the threads whose code was counted (absent: none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The longest thread's time inside the region.
+    pub seconds: f64,
+    /// `bytes / seconds / 1e9`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gbytes_per_s: Option<f64>,
+    /// `gbytes_per_s` over the machine's all-threads bandwidth (`Bandwidth::all_gbps`; 1.0:
+    /// as fast as STREAM's best with every CPU). Absent: not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_share: Option<f64>,
 }
 
 /// One input's region snapshots, cumulative counts per region and thread at each moment.
@@ -935,6 +968,10 @@ pub struct RegionRow {
     pub correction_factor: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gbytes_per_s_corrected: Option<f64>,
+    /// `gbytes_per_s` over the machine's one-thread bandwidth (`Bandwidth::single_gbps`; 1.0:
+    /// as fast as STREAM's best on one CPU). Absent: not measured, or no GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_share: Option<f64>,
     /// Perf events of the executions that read them (`profcc_schema::regions::EVENTS`
     /// order; docs/regions.md, "Hardware counters").
     #[serde(default, skip_serializing_if = "Option::is_none")]

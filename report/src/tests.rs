@@ -1256,6 +1256,7 @@ pub(crate) fn sample_report() -> Report {
                 gbytes_per_s: Some(2400.0 / 0.25 / 1e9),
                 correction_factor: Some(1.0),
                 gbytes_per_s_corrected: Some(2400.0 / 0.25 / 1e9),
+                machine_share: None,
                 events: Some(profcc_schema::regions::RowEvents {
                     executions: 1,
                     values: vec![0, 0, 0, 12],
@@ -1272,6 +1273,8 @@ pub(crate) fn sample_report() -> Report {
                 min_us: 100,
             }),
             snapshots: Vec::new(),
+            machine_bandwidth: vec![None],
+            totals: Vec::new(),
         }),
         threads: vec![
             Thread {

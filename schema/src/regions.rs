@@ -57,6 +57,44 @@ pub struct Regions {
     /// (docs/regions.md, "Snapshots"): `profcc report --trace` makes a Chrome trace of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<Snapshot>,
+    /// The machine's memory bandwidth as `profcc calibrate` measured it, from its cache when
+    /// the program dumped (absent: this machine was not calibrated, or a calibration or a
+    /// profile from before the bandwidth was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_bandwidth: Option<Bandwidth>,
+}
+
+/// STREAM-shaped memory bandwidth (`profcc calibrate`; docs/regions.md, "Against the
+/// machine's bandwidth"): GB/s (10^9 bytes/s), bytes counted as STREAM counts them (copy
+/// `a[i] = b[i]`: 16 bytes per element, triad `a[i] = b[i] + s * c[i]`: 24), the best of a few
+/// repetitions, one thread and one thread per online CPU.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
+pub struct Bandwidth {
+    pub copy_single: f64,
+    pub triad_single: f64,
+    pub copy_all: f64,
+    pub triad_all: f64,
+    /// Threads of the all-threads figures.
+    pub threads: u32,
+    /// Bytes of each of the kernels' arrays.
+    pub array_bytes: u64,
+}
+
+impl Bandwidth {
+    /// The best one thread reached (the larger of copy and triad), GB/s.
+    pub fn single_gbps(&self) -> f64 {
+        self.copy_single.max(self.triad_single)
+    }
+    /// The best every thread together reached, GB/s.
+    pub fn all_gbps(&self) -> f64 {
+        self.copy_all.max(self.triad_all)
+    }
+}
+
+/// `gbps` as a share of the machine's `machine_gbps` (1.0: as fast as the machine's best;
+/// None when the machine's figure is not positive).
+pub fn bandwidth_share(gbps: f64, machine_gbps: f64) -> Option<f64> {
+    (machine_gbps > 0.0 && gbps.is_finite()).then(|| gbps / machine_gbps)
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -326,5 +364,25 @@ mod tests {
         };
         assert!((c.correction_factor() - 1.125).abs() < 1e-12);
         assert_eq!(Counts::default().correction_factor(), 1.0);
+    }
+
+    /// A region's share of the machine's bandwidth: its GB/s over the best STREAM kernel's
+    /// (single-thread for a thread's row, all threads for a region's total).
+    #[test]
+    fn bandwidth_share_is_gbps_over_the_best_kernel() {
+        let b = Bandwidth {
+            copy_single: 8.0,
+            triad_single: 10.0,
+            copy_all: 16.0,
+            triad_all: 12.5,
+            threads: 2,
+            array_bytes: 1 << 28,
+        };
+        assert_eq!(b.single_gbps(), 10.0);
+        assert_eq!(b.all_gbps(), 16.0);
+        assert_eq!(bandwidth_share(2.5, b.single_gbps()), Some(0.25));
+        assert_eq!(bandwidth_share(24.0, b.all_gbps()), Some(1.5));
+        assert_eq!(bandwidth_share(1.0, 0.0), None);
+        assert_eq!(bandwidth_share(f64::NAN, 1.0), None);
     }
 }

@@ -123,6 +123,17 @@ impl Scratch {
     /// Run a built program with `PROFCC_OPTIONS=out=<name>.json[:extra]`; return its output
     /// and its profile.
     pub fn run_profiled(&self, exe: &str, args: &[&str], extra_options: &str) -> (Output, Profile) {
+        self.run_profiled_env(exe, args, extra_options, &[])
+    }
+
+    /// [`Scratch::run_profiled`] with more environment variables.
+    pub fn run_profiled_env(
+        &self,
+        exe: &str,
+        args: &[&str],
+        extra_options: &str,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> (Output, Profile) {
         let profile = self.path(&format!("{exe}.profile.json"));
         let _ = std::fs::remove_file(&profile);
         let mut opts = format!("out={}", profile.display());
@@ -134,7 +145,8 @@ impl Scratch {
             Command::new(self.path(exe))
                 .current_dir(self.dir.path())
                 .args(args)
-                .env("PROFCC_OPTIONS", opts),
+                .env("PROFCC_OPTIONS", opts)
+                .envs(env.iter().copied()),
         );
         let p = profcc_schema::read(&profile).unwrap_or_else(|e| {
             panic!(
@@ -458,9 +470,22 @@ pub fn this_machine_key() -> String {
     )
 }
 
+/// The memory bandwidth of [`write_calibration`]'s file: one thread's best 10 GB/s (triad),
+/// all threads' 16 GB/s (copy).
+pub const CALIBRATED_BANDWIDTH: profcc_schema::regions::Bandwidth =
+    profcc_schema::regions::Bandwidth {
+        copy_single: 8.0,
+        triad_single: 10.0,
+        copy_all: 16.0,
+        triad_all: 12.5,
+        threads: 2,
+        array_bytes: 1 << 28,
+    };
+
 /// A hand-written calibration cache file at `file` for this machine: 77 ns per line
 /// transfer, contended slowdowns of 1.25x (store-only lines), 2.25x (load-and-store), 3.25x
-/// (read-modify-write) and 5.25x (locked read-modify-writes). Returns the machine's key.
+/// (read-modify-write) and 5.25x (locked read-modify-writes), [`CALIBRATED_BANDWIDTH`].
+/// Returns the machine's key.
 pub fn write_calibration(file: &Path) -> String {
     let key = this_machine_key();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
@@ -477,6 +502,7 @@ pub fn write_calibration(file: &Path) -> String {
                 rmw: Some(3.25),
                 atomic: Some(5.25),
             }),
+            bandwidth: Some(CALIBRATED_BANDWIDTH),
         }])
         .unwrap(),
     )

@@ -1197,3 +1197,156 @@ fn trace_names_each_rank_process_by_rank_and_host() {
         }
     }
 }
+
+/// Two threads each first touch their own part of one heap block (NUMA emulated on two
+/// nodes): main half of it at MARK_MAIN, the worker the rest at MARK_WORKER.
+const TOUCH_SRC: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define N (1 << 17)
+static long *a;
+static void *worker(void *arg) {
+  for (long i = N / 2; i < N; i++) a[i] = i; /* MARK_WORKER */
+  return arg;
+}
+int main(void) {
+  a = malloc(N * sizeof(long));
+  for (long i = 0; i < N / 2; i++) a[i] = i; /* MARK_MAIN */
+  pthread_t t;
+  pthread_create(&t, NULL, worker, NULL);
+  pthread_join(t, NULL);
+  long s = 0;
+  for (long i = 0; i < N; i++) s += a[i];
+  printf("%ld\n", s);
+  free(a);
+  return 0;
+}
+"#;
+
+/// `go tool pprof -tags` and `-tagfocus=thread=N` on first touches: the pages under each
+/// thread are exactly that thread's first touches in the NUMA section (`numa.threads[]`), its
+/// node label is the thread's node, and the top line under the worker's thread is its own
+/// loop. Merged from two runs, `rank` splits them the same way.
+#[test]
+fn pprof_thread_labels_hold_each_threads_exact_first_touches() {
+    let s = Scratch::new();
+    s.write("touch.c", TOUCH_SRC);
+    s.compile_env(
+        &profcc(),
+        &["-O1", "-g", "-pthread", "touch.c", "-o", "touch"],
+        &[("PROFCC_INSTRUMENT", "numa")],
+    );
+    let mut runs = Vec::new();
+    for n in 1..=2 {
+        let (out, _) = s.run_profiled("touch", &[], "summary=0:numa=emulate:numa_nodes=2");
+        assert!(out.status.success());
+        let p = s.path(&format!("t{n}.json"));
+        std::fs::rename(s.path("touch.profile.json"), &p).unwrap();
+        runs.push(p);
+    }
+    let r = report(&runs[0], &["--top", "0"]);
+    let numa = &r.numa.as_ref().unwrap().inputs[0];
+    let pages = |t: u32| {
+        numa.threads
+            .iter()
+            .find(|x| x.thread == t)
+            .map_or(0, |x| x.first_touches)
+    };
+    let (main, worker) = (pages(0), pages(1));
+    // 1 MiB: 256 pages, about half each (the page holding the middle goes to main).
+    assert!(main >= 120 && worker >= 120, "{:?}", numa.threads);
+    let f = export_file(&["--format", "pprof"], &[&runs[0]], &s.path("one.pb.gz"));
+    // -tags: the thread label's values with their pages.
+    let tags = pprof(&["-tags", "-sample_index=first_touches"], &f);
+    let tag_value = |key: &str, value: &str| -> u64 {
+        let block: Vec<&str> = tags
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with(&format!("{key}:")))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty() && !l.trim_start().contains(": Total"))
+            .collect();
+        let line = block
+            .iter()
+            .find(|l| l.trim_end().ends_with(&format!(": {value}")))
+            .unwrap_or_else(|| panic!("no {key}={value} in:\n{tags}"));
+        // `131.0 (50.58%): 0`: the pages, printed as a float.
+        let v: f64 = line
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .trim_end_matches("pages")
+            .parse()
+            .unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(v.fract(), 0.0, "{line}");
+        v as u64
+    };
+    assert_eq!(tag_value("thread", "0"), main, "{tags}");
+    assert_eq!(tag_value("thread", "1"), worker, "{tags}");
+    let node = |t: u32| {
+        numa.threads
+            .iter()
+            .find(|x| x.thread == t)
+            .unwrap()
+            .node
+            .unwrap()
+    };
+    assert_ne!(node(0), node(1), "{:?}", numa.threads);
+    assert_eq!(tag_value("node", &node(1).to_string()), worker, "{tags}");
+    // -tagfocus=thread=1: the worker's pages, at its loop.
+    let top = pprof(
+        &["-top", "-sample_index=first_touches", "-tagfocus=thread=1"],
+        &f,
+    );
+    assert_eq!(
+        top_row(&top),
+        (format!("{worker}pages"), "worker".into()),
+        "{top}"
+    );
+    let top = pprof(
+        &["-top", "-sample_index=first_touches", "-tagfocus=thread=0"],
+        &f,
+    );
+    assert_eq!(
+        top_row(&top),
+        (format!("{main}pages"), "main".into()),
+        "{top}"
+    );
+
+    // Merged: thread 1 of rank 1 is the second run's worker alone.
+    let r2 = report(&runs[1], &["--top", "0"]);
+    let worker2 = r2.numa.as_ref().unwrap().inputs[0]
+        .threads
+        .iter()
+        .find(|x| x.thread == 1)
+        .unwrap()
+        .first_touches;
+    let both = export_file(
+        &["--format", "pprof"],
+        &[&runs[0], &runs[1]],
+        &s.path("both.pb.gz"),
+    );
+    let top = pprof(
+        &["-top", "-sample_index=first_touches", "-tagfocus=thread=1"],
+        &both,
+    );
+    assert_eq!(
+        top_row(&top),
+        (format!("{}pages", worker + worker2), "worker".into()),
+        "{top}"
+    );
+    let top = pprof(
+        &[
+            "-top",
+            "-sample_index=first_touches",
+            "-tagfocus=rank=1",
+            "-tagignore=thread=0",
+        ],
+        &both,
+    );
+    assert_eq!(
+        top_row(&top),
+        (format!("{worker2}pages"), "worker".into()),
+        "{top}"
+    );
+}

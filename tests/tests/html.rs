@@ -32,7 +32,12 @@ fn html_report_of_two_merged_runs_in_a_browser() {
             String::from_utf8_lossy(&out.stderr)
         );
         let p = s.path(&format!("{run}.json"));
-        std::fs::rename(s.path("all.profile.json"), &p).unwrap();
+        // The first run's machine calibrated (its bandwidth: 1 thread 10 GB/s, 2 threads 16
+        // GB/s), the second's not.
+        let mut profile = profcc_schema::read(&s.path("all.profile.json")).unwrap();
+        profile.regions.as_mut().unwrap().machine_bandwidth =
+            (run == "one").then_some(CALIBRATED_BANDWIDTH);
+        std::fs::write(&p, serde_json::to_vec(&profile).unwrap()).unwrap();
         profiles.push(p);
     }
     let page = s.path("report.html");
@@ -163,6 +168,49 @@ fn html_report_of_two_merged_runs_in_a_browser() {
         assert_eq!(r[3], "4", "{r:?}");
         assert_eq!(r[6], thousands(bytes), "{r:?}");
     }
+    // Against the machine: input 0's rows as the model's shares (a thread's GB/s over 10, a
+    // region's threads together over 16), input 1's not measured, said once.
+    let g = model.regions.as_ref().unwrap();
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
+    for r in &regions {
+        let m = g
+            .rows
+            .iter()
+            .find(|m| {
+                m.input.to_string() == r[0] && m.region == r[1] && m.thread.to_string() == r[2]
+            })
+            .unwrap();
+        assert_eq!(r[11], pct(m.machine_share), "{r:?}");
+        assert_eq!(
+            m.machine_share.is_some(),
+            m.input == 0 && m.gbytes_per_s.is_some()
+        );
+    }
+    let totals = rows(section(&dom, "regions"), "data-table=\"regions\"");
+    for t in &g.totals {
+        let r = totals
+            .iter()
+            .find(|r| r[0] == t.input.to_string() && r[1] == t.region)
+            .unwrap_or_else(|| panic!("no total of {t:?} in {totals:?}"));
+        assert_eq!(r[9], pct(t.machine_share), "{r:?}");
+    }
+    let sum = g
+        .totals
+        .iter()
+        .find(|t| t.input == 0 && t.region == "sum")
+        .unwrap();
+    assert!(sum.machine_share.is_some(), "{sum:?}");
+    let tab = text(section(&dom, "regions"));
+    assert!(
+        tab.contains("Input 0: machine bandwidth (profcc calibrate, STREAM): 1 thread 10.00 GB/s, 2 threads 16.00 GB/s."),
+        "{tab}"
+    );
+    assert_eq!(
+        tab.matches("machine bandwidth not measured: run profcc calibrate")
+            .count(),
+        1,
+        "{tab}"
+    );
 
     // Cache lines: the word map of `pair`'s line: pair.a written by thread 1, pair.b by 2.
     let lines = section(&dom, "lines");

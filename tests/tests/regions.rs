@@ -1346,3 +1346,138 @@ fn cxx_regions_with_exceptions_count_their_calls() {
         );
     }
 }
+
+/// Against the machine's bandwidth (docs/regions.md): with `profcc calibrate`'s cache holding
+/// this machine's bandwidth (1 thread 10 GB/s, 2 threads 16 GB/s: `CALIBRATED_BANDWIDTH`), the
+/// program keeps it in its profile, and the report gives each thread's row its GB/s over 10
+/// and each region's threads together (bytes over the longest thread's time) their GB/s over
+/// 16, in the JSON, the text and both CSV tables; without a calibration every share is absent
+/// and the text says once that the bandwidth was not measured.
+#[test]
+fn region_bandwidth_is_a_share_of_the_calibrated_machine() {
+    let s = Scratch::new();
+    let src = fixture("regions/parallel.c");
+    s.compile_env(
+        &profcc(),
+        &[
+            "-O2",
+            "-g",
+            "-fopenmp",
+            "-pthread",
+            src.to_str().unwrap(),
+            "-o",
+            "parallel",
+        ],
+        &[("PROFCC_INSTRUMENT", "roi")],
+    );
+    let cache = tempfile::tempdir().unwrap();
+    write_calibration(&cache.path().join("profcc/calibration.json"));
+    let (out, p) = s.run_profiled_env(
+        "parallel",
+        &[],
+        "summary=0",
+        &[("XDG_CACHE_HOME", cache.path().as_os_str())],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "4 4002\n");
+    let g = p.regions.as_ref().unwrap();
+    assert_eq!(g.machine_bandwidth, Some(CALIBRATED_BANDWIDTH));
+    let profile = s.path("parallel.profile.json");
+    let r = report(&profile, &[]).regions.unwrap();
+    assert_eq!(r.machine_bandwidth, vec![Some(CALIBRATED_BANDWIDTH)]);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
+    // Each pthread: 3 x 2000 elements, 16 bytes read and 8 written each, in its own time.
+    let threads: Vec<_> = r
+        .rows
+        .iter()
+        .filter(|x| x.region == "pthread_triad")
+        .collect();
+    assert_eq!(threads.len(), 2, "{:?}", r.rows);
+    for t in &threads {
+        assert_eq!(t.counts.as_ref().unwrap().bytes_moved(), 144_000);
+        let gbps = 144_000.0 / t.seconds / 1e9;
+        assert!(close(t.gbytes_per_s.unwrap(), gbps), "{t:?}");
+        assert!(close(t.machine_share.unwrap(), gbps / 10.0), "{t:?}");
+    }
+    let longest = threads.iter().map(|t| t.seconds).fold(0.0, f64::max);
+    let total = r
+        .totals
+        .iter()
+        .find(|x| x.region == "pthread_triad")
+        .unwrap();
+    assert_eq!((total.threads, total.bytes), (2, Some(288_000)));
+    assert_eq!(total.seconds, longest);
+    let all = 288_000.0 / longest / 1e9;
+    assert!(close(total.machine_share.unwrap(), all / 16.0), "{total:?}");
+    // The OpenMP loop: the master's row has the time, the worker's its share of the bytes.
+    let omp = r.totals.iter().find(|x| x.region == "omp_triad").unwrap();
+    assert_eq!((omp.threads, omp.bytes), (2, Some(2 * (96_012 + 48_000))));
+
+    // The text: the figures, each row's and total's percentage.
+    let text =
+        String::from_utf8(sh(Command::new(profcc()).arg("report").arg(&profile)).stdout).unwrap();
+    assert!(
+        text.contains("machine bandwidth (profcc calibrate, STREAM): 1 thread 10.00 GB/s, 2 threads 16.00 GB/s"),
+        "{text}"
+    );
+    assert!(!text.contains("not measured"), "{text}");
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    let total_line = text
+        .lines()
+        .skip_while(|l| !l.contains("all threads (bytes over the longest thread's time)"))
+        .find(|l| l.trim_start().starts_with("pthread_triad"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        total_line.ends_with(&pct(total.machine_share.unwrap())),
+        "{total_line}"
+    );
+    // The CSV tables.
+    let csv = s.path("csv");
+    sh(Command::new(profcc())
+        .args(["report", "--csv"])
+        .arg(&csv)
+        .arg(&profile));
+    let table = |file: &str| -> Vec<Vec<String>> {
+        std::fs::read_to_string(csv.join(file))
+            .unwrap()
+            .lines()
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect()
+    };
+    let totals = table("region_totals.csv");
+    let col = |t: &[Vec<String>], name: &str| t[0].iter().position(|c| c == name).unwrap();
+    let row = totals.iter().find(|x| x[1] == "pthread_triad").unwrap();
+    assert_eq!(row[col(&totals, "bytes")], "288000");
+    let share: f64 = row[col(&totals, "machine_share")].parse().unwrap();
+    assert!(
+        (share - total.machine_share.unwrap()).abs() < 1e-6,
+        "{row:?}"
+    );
+    let per = table("regions.csv");
+    for x in per.iter().filter(|x| x[1] == "pthread_triad") {
+        let gbps: f64 = x[col(&per, "gbytes_per_s")].parse().unwrap();
+        let share: f64 = x[col(&per, "machine_share")].parse().unwrap();
+        assert!((share - gbps / 10.0).abs() < 1e-3, "{x:?}");
+    }
+
+    // Without a calibration: no share anywhere, one line saying so.
+    let empty = tempfile::tempdir().unwrap();
+    s.run_profiled_env(
+        "parallel",
+        &[],
+        "summary=0",
+        &[("XDG_CACHE_HOME", empty.path().as_os_str())],
+    );
+    let r = report(&profile, &[]).regions.unwrap();
+    assert_eq!(r.machine_bandwidth, vec![None]);
+    assert!(r.rows.iter().all(|x| x.machine_share.is_none()));
+    assert!(r.totals.iter().all(|x| x.machine_share.is_none()));
+    let text =
+        String::from_utf8(sh(Command::new(profcc()).arg("report").arg(&profile)).stdout).unwrap();
+    assert_eq!(
+        text.matches("machine bandwidth not measured: run profcc calibrate")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(!text.contains("machine bandwidth (profcc"), "{text}");
+}

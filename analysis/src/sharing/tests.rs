@@ -971,6 +971,7 @@ fn calibration_is_keyed_by_cpu_model_and_cpus() {
         pairs: vec![(0, 1, 95.5)],
         contended_slowdown: Some(4.5),
         slowdowns: None,
+        bandwidth: None,
     }])
     .unwrap();
     let cal = calibration_for(&file, &key).unwrap();

@@ -42,6 +42,7 @@ pub const TABLES: &[fn(&Report) -> Table] = &[
     alloc_locks,
     alloc_overhead,
     regions,
+    region_totals,
 ];
 
 /// Cells that hold several values are joined with this.
@@ -1065,6 +1066,41 @@ mod tests {
     }
 }
 
+/// One row per input and region, its threads together (docs/regions.md).
+pub fn region_totals(r: &Report) -> Table {
+    let rows = r
+        .regions
+        .iter()
+        .flat_map(|g| &g.totals)
+        .map(|t| {
+            vec![
+                t.input.to_string(),
+                t.region.clone(),
+                t.threads.to_string(),
+                t.executions.to_string(),
+                opt(&t.bytes),
+                format!("{:.9}", t.seconds),
+                t.gbytes_per_s.map_or(String::new(), |g| format!("{g:.3}")),
+                t.machine_share.map_or(String::new(), |x| format!("{x:.6}")),
+            ]
+        })
+        .collect();
+    Table {
+        file: "region_totals.csv",
+        header: &[
+            "input",
+            "region",
+            "threads",
+            "executions",
+            "bytes",
+            "seconds",
+            "gbytes_per_s",
+            "machine_share",
+        ],
+        rows,
+    }
+}
+
 /// One row per input, region and thread (docs/regions.md).
 pub fn regions(r: &Report) -> Table {
     let rows = r
@@ -1107,6 +1143,8 @@ pub fn regions(r: &Report) -> Table {
                     .map_or(String::new(), |g| format!("{g:.3}")),
                 row.sampled_calls.map_or(String::new(), |k| k.to_string()),
                 row.time_samples.map_or(String::new(), |k| k.to_string()),
+                row.machine_share
+                    .map_or(String::new(), |x| format!("{x:.6}")),
             ];
             // The perf events, summed over the executions that read them; empty when the
             // event was not counted.
@@ -1156,6 +1194,7 @@ pub fn regions(r: &Report) -> Table {
             "gbytes_per_s_corrected",
             "sampled_calls",
             "time_samples",
+            "machine_share",
             "event_executions",
             "event_instructions",
             "event_l1d_read_misses",

@@ -226,7 +226,21 @@ fn split(total: u64, weights: &[u64]) -> Vec<u64> {
 pub fn samples(r: &Report) -> Vec<Sample> {
     let several = r.summary.inputs.len() > 1;
     let one = |input: usize| several.then_some(input);
+    // A thread's NUMA node (its input's NUMA section: the node its CPUs were on, or its home
+    // under `emulate`), for the samples that name threads.
+    let node_of = |input: usize, thread: u32| {
+        r.numa
+            .iter()
+            .flat_map(|n| &n.inputs)
+            .filter(|n| n.input == input)
+            .flat_map(|n| &n.threads)
+            .find(|x| x.thread == thread)
+            .and_then(|x| x.node)
+    };
     let mut out = Vec::new();
+    // Allocation sites, access lines and NUMA access sites carry no thread or node: the
+    // profile counts them per site over all threads (a site's `threads` is how many;
+    // docs/report.md, "Exports").
     for a in &r.alloc_sites.sites {
         let mut stack: Vec<Loc> = a.stack.iter().map(loc_of).collect();
         if stack.is_empty() {
@@ -322,12 +336,7 @@ pub fn samples(r: &Report) -> Vec<Sample> {
             let mut labels = Vec::new();
             if let Some(thread) = t.thread {
                 labels.push(Label::Num("thread", thread as i64));
-                if let Some(node) = n
-                    .threads
-                    .iter()
-                    .find(|x| x.thread == thread)
-                    .and_then(|x| x.node)
-                {
+                if let Some(node) = node_of(n.input, thread) {
                     labels.push(Label::Num("node", node as i64));
                 }
             }
@@ -360,8 +369,15 @@ pub fn samples(r: &Report) -> Vec<Sample> {
                 .unwrap_or_else(|| format!("{} object at {:#x}", o.kind.as_str(), o.start));
             labels.push(Label::Str("object", name));
         }
+        let mut nodes = Vec::new();
         for &t in &f.threads {
             labels.push(Label::Num("thread", t as i64));
+            if let Some(node) = node_of(f.input, t).filter(|n| !nodes.contains(n)) {
+                nodes.push(node);
+            }
+        }
+        for node in nodes {
+            labels.push(Label::Num("node", node as i64));
         }
         let weights: Vec<u64> = f.places.iter().map(|p| p.writes).collect();
         let parts = split(f.invalidations, &weights);

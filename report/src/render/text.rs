@@ -1613,6 +1613,60 @@ fn region_events(
     }
 }
 
+/// A share of the machine's bandwidth as a percentage ("-": not measured).
+fn share(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
+}
+
+/// Each region's threads together against the machine's all-threads bandwidth, and what the
+/// machine's bandwidth is (or that it was not measured, once).
+fn region_totals(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
+    use crate::fmt::duration;
+    if !g.totals.is_empty() {
+        out.push_str(&format!(
+            "  all threads (bytes over the longest thread's time):\n  {}{:<24} {:>7} {:>12} {:>12} {:>8} {:>8}\n",
+            if several_inputs { "input " } else { "" },
+            "region",
+            "threads",
+            "moved",
+            "time",
+            "GB/s",
+            "machine"
+        ));
+        for t in &g.totals {
+            out.push_str(&format!(
+                "  {}{:<24} {:>7} {:>12} {:>12} {:>8} {:>8}\n",
+                if several_inputs {
+                    format!("{:<6}", t.input)
+                } else {
+                    String::new()
+                },
+                t.region,
+                t.threads,
+                t.bytes.map_or("-".into(), crate::fmt::bytes),
+                duration((t.seconds * 1e9).max(0.0) as u64),
+                t.gbytes_per_s.map_or("-".into(), |g| format!("{g:.2}")),
+                share(t.machine_share)
+            ));
+        }
+    }
+    let mut seen = Vec::new();
+    for b in g.machine_bandwidth.iter().flatten() {
+        if !seen.contains(b) {
+            seen.push(*b);
+            out.push_str(&format!(
+                "  machine bandwidth (profcc calibrate, STREAM): 1 thread {:.2} GB/s, {} threads {:.2} GB/s; \"machine\" is a thread's GB/s against the first, a region's (all threads) against the second\n",
+                b.single_gbps(),
+                b.threads,
+                b.all_gbps()
+            ));
+        }
+    }
+    if g.machine_bandwidth.iter().any(|b| b.is_none()) {
+        out.push_str("  machine bandwidth not measured: run profcc calibrate (the program reads it when it writes its profile)\n");
+    }
+}
+
 fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
     use crate::fmt::{count, duration};
     use profcc_schema::regions::{MAX_DEPTH, MAX_REGIONS};
@@ -1621,7 +1675,7 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
         out.push_str("  none completed\n");
     } else {
         out.push_str(&format!(
-            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>9}\n",
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>9} {:>8}\n",
             if several_inputs { "input " } else { "" },
             "region",
             "thread",
@@ -1632,7 +1686,8 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             "written",
             "GB/s",
             "CF",
-            "GB/s x CF"
+            "GB/s x CF",
+            "machine"
         ));
     }
     let ns = |s: f64| (s * 1e9).max(0.0) as u64;
@@ -1644,7 +1699,7 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             )
         });
         out.push_str(&format!(
-            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>9}\n",
+            "  {}{:<24} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8} {:>6} {:>9} {:>8}\n",
             if several_inputs {
                 format!("{:<6}", r.input)
             } else {
@@ -1661,9 +1716,11 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             r.correction_factor
                 .map_or("-".into(), |f| format!("{f:.3}")),
             r.gbytes_per_s_corrected
-                .map_or("-".into(), |g| format!("{g:.2}"))
+                .map_or("-".into(), |g| format!("{g:.2}")),
+            share(r.machine_share)
         ));
     }
+    region_totals(g, several_inputs, out);
     if let Some(e) = &g.events {
         region_events(g, e, several_inputs, out);
     }

@@ -1299,6 +1299,7 @@ impl Analysis for RegionsAnalysis {
             time_min_us: crate::options::get().roi_time as u64,
             interval_ms,
             snapshots,
+            machine_bandwidth: super::sharing::calibration().1.and_then(|c| c.bandwidth),
             events: (events_min_us() > 0).then(|| schema::EventStatus {
                 mode: EVENTS.mode_name("not read").into(),
                 why: EVENTS.why(),

@@ -456,10 +456,9 @@ fn thread_times() -> Vec<schema::ThreadTime> {
     out
 }
 
-/// The machine's figures: the hit baseline, the clock, and `profcc calibrate`'s transfer cost
-/// when its cache has this machine.
-fn machine() -> schema::Machine {
-    let tpn = ticks_per_ns();
+/// This machine's key and `profcc calibrate`'s calibration of it, when its cache has one
+/// (read at the dump: the sharing analysis's transfer costs, the regions' bandwidth).
+pub fn calibration() -> (String, Option<profcc_analysis::sharing::Calibration>) {
     let key = profcc_analysis::sharing::machine_key(
         &std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
         unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(0) as u32,
@@ -472,6 +471,14 @@ fn machine() -> schema::Machine {
     )
     .and_then(|f| std::fs::read_to_string(f).ok())
     .and_then(|t| profcc_analysis::sharing::calibration_for(&t, &key));
+    (key, cal)
+}
+
+/// The machine's figures: the hit baseline, the clock, and `profcc calibrate`'s transfer cost
+/// when its cache has this machine.
+fn machine() -> schema::Machine {
+    let tpn = ticks_per_ns();
+    let (key, cal) = calibration();
     schema::Machine {
         hit_ns: HIT_TICKS.load(Relaxed) as f64 / tpn,
         ticks_per_ns: tpn,

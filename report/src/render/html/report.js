@@ -656,14 +656,26 @@
     if (!g) { add(el, note('No region records: mark regions with PROFCC_ROI_BEGIN/END (docs/regions.md).')); return; }
     if (!g.rows.length) { add(el, note('No region completed.')); return; }
     var moved = function (r) { return r.counts ? regionBytes(r.counts, 'r') + regionBytes(r.counts, 'w') : null; };
+    /* A region's threads together: time summed over them (and GB/s over that, as the low_bandwidth finding
+       compares), and the longest thread's time (the model's totals: bytes over it, against the machine). */
     function aggregate(rows) {
       var byName = {};
       rows.forEach(function (r) {
-        var k = (several ? r.input + ' ' : '') + r.region, x = byName[k] = byName[k] || { input: r.input, region: r.region, threads: 0, executions: 0, seconds: 0, bytes: 0 };
-        x.threads++; x.executions += r.executions; x.seconds += r.seconds; x.bytes += moved(r) || 0;
+        var k = (several ? r.input + ' ' : '') + r.region, x = byName[k] = byName[k] || { input: r.input, region: r.region, threads: 0, executions: 0, seconds: 0, longest: 0, bytes: 0 };
+        x.threads++; x.executions += r.executions; x.seconds += r.seconds; x.longest = Math.max(x.longest, r.seconds || 0); x.bytes += moved(r) || 0;
       });
       return Object.keys(byName).map(function (k) { return byName[k]; });
     }
+    /* The machine's bandwidth profcc calibrate measured, per input (null: not measured). */
+    var machines = g.machine_bandwidth || [];
+    function machine(input) { return machines[input] || null; }
+    function share(gbps, input, all) {
+      var m = machine(input);
+      if (!m || !isNum(gbps)) return null;
+      var best = all ? Math.max(m.copy_all, m.triad_all) : Math.max(m.copy_single, m.triad_single);
+      return best > 0 ? gbps / best : null;
+    }
+    var fmtShare = function (v) { return isNum(v) ? (100 * v).toFixed(1) + '%' : '-'; };
     var BEST = 0;
     aggregate(g.rows).forEach(function (x) { if (x.seconds > 0) BEST = Math.max(BEST, x.bytes / x.seconds); });
     var banner = h('p', { cls: 'dropped', style: 'display:none' });
@@ -686,8 +698,13 @@
         num('time', function (x) { return x.seconds; }, { fmt: function (v) { return ns(v * 1e9); }, heat: true }),
         num('bytes moved', function (x) { return x.bytes; }, { heat: true }),
         num('GB/s', function (x) { return x.seconds > 0 ? x.bytes / x.seconds / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } }),
+        num('longest thread', function (x) { return x.longest; }, { fmt: function (v) { return ns(v * 1e9); } }),
+        num('GB/s all threads', function (x) { return x.longest > 0 ? x.bytes / x.longest / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); },
+          title: function () { return 'bytes over the longest thread\'s time: the region\'s rate when its threads run it at once'; } }),
+        num('of machine (all threads)', function (x) { return x.longest > 0 ? share(x.bytes / x.longest / 1e9, x.input, true) : null; },
+          { fmt: fmtShare, title: function () { return 'GB/s against the machine\'s memory bandwidth with one thread per CPU (profcc calibrate\'s best STREAM kernel)'; } }),
         num('of the best region', function (x) { return x.seconds > 0 && BEST > 0 ? x.bytes / x.seconds / BEST : null; },
-          { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(0) + '%' : '-'; }, title: function () { return 'GB/s against the run\'s fastest region (' + fixed(BEST / 1e9, 2) + ' GB/s; what the low_bandwidth finding compares with: the profile has no measured machine bandwidth)'; } })
+          { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(0) + '%' : '-'; }, title: function () { return 'GB/s against the run\'s fastest region (' + fixed(BEST / 1e9, 2) + ' GB/s; what the low_bandwidth finding compares with)'; } })
       ])
     }));
     add(el, h('h2', { text: 'Per region and thread' }));
@@ -703,6 +720,8 @@
         num('GB/s', function (r) { return r.gbytes_per_s; }, { fmt: function (v) { return fixed(v, 2); } }),
         num('CF', function (r) { return r.correction_factor; }, { fmt: function (v) { return fixed(v, 3); } }),
         num('GB/s x CF', function (r) { return r.gbytes_per_s_corrected; }, { fmt: function (v) { return fixed(v, 2); } }),
+        num('of machine (1 thread)', function (r) { return share(r.gbytes_per_s, r.input, false); },
+          { fmt: fmtShare, title: function () { return 'GB/s against the machine\'s memory bandwidth on one CPU (profcc calibrate\'s best STREAM kernel)'; } }),
         num('instructions', function (r) { return r.counts ? r.counts.instructions : null; }),
         num('loads', function (r) { return r.counts && r.counts.loads ? sum(r.counts.loads) : null; }),
         num('stores', function (r) { return r.counts && r.counts.stores ? sum(r.counts.stores) : null; }),
@@ -713,6 +732,15 @@
         num('calls', function (r) { return r.counts && isNum(r.counts.calls) ? r.counts.calls : null; })
       ])
     }));
+    var told = [];
+    machines.forEach(function (m, i) {
+      if (!m) return;
+      var t = (several ? 'Input ' + i + ': machine' : 'Machine') + ' bandwidth (profcc calibrate, STREAM): 1 thread ' + fixed(Math.max(m.copy_single, m.triad_single), 2) +
+        ' GB/s, ' + m.threads + ' threads ' + fixed(Math.max(m.copy_all, m.triad_all), 2) + ' GB/s.';
+      told.push(t);
+    });
+    told.forEach(function (t) { add(el, note(t)); });
+    if (!machines.length || machines.some(function (m) { return !m; })) add(el, note('machine bandwidth not measured: run profcc calibrate (the program reads it when it writes its profile)' + (several && told.length ? ' (the inputs without a figure above)' : '') + '.'));
     if (g.sample_period > 1) add(el, note('Sampled (roi_sample=' + g.sample_period + '): counts and time are the counted executions\' scaled back; executions are exact.'));
     if (g.dropped || g.unmatched_ends) add(el, note(int(g.dropped) + ' markers dropped, ' + int(g.unmatched_ends) + ' unmatched ends.'));
   });
