@@ -252,21 +252,28 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         );
         return 2;
     }
-    let mut inputs = Vec::new();
-    for f in &a.profiles {
-        match load(f) {
-            Ok(i) => inputs.push(i),
-            Err(e) => {
-                let _ = writeln!(err, "profcc report: {}: {e}", f.display());
-                return 1;
+    if let Some(file) = &a.trace {
+        let mut inputs = Vec::new();
+        for f in &a.profiles {
+            match load(f) {
+                Ok(i) => inputs.push(i),
+                Err(e) => {
+                    let _ = writeln!(err, "profcc report: {}: {e}", f.display());
+                    return 1;
+                }
             }
         }
-    }
-    if let Some(file) = &a.trace {
         return write_trace(file, &inputs, &a.profiles, err);
     }
+    let merged = match merge_files(&a.profiles) {
+        Ok(m) => m,
+        Err((i, e)) => {
+            let _ = writeln!(err, "profcc report: {}: {e}", a.profiles[i].display());
+            return 1;
+        }
+    };
     let report = sections::build(
-        &merge::Merged::new(inputs),
+        &merged,
         &sections::Options {
             top: if a.format.is_export() { 0 } else { a.top },
             min_speedup: a.min_speedup,
@@ -342,6 +349,88 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         Some(path) => return write_output("report", "-o", path, &bytes, &a.profiles, err),
     }
     0
+}
+
+/// Read the profiles on every core and merge them in command-line order as they arrive
+/// ([`merge::Merged::add`] reduces each to what the sections read per input): at most two
+/// profiles per worker are read ahead of the merge, so memory does not grow with the number
+/// of files. The first file (in command-line order) that cannot be read is the error.
+pub fn merge_files(paths: &[PathBuf]) -> Result<merge::Merged, (usize, profcc_schema::ReadError)> {
+    use std::collections::BTreeMap;
+    use std::sync::{Condvar, Mutex, MutexGuard};
+    struct State {
+        /// The next file a worker takes, files merged so far, files read and not yet merged.
+        next: usize,
+        merged: usize,
+        ready: BTreeMap<usize, Result<merge::Input, profcc_schema::ReadError>>,
+        stop: bool,
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, paths.len().max(1));
+    let ahead = 2 * workers;
+    let state = Mutex::new(State {
+        next: 0,
+        merged: 0,
+        ready: BTreeMap::new(),
+        stop: false,
+    });
+    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    fn wait<'a>(g: MutexGuard<'a, State>, cv: &Condvar) -> MutexGuard<'a, State> {
+        cv.wait(g).unwrap_or_else(|e| e.into_inner())
+    }
+    let cv = Condvar::new();
+    let mut m = merge::Merged::empty();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = {
+                    let mut st = lock();
+                    loop {
+                        if st.stop || st.next >= paths.len() {
+                            return;
+                        }
+                        if st.next < st.merged + ahead {
+                            break;
+                        }
+                        st = wait(st, &cv);
+                    }
+                    st.next += 1;
+                    st.next - 1
+                };
+                let r = load(&paths[i]);
+                lock().ready.insert(i, r);
+                cv.notify_all();
+            });
+        }
+        let mut result = Ok(());
+        for i in 0..paths.len() {
+            let r = {
+                let mut st = lock();
+                loop {
+                    if let Some(r) = st.ready.remove(&i) {
+                        break r;
+                    }
+                    st = wait(st, &cv);
+                }
+            };
+            let failed = r.is_err();
+            match r {
+                Ok(input) => m.add(input),
+                Err(e) => result = Err((i, e)),
+            }
+            let mut st = lock();
+            st.merged = i + 1;
+            st.stop = failed;
+            cv.notify_all();
+            if failed {
+                break;
+            }
+        }
+        result
+    })?;
+    m.finish();
+    Ok(m)
 }
 
 fn load(p: &std::path::Path) -> Result<merge::Input, profcc_schema::ReadError> {

@@ -32,11 +32,11 @@ pub struct Input {
 }
 
 impl Input {
-    pub fn new(path: impl Into<String>, profile: Profile, mtime: Option<SystemTime>) -> Input {
-        let stacks = profile
-            .stacks
-            .iter()
-            .map(|s| (s.id, s.frames.clone()))
+    pub fn new(path: impl Into<String>, mut profile: Profile, mtime: Option<SystemTime>) -> Input {
+        // The frames move into the map (the profile's list is not read again).
+        let stacks = std::mem::take(&mut profile.stacks)
+            .into_iter()
+            .map(|s| (s.id, s.frames))
             .collect();
         Input {
             path: path.into(),
@@ -61,13 +61,25 @@ pub struct MergedSite {
     pub size: u32,
     pub count: u64,
     pub bytes: u64,
-    /// (input index, threads that executed the site in that process), by input index.
-    pub threads_by_input: Vec<(usize, u32)>,
     /// (input index, its accesses at the site), by input index: the per-rank values.
     pub count_by_input: Vec<(usize, u64)>,
+    /// Its `file:line`'s entry in the merged view's per-line thread counts.
+    line_slot: usize,
+}
+
+/// Threads of one `file:line` summed over the inputs merged so far: per input the largest
+/// thread count of its sites on the line (a lower bound: the same threads may run several).
+#[derive(Debug, Clone, Default)]
+struct LineThreads {
+    /// The input merged last, and its largest count so far.
+    last: Option<usize>,
+    current: u32,
+    /// Sum over the inputs before it.
+    before: u32,
 }
 
 pub struct Merged {
+    /// Every input, reduced after merging to what the sections read (see [`Merged::add`]).
     pub inputs: Vec<Input>,
     pub sites: Vec<MergedSite>,
     pub alloc_sites: Vec<AllocSite>,
@@ -79,12 +91,34 @@ pub struct Merged {
     /// The runtime's notes, deduplicated, plus anything merging noticed.
     pub notes: Vec<String>,
     sym: RefCell<Symbolizer>,
+    /// Merging state: access sites by a hash of their key, (file, line) → line slot, the
+    /// per-line thread counts, allocation sites by kind and symbolised stack, the input last
+    /// merged into each allocation site with its largest thread count there, allocation sites
+    /// whose stack is missing.
+    site_index: HashMap<u64, Vec<usize>>,
+    line_index: HashMap<(String, u32), usize>,
+    line_threads: Vec<LineThreads>,
+    alloc_index: HashMap<(String, Vec<FrameKey>), usize>,
+    alloc_threads_seen: Vec<(Option<usize>, u32)>,
+    missing_stacks: usize,
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl Merged {
+    /// Merge `inputs`, in order (as [`Merged::empty`], [`Merged::add`] each, [`Merged::finish`]).
     pub fn new(inputs: Vec<Input>) -> Merged {
-        let mut m = Merged {
-            inputs,
+        let mut m = Merged::empty();
+        for i in inputs {
+            m.add(i);
+        }
+        m.finish();
+        m
+    }
+
+    /// Nothing merged yet.
+    pub fn empty() -> Merged {
+        Merged {
+            inputs: Vec::new(),
             sites: Vec::new(),
             alloc_sites: Vec::new(),
             alloc_by_input: Vec::new(),
@@ -92,12 +126,49 @@ impl Merged {
             totals: Totals::default(),
             notes: Vec::new(),
             sym: RefCell::new(Symbolizer::new()),
-        };
-        m.merge_sites();
-        m.merge_allocs();
-        m.merge_threads();
-        m.merge_totals_and_notes();
-        m
+            site_index: HashMap::new(),
+            line_index: HashMap::new(),
+            line_threads: Vec::new(),
+            alloc_index: HashMap::new(),
+            alloc_threads_seen: Vec::new(),
+            missing_stacks: 0,
+            hasher: Default::default(),
+        }
+    }
+
+    /// Merge one more input (the next in command-line order): its access and allocation sites
+    /// are summed into the merged ones, then the input is reduced to what the sections read
+    /// per input ([`reduce`]), so the memory held per input does not grow with its sites.
+    pub fn add(&mut self, input: Input) {
+        let i = self.inputs.len();
+        self.inputs.push(input);
+        self.merge_sites(i);
+        self.merge_allocs(i);
+        reduce(&mut self.inputs[i]);
+    }
+
+    /// After the last [`Merged::add`]: threads, totals and notes.
+    pub fn finish(&mut self) {
+        if self.missing_stacks > 0 {
+            self.notes.push(format!(
+                "{} allocation sites refer to call stacks missing from the profile; they are shown without a stack",
+                self.missing_stacks
+            ));
+            self.missing_stacks = 0;
+        }
+        self.merge_threads();
+        self.merge_totals_and_notes();
+    }
+
+    /// Threads of the sites on `file:line` summed over the inputs (per input the largest
+    /// count of its sites there); 0 for a line no site is on.
+    pub fn line_threads(&self, file: &str, line: u32) -> u32 {
+        self.line_index
+            .get(&(file.to_string(), line))
+            .map_or(0, |&at| {
+                let t = &self.line_threads[at];
+                t.before + t.current
+            })
     }
 
     /// Symbolised frames of a stack id of one input. Unknown ids give an empty stack.
@@ -134,155 +205,165 @@ impl Merged {
         self.sym.borrow().warnings().to_vec()
     }
 
-    fn merge_sites(&mut self) {
-        type Key = (String, u32, u32, String, Option<String>, AccessKind);
-        let mut index: HashMap<Key, usize> = HashMap::new();
-        for (i, inp) in self.inputs.iter().enumerate() {
-            for s in &inp.profile.sites {
-                let AccessSite {
-                    file,
-                    line,
-                    col,
-                    function,
-                    inlined_at,
-                    kind,
-                    size,
-                    count,
-                    bytes,
-                    threads,
-                } = s;
-                let file = &normalize_path(file);
-                let inlined_at = &inlined_at.as_deref().map(normalize_path);
-                let key = (
-                    file.clone(),
-                    *line,
-                    *col,
-                    function.clone(),
-                    inlined_at.clone(),
-                    *kind,
-                );
-                let at = *index.entry(key).or_insert_with(|| {
+    fn merge_sites(&mut self, i: usize) {
+        use std::hash::BuildHasher;
+        let inp = &self.inputs[i];
+        for s in &inp.profile.sites {
+            let AccessSite {
+                file,
+                line,
+                col,
+                function,
+                inlined_at,
+                kind,
+                size,
+                count,
+                bytes,
+                threads,
+            } = s;
+            let file = normalize_path(file);
+            let inlined_at = inlined_at.as_deref().map(normalize_path);
+            let h = self.hasher.hash_one((
+                file.as_str(),
+                *line,
+                *col,
+                function.as_str(),
+                inlined_at.as_deref(),
+                *kind,
+            ));
+            let candidates = self.site_index.entry(h).or_default();
+            let found = candidates.iter().copied().find(|&at| {
+                let m = &self.sites[at];
+                m.line == *line
+                    && m.col == *col
+                    && m.kind == *kind
+                    && m.file == file
+                    && m.function == *function
+                    && m.inlined_at == inlined_at
+            });
+            let at = match found {
+                Some(at) => at,
+                None => {
+                    let slot = *self
+                        .line_index
+                        .entry((file.clone(), *line))
+                        .or_insert_with(|| {
+                            self.line_threads.push(LineThreads::default());
+                            self.line_threads.len() - 1
+                        });
                     self.sites.push(MergedSite {
-                        file: file.clone(),
+                        file,
                         line: *line,
                         col: *col,
                         function: function.clone(),
-                        inlined_at: inlined_at.clone(),
+                        inlined_at,
                         kind: *kind,
                         size: *size,
                         count: 0,
                         bytes: 0,
-                        threads_by_input: Vec::new(),
                         count_by_input: Vec::new(),
+                        line_slot: slot,
                     });
+                    candidates.push(self.sites.len() - 1);
                     self.sites.len() - 1
-                });
-                let m = &mut self.sites[at];
-                if m.size != *size {
-                    m.size = 0;
                 }
-                m.count += count;
-                m.bytes += bytes;
-                // Inputs are merged in order, so this input's entry is the last one if any.
-                match m.threads_by_input.last_mut() {
-                    // The same key twice in one file (should not happen): the larger is a lower bound.
-                    Some((j, t)) if *j == i => *t = (*t).max(*threads),
-                    _ => m.threads_by_input.push((i, *threads)),
-                }
-                match m.count_by_input.last_mut() {
-                    Some((j, c)) if *j == i => *c += count,
-                    _ => m.count_by_input.push((i, *count)),
-                }
+            };
+            let m = &mut self.sites[at];
+            if m.size != *size {
+                m.size = 0;
+            }
+            m.count += count;
+            m.bytes += bytes;
+            // Inputs are merged in order, so this input's entry is the last one if any.
+            match m.count_by_input.last_mut() {
+                Some((j, c)) if *j == i => *c += count,
+                _ => m.count_by_input.push((i, *count)),
+            }
+            let t = &mut self.line_threads[m.line_slot];
+            if t.last == Some(i) {
+                t.current = t.current.max(*threads);
+            } else {
+                t.before += t.current;
+                (t.last, t.current) = (Some(i), *threads);
             }
         }
     }
 
-    fn merge_allocs(&mut self) {
-        let mut index: HashMap<(String, Vec<FrameKey>), usize> = HashMap::new();
-        let mut missing = 0usize;
-        // Per merged site: the input last merged into it and its largest thread count there.
-        let mut threads_seen: Vec<(Option<usize>, u32)> = Vec::new();
-        for i in 0..self.inputs.len() {
-            let sites = self.inputs[i].profile.alloc_sites.clone();
-            let hz = self.inputs[i]
-                .profile
-                .allocator_ops
-                .as_ref()
-                .map_or(0.0, |a| a.tsc_hz);
-            for a in &sites {
-                if !self.inputs[i].stacks.contains_key(&a.stack) {
-                    missing += 1;
-                }
-                let stack = self.stack(i, a.stack);
-                let wrappers = &self.inputs[i].profile.alloc_wrappers;
-                let wrapper_frames = if stack.first().is_some_and(|f| is_wrapper(f, wrappers)) {
-                    user_frame_index(&stack, &|f| is_wrapper(f, wrappers)).unwrap_or(0)
-                } else {
-                    0
-                };
-                let key = (
-                    a.kind.clone(),
-                    stack.iter().map(Frame::key).collect::<Vec<_>>(),
-                );
-                let at = *index.entry(key).or_insert_with(|| {
-                    self.alloc_sites.push(AllocSite {
-                        rank: 0,
-                        kind: a.kind.clone(),
-                        stack,
-                        count: 0,
-                        bytes: 0,
-                        frees: 0,
-                        max_size: 0,
-                        live_bytes_peak: 0,
-                        live_bytes_at_exit: 0,
-                        live_objects_at_exit: 0,
-                        threads: 0,
-                        merged_sites: 0,
-                        wrapper_frames,
-                        allocator_ns: 0.0,
-                        by_input: Vec::new(),
-                    });
-                    threads_seen.push((None, 0));
-                    self.alloc_by_input.push(Vec::new());
-                    self.alloc_sites.len() - 1
-                });
-                let m = &mut self.alloc_sites[at];
-                m.count += a.count;
-                m.bytes += a.bytes;
-                m.frees += a.frees;
-                m.max_size = m.max_size.max(a.max_size);
-                m.live_bytes_peak += a.live_bytes_peak;
-                m.live_bytes_at_exit += a.live_bytes_at_exit;
-                m.live_objects_at_exit += a.live_objects_at_exit;
-                if hz > 0.0 {
-                    m.allocator_ns += a.cycles as f64 * 1e9 / hz;
-                }
-                // Sites of one process with the same symbolised stack (a call the optimiser
-                // unrolled or duplicated) may share their threads: the largest count is a
-                // lower bound; processes add up.
-                let seen = &mut threads_seen[at];
-                if seen.0 == Some(i) {
-                    m.threads += a.threads.saturating_sub(seen.1);
-                    seen.1 = seen.1.max(a.threads);
-                } else {
-                    m.threads += a.threads;
-                    *seen = (Some(i), a.threads);
-                }
-                m.merged_sites += 1;
-                let per = &mut self.alloc_by_input[at];
-                match per.last_mut() {
-                    Some((j, c, b)) if *j == i => {
-                        *c += a.count;
-                        *b += a.bytes;
-                    }
-                    _ => per.push((i, a.count, a.bytes)),
-                }
+    fn merge_allocs(&mut self, i: usize) {
+        let sites = std::mem::take(&mut self.inputs[i].profile.alloc_sites);
+        let hz = self.inputs[i]
+            .profile
+            .allocator_ops
+            .as_ref()
+            .map_or(0.0, |a| a.tsc_hz);
+        for a in &sites {
+            if !self.inputs[i].stacks.contains_key(&a.stack) {
+                self.missing_stacks += 1;
             }
-        }
-        if missing > 0 {
-            self.notes.push(format!(
-                "{missing} allocation sites refer to call stacks missing from the profile; they are shown without a stack"
-            ));
+            let stack = self.stack(i, a.stack);
+            let wrappers = &self.inputs[i].profile.alloc_wrappers;
+            let wrapper_frames = if stack.first().is_some_and(|f| is_wrapper(f, wrappers)) {
+                user_frame_index(&stack, &|f| is_wrapper(f, wrappers)).unwrap_or(0)
+            } else {
+                0
+            };
+            let key = (
+                a.kind.clone(),
+                stack.iter().map(Frame::key).collect::<Vec<_>>(),
+            );
+            let at = *self.alloc_index.entry(key).or_insert_with(|| {
+                self.alloc_sites.push(AllocSite {
+                    rank: 0,
+                    kind: a.kind.clone(),
+                    stack,
+                    count: 0,
+                    bytes: 0,
+                    frees: 0,
+                    max_size: 0,
+                    live_bytes_peak: 0,
+                    live_bytes_at_exit: 0,
+                    live_objects_at_exit: 0,
+                    threads: 0,
+                    merged_sites: 0,
+                    wrapper_frames,
+                    allocator_ns: 0.0,
+                    by_input: Vec::new(),
+                });
+                self.alloc_threads_seen.push((None, 0));
+                self.alloc_by_input.push(Vec::new());
+                self.alloc_sites.len() - 1
+            });
+            let m = &mut self.alloc_sites[at];
+            m.count += a.count;
+            m.bytes += a.bytes;
+            m.frees += a.frees;
+            m.max_size = m.max_size.max(a.max_size);
+            m.live_bytes_peak += a.live_bytes_peak;
+            m.live_bytes_at_exit += a.live_bytes_at_exit;
+            m.live_objects_at_exit += a.live_objects_at_exit;
+            if hz > 0.0 {
+                m.allocator_ns += a.cycles as f64 * 1e9 / hz;
+            }
+            // Sites of one process with the same symbolised stack (a call the optimiser
+            // unrolled or duplicated) may share their threads: the largest count is a
+            // lower bound; processes add up.
+            let seen = &mut self.alloc_threads_seen[at];
+            if seen.0 == Some(i) {
+                m.threads += a.threads.saturating_sub(seen.1);
+                seen.1 = seen.1.max(a.threads);
+            } else {
+                m.threads += a.threads;
+                *seen = (Some(i), a.threads);
+            }
+            m.merged_sites += 1;
+            let per = &mut self.alloc_by_input[at];
+            match per.last_mut() {
+                Some((j, c, b)) if *j == i => {
+                    *c += a.count;
+                    *b += a.bytes;
+                }
+                _ => per.push((i, a.count, a.bytes)),
+            }
         }
     }
 
@@ -334,5 +415,42 @@ impl Merged {
     pub fn access_total(&self) -> u64 {
         let sum: u64 = self.sites.iter().map(|s| s.count).sum();
         self.totals.accesses.max(sum)
+    }
+}
+
+/// Drop what no section reads per input once the input is merged: its allocation sites
+/// (merged), its access sites except those its sharing records name (renumbered in order, so
+/// the analysis sees the same sites in the same order), and its call stacks except those a
+/// thread's creation, a sharing object or (when present) the NUMA or allocator analysis
+/// refers to.
+fn reduce(inp: &mut Input) {
+    let p = &mut inp.profile;
+    p.alloc_sites = Vec::new();
+    let sites = std::mem::take(&mut p.sites);
+    let mut keep_stacks: std::collections::HashSet<u32> =
+        p.threads.iter().filter_map(|t| t.created_at).collect();
+    if let Some(s) = &mut p.sharing {
+        let mut named: Vec<u32> = s
+            .lines
+            .iter()
+            .flat_map(|l| l.sites.iter().map(|x| x.site))
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        // Indices past the end stay past the end (the analysis skips them alike).
+        p.sites = named
+            .iter()
+            .filter_map(|&x| sites.get(x as usize).cloned())
+            .collect();
+        for l in &mut s.lines {
+            for x in &mut l.sites {
+                x.site = named.binary_search(&x.site).unwrap_or(0) as u32;
+            }
+            keep_stacks.extend(l.objects.iter().filter_map(|o| o.alloc_stack));
+        }
+    }
+    if p.numa.is_none() && p.allocator_ops.is_none() {
+        inp.stacks.retain(|id, _| keep_stacks.contains(id));
+        inp.stacks.shrink_to_fit();
     }
 }

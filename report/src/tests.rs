@@ -1402,3 +1402,181 @@ fn exit_summary_kept_in_the_profile_is_shown() {
     let text = text_of(vec![Input::new("p.json", old, None)], &Options::default());
     assert!(!text.contains("exit summary"), "{text}");
 }
+
+/// Many files are read on every core and merged in command-line order: the inputs, the
+/// Ranks rows and the per-line sums are those of the files as given, and a line's threads are
+/// per file the largest of its sites' counts, summed over the files.
+#[test]
+fn many_files_merge_in_command_line_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 13u64;
+    // Given in reverse rank order, so command-line order and rank order differ.
+    let paths: Vec<PathBuf> = (0..n)
+        .rev()
+        .map(|r| {
+            let mut p = profile(
+                1000 + r as u32,
+                vec![
+                    site("k.c", 7, 1, "f", AccessKind::Read, 8, 10 * (r + 1), 2),
+                    site("k.c", 7, 9, "f", AccessKind::Write, 8, r + 1, 3),
+                    site("z.c", 1, 1, "g", AccessKind::Read, 4, 1, 1),
+                ],
+            );
+            p.rank = Some(r as u32);
+            p.ranks = Some(n as u32);
+            write_profile(dir.path(), &format!("prof.{r}.json"), &p)
+        })
+        .collect();
+    let mut args = vec!["--format", "json", "--top=0"];
+    args.extend(paths.iter().map(|p| p.to_str().unwrap()));
+    let (code, out, err) = run_args(&args);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let given: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let inputs: Vec<&str> = j["summary"]["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(inputs, given);
+    let pids: Vec<u64> = j["summary"]["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids, (0..n).rev().map(|r| 1000 + r).collect::<Vec<_>>());
+    // Ranks rows by rank; input n-1-r holds rank r.
+    let rows = j["ranks"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len() as u64, n);
+    for (r, row) in rows.iter().enumerate() {
+        let r = r as u64;
+        assert_eq!(row["rank"], r);
+        assert_eq!(row["input"], n - 1 - r);
+        assert_eq!(row["accesses"], 11 * (r + 1) + 1);
+    }
+    let line = j["access_sites"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["file"] == "k.c" && l["line"] == 7)
+        .unwrap();
+    assert_eq!(line["accesses"], 11 * n * (n + 1) / 2);
+    assert_eq!(line["threads"], 3 * n);
+    assert_eq!(line["sites"].as_array().unwrap().len(), 2);
+    let z = j["access_sites"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["file"] == "z.c")
+        .unwrap();
+    assert_eq!(
+        (z["accesses"].as_u64(), z["threads"].as_u64()),
+        (Some(n), Some(n))
+    );
+}
+
+/// With several unreadable files, the first in command-line order is the one named, whichever
+/// worker read it, and nothing is printed.
+#[test]
+fn the_first_unreadable_file_in_order_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let good: Vec<PathBuf> = (0..6)
+        .map(|i| {
+            write_profile(
+                dir.path(),
+                &format!("ok.{i}.json"),
+                &profile(i, vec![site("k.c", 3, 1, "f", AccessKind::Read, 4, 9, 1)]),
+            )
+        })
+        .collect();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"hello\": 1}").unwrap();
+    let missing = dir.path().join("missing.json");
+    let mut args: Vec<&str> = good[..5].iter().map(|p| p.to_str().unwrap()).collect();
+    args.push(bad.to_str().unwrap());
+    args.push(good[5].to_str().unwrap());
+    args.push(missing.to_str().unwrap());
+    let (code, out, err) = run_args(&args);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "profcc report: {}: not a profcc profile",
+            bad.display()
+        )),
+        "{err}"
+    );
+    args.swap(5, 7);
+    let (code, _, err) = run_args(&args);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with(&format!(
+            "profcc report: {}: cannot read it:",
+            missing.display()
+        )),
+        "{err}"
+    );
+}
+
+/// A merged input keeps only what the sections read per input: no allocation sites, only
+/// the access sites its sharing records name (renumbered in order; an index past the end
+/// stays past the end), and only the stacks a thread's creation or a sharing object names.
+#[test]
+fn merged_inputs_are_reduced() {
+    use profcc_schema::sharing::{LineRecord, LineSite, ObjectKind, ObjectRef, Sharing};
+    let sites: Vec<AccessSite> = (0..6)
+        .map(|i| site("k.c", 10 + i, 1, "f", AccessKind::Write, 8, 100, 1))
+        .collect();
+    let mut p = profile(5, sites.clone());
+    p.stacks = (1..=4)
+        .map(|id| Stack {
+            id,
+            frames: vec![0x1000 + id as u64],
+        })
+        .collect();
+    p.threads[1].created_at = Some(2);
+    p.alloc_sites = vec![AllocSite {
+        stack: 1,
+        kind: "malloc".into(),
+        count: 1,
+        bytes: 8,
+        ..Default::default()
+    }];
+    let ls = |site| LineSite {
+        site,
+        reads: 0,
+        writes: 1,
+    };
+    p.sharing = Some(Sharing {
+        lines: vec![LineRecord {
+            addr: 0x40,
+            sites: vec![ls(5), ls(2), ls(99)],
+            objects: vec![ObjectRef {
+                kind: ObjectKind::Heap,
+                alloc_stack: Some(3),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let m = Merged::new(vec![Input::new("a.json", p, None)]);
+    let q = &m.inputs[0].profile;
+    assert!(q.alloc_sites.is_empty() && q.stacks.is_empty());
+    assert_eq!(q.sites, vec![sites[2].clone(), sites[5].clone()]);
+    let renumbered: Vec<u32> = q.sharing.as_ref().unwrap().lines[0]
+        .sites
+        .iter()
+        .map(|s| s.site)
+        .collect();
+    assert_eq!(renumbered, [1, 0, 2]);
+    assert!(q.sites.get(2).is_none());
+    // Stacks 2 (a thread's creation) and 3 (a sharing object) stay; 1 and 4 go.
+    assert!(!m.stack(0, 2).is_empty() && !m.stack(0, 3).is_empty());
+    assert!(m.stack(0, 1).is_empty() && m.stack(0, 4).is_empty());
+    // Merged before reducing: the access sites and the allocation site are all there.
+    assert_eq!(m.sites.len(), 6);
+    assert_eq!((m.alloc_sites.len(), m.alloc_sites[0].count), (1, 1));
+}

@@ -11,7 +11,9 @@
 //! two NUMA kernels, `bench/numa.rs`), `alloc` (the allocation path on malloc-heavy kernels,
 //! one and two threads, glibc and jemalloc, with Debian's heaptrack side by side,
 //! `bench/alloc.rs`), `regions` (the ROI-only build on region kernels and a sqlite3 driver,
-//! every execution counted and at 1% sampling, and its build time, `bench/regions.rs`).
+//! every execution counted and at 1% sampling, and its build time, `bench/regions.rs`), `merge`
+//! (`profcc report` of 10, 100 and 1,000 synthetic MPI rank profiles: MB/s and peak RSS,
+//! `bench/merge.rs`).
 //!
 //! Prints Markdown tables and writes them to target/bench/results.md.
 
@@ -45,6 +47,7 @@ pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
 }
 
 mod alloc;
+mod merge;
 mod numa;
 mod predict;
 mod regions;
@@ -180,7 +183,7 @@ fn side_by_side(
 
 /// The benchmark's parts, in the order they run.
 const PARTS: &[&str] = &[
-    "build", "kernels", "predict", "sharing", "numa", "alloc", "regions",
+    "build", "kernels", "predict", "sharing", "numa", "alloc", "regions", "merge",
 ];
 
 pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
@@ -253,6 +256,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     if parts.contains(&"regions") {
         regions::run(root, &profcc, &work, runs, &mut out)?;
+    }
+    if parts.contains(&"merge") {
+        merge::run(&profcc, &work, runs, &mut out)?;
     }
     println!("{out}");
     std::fs::write(work.join("results.md"), &out).map_err(|e| e.to_string())?;

@@ -5,7 +5,7 @@ use super::Options;
 use crate::merge::Merged;
 use crate::model::{AccessSites, InputCount, Line, Site};
 use crate::symbolize::demangle;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 #[derive(Default)]
 struct Acc {
@@ -17,7 +17,6 @@ struct Acc {
     bytes_written: u64,
     functions: HashMap<String, u64>,
     inlined_at: Vec<String>,
-    threads: BTreeMap<usize, u32>,
     sites: Vec<Site>,
 }
 
@@ -46,10 +45,6 @@ pub fn build(m: &Merged, opts: &Options) -> AccessSites {
             if !a.inlined_at.contains(at) {
                 a.inlined_at.push(at.clone());
             }
-        }
-        for &(i, t) in &s.threads_by_input {
-            let e = a.threads.entry(i).or_default();
-            *e = (*e).max(t);
         }
         a.sites.push(Site {
             col: s.col,
@@ -100,7 +95,7 @@ pub fn build(m: &Merged, opts: &Options) -> AccessSites {
                 } else {
                     a.accesses as f64 * 100.0 / total as f64
                 },
-                threads: a.threads.values().sum(),
+                threads: m.line_threads(file, line),
                 sites: a.sites,
             }
         })
