@@ -204,6 +204,10 @@ pub struct AllocSite {
     /// reallocations and frees; the allocator analysis), summed over merged sites.
     #[serde(default)]
     pub allocator_ns: f64,
+    /// Lifetimes of its freed blocks in allocations (docs/allocators.md, "Lifetimes"), merged
+    /// over its sites; null when no free was seen (or the profiles are older than it).
+    #[serde(default)]
+    pub lifetime: Option<profcc_schema::Lifetime>,
 }
 
 /// One symbolised frame. An address inside inlined code yields several frames: the inlined
@@ -927,6 +931,9 @@ pub struct ObjectRow {
     pub bytes: Option<u64>,
     pub live_bytes_peak: Option<u64>,
     pub allocator_ns: Option<f64>,
+    /// Heap: the lifetimes of its freed blocks in allocations (its sites' merged).
+    #[serde(default)]
+    pub lifetime: Option<profcc_schema::Lifetime>,
     /// The sharing findings' kinds on it and their invalidations.
     pub sharing: Vec<String>,
     pub invalidations: Option<u64>,

@@ -138,6 +138,7 @@ pub fn alloc_sites(r: &Report) -> Table {
                 a.threads.to_string(),
                 a.merged_sites.to_string(),
             ];
+            row.extend(lifetime_cells(a.lifetime.as_ref()));
             row.extend(stack_cells(&a.stack));
             row
         })
@@ -156,6 +157,12 @@ pub fn alloc_sites(r: &Report) -> Table {
             "live_objects_at_exit",
             "threads",
             "merged_sites",
+            "lifetime_freed",
+            "lifetime_mean",
+            "lifetime_min",
+            "lifetime_max",
+            "temporary",
+            "lifetime_unmeasured",
             "function",
             "file",
             "line",
@@ -163,6 +170,29 @@ pub fn alloc_sites(r: &Report) -> Table {
         ],
         rows,
     }
+}
+
+/// `alloc_sites.csv`'s lifetime columns (empty without lifetimes; the mean, min and max
+/// empty when no free was measured).
+fn lifetime_cells(l: Option<&profcc_schema::Lifetime>) -> Vec<String> {
+    let Some(l) = l else {
+        return vec![String::new(); 6];
+    };
+    let measured = |v: u64| {
+        if l.freed > 0 {
+            v.to_string()
+        } else {
+            String::new()
+        }
+    };
+    vec![
+        l.freed.to_string(),
+        l.mean().map_or(String::new(), |m| format!("{m:.2}")),
+        measured(l.min),
+        measured(l.max),
+        l.temporary.to_string(),
+        l.unmeasured.to_string(),
+    ]
 }
 
 /// `threads.csv`: every thread of every input.
@@ -340,6 +370,12 @@ pub fn objects(r: &Report) -> Table {
                 opt(&o.bytes),
                 opt(&o.live_bytes_peak),
                 opt(&o.allocator_ns.map(|x| format!("{x:.0}"))),
+                opt(&o
+                    .lifetime
+                    .as_ref()
+                    .and_then(|l| l.mean())
+                    .map(|m| format!("{m:.2}"))),
+                opt(&o.lifetime.as_ref().map(|l| l.temporary)),
                 o.sharing.join(LIST),
                 opt(&o.invalidations),
                 opt(&o.numa_local),
@@ -359,6 +395,8 @@ pub fn objects(r: &Report) -> Table {
             "bytes",
             "live_bytes_peak",
             "allocator_ns",
+            "lifetime_mean",
+            "temporary",
             "sharing",
             "invalidations",
             "numa_local",

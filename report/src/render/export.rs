@@ -1021,6 +1021,7 @@ mod tests {
             stack,
             wrapper_frames: 0,
             allocator_ns: 0.0,
+            lifetime: None,
         };
         r.alloc_sites.sites = vec![
             site(

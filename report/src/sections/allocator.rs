@@ -588,9 +588,7 @@ pub fn build(m: &Merged, opts: &Options) -> Option<AllocatorAnalysis> {
             .map(|f| f.fix)
         });
         // Some alternative prices these operations: then no advice needs its reason.
-        let priced = refs
-            .iter()
-            .any(|(_, r)| !in_use(r) && price(r).is_some());
+        let priced = refs.iter().any(|(_, r)| !in_use(r) && price(r).is_some());
         let no_advice = if !priced {
             None
         } else {
