@@ -540,8 +540,7 @@ fn account_release(o: &Obj, size: u64, whole: bool, measured: bool) {
     if let Some(ss) = sites() {
         let (w, totals) = weight_of(o);
         let born = if measured { o.born } else { 0 };
-        let who = (threads::current_id(), o.tid & !SAMPLED, born);
-        stats::release(ss, o.site, size, whole, w, totals, who);
+        stats::release(ss, o.site, size, whole, w, totals, (o.tid & !SAMPLED, born));
     }
 }
 

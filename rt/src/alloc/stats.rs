@@ -79,15 +79,13 @@ pub fn life_bucket(life: u64) -> usize {
 /// ([`Site`]); the module's "Lifetimes".
 #[repr(C)]
 pub(super) struct Life {
-    /// Frees whose lifetime was measured, the lifetimes' sum and largest.
-    measured: AtomicU64,
+    /// The measured lifetimes' sum and largest (their count is the histogram's sum, the
+    /// temporary blocks its bucket 0: fewer stores per free).
     sum: AtomicU64,
     max: AtomicU64,
     /// The smallest lifetime, inverted (`!min`): 0 is none yet, and a maximum of the
     /// inverses is the minimum.
     min_inv: AtomicU64,
-    /// Those of lifetime 0: freed by their thread before its next allocation.
-    temporary: AtomicU64,
     /// Frees whose lifetime was not measured (another thread freed the block, ...).
     unmeasured: AtomicU64,
     hist: [AtomicU64; LIFE_BUCKETS],
@@ -121,17 +119,22 @@ impl Default for LifeSums {
 
 impl LifeSums {
     fn add(&mut self, l: &Life) {
-        self.measured += l.measured.load(Relaxed);
+        let h0 = l.hist[0].load(Relaxed);
+        self.measured += h0;
+        self.temporary += h0;
         self.sum = self.sum.wrapping_add(l.sum.load(Relaxed));
         self.max = self.max.max(l.max.load(Relaxed));
         let inv = l.min_inv.load(Relaxed);
         if inv != 0 {
             self.min = self.min.min(!inv);
         }
-        self.temporary += l.temporary.load(Relaxed);
         self.unmeasured += l.unmeasured.load(Relaxed);
-        for (h, a) in self.hist.iter_mut().zip(&l.hist) {
-            *h += a.load(Relaxed);
+        for (k, (h, a)) in self.hist.iter_mut().zip(&l.hist).enumerate() {
+            let n = a.load(Relaxed);
+            *h += n;
+            if k > 0 {
+                self.measured += n;
+            }
         }
     }
 }
@@ -151,25 +154,16 @@ impl Life {
             add(&self.unmeasured, w);
             return;
         };
-        add(&self.measured, w);
         add(&self.sum, w.wrapping_mul(l));
         max(&self.max, l);
         max(&self.min_inv, !l);
         add(&self.hist[life_bucket(l)], w);
-        if l == 0 {
-            add(&self.temporary, w);
-        }
     }
 
     /// Move these deltas into the shared `to` and zero them.
     fn flush_into(&self, to: &Life) {
         let take = |a: &AtomicU64| a.swap(0, Relaxed);
-        let pairs = [
-            (&self.measured, &to.measured),
-            (&self.sum, &to.sum),
-            (&self.temporary, &to.temporary),
-            (&self.unmeasured, &to.unmeasured),
-        ];
+        let pairs = [(&self.sum, &to.sum), (&self.unmeasured, &to.unmeasured)];
         for (a, b) in pairs.into_iter().chain(self.hist.iter().zip(&to.hist)) {
             let d = take(a);
             if d != 0 {
@@ -181,14 +175,7 @@ impl Life {
     }
 
     pub(super) fn zero(&self) {
-        let fields = [
-            &self.measured,
-            &self.sum,
-            &self.max,
-            &self.min_inv,
-            &self.temporary,
-            &self.unmeasured,
-        ];
+        let fields = [&self.sum, &self.max, &self.min_inv, &self.unmeasured];
         for a in fields.into_iter().chain(&self.hist) {
             a.store(0, Relaxed);
         }
@@ -325,6 +312,8 @@ pub(crate) struct Block {
     /// The thread's allocation calls counted before `head.allocations` was last zeroed (a
     /// fork child's restart, a thread exit): `Block::clock` never goes back.
     clock_base: AtomicU64,
+    /// The id of the thread that holds the block (a free by it measures a lifetime).
+    tid: AtomicU32,
     entries: [Entry; ENTRIES],
 }
 
@@ -402,7 +391,9 @@ fn new_block() -> Option<&'static Block> {
     };
     BLOCK.with(|b| b.set(p));
     unsafe { profcc_sample_set_block(p as *mut libc::c_void) };
-    Some(unsafe { &*(p as *const Block) })
+    let b = unsafe { &*(p as *const Block) };
+    b.tid.store(threads::current_id(), Relaxed);
+    Some(b)
 }
 
 impl Block {
@@ -536,20 +527,19 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: 
     b.clock()
 }
 
-/// The lifetime of a block freed now by thread `tid`, which thread `owner` allocated at
+/// The lifetime of a block freed now by `b`'s thread, which thread `owner` allocated at
 /// clock `born` (module doc, "Lifetimes"): None when not measured.
 #[inline]
-fn lifetime(b: &Block, tid: u32, owner: u32, born: u64) -> Option<u64> {
-    if born == 0 || tid != owner {
+fn lifetime(b: &Block, owner: u32, born: u64) -> Option<u64> {
+    if born == 0 || b.tid.load(Relaxed) != owner {
         return None;
     }
     b.clock().checked_sub(born)
 }
 
 /// `size` bytes of an object of `site` (standing for `w` objects) went away; `whole`: the
-/// object itself is gone (then thread `tid` freed it; `owner` allocated it at clock `born`,
-/// 0: unknown); `totals`: count the free in the totals.
-#[allow(clippy::too_many_arguments)]
+/// object itself is gone (freed by the calling thread; thread `owner` allocated it at clock
+/// `born`, 0: unknown); `totals`: count the free in the totals.
 pub(super) fn release(
     ss: &Sites,
     site: u32,
@@ -557,7 +547,7 @@ pub(super) fn release(
     whole: bool,
     w: u64,
     totals: bool,
-    (tid, owner, born): (u32, u32, u64),
+    (owner, born): (u32, u64),
 ) {
     let Some(b) = mine() else {
         shared_release(ss, site, size, whole, w, totals);
@@ -577,7 +567,7 @@ pub(super) fn release(
                 a.store(v, Relaxed);
             }
         };
-        e.life.note(lifetime(b, tid, owner, born), w, add_u, max);
+        e.life.note(lifetime(b, owner, born), w, add_u, max);
     }
     bound_live(b, &e.live_bytes, &ss.site(site).live_bytes);
     add_i(&b.live, (ws as i64).wrapping_neg());
