@@ -1048,12 +1048,30 @@ mod tests {
             ("heap:init.c:12", "4096", "1")
         );
         let mut rd = csv::Reader::from_path(dir.join("alloc_sites.csv")).unwrap();
+        let header = rd.headers().unwrap().clone();
         let row = rd.records().next().unwrap().unwrap();
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
         // The program's own frame, past the unsymbolised one.
-        assert_eq!((&row[11], &row[12], &row[13]), ("make", "/src/k.c", "21"));
         assert_eq!(
-            &row[14],
+            (&row[col("function")], &row[col("file")], &row[col("line")]),
+            ("make", "/src/k.c", "21")
+        );
+        assert_eq!(
+            &row[col("stack")],
             "?? 0x7f0000000001; make /src/k.c:21; main /src/k.c:40"
+        );
+        // The lifetimes: 9 measured frees of lifetimes summing to 40.
+        let life = [
+            "lifetime_freed",
+            "lifetime_mean",
+            "lifetime_min",
+            "lifetime_max",
+            "temporary",
+            "lifetime_unmeasured",
+        ];
+        assert_eq!(
+            life.map(|c| &row[col(c)]),
+            ["9", "4.44", "0", "20", "3", "0"]
         );
 
         // Again into the same directory, beside a file of the user's: it stays.
