@@ -328,6 +328,7 @@ impl Merged {
                     wrapper_frames,
                     allocator_ns: 0.0,
                     by_input: Vec::new(),
+                    lifetime: None,
                 });
                 self.alloc_threads_seen.push((None, 0));
                 self.alloc_by_input.push(Vec::new());
@@ -343,6 +344,9 @@ impl Merged {
             m.live_objects_at_exit += a.live_objects_at_exit;
             if hz > 0.0 {
                 m.allocator_ns += a.cycles as f64 * 1e9 / hz;
+            }
+            if let Some(l) = &a.lifetime {
+                m.lifetime.get_or_insert_with(Default::default).merge(l);
             }
             // Sites of one process with the same symbolised stack (a call the optimiser
             // unrolled or duplicated) may share their threads: the largest count is a

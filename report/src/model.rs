@@ -230,6 +230,10 @@ pub struct AllocSite {
     /// (inputs without any left out; empty for one profile).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_input: Vec<InputAllocs>,
+    /// Lifetimes of its freed blocks in allocations (docs/allocators.md, "Lifetimes"), merged
+    /// over its sites; null when no free was seen (or the profiles are older than it).
+    #[serde(default)]
+    pub lifetime: Option<profcc_schema::Lifetime>,
 }
 
 /// One symbolised frame. An address inside inlined code yields several frames: the inlined
@@ -991,6 +995,9 @@ pub struct ObjectRow {
     pub bytes: Option<u64>,
     pub live_bytes_peak: Option<u64>,
     pub allocator_ns: Option<f64>,
+    /// Heap: the lifetimes of its freed blocks in allocations (its sites' merged).
+    #[serde(default)]
+    pub lifetime: Option<profcc_schema::Lifetime>,
     /// The sharing findings' kinds on it and their invalidations.
     pub sharing: Vec<String>,
     pub invalidations: Option<u64>,

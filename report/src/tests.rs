@@ -262,6 +262,7 @@ fn merges_two_files() {
         live_objects_at_exit: 0,
         threads: 1,
         cycles: 0,
+        lifetime: None,
     };
     a.alloc_sites = vec![alloc(1, 10)];
     b.alloc_sites = vec![alloc(9, 30)];
@@ -1028,6 +1029,15 @@ pub(crate) fn sample_report() -> Report {
                 wrapper_frames: 0,
                 allocator_ns: 0.0,
                 by_input: Vec::new(),
+                lifetime: Some(profcc_schema::Lifetime {
+                    freed: 9,
+                    sum: 40,
+                    min: 0,
+                    max: 20,
+                    temporary: 3,
+                    unmeasured: 0,
+                    histogram: vec![3, 2, 1, 0, 1, 2],
+                }),
             }],
         },
         sharing: Some(Sharing {

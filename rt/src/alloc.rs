@@ -33,6 +33,7 @@ pub use stats::LIVE_FLUSH;
 /// Sites' thread ids past 255 (a lock of `fork.rs`'s order).
 pub(crate) use stats::THREAD_SET;
 pub(crate) use stats::{fork_prepare as stats_fork_prepare, fork_release as stats_fork_release};
+pub use stats::{life_bucket, LIFE_BUCKETS};
 use stats::{mix, Site, Sites, TOTALS};
 use std::collections::BTreeMap;
 
@@ -345,8 +346,7 @@ impl ObjectMap {
             let _ = self.big.insert(Obj {
                 addr: big_key(c, o.addr >> (c - 1)),
                 size: o.addr,
-                site: 0,
-                tid: 0,
+                ..Obj::default()
             });
             self.class_pop[c as usize].fetch_add(1, Ordering::Relaxed);
         }
@@ -524,17 +524,23 @@ impl Sites {
     }
 }
 
-fn account_alloc(site_idx: u32, tid: u32, size: u64, w: u64, totals: bool) {
-    if let Some(ss) = sites() {
-        stats::alloc(ss, site_idx, tid, size, w, totals);
+/// Count an allocation; returns the thread's allocation clock after it (`Obj::born`; 0:
+/// none).
+fn account_alloc(site_idx: u32, tid: u32, size: u64, w: u64, totals: bool) -> u64 {
+    match sites() {
+        Some(ss) => stats::alloc(ss, site_idx, tid, size, w, totals),
+        None => 0,
     }
 }
 
-/// `size` bytes of an object of `site` went away; `whole`: the object itself is gone.
-fn account_release(o: &Obj, size: u64, whole: bool) {
+/// `size` bytes of an object of `site` went away; `whole`: the object itself is gone, freed
+/// now by the calling thread; `measured`: its lifetime ends now (not a stale entry whose free
+/// was not seen).
+fn account_release(o: &Obj, size: u64, whole: bool, measured: bool) {
     if let Some(ss) = sites() {
         let (w, totals) = weight_of(o);
-        stats::release(ss, o.site, size, whole, w, totals);
+        let born = if measured { o.born } else { 0 };
+        stats::release(ss, o.site, size, whole, w, totals, (o.tid & !SAMPLED, born));
     }
 }
 
@@ -724,12 +730,13 @@ pub unsafe extern "C" fn profcc_on_alloc(
     let Some(site) = site_for(kind, fp) else {
         return NO_SITE;
     };
-    account_alloc(site, tid, n as u64, w, sampled == 0);
+    let born = account_alloc(site, tid, n as u64, w, sampled == 0);
     let o = Obj {
         addr: p as u64,
         size: n as u64,
         site,
         tid: tid | sampled,
+        born,
     };
     if sampled != 0 {
         filter_add(o.addr);
@@ -738,7 +745,7 @@ pub unsafe extern "C" fn profcc_on_alloc(
         if stale.tid & SAMPLED != 0 {
             filter_remove(stale.addr);
         }
-        account_release(&stale, stale.size, true);
+        account_release(&stale, stale.size, true, false);
     }
     crate::analysis::object_allocated(|| info(&o));
     site
@@ -782,7 +789,7 @@ pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32
 pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
     crate::analysis::object_freed(|| info(o));
-    account_release(o, o.size, true);
+    account_release(o, o.size, true, true);
 }
 
 /// A failed realloc: the old block is still the program's.
@@ -850,7 +857,7 @@ fn unmap_range(m: &mut BTreeMap<u64, Region>, a: u64, len: u64, free: bool) -> V
             );
         }
         if free {
-            account_release(&o, gone, left == 0 && right == 0 && !r.fragment);
+            account_release(&o, gone, left == 0 && right == 0 && !r.fragment, true);
         }
         removed.push(Obj {
             addr: o.addr.max(a),
@@ -870,11 +877,13 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
         return;
     };
     let size = round_page(n as u64);
+    let born = account_alloc(site, tid, size, 1, true);
     let obj = Obj {
         addr: p as u64,
         size,
         site,
         tid,
+        born,
     };
     let mut m = MMAPS.lock();
     let replaced = unmap_range(&mut m, p as u64, size, true); // MAP_FIXED over an old region
@@ -886,7 +895,6 @@ pub unsafe extern "C" fn profcc_on_mmap(p: *mut libc::c_void, n: usize, fp: *mut
         },
     );
     drop(m);
-    account_alloc(site, tid, size, 1, true);
     tell_analyses(&replaced, Some(&obj));
 }
 
@@ -929,8 +937,7 @@ pub unsafe extern "C" fn profcc_on_mremap(
     let obj = Obj {
         addr: p as u64,
         size,
-        site: first.site,
-        tid: first.tid,
+        ..first
     };
     m.insert(
         p as u64,
@@ -1087,10 +1094,39 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
             live_objects_at_exit: live_objects.max(0) as u64,
             threads,
             cycles: s.cycles.load(Ordering::Relaxed) + d.cycles,
+            lifetime: lifetime_of(s.life.read(), d.life),
         });
     }
     out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.stack.cmp(&b.stack)));
     (out, totals)
+}
+
+/// A site's lifetimes (shared sums plus the threads' deltas) as the profile writes them:
+/// None when none of its frees was seen.
+fn lifetime_of(mut shared: stats::LifeSums, d: stats::LifeSums) -> Option<profcc_schema::Lifetime> {
+    shared.measured += d.measured;
+    shared.sum = shared.sum.wrapping_add(d.sum);
+    shared.max = shared.max.max(d.max);
+    shared.min = shared.min.min(d.min);
+    shared.temporary += d.temporary;
+    shared.unmeasured += d.unmeasured;
+    for (a, b) in shared.hist.iter_mut().zip(d.hist) {
+        *a += b;
+    }
+    let l = shared;
+    if l.measured == 0 && l.unmeasured == 0 {
+        return None;
+    }
+    let last = l.hist.iter().rposition(|&h| h != 0).map_or(0, |i| i + 1);
+    Some(profcc_schema::Lifetime {
+        freed: l.measured,
+        sum: l.sum,
+        min: if l.measured == 0 { 0 } else { l.min },
+        max: l.max,
+        temporary: l.temporary,
+        unmeasured: l.unmeasured,
+        histogram: l.hist[..last].to_vec(),
+    })
 }
 
 /// After `fork`, in the child (locks released): the child's profile reports what happens in
@@ -1122,6 +1158,7 @@ pub(crate) fn after_fork_child() {
         z(&s.frees);
         z(&s.max_size);
         z(&s.cycles);
+        s.life.zero();
         s.extra_threads.store(0, Ordering::Relaxed);
         for b in &s.tbits {
             z(b);
@@ -1206,6 +1243,7 @@ mod tests {
             size,
             site: 3,
             tid: 1,
+            born: 0,
         }
     }
 
@@ -1292,7 +1330,8 @@ mod tests {
                 addr: 0x11000,
                 size: 0x1000,
                 site: 3,
-                tid: 1
+                tid: 1,
+                born: 0,
             }]
         );
         assert_eq!(m.len(), 2);

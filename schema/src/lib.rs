@@ -219,6 +219,76 @@ pub struct AllocSite {
     /// reallocations, frees; the allocator analysis, `allocator.tsc_hz` converts).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cycles: u64,
+    /// How long its freed blocks lived (absent when none was freed, and in profiles older
+    /// than it; docs/allocators.md, "Lifetimes").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<Lifetime>,
+}
+
+/// Lifetimes of an allocation site's freed blocks, in allocations: a block's lifetime is the
+/// number of allocation calls its allocating thread made after it until it was freed (0: none,
+/// heaptrack's "temporary"). Measured when the allocating thread frees the block; blocks live
+/// at exit are not in it.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Lifetime {
+    /// Frees whose lifetime was measured, the sum of their lifetimes, the shortest and the
+    /// longest (0 when none was).
+    pub freed: u64,
+    pub sum: u64,
+    pub min: u64,
+    pub max: u64,
+    /// Freed before their thread's next allocation (lifetime 0).
+    pub temporary: u64,
+    /// Frees not measured: made by another thread than the allocating one (or by a thread
+    /// after its exit).
+    #[serde(default)]
+    pub unmeasured: u64,
+    /// Freed blocks by lifetime: entry 0 counts lifetime 0, entry k >= 1 lifetimes in
+    /// [2^(k-1), 2^k); the last of [`LIFETIME_BUCKETS`] entries everything longer. Trailing
+    /// zero entries are left out.
+    #[serde(default)]
+    pub histogram: Vec<u64>,
+}
+
+/// The lifetime histogram's buckets (see [`Lifetime::histogram`]).
+pub const LIFETIME_BUCKETS: usize = 32;
+
+impl Lifetime {
+    /// The lower bound of histogram bucket `k` (in allocations).
+    pub fn bucket_low(k: usize) -> u64 {
+        if k == 0 {
+            0
+        } else {
+            1u64 << (k - 1)
+        }
+    }
+
+    /// Mean lifetime of the measured frees.
+    pub fn mean(&self) -> Option<f64> {
+        (self.freed > 0).then(|| self.sum as f64 / self.freed as f64)
+    }
+
+    /// Add `o` (another process's, or another merged site's, figures).
+    pub fn merge(&mut self, o: &Lifetime) {
+        if o.freed > 0 {
+            self.min = if self.freed == 0 {
+                o.min
+            } else {
+                self.min.min(o.min)
+            };
+            self.max = self.max.max(o.max);
+        }
+        self.freed += o.freed;
+        self.sum = self.sum.wrapping_add(o.sum);
+        self.temporary += o.temporary;
+        self.unmeasured += o.unmeasured;
+        if self.histogram.len() < o.histogram.len() {
+            self.histogram.resize(o.histogram.len(), 0);
+        }
+        for (a, b) in self.histogram.iter_mut().zip(&o.histogram) {
+            *a += b;
+        }
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -401,6 +471,64 @@ mod tests {
             from_str("{\"a\":1}"),
             Err(ReadError::NotAProfile(_))
         ));
+    }
+
+    /// A site of a profile older than lifetimes reads without one; merging lifetimes adds
+    /// the counts and histograms and keeps the extremes (an empty side's min is not 0).
+    #[test]
+    fn lifetimes_read_old_and_merge() {
+        let mut p = sample();
+        p.alloc_sites.push(AllocSite {
+            count: 2,
+            ..Default::default()
+        });
+        let mut v = serde_json::to_value(&p).unwrap();
+        assert!(v["alloc_sites"][0].get("lifetime").is_none());
+        v["alloc_sites"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("cycles");
+        assert_eq!(
+            from_str(&v.to_string()).unwrap().alloc_sites[0].lifetime,
+            None
+        );
+        let a = Lifetime {
+            freed: 3,
+            sum: 30,
+            min: 5,
+            max: 20,
+            temporary: 0,
+            unmeasured: 1,
+            histogram: vec![0, 0, 0, 1, 1, 1],
+        };
+        let mut m = Lifetime {
+            unmeasured: 2,
+            ..Default::default()
+        };
+        m.merge(&a);
+        m.merge(&Lifetime {
+            freed: 2,
+            sum: 0,
+            min: 0,
+            max: 0,
+            temporary: 2,
+            unmeasured: 0,
+            histogram: vec![2],
+        });
+        assert_eq!(
+            m,
+            Lifetime {
+                freed: 5,
+                sum: 30,
+                min: 0,
+                max: 20,
+                temporary: 2,
+                unmeasured: 3,
+                histogram: vec![2, 0, 0, 1, 1, 1],
+            }
+        );
+        assert_eq!(m.mean(), Some(6.0));
+        assert_eq!(Lifetime::bucket_low(7), 64);
     }
 
     #[test]

@@ -551,3 +551,56 @@ fn html_ranks_tab_heat_map_and_a_clicked_rank() {
         "{lines:?}"
     );
 }
+
+/// Allocation lifetimes on the page (tests/fixtures/alloc/lifetimes.c, whose lifetimes are
+/// exact): the Allocator tab's lifetime histogram has the temporary blocks in its first bucket
+/// and the long-lived site's blocks in 64-127; its temporary list puts a site of 1,000
+/// temporary blocks first; the Objects tab gives the long-lived object's mean lifetime.
+#[test]
+fn html_shows_allocation_lifetimes() {
+    let s = Scratch::new();
+    let path = fixture("alloc/lifetimes.c");
+    s.compile(
+        &profcc(),
+        &[
+            "-O2",
+            "-g",
+            path.to_str().unwrap(),
+            "-o",
+            "life",
+            "-pthread",
+        ],
+    );
+    let (out, _) = s.run_profiled("life", &[], "summary=0");
+    assert!(out.status.success());
+    let page = s.path("life.html");
+    sh(Command::new(profcc())
+        .env("XDG_CACHE_HOME", probe_cache_home())
+        .args(["report", "--top", "0", "--format", "html", "-o"])
+        .arg(&page)
+        .arg(s.path("life.profile.json")));
+    let dom = dump_dom(&s, &page);
+    assert_no_script_error(&dom);
+    let alloc = section(&dom, "allocator");
+    let hist = rows(alloc, "data-hist=\"lifetimes\"");
+    let bucket = |label: &str| {
+        hist.iter()
+            .find(|r| r[0] == label)
+            .unwrap_or_else(|| panic!("no bucket {label}: {hist:?}"))[1]
+            .clone()
+    };
+    // Lifetime 0: the temporary site's 1,000 and the filler's last of each round, 1,000.
+    assert_eq!(bucket("0 (temporary)"), thousands(2000));
+    // 64-127: the long site's 1,000 (lifetime 100) and the filler's 36 per round.
+    assert_eq!(bucket("64-127"), thousands(1000 + 36 * 1000));
+    let temp = rows(alloc, "data-table=\"alloc temporary");
+    assert_eq!(temp[0][3], thousands(1000), "{temp:?}");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let long = format!("lifetimes.c:{}", line_of(&src, "MARK_LONG"));
+    let objects = rows(section(&dom, "objects"), "data-table=\"objects\"");
+    let row = objects
+        .iter()
+        .find(|o| o[1].ends_with(&long))
+        .unwrap_or_else(|| panic!("no {long}: {objects:?}"));
+    assert_eq!(row[5], "100 allocs", "{row:?}");
+}

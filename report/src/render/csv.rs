@@ -145,6 +145,7 @@ pub fn alloc_sites(r: &Report) -> Table {
                 a.threads.to_string(),
                 a.merged_sites.to_string(),
             ];
+            row.extend(lifetime_cells(a.lifetime.as_ref()));
             row.extend(stack_cells(&a.stack));
             row
         })
@@ -163,6 +164,12 @@ pub fn alloc_sites(r: &Report) -> Table {
             "live_objects_at_exit",
             "threads",
             "merged_sites",
+            "lifetime_freed",
+            "lifetime_mean",
+            "lifetime_min",
+            "lifetime_max",
+            "temporary",
+            "lifetime_unmeasured",
             "function",
             "file",
             "line",
@@ -170,6 +177,29 @@ pub fn alloc_sites(r: &Report) -> Table {
         ],
         rows,
     }
+}
+
+/// `alloc_sites.csv`'s lifetime columns (empty without lifetimes; the mean, min and max
+/// empty when no free was measured).
+fn lifetime_cells(l: Option<&profcc_schema::Lifetime>) -> Vec<String> {
+    let Some(l) = l else {
+        return vec![String::new(); 6];
+    };
+    let measured = |v: u64| {
+        if l.freed > 0 {
+            v.to_string()
+        } else {
+            String::new()
+        }
+    };
+    vec![
+        l.freed.to_string(),
+        l.mean().map_or(String::new(), |m| format!("{m:.2}")),
+        measured(l.min),
+        measured(l.max),
+        l.temporary.to_string(),
+        l.unmeasured.to_string(),
+    ]
 }
 
 /// `threads.csv`: every thread of every input.
@@ -350,6 +380,12 @@ pub fn objects(r: &Report) -> Table {
                 opt(&o.bytes),
                 opt(&o.live_bytes_peak),
                 opt(&o.allocator_ns.map(|x| format!("{x:.0}"))),
+                opt(&o
+                    .lifetime
+                    .as_ref()
+                    .and_then(|l| l.mean())
+                    .map(|m| format!("{m:.2}"))),
+                opt(&o.lifetime.as_ref().map(|l| l.temporary)),
                 o.sharing.join(LIST),
                 opt(&o.invalidations),
                 opt(&o.numa_local),
@@ -369,6 +405,8 @@ pub fn objects(r: &Report) -> Table {
             "bytes",
             "live_bytes_peak",
             "allocator_ns",
+            "lifetime_mean",
+            "temporary",
             "sharing",
             "invalidations",
             "numa_local",
@@ -1037,12 +1075,30 @@ mod tests {
             ("heap:init.c:12", "4096", "1")
         );
         let mut rd = csv::Reader::from_path(dir.join("alloc_sites.csv")).unwrap();
+        let header = rd.headers().unwrap().clone();
         let row = rd.records().next().unwrap().unwrap();
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
         // The program's own frame, past the unsymbolised one.
-        assert_eq!((&row[11], &row[12], &row[13]), ("make", "/src/k.c", "21"));
         assert_eq!(
-            &row[14],
+            (&row[col("function")], &row[col("file")], &row[col("line")]),
+            ("make", "/src/k.c", "21")
+        );
+        assert_eq!(
+            &row[col("stack")],
             "?? 0x7f0000000001; make /src/k.c:21; main /src/k.c:40"
+        );
+        // The lifetimes: 9 measured frees of lifetimes summing to 40.
+        let life = [
+            "lifetime_freed",
+            "lifetime_mean",
+            "lifetime_min",
+            "lifetime_max",
+            "temporary",
+            "lifetime_unmeasured",
+        ];
+        assert_eq!(
+            life.map(|c| &row[col(c)]),
+            ["9", "4.44", "0", "20", "3", "0"]
         );
 
         // Again into the same directory, beside a file of the user's: it stays.

@@ -1131,6 +1131,7 @@ mod tests {
             wrapper_frames: 0,
             allocator_ns: 0.0,
             by_input: Vec::new(),
+            lifetime: None,
         };
         r.alloc_sites.sites = vec![
             site(

@@ -317,8 +317,16 @@ fn alloc_sites(a: &AllocSites, stack_depth: usize, out: &mut String) {
         a.sites_total
     ));
     for s in &a.sites {
+        // Lifetimes: the mean in the thread's allocations and the temporary blocks.
+        let life = match s.lifetime.as_ref().and_then(|l| Some((l, l.mean()?))) {
+            Some((l, mean)) => format!(
+                ", lifetime {mean:.1} allocs ({} temporary)",
+                fmt::count(l.temporary)
+            ),
+            None => String::new(),
+        };
         out.push_str(&format!(
-            "  {:>3}  {}: {} calls, {} (largest {}), peak live {}, live at exit {} in {} objects, {} frees, {} thread{}\n",
+            "  {:>3}  {}: {} calls, {} (largest {}), peak live {}, live at exit {} in {} objects, {} frees{life}, {} thread{}\n",
             s.rank,
             s.kind,
             fmt::count(s.count),

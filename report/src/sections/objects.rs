@@ -31,6 +31,9 @@ pub fn build(m: &Merged, r: &Report, opts: &Options) -> Vec<ObjectRow> {
         if s.allocator_ns > 0.0 {
             *x.allocator_ns.get_or_insert(0.0) += s.allocator_ns;
         }
+        if let Some(l) = &s.lifetime {
+            x.lifetime.get_or_insert_with(Default::default).merge(l);
+        }
     }
     for f in r.sharing.iter().flat_map(|s| &s.findings) {
         for o in &f.objects {

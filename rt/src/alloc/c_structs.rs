@@ -30,5 +30,8 @@ profcc_c_structs! {
         size: u64,
         site: u32,
         tid: u32,
+        /// The allocating thread's allocation clock just after this allocation (its count of
+        /// allocation calls, stats.rs `clock`); 0: unknown (no lifetime is measured).
+        born: u64,
     }
 }

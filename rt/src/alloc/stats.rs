@@ -24,6 +24,15 @@
 //!   heap when `ALL` grows.
 //! - Blocks live in runtime memory and are never freed: a process creating threads forever
 //!   holds as many blocks as it had threads alive at once.
+//!
+//! Lifetimes ([`Life`]): the clock is the allocating thread's count of allocation calls
+//! (`Block::clock`: its block's `allocations`, which the path increments anyway, plus what earlier
+//! resets moved into `clock_base`), stamped in the object (`Obj::born`) after its allocation
+//! counted. A free by that same thread reads its clock again: the difference is how many
+//! allocations the thread made while the block lived, 0 being heaptrack's "temporary". No
+//! clock is read that the path did not read already, and no shared line is written. A free
+//! by another thread (or by a thread past its exit, or of an object without a stamp) is
+//! counted as not measured.
 
 use crate::mem::SpinLock;
 use crate::threads;
@@ -52,6 +61,131 @@ pub(super) struct Site {
     pub(super) cycles: AtomicU64,
     /// Bit t: thread t allocated here (t < 256); higher ids go to `THREAD_SET`.
     pub(super) tbits: [AtomicU64; 4],
+    /// Lifetimes of its freed blocks.
+    pub(super) life: Life,
+}
+
+/// Buckets of the lifetime histogram: 0 holds lifetime 0, bucket k >= 1 lifetimes in
+/// [2^(k-1), 2^k), the last one everything from 2^(LIFE_BUCKETS-2) on.
+pub const LIFE_BUCKETS: usize = 32;
+
+/// The bucket of a lifetime (in the allocating thread's allocations).
+#[inline]
+pub fn life_bucket(life: u64) -> usize {
+    ((64 - life.leading_zeros()) as usize).min(LIFE_BUCKETS - 1)
+}
+
+/// Lifetimes of a site's freed blocks: a thread's deltas ([`Entry`]) or the shared sums
+/// ([`Site`]); the module's "Lifetimes".
+#[repr(C)]
+pub(super) struct Life {
+    /// The measured lifetimes' sum and largest (their count is the histogram's sum, the
+    /// temporary blocks its bucket 0: fewer stores per free).
+    sum: AtomicU64,
+    max: AtomicU64,
+    /// The smallest lifetime, inverted (`!min`): 0 is none yet, and a maximum of the
+    /// inverses is the minimum.
+    min_inv: AtomicU64,
+    /// Frees whose lifetime was not measured (another thread freed the block, ...).
+    unmeasured: AtomicU64,
+    hist: [AtomicU64; LIFE_BUCKETS],
+}
+
+/// A [`Life`] read out (plain numbers; `min` is meaningless while `measured` is 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LifeSums {
+    pub measured: u64,
+    pub sum: u64,
+    pub max: u64,
+    pub min: u64,
+    pub temporary: u64,
+    pub unmeasured: u64,
+    pub hist: [u64; LIFE_BUCKETS],
+}
+
+impl Default for LifeSums {
+    fn default() -> LifeSums {
+        LifeSums {
+            measured: 0,
+            sum: 0,
+            max: 0,
+            min: u64::MAX,
+            temporary: 0,
+            unmeasured: 0,
+            hist: [0; LIFE_BUCKETS],
+        }
+    }
+}
+
+impl LifeSums {
+    fn add(&mut self, l: &Life) {
+        let h0 = l.hist[0].load(Relaxed);
+        self.measured += h0;
+        self.temporary += h0;
+        self.sum = self.sum.wrapping_add(l.sum.load(Relaxed));
+        self.max = self.max.max(l.max.load(Relaxed));
+        let inv = l.min_inv.load(Relaxed);
+        if inv != 0 {
+            self.min = self.min.min(!inv);
+        }
+        self.unmeasured += l.unmeasured.load(Relaxed);
+        for (k, (h, a)) in self.hist.iter_mut().zip(&l.hist).enumerate() {
+            let n = a.load(Relaxed);
+            *h += n;
+            if k > 0 {
+                self.measured += n;
+            }
+        }
+    }
+}
+
+impl Life {
+    /// `w` blocks freed after `life` allocations (`None`: not measured). `add` and `max`
+    /// update one counter: the owner's plain store, or a shared atomic.
+    #[inline]
+    fn note(
+        &self,
+        life: Option<u64>,
+        w: u64,
+        add: impl Fn(&AtomicU64, u64),
+        max: impl Fn(&AtomicU64, u64),
+    ) {
+        let Some(l) = life else {
+            add(&self.unmeasured, w);
+            return;
+        };
+        add(&self.sum, w.wrapping_mul(l));
+        max(&self.max, l);
+        max(&self.min_inv, !l);
+        add(&self.hist[life_bucket(l)], w);
+    }
+
+    /// Move these deltas into the shared `to` and zero them.
+    fn flush_into(&self, to: &Life) {
+        let take = |a: &AtomicU64| a.swap(0, Relaxed);
+        let pairs = [(&self.sum, &to.sum), (&self.unmeasured, &to.unmeasured)];
+        for (a, b) in pairs.into_iter().chain(self.hist.iter().zip(&to.hist)) {
+            let d = take(a);
+            if d != 0 {
+                b.fetch_add(d, Relaxed);
+            }
+        }
+        fetch_max(&to.max, take(&self.max));
+        fetch_max(&to.min_inv, take(&self.min_inv));
+    }
+
+    pub(super) fn zero(&self) {
+        let fields = [&self.sum, &self.max, &self.min_inv, &self.unmeasured];
+        for a in fields.into_iter().chain(&self.hist) {
+            a.store(0, Relaxed);
+        }
+    }
+
+    pub(super) fn read(&self) -> LifeSums {
+        let mut s = LifeSums::default();
+        s.add(self);
+        s
+    }
 }
 
 /// The site table (alloc.rs maps it and hands out its indices, `Sites::index`).
@@ -134,6 +268,8 @@ struct Entry {
     live_objects: AtomicI64,
     /// TSC ticks the allocator spent on this site's objects (the allocator analysis).
     cycles: AtomicU64,
+    /// Lifetimes of the site's blocks this thread freed.
+    life: Life,
 }
 
 /// The definition's expansion here (see c_structs.rs): [`SampleHead`], which is C's
@@ -173,7 +309,29 @@ pub(crate) struct Block {
     head: SampleHead,
     lock: SpinLock<()>,
     live: AtomicI64,
+    /// The thread's allocation calls counted before `head.allocations` was last zeroed (a
+    /// fork child's restart, a thread exit): `Block::clock` never goes back.
+    clock_base: AtomicU64,
+    /// The id of the thread that holds the block (a free by it measures a lifetime).
+    tid: AtomicU32,
     entries: [Entry; ENTRIES],
+}
+
+impl Block {
+    /// The thread's allocation clock: its allocation calls so far, counting the one just
+    /// counted.
+    #[inline]
+    fn clock(&self) -> u64 {
+        self.clock_base
+            .load(Relaxed)
+            .wrapping_add(self.head.allocations.load(Relaxed))
+    }
+}
+
+/// Zero the block's count of allocation calls, keeping its clock.
+fn zero_allocations(b: &Block) {
+    let n = b.head.allocations.swap(0, Relaxed);
+    add_u(&b.clock_base, n);
 }
 
 /// Every block ever made (addresses), and the ones no thread holds.
@@ -233,7 +391,9 @@ fn new_block() -> Option<&'static Block> {
     };
     BLOCK.with(|b| b.set(p));
     unsafe { profcc_sample_set_block(p as *mut libc::c_void) };
-    Some(unsafe { &*(p as *const Block) })
+    let b = unsafe { &*(p as *const Block) };
+    b.tid.store(threads::current_id(), Relaxed);
+    Some(b)
 }
 
 impl Block {
@@ -278,6 +438,7 @@ fn flush_entry(ss: &Sites, e: &Entry) {
     if c != 0 {
         s.cycles.fetch_add(c, Relaxed);
     }
+    e.life.flush_into(&s.life);
     apply_site(
         s,
         take_u(&e.count),
@@ -290,9 +451,9 @@ fn flush_entry(ss: &Sites, e: &Entry) {
 
 /// Move the block's totals into `TOTALS` (the caller holds the block's lock).
 fn flush_totals(b: &Block) {
-    TOTALS
-        .allocations
-        .fetch_add(b.head.allocations.swap(0, Relaxed), Relaxed);
+    let n = b.head.allocations.load(Relaxed);
+    zero_allocations(b);
+    TOTALS.allocations.fetch_add(n, Relaxed);
     TOTALS
         .frees
         .fetch_add(b.head.frees.swap(0, Relaxed), Relaxed);
@@ -336,11 +497,13 @@ fn grew(b: &Block, delta: &AtomicI64, shared: &AtomicU64, peak: &AtomicU64) {
 /// An object of `size` bytes was allocated at `site` by thread `tid`, standing for `w`
 /// allocations (1, or a sampled allocation's weight); `totals`: count the call in the totals
 /// (a sampled call was counted by [`count_call`] already).
-pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: bool) {
+/// Returns the thread's allocation clock after the call (`Block::clock`; 0: the thread has no
+/// block).
+pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: bool) -> u64 {
     let s = ss.site(site);
     let Some(b) = mine() else {
         shared_alloc(ss, site, tid, size, w, totals);
-        return;
+        return 0;
     };
     let ws = w.wrapping_mul(size);
     let e = b.entry(ss, site);
@@ -361,11 +524,31 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: 
     }
     add_i(&b.live, ws as i64);
     grew(b, &b.live, &TOTALS.live, &TOTALS.peak);
+    b.clock()
+}
+
+/// The lifetime of a block freed now by `b`'s thread, which thread `owner` allocated at
+/// clock `born` (module doc, "Lifetimes"): None when not measured.
+#[inline]
+fn lifetime(b: &Block, owner: u32, born: u64) -> Option<u64> {
+    if born == 0 || b.tid.load(Relaxed) != owner {
+        return None;
+    }
+    b.clock().checked_sub(born)
 }
 
 /// `size` bytes of an object of `site` (standing for `w` objects) went away; `whole`: the
-/// object itself is gone; `totals`: count the free in the totals.
-pub(super) fn release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, totals: bool) {
+/// object itself is gone (freed by the calling thread; thread `owner` allocated it at clock
+/// `born`, 0: unknown); `totals`: count the free in the totals.
+pub(super) fn release(
+    ss: &Sites,
+    site: u32,
+    size: u64,
+    whole: bool,
+    w: u64,
+    totals: bool,
+    (owner, born): (u32, u64),
+) {
     let Some(b) = mine() else {
         shared_release(ss, site, size, whole, w, totals);
         return;
@@ -379,6 +562,12 @@ pub(super) fn release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, tot
         if totals {
             add_u(&b.head.frees, 1);
         }
+        let max = |a: &AtomicU64, v: u64| {
+            if a.load(Relaxed) < v {
+                a.store(v, Relaxed);
+            }
+        };
+        e.life.note(lifetime(b, owner, born), w, add_u, max);
     }
     bound_live(b, &e.live_bytes, &ss.site(site).live_bytes);
     add_i(&b.live, (ws as i64).wrapping_neg());
@@ -443,6 +632,13 @@ fn shared_release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, totals:
     let ws = w.wrapping_mul(size) as i64;
     let (frees, objects) = if whole { (w, -(w as i64)) } else { (0, 0) };
     apply_site(ss.site(site), 0, 0, frees, -ws, objects);
+    if whole {
+        // A thread past its exit has no clock: not measured.
+        let add = |a: &AtomicU64, d: u64| {
+            a.fetch_add(d, Relaxed);
+        };
+        ss.site(site).life.note(None, w, add, fetch_max);
+    }
     TOTALS.live.fetch_sub(ws as u64, Relaxed);
     if whole && totals {
         TOTALS.frees.fetch_add(1, Relaxed);
@@ -609,6 +805,7 @@ pub(super) struct Pending {
     pub live_bytes: i64,
     pub live_objects: i64,
     pub cycles: u64,
+    pub life: LifeSums,
 }
 
 /// Per site, and for the totals (`allocations` in `count`, `live` in `live_bytes`).
@@ -631,6 +828,7 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
             d.live_bytes += e.live_bytes.load(Relaxed);
             d.live_objects += e.live_objects.load(Relaxed);
             d.cycles += e.cycles.load(Relaxed);
+            d.life.add(&e.life);
         }
         add_block_totals(b, &mut tot);
     }
@@ -675,11 +873,13 @@ pub(super) fn after_fork_child(ss: Option<&Sites>) {
             for a in [&e.count, &e.bytes, &e.frees, &e.max_size, &e.cycles] {
                 a.store(0, Relaxed);
             }
+            e.life.zero();
             e.live_bytes.store(0, Relaxed);
             e.live_objects.store(0, Relaxed);
         }
         TOTALS.live.fetch_add(b.live.load(Relaxed) as u64, Relaxed);
-        for a in [&b.head.allocations, &b.head.frees, &b.head.bytes] {
+        zero_allocations(b);
+        for a in [&b.head.frees, &b.head.bytes] {
             a.store(0, Relaxed);
         }
         b.live.store(0, Relaxed);

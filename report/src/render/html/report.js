@@ -284,6 +284,7 @@
         num('bytes', function (o) { return o.bytes; }, { heat: true }),
         num('allocations', function (o) { return o.allocations; }),
         num('live peak', function (o) { return o.live_bytes_peak; }, { heat: true }),
+        num('lifetime', function (o) { return lifeMean(o.lifetime); }, { fmt: lifeText }),
         txt('function', fnOf, { cls: 'mono' }),
         txt('module', modOf),
         txt('sharing', function (o) { return o.sharing.join(', '); }),
@@ -527,6 +528,16 @@
   });
 
   /* ---- Allocator ---- */
+  /* A site's or object's mean lifetime, in its thread's allocations (null: none measured). */
+  function lifeMean(l) { return l && l.freed ? l.sum / l.freed : null; }
+  function lifeText(v) { return isNum(v) ? (v < 10 ? v.toFixed(2) : int(Math.round(v))) + ' allocs' : '-'; }
+  /* Lifetime histogram bucket k's label: 0, then [2^(k-1), 2^k), the last open. */
+  function lifeBucket(k) {
+    if (k === 0) return '0 (temporary)';
+    var lo = Math.pow(2, k - 1), hi = Math.pow(2, k) - 1;
+    if (k >= 31) return '>= ' + int(lo);
+    return lo === hi ? int(lo) : int(lo) + '-' + int(hi);
+  }
   function histogram(name, buckets) {
     var max = 0;
     buckets.forEach(function (b) { if (b[1] > max) max = b[1]; });
@@ -549,7 +560,7 @@
       var lists = [
         ['peak contributors', function (s) { return s.live_bytes_peak; }, 'live peak'],
         ['most allocations', function (s) { return s.count; }, 'allocations'],
-        ['temporary (freed)', function (s) { return s.frees; }, 'frees'],
+        ['temporary (freed before their thread\'s next allocation)', function (s) { return s.lifetime ? s.lifetime.temporary : 0; }, 'temporary'],
         ['leaked (live at exit)', function (s) { return s.live_bytes_at_exit; }, 'live at exit']
       ];
       lists.forEach(function (l) {
@@ -558,7 +569,8 @@
         if (!rows.length) { add(el, note('none')); return; }
         add(el, table({
           name: 'alloc ' + l[0], rows: rows, limit: 10,
-          columns: siteColumns([num(l[2], l[1], { heat: true }), num('bytes', function (s) { return s.bytes; }), num('calls', function (s) { return s.count; }), num('max size', function (s) { return s.max_size; })]),
+          columns: siteColumns([num(l[2], l[1], { heat: true }), num('bytes', function (s) { return s.bytes; }), num('calls', function (s) { return s.count; }), num('max size', function (s) { return s.max_size; }),
+            num('lifetime', function (s) { return lifeMean(s.lifetime); }, { fmt: lifeText })]),
           detail: function (s) { return h('ol', { cls: 'mono' }, s.stack.map(function (f) { return h('li', { text: frameText(f) }); })); }
         }));
       });
@@ -571,6 +583,18 @@
       });
       add(el, h('h3', { text: 'Request sizes (each site\'s mean size, by calls; the top sites)' }));
       add(el, histogram('sizes', Object.keys(b).map(Number).sort(function (x, y) { return x - y; }).map(function (k) { return ['<= ' + bytes(Math.pow(2, k)), b[k]]; })));
+      var life = [];
+      sites.forEach(function (s) {
+        var hs = (s.lifetime && s.lifetime.histogram) || [];
+        for (var k = 0; k < hs.length; k++) life[k] = (life[k] || 0) + hs[k];
+      });
+      add(el, h('h3', { text: 'Lifetimes (freed blocks by the allocations their thread made while they lived; the top sites)' }));
+      if (!life.length) add(el, note('No lifetimes: no block was freed by its allocating thread (or the profile is older than them).'));
+      else {
+        var lb = [];
+        for (var k = 0; k < life.length; k++) lb.push([lifeBucket(k), life[k] || 0]);
+        add(el, histogram('lifetimes', lb));
+      }
     }
     var A = R.allocator;
     if (!A) { add(el, note('No allocator analysis: run with PROFCC_OPTIONS=alloc_ops=1 (docs/allocators.md).')); return; }
