@@ -1284,7 +1284,16 @@ pub(crate) fn sample_report() -> Report {
             }),
             snapshots: Vec::new(),
             machine_bandwidth: vec![None],
-            totals: Vec::new(),
+            totals: vec![crate::model::RegionTotal {
+                input: 0,
+                region: "triad".into(),
+                threads: 1,
+                executions: 1,
+                bytes: Some(4096),
+                seconds: 0.001,
+                gbytes_per_s: Some(0.004096),
+                machine_share: None,
+            }],
         }),
         threads: vec![
             Thread {
