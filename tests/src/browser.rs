@@ -131,6 +131,26 @@ pub fn rows(dom: &str, marker: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The header cells' text of the table that follows `marker` (a sort arrow left out), to find
+/// a column by its name.
+pub fn header(dom: &str, marker: &str) -> Vec<String> {
+    let t = fragment(dom, marker, "</thead>");
+    t.split("<th")
+        .skip(1)
+        .filter(|c| c.starts_with('>') || c.starts_with(' '))
+        .map(|c| text(&format!("<th{}", &c[..c.find("</th>").unwrap_or(c.len())])))
+        .map(|c| c.trim_end_matches(['▲', '▼']).trim().to_string())
+        .collect()
+}
+
+/// The index of the column named `name` in the table that follows `marker`.
+pub fn column(dom: &str, marker: &str, name: &str) -> usize {
+    let h = header(dom, marker);
+    h.iter()
+        .position(|c| c == name)
+        .unwrap_or_else(|| panic!("no column {name} in {h:?}"))
+}
+
 /// One tab's section of the DOM.
 pub fn section<'a>(dom: &'a str, tab: &str) -> &'a str {
     fragment(dom, &format!("id=\"tab-{tab}\""), "<section")
