@@ -565,3 +565,23 @@ pub fn fake_ranks(s: &Scratch, dir: &str, n: u32, work: impl Fn(u32) -> u64) -> 
         })
         .collect()
 }
+
+/// tests/fixtures/alloc/lifetimes.c (allocation sites of exactly known lifetimes) built with
+/// profcc -O2 and run once in `s`: its profile, `life.profile.json`.
+pub fn profile_lifetimes_fixture(s: &Scratch) -> PathBuf {
+    let path = fixture("alloc/lifetimes.c");
+    s.compile(
+        &profcc(),
+        &[
+            "-O2",
+            "-g",
+            path.to_str().unwrap(),
+            "-o",
+            "life",
+            "-pthread",
+        ],
+    );
+    let (out, _) = s.run_profiled("life", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    s.path("life.profile.json")
+}

@@ -564,26 +564,13 @@ fn html_ranks_tab_heat_map_and_a_clicked_rank() {
 #[test]
 fn html_shows_allocation_lifetimes() {
     let s = Scratch::new();
-    let path = fixture("alloc/lifetimes.c");
-    s.compile(
-        &profcc(),
-        &[
-            "-O2",
-            "-g",
-            path.to_str().unwrap(),
-            "-o",
-            "life",
-            "-pthread",
-        ],
-    );
-    let (out, _) = s.run_profiled("life", &[], "summary=0");
-    assert!(out.status.success());
+    let profile = profile_lifetimes_fixture(&s);
     let page = s.path("life.html");
     sh(Command::new(profcc())
         .env("XDG_CACHE_HOME", probe_cache_home())
         .args(["report", "--top", "0", "--format", "html", "-o"])
         .arg(&page)
-        .arg(s.path("life.profile.json")));
+        .arg(&profile));
     let dom = dump_dom(&s, &page);
     assert_no_script_error(&dom);
     let alloc = section(&dom, "allocator");
@@ -600,7 +587,7 @@ fn html_shows_allocation_lifetimes() {
     assert_eq!(bucket("64-127"), thousands(1000 + 36 * 1000));
     let temp = rows(alloc, "data-table=\"alloc temporary");
     assert_eq!(temp[0][3], thousands(1000), "{temp:?}");
-    let src = std::fs::read_to_string(&path).unwrap();
+    let src = std::fs::read_to_string(fixture("alloc/lifetimes.c")).unwrap();
     let long = format!("lifetimes.c:{}", line_of(&src, "MARK_LONG"));
     let objects = rows(section(&dom, "objects"), "data-table=\"objects\"");
     let row = objects

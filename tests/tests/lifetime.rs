@@ -25,21 +25,8 @@ fn run() -> &'static (Scratch, Report) {
     static R: OnceLock<(Scratch, Report)> = OnceLock::new();
     R.get_or_init(|| {
         let s = Scratch::new();
-        let path = fixture("alloc/lifetimes.c");
-        s.compile(
-            &profcc(),
-            &[
-                "-O2",
-                "-g",
-                path.to_str().unwrap(),
-                "-o",
-                "life",
-                "-pthread",
-            ],
-        );
-        let (out, _) = s.run_profiled("life", &[], "summary=0");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
-        let r = report(&s.path("life.profile.json"), &["--top", "0"]);
+        let profile = profile_lifetimes_fixture(&s);
+        let r = report(&profile, &["--top", "0"]);
         (s, r)
     })
 }
