@@ -1104,15 +1104,7 @@ pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {
 /// A site's lifetimes (shared sums plus the threads' deltas) as the profile writes them:
 /// None when none of its frees was seen.
 fn lifetime_of(mut shared: stats::LifeSums, d: stats::LifeSums) -> Option<profcc_schema::Lifetime> {
-    shared.measured += d.measured;
-    shared.sum = shared.sum.wrapping_add(d.sum);
-    shared.max = shared.max.max(d.max);
-    shared.min = shared.min.min(d.min);
-    shared.temporary += d.temporary;
-    shared.unmeasured += d.unmeasured;
-    for (a, b) in shared.hist.iter_mut().zip(d.hist) {
-        *a += b;
-    }
+    shared.merge(&d);
     let l = shared;
     if l.measured == 0 && l.unmeasured == 0 {
         return None;

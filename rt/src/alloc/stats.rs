@@ -118,6 +118,19 @@ impl Default for LifeSums {
 }
 
 impl LifeSums {
+    /// Adds another read-out (a thread's pending deltas to the shared sums).
+    pub fn merge(&mut self, d: &LifeSums) {
+        self.measured += d.measured;
+        self.sum = self.sum.wrapping_add(d.sum);
+        self.max = self.max.max(d.max);
+        self.min = self.min.min(d.min);
+        self.temporary += d.temporary;
+        self.unmeasured += d.unmeasured;
+        for (a, b) in self.hist.iter_mut().zip(d.hist) {
+            *a += b;
+        }
+    }
+
     fn add(&mut self, l: &Life) {
         let h0 = l.hist[0].load(Relaxed);
         self.measured += h0;
