@@ -585,3 +585,33 @@ pub fn profile_lifetimes_fixture(s: &Scratch) -> PathBuf {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     s.path("life.profile.json")
 }
+
+/// (name, LD_PRELOAD, description) of every allocator installed here: glibc, then the Debian
+/// allocators of the shipped descriptions whose file exists.
+pub fn installed_allocators() -> Vec<(String, Option<String>, profcc_allocator_probe::Description)>
+{
+    let mut out = Vec::new();
+    for (_, d) in profcc_allocator_probe::shipped() {
+        if d.name == "glibc" {
+            out.push((d.name.clone(), None, d));
+        } else if Path::new(&profcc_allocator_probe::preload_of(&d)).exists() {
+            out.push((
+                d.name.clone(),
+                Some(profcc_allocator_probe::preload_of(&d)),
+                d,
+            ));
+        } else {
+            eprintln!(
+                "skipped {}: {} is not installed (`cargo xtask setup` installs it)",
+                d.name,
+                profcc_allocator_probe::preload_of(&d)
+            );
+        }
+    }
+    out
+}
+
+/// The allocator section's first input of a report.
+pub fn allocator_input(r: &profcc_report::Report) -> &profcc_report::model::AllocatorInput {
+    &r.allocator.as_ref().expect("an allocator section").inputs[0]
+}

@@ -6,7 +6,7 @@
 //! (`size_kind`), so each assertion checks that the runtime's size buckets and the report's
 //! kinds agree with the description's boundaries for that allocator.
 
-use profcc_allocator_probe::{preload_of, shipped, size_kind, Description};
+use profcc_allocator_probe::{size_kind, Description};
 use profcc_report::model::{AllocatorInput, Report};
 use profcc_tests::*;
 use std::path::Path;
@@ -188,26 +188,6 @@ const TOUCH_PAGES: u64 = 16;
 /// FS cache lines under glibc, whose 24-byte blocks are 32 bytes apart).
 const FS: u64 = 512;
 
-/// (name, LD_PRELOAD, description) of every allocator installed here: glibc, then the Debian
-/// allocators of the shipped descriptions whose file exists.
-fn allocators() -> Vec<(String, Option<String>, Description)> {
-    let mut out = Vec::new();
-    for (_, d) in shipped() {
-        if d.name == "glibc" {
-            out.push((d.name.clone(), None, d));
-        } else if Path::new(&preload_of(&d)).exists() {
-            out.push((d.name.clone(), Some(preload_of(&d)), d));
-        } else {
-            eprintln!(
-                "skipped {}: {} is not installed (`cargo xtask setup` installs it)",
-                d.name,
-                preload_of(&d)
-            );
-        }
-    }
-    out
-}
-
 fn built() -> &'static Scratch {
     static S: std::sync::OnceLock<Scratch> = std::sync::OnceLock::new();
     S.get_or_init(|| {
@@ -318,10 +298,6 @@ fn report_csv(profile: &Path, dir: &Path) {
         .arg(dir));
 }
 
-fn input(r: &Report) -> &AllocatorInput {
-    &r.allocator.as_ref().expect("an allocator section").inputs[0]
-}
-
 /// Operations of `op` with this kind (None: any), reuse and phase (None: any).
 fn count(
     i: &AllocatorInput,
@@ -358,9 +334,9 @@ fn class_of(d: &Description, n: u64) -> u64 {
 /// kinds come from its shipped description.
 #[test]
 fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
-    for (name, preload, d) in allocators() {
+    for (name, preload, d) in installed_allocators() {
         let (r, profile) = run("reuse", &name, preload.as_deref());
-        let i = input(&r);
+        let i = allocator_input(&r);
         assert!(i.allocator.starts_with(&name), "{name}: {}", i.allocator);
         assert!(
             i.description
@@ -432,7 +408,7 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
 /// filed under the kind its description gives it.
 #[test]
 fn big_blocks_are_filed_by_the_description_kinds() {
-    for (name, preload, d) in allocators() {
+    for (name, preload, d) in installed_allocators() {
         let (r, profile) = run("big", &name, preload.as_deref());
         // The optimiser unrolls the two loops: each malloc call is a site of its own, and
         // the report merges the ten of a line into one, made by one thread.
@@ -448,7 +424,7 @@ fn big_blocks_are_filed_by_the_description_kinds() {
             assert_eq!((s.count, s.threads), (10, 1), "{name}: {s:?}");
             assert!(s.merged_sites > 1, "{name}: {s:?}");
         }
-        let i = input(&r);
+        let i = allocator_input(&r);
         assert_eq!(raw(&profile, "malloc", 100 << 10), 10, "{name}");
         assert_eq!(raw(&profile, "malloc", 200 << 10), 10, "{name}");
         let (k100, k200) = (size_kind(&d, 100 << 10), size_kind(&d, 200 << 10));
@@ -505,9 +481,9 @@ fn big_blocks_are_filed_by_the_description_kinds() {
 /// consumer's freed blocks it never reused as blowup.
 #[test]
 fn producer_consumer_peak_fragmentation_and_blowup() {
-    for (name, preload, d) in allocators() {
+    for (name, preload, d) in installed_allocators() {
         let (r, _) = run("xthread", &name, preload.as_deref());
-        let i = input(&r);
+        let i = allocator_input(&r);
         // The main thread's, the producer's first malloc, the consumer's first free.
         assert_eq!(i.first_calls, 3, "{name}");
         assert_eq!(
@@ -591,9 +567,9 @@ fn producer_consumer_peak_fragmentation_and_blowup() {
 fn larson_like_churn_with_remote_frees() {
     const LS: u64 = 256;
     const LR: u64 = 20_000;
-    for (name, preload, _) in allocators() {
+    for (name, preload, _) in installed_allocators() {
         let (r, profile) = run("larson", &name, preload.as_deref());
-        let i = input(&r);
+        let i = allocator_input(&r);
         // Main's first call and each worker's first malloc.
         assert_eq!(i.first_calls, 3, "{name}");
         let mallocs = count(i, "malloc", None, None, None);
@@ -652,7 +628,7 @@ fn active_allocator_induced_false_sharing() {
         &[("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")],
         "",
     );
-    let s = induced(input(&r));
+    let s = induced(allocator_input(&r));
     assert!(
         (FS - 2..=FS).contains(&s.active_lines),
         "{} lines of {FS}",
@@ -683,9 +659,9 @@ fn active_allocator_induced_false_sharing() {
         .unwrap_or_else(|| panic!("{:#?}", r.findings));
     assert!(f.title.contains(&format!("kat.c:{line}")), "{f:?}");
     assert!(f.fix.contains("arena_max"), "{f:?}");
-    for (name, preload, _) in allocators() {
+    for (name, preload, _) in installed_allocators() {
         let (r, _) = run("active", &name, preload.as_deref());
-        let s = induced(input(&r));
+        let s = induced(allocator_input(&r));
         assert_eq!(s.passive_lines, 0, "{name}");
         if name == "tcmalloc" {
             assert!(s.active_lines <= FS / 8, "{name}: {s:?}");
@@ -702,9 +678,9 @@ fn active_allocator_induced_false_sharing() {
 /// return a remote free to its owner's page: none.
 #[test]
 fn passive_allocator_induced_false_sharing() {
-    for (name, preload, _) in allocators() {
+    for (name, preload, _) in installed_allocators() {
         let (r, _) = run("passive", &name, preload.as_deref());
-        let s = induced(input(&r));
+        let s = induced(allocator_input(&r));
         assert_eq!(s.active_lines, 0, "{name}: {s:?}");
         if name == "mimalloc" || name == "tbbmalloc" {
             assert_eq!(s.passive_lines, 0, "{name}: {s:?}");
@@ -730,9 +706,9 @@ fn passive_allocator_induced_false_sharing() {
 /// with sbrk, from allocations only.
 #[test]
 fn allocator_calls_channels_under_each_allocator() {
-    for (name, preload, d) in allocators() {
+    for (name, preload, d) in installed_allocators() {
         let (r, _) = run("churn", &name, preload.as_deref());
-        let i = input(&r);
+        let i = allocator_input(&r);
         let ch = |n: &str| i.channels.iter().find(|c| c.channel == n).unwrap();
         for c in &i.channels {
             if !c.observable {
@@ -899,15 +875,15 @@ fn text_and_csv_carry_the_allocator_section() {
     // Sampling records some objects only: utilisation and induced sharing are not measured,
     // and the report says so.
     let (r, profile) = run_env("xthread", "glibc-sampled", None, &[], ":alloc_sample=65536");
-    assert!(input(&r).induced_sharing.is_none());
+    assert!(allocator_input(&r).induced_sharing.is_none());
     let out = sh(Command::new(profcc()).arg("report").arg(&profile));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("  utilisation and allocator-induced sharing: not measured (alloc_sample"),
         "{text}"
     );
-    assert!(!input(&r).overhead.is_empty());
-    for o in &input(&r).overhead {
+    assert!(!allocator_input(&r).overhead.is_empty());
+    for o in &allocator_input(&r).overhead {
         assert_eq!(
             (o.lines, o.line_utilisation, o.page_utilisation),
             (None, None, None),
@@ -937,7 +913,7 @@ fn kat_constants_agree() {
 fn pages_touched_come_from_the_access_shadow() {
     let written = TOUCH_BLOCKS * TOUCH_PAGES * 4096;
     let (r, profile) = run_bin("kat_numa", "touch", "glibc", None, &[], "");
-    let exit = input(&r)
+    let exit = allocator_input(&r)
         .overhead
         .iter()
         .find(|o| o.moment == "exit")
@@ -962,7 +938,10 @@ fn pages_touched_come_from_the_access_shadow() {
     );
     // The same program without the NUMA page count: no shadow, no figure.
     let (r, _) = run_bin("kat_none", "touch", "glibc", None, &[], "");
-    assert!(input(&r).overhead.iter().all(|o| o.touched.is_none()));
+    assert!(allocator_input(&r)
+        .overhead
+        .iter()
+        .all(|o| o.touched.is_none()));
 }
 
 /// How many of `calls` operations of one thread are timed with `alloc_time=period`, on
@@ -995,11 +974,11 @@ fn timed_calls(calls: u64, period: u64) -> u64 {
 /// are counted in its mmap channel as on the exact path.
 #[test]
 fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
-    for (name, preload, _) in allocators() {
+    for (name, preload, _) in installed_allocators() {
         let sampled = ":alloc_sample=65536:alloc_events=0";
         let pre_ = preload.as_deref();
         let (r, profile) = run_bin("kat_none", "reuse", &name, pre_, &[], sampled);
-        let i = input(&r);
+        let i = allocator_input(&r);
         let pre = (name == "tbbmalloc") as u64;
         assert_eq!(raw(&profile, "malloc", 32), N + pre, "{name}");
         // A free of an unrecorded block has no known size: every one is counted.
@@ -1027,7 +1006,7 @@ fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
         );
         // realloc(0, n), an interpreter's malloc: its own tail path, filed as realloc.
         let (r0, p0) = run_bin("kat_none", "realloc0", &name, pre_, &[], sampled);
-        let i0 = input(&r0);
+        let i0 = allocator_input(&r0);
         assert_eq!(raw(&p0, "realloc", 48), N, "{name}");
         assert_eq!(count(i0, "free", None, None, None), N + 1, "{name}");
         counted_allocations(&p0, i0);
@@ -1053,7 +1032,11 @@ fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
         // Each thread's first call is left out (the producer's first malloc, the consumer's
         // first free); main's warm-up free is counted.
         assert_eq!(raw(&xsp, "malloc", 64), XN - 1, "{name}");
-        assert_eq!(count(input(&xs), "free", None, None, None), XN, "{name}");
+        assert_eq!(
+            count(allocator_input(&xs), "free", None, None, None),
+            XN,
+            "{name}"
+        );
         // The core's totals: the exact path's (main's warm-up, the producer's blocks and what
         // the allocator's libraries allocated before main), nothing the allocator mapped.
         let sp = profcc_schema::read(&xsp).unwrap();
@@ -1080,9 +1063,13 @@ fn sampled_path_counts_every_call_and_keeps_the_allocators_calls_apart() {
         };
         // jemalloc, mimalloc and oneTBB map memory for the producer's blocks (glibc's own
         // mmap and tcmalloc's are not interposable): the same calls on both paths.
-        assert_eq!(mmaps(input(&xs)), mmaps(input(&xe)), "{name}");
+        assert_eq!(
+            mmaps(allocator_input(&xs)),
+            mmaps(allocator_input(&xe)),
+            "{name}"
+        );
         if ["jemalloc", "mimalloc", "tbbmalloc"].contains(&name.as_str()) {
-            assert!(mmaps(input(&xs)) > 0, "{name}");
+            assert!(mmaps(allocator_input(&xs)) > 0, "{name}");
         }
     }
 }
@@ -1118,7 +1105,7 @@ int main() {
         &["-O2", "-g", "kat_new.cpp", "-o", "kat_new"],
         &[("PROFCC_INSTRUMENT", "none")],
     );
-    for (name, preload, _) in allocators() {
+    for (name, preload, _) in installed_allocators() {
         let mut totals = Vec::new();
         for (path, opts) in [("sampled", ":alloc_sample=65536"), ("exact", "")] {
             let profile = s.path(&format!("kat_new-{name}-{path}.json"));
@@ -1140,7 +1127,7 @@ int main() {
                 "{name} {path}"
             );
             let r = report(&profile, &["--top", "0"]);
-            let i = input(&r);
+            let i = allocator_input(&r);
             // The thread's first call is libstdc++'s pool, allocated before main: every new
             // of main is counted.
             assert_eq!(i.first_calls, 1, "{name} {path}");
@@ -1252,7 +1239,7 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     );
     let toy = s.path("libtoy.so");
     let (r, profile) = run("big", "toy", Some(toy.to_str().unwrap()));
-    let i = input(&r);
+    let i = allocator_input(&r);
     assert_eq!(i.allocator, "unknown");
     let kept = probe_cache_home().join("profcc/allocators");
     assert!(
@@ -1266,7 +1253,7 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     // The next report uses the kept description; a rebuilt library is measured again.
     let says = |what: &str| {
         let r = report(&profile, &["--top", "0"]);
-        let d = &input(&r).description;
+        let d = &allocator_input(&r).description;
         assert!(d.contains(&format!("({what} ")), "{d}");
     };
     says("kept from an earlier report in");
@@ -1312,7 +1299,7 @@ fn unknown_allocator_is_described_by_a_live_probe() {
             && rows[1].contains(",toy_lock+0 (libtoy.so),40000,0,0,0,40000,"),
         "{csv}"
     );
-    let small = input(&small);
+    let small = allocator_input(&small);
     // Its one mutex, a static of the library, named, taken and released in every small
     // malloc and free.
     assert_eq!(small.locks.len(), 1, "{:?}", small.locks);
@@ -1344,7 +1331,7 @@ fn unknown_allocator_is_described_by_a_live_probe() {
     assert!(d.channels.brk && d.channels.madvise, "{:?}", d.channels);
     // Without the probe: the generic rule, and the way to a description.
     let r = report(&profile, &["--top", "0", "--no-probe"]);
-    let i = input(&r);
+    let i = allocator_input(&r);
     assert!(
         i.description.starts_with("none for unknown"),
         "{}",
@@ -1361,275 +1348,5 @@ fn unknown_allocator_is_described_by_a_live_probe() {
         10,
         "{:?}",
         i.ops
-    );
-}
-
-/// Issue 43's known answer: two churn programs built without access checks, run under
-/// glibc, jemalloc, mimalloc and tcmalloc with `alloc_sample`: the larson-like one
-/// (tests/fixtures/alloc/larson_like.c: two threads, windows of live 16-512-byte blocks, one
-/// in 16 freed by the other thread) and a big-block one (tests/fixtures/alloc/big_churn.c:
-/// windows of 16 blocks of 8 KiB-1 MiB, one in 4 freed by the other thread). The reference
-/// costs are this machine's, measured first as a user would (`profcc detect-allocator
-/// --bench` for each allocator, into the test's cache, as many times as the cache keeps).
-/// Natively (`LD_PRELOAD`, the median of several runs, each allocator in turn so a load on the
-/// machine falls on all of them), for the larson-like program: wherever two allocators differ
-/// by more than `NATIVE_GAP`, every switch the report predicts (its advice, and each
-/// prediction it lists) points the way the native runs do, and no advice names an allocator
-/// that is slower natively; under glibc, natively the slowest (about 2.5x), the report
-/// advises a switch. The big-block churn's directions are printed, not asserted (see
-/// `PROGRAMS`). A report that gives no advice says why in one line. Each allocator's profile is the median of
-/// `PROFILED_RUNS` by allocator time (a load on the machine moves one run's timing). Also: the
-/// allocator's time is at most the threads' CPU time and its share is of it. The table it
-/// prints: `cargo test --release -p profcc-tests --test allocator_analysis --
-/// switching_advice --nocapture`.
-#[test]
-fn switching_advice_points_the_way_the_native_runs_do() {
-    /// Native times closer than this (either way) are no direction; nor is a predicted
-    /// change of less than `NATIVE_GAP - 1` of the allocator's measured time.
-    const NATIVE_GAP: f64 = 1.10;
-    const NATIVE_RUNS: usize = 5;
-    const PROFILED_RUNS: usize = 3;
-    /// Fixture, rounds per thread, and whether the directions are asserted (the larson-like
-    /// program: and glibc must be advised to switch). The big-block churn's are printed, not
-    /// asserted: `--bench`'s one-octave rows do not describe a page heap's cost over a mix of
-    /// seven octaves (tcmalloc's own reference costs price it at a fifth of its measured
-    /// time), so advice from another allocator's agreeing check can point to tcmalloc when it
-    /// is slower natively (docs/allocators.md, "When it advises").
-    const PROGRAMS: [(&str, &str, bool); 2] = [
-        ("alloc/larson_like.c", "1500000", true),
-        ("alloc/big_churn.c", "100000", false),
-    ];
-    let s = Scratch::new();
-    let wanted = ["glibc", "jemalloc", "mimalloc", "tcmalloc"];
-    let allocs: Vec<(String, Option<String>)> = allocators()
-        .into_iter()
-        .filter(|(n, ..)| wanted.contains(&n.as_str()))
-        .map(|(n, p, _)| (n, p))
-        .collect();
-    // This machine's reference costs, in the cache the test's reports read: as many
-    // measurements as the cache keeps, the allocators in turn (each cell's median prices).
-    for _ in 0..profcc_allocator_probe::COSTS_KEPT {
-        for (name, preload) in &allocs {
-            let mut cmd = Command::new(profcc());
-            cmd.env("XDG_CACHE_HOME", probe_cache_home())
-                .args(["detect-allocator", "--bench", "-o"])
-                .arg(s.path(&format!("{name}.toml")));
-            if let Some(p) = preload {
-                cmd.arg("--preload").arg(p);
-            }
-            sh(&mut cmd);
-        }
-    }
-    let mut table = Vec::new();
-    let mut wrong = Vec::new();
-    let mut unasserted = Vec::new();
-    for (fixture_name, rounds, asserted) in PROGRAMS {
-        let stem = Path::new(fixture_name)
-            .file_stem()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let src = fixture(fixture_name);
-        let src = src.to_str().unwrap();
-        let native_exe = format!("{stem}-native");
-        let prof_exe = format!("{stem}-prof");
-        sh(Command::new("clang-22")
-            .args(["-O2", "-g", src, "-o"])
-            .arg(s.path(&native_exe))
-            .arg("-lpthread"));
-        s.compile_env(
-            &profcc(),
-            &["-O2", "-g", src, "-o", &prof_exe, "-lpthread"],
-            &[("PROFCC_INSTRUMENT", "none")],
-        );
-        let run = |exe: &str, preload: &Option<String>, options: Option<&str>| -> f64 {
-            let mut cmd = Command::new(s.path(exe));
-            cmd.arg(rounds);
-            if let Some(p) = preload {
-                cmd.env("LD_PRELOAD", p);
-            }
-            if let Some(o) = options {
-                cmd.env("PROFCC_OPTIONS", o);
-            }
-            let t = std::time::Instant::now();
-            let out = output_within(&mut cmd);
-            let secs = t.elapsed().as_secs_f64();
-            assert_eq!(
-                String::from_utf8_lossy(&out.stdout),
-                "ok\n",
-                "{exe} {preload:?}"
-            );
-            secs
-        };
-        let mut native: Vec<Vec<f64>> = vec![Vec::new(); allocs.len()];
-        for _ in 0..NATIVE_RUNS {
-            for (k, (_, preload)) in allocs.iter().enumerate() {
-                native[k].push(run(&native_exe, preload, None));
-            }
-        }
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let native: Vec<f64> = native.iter_mut().map(median).collect();
-        let native_of = |label: &str| -> Option<f64> {
-            let name = label.split_whitespace().next()?;
-            allocs
-                .iter()
-                .position(|(n, _)| n == name)
-                .map(|k| native[k])
-        };
-        // Does switching from `from` to `to` go the way the native runs do? None: no
-        // direction (within NATIVE_GAP, or not measured natively).
-        let faster = |from: f64, to: f64| -> Option<bool> {
-            if to * NATIVE_GAP < from {
-                Some(true)
-            } else if from * NATIVE_GAP < to {
-                Some(false)
-            } else {
-                None
-            }
-        };
-        // The profiled runs, allocators in turn; each allocator's median by allocator time.
-        let mut reports: Vec<Vec<Report>> = (0..allocs.len()).map(|_| Vec::new()).collect();
-        for n in 0..PROFILED_RUNS {
-            for (k, (name, preload)) in allocs.iter().enumerate() {
-                let profile = s.path(&format!("{stem}-{name}-{n}.json"));
-                run(
-                    &prof_exe,
-                    preload,
-                    Some(&format!(
-                        "out={}:summary=0:alloc_sample=524288",
-                        profile.display()
-                    )),
-                );
-                reports[k].push(report(&profile, &["--top", "0"]));
-            }
-        }
-        for (k, (name, _)) in allocs.iter().enumerate() {
-            let mut rs = std::mem::take(&mut reports[k]);
-            rs.sort_by(|a, b| input(a).total_ns.total_cmp(&input(b).total_ns));
-            let r = &rs[rs.len() / 2];
-            let i = input(r);
-            // Possible time: at most the threads' CPU time, and said to be a share of it.
-            let cpu = i.cpu_ns.expect("the profile keeps the CPU time") as f64;
-            assert!(i.total_ns <= cpu, "{stem} {name}: {} > {cpu}", i.total_ns);
-            assert_eq!(i.share_of, "the threads' CPU time", "{stem} {name}");
-            assert!(
-                i.bracket_ns > 0.0,
-                "{stem} {name}: the empty bracket was measured"
-            );
-            assert!(
-                i.costs.starts_with("this machine's") && i.costs.contains(name.as_str()),
-                "{stem} {name}: {}",
-                i.costs
-            );
-            let mut said = Vec::new();
-            let mut against = Vec::new();
-            for p in &i.predictions {
-                if let Some(to) = native_of(&p.allocator) {
-                    // A predicted change within the same share of the allocator's time is
-                    // no direction either (the report advises from 20%).
-                    let predicted = (p.change_ns.abs() > (NATIVE_GAP - 1.0) * i.total_ns)
-                        .then_some(p.change_ns < 0.0);
-                    if let (Some(way), Some(said)) = (faster(native[k], to), predicted) {
-                        if way != said {
-                            against.push(format!(
-                                "{stem} under {name} ({:.3} s): {} {:+.1} ms, natively {to:.3} s",
-                                native[k],
-                                p.allocator,
-                                p.change_ns / 1e6
-                            ));
-                        }
-                    }
-                }
-                said.push(format!("{} {:+.0} ms", p.allocator, p.change_ns / 1e6));
-            }
-            match &i.advice {
-                Some(a) => {
-                    let to = a
-                        .strip_prefix("try ")
-                        .and_then(native_of)
-                        .unwrap_or_else(|| {
-                            panic!("{stem} {name}: advice names no known allocator: {a}")
-                        });
-                    if faster(native[k], to) == Some(false) {
-                        against.push(format!(
-                            "{stem} under {name} ({:.3} s): advice {a}, natively {to:.3} s",
-                            native[k]
-                        ));
-                    }
-                }
-                None => {
-                    // No advice: the predictions say none saves enough, or one line says why.
-                    if let Some(why) = &i.no_advice {
-                        assert!(
-                            why.starts_with("no switching advice: ") && !why.contains('\n'),
-                            "{stem} {name}: {why}"
-                        );
-                        assert!(i.predictions.is_empty(), "{stem} {name}");
-                    }
-                }
-            }
-            if asserted {
-                wrong.append(&mut against);
-            } else {
-                unasserted.append(&mut against);
-            }
-            if name == "glibc" && asserted {
-                // The slowest natively, by more than NATIVE_GAP: a switch must be advised,
-                // to an allocator faster natively (checked above).
-                assert!(
-                    allocs
-                        .iter()
-                        .enumerate()
-                        .all(|(o, _)| o == k || faster(native[k], native[o]) == Some(true)),
-                    "{stem}: glibc ({:.3} s) is not the slowest natively by {NATIVE_GAP}x: {native:?}",
-                    native[k]
-                );
-                assert!(
-                    i.advice.is_some(),
-                    "{stem}: no advice under glibc ({:.3} s natively, the slowest): {:?}; reference check {:?} ms, measured {:.1} ms",
-                    native[k],
-                    i.no_advice,
-                    i.self_check_ns.map(|c| c / 1e6),
-                    i.total_ns / 1e6
-                );
-            }
-            let advice = i
-                .advice
-                .as_deref()
-                .map(|a| a.split(':').next().unwrap_or(a).to_string())
-                .or(i
-                    .no_advice
-                    .as_deref()
-                    .map(|w| w.split(" (more than").next().unwrap_or(w).to_string()))
-                .unwrap_or_else(|| "none (no saving worth advising)".into());
-            table.push(format!(
-                "| {stem} | {name} | {:.3} | {:.1} ms of {:.1} ms CPU | {} | {advice}{}{} |",
-                native[k],
-                i.total_ns / 1e6,
-                cpu / 1e6,
-                i.self_check_ns
-                    .map_or("-".into(), |c| format!("{:.1} ms", c / 1e6)),
-                if said.is_empty() { "" } else { "; " },
-                said.join(", ")
-            ));
-        }
-    }
-    eprintln!(
-        "| program | allocator | native s (median of {NATIVE_RUNS}) | allocator time (median of {PROFILED_RUNS} runs) | own reference | advice; predictions |\n|---|---|---|---|---|---|\n{}",
-        table.join("\n")
-    );
-    if !unasserted.is_empty() {
-        eprintln!(
-            "against the native direction, not asserted:\n{}",
-            unasserted.join("\n")
-        );
-    }
-    assert!(
-        wrong.is_empty(),
-        "switches against the native direction:\n{}",
-        wrong.join("\n")
     );
 }
