@@ -31,9 +31,12 @@
 //! - Its options are rows of the one table in `options.rs` whose owner column is the
 //!   analysis's `name()`, read through `options::get()` (a unit test checks every owner is
 //!   the core or a registered analysis).
-//! - Its per-thread state is a zeroed block of `thread_state_bytes()` bytes that the core
-//!   gives every thread (see [`ThreadStart::state`], [`current_state`], [`each_state`]);
-//!   blocks are never freed, so the dump can read the state of threads that have ended.
+//! - Its per-thread state is a zeroed part of `thread_state_bytes()` bytes of the block the
+//!   core gives every thread (see [`ThreadStart::state`], [`current_state`], [`each_state`]).
+//!   When the thread ends, `thread_retire` either keeps the part for the dump (`each_state`
+//!   still lists it) or copies what the dump needs and lets it go; a block no analysis keeps
+//!   is zeroed and given to the next thread, so a program that starts and joins threads one
+//!   after another holds one block, not one per thread ever started.
 
 use crate::mem::SpinLock;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
@@ -102,6 +105,14 @@ pub trait Analysis: Sync {
     fn thread_start(&self, _t: &ThreadStart) {}
     /// On the thread that ends (its start routine returned, or `pthread_exit`, or cancelled).
     fn thread_exit(&self) {}
+    /// On the thread that ends, after every `thread_exit` and the core's own: may its part
+    /// of the block (`state`, for thread `tid`) go to a later thread? Return true to keep it
+    /// for the dump (`each_state` lists it), false when the analysis copied what it needs
+    /// and dropped every pointer to it (the thread's own included: code that runs later on
+    /// the thread, a TLS destructor, finds no state). The default keeps it.
+    fn thread_retire(&self, _tid: u32, _state: *mut u8) -> bool {
+        true
+    }
     /// Which of `object_alloc` and `object_free` it wants called (default: neither); asked
     /// once, at installation, after the options were parsed.
     fn object_events(&self) -> ObjectEvents {
@@ -264,6 +275,7 @@ pub fn thread_exit() {
     if let Some(c) = core_parts() {
         (c.thread_ended)();
     }
+    retire_block();
 }
 
 /// An instrumented module registered: every analysis's `module_registered`, then the core's.
@@ -303,10 +315,56 @@ fn index_of(a: &dyn Analysis) -> Option<usize> {
 pub(crate) struct Block {
     tid: u32,
     mem: *mut u8,
+    /// 0 while the thread runs; after it ended, bit i: analysis i kept its part.
+    kept: u32,
+    ended: bool,
 }
 unsafe impl Send for Block {}
 
+/// The blocks of running threads and those of ended threads some analysis kept.
 pub(crate) static BLOCKS: SpinLock<Vec<Block>> = SpinLock::new(Vec::new());
+
+/// Zeroed blocks of ended threads, for the next threads (under `BLOCKS`'s lock).
+static SPARE: SpinLock<Vec<usize>> = SpinLock::new(Vec::new());
+
+/// The calling thread ends: ask every analysis whether it keeps its part of the block; a
+/// block none keeps is zeroed and goes to [`SPARE`]. The thread has no block after this.
+fn retire_block() {
+    // Once the final dump has begun it may be reading this block: the thread stays listed
+    // as running (its exit callbacks ran: its figures are final).
+    if final_dump_begun() {
+        return;
+    }
+    let mem = MINE.with(|m| m.replace(core::ptr::null_mut()));
+    if mem.is_null() {
+        return;
+    }
+    let tid = match BLOCKS.lock().iter().find(|b| b.mem == mem) {
+        Some(b) => b.tid,
+        None => return,
+    };
+    let mut kept = 0u32;
+    for (i, a) in all().iter().enumerate() {
+        if a.thread_state_bytes() > 0 {
+            let part = unsafe { mem.add(OFFSETS[i].load(Ordering::Relaxed)) };
+            if a.thread_retire(tid, part) {
+                kept |= 1 << i;
+            }
+        }
+    }
+    if kept == 0 {
+        let size = OFFSETS[all().len()].load(Ordering::Relaxed);
+        unsafe { core::ptr::write_bytes(mem, 0, size) };
+    }
+    let mut blocks = BLOCKS.lock();
+    if kept == 0 {
+        blocks.retain(|b| b.mem != mem);
+        SPARE.lock().push(mem as usize);
+    } else if let Some(b) = blocks.iter_mut().find(|b| b.mem == mem) {
+        b.kept = kept;
+        b.ended = true;
+    }
+}
 
 thread_local! {
     /// The calling thread's block (plain initial-exec TLS: no allocation, no destructor).
@@ -325,13 +383,19 @@ pub fn current_state(a: &dyn Analysis) -> *mut u8 {
     unsafe { p.add(OFFSETS[i].load(Ordering::Relaxed)) }
 }
 
-/// `f(thread id, a's part of its block)` for every thread that started, in start order.
+/// `f(thread id, a's part of its block)` for every running thread and every ended one
+/// whose part `a` kept (`thread_retire`), in start order (a reused block: where it is now).
 pub fn each_state(a: &dyn Analysis, mut f: impl FnMut(u32, *mut u8)) {
     let Some(i) = index_of(a).filter(|_| a.thread_state_bytes() > 0) else {
         return;
     };
     let off = OFFSETS[i].load(Ordering::Relaxed);
-    let blocks: Vec<(u32, *mut u8)> = BLOCKS.lock().iter().map(|b| (b.tid, b.mem)).collect();
+    let blocks: Vec<(u32, *mut u8)> = BLOCKS
+        .lock()
+        .iter()
+        .filter(|b| !b.ended || b.kept & (1 << i) != 0)
+        .map(|b| (b.tid, b.mem))
+        .collect();
     for (tid, mem) in blocks {
         f(tid, unsafe { mem.add(off) });
     }
@@ -343,14 +407,27 @@ pub fn thread_started(id: u32, stack_lo: u64, stack_hi: u64, is_main: bool) {
     let size = OFFSETS[reg.len()].load(Ordering::Relaxed);
     let mut mem = MINE.with(|m| m.get());
     if mem.is_null() && size > 0 {
-        // From the runtime heap (packed, unlike one mapping per thread).
-        mem = match std::alloc::Layout::from_size_align(size, 64) {
-            Ok(l) => unsafe { std::alloc::alloc_zeroed(l) },
-            Err(_) => core::ptr::null_mut(),
+        // An ended thread's (zeroed), else from the runtime heap (packed, unlike one
+        // mapping per thread).
+        let spare = {
+            let _b = BLOCKS.lock();
+            SPARE.lock().pop()
+        };
+        mem = match spare {
+            Some(p) => p as *mut u8,
+            None => match std::alloc::Layout::from_size_align(size, 64) {
+                Ok(l) => unsafe { std::alloc::alloc_zeroed(l) },
+                Err(_) => core::ptr::null_mut(),
+            },
         };
         if !mem.is_null() {
             MINE.with(|m| m.set(mem));
-            BLOCKS.lock().push(Block { tid: id, mem });
+            BLOCKS.lock().push(Block {
+                tid: id,
+                mem,
+                kept: 0,
+                ended: false,
+            });
         }
     }
     for (i, a) in reg.iter().enumerate() {
@@ -440,6 +517,49 @@ mod tests {
         let mut seen = Vec::new();
         each_state(&B, |tid, p| seen.push((tid, unsafe { *(p as *const u32) })));
         assert!(seen.iter().any(|&(_, v)| v == ID + 1000), "{seen:?}");
+
+        // An analysis that lets its part go at the thread's end: the ended thread is no
+        // longer listed, and the next thread's block (a reused one) is zeroed again
+        // (`Fake::thread_start` checks).
+        struct LetGo;
+        impl Analysis for LetGo {
+            fn name(&self) -> &'static str {
+                "let-go"
+            }
+            fn thread_state_bytes(&self) -> usize {
+                4096
+            }
+            fn thread_start(&self, t: &ThreadStart) {
+                assert!((0..4096).all(|i| unsafe { *t.state.add(i) } == 0));
+                unsafe { t.state.write_bytes(0xab, 4096) };
+                unsafe { *(t.state as *mut u32) = t.id };
+            }
+            fn thread_retire(&self, _tid: u32, _state: *mut u8) -> bool {
+                false
+            }
+        }
+        static L: LetGo = LetGo;
+        static REG2: Registry = &[&L];
+        install(&REG2);
+        let listed = |id: u32| {
+            let mut ids = Vec::new();
+            each_state(&L, |_, p| ids.push(unsafe { *(p as *const u32) }));
+            ids.contains(&id)
+        };
+        for id in [ID + 1, ID + 2] {
+            std::thread::spawn(move || {
+                // A thread the interposer already gave a block (under this registry or the
+                // one before) ends first, so this one gets a block of its own.
+                thread_exit();
+                thread_started(id, 0, 0, false);
+                assert!(listed(id));
+                thread_exit();
+                assert!(current_state(&L).is_null());
+                assert!(!listed(id));
+            })
+            .join()
+            .unwrap();
+        }
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! `bench/alloc.rs`), `regions` (the ROI-only build on region kernels and a sqlite3 driver,
 //! every execution counted and at 1% sampling, and its build time, `bench/regions.rs`), `merge`
 //! (`profcc report` of 10, 100 and 1,000 synthetic MPI rank profiles: MB/s and peak RSS,
-//! `bench/merge.rs`).
+//! `bench/merge.rs`), `default` (what the default build costs, issue 46: thread churn,
+//! `bench/default.rs`).
 //!
 //! Prints Markdown tables and writes them to target/bench/results.md.
 
@@ -47,6 +48,7 @@ pub fn crate_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
 }
 
 mod alloc;
+mod default;
 mod merge;
 mod numa;
 mod predict;
@@ -141,7 +143,7 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-struct Row {
+pub(crate) struct Row {
     name: String,
     base: f64,
     inst: f64,
@@ -150,7 +152,7 @@ struct Row {
 }
 
 /// Alternate base and instrumented runs `runs` times; medians.
-fn side_by_side(
+pub(crate) fn side_by_side(
     name: &str,
     runs: usize,
     base: &mut dyn FnMut() -> Command,
@@ -183,7 +185,7 @@ fn side_by_side(
 
 /// The benchmark's parts, in the order they run.
 const PARTS: &[&str] = &[
-    "build", "kernels", "predict", "sharing", "numa", "alloc", "regions", "merge",
+    "build", "kernels", "predict", "sharing", "numa", "alloc", "regions", "merge", "default",
 ];
 
 pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
@@ -259,6 +261,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     if parts.contains(&"merge") {
         merge::run(&profcc, &work, runs, &mut out)?;
+    }
+    if parts.contains(&"default") {
+        default::run(root, &profcc, &work, runs, &mut out)?;
     }
     println!("{out}");
     std::fs::write(work.join("results.md"), &out).map_err(|e| e.to_string())?;

@@ -504,6 +504,48 @@ impl ThreadState {
         }
     }
 
+    /// The thread's row of the profile (None: it made no checked access and no first touch).
+    fn thread_row(&self, tid: u32) -> Option<profcc_schema::numa::NumaThread> {
+        let row = self.row_now();
+        let by_home: Vec<(u32, u64)> = row
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(h, &n)| (h as u32, n))
+            .collect();
+        let (local, remote) = self.local_remote(&row);
+        let first_touches = self.first_touches.load(Relaxed);
+        if by_home.is_empty() && first_touches == 0 {
+            return None;
+        }
+        Some(profcc_schema::numa::NumaThread {
+            thread: tid,
+            home: self.home.load(Relaxed),
+            local,
+            remote,
+            first_touches,
+            by_home,
+            waits: profcc_schema::numa::Waits {
+                mutex: self.waits[0].load(Relaxed),
+                spin: self.waits[1].load(Relaxed),
+                cond: self.waits[2].load(Relaxed),
+                barrier: self.waits[3].load(Relaxed),
+                sem: self.waits[4].load(Relaxed),
+            },
+            migrations: self.migrations.load(Relaxed),
+            pinned: self.pinned.load(Relaxed) == 1,
+            unpinned_thread: self.unpinned_thread.load(Relaxed),
+            unpinned_page: self.unpinned_page.load(Relaxed),
+            unpinned_both: self.unpinned_both.load(Relaxed),
+        })
+    }
+
+    /// Counts not yet in the shared tables (in its cache or its site cells)?
+    fn holds_counts(&self) -> bool {
+        self.cache.iter().any(|s| s.count.load(Relaxed) > 0)
+            || self.sites.iter().any(|c| c.read().0[0] > 0)
+    }
+
     /// On its own thread: every slot.
     fn flush_all(&self) {
         if self.ready.load(Relaxed) == 1 {
@@ -640,6 +682,8 @@ fn site_cell(pc: u64) -> &'static SiteCell {
 
 extern "C" {
     fn profcc_numa_cache_slot() -> *mut *mut Slot;
+    /// rt/csrc/tls.c: the cache of a thread with none of its own (its slots hold no page).
+    static mut profcc_numa_scratch: [u8; 0];
 }
 
 /// Reserve the page shadow (128 GiB of address space, nothing committed) before any
@@ -1334,6 +1378,11 @@ fn objects(
     out
 }
 
+/// What the dump needs of a thread that ended (its block went to a later thread): its row,
+/// its stack (lo, hi) and its id.
+static ENDED: SpinLock<Vec<(Option<profcc_schema::numa::NumaThread>, (u64, u64), u32)>> =
+    SpinLock::new(Vec::new());
+
 /// The NUMA analysis in the registry (`analyses/mod.rs`).
 pub struct Numa;
 pub static NUMA: Numa = Numa;
@@ -1405,6 +1454,22 @@ impl Analysis for Numa {
             s.drain_sites();
         }
     }
+    fn thread_retire(&self, tid: u32, state: *mut u8) -> bool {
+        let s = unsafe { &*(state as *const ThreadState) };
+        if s.holds_counts() {
+            return true; // (its exit callback flushed and drained them: not expected)
+        }
+        // Its later accesses (a TLS destructor's) go through the door, as before its start.
+        unsafe {
+            *profcc_numa_cache_slot() = core::ptr::addr_of_mut!(profcc_numa_scratch) as *mut Slot
+        };
+        // Nothing to keep while no module has the page check (the default build).
+        if SHADOW.load(Relaxed) == 1 && IN_USE.load(Relaxed) != 0 {
+            let stack = (s.stack_lo.load(Relaxed), s.stack_hi.load(Relaxed));
+            ENDED.lock().push((s.thread_row(tid), stack, tid));
+        }
+        false
+    }
     fn object_events(&self) -> crate::analysis::ObjectEvents {
         crate::analysis::ObjectEvents {
             alloc: false,
@@ -1415,6 +1480,7 @@ impl Analysis for Numa {
         object_freed(o);
     }
     fn fork_prepare(&self) {
+        core::mem::forget(ENDED.lock());
         core::mem::forget(RANGES.lock());
         core::mem::forget(PLACES.lock());
         core::mem::forget(FREED.lock());
@@ -1424,6 +1490,7 @@ impl Analysis for Numa {
             FREED.force_unlock();
             PLACES.force_unlock();
             RANGES.force_unlock();
+            ENDED.force_unlock();
         }
     }
     fn fork_child(&self) {
@@ -1431,7 +1498,10 @@ impl Analysis for Numa {
             FREED.force_unlock();
             PLACES.force_unlock();
             RANGES.force_unlock();
+            ENDED.force_unlock();
         }
+        // The parent's ended threads are the parent's profile's.
+        ENDED.lock().clear();
     }
     fn summary(
         &self,
@@ -1466,37 +1536,7 @@ impl Analysis for Numa {
         }
         crate::analysis::each_state(&NUMA, |tid, s| {
             let s = unsafe { &*(s as *const ThreadState) };
-            let home = s.home.load(Relaxed);
-            let row = s.row_now();
-            let by_home: Vec<(u32, u64)> = row
-                .iter()
-                .enumerate()
-                .filter(|(_, &n)| n > 0)
-                .map(|(h, &n)| (h as u32, n))
-                .collect();
-            let (local, remote) = s.local_remote(&row);
-            if !by_home.is_empty() || s.first_touches.load(Relaxed) > 0 {
-                threads.push(profcc_schema::numa::NumaThread {
-                    thread: tid,
-                    home,
-                    local,
-                    remote,
-                    first_touches: s.first_touches.load(Relaxed),
-                    by_home,
-                    waits: profcc_schema::numa::Waits {
-                        mutex: s.waits[0].load(Relaxed),
-                        spin: s.waits[1].load(Relaxed),
-                        cond: s.waits[2].load(Relaxed),
-                        barrier: s.waits[3].load(Relaxed),
-                        sem: s.waits[4].load(Relaxed),
-                    },
-                    migrations: s.migrations.load(Relaxed),
-                    pinned: s.pinned.load(Relaxed) == 1,
-                    unpinned_thread: s.unpinned_thread.load(Relaxed),
-                    unpinned_page: s.unpinned_page.load(Relaxed),
-                    unpinned_both: s.unpinned_both.load(Relaxed),
-                });
-            }
+            threads.extend(s.thread_row(tid));
             let (lo, hi) = (s.stack_lo.load(Relaxed), s.stack_hi.load(Relaxed));
             if lo < hi {
                 stacks.push((lo, hi, tid));
@@ -1540,6 +1580,19 @@ impl Analysis for Numa {
                 }
             }
         });
+        {
+            // Threads whose blocks went to later ones (an ended one read above as well:
+            // its final row).
+            let ended = ENDED.lock();
+            threads.retain(|t| !ended.iter().any(|e| e.2 == t.thread));
+            stacks.retain(|s| !ended.iter().any(|e| e.2 == s.2));
+            for (row, stack, tid) in ended.iter() {
+                threads.extend(row.clone());
+                if stack.0 < stack.1 {
+                    stacks.push((stack.0, stack.1, *tid));
+                }
+            }
+        }
         if threads.is_empty() {
             return;
         }

@@ -692,8 +692,8 @@ fn intern(name: &[u8]) -> Option<u32> {
 
 std::thread_local! {
     /// The calling thread's block, set at its start (`current_state`'s answer, kept: the
-    /// markers' hot path reads one thread-local instead of scanning the registry). Blocks are
-    /// never freed, so the pointer stays valid after the thread's exit.
+    /// markers' hot path reads one thread-local instead of scanning the registry). A block
+    /// this analysis keeps at the thread's end stays valid; one it lets go is unset here.
     static MINE: core::cell::Cell<*mut State> = const { core::cell::Cell::new(core::ptr::null_mut()) };
 }
 
@@ -1200,6 +1200,20 @@ impl Analysis for RegionsAnalysis {
             s.skip = core::ptr::null_mut();
             s.calls = core::ptr::null_mut();
         }
+    }
+
+    /// A thread that never executed a region, made no region counters and opened no perf
+    /// group leaves nothing for the dump: its block may go to a later thread.
+    fn thread_retire(&self, _tid: u32, state: *mut u8) -> bool {
+        let s = unsafe { &*(state as *const State) };
+        let used = s.group_state != GROUP_UNTRIED
+            || s.depth != 0
+            || s.arrays.iter().any(|a| !a.is_null())
+            || s.cells.iter().any(|c| c.executions.load(Relaxed) != 0);
+        if !used {
+            MINE.with(|m| m.set(core::ptr::null_mut()));
+        }
+        used
     }
 
     fn summary(

@@ -27,6 +27,7 @@
 //! and the serial tail after the last join are not sharing).
 
 use crate::analysis::{Analysis, DumpContext, ObjectEvents, SummarySection, ThreadStart};
+use crate::mem::SpinLock;
 use crate::threads;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use profcc_abi::{
@@ -199,8 +200,8 @@ pub fn thread_exiting() {
 
 /// After fork, in the child: one thread, and a profile of the child's own accesses (its
 /// counts restart from zero too), so the parent's lines are not reported twice by a merged
-/// report: the line shadow and the tracked-line table go back to zero pages. (The analysis
-/// has no lock of its own: the tracked-line table and the settings are atomics.)
+/// report: the line shadow and the tracked-line table go back to zero pages. (The
+/// tracked-line table and the settings are atomics; the analysis's one lock is `ENDED`'s.)
 pub fn after_fork_child() {
     LIVE.store(1, Relaxed);
     PARALLEL_SINCE.store(0, Relaxed);
@@ -296,6 +297,12 @@ fn thread_cpu_ns(ktid: u32) -> u64 {
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// A thread that lived less than this (ns) is not asked for its run-queue wait at its end:
+/// its wait counts as 0, off by at most this much. Reading `schedstat` (an `open` of a
+/// `/proc` path, a read, a close) cost about 45 µs per thread on a 2-vCPU VM, more than
+/// creating and joining the thread (docs/model.md, "Thread times").
+pub const RUNQ_READ_FROM_NS: u64 = 1_000_000;
 
 /// The time thread `ktid` (None: the calling thread) waited on a run queue while runnable,
 /// ns: the second field of its `schedstat` (None without `CONFIG_SCHEDSTATS`). Without the
@@ -424,34 +431,47 @@ fn latency_sample(r: &Record, dt: u64, info: u64) {
 /// Latency samples of a line between two looks at the sampling thread's CPU.
 const CPU_SAMPLE_EVERY: u64 = 256;
 
+/// A thread's figures for the prediction (None: it never started).
+fn time_of(st: &ThreadState, now: u64) -> Option<schema::ThreadTime> {
+    let start = st.start_ns.load(Relaxed);
+    if start == 0 {
+        return None;
+    }
+    let end = st.end_ns.load(Relaxed);
+    let (end, cpu, wait) = if end == 0 {
+        let k = st.ktid.load(Relaxed);
+        (now, thread_cpu_ns(k), runq_wait_ns(Some(k)))
+    } else {
+        let w = st.wait_ns.load(Relaxed);
+        (end, st.cpu_ns.load(Relaxed), w.checked_sub(1))
+    };
+    Some(schema::ThreadTime {
+        id: st.id.load(Relaxed),
+        start_ns: start,
+        end_ns: end,
+        cpu_ns: cpu,
+        cpus: st.cpus.list(),
+        accesses: 0, // filled from the thread table at the dump
+        wait_ns: wait,
+    })
+}
+
+/// What the dump needs of a thread that ended (its block went to a later thread): its
+/// figures and its stack (id, lo, hi).
+static ENDED: SpinLock<Vec<(schema::ThreadTime, (u32, u64, u64))>> = SpinLock::new(Vec::new());
+
 /// The prediction's figures of every started thread.
 fn thread_times() -> Vec<schema::ThreadTime> {
     let now = crate::clock::now_ns();
     let mut out = Vec::new();
     crate::analysis::each_state(&SHARING, |_, p| {
-        let st = unsafe { &*(p as *const ThreadState) };
-        let start = st.start_ns.load(Relaxed);
-        if start == 0 {
-            return;
-        }
-        let end = st.end_ns.load(Relaxed);
-        let (end, cpu, wait) = if end == 0 {
-            let k = st.ktid.load(Relaxed);
-            (now, thread_cpu_ns(k), runq_wait_ns(Some(k)))
-        } else {
-            let w = st.wait_ns.load(Relaxed);
-            (end, st.cpu_ns.load(Relaxed), w.checked_sub(1))
-        };
-        out.push(schema::ThreadTime {
-            id: st.id.load(Relaxed),
-            start_ns: start,
-            end_ns: end,
-            cpu_ns: cpu,
-            cpus: st.cpus.list(),
-            accesses: 0, // filled from the thread table at the dump
-            wait_ns: wait,
-        });
+        out.extend(time_of(unsafe { &*(p as *const ThreadState) }, now));
     });
+    // An ended one listed twice (it ended while its block was read): its final figures.
+    let ended = ENDED.lock();
+    out.retain(|t| !ended.iter().any(|e| e.0.id == t.id));
+    out.extend(ended.iter().map(|e| e.0.clone()));
+    drop(ended);
     out.sort_by_key(|t| t.id);
     out
 }
@@ -499,6 +519,7 @@ fn stacks() -> Vec<(u32, u64, u64)> {
             out.push((st.id.load(Relaxed), lo, hi));
         }
     });
+    out.extend(ENDED.lock().iter().map(|e| e.1).filter(|s| s.2 > s.1));
     out
 }
 
@@ -536,12 +557,30 @@ impl Analysis for Sharing {
         if let Some(st) = unsafe { st.as_ref() } {
             st.cpu_ns
                 .store(thread_cpu_ns(unsafe { libc::gettid() } as u32), Relaxed);
-            st.wait_ns
-                .store(runq_wait_ns(None).map_or(0, |w| w + 1), Relaxed);
+            let end = crate::clock::now_ns();
+            // A short life's wait is not read (it is at most that life).
+            let wait = if end.saturating_sub(st.start_ns.load(Relaxed)) < RUNQ_READ_FROM_NS {
+                Some(0)
+            } else {
+                runq_wait_ns(None)
+            };
+            st.wait_ns.store(wait.map_or(0, |w| w + 1), Relaxed);
             st.cpus.note_current();
-            st.end_ns.store(crate::clock::now_ns(), Relaxed);
+            st.end_ns.store(end, Relaxed);
         }
         thread_exiting();
+    }
+    fn thread_retire(&self, _tid: u32, state: *mut u8) -> bool {
+        let st = unsafe { &*(state as *const ThreadState) };
+        if let Some(t) = time_of(st, crate::clock::now_ns()) {
+            let stack = (
+                st.id.load(Relaxed),
+                st.stack_lo.load(Relaxed),
+                st.stack_hi.load(Relaxed),
+            );
+            ENDED.lock().push((t, stack));
+        }
+        false
     }
     fn object_events(&self) -> ObjectEvents {
         ObjectEvents {
@@ -552,7 +591,16 @@ impl Analysis for Sharing {
     fn object_free(&self, o: &crate::analysis::ObjectInfo) {
         object_freed(o);
     }
+    fn fork_prepare(&self) {
+        core::mem::forget(ENDED.lock());
+    }
+    fn fork_parent(&self) {
+        unsafe { ENDED.force_unlock() };
+    }
     fn fork_child(&self) {
+        unsafe { ENDED.force_unlock() };
+        // The parent's ended threads are the parent's profile's.
+        ENDED.lock().clear();
         after_fork_child();
     }
     fn dump(&self, cx: &DumpContext, p: &mut profcc_schema::Profile) {
