@@ -510,9 +510,13 @@ pub fn build_profile(trigger: &str) -> schema::Profile {
     p
 }
 
-/// Write the profile atomically: a temporary file in the target directory, then rename.
-/// A path that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is
-/// written in place: renaming over it would replace the device with a regular file.
+/// Write the profile atomically: a temporary file in the target directory, then rename (a
+/// reader, or a later run, sees the old file or the whole new one, never a part). Not synced
+/// to the disk: that made the program's exit wait for the device (gapbs bfs's 6.8 MB profile:
+/// `fdatasync` 135 ms of its 260 ms between the last output and the exit), and a profile need
+/// not survive a power cut. A path that exists and is not a regular file (`/dev/null`,
+/// `/dev/stdout`, a FIFO) is written in place: renaming over it would replace the device with
+/// a regular file.
 pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         return std::fs::OpenOptions::new()
@@ -535,7 +539,6 @@ pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io:
             .create_new(true)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_data().ok();
         std::fs::rename(&tmp, path)
     })();
     if r.is_err() {
