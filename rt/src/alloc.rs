@@ -701,8 +701,56 @@ pub(crate) fn thread_exit() {
 /// The site of an allocation made at `fp` (the caller has the thread's id already:
 /// `threads::current_id` gives the walker the thread's stack bounds).
 fn site_for(kind: u32, fp: *mut libc::c_void) -> Option<u32> {
-    let stack = stack::capture_from(fp);
-    sites().map(|s| s.index(stack, kind))
+    let mut buf = core::mem::MaybeUninit::uninit();
+    let f = stack::walk_from(fp, &mut buf);
+    let n = f.len();
+    // The thread's recent sites: an allocation-heavy loop calls malloc from a few places,
+    // and a hit skips the stack depot's hash and probe.
+    let first = f.first().copied().unwrap_or(0);
+    let slot = ((first ^ (first >> 7)) as usize) % SITE_CACHE;
+    let hit = SITE_CACHE_OF.with(|c| {
+        let e = unsafe { &(*c.get())[slot] };
+        (n > 0 && e.n as usize == n && e.kind == kind && e.frames[..n] == *f).then_some(e.site)
+    });
+    if hit.is_some() {
+        return hit;
+    }
+    let site = sites()?.index(stack::intern(f), kind);
+    if n == 0 {
+        return Some(site);
+    }
+    SITE_CACHE_OF.with(|c| {
+        let e = unsafe { &mut (*c.get())[slot] };
+        e.n = n as u32;
+        e.kind = kind;
+        e.site = site;
+        e.frames[..n].copy_from_slice(f);
+    });
+    Some(site)
+}
+
+/// Entries of a thread's cache of recent allocation sites ([`site_for`]).
+const SITE_CACHE: usize = 8;
+
+/// An allocation's walked frames and kind, and the site they gave (`n` 0: empty; a walk of
+/// no frame is never cached).
+#[derive(Clone, Copy)]
+struct CachedSite {
+    n: u32,
+    kind: u32,
+    site: u32,
+    frames: [u64; stack::MAX_FRAMES],
+}
+
+thread_local! {
+    /// The calling thread's recent sites, direct-mapped by the allocation's call site. A site
+    /// index is fixed for the run (and the same in a forked child), so an entry never goes
+    /// stale; a frame list compares whole, so a hit is the site the depot would give.
+    static SITE_CACHE_OF: core::cell::UnsafeCell<[CachedSite; SITE_CACHE]> = const {
+        core::cell::UnsafeCell::new(
+            [CachedSite { n: 0, kind: 0, site: 0, frames: [0; stack::MAX_FRAMES] }; SITE_CACHE],
+        )
+    };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -286,10 +286,22 @@ pub fn shallow_note() -> Option<String> {
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn capture_from(fp: *mut libc::c_void) -> u32 {
     let mut frames = core::mem::MaybeUninit::<[u64; MAX_FRAMES]>::uninit();
-    let p = frames.as_mut_ptr() as *mut u64;
-    // The walker initialises exactly the first `n` entries.
-    let n = unsafe { profcc_walk(fp, p, MAX_FRAMES as u32) } as usize;
-    intern(unsafe { core::slice::from_raw_parts(p, n) })
+    intern(walk_from(fp, &mut frames))
+}
+
+/// [`capture_from`]'s walk alone: the frames above `fp`, in `buf` (not zeroed first: the
+/// walker writes exactly the frames it returns).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+#[inline]
+pub fn walk_from(
+    fp: *mut libc::c_void,
+    buf: &mut core::mem::MaybeUninit<[u64; MAX_FRAMES]>,
+) -> &[u64] {
+    let p = buf.as_mut_ptr() as *mut u64;
+    unsafe {
+        let n = profcc_walk(fp, p, MAX_FRAMES as u32) as usize;
+        core::slice::from_raw_parts(p, n.min(MAX_FRAMES))
+    }
 }
 
 /// Capture the caller's stack (skipping `skip` frames) and return its depot id.
