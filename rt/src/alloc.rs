@@ -450,11 +450,20 @@ const SITES_BYTES: usize = MAX_SITES * core::mem::size_of::<Site>();
 
 static SITES: AtomicPtr<Sites> = AtomicPtr::new(core::ptr::null_mut());
 
+/// The site table (made on the first call; None when no memory could be had). Inlined: the
+/// allocation and free paths ask several times per call.
+#[inline]
 fn sites() -> Option<&'static Sites> {
     let p = SITES.load(Ordering::Acquire);
     if !p.is_null() {
         return Some(unsafe { &*p });
     }
+    make_sites()
+}
+
+#[cold]
+#[inline(never)]
+fn make_sites() -> Option<&'static Sites> {
     let mem = mem::map(SITE_OF_BYTES + SITES_BYTES, true);
     if mem.is_null() {
         return None;
