@@ -34,6 +34,9 @@ const TEST_PACKAGES: &[&str] = &[
     "libtbbmalloc2",
     // The anchor of the allocation-path bench (xtask/src/bench/alloc.rs).
     "heaptrack",
+    // ThreadSanitizer's runtime, the anchor of the default-build bench
+    // (xtask/src/bench/default.rs).
+    "libclang-rt-22-dev",
     // The faithful test set's expat-like project (tests/tests/faithful.rs): autoreconf + libtool.
     "automake",
     "libtool",
