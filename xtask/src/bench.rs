@@ -138,6 +138,48 @@ pub(crate) fn report_json(
         .map_err(|e| format!("profcc report {}: {e}", profile.display()))
 }
 
+/// A program's sources (each a path from the root, `SQLITE/FILE` in the sqlite amalgamation's
+/// directory, or `LUA/*`: every library source of Lua's) and the flags they build with
+/// (`-O2 -g -pthread`, the two source directories, their defines).
+pub(crate) fn program_sources(
+    root: &Path,
+    sources: &[&str],
+) -> Result<(Vec<PathBuf>, Vec<String>), String> {
+    let sqlite = crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
+    let lua = crate_dir(root, "lua-src")?.join("lua-5.4.8");
+    let mut srcs: Vec<PathBuf> = Vec::new();
+    for s in sources {
+        if let Some(f) = s.strip_prefix("SQLITE/") {
+            srcs.push(sqlite.join(f));
+        } else if *s == "LUA/*" {
+            let mut lib: Vec<_> = std::fs::read_dir(&lua)
+                .map_err(|e| format!("{}: {e}", lua.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "c"))
+                .filter(|p| !p.ends_with("lua.c") && !p.ends_with("luac.c"))
+                .collect();
+            lib.sort();
+            srcs.extend(lib);
+        } else {
+            srcs.push(root.join(s));
+        }
+    }
+    let flags = [
+        "-O2",
+        "-g",
+        "-pthread",
+        "-DSQLITE_OMIT_LOAD_EXTENSION",
+        "-DLUA_USE_LINUX",
+    ]
+    .iter()
+    .map(|f| f.to_string())
+    .chain(["-I".into(), sqlite.display().to_string()])
+    .chain(["-I".into(), lua.display().to_string()])
+    .collect();
+    Ok((srcs, flags))
+}
+
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]

@@ -90,44 +90,14 @@ pub fn run(
     );
     let (mut logs, mut n, mut rss_ok) = ([0.0f64; RUNS.len()], 0.0f64, true);
     let (mut prog_log, mut prog_n) = (0.0f64, 0.0f64);
-    let sqlite = super::crate_dir(root, "libsqlite3-sys")?.join("sqlite3");
-    let lua = super::crate_dir(root, "lua-src")?.join("lua-5.4.8");
     for (index, (k, sources, cxx, extra)) in PROGRAMS.iter().enumerate() {
-        let mut srcs: Vec<std::path::PathBuf> = Vec::new();
-        for s in sources.iter() {
-            if let Some(f) = s.strip_prefix("SQLITE/") {
-                srcs.push(sqlite.join(f));
-            } else if *s == "LUA/*" {
-                let mut lib: Vec<_> = std::fs::read_dir(&lua)
-                    .map_err(|e| format!("{}: {e}", lua.display()))?
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "c"))
-                    .filter(|p| !p.ends_with("lua.c") && !p.ends_with("luac.c"))
-                    .collect();
-                lib.sort();
-                srcs.extend(lib);
-            } else {
-                srcs.push(root.join(s));
-            }
-        }
-        let flags = [
-            "-O2",
-            "-g",
-            "-pthread",
-            "-DSQLITE_OMIT_LOAD_EXTENSION",
-            "-DLUA_USE_LINUX",
-            "-I",
-            sqlite.to_str().ok_or("sqlite path")?,
-            "-I",
-            lua.to_str().ok_or("lua path")?,
-        ];
+        let (srcs, flags) = super::program_sources(root, sources)?;
         let build = |cc: &Path, mode: Option<&str>, out: &Path| {
             let mut c = Command::new(cc);
             if let Some(m) = mode {
                 c.env("PROFCC_INSTRUMENT", m);
             }
-            sh(c.args(flags)
+            sh(c.args(&flags)
                 .args(&srcs)
                 .arg("-o")
                 .arg(out)
