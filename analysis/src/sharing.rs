@@ -20,7 +20,7 @@ use profcc_schema::sharing::{
 use profcc_schema::{AccessSite, Profile};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 // ---------------------------------------------------------------------------------------------
 // Thresholds. Each is defined here and nowhere else; the runtime's summary and the report use
@@ -462,7 +462,7 @@ fn first_site<'a>(sites: &'a [AccessSite], f: &Finding) -> Option<&'a AccessSite
 
 /// What merges two findings: the same object, or for a static line no symbol is known for,
 /// the same place and threads.
-#[derive(PartialEq)]
+#[derive(PartialEq, Eq, Hash)]
 enum MergeKey {
     Object(Kind, bool, ObjectKind, u64),
     /// A heap allocation site (stack id).
@@ -526,25 +526,31 @@ fn merge(
     global_of: &dyn Fn(u64) -> Option<u64>,
 ) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    let key = |x: &Finding| merge_key(x, sites, global_of);
-    let mut keys: Vec<Option<MergeKey>> = Vec::new();
-    // Per merged finding, its parts' (threads, lines).
+    let mut index: HashMap<MergeKey, usize> = HashMap::new();
+    // Per merged finding, its parts' (threads, lines), and the lines and words (line,
+    // offset) it has: a site's blocks can be thousands of lines (gapbs bfs's frontier: 8,192
+    // tracked lines in one finding), so membership is looked up, and the stride and fix text
+    // are worked out once, after the last part.
     let mut parts: Vec<Vec<(Vec<u32>, Vec<u64>)>> = Vec::new();
+    let mut seen_lines: Vec<HashSet<u64>> = Vec::new();
+    let mut seen_words: Vec<HashSet<(u64, u32)>> = Vec::new();
     for f in found {
-        let k = key(&f);
-        let target = k
-            .as_ref()
-            .and_then(|k| keys.iter().position(|x| x.as_ref() == Some(k)));
-        let Some(m) = target.map(|i| &mut out[i]) else {
-            keys.push(k);
+        let k = merge_key(&f, sites, global_of);
+        let Some(&i) = k.as_ref().and_then(|k| index.get(k)) else {
+            if let Some(k) = k {
+                index.insert(k, out.len());
+            }
             parts.push(vec![(f.threads.clone(), f.lines.clone())]);
+            seen_lines.push(f.lines.iter().copied().collect());
+            seen_words.push(f.words.iter().map(|w| (w.line, w.offset)).collect());
             out.push(f);
             continue;
         };
-        parts[target.unwrap()].push((f.threads.clone(), f.lines.clone()));
+        let m = &mut out[i];
+        parts[i].push((f.threads.clone(), f.lines.clone()));
         // Latent pairs overlap (lines a+b, b+c): each line and word once.
         for l in &f.lines {
-            if !m.lines.contains(l) {
+            if seen_lines[i].insert(*l) {
                 m.lines.push(*l);
             }
         }
@@ -554,34 +560,36 @@ fn merge(
         let threads: BTreeSet<u32> = m.threads.iter().chain(&f.threads).copied().collect();
         m.threads = threads.into_iter().collect();
         m.more_threads |= f.more_threads;
-        let base = m.objects.len();
-        for o in &f.objects {
-            if !m.objects.contains(o) {
-                m.objects.push(o.clone());
-            }
-        }
+        // Where each of f's objects is in m's list (added when new).
+        let at: Vec<usize> = f
+            .objects
+            .iter()
+            .map(|o| match m.objects.iter().position(|x| x == o) {
+                Some(p) => p,
+                None => {
+                    m.objects.push(o.clone());
+                    m.objects.len() - 1
+                }
+            })
+            .collect();
         for mut w in f.words {
-            if m.words
-                .iter()
-                .any(|x| x.line == w.line && x.offset == w.offset)
-            {
+            if !seen_words[i].insert((w.line, w.offset)) {
                 continue;
             }
-            w.object = w.object.and_then(|i| {
-                let o = &f.objects[i];
-                m.objects.iter().position(|x| x == o).or(Some(base + i))
-            });
+            w.object = w.object.and_then(|j| at.get(j).copied());
             m.words.push(w);
         }
         add_sites(&mut m.sites, &f.sites);
         m.confidence = m.confidence.max(f.confidence);
-        m.stride = stride_of(&m.words);
-        m.fix = fix_text(m);
     }
     for (m, parts) in out.iter_mut().zip(&parts) {
-        if parts.len() > 1 && m.latent.is_none() {
-            repredict(m, parts, s, duration_ns);
+        if parts.len() > 1 {
+            m.stride = stride_of(&m.words);
             m.fix = fix_text(m);
+            if m.latent.is_none() {
+                repredict(m, parts, s, duration_ns);
+                m.fix = fix_text(m);
+            }
         }
     }
     out
@@ -892,10 +900,8 @@ pub fn line_access(s: &Sharing, lines: &[u64]) -> LineAccess {
     let all: u64 = n.iter().sum();
     let share = |k: LineAccess| n[k as usize] * 100;
     if all == 0 {
-        let reads: u64 = s
-            .lines
-            .iter()
-            .filter(|l| lines.contains(&l.addr))
+        let reads: u64 = records_of(s, lines)
+            .into_iter()
             .flat_map(|l| &l.bytes)
             .map(|b| b.reads)
             .sum();
@@ -916,10 +922,36 @@ pub fn line_access(s: &Sharing, lines: &[u64]) -> LineAccess {
     }
 }
 
+/// The records of `lines` among the run's tracked lines, each record once. They are searched for
+/// (the profile keeps them in address order): every line's prediction asks, and a merged
+/// finding can hold thousands of lines (gapbs bfs: 8,192), so a scan of every record for each
+/// made the analysis quadratic. A line the search misses (a profile not in order) sends the
+/// lookup through every record.
+fn records_of<'a>(s: &'a Sharing, lines: &[u64]) -> Vec<&'a LineRecord> {
+    let mut want = lines.to_vec();
+    want.sort_unstable();
+    want.dedup();
+    // Every record of each line (a line can have two: tracked again after its object was
+    // freed and its address reused).
+    let mut found: Vec<&LineRecord> = Vec::with_capacity(want.len());
+    let mut all_found = true;
+    for &a in &want {
+        let from = s.lines.partition_point(|l| l.addr < a);
+        let before = found.len();
+        found.extend(s.lines[from..].iter().take_while(|l| l.addr == a));
+        all_found &= found.len() > before;
+    }
+    if all_found {
+        return found;
+    }
+    let set: HashSet<u64> = want.into_iter().collect();
+    s.lines.iter().filter(|l| set.contains(&l.addr)).collect()
+}
+
 /// The timed accesses of `lines` per kind, indexed by `LineAccess as usize`.
 fn timed_by_kind(s: &Sharing, lines: &[u64]) -> [u64; 4] {
     let mut n = [0u64; 4];
-    for l in s.lines.iter().filter(|l| lines.contains(&l.addr)) {
+    for l in records_of(s, lines) {
         for k in LineAccess::ALL {
             n[k as usize] += l.latency.of(k).samples;
         }

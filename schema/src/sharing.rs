@@ -279,7 +279,9 @@ pub struct LineSite {
     pub writes: u64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, Default, PartialOrd, Ord,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ObjectKind {
     Heap,

@@ -1192,3 +1192,28 @@ fn one_writer_beside_readers_is_told_as_such() {
         .fix
         .starts_with("threads write neighbouring elements"));
 }
+
+/// A line's records are found whether the profile lists them in address order (searched) or
+/// not (every record looked at), each record once, a line tracked twice with both records.
+#[test]
+fn line_records_are_found_in_order_or_not() {
+    let l = |addr: u64, samples: u64| LineRecord {
+        latency: rmw_latency(samples, 100),
+        ..line(addr, 1, vec![])
+    };
+    let ordered = sharing(vec![l(0x40, 1), l(0x80, 2), l(0x80, 4), l(0xc0, 8)]);
+    let mut shuffled = ordered.clone();
+    shuffled.lines.reverse();
+    for s in [&ordered, &shuffled] {
+        let samples = |lines: &[u64]| -> u64 {
+            super::records_of(s, lines)
+                .iter()
+                .map(|r| r.latency.rmw.samples)
+                .sum()
+        };
+        assert_eq!(samples(&[0x80]), 6);
+        assert_eq!(samples(&[0xc0, 0x40, 0x40]), 9);
+        assert_eq!(samples(&[0x40, 0x80, 0xc0]), 15);
+        assert_eq!(samples(&[0x100]), 0);
+    }
+}
