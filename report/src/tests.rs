@@ -1381,8 +1381,12 @@ fn text_lists_the_allocators_mutexes() {
         text.contains("the allocator's mutexes (1 of 2, the most contended first):\n    0x7f0000001040 arena_lock+64 (liballoc.so): taken 900, waited for 12 times (3.4 µs), found held by 30 trylocks, held 50 ns on average\n"),
         "{text}"
     );
-    // docs/report.md gives the place of a mutex without a symbol as the report writes it.
-    let doc = include_str!("../../docs/report.md");
+    // The docs give the place of a mutex without a symbol as the report writes it.
+    let doc = [
+        include_str!("../../docs/report.md"),
+        include_str!("../../docs/csv.md"),
+    ]
+    .concat();
     assert!(doc.contains(crate::sections::allocator::UNNAMED_LOCK));
 }
 

@@ -955,12 +955,10 @@ mod tests {
     use super::*;
     use crate::tests::sample_report;
 
-    /// `docs/report.md`'s CSV tables: (file, columns) in document order.
+    /// `docs/csv.md`'s CSV tables: (file, columns) in document order.
     fn documented() -> Vec<(String, Vec<String>)> {
-        let doc = include_str!("../../../docs/report.md");
-        let csv = &doc[doc
-            .find("## CSV files")
-            .expect("docs/report.md: ## CSV files")..];
+        let doc = include_str!("../../../docs/csv.md");
+        let csv = &doc[doc.find("## CSV files").expect("docs/csv.md: ## CSV files")..];
         let csv = &csv[..csv[3..].find("\n## ").map_or(csv.len(), |i| i + 3)];
         let mut tables: Vec<(String, Vec<String>)> = Vec::new();
         for line in csv.lines() {
@@ -992,14 +990,10 @@ mod tests {
         assert_eq!(
             doc.iter().map(|d| &d.0).collect::<Vec<_>>(),
             written.iter().map(|w| &w.0).collect::<Vec<_>>(),
-            "CSV files in docs/report.md vs TABLES"
+            "CSV files in docs/csv.md vs TABLES"
         );
         for (d, w) in doc.iter().zip(&written) {
-            assert_eq!(
-                d.1, w.1,
-                "columns of {} in docs/report.md vs the header",
-                d.0
-            );
+            assert_eq!(d.1, w.1, "columns of {} in docs/csv.md vs the header", d.0);
         }
     }
 
@@ -1019,10 +1013,11 @@ mod tests {
     /// The score's miss rate in docs/report.md is the analysis's constant.
     #[test]
     fn docs_state_the_scores_miss_rate() {
-        let doc = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report.md"),
-        )
-        .unwrap();
+        let read = |f: &str| {
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(f))
+                .unwrap()
+        };
+        let doc = read("../docs/report.md") + &read("../docs/csv.md");
         let rate = profcc_analysis::numa::REMOTE_MISS_RATE;
         assert!(doc.contains(&format!("(remote x {rate} + remote_invalidations) / ms")));
     }
