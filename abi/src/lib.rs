@@ -457,11 +457,13 @@ pub struct PageRecord {
     /// first access, in the door), or [`PageRecord::SEVERAL`] (0: none: only the toucher, or
     /// nobody yet).
     pub accessor: core::sync::atomic::AtomicU32,
-    /// The first toucher's accesses counted on the page once another thread had used it
-    /// (added when the toucher's cache slot is flushed, so a slot that held the page across
-    /// the other thread's arrival counts whole; saturating): two threads that keep using a
-    /// page against one thread that took it over.
-    pub kept: core::sync::atomic::AtomicU32,
+    /// The first toucher's accesses counted on the page once another thread had used it,
+    /// twice, less the other threads' accesses (added when a cache slot is flushed, so a
+    /// toucher's slot that held the page across the other thread's arrival counts whole as
+    /// before; saturating): above 0 when the toucher kept making at least a third of the
+    /// accesses after the other came (two threads that keep using a page), below when that
+    /// thread took it over. Independent of when the other came.
+    pub balance: core::sync::atomic::AtomicI32,
     /// Accesses counted on the page, and of those the ones made by threads of another home.
     pub accesses: core::sync::atomic::AtomicU64,
     pub remote: core::sync::atomic::AtomicU64,
@@ -543,14 +545,14 @@ impl PageRecord {
             .unwrap_or(0);
         old & Self::HOME_MASK
     }
-    /// Add `n` to the toucher's accesses since another thread came (only the toucher's
-    /// thread calls it: a load and a store), saturating.
+    /// Add `d` to [`PageRecord::balance`], saturating (the toucher adds twice its accesses
+    /// since another thread came, the others subtract theirs; both may run at once).
     #[inline]
-    pub fn add_kept(&self, n: u64) {
+    pub fn add_balance(&self, d: i64) {
         use core::sync::atomic::Ordering::Relaxed;
-        let k = self.kept.load(Relaxed) as u64;
-        self.kept
-            .store((k + n).min(u32::MAX as u64) as u32, Relaxed);
+        let _ = self.balance.fetch_update(Relaxed, Relaxed, |b| {
+            Some((b as i64 + d).clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+        });
     }
 }
 

@@ -100,14 +100,16 @@ pub const CLEAR_SHARE: f64 = 2.0 / 3.0;
 
 /// Whether a page's first toucher kept using it with the one other thread that used it
 /// (the page is shared by the two) rather than that thread taking it over (a moved page):
-/// `kept`, the toucher's accesses counted once the other thread had come (a cache slot that
-/// held the page across its arrival counts as before), are at least `1 - CLEAR_SHARE` (a
-/// third) of the page's `accesses`. Two threads both reading and writing a page all along
-/// make about half each; a page one thread initialised and another then used has its
-/// toucher's kept accesses near 0.
-pub fn kept_using(kept: u64, accesses: u64) -> bool {
-    // 1 - CLEAR_SHARE = 1/3, in integers.
-    kept > 0 && kept.saturating_mul(3) >= accesses
+/// of the accesses made once the other thread had come, the toucher made more than
+/// `1 - CLEAR_SHARE` (a third). `balance` is the page record's: twice the toucher's accesses
+/// since the other came (a cache slot that held the page across its arrival counts as
+/// before) less the other's accesses, so the toucher's share is above a third exactly when
+/// it is above 0. Two threads both reading and writing a page all along make about half
+/// each, however late the other came; a page one thread initialised and another then used
+/// has a balance near minus the other's accesses.
+pub fn kept_using(balance: i64) -> bool {
+    // k / (k + o) > 1 - CLEAR_SHARE = 1/3  <=>  2k - o > 0.
+    balance > 0
 }
 
 /// Whether the model lets a thread's node change during the run: `real` yes; `emulate` only
@@ -449,14 +451,15 @@ mod tests {
 
     #[test]
     fn a_toucher_that_kept_using_its_page_shares_it() {
-        // Two threads reading and writing a page all along: about half each.
-        assert!(kept_using(4 * 1024, 1024 + 8 * 1024));
+        let balance = |kept: i64, other: i64| 2 * kept - other;
+        // Both used it all along, whether the other came early or late.
+        assert!(kept_using(balance(4 * 1024, 4 * 1024)));
         // Initialised by one thread, then used by the other: nothing kept.
-        assert!(!kept_using(0, 1024 + 8 * 1024));
-        // A third of the accesses is the cut.
-        assert!(kept_using(1000, 3000));
-        assert!(!kept_using(999, 3000));
-        assert!(!kept_using(0, 0));
+        assert!(!kept_using(balance(0, 8 * 1024)));
+        // The cut: more than a third of the accesses since the other came.
+        assert!(kept_using(balance(1001, 2000)));
+        assert!(!kept_using(balance(1000, 2000)));
+        assert!(!kept_using(0));
     }
 
     #[test]

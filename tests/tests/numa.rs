@@ -1903,6 +1903,67 @@ fn two_threads_that_keep_using_each_others_pages_share_them() {
     }
 }
 
+/// The same sharing, with the second thread joining late: worker 0 touches the array and
+/// updates it 8 times alone before the other thread comes; then both keep reading and writing
+/// it. The class compares the two threads after the other came (the page's balance), so the
+/// toucher's long time alone does not make the pages look moved: `remote access`, never
+/// `first touch`, as in the test above (sqlite's `aSyscall`, read by two workers started at
+/// different times, was `remote access` or `first touch` from run to run when the toucher's
+/// accesses after the other came were compared with all of the page's). Exact counts: N
+/// writes, 8 rounds of a read and a write of every element by worker 0, then 8 rounds of
+/// half the elements by each worker, worker 1's remote.
+#[test]
+fn a_thread_that_joins_late_shares_the_pages_its_toucher_keeps_using() {
+    const N: u64 = 128 * 1024;
+    const LONE: u64 = 8;
+    const SHARED: u64 = 8;
+    for options in FIXED_MODELS {
+        let s = Scratch::new();
+        let (r, text, src, _) = fix_case(&s, "late_join", "-pthread", options);
+        let n = &r.numa.as_ref().unwrap().inputs[0];
+        let at = format!("late_join.c:{}", line_of(&src, "MARK_ALLOC"));
+        let a = n
+            .objects
+            .iter()
+            .find(|o| o.object.ends_with(&at))
+            .unwrap_or_else(|| panic!("{options}: {:#?}", n.objects));
+        assert_eq!(
+            (
+                a.pages,
+                a.shared_pages,
+                a.kept_pages,
+                a.moved_pages,
+                a.local + a.remote,
+                a.remote
+            ),
+            (
+                128,
+                128,
+                128,
+                0,
+                N + 2 * N * LONE + 2 * N * SHARED,
+                N * SHARED
+            ),
+            "{options}: {a:?}"
+        );
+        assert_eq!(a.kind.as_deref(), Some("remote access"), "{options}: {a:?}");
+        let found = numa_findings(&r);
+        assert!(
+            found
+                .iter()
+                .any(|(k, o)| k == "remote_access" && o.ends_with(&at)),
+            "{options}: {found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .all(|(k, _)| k != "first_touch" && k != "binding"),
+            "{options}: {found:?}"
+        );
+        assert!(!text.contains("bind them"), "{text}");
+    }
+}
+
 /// An array the main thread initialises and a worker then reads and writes alone: each page
 /// moved to the worker (its toucher never used it after the worker came), so `first touch`
 /// with the worker's byte range, under both fixed models. Exact counts: N writes by main

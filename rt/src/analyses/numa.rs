@@ -416,18 +416,20 @@ impl ThreadState {
         if thread_free && page_free {
             add(&self.unpinned_both);
         }
-        // The first toucher's accesses once another thread had used the page; the one
-        // thread besides the first toucher that used it, or several (set at its first
-        // access, in the door; again here for the next block on a freed page).
+        // The balance of the first toucher's accesses once another thread had used the page
+        // against the other threads'; the one thread besides the first toucher that used it,
+        // or several (set at its first access, in the door; again here for the next block on
+        // a freed page).
         let me = self.id.load(Relaxed).saturating_add(1);
         if rec.toucher.load(Relaxed) == me {
             // Only the counts of a slot that took the page after the other thread came: a
             // slot that held it across that time (the toucher's initialisation still in its
             // cache) counts as before.
             if self.slot_mine[i].load(Relaxed) == MINE_JOINED {
-                rec.add_kept(n);
+                rec.add_balance(2 * n as i64);
             }
         } else {
+            rec.add_balance(-(n as i64));
             note_user(rec, me);
         }
     }
@@ -1114,26 +1116,26 @@ struct Credit {
 }
 
 /// Counts still in other threads' caches, read at the dump: page -> (accesses, remote, id + 1
-/// of the one thread or `SEVERAL`, the first toucher's accesses once another thread had
-/// used the page).
-type Pending = HashMap<u64, (u64, u64, u32, u64)>;
+/// of the one thread or `SEVERAL`, their part of the page's balance
+/// ([`profcc_abi::PageRecord::balance`])).
+type Pending = HashMap<u64, (u64, u64, u32, i64)>;
 
 impl Credit {
     /// Add the page `page` (at offset `off` of the object) with its record's counts and the
     /// pending ones.
     fn add_page(&mut self, page: u64, off: u64, pending: Option<&Pending>) {
         let rec = record(page);
-        let (mut n, mut remote, mut acc, mut kept) = (
+        let (mut n, mut remote, mut acc, mut balance) = (
             rec.accesses.load(Relaxed),
             rec.remote.load(Relaxed),
             rec.accessor.load(Relaxed),
-            rec.kept.load(Relaxed) as u64,
+            rec.balance.load(Relaxed) as i64,
         );
         let toucher = rec.toucher.load(Relaxed);
         if let Some(&(pn, pr, pa, pk)) = pending.and_then(|m| m.get(&page)) {
             n += pn;
             remote += pr;
-            kept += pk;
+            balance += pk;
             acc = match acc {
                 _ if pa == 0 || pa == toucher => acc,
                 0 => pa,
@@ -1158,7 +1160,7 @@ impl Credit {
         // The page's user: its one other thread (a moved page), else its first toucher. A
         // page its toucher kept using with one other thread is shared by the two.
         let two =
-            acc != 0 && acc != PageRecord::SEVERAL && profcc_analysis::numa::kept_using(kept, n);
+            acc != 0 && acc != PageRecord::SEVERAL && profcc_analysis::numa::kept_using(balance);
         let user = match acc {
             PageRecord::SEVERAL => {
                 self.shared_pages += 1;
@@ -1270,7 +1272,7 @@ fn object_freed(o: &crate::analysis::ObjectInfo) {
         rec.accesses.store(0, Relaxed);
         rec.remote.store(0, Relaxed);
         rec.accessor.store(0, Relaxed);
-        rec.kept.store(0, Relaxed);
+        rec.balance.store(0, Relaxed);
         if o.kind == crate::alloc::KIND_MMAP {
             // Unmapped: the kernel frees the page; the next mapping here is touched anew
             // (its home, place and flags go).
@@ -1570,12 +1572,15 @@ impl Analysis for Numa {
                     e.1 += remote;
                     if who == toucher {
                         if s.slot_mine[i].load(Relaxed) == MINE_JOINED {
-                            e.3 += n;
+                            e.3 += 2 * n as i64;
                         }
-                    } else if e.2 == 0 {
-                        e.2 = who;
-                    } else if e.2 != who {
-                        e.2 = PageRecord::SEVERAL;
+                    } else {
+                        e.3 -= n as i64;
+                        if e.2 == 0 {
+                            e.2 = who;
+                        } else if e.2 != who {
+                            e.2 = PageRecord::SEVERAL;
+                        }
                     }
                 }
             }
