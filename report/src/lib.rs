@@ -265,7 +265,9 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         }
         return write_trace(file, &inputs, &a.profiles, err);
     }
-    let merged = match merge_files(&a.profiles) {
+    // Text and CSV show no per-input values of access sites: not kept (docs/report.md, "Ranks").
+    let per_input = a.csv.is_none() && a.format != Format::Text;
+    let merged = match merge_files(&a.profiles, per_input) {
         Ok(m) => m,
         Err((i, e)) => {
             let _ = writeln!(err, "profcc report: {}: {e}", a.profiles[i].display());
@@ -355,7 +357,12 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
 /// ([`merge::Merged::add`] reduces each to what the sections read per input): at most two
 /// profiles per worker are read ahead of the merge, so memory does not grow with the number
 /// of files. The first file (in command-line order) that cannot be read is the error.
-pub fn merge_files(paths: &[PathBuf]) -> Result<merge::Merged, (usize, profcc_schema::ReadError)> {
+/// Without `per_input`, the access sites' per-input values are not kept
+/// ([`merge::Merged::without_per_input`]).
+pub fn merge_files(
+    paths: &[PathBuf],
+    per_input: bool,
+) -> Result<merge::Merged, (usize, profcc_schema::ReadError)> {
     use std::collections::BTreeMap;
     use std::sync::{Condvar, Mutex, MutexGuard};
     struct State {
@@ -380,7 +387,11 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<merge::Merged, (usize, profcc_sc
         cv.wait(g).unwrap_or_else(|e| e.into_inner())
     }
     let cv = Condvar::new();
-    let mut m = merge::Merged::empty();
+    let mut m = if per_input {
+        merge::Merged::empty()
+    } else {
+        merge::Merged::without_per_input()
+    };
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {

@@ -11,7 +11,7 @@
 //! global variable asks [`Merged::global`]; both take the input's index, since stack ids and
 //! addresses belong to one process.
 
-use crate::model::{AllocSite, Thread};
+use crate::model::{rank_row_key, AllocSite, Spread, SpreadAcc, Thread};
 use crate::symbolize::{
     is_wrapper, normalize_path, user_frame_index, Frame, FrameKey, Global, Symbolizer,
 };
@@ -61,21 +61,37 @@ pub struct MergedSite {
     pub size: u32,
     pub count: u64,
     pub bytes: u64,
-    /// (input index, its accesses at the site), by input index: the per-rank values.
+    /// (input index, its accesses at the site), by input index: the per-rank values; kept
+    /// only when the output shows them ([`Merged::without_per_input`]).
     pub count_by_input: Vec<(usize, u64)>,
     /// Its `file:line`'s entry in the merged view's per-line thread counts.
     line_slot: usize,
 }
 
-/// Threads of one `file:line` summed over the inputs merged so far: per input the largest
-/// thread count of its sites on the line (a lower bound: the same threads may run several).
+/// One `file:line` over the inputs merged so far: its threads, summed over the inputs (per
+/// input the largest thread count of its sites on the line: a lower bound, the same threads
+/// may run several), and the spread of its accesses over the inputs (the Ranks section's).
 #[derive(Debug, Clone, Default)]
 struct LineThreads {
-    /// The input merged last, and its largest count so far.
+    /// The input merged last (and its rank), its largest thread count and its accesses so far.
     last: Option<usize>,
+    last_rank: Option<u32>,
     current: u32,
-    /// Sum over the inputs before it.
+    accesses: u64,
+    /// Threads summed over the inputs before it.
     before: u32,
+    /// Accesses of the inputs before it.
+    spread: SpreadAcc,
+}
+
+impl LineThreads {
+    /// The last input's accesses go into the spread.
+    fn fold(&mut self) {
+        if let Some(i) = self.last {
+            self.spread.add(i, self.last_rank, self.accesses);
+            self.accesses = 0;
+        }
+    }
 }
 
 pub struct Merged {
@@ -102,6 +118,8 @@ pub struct Merged {
     alloc_threads_seen: Vec<(Option<usize>, u32)>,
     missing_stacks: usize,
     hasher: std::collections::hash_map::RandomState,
+    /// Keep each site's per-input values (`count_by_input`, `alloc_by_input`)?
+    per_input: bool,
 }
 
 impl Merged {
@@ -133,6 +151,17 @@ impl Merged {
             alloc_threads_seen: Vec::new(),
             missing_stacks: 0,
             hasher: Default::default(),
+            per_input: true,
+        }
+    }
+
+    /// Nothing merged yet, and no per-input values of access sites will be kept (the text
+    /// and CSV outputs show none): the memory held per input then does not grow with its
+    /// access sites. The Ranks section's line spreads are built as the inputs come.
+    pub fn without_per_input() -> Merged {
+        Merged {
+            per_input: false,
+            ..Merged::empty()
         }
     }
 
@@ -147,8 +176,11 @@ impl Merged {
         reduce(&mut self.inputs[i]);
     }
 
-    /// After the last [`Merged::add`]: threads, totals and notes.
+    /// After the last [`Merged::add`]: threads, totals, notes and the line spreads.
     pub fn finish(&mut self) {
+        for t in &mut self.line_threads {
+            t.fold();
+        }
         if self.missing_stacks > 0 {
             self.notes.push(format!(
                 "{} allocation sites refer to call stacks missing from the profile; they are shown without a stack",
@@ -169,6 +201,19 @@ impl Merged {
                 let t = &self.line_threads[at];
                 t.before + t.current
             })
+    }
+
+    /// The spread of the accesses on `file:line` over the inputs (after [`Merged::finish`]).
+    pub fn line_spread(&self, file: &str, line: u32) -> Option<Spread> {
+        let at = *self.line_index.get(&(file.to_string(), line))?;
+        let first = (0..self.inputs.len())
+            .min_by_key(|&i| rank_row_key(self.inputs[i].profile.rank, i))
+            .map_or((None, 0), |i| (self.inputs[i].profile.rank, i));
+        Some(
+            self.line_threads[at]
+                .spread
+                .spread(self.inputs.len() as u32, first),
+        )
     }
 
     /// Symbolised frames of a stack id of one input. Unknown ids give an empty stack.
@@ -275,17 +320,20 @@ impl Merged {
             m.count += count;
             m.bytes += bytes;
             // Inputs are merged in order, so this input's entry is the last one if any.
-            match m.count_by_input.last_mut() {
-                Some((j, c)) if *j == i => *c += count,
-                _ => m.count_by_input.push((i, *count)),
+            if self.per_input {
+                match m.count_by_input.last_mut() {
+                    Some((j, c)) if *j == i => *c += count,
+                    _ => m.count_by_input.push((i, *count)),
+                }
             }
             let t = &mut self.line_threads[m.line_slot];
-            if t.last == Some(i) {
-                t.current = t.current.max(*threads);
-            } else {
+            if t.last != Some(i) {
+                t.fold();
                 t.before += t.current;
-                (t.last, t.current) = (Some(i), *threads);
+                (t.last, t.last_rank, t.current) = (Some(i), inp.profile.rank, 0);
             }
+            t.current = t.current.max(*threads);
+            t.accesses += count;
         }
     }
 

@@ -1139,6 +1139,23 @@ impl Spread {
             min = min.min(v);
         }
         let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        Spread::from_moments(
+            (sum, min, max, var),
+            (ranks.get(worst).copied().flatten(), worst),
+            values.iter().filter(|&&v| v != 0.0).count() as u32,
+            n as u32,
+        )
+    }
+
+    /// The spread of `of` values with this sum, minimum, maximum and population variance, the
+    /// maximum on `worst` (rank, input or row), `present` of them not 0.
+    fn from_moments(
+        (sum, min, max, var): (f64, f64, f64, f64),
+        worst: (Option<u32>, usize),
+        present: u32,
+        of: u32,
+    ) -> Spread {
+        let mean = sum / of as f64;
         let (cv, imbalance) = if mean > 0.0 {
             (var.sqrt() / mean, max / mean)
         } else {
@@ -1151,10 +1168,99 @@ impl Spread {
             max,
             cv,
             imbalance,
-            worst_rank: ranks.get(worst).copied().flatten(),
-            worst_input: worst,
-            present: values.iter().filter(|&&v| v != 0.0).count() as u32,
-            of: n as u32,
+            worst_rank: worst.0,
+            worst_input: worst.1,
+            present,
+            of,
         }
+    }
+}
+
+/// Where an input's row comes in the Ranks table: by rank, inputs without one after, in
+/// command-line order. A tie for a spread's maximum names the first row.
+pub fn rank_row_key(rank: Option<u32>, input: usize) -> (bool, Option<u32>, usize) {
+    (rank.is_none(), rank, input)
+}
+
+/// A [`Spread`] of counts built one input at a time, in any order, without keeping the
+/// values: each input's count is given once ([`SpreadAcc::add`]), inputs never given count
+/// as 0. The sums are exact integers, so the variance is too (up to its conversion).
+#[derive(Debug, Clone)]
+pub struct SpreadAcc {
+    present: u32,
+    sum: u128,
+    /// Sum of squares; None once it would overflow (then `sumsq_f` holds it).
+    sumsq: Option<u128>,
+    sumsq_f: f64,
+    min: u64,
+    /// The largest count, its input's row key ([`rank_row_key`]).
+    max: Option<(u64, (bool, Option<u32>, usize))>,
+}
+
+impl Default for SpreadAcc {
+    fn default() -> SpreadAcc {
+        SpreadAcc {
+            present: 0,
+            sum: 0,
+            sumsq: Some(0),
+            sumsq_f: 0.0,
+            min: 0,
+            max: None,
+        }
+    }
+}
+
+impl SpreadAcc {
+    /// Input `input` (rank `rank`) has `v`.
+    pub fn add(&mut self, input: usize, rank: Option<u32>, v: u64) {
+        if v == 0 {
+            return;
+        }
+        let sq = v as u128 * v as u128;
+        self.min = if self.present == 0 {
+            v
+        } else {
+            self.min.min(v)
+        };
+        self.present += 1;
+        self.sum += v as u128;
+        self.sumsq = self.sumsq.and_then(|s| s.checked_add(sq));
+        self.sumsq_f += sq as f64;
+        let key = rank_row_key(rank, input);
+        if self.max.is_none_or(|(m, k)| v > m || (v == m && key < k)) {
+            self.max = Some((v, key));
+        }
+    }
+
+    /// The spread over `of` inputs; `first` (rank, input) is the first row's, named when
+    /// every value is 0.
+    pub fn spread(&self, of: u32, first: (Option<u32>, usize)) -> Spread {
+        if of == 0 {
+            return Spread::default();
+        }
+        let n = of as u128;
+        let min = if self.present < of { 0 } else { self.min };
+        let (max, worst) = match self.max {
+            Some((m, (_, rank, input))) => (m, (rank, input)),
+            None => (0, first),
+        };
+        // n * sum(v^2) - sum(v)^2 over n^2, exactly while it fits.
+        let var = match self
+            .sumsq
+            .and_then(|q| q.checked_mul(n))
+            .zip(self.sum.checked_mul(self.sum))
+        {
+            Some((a, b)) => a.saturating_sub(b) as f64 / (n * n) as f64,
+            None => {
+                let mean = self.sum as f64 / of as f64;
+                (self.sumsq_f / of as f64 - mean * mean).max(0.0)
+            }
+        };
+        Spread::from_moments(
+            (self.sum as f64, min as f64, max as f64, var),
+            worst,
+            self.present,
+            of,
+        )
     }
 }

@@ -3,7 +3,9 @@
 
 use super::Options;
 use crate::merge::Merged;
-use crate::model::{RankMetric, RankRow, RankSpread, Ranks, Report, Spread, RANK_METRICS};
+use crate::model::{
+    rank_row_key, RankMetric, RankRow, RankSpread, Ranks, Report, Spread, RANK_METRICS,
+};
 use crate::symbolize::user_frame;
 use profcc_analysis::findings::heap_identity;
 use std::collections::BTreeMap;
@@ -42,7 +44,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Ranks> {
         })
         .collect();
     // By rank; inputs without one after, in command-line order.
-    rows.sort_by_key(|r| (r.rank.is_none(), r.rank, r.input));
+    rows.sort_by_key(|r| rank_row_key(r.rank, r.input));
     let ranks: Vec<Option<u32>> = rows.iter().map(|r| r.rank).collect();
     let metrics = RANK_METRICS
         .iter()
@@ -83,7 +85,7 @@ impl Keyed<'_> {
     }
 
     fn spreads(self, what: &str, ranks: &[Option<u32>], rows: &[RankRow]) -> Vec<RankSpread> {
-        let mut v: Vec<RankSpread> = self
+        let v: Vec<RankSpread> = self
             .values
             .into_iter()
             .map(|((key, metric), values)| {
@@ -97,18 +99,22 @@ impl Keyed<'_> {
                 }
             })
             .collect();
-        // Largest excess of the heaviest rank over the mean first: a 29-byte block on one
-        // rank is more imbalanced than a 3 MiB array, not more worth a look.
-        let excess = |x: &RankSpread| x.spread.max - x.spread.mean;
-        v.sort_by(|a, b| {
-            excess(b)
-                .total_cmp(&excess(a))
-                .then(b.spread.imbalance.total_cmp(&a.spread.imbalance))
-                .then(a.key.cmp(&b.key))
-                .then(a.metric.cmp(&b.metric))
-        });
-        v
+        sort_spreads(v)
     }
+}
+
+/// Largest excess of the heaviest rank over the mean first: a 29-byte block on one rank is
+/// more imbalanced than a 3 MiB array, not more worth a look.
+fn sort_spreads(mut v: Vec<RankSpread>) -> Vec<RankSpread> {
+    let excess = |x: &RankSpread| x.spread.max - x.spread.mean;
+    v.sort_by(|a, b| {
+        excess(b)
+            .total_cmp(&excess(a))
+            .then(b.spread.imbalance.total_cmp(&a.spread.imbalance))
+            .then(a.key.cmp(&b.key))
+            .then(a.metric.cmp(&b.metric))
+    });
+    v
 }
 
 /// The spreads of the report's findings (impact by key), heap objects (allocations and bytes
@@ -148,25 +154,25 @@ pub fn spreads(m: &Merged, r: &Report) -> Vec<RankSpread> {
             objects.add(&id, "bytes", input, bytes as f64);
         }
     }
-    let listed: std::collections::HashSet<(&str, u32)> = r
+    let mut v = findings.spreads("finding", &ranks, &k.rows);
+    v.extend(objects.spreads("object", &ranks, &k.rows));
+    // The listed access lines' spreads, built as the inputs were merged.
+    let mut lines: Vec<RankSpread> = r
         .access_sites
         .lines
         .iter()
-        .map(|l| (l.file.as_str(), l.line))
+        .filter_map(|l| {
+            Some(RankSpread {
+                what: "line".into(),
+                key: format!("{}:{}", l.file, l.line),
+                metric: "accesses".into(),
+                spread: m.line_spread(&l.file, l.line)?,
+            })
+        })
         .collect();
-    let mut lines = keyed();
-    for s in &m.sites {
-        if !listed.contains(&(s.file.as_str(), s.line)) {
-            continue;
-        }
-        let key = format!("{}:{}", s.file, s.line);
-        for &(input, count) in &s.count_by_input {
-            lines.add(&key, "accesses", input, count as f64);
-        }
-    }
-    let mut v = findings.spreads("finding", &ranks, &k.rows);
-    v.extend(objects.spreads("object", &ranks, &k.rows));
-    v.extend(lines.spreads("line", &ranks, &k.rows));
+    lines.sort_by(|a, b| a.key.cmp(&b.key));
+    lines.dedup_by(|a, b| a.key == b.key);
+    v.extend(sort_spreads(lines));
     v
 }
 
@@ -194,6 +200,68 @@ mod tests {
         let z = Spread::of(&[0.0, 0.0], &[Some(0), Some(1)]);
         assert_eq!((z.imbalance, z.cv, z.present), (0.0, 0.0, 0));
         assert_eq!(Spread::of(&[], &[]), Spread::default());
+    }
+
+    /// The spread built one input at a time (as the merge builds a line's) is the spread of
+    /// the whole vector: any input order, absent inputs as 0, a tie naming the first row,
+    /// inputs without a rank after the ranked ones; the variance exact where the two-pass
+    /// float one rounds.
+    #[test]
+    fn a_spread_built_input_by_input_is_the_whole_vectors() {
+        use crate::model::{rank_row_key, SpreadAcc};
+        let cases: Vec<Vec<(Option<u32>, u64)>> = vec![
+            vec![(Some(0), 5), (Some(1), 0), (Some(2), 7), (Some(3), 7)],
+            vec![(None, 9), (Some(1), 9), (Some(0), 3)],
+            vec![(Some(2), 0), (Some(0), 0)],
+            vec![
+                (Some(0), 1 << 40),
+                (Some(1), (1 << 40) + 1),
+                (Some(2), 1 << 40),
+            ],
+            // Squares past u128: the float path.
+            vec![(Some(3), u64::MAX), (Some(1), u64::MAX / 2)],
+        ];
+        for case in cases {
+            // Rows in the Ranks table's order; Spread::of indexes them.
+            let mut rows: Vec<usize> = (0..case.len()).collect();
+            rows.sort_by_key(|&i| rank_row_key(case[i].0, i));
+            let values: Vec<f64> = rows.iter().map(|&i| case[i].1 as f64).collect();
+            let ranks: Vec<Option<u32>> = rows.iter().map(|&i| case[i].0).collect();
+            let mut want = Spread::of(&values, &ranks);
+            want.worst_input = rows[want.worst_input];
+            for order in [false, true] {
+                let mut acc = SpreadAcc::default();
+                let mut ins: Vec<usize> = (0..case.len()).collect();
+                if order {
+                    ins.reverse();
+                }
+                for i in ins {
+                    acc.add(i, case[i].0, case[i].1);
+                }
+                let first = (case[rows[0]].0, rows[0]);
+                let got = acc.spread(case.len() as u32, first);
+                // The two-pass float variance loses digits near 2^40 (checked exactly below).
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs());
+                assert!(close(got.cv, want.cv), "{case:?}: {got:?} {want:?}");
+                assert_eq!(
+                    Spread { cv: 0.0, ..got },
+                    Spread {
+                        cv: 0.0,
+                        ..want.clone()
+                    },
+                    "{case:?}"
+                );
+            }
+        }
+        // Values a unit apart near 2^40: the integer variance is exact (cv = sqrt(2/9) /
+        // (2^40 + 1/3)), where the two-pass float one is off in its 8th digit.
+        let mut acc = SpreadAcc::default();
+        for (i, v) in [1u64 << 40, (1 << 40) + 1, 1 << 40].into_iter().enumerate() {
+            acc.add(i, Some(i as u32), v);
+        }
+        let s = acc.spread(3, (Some(0), 0));
+        let want = (2.0f64 / 9.0).sqrt() / ((1u64 << 40) as f64 + 1.0 / 3.0);
+        assert!((s.cv - want).abs() <= 1e-12 * want, "{} {want}", s.cv);
     }
 
     /// Rows by rank, an input without a rank last; the metrics and a line's spread name the
@@ -248,7 +316,7 @@ mod tests {
         // The text's title names the heaviest rank and its imbalance.
         let text = crate::render::text::render(
             &crate::model::Report {
-                ranks: Some(k),
+                ranks: Some(k.clone()),
                 ..r
             },
             &Default::default(),
@@ -262,5 +330,18 @@ mod tests {
             &Default::default(),
         );
         assert!(one.ranks.is_none());
+        // The text merge keeps no per-input values of access sites; its report reads the same.
+        let mut lean = Merged::without_per_input();
+        for (name, pid, rank, count) in [
+            ("none.json", 10, None, 5),
+            ("r1.json", 11, Some(1), 10),
+            ("r0.json", 12, Some(0), 45),
+        ] {
+            lean.add(Input::new(name, mk(pid, rank, count), None));
+        }
+        lean.finish();
+        assert!(lean.sites.iter().all(|s| s.count_by_input.is_empty()));
+        let lean = crate::sections::build(&lean, &Default::default());
+        assert_eq!(lean.ranks, Some(k.clone()));
     }
 }
