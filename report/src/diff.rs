@@ -376,32 +376,35 @@ pub fn load_side(
     per_run: bool,
     live_probe: Option<crate::LiveProbe>,
 ) -> Result<Side, String> {
+    let opts = sections::Options {
+        top: 0,
+        min_speedup: 0.0,
+        live_probe,
+    };
+    let info = |exe| SideInfo {
+        profiles: paths.iter().map(|p| p.display().to_string()).collect(),
+        exe,
+    };
+    if !per_run {
+        // One merged report: the profiles are read on every core and merged as they come,
+        // each reduced at once (memory does not grow with their access sites).
+        let m = crate::merge_files(paths, false)
+            .map_err(|(i, e)| format!("{}: {e}", paths[i].display()))?;
+        let exe = one_program(&m.inputs)?;
+        return Ok(Side {
+            info: info(exe),
+            reports: vec![sections::build(&m, &opts)],
+        });
+    }
     let mut inputs = Vec::new();
     for p in paths {
         let profile = profcc_schema::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
         let mtime = std::fs::metadata(p).and_then(|m| m.modified()).ok();
         inputs.push(merge::Input::new(p.display().to_string(), profile, mtime));
     }
-    let exe = exe_name(&inputs[0].profile.exe);
-    if let Some(other) = inputs.iter().find(|i| exe_name(&i.profile.exe) != exe) {
-        return Err(format!(
-            "{} is a profile of {exe} but {} of {}: one side is runs of one program",
-            inputs[0].path,
-            other.path,
-            exe_name(&other.profile.exe)
-        ));
-    }
-    let opts = sections::Options {
-        top: 0,
-        min_speedup: 0.0,
-        live_probe,
-    };
-    let info = SideInfo {
-        profiles: paths.iter().map(|p| p.display().to_string()).collect(),
-        exe,
-    };
-    let reports = if per_run && inputs.len() > 1 && inputs.iter().all(|i| i.profile.rank.is_some())
-    {
+    let exe = one_program(&inputs)?;
+    let info = info(exe);
+    let reports = if inputs.len() > 1 && inputs.iter().all(|i| i.profile.rank.is_some()) {
         // Rank profiles: a run is one job, the n-th profile of each rank (command-line
         // order), merged; its report keeps the per-rank rows.
         let mut runs: Vec<Vec<merge::Input>> = Vec::new();
@@ -417,15 +420,27 @@ pub fn load_side(
         runs.into_iter()
             .map(|job| sections::build(&merge::Merged::new(job), &opts))
             .collect()
-    } else if per_run {
+    } else {
         inputs
             .into_iter()
             .map(|i| sections::build(&merge::Merged::new(vec![i]), &opts))
             .collect()
-    } else {
-        vec![sections::build(&merge::Merged::new(inputs), &opts)]
     };
     Ok(Side { info, reports })
+}
+
+/// The program every input is a profile of, or the one-line error naming two that differ.
+fn one_program(inputs: &[merge::Input]) -> Result<String, String> {
+    let exe = exe_name(&inputs[0].profile.exe);
+    if let Some(other) = inputs.iter().find(|i| exe_name(&i.profile.exe) != exe) {
+        return Err(format!(
+            "{} is a profile of {exe} but {} of {}: one side is runs of one program",
+            inputs[0].path,
+            other.path,
+            exe_name(&other.profile.exe)
+        ));
+    }
+    Ok(exe)
 }
 
 fn exe_name(exe: &str) -> String {

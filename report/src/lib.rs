@@ -256,7 +256,20 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
         let mut inputs = Vec::new();
         for f in &a.profiles {
             match load(f) {
-                Ok(i) => inputs.push(i),
+                // Only what the trace reads is kept: memory grows with the snapshots, which
+                // the trace holds anyway, not with each profile's sites and stacks.
+                Ok(i) => {
+                    let p = i.profile;
+                    let kept = profcc_schema::Profile {
+                        pid: p.pid,
+                        rank: p.rank,
+                        exe: p.exe,
+                        host: p.host,
+                        regions: p.regions,
+                        ..Default::default()
+                    };
+                    inputs.push(merge::Input::new(i.path, kept, i.mtime));
+                }
                 Err(e) => {
                     let _ = writeln!(err, "profcc report: {}: {e}", f.display());
                     return 1;
