@@ -298,9 +298,24 @@ pub fn final_dump_begun() -> bool {
     FINAL_DUMP.load(Ordering::Acquire)
 }
 
-/// The writer, as the final dump begins: false the first time, true when it had begun.
+/// Threads in [`retire_block`] past its check of [`FINAL_DUMP`].
+static RETIRING: AtomicU32 = AtomicU32::new(0);
+
+/// The writer, as the final dump begins: false the first time, true when it had begun. The
+/// first time, it waits for threads retiring their blocks to finish (a block being zeroed
+/// must not be read; one that finished is listed as ended), at most about 100 ms (a thread
+/// stopped inside its retirement, as by the signal this dump reports, is not waited for).
 pub fn begin_final_dump() -> bool {
-    FINAL_DUMP.swap(true, Ordering::AcqRel)
+    if FINAL_DUMP.swap(true, Ordering::SeqCst) {
+        return true;
+    }
+    for _ in 0..100_000 {
+        if RETIRING.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    false
 }
 
 fn index_of(a: &dyn Analysis) -> Option<usize> {
@@ -331,10 +346,17 @@ static SPARE: SpinLock<Vec<usize>> = SpinLock::new(Vec::new());
 /// block none keeps is zeroed and goes to [`SPARE`]. The thread has no block after this.
 fn retire_block() {
     // Once the final dump has begun it may be reading this block: the thread stays listed
-    // as running (its exit callbacks ran: its figures are final).
-    if final_dump_begun() {
-        return;
+    // as running (its exit callbacks ran: its figures are final). Announced before the check
+    // (both sequentially consistent): the dump either sees this thread retiring and waits
+    // for it, or this thread sees the dump begun.
+    RETIRING.fetch_add(1, Ordering::SeqCst);
+    if !FINAL_DUMP.load(Ordering::SeqCst) {
+        retire_block_now();
     }
+    RETIRING.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn retire_block_now() {
     let mem = MINE.with(|m| m.replace(core::ptr::null_mut()));
     if mem.is_null() {
         return;
@@ -446,10 +468,12 @@ pub fn thread_started(id: u32, stack_lo: u64, stack_hi: u64, is_main: bool) {
     }
 }
 
-/// In the child after fork (lock released): only the calling thread's block stays listed.
+/// In the child after fork (lock released): only the calling thread's block stays listed,
+/// and no other thread is retiring its block (the parent's were not copied).
 pub(crate) fn blocks_after_fork_child() {
     let mine = MINE.with(|m| m.get());
     BLOCKS.lock().retain(|b| b.mem == mine);
+    RETIRING.store(0, Ordering::SeqCst);
 }
 
 #[cfg(test)]
