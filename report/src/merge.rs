@@ -13,7 +13,7 @@
 
 use crate::model::{rank_row_key, AllocSite, Spread, SpreadAcc, Thread};
 use crate::symbolize::{
-    is_wrapper, normalize_path, user_frame_index, Frame, FrameKey, Global, Symbolizer,
+    is_wrapper, normalize_path, user_frame, user_frame_index, Frame, FrameKey, Global, Symbolizer,
 };
 use profcc_schema::{AccessKind, AccessSite, Profile, Totals};
 use std::cell::RefCell;
@@ -84,6 +84,41 @@ struct LineThreads {
     spread: SpreadAcc,
 }
 
+/// A heap object's identity (`heap:` and its user frame's place, as the findings name it)
+/// over the inputs merged so far: the spreads of its allocations and bytes over the inputs
+/// (the Ranks section's), its allocation sites summed per input.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectSpread {
+    /// The input merged last (and its rank), its allocations and bytes so far.
+    last: Option<usize>,
+    last_rank: Option<u32>,
+    count: u64,
+    bytes: u64,
+    allocations: SpreadAcc,
+    bytes_spread: SpreadAcc,
+}
+
+impl ObjectSpread {
+    /// Input `i` (rank `rank`) allocated `count` blocks, `bytes` bytes at one of its sites.
+    fn add(&mut self, i: usize, rank: Option<u32>, count: u64, bytes: u64) {
+        if self.last != Some(i) {
+            self.fold();
+            (self.last, self.last_rank) = (Some(i), rank);
+        }
+        self.count += count;
+        self.bytes += bytes;
+    }
+
+    /// The last input's sums go into the spreads.
+    fn fold(&mut self) {
+        if let Some(i) = self.last {
+            self.allocations.add(i, self.last_rank, self.count);
+            self.bytes_spread.add(i, self.last_rank, self.bytes);
+            (self.count, self.bytes) = (0, 0);
+        }
+    }
+}
+
 impl LineThreads {
     /// The last input's accesses go into the spread.
     fn fold(&mut self) {
@@ -100,8 +135,13 @@ pub struct Merged {
     pub sites: Vec<MergedSite>,
     pub alloc_sites: Vec<AllocSite>,
     /// Per entry of `alloc_sites` (same index): (input index, allocations, bytes) of each
-    /// input that allocated there, by input index: the per-rank values.
+    /// input that allocated there, by input index: the per-rank values (kept only when the
+    /// output shows them, as `count_by_input`).
     pub alloc_by_input: Vec<Vec<(usize, u64, u64)>>,
+    /// Heap identity (`heap:PLACE`) -> its allocations' and bytes' spreads over the inputs.
+    pub object_spreads: std::collections::BTreeMap<String, ObjectSpread>,
+    /// Per entry of `alloc_sites`: its identity's key in `object_spreads`, if it has one.
+    alloc_identity: Vec<Option<String>>,
     pub threads: Vec<Thread>,
     pub totals: Totals,
     /// The runtime's notes, deduplicated, plus anything merging noticed.
@@ -140,6 +180,8 @@ impl Merged {
             sites: Vec::new(),
             alloc_sites: Vec::new(),
             alloc_by_input: Vec::new(),
+            object_spreads: Default::default(),
+            alloc_identity: Vec::new(),
             threads: Vec::new(),
             totals: Totals::default(),
             notes: Vec::new(),
@@ -181,6 +223,9 @@ impl Merged {
         for t in &mut self.line_threads {
             t.fold();
         }
+        for o in self.object_spreads.values_mut() {
+            o.fold();
+        }
         if self.missing_stacks > 0 {
             self.notes.push(format!(
                 "{} allocation sites refer to call stacks missing from the profile; they are shown without a stack",
@@ -206,14 +251,30 @@ impl Merged {
     /// The spread of the accesses on `file:line` over the inputs (after [`Merged::finish`]).
     pub fn line_spread(&self, file: &str, line: u32) -> Option<Spread> {
         let at = *self.line_index.get(&(file.to_string(), line))?;
-        let first = (0..self.inputs.len())
-            .min_by_key(|&i| rank_row_key(self.inputs[i].profile.rank, i))
-            .map_or((None, 0), |i| (self.inputs[i].profile.rank, i));
+        let first = self.first_row();
         Some(
             self.line_threads[at]
                 .spread
                 .spread(self.inputs.len() as u32, first),
         )
+    }
+
+    /// The allocations' and bytes' spreads of a heap identity over the inputs (after
+    /// [`Merged::finish`]), as [`Merged::line_spread`].
+    pub fn object_spread(&self, o: &ObjectSpread) -> (Spread, Spread) {
+        let first = self.first_row();
+        let of = self.inputs.len() as u32;
+        (
+            o.allocations.spread(of, first),
+            o.bytes_spread.spread(of, first),
+        )
+    }
+
+    /// The first row of the Ranks table: (rank, input).
+    fn first_row(&self) -> (Option<u32>, usize) {
+        (0..self.inputs.len())
+            .min_by_key(|&i| rank_row_key(self.inputs[i].profile.rank, i))
+            .map_or((None, 0), |i| (self.inputs[i].profile.rank, i))
     }
 
     /// Symbolised frames of a stack id of one input. Unknown ids give an empty stack.
@@ -359,6 +420,18 @@ impl Merged {
                 a.kind.clone(),
                 stack.iter().map(Frame::key).collect::<Vec<_>>(),
             );
+            let identity = {
+                let rest = &stack[wrapper_frames.min(stack.len())..];
+                user_frame(rest).or(rest.first()).map(|f| {
+                    format!(
+                        "heap:{}",
+                        profcc_analysis::findings::heap_identity(
+                            f.place().as_deref(),
+                            f.function.as_deref()
+                        )
+                    )
+                })
+            };
             let at = *self.alloc_index.entry(key).or_insert_with(|| {
                 self.alloc_sites.push(AllocSite {
                     rank: 0,
@@ -380,6 +453,7 @@ impl Merged {
                 });
                 self.alloc_threads_seen.push((None, 0));
                 self.alloc_by_input.push(Vec::new());
+                self.alloc_identity.push(identity);
                 self.alloc_sites.len() - 1
             });
             let m = &mut self.alloc_sites[at];
@@ -408,13 +482,26 @@ impl Merged {
                 *seen = (Some(i), a.threads);
             }
             m.merged_sites += 1;
-            let per = &mut self.alloc_by_input[at];
-            match per.last_mut() {
-                Some((j, c, b)) if *j == i => {
-                    *c += a.count;
-                    *b += a.bytes;
+            if self.per_input {
+                let per = &mut self.alloc_by_input[at];
+                match per.last_mut() {
+                    Some((j, c, b)) if *j == i => {
+                        *c += a.count;
+                        *b += a.bytes;
+                    }
+                    _ => per.push((i, a.count, a.bytes)),
                 }
-                _ => per.push((i, a.count, a.bytes)),
+            }
+            if let Some(id) = &self.alloc_identity[at] {
+                let rank = self.inputs[i].profile.rank;
+                match self.object_spreads.get_mut(id) {
+                    Some(o) => o.add(i, rank, a.count, a.bytes),
+                    None => {
+                        let mut o = ObjectSpread::default();
+                        o.add(i, rank, a.count, a.bytes);
+                        self.object_spreads.insert(id.clone(), o);
+                    }
+                }
             }
         }
     }

@@ -6,8 +6,6 @@ use crate::merge::Merged;
 use crate::model::{
     rank_row_key, RankMetric, RankRow, RankSpread, Ranks, Report, Spread, RANK_METRICS,
 };
-use crate::symbolize::user_frame;
-use profcc_analysis::findings::heap_identity;
 use std::collections::BTreeMap;
 
 /// Present when more than one profile was merged.
@@ -139,23 +137,22 @@ pub fn spreads(m: &Merged, r: &Report) -> Vec<RankSpread> {
     for f in &r.findings {
         findings.add(&f.key, "seconds", f.input, f.impact.seconds);
     }
-    let mut objects = keyed();
-    for (s, per) in m.alloc_sites.iter().zip(&m.alloc_by_input) {
-        let rest = &s.stack[s.wrapper_frames.min(s.stack.len())..];
-        let Some(f) = user_frame(rest).or(rest.first()) else {
-            continue;
-        };
-        let id = format!(
-            "heap:{}",
-            heap_identity(f.place().as_deref(), f.function.as_deref())
-        );
-        for &(input, count, bytes) in per {
-            objects.add(&id, "allocations", input, count as f64);
-            objects.add(&id, "bytes", input, bytes as f64);
+    let mut v = findings.spreads("finding", &ranks, &k.rows);
+    // Heap objects' spreads (allocations and bytes by identity), built as the inputs were
+    // merged.
+    let mut objects = Vec::new();
+    for (key, o) in &m.object_spreads {
+        let (allocations, bytes) = m.object_spread(o);
+        for (metric, spread) in [("allocations", allocations), ("bytes", bytes)] {
+            objects.push(RankSpread {
+                what: "object".into(),
+                key: key.clone(),
+                metric: metric.into(),
+                spread,
+            });
         }
     }
-    let mut v = findings.spreads("finding", &ranks, &k.rows);
-    v.extend(objects.spreads("object", &ranks, &k.rows));
+    v.extend(sort_spreads(objects));
     // The listed access lines' spreads, built as the inputs were merged.
     let mut lines: Vec<RankSpread> = r
         .access_sites
