@@ -1861,46 +1861,7 @@ fn the_binding_plan_is_printed_where_named_and_written_to_numa_binding_csv() {
 fn two_threads_that_keep_using_each_others_pages_share_them() {
     const N: u64 = 128 * 1024;
     const ROUNDS: u64 = 8;
-    for options in FIXED_MODELS {
-        let s = Scratch::new();
-        let (r, text, src, _) = fix_case(&s, "shared_two", "-pthread", options);
-        let n = &r.numa.as_ref().unwrap().inputs[0];
-        let at = format!("shared_two.c:{}", line_of(&src, "MARK_ALLOC"));
-        let a = n
-            .objects
-            .iter()
-            .find(|o| o.object.ends_with(&at))
-            .unwrap_or_else(|| panic!("{options}: {:#?}", n.objects));
-        assert_eq!(
-            (
-                a.pages,
-                a.shared_pages,
-                a.kept_pages,
-                a.moved_pages,
-                a.local + a.remote,
-                a.remote
-            ),
-            (128, 128, 128, 0, N + ROUNDS * N * 2, ROUNDS * N),
-            "{options}: {a:?}"
-        );
-        assert_eq!(a.kind.as_deref(), Some("remote access"), "{options}: {a:?}");
-        let fix = a.fix.as_deref().unwrap();
-        assert!(fix.contains("interleave"), "{fix}");
-        let found = numa_findings(&r);
-        assert!(
-            found
-                .iter()
-                .any(|(k, o)| k == "remote_access" && o.ends_with(&at)),
-            "{options}: {found:?}"
-        );
-        assert!(
-            found
-                .iter()
-                .all(|(k, _)| k != "first_touch" && k != "binding"),
-            "{options}: {found:?}"
-        );
-        assert!(!text.contains("bind them"), "{text}");
-    }
+    shared_by_two("shared_two", (N + ROUNDS * N * 2, ROUNDS * N));
 }
 
 /// The same sharing, with the second thread joining late: worker 0 touches the array and
@@ -1917,11 +1878,19 @@ fn a_thread_that_joins_late_shares_the_pages_its_toucher_keeps_using() {
     const N: u64 = 128 * 1024;
     const LONE: u64 = 8;
     const SHARED: u64 = 8;
+    shared_by_two("late_join", (N + 2 * N * LONE + 2 * N * SHARED, N * SHARED));
+}
+
+/// Fixture `name`'s array (allocated on its `MARK_ALLOC` line, 128 pages) under both fixed
+/// models: every page shared by its toucher and one other thread that kept using it, with
+/// `(accesses, remote)`; `remote access` with interleave as its fix, its finding, no
+/// `first touch` or `binding`.
+fn shared_by_two(name: &str, (accesses, remote): (u64, u64)) {
     for options in FIXED_MODELS {
         let s = Scratch::new();
-        let (r, text, src, _) = fix_case(&s, "late_join", "-pthread", options);
+        let (r, text, src, _) = fix_case(&s, name, "-pthread", options);
         let n = &r.numa.as_ref().unwrap().inputs[0];
-        let at = format!("late_join.c:{}", line_of(&src, "MARK_ALLOC"));
+        let at = format!("{name}.c:{}", line_of(&src, "MARK_ALLOC"));
         let a = n
             .objects
             .iter()
@@ -1936,17 +1905,12 @@ fn a_thread_that_joins_late_shares_the_pages_its_toucher_keeps_using() {
                 a.local + a.remote,
                 a.remote
             ),
-            (
-                128,
-                128,
-                128,
-                0,
-                N + 2 * N * LONE + 2 * N * SHARED,
-                N * SHARED
-            ),
+            (128, 128, 128, 0, accesses, remote),
             "{options}: {a:?}"
         );
         assert_eq!(a.kind.as_deref(), Some("remote access"), "{options}: {a:?}");
+        let fix = a.fix.as_deref().unwrap();
+        assert!(fix.contains("interleave"), "{fix}");
         let found = numa_findings(&r);
         assert!(
             found
