@@ -80,7 +80,7 @@ struct LineThreads {
     accesses: u64,
     /// Threads summed over the inputs before it.
     before: u32,
-    /// Accesses of the inputs before it.
+    /// The spread of the accesses of the inputs before it.
     spread: SpreadAcc,
 }
 
@@ -197,9 +197,10 @@ impl Merged {
         }
     }
 
-    /// Nothing merged yet, and no per-input values of access sites will be kept (the text
-    /// and CSV outputs show none): the memory held per input then does not grow with its
-    /// access sites. The Ranks section's line spreads are built as the inputs come.
+    /// Nothing merged yet, and no per-input values of access and allocation sites will be
+    /// kept (the text and CSV outputs show none): the memory held per input then does not
+    /// grow with its sites. The Ranks section's line and object spreads are built as the
+    /// inputs come either way.
     pub fn without_per_input() -> Merged {
         Merged {
             per_input: false,
