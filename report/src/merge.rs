@@ -68,66 +68,65 @@ pub struct MergedSite {
     line_slot: usize,
 }
 
-/// One `file:line` over the inputs merged so far: its threads, summed over the inputs (per
-/// input the largest thread count of its sites on the line: a lower bound, the same threads
-/// may run several), and the spread of its accesses over the inputs (the Ranks section's).
-#[derive(Debug, Clone, Default)]
-struct LineThreads {
-    /// The input merged last (and its rank), its largest thread count and its accesses so far.
-    last: Option<usize>,
-    last_rank: Option<u32>,
-    current: u32,
-    accesses: u64,
-    /// Threads summed over the inputs before it.
-    before: u32,
-    /// The spread of the accesses of the inputs before it.
-    spread: SpreadAcc,
+/// `N` values of one key (a line's accesses; an object's allocations and bytes) over the
+/// inputs merged so far, as inputs come in order: the current input's sums, folded into the
+/// spreads ([`SpreadAcc`]) when the next input comes or at [`Merged::finish`].
+#[derive(Debug, Clone)]
+pub struct PerInput<const N: usize> {
+    /// The input merged last and its rank.
+    last: Option<(usize, Option<u32>)>,
+    sums: [u64; N],
+    spreads: [SpreadAcc; N],
 }
 
-/// A heap object's identity (`heap:` and its user frame's place, as the findings name it)
-/// over the inputs merged so far: the spreads of its allocations and bytes over the inputs
-/// (the Ranks section's), its allocation sites summed per input.
-#[derive(Debug, Clone, Default)]
-pub struct ObjectSpread {
-    /// The input merged last (and its rank), its allocations and bytes so far.
-    last: Option<usize>,
-    last_rank: Option<u32>,
-    count: u64,
-    bytes: u64,
-    allocations: SpreadAcc,
-    bytes_spread: SpreadAcc,
-}
-
-impl ObjectSpread {
-    /// Input `i` (rank `rank`) allocated `count` blocks, `bytes` bytes at one of its sites.
-    fn add(&mut self, i: usize, rank: Option<u32>, count: u64, bytes: u64) {
-        if self.last != Some(i) {
-            self.fold();
-            (self.last, self.last_rank) = (Some(i), rank);
+impl<const N: usize> Default for PerInput<N> {
+    fn default() -> Self {
+        PerInput {
+            last: None,
+            sums: [0; N],
+            spreads: std::array::from_fn(|_| SpreadAcc::default()),
         }
-        self.count += count;
-        self.bytes += bytes;
+    }
+}
+
+impl<const N: usize> PerInput<N> {
+    /// Input `i` (rank `rank`) adds `v`; true when `i` is a new input.
+    fn add(&mut self, i: usize, rank: Option<u32>, v: [u64; N]) -> bool {
+        let new = self.last.map(|l| l.0) != Some(i);
+        if new {
+            self.fold();
+            self.last = Some((i, rank));
+        }
+        for (s, x) in self.sums.iter_mut().zip(v) {
+            *s += x;
+        }
+        new
     }
 
     /// The last input's sums go into the spreads.
     fn fold(&mut self) {
-        if let Some(i) = self.last {
-            self.allocations.add(i, self.last_rank, self.count);
-            self.bytes_spread.add(i, self.last_rank, self.bytes);
-            (self.count, self.bytes) = (0, 0);
+        if let Some((i, rank)) = self.last {
+            for (acc, s) in self.spreads.iter_mut().zip(&mut self.sums) {
+                acc.add(i, rank, std::mem::take(s));
+            }
         }
     }
 }
 
-impl LineThreads {
-    /// The last input's accesses go into the spread.
-    fn fold(&mut self) {
-        if let Some(i) = self.last {
-            self.spread.add(i, self.last_rank, self.accesses);
-            self.accesses = 0;
-        }
-    }
+/// One `file:line` over the inputs merged so far: its threads, summed over the inputs (per
+/// input the largest thread count of its sites on the line: a lower bound, the same threads
+/// may run several), and its accesses per input (the Ranks section's spread).
+#[derive(Debug, Clone, Default)]
+struct LineThreads {
+    /// The largest thread count of the input merged last, and the sum over those before it.
+    current: u32,
+    before: u32,
+    accesses: PerInput<1>,
 }
+
+/// A heap object's identity (`heap:` and its user frame's place, as the findings name it):
+/// its allocations and bytes per input (the Ranks section's spreads).
+pub type ObjectSpread = PerInput<2>;
 
 pub struct Merged {
     /// Every input, reduced after merging to what the sections read (see [`Merged::add`]).
@@ -222,7 +221,7 @@ impl Merged {
     /// After the last [`Merged::add`]: threads, totals, notes and the line spreads.
     pub fn finish(&mut self) {
         for t in &mut self.line_threads {
-            t.fold();
+            t.accesses.fold();
         }
         for o in self.object_spreads.values_mut() {
             o.fold();
@@ -253,11 +252,7 @@ impl Merged {
     pub fn line_spread(&self, file: &str, line: u32) -> Option<Spread> {
         let at = *self.line_index.get(&(file.to_string(), line))?;
         let first = self.first_row();
-        Some(
-            self.line_threads[at]
-                .spread
-                .spread(self.inputs.len() as u32, first),
-        )
+        Some(self.line_threads[at].accesses.spreads[0].spread(self.inputs.len() as u32, first))
     }
 
     /// The allocations' and bytes' spreads of a heap identity over the inputs (after
@@ -266,8 +261,8 @@ impl Merged {
         let first = self.first_row();
         let of = self.inputs.len() as u32;
         (
-            o.allocations.spread(of, first),
-            o.bytes_spread.spread(of, first),
+            o.spreads[0].spread(of, first),
+            o.spreads[1].spread(of, first),
         )
     }
 
@@ -389,13 +384,11 @@ impl Merged {
                 }
             }
             let t = &mut self.line_threads[m.line_slot];
-            if t.last != Some(i) {
-                t.fold();
+            if t.accesses.add(i, inp.profile.rank, [*count]) {
                 t.before += t.current;
-                (t.last, t.last_rank, t.current) = (Some(i), inp.profile.rank, 0);
+                t.current = 0;
             }
             t.current = t.current.max(*threads);
-            t.accesses += count;
         }
     }
 
@@ -495,13 +488,12 @@ impl Merged {
             }
             if let Some(id) = &self.alloc_identity[at] {
                 let rank = self.inputs[i].profile.rank;
-                match self.object_spreads.get_mut(id) {
-                    Some(o) => o.add(i, rank, a.count, a.bytes),
-                    None => {
-                        let mut o = ObjectSpread::default();
-                        o.add(i, rank, a.count, a.bytes);
-                        self.object_spreads.insert(id.clone(), o);
-                    }
+                if !self.object_spreads.contains_key(id) {
+                    self.object_spreads
+                        .insert(id.clone(), ObjectSpread::default());
+                }
+                if let Some(o) = self.object_spreads.get_mut(id) {
+                    o.add(i, rank, [a.count, a.bytes]);
                 }
             }
         }
