@@ -27,6 +27,10 @@ void __profcc_page_miss(const void *p);
 /* The same for the out-of-line page counts (hooks/numa.c), which pass the access's address:
  * cold, and it keeps every register its caller uses (preserve_most). */
 __attribute__((cold, preserve_most)) void __profcc_page_miss_at(const void *p, const void *pc);
+/* Sharing analysis, process-wide (rt/csrc/tls.c): nonzero while the program's one thread runs
+ * alone (from the runtime's first initialiser until a second thread is created, and again
+ * once one is left): the checks then read no line shadow (hooks/sharing.c). */
+extern uint64_t __profcc_alone;
 /* Countdown to the thread's next sampled access to a tracked line (the runtime re-arms it). */
 extern __thread uint64_t __profcc_hot_cd __attribute__((tls_model("initial-exec")));
 /* Regions (rt/src/analyses/regions.rs): word 0 the gate, then the sampled regions' skip slots

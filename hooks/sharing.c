@@ -66,7 +66,19 @@ DOOR void __profcc_door(const void *p, uint64_t site, uint64_t info) {
   __profcc_slow(p, slot_of(site), info);
 }
 
+/* More than one thread runs (__profcc_alone is zero: cleared before the first
+ * pthread_create, set when one thread is left; rt/src/analyses/sharing.rs): only then does a
+ * check read a line's shadow. With one thread nothing is shared (nothing is counted either), and those
+ * shadow loads, 8 bytes per line the program touches and often a cache miss of their own,
+ * were most of a single-threaded program's checking cost. The word is loaded at every check,
+ * never kept: a frame that creates the second thread checks its next access. */
+static inline __attribute__((always_inline)) int sharing_on(void) {
+  return __atomic_load_n(&__profcc_alone, __ATOMIC_RELAXED) == 0;
+}
+
 static inline __attribute__((always_inline)) int read_due(const void *p) {
+  if (!sharing_on())
+    return 0;
   uint64_t w = *shadow_of(p);
   uint64_t rb = __profcc_rb;
   return __builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0) &&
@@ -77,6 +89,8 @@ static inline __attribute__((always_inline)) int read_due(const void *p) {
  * shadow word equals the thread's owner word, counters masked out). Nothing is stored to the
  * shadow here. */
 static inline __attribute__((always_inline)) int write_due(const void *p) {
+  if (!sharing_on())
+    return 0;
   uint64_t w = *shadow_of(p);
   return __builtin_expect((w & PROFCC_WRITE_MASK) != __profcc_me, 0) &&
          (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
@@ -85,6 +99,8 @@ static inline __attribute__((always_inline)) int write_due(const void *p) {
 /* The write that takes its group's write-volume sample: also goes on when the group's count
  * hits the thread's sample mask. */
 static inline __attribute__((always_inline)) int write_s_due(const void *p, uint64_t site) {
+  if (!sharing_on())
+    return 0;
   uint64_t w = *shadow_of(p);
   int sample = (slot_of(site)[PROFCC_COUNT_SLOT] & __profcc_wmask) == 0;
   return __builtin_expect(((w & PROFCC_WRITE_MASK) != __profcc_me) | sample, 0) &&
@@ -341,17 +357,57 @@ static inline __attribute__((always_inline)) int hot_skip(uint64_t w) {
 #endif
 }
 
+/* A loop's inlined check reads the shadow at every access, one thread or many, and passes
+ * without a call once the line has this thread as owner (a write) or reader (a read). While
+ * one thread runs, its cold side gives the line that state itself instead of calling the
+ * checker (which would return at once): the loop's next accesses to the line pass. Taking the
+ * cold side at every access made kmeans_loop 1.6x slower. A tracked line (the sign bit) keeps
+ * its state; a cold or retired one keeps its counters and record (outside WRITE_MASK). The
+ * word's address is found in the asm on x86-64: as a plain load it is loop-invariant, and
+ * the compiler would keep it in a register the fast path then lacks (as for the countdown). */
+static inline __attribute__((always_inline)) int sharing_on_cold(void) {
+#if defined(__x86_64__)
+  uint64_t alone;
+  __asm__ volatile("movq __profcc_alone@GOTPCREL(%%rip), %0\n\t"
+                   "movq (%0), %0"
+                   : "=r"(alone)
+                   :
+                   : "memory");
+  return alone == 0;
+#else
+  return sharing_on();
+#endif
+}
+static inline __attribute__((always_inline)) void alone_read(const void *p, uint64_t w,
+                                                             uint64_t rb) {
+  if ((int64_t)w >= 0)
+    *shadow_of(p) = w | rb;
+}
+static inline __attribute__((always_inline)) void alone_write(const void *p, uint64_t w,
+                                                              uint64_t me) {
+  if ((int64_t)w >= 0)
+    *shadow_of(p) = (w & ~PROFCC_WRITE_MASK) | me;
+}
+
 void __profcc_read(uint64_t site, const void *p, uint64_t info, uint64_t rb) {
   uint64_t w = *shadow_of(p);
   /* (w & (HOT | rb)) != rb as two tests: no register for HOT | rb in the loop. */
-  if (__builtin_expect(!(w & rb) | ((int64_t)w < 0), 0))
-    __profcc_check_read(p, site, info);
+  if (__builtin_expect(!(w & rb) | ((int64_t)w < 0), 0)) {
+    if (sharing_on_cold())
+      __profcc_check_read(p, site, info);
+    else
+      alone_read(p, w, rb);
+  }
 }
 
 void __profcc_write(uint64_t leader, const void *p, uint64_t info, uint64_t me) {
   uint64_t w = *shadow_of(p);
-  if (__builtin_expect((w & PROFCC_WRITE_MASK) != me, 0))
-    __profcc_check_write(p, leader, info);
+  if (__builtin_expect((w & PROFCC_WRITE_MASK) != me, 0)) {
+    if (sharing_on_cold())
+      __profcc_check_write(p, leader, info);
+    else
+      alone_write(p, w, me);
+  }
 }
 
 /* The group's sampling write: `n` is the group's count (what __profcc_count returned). A
@@ -360,8 +416,12 @@ void __profcc_write_s(uint64_t leader, uint64_t n, const void *p, uint64_t info,
                       uint64_t me, uint64_t wmask) {
   uint64_t w = *shadow_of(p);
   int sample = (n & wmask) == 0;
-  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != me) | sample, 0) && (sample || !hot_skip(w)))
-    __profcc_check_write_s(p, leader, info);
+  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != me) | sample, 0)) {
+    if (!sharing_on_cold())
+      alone_write(p, w, me);
+    else if (sample || !hot_skip(w))
+      __profcc_check_write_s(p, leader, info);
+  }
 }
 
 /* The same with the checker of a read that stands for itself alone (its size its info) or of
@@ -370,33 +430,45 @@ void __profcc_write_s(uint64_t leader, uint64_t n, const void *p, uint64_t info,
 typedef __attribute__((preserve_most)) void (*checker_k)(const void *p, uint64_t x);
 void __profcc_read_k(uint64_t site, const void *p, uint64_t rb, checker_k check) {
   uint64_t w = *shadow_of(p);
-  if (__builtin_expect(!(w & rb) | ((int64_t)w < 0), 0))
-    check(p, site);
+  if (__builtin_expect(!(w & rb) | ((int64_t)w < 0), 0)) {
+    if (sharing_on_cold())
+      check(p, site);
+    else
+      alone_read(p, w, rb);
+  }
 }
 
 void __profcc_write_k(uint64_t x, const void *p, uint64_t me, checker_k check) {
   uint64_t w = *shadow_of(p);
-  if (__builtin_expect((w & PROFCC_WRITE_MASK) != me, 0))
-    check(p, x);
+  if (__builtin_expect((w & PROFCC_WRITE_MASK) != me, 0)) {
+    if (sharing_on_cold())
+      check(p, x);
+    else
+      alone_write(p, w, me);
+  }
 }
 
 void __profcc_write_s_k(uint64_t x, uint64_t n, const void *p, uint64_t me, uint64_t wmask,
                         checker_k check) {
   uint64_t w = *shadow_of(p);
   int sample = (n & wmask) == 0;
-  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != me) | sample, 0) && (sample || !hot_skip(w)))
-    check(p, x);
+  if (__builtin_expect(((w & PROFCC_WRITE_MASK) != me) | sample, 0)) {
+    if (!sharing_on_cold())
+      alone_write(p, w, me);
+    else if (sample || !hot_skip(w))
+      check(p, x);
+  }
 }
 
 /* A fixed-size access longer than a line, or of run-time length (memory intrinsics): every
  * line it covers goes through the runtime. */
 void __profcc_range(uint64_t *c, uint64_t leader, const void *p, uint64_t len, uint64_t info) {
-  if (len)
+  if (len && sharing_on())
     __profcc_range_slow(p, len, info, c + PROFCC_COUNTER_STRIDE * leader);
 }
 void __profcc_range_n(uint64_t *c, uint64_t local, const void *p, uint64_t len, uint64_t info) {
   c[PROFCC_COUNTER_STRIDE * local + PROFCC_COUNT_SLOT] += 1;
   c[PROFCC_COUNTER_STRIDE * local + PROFCC_BYTES_SLOT] += len;
-  if (len)
+  if (len && sharing_on())
     __profcc_range_slow(p, len, info, c + PROFCC_COUNTER_STRIDE * local);
 }

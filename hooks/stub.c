@@ -32,6 +32,9 @@ STUB_TLS uint64_t __profcc_me;
 STUB_TLS uint64_t __profcc_rb;
 STUB_TLS uint64_t __profcc_wmask = ~(uint64_t)0;
 STUB_TLS uint64_t __profcc_hot_cd;
+/* Zero: the checks read the shadow as in any multi-threaded program (and never leave through
+ * the door); the inlined checks' stores of a lone thread never run. */
+STUB uint64_t __profcc_alone;
 /* The gate never opens: every sampled begin calls the take below, which runs the plain copy. */
 STUB_TLS uint64_t __profcc_roi_skip[PROFCC_ROI_SKIP_WORDS] __attribute__((aligned(8)));
 /* Zero: every clone counts its calls (in the scratch array below). */

@@ -25,6 +25,12 @@ __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint6
 __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_rb;
 __attribute__((tls_model("initial-exec"), visibility("default")))
 __thread uint64_t __profcc_wmask = ~(uint64_t)0;
+/* Sharing analysis, process-wide: nonzero while the program's one thread runs alone (set once
+ * the line shadow is reserved, before any initialiser; cleared before a second thread is
+ * created, set again when one is left: rt/src/analyses/sharing.rs). Then the checkers count
+ * and return without reading the line shadow. Zero (in .bss, and in a library's stubs): every
+ * check reads the shadow. */
+__attribute__((visibility("default"))) uint64_t __profcc_alone;
 /* Countdown to the next sampled access to a tracked line (fs_sample); the inlined hooks
  * decrement it, the runtime re-arms it when it reaches zero. */
 __attribute__((tls_model("initial-exec"), visibility("default"))) __thread uint64_t __profcc_hot_cd;
@@ -61,6 +67,8 @@ uint64_t *profcc_roi_skip_slot(void) { return __profcc_roi_skip; }
 __attribute__((tls_model("initial-exec"), visibility("default"), aligned(8)))
 __thread uint64_t __profcc_roi_calls;
 uint64_t *profcc_roi_calls_slot(void) { return &__profcc_roi_calls; }
+
+uint64_t *profcc_alone_slot(void) { return &__profcc_alone; }
 
 void profcc_sharing_tls(uint64_t **me, uint64_t **rb, uint64_t **wmask, uint64_t **countdown) {
   *me = &__profcc_me;

@@ -101,6 +101,8 @@ pub trait Analysis: Sync {
     fn init(&self) {}
     /// An instrumented module registered (`flags`: its descriptor's flags word).
     fn module_registered(&self, _flags: u32) {}
+    /// On the creating thread, before the real `pthread_create` of a thread it will know.
+    fn thread_coming(&self) {}
     /// On the thread that starts.
     fn thread_start(&self, _t: &ThreadStart) {}
     /// On the thread that ends (its start routine returned, or `pthread_exit`, or cancelled).
@@ -255,6 +257,14 @@ fn core_parts() -> Option<&'static CoreParts> {
 pub fn constructor() {
     if let Some(c) = core_parts() {
         (c.constructor)();
+    }
+}
+
+/// The calling thread is about to create one (the `pthread_create` interposer, before the
+/// real call): every analysis's `thread_coming`.
+pub fn thread_coming() {
+    for a in all() {
+        a.thread_coming();
     }
 }
 

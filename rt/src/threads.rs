@@ -226,6 +226,7 @@ pub unsafe extern "C" fn profcc_thread_prepare(
         });
         id
     };
+    crate::analysis::thread_coming();
     Box::into_raw(Box::new(Start { f, arg, id })) as *mut libc::c_void
 }
 

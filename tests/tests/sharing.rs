@@ -743,6 +743,33 @@ fn global_counters_are_false_sharing() {
     probs.finish();
 }
 
+/// The main thread writes every counter alone, then updates its own beside the workers in the
+/// frame that created them: its stores after `pthread_create` are checked (the checks start
+/// with the first thread created, before the real call), and its lone writes are no finding.
+#[test]
+fn main_thread_that_joins_its_workers_in_its_own_frame_is_false_sharing() {
+    let b = Built::new("main_joins.c", &["-pthread"]);
+    let stores = [b.line("MARK_STORE_MAIN"), b.line("MARK_STORE_WORKER")];
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for n in [2, 3] {
+            let r = b.run(opt, &[&n.to_string()], &[], "");
+            // counters[i] is written by thread i: main (0) and workers 1..n.
+            let elems: Vec<Elem> = array(n, 8, 0, Some("counters"), "")
+                .into_iter()
+                .map(|e| Elem {
+                    writer: e.writer.map(|w| w - 1),
+                    ..e
+                })
+                .collect();
+            let obj = Obj::Global("counters");
+            let p = check_false_sharing(&r, obj, &elems, Some(8), &stores, &[], true);
+            probs.run(&r, p);
+        }
+    }
+    probs.finish();
+}
+
 #[test]
 fn stack_counters_are_false_sharing() {
     let b = Built::new("counters_stack.c", &["-pthread"]);

@@ -24,12 +24,16 @@
 //! however the schedule interleaved them.
 //!
 //! Nothing is counted while only one thread exists (initialisation before `pthread_create`
-//! and the serial tail after the last join are not sharing).
+//! and the serial tail after the last join are not sharing), and the checks read no shadow
+//! then (`set_checks`).
 
 use crate::analysis::{Analysis, DumpContext, ObjectEvents, SummarySection, ThreadStart};
 use crate::mem::SpinLock;
 use crate::threads;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64,
+    Ordering::{Relaxed, SeqCst},
+};
 use profcc_abi::{
     line_shadow as shadow_of, ShadowWord, APP_LIMIT, COUNTER_STRIDE, FLAG_SHARING, INFO_ATOMIC,
     INFO_EXTRA_MAX, INFO_EXTRA_READS_SHIFT, INFO_EXTRA_WRITES_SHIFT, INFO_SAMPLED, INFO_SITE_SHIFT,
@@ -50,6 +54,25 @@ extern "C" {
         countdown: *mut *mut u64,
     );
     fn profcc_counts_slot() -> *mut *mut u64;
+    fn profcc_alone_slot() -> *mut u64;
+}
+
+/// `__profcc_alone` (rt/csrc/tls.c): nonzero while the program's one thread runs alone. Then
+/// the checkers count and return without reading the shadow, and a loop's inlined check gives
+/// a line its owner or reader itself (hooks/sharing.c): what one thread does alone is not
+/// sharing (`multi`), so nothing it would have counted is lost. The lines a lone thread's
+/// straight-line code wrote have no owner when the next thread comes; that thread's first
+/// write to one is then not an invalidation, as it was not before either (one thread: not
+/// counted). Only set once the shadow is reserved: the inlined checks store to it.
+fn set_checks(on: bool) {
+    let w = unsafe { &*(profcc_alone_slot() as *const AtomicU64) };
+    w.store((!on && SHADOW.load(Relaxed) == 1) as u64, SeqCst);
+}
+
+/// In the creating thread, before the real `pthread_create`: its own next accesses are
+/// checked, so the lines it writes have their owner when the new thread starts.
+pub fn thread_coming() {
+    set_checks(true);
 }
 
 struct ThreadVars {
@@ -100,6 +123,7 @@ static PARALLEL_NS: AtomicU64 = AtomicU64::new(0);
 #[no_mangle]
 pub extern "C" fn profcc_sharing_preinit() {
     reserve();
+    set_checks(false);
 }
 
 fn reserve() {
@@ -177,8 +201,11 @@ pub fn thread_started(id: u32, stack_lo: usize, stack_hi: usize, is_main: bool) 
         *v.countdown = next_period();
     }
     let _ = (stack_lo, stack_hi); // in the per-thread state (`Sharing::thread_start`)
-    if !is_main && LIVE.fetch_add(1, Relaxed) == 1 {
-        PARALLEL_SINCE.store(crate::clock::now_ns(), Relaxed);
+    if !is_main {
+        if LIVE.fetch_add(1, SeqCst) == 1 {
+            PARALLEL_SINCE.store(crate::clock::now_ns(), Relaxed);
+        }
+        set_checks(true);
     }
 }
 
@@ -190,7 +217,13 @@ pub fn thread_exiting() {
         *v.rb = 0;
         *v.wmask = u64::MAX;
     }
-    if LIVE.fetch_sub(1, Relaxed) == 2 {
+    if LIVE.fetch_sub(1, SeqCst) == 2 {
+        // Off, unless a thread started meanwhile (its own store then comes after this load,
+        // or this load sees it: the checks stay on whenever two threads run).
+        set_checks(false);
+        if LIVE.load(SeqCst) > 1 {
+            set_checks(true);
+        }
         let since = PARALLEL_SINCE.swap(0, Relaxed);
         if since != 0 {
             PARALLEL_NS.fetch_add(crate::clock::now_ns().saturating_sub(since), Relaxed);
@@ -204,6 +237,7 @@ pub fn thread_exiting() {
 /// tracked-line table and the settings are atomics; the analysis's one lock is `ENDED`'s.)
 pub fn after_fork_child() {
     LIVE.store(1, Relaxed);
+    set_checks(false);
     PARALLEL_SINCE.store(0, Relaxed);
     PARALLEL_NS.store(0, Relaxed);
     if SHADOW.load(Relaxed) == 1 {
@@ -539,6 +573,9 @@ impl Analysis for Sharing {
     }
     fn module_registered(&self, flags: u32) {
         check_module(flags);
+    }
+    fn thread_coming(&self) {
+        thread_coming();
     }
     fn thread_start(&self, t: &ThreadStart) {
         // The thread's stack, for naming stack objects in the dump.
