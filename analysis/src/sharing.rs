@@ -870,11 +870,16 @@ fn lives_overlap(s: &Sharing, threads: &BTreeSet<u32>) -> bool {
 }
 
 /// The share of the time two threads would run at once on their own cores, percent: in the
-/// interval both lived, each runs `cpu / (lifetime − run-queue wait)` of it (the rest it is
-/// blocked, by the program's own logic: a join, a lock, I/O); two that run `x` and `y` of it
-/// run at once for at least `x + y − 1`. The run-queue waits (another program or thread had
-/// the CPU) are what a busy machine adds, so they are taken out; unknown, they count as none
-/// (a busy machine then lowers the figure). Threads whose lives did not overlap: 0.
+/// interval both lived, each runs `cpu / (lifetime − waits)` of it (the rest it is blocked, by
+/// the program's own logic: a join, a lock, I/O); two that run `x` and `y` of it run at once
+/// for at least `x + y − 1`. The waits are what a busy machine adds, and are taken out: the
+/// thread's own run-queue wait (another program or thread had the CPU), and the time it may
+/// have been blocked on the other while that one waited for a CPU (a barrier or a lock the
+/// other would have reached or released sooner on its own core): the other's run-queue wait
+/// within the interval, at most the thread's own blocked time. Without the second, two threads
+/// that meet at a barrier on a machine with fewer free CPUs than threads looked blocked by
+/// their own logic, and a real false sharing was predicted no gain. Unknown waits count as
+/// none (a busy machine then lowers the figure). Threads whose lives did not overlap: 0.
 pub fn own_overlap_percent(a: &ThreadTime, b: &ThreadTime) -> u64 {
     let shared = a
         .end_ns
@@ -883,12 +888,20 @@ pub fn own_overlap_percent(a: &ThreadTime, b: &ThreadTime) -> u64 {
     if shared == 0 {
         return 0;
     }
-    let runs = |t: &ThreadTime| {
+    // The part of `t`'s run-queue wait that fell in the shared interval (spread evenly).
+    let wait_in_shared = |t: &ThreadTime| {
+        let life = t.end_ns.saturating_sub(t.start_ns).max(1);
+        (t.wait_ns.unwrap_or(0) as u128 * shared as u128 / life as u128) as u64
+    };
+    let runs = |t: &ThreadTime, other: &ThreadTime| {
         let life = t.end_ns.saturating_sub(t.start_ns);
-        let active = life.saturating_sub(t.wait_ns.unwrap_or(0)).max(1);
+        let wait = t.wait_ns.unwrap_or(0);
+        let blocked = life.saturating_sub(wait).saturating_sub(t.cpu_ns);
+        let on_other = wait_in_shared(other).min(blocked);
+        let active = life.saturating_sub(wait).saturating_sub(on_other).max(1);
         (t.cpu_ns as f64 / active as f64).min(1.0)
     };
-    (((runs(a) + runs(b) - 1.0).max(0.0)) * 100.0).round() as u64
+    (((runs(a, b) + runs(b, a) - 1.0).max(0.0)) * 100.0).round() as u64
 }
 
 /// What the threads of `lines` do to them, from the timed accesses (every sampled access of

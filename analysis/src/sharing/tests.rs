@@ -779,6 +779,29 @@ fn the_prediction_is_for_their_own_cores() {
     );
 }
 
+/// Two threads that meet at a barrier on a machine with fewer free CPUs than threads
+/// (counters_global.c beside four CPU hogs: each lived 5.84 s, used 28 ms of CPU and waited
+/// 5.78 s on a run queue) spend the rest blocked on the other while it waited for a CPU: that
+/// is load, not the program's logic, and on their own cores they run at once (96% on a quiet
+/// machine). Counted as the program's own blocking, it was 0% and hid the false sharing.
+#[test]
+fn waiting_on_a_partner_that_waits_for_a_cpu_is_load() {
+    let mut a = thread(1, 0, 5842, 28);
+    let mut b = thread(2, 0, 5843, 27);
+    a.wait_ns = Some(5_778_000_000);
+    b.wait_ns = Some(5_780_000_000);
+    assert_eq!(own_overlap_percent(&a, &b), 100);
+    // The program's own blocking stays: each blocked half its life, no run-queue waits.
+    let (mut a, mut b) = (thread(1, 0, 1000, 500), thread(2, 0, 1000, 500));
+    (a.wait_ns, b.wait_ns) = (Some(0), Some(0));
+    assert_eq!(own_overlap_percent(&a, &b), 0);
+    // A thread blocked by its own logic is not made busier than the other's waits allow:
+    // 600 ms blocked, the other waited 100 ms; 400 / (1000 - 100) = 44% of its time running.
+    let (mut a, mut b) = (thread(1, 0, 1000, 400), thread(2, 0, 1000, 900));
+    (a.wait_ns, b.wait_ns) = (Some(0), Some(100_000_000));
+    assert_eq!(own_overlap_percent(&a, &b), 44);
+}
+
 #[test]
 fn a_busy_machine_changes_what_was_seen_not_what_is_predicted() {
     // The same two threads and line twice: alone on two CPUs, and taking turns with CPU hogs
