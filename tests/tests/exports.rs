@@ -1,9 +1,9 @@
 //! The exports of `profcc report --format callgrind|pprof|speedscope|collapsed` (issue 44;
-//! docs/report.md, "Exports") end to end: a program with known allocations and accesses is
-//! built with profcc, run twice, and each export is opened with the tool its users open it
-//! with (callgrind_annotate, go tool pprof) or checked against its format's rules
-//! (speedscope's schema, flamegraph.pl's collapsed lines), with the exact counts the program
-//! makes. Each format on an empty profile, a merged one and an older profile version.
+//! docs/report.md, "Exports") end to end: a program with known allocations and accesses is built
+//! with profcc, run twice, and each export is opened with the tool its users open it with
+//! (callgrind_annotate, go tool pprof, inferno's flame graph) or checked against its format's rules
+//! (speedscope's schema, flamegraph.pl's collapsed lines), with the exact counts the program makes.
+//! Each format on an empty profile, a merged one and an older profile version.
 
 use profcc_report::Report;
 use profcc_tests::*;
@@ -235,6 +235,50 @@ fn collapsed_stacks_sum_to_the_report_totals() {
         err.contains("--cost") && err.contains("--format collapsed"),
         "{err}"
     );
+}
+
+/// The boxes of an SVG flame graph as (name, count): its `<title>`s, `NAME (COUNT UNIT, P%)`.
+fn flame_boxes(svg: &str) -> Vec<(String, u64)> {
+    svg.split("<title>")
+        .skip(1)
+        .filter_map(|t| {
+            let t = t.split("</title>").next()?;
+            let (name, rest) = t.rsplit_once(" (")?;
+            let count = rest.split(' ').next()?.replace(',', "");
+            Some((name.to_string(), count.parse().ok()?))
+        })
+        .collect()
+}
+
+/// inferno (the Rust port of flamegraph.pl; `inferno-flamegraph FILE` runs this function on
+/// the file's lines) draws the collapsed accesses: the SVG's boxes for `sum` and `fill` carry
+/// their exact 16,000 and 8,000 accesses, and the whole graph the accesses the report
+/// attributes to a site.
+#[test]
+fn inferno_draws_the_collapsed_export_with_its_counts() {
+    let b = built();
+    let t = &b.report.summary.totals;
+    let text = String::from_utf8(export(
+        &["--format", "collapsed", "--cost", "accesses"],
+        &[&b.p1],
+    ))
+    .unwrap();
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.count_name = "accesses".into();
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), &mut svg)
+        .expect("inferno reads the collapsed export");
+    let svg = String::from_utf8(svg).unwrap();
+    let boxes = flame_boxes(&svg);
+    let of =
+        |name: &str| -> Vec<u64> { boxes.iter().filter(|b| b.0 == name).map(|b| b.1).collect() };
+    assert_eq!(of("sum"), [16000], "{boxes:?}");
+    assert_eq!(of("fill"), [8000], "{boxes:?}");
+    let all = t.accesses - t.unattributed;
+    assert_eq!(of("all"), [all], "{boxes:?}");
+    // An access's stack is its function and line (docs/report.md, "Exports"): main's box
+    // holds its own accesses, the rest of the whole.
+    assert_eq!(of("main"), [all - 24000], "{boxes:?}");
 }
 
 /// What speedscope's schema requires of a file (https://www.speedscope.app/file-format-schema.json:
