@@ -396,35 +396,61 @@ pub fn load_side(
             reports: vec![sections::build(&m, &opts)],
         });
     }
-    let mut inputs = Vec::new();
-    for p in paths {
+    // One profile in memory at a time: each is read, its report built (a plain profile) or
+    // its rank noted, and dropped. Rank profiles are read again, one job at a time, when every
+    // profile has a rank: the job's merge keeps the per-rank rows.
+    let build_one = |i: merge::Input| sections::build(&merge::Merged::new(vec![i]), &opts);
+    let read = |p: &PathBuf| -> Result<merge::Input, String> {
         let profile = profcc_schema::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
         let mtime = std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        inputs.push(merge::Input::new(p.display().to_string(), profile, mtime));
+        Ok(merge::Input::new(p.display().to_string(), profile, mtime))
+    };
+    let mut exe: Option<(String, String)> = None; // (program, the path of its first profile)
+    let mut built: Vec<Option<Report>> = Vec::new();
+    let mut ranks: Vec<Option<u32>> = Vec::new();
+    for p in paths {
+        let input = read(p)?;
+        let name = exe_name(&input.profile.exe);
+        match &exe {
+            None => exe = Some((name, input.path.clone())),
+            Some((first, first_path)) if *first != name => {
+                return Err(two_programs(first_path, first, &input.path, &name))
+            }
+            Some(_) => {}
+        }
+        ranks.push(input.profile.rank);
+        built.push(input.profile.rank.is_none().then(|| build_one(input)));
     }
-    let exe = one_program(&inputs)?;
-    let info = info(exe);
-    let reports = if inputs.len() > 1 && inputs.iter().all(|i| i.profile.rank.is_some()) {
+    let info = info(exe.map(|e| e.0).unwrap_or_default());
+    let reports = if paths.len() > 1 && ranks.iter().all(Option::is_some) {
         // Rank profiles: a run is one job, the n-th profile of each rank (command-line
         // order), merged; its report keeps the per-rank rows.
-        let mut runs: Vec<Vec<merge::Input>> = Vec::new();
+        let mut runs: Vec<Vec<PathBuf>> = Vec::new();
         let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
-        for i in inputs {
-            let n = seen.entry(i.profile.rank.unwrap_or(0)).or_default();
+        for (p, rank) in paths.iter().zip(&ranks) {
+            let n = seen.entry(rank.unwrap_or(0)).or_default();
             if runs.len() <= *n {
                 runs.push(Vec::new());
             }
-            runs[*n].push(i);
+            runs[*n].push(p.clone());
             *n += 1;
         }
-        runs.into_iter()
-            .map(|job| sections::build(&merge::Merged::new(job), &opts))
-            .collect()
+        let mut reports = Vec::new();
+        for job in runs {
+            let m = crate::merge_files(&job, true)
+                .map_err(|(i, e)| format!("{}: {e}", job[i].display()))?;
+            reports.push(sections::build(&m, &opts));
+        }
+        reports
     } else {
-        inputs
-            .into_iter()
-            .map(|i| sections::build(&merge::Merged::new(vec![i]), &opts))
-            .collect()
+        let mut reports = Vec::new();
+        for (p, r) in paths.iter().zip(built) {
+            reports.push(match r {
+                Some(r) => r,
+                None => build_one(read(p)?),
+            });
+        }
+        reports
     };
     Ok(Side { info, reports })
 }
@@ -433,14 +459,21 @@ pub fn load_side(
 fn one_program(inputs: &[merge::Input]) -> Result<String, String> {
     let exe = exe_name(&inputs[0].profile.exe);
     if let Some(other) = inputs.iter().find(|i| exe_name(&i.profile.exe) != exe) {
-        return Err(format!(
-            "{} is a profile of {exe} but {} of {}: one side is runs of one program",
-            inputs[0].path,
-            other.path,
-            exe_name(&other.profile.exe)
+        return Err(two_programs(
+            &inputs[0].path,
+            &exe,
+            &other.path,
+            &exe_name(&other.profile.exe),
         ));
     }
     Ok(exe)
+}
+
+/// The one-line error of a side whose profiles are of two programs.
+fn two_programs(path: &str, exe: &str, other_path: &str, other: &str) -> String {
+    format!(
+        "{path} is a profile of {exe} but {other_path} of {other}: one side is runs of one program"
+    )
 }
 
 fn exe_name(exe: &str) -> String {
