@@ -68,7 +68,7 @@ DOOR void __profcc_door(const void *p, uint64_t site, uint64_t info) {
 
 /* More than one thread runs (__profcc_alone is zero: cleared before the first
  * pthread_create, set when one thread is left; rt/src/analyses/sharing.rs): only then does a
- * check read a line's shadow. With one thread nothing is shared (nothing is counted either), and those
+ * check read a line's shadow. With one thread nothing is shared (nor counted), and those
  * shadow loads, 8 bytes per line the program touches and often a cache miss of their own,
  * were most of a single-threaded program's checking cost. The word is loaded at every check,
  * never kept: a frame that creates the second thread checks its next access. */
