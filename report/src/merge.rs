@@ -29,6 +29,9 @@ pub struct Input {
     pub mtime: Option<SystemTime>,
     /// Stack id → frames (addresses).
     stacks: HashMap<u32, Vec<u64>>,
+    /// Allocation stack id → the heap object its site is (`heap_identity`, the Objects
+    /// table's name), filled when its sites merge: the region snapshots' sites by object.
+    pub heap_objects: HashMap<u32, String>,
 }
 
 impl Input {
@@ -43,6 +46,7 @@ impl Input {
             profile,
             mtime,
             stacks,
+            heap_objects: HashMap::new(),
         }
     }
 }
@@ -426,6 +430,10 @@ impl Merged {
                     )
                 })
             };
+            if let Some(id) = &identity {
+                let name = id.strip_prefix("heap:").unwrap_or(id).to_string();
+                self.inputs[i].heap_objects.insert(a.stack, name);
+            }
             let at = *self.alloc_index.entry(key).or_insert_with(|| {
                 self.alloc_sites.push(AllocSite {
                     rank: 0,

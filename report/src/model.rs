@@ -934,6 +934,10 @@ pub struct RegionSnapshots {
     /// TSC ticks per second (a row's `ticks` over it: seconds inside the region).
     pub tsc_hz: f64,
     pub snapshots: Vec<profcc_schema::regions::Snapshot>,
+    /// The heap object (an Objects row's `name`) of each allocation stack id the snapshots'
+    /// `sites` list.
+    #[serde(default)]
+    pub heap_objects: std::collections::BTreeMap<u32, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -29,6 +29,7 @@ use crate::threads;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 /// The runtime's logarithm (no libm), shared with the regions' call sampling.
 pub(crate) use stats::ln;
+pub use stats::SiteCounts;
 pub use stats::LIVE_FLUSH;
 /// Sites' thread ids past 255 (a lock of `fork.rs`'s order).
 pub(crate) use stats::THREAD_SET;
@@ -1099,6 +1100,34 @@ pub fn heap_now() -> profcc_schema::regions::HeapNow {
         bytes_allocated: TOTALS.bytes.load(Ordering::Relaxed) + tp.bytes,
         live_bytes: live.max(0) as u64,
     }
+}
+
+/// Every allocation site's stack id and cumulative counts now, by site index (region
+/// snapshots, while the program runs; `stats::sites_now`).
+pub fn sites_now() -> Vec<(u32, stats::SiteCounts)> {
+    let _g = threads::RtGuard::enter();
+    let p = SITES.load(Ordering::Acquire);
+    if p.is_null() {
+        return Vec::new();
+    }
+    let ss = unsafe { &*p };
+    let n = (ss.next.load(Ordering::Acquire) as usize).min(MAX_SITES);
+    let mut counts = vec![stats::SiteCounts::default(); n];
+    stats::sites_now(ss, &mut counts);
+    counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let s = ss.site(i as u32);
+            // A slot still being claimed, or one that lost a race: no stack yet.
+            let stack = if s.state.load(Ordering::Acquire) == 1 {
+                s.stack.load(Ordering::Relaxed)
+            } else {
+                u32::MAX
+            };
+            (stack, c)
+        })
+        .collect()
 }
 
 pub fn snapshot() -> (Vec<profcc_schema::AllocSite>, AllocTotals) {

@@ -113,6 +113,26 @@ pub struct Snapshot {
     /// The whole process's heap at that moment (absent in profiles before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heap: Option<HeapNow>,
+    /// Allocation sites whose counts changed since the snapshot that last listed them, with
+    /// their cumulative counts now: at most [`MAX_SNAPSHOT_SITES`], those that changed most,
+    /// except in the dump's own last snapshot, which lists every change. A site's counts are
+    /// exact at the snapshots that list it; between them its changes wait for the next one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<SiteNow>,
+}
+
+/// Most allocation sites one snapshot lists ([`Snapshot::sites`]).
+pub const MAX_SNAPSHOT_SITES: usize = 32;
+
+/// One allocation site's counts since the start, at a snapshot (as its `alloc_sites` entry).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
+pub struct SiteNow {
+    /// The site's stack id (its `AllocSite::stack`).
+    pub stack: u32,
+    pub allocations: u64,
+    pub bytes: u64,
+    pub frees: u64,
+    pub live_bytes: u64,
 }
 
 /// The process's allocation totals at a snapshot, cumulative since the start (as the

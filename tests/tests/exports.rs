@@ -704,6 +704,7 @@ fn trace_slices_do_not_overlap_and_each_input_is_a_process() {
                         row("other", 1, 2, 2, 50),
                     ],
                     heap: None,
+                    sites: Vec::new(),
                 },
                 Snapshot {
                     ns: 20_000_000,
@@ -713,6 +714,7 @@ fn trace_slices_do_not_overlap_and_each_input_is_a_process() {
                         row("other", 1, 2, 2, 50),
                     ],
                     heap: None,
+                    sites: Vec::new(),
                 },
             ],
             ..Default::default()
@@ -1212,6 +1214,7 @@ fn trace_names_each_rank_process_by_rank_and_host() {
                     instructions: 0,
                 }],
                 heap: None,
+                sites: Vec::new(),
             }],
             ..Default::default()
         }),

@@ -351,6 +351,121 @@ fn html_report_of_two_merged_runs_in_a_browser() {
     }
 }
 
+/// A program without regions run with snapshots (`roi_interval`): a range selected on its heap
+/// chart holds exactly what its allocation sites did then. tests/fixtures/html/phases.c
+/// allocates 1,000 blocks of 64 bytes at the A mark, pauses 300 ms, then 3,000 of 128 bytes at
+/// the B mark; a range from inside the pause to the end shows the B site's 3,000 allocations
+/// and 384,000 bytes, and no A, in the Timeline, the Objects tab and the Allocator tab; the
+/// whole run shows both.
+#[test]
+fn a_timeline_range_filters_the_heap_objects_to_what_they_did_in_it() {
+    let s = Scratch::new();
+    std::fs::copy(fixture("html/phases.c"), s.path("phases.c")).unwrap();
+    s.compile(&profcc(), &["-O2", "-g", "phases.c", "-o", "phases"]);
+    let (out, profile) = s.run_profiled("phases", &[], "summary=0:roi_interval=10");
+    assert!(out.status.success());
+    let snaps = &profile.regions.as_ref().expect("snapshots alone").snapshots;
+    let (a_count, b_count) = (1000u64, 3000u64);
+    // The snapshots taken in the pause: all of A allocated, none of B.
+    let pause: Vec<usize> = (0..snaps.len())
+        .filter(|&i| snaps[i].heap.unwrap().allocations == a_count)
+        .collect();
+    let last = *pause.last().expect("a snapshot in the 300 ms pause");
+    let from = (snaps[last].ns + snaps[last + 1].ns) as f64 / 2e9;
+    let tmax = snaps.last().unwrap().ns as f64 / 1e9;
+    // The dump's snapshot lists every site's final counts.
+    let final_sites = &snaps.last().unwrap().sites;
+    for a in &profile.alloc_sites {
+        let x = final_sites.iter().find(|x| x.stack == a.stack);
+        let listed = snaps
+            .iter()
+            .rev()
+            .flat_map(|s| &s.sites)
+            .find(|x| x.stack == a.stack);
+        let x = x.or(listed).expect("a listed site");
+        assert_eq!(
+            (x.allocations, x.bytes, x.frees),
+            (a.count, a.bytes, a.frees)
+        );
+    }
+
+    let model = report(&s.path("phases.profile.json"), &[]);
+    let page = s.path("phases.html");
+    sh(Command::new(profcc())
+        .args(["report", "--format", "html", "-o"])
+        .arg(&page)
+        .arg(s.path("phases.profile.json")));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let src = std::fs::read_to_string(fixture("html/phases.c")).unwrap();
+    let name = |mark: &str| {
+        let line = format!(":{}", line_of(&src, mark));
+        model
+            .objects
+            .iter()
+            .find(|o| o.kind == "heap" && o.name.ends_with(&line))
+            .unwrap_or_else(|| panic!("no heap object at {line}: {:?}", model.objects))
+            .name
+            .clone()
+    };
+    let (a, b) = (name("MARK_A"), name("MARK_B"));
+    // Drag across the heap chart (x from 70 to 1090 of 1100 spans 0..tmax seconds).
+    let select = |t0: f64, t1: f64, file: &str| {
+        let drag = format!(
+            "<script>window.addEventListener('load', function () {{
+  var c = document.querySelector('canvas[data-chart=\"live bytes 0\"]'), r = c.getBoundingClientRect();
+  function ev(t, s) {{ var x = r.left + (70 + 1020 * s / {tmax}) * r.width / 1100;
+    (t === 'mouseup' ? window : c).dispatchEvent(new MouseEvent(t, {{ clientX: x, clientY: r.top + 50, bubbles: true }})); }}
+  ev('mousedown', {t0}); ev('mousemove', {t1}); ev('mouseup', {t1});
+}});</script></body>"
+        );
+        let p = s.path(file);
+        std::fs::write(&p, html.replace("</body>", &drag)).unwrap();
+        let dom = dump_dom(&s, Path::new(&format!("{}#timeline", p.display())));
+        assert_no_script_error(&dom);
+        dom
+    };
+    // Object, allocations, bytes of a table's rows.
+    let heap_rows = |dom: &str, tab: &str, table: &str| -> Vec<(String, String, String)> {
+        let marker = format!("data-table=\"{table}\"");
+        let sec = section(dom, tab);
+        let (o, n, by) = (
+            column(sec, &marker, "object"),
+            column(sec, &marker, "allocations"),
+            column(sec, &marker, "bytes"),
+        );
+        rows(sec, &marker)
+            .into_iter()
+            .map(|r| (r[o].clone(), r[n].clone(), r[by].clone()))
+            .collect()
+    };
+    let only_b = vec![(b.clone(), thousands(b_count), thousands(b_count * 128))];
+    let dom = select(from, tmax, "late.html");
+    assert_eq!(
+        heap_rows(&dom, "timeline", "timeline heap selection 0"),
+        only_b
+    );
+    assert_eq!(heap_rows(&dom, "allocator", "alloc selection"), only_b);
+    let objects = section(&dom, "objects");
+    assert!(
+        text(objects).contains("Filtered to the Timeline's selection: input 0"),
+        "{}",
+        text(objects)
+    );
+    let heap: Vec<_> = heap_rows(&dom, "objects", "objects");
+    assert_eq!(heap, only_b, "only the B site allocated in the range");
+
+    // The whole run: both sites, as the report's allocation sites have them.
+    let dom = select(0.0, tmax, "all.html");
+    let mut both = heap_rows(&dom, "timeline", "timeline heap selection 0");
+    both.sort();
+    let mut want = vec![
+        (a, thousands(a_count), thousands(a_count * 64)),
+        (b, thousands(b_count), thousands(b_count * 128)),
+    ];
+    want.sort();
+    assert_eq!(both, want);
+}
+
 /// Markup and URLs in the program's own strings (a symbol, its command line) show as text,
 /// end no script block and leave no `//` in the page.
 #[test]

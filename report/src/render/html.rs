@@ -315,6 +315,7 @@ pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
         "dropped": dropped,
         "spaces": profcc_schema::regions::SPACE_NAMES,
         "local_space": profcc_schema::regions::LOCAL,
+        "max_snapshot_sites": profcc_schema::regions::MAX_SNAPSHOT_SITES,
     });
     let title = match report.summary.inputs.as_slice() {
         [] => "profcc report".to_string(),

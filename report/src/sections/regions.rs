@@ -34,6 +34,12 @@ pub fn build(m: &Merged, _: &Options) -> Option<Regions> {
                 input,
                 tsc_hz: r.tsc_hz,
                 snapshots: r.snapshots.clone(),
+                heap_objects: r
+                    .snapshots
+                    .iter()
+                    .flat_map(|s| &s.sites)
+                    .filter_map(|x| Some((x.stack, i.heap_objects.get(&x.stack)?.clone())))
+                    .collect(),
             });
         }
         out.dropped += r.dropped;

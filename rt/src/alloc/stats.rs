@@ -857,6 +857,53 @@ fn add_block_totals(b: &Block, tot: &mut Pending) {
     tot.live_bytes += b.live.load(Relaxed);
 }
 
+/// Every site's allocations, bytes, frees and live bytes now, the shared counters plus every
+/// block's deltas (`out[i]` for site `i < out.len()`, sites past it left out), read while the
+/// threads run (region snapshots). Every block's lock is held while the shared counters are
+/// read too, so that a flush can neither count its deltas twice nor hide them; nothing is
+/// allocated under the locks.
+pub(super) fn sites_now(ss: &Sites, out: &mut [SiteCounts]) {
+    let blocks: Vec<usize> = ALL.lock().clone();
+    let mut held = Vec::with_capacity(blocks.len());
+    for &p in &blocks {
+        held.push(unsafe { &*(p as *const Block) }.lock.lock());
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        let s = ss.site(i as u32);
+        *o = SiteCounts {
+            count: s.count.load(Relaxed),
+            bytes: s.bytes.load(Relaxed),
+            frees: s.frees.load(Relaxed),
+            live_bytes: s.live_bytes.load(Relaxed) as i64,
+        };
+    }
+    for &p in &blocks {
+        let b = unsafe { &*(p as *const Block) };
+        for e in &b.entries {
+            let Some(i) = e.site_plus1.load(Relaxed).checked_sub(1) else {
+                continue;
+            };
+            let Some(o) = out.get_mut(i as usize) else {
+                continue;
+            };
+            o.count += e.count.load(Relaxed);
+            o.bytes += e.bytes.load(Relaxed);
+            o.frees += e.frees.load(Relaxed);
+            o.live_bytes = o.live_bytes.wrapping_add(e.live_bytes.load(Relaxed));
+        }
+    }
+    drop(held);
+}
+
+/// One site's cumulative counts ([`sites_now`]).
+#[derive(Default, Clone, Copy, Debug, PartialEq)]
+pub struct SiteCounts {
+    pub count: u64,
+    pub bytes: u64,
+    pub frees: u64,
+    pub live_bytes: i64,
+}
+
 /// The totals' deltas alone ([`pending`]'s second half, without the per-site sums).
 pub(super) fn pending_totals() -> Pending {
     let blocks: Vec<usize> = ALL.lock().clone();

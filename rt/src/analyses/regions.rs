@@ -1070,7 +1070,12 @@ fn snapshot(ns: u64) -> schema::Snapshot {
             rows.push(snap_row(name, tid, 0, 0, Some(c)));
         }
     });
-    schema::Snapshot { ns, rows, heap }
+    schema::Snapshot {
+        ns,
+        rows,
+        heap,
+        sites: Vec::new(),
+    }
 }
 
 /// Another thread's executions and ticks of its first `n` regions, the open counted
@@ -1236,10 +1241,13 @@ impl Analysis for RegionsAnalysis {
         let (interval_ms, snapshots) = live::finish();
         let n = COUNT.load(Relaxed) as usize;
         let modules = MODULES.lock();
+        // Snapshots alone (a program without regions run with `roi_interval`) still have its
+        // heap over time.
         if n == 0
             && modules.is_empty()
             && DROPPED.load(Relaxed) == 0
             && UNMATCHED_ENDS.load(Relaxed) == 0
+            && snapshots.is_empty()
         {
             return;
         }

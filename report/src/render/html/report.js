@@ -275,6 +275,16 @@
     if (!R.objects.length) { add(el, note('No objects: no analysis measured any.')); return; }
     var fnOf = function (o) { var s = (SITES_BY_ID[o.name] || [])[0]; var f = s && programFrame(s); return f ? f.function || '' : ''; };
     var modOf = function (o) { var s = (SITES_BY_ID[o.name] || [])[0]; var f = s && programFrame(s); return f && f.module ? base(f.module) : ''; };
+    var banner = rangeBanner(el);
+    RANGE_FILTERS.push(function (sel) {
+      banner(sel, 'heap objects allocating or freeing in it; their allocations, bytes and live peak are the range\'s, the other columns the whole run\'s (only the heap is recorded over time)');
+      TABLES.objects.setRows(sel ? R.objects.filter(function (o) { return o.kind === 'heap' && sel.heap[o.name]; }).map(function (o) {
+        var x = sel.heap[o.name], c = {};
+        for (var k in o) c[k] = o[k];
+        c.allocations = x.allocations; c.bytes = x.bytes; c.live_bytes_peak = x.peak;
+        return c;
+      }) : R.objects);
+    });
     add(el, table({
       name: 'objects', rows: R.objects, sort: 2,
       search: function (o) { return fnOf(o) + ' ' + modOf(o) + ' ' + o.findings.join(' '); },
@@ -555,6 +565,17 @@
   }
   tab('allocator', 'Allocator', !!R.allocator || R.alloc_sites.sites.length > 0, function (el) {
     var sites = R.alloc_sites.sites;
+    var inRange = h('div', { style: 'display:none' }), banner = rangeBanner(el);
+    add(el, inRange);
+    RANGE_FILTERS.push(function (sel) {
+      banner(sel, 'the heap objects that allocated or freed in it, below; the lists after them are the whole run\'s');
+      inRange.textContent = '';
+      inRange.style.display = sel ? '' : 'none';
+      if (sel) {
+        add(inRange, h('h2', { text: 'Allocations in the selection' }));
+        add(inRange, heapRangeTable('alloc selection', sel));
+      }
+    });
     if (sites.length) {
       add(el, h('h2', { text: 'Top allocation sites (' + int(R.alloc_sites.sites_total) + ' in all)' }));
       var lists = [
@@ -668,7 +689,6 @@
   });
 
   /* ---- Regions ---- */
-  var REGION_FILTER = null;
   function regionBytes(c, which) {
     if (!c) return null;
     var v = which === 'r' ? c.load_bytes : c.store_bytes, s = 0;
@@ -702,17 +722,13 @@
     var fmtShare = function (v) { return isNum(v) ? (100 * v).toFixed(1) + '%' : '-'; };
     var BEST = 0;
     aggregate(g.rows).forEach(function (x) { if (x.seconds > 0) BEST = Math.max(BEST, x.bytes / x.seconds); });
-    var banner = h('p', { cls: 'dropped', style: 'display:none' });
-    REGION_FILTER = function (label, rows) {
-      banner.textContent = '';
-      if (rows) {
-        add(banner, ['Filtered to the Timeline\'s selection: ' + label + ' ', h('button', { text: 'show the whole run', onclick: function () { REGION_FILTER(null, null); } })]);
-        banner.style.display = '';
-      } else banner.style.display = 'none';
-      TABLES.regions.setRows(aggregate(rows || g.rows));
-      TABLES['region threads'].setRows(rows || g.rows);
-    };
-    add(el, banner);
+    var banner = rangeBanner(el);
+    RANGE_FILTERS.push(function (sel) {
+      banner(sel, 'each region\'s and thread\'s counts inside it');
+      var rows = sel ? sel.regions : g.rows;
+      TABLES.regions.setRows(aggregate(rows));
+      TABLES['region threads'].setRows(rows);
+    });
     add(el, h('h2', { text: 'Regions (all threads)' }));
     add(el, table({
       name: 'regions', rows: aggregate(g.rows), sort: 5,
@@ -769,7 +785,20 @@
     if (g.dropped || g.unmatched_ends) add(el, note(int(g.dropped) + ' markers dropped, ' + int(g.unmatched_ends) + ' unmatched ends.'));
   });
 
-  /* ---- Timeline: region snapshots over time ---- */
+  /* ---- Timeline: snapshots over time; a range selected on a chart filters the other tabs ---- */
+  var RANGE_FILTERS = [];
+  function applyRange(sel) { RANGE_FILTERS.forEach(function (f) { f(sel); }); }
+  /* A banner a tab shows while a selection filters it; returns its setter (sel or null, what it filters). */
+  function rangeBanner(el) {
+    var b = h('p', { cls: 'dropped', style: 'display:none' });
+    add(el, b);
+    return function (sel, what) {
+      b.textContent = '';
+      if (!sel) { b.style.display = 'none'; return; }
+      add(b, ['Filtered to the Timeline\'s selection: ' + sel.label + ': ' + what + '. ', h('button', { text: 'show the whole run', onclick: function () { applyRange(null); } })]);
+      b.style.display = '';
+    };
+  }
   function regionColour(name) {
     var x = 0;
     for (var i = 0; i < name.length; i++) x = (x * 31 + name.charCodeAt(i)) % 360;
@@ -794,25 +823,112 @@
     });
     return out;
   }
-  /* The cumulative rows of the last snapshot at or before t (seconds), by region and thread. */
-  function at(snaps, t) {
-    var best = { ns: 0, rows: [] };
-    snaps.forEach(function (s) { if (s.ns / 1e9 <= t + 1e-12) best = s; });
-    return best;
+  /* The index of the last snapshot at or before t (seconds); -1: none (the start). */
+  function atIndex(snaps, t) {
+    var k = -1;
+    snaps.forEach(function (s, i) { if (s.ns / 1e9 <= t + 1e-12) k = i; });
+    return k;
   }
+  /* The allocation sites' counts at snapshot k, by stack id: each site's last listing at or before it. */
+  function sitesAt(snaps, k) {
+    var m = {};
+    for (var i = 0; i <= k; i++) (snaps[i].sites || []).forEach(function (x) { m[x.stack] = x; });
+    return m;
+  }
+  /* Per heap object (the Objects tab's name), what its sites did from snapshot ia to ib: allocations,
+     bytes and frees, bytes live at ib, and the most live at a snapshot in between. */
+  function heapRange(g, ia, ib) {
+    var snaps = g.snapshots, a = sitesAt(snaps, ia), cur = {}, peak = {}, out = {};
+    for (var k in a) { cur[k] = a[k]; peak[k] = a[k].live_bytes; }
+    for (var i = ia + 1; i <= ib; i++) (snaps[i].sites || []).forEach(function (x) {
+      cur[x.stack] = x; peak[x.stack] = Math.max(peak[x.stack] || 0, x.live_bytes);
+    });
+    for (var st in cur) {
+      var b = cur[st], p = a[st] || { allocations: 0, bytes: 0, frees: 0, live_bytes: 0 };
+      if (b.allocations === p.allocations && b.frees === p.frees) continue;
+      var name = (g.heap_objects || {})[st] || 'stack ' + st;
+      var o = out[name] = out[name] || { object: name, allocations: 0, bytes: 0, frees: 0, live: 0, peak: 0 };
+      o.allocations += b.allocations - p.allocations; o.bytes += b.bytes - p.bytes; o.frees += b.frees - p.frees;
+      o.live += b.live_bytes; o.peak += peak[st];
+    }
+    return out;
+  }
+  function heapRangeTable(name, sel) {
+    return table({
+      name: name, rows: Object.keys(sel.heap).map(function (k) { return sel.heap[k]; }), sort: 1,
+      columns: [txt('object', function (o) { return o.object; }, { cls: 'mono', node: function (v) { return objLink(v); } }),
+        num('allocations', function (o) { return o.allocations; }, { heat: true }), num('bytes', function (o) { return o.bytes; }, { heat: true }),
+        num('frees', function (o) { return o.frees; }), num('live at the end', function (o) { return o.live; }),
+        num('live peak', function (o) { return o.peak; }, { heat: true, title: function () { return 'the most live at a snapshot in the range (a peak between two snapshots is not seen)'; } })]
+    });
+  }
+  /* Drag across canvas c (its plot from x = L to W - 10 spans 0..tmax seconds): shade(sel) while dragging, done(sel) at the end. */
+  function brush(c, W, L, tmax, shade, done) {
+    var drag = null;
+    function tOf(e) { var r = c.getBoundingClientRect(); return Math.max(0, Math.min(tmax, ((e.clientX - r.left) * W / r.width - L) / (W - L - 10) * tmax)); }
+    function span(e) { var t = tOf(e); return [Math.min(drag, t), Math.max(drag, t)]; }
+    c.addEventListener('mousedown', function (e) { drag = tOf(e); shade([drag, drag]); });
+    c.addEventListener('mousemove', function (e) { if (drag !== null) shade(span(e)); });
+    window.addEventListener('mouseup', function (e) { if (drag !== null) { var s = span(e); drag = null; done(s); } });
+  }
+  /* One input's charts: GB/s by region (when it has regions) and the heap live (when recorded), each
+     draggable; a range shows its counts below them and filters the Regions, Objects and Allocator tabs. */
   function timeline(el, g) {
     var snaps = g.snapshots, iv = intervals(snaps);
-    if (!iv.length) return;
+    if (!iv.length) return false;
+    var selBox = h('div'), charts = [];
+    function select(range) {
+      selBox.textContent = '';
+      if (!range || range[1] - range[0] <= 0) { charts.forEach(function (c) { c(null); }); return; }
+      charts.forEach(function (c) { c(range); });
+      var ia = atIndex(snaps, range[0]), ib = atIndex(snaps, range[1]);
+      var a = ia >= 0 ? snaps[ia] : { ns: 0, rows: [] }, b = ib >= 0 ? snaps[ib] : { ns: 0, rows: [] };
+      var before = {};
+      a.rows.forEach(function (r) { before[r.region + '\u0000' + r.thread] = r; });
+      var rows = b.rows.map(function (r) {
+        var p = before[r.region + '\u0000' + r.thread] || { bytes_read: 0, bytes_written: 0, executions: 0, ticks: 0, instructions: 0 };
+        return { region: r.region, thread: r.thread, executions: r.executions - p.executions, read: r.bytes_read - p.bytes_read,
+          written: r.bytes_written - p.bytes_written, seconds: g.tsc_hz > 0 ? (r.ticks - p.ticks) / g.tsc_hz : null, instructions: r.instructions - p.instructions };
+      });
+      var dt = (b.ns - a.ns) / 1e9, label = 'input ' + g.input + ', ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s';
+      var sel = {
+        label: label, input: g.input, heap: heapRange(g, ia, ib),
+        regions: rows.map(function (r) {
+          return { input: g.input, region: r.region, thread: r.thread, executions: r.executions, seconds: r.seconds || 0,
+            counts: { load_bytes: [r.read, 0, 0, 0], store_bytes: [r.written, 0, 0, 0], instructions: r.instructions },
+            gbytes_per_s: r.seconds > 0 ? (r.read + r.written) / r.seconds / 1e9 : null };
+        })
+      };
+      applyRange(sel);
+      add(selBox, h('h3', { text: 'Selection ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s (the snapshots around the range)' }));
+      if (rows.length) add(selBox, table({
+        name: 'timeline selection ' + g.input, rows: rows,
+        columns: [txt('region', function (r) { return r.region; }, { cls: 'mono' }), num('thread', function (r) { return r.thread; }),
+          num('executions', function (r) { return r.executions; }), num('bytes read', function (r) { return r.read; }, { heat: true }),
+          num('bytes written', function (r) { return r.written; }, { heat: true }),
+          num('time in region', function (r) { return r.seconds; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; } }),
+          num('GB/s over the range', function (r) { return dt > 0 ? (r.read + r.written) / dt / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } }),
+          num('instructions', function (r) { return r.instructions; })]
+      }));
+      if (Object.keys(sel.heap).length) add(selBox, heapRangeTable('timeline heap selection ' + g.input, sel));
+      else if (snaps.some(function (s) { return s.heap; })) add(selBox, note('No allocation site allocated or freed in the range.'));
+    }
     var regions = {};
     iv.forEach(function (i) { for (var r in i.rows) regions[r] = true; });
     var names = Object.keys(regions).sort();
+    if (names.length) bandwidthChart(el, g, iv, names, charts, select);
+    heapChart(el, g, charts, select);
+    add(el, note('Drag across a chart to select a range: below it each region\'s and heap object\'s counts inside it; the Regions, Objects and Allocator tabs show that range until cleared. ' +
+      'A snapshot lists at most ' + META.max_snapshot_sites + ' allocation sites (those that changed most since they were last listed; the last one all): a site\'s counts are exact at the snapshots that list it.'));
+    add(el, selBox);
+    return snaps.some(function (s) { return s.heap; });
+  }
+  function bandwidthChart(el, g, iv, names, charts, select) {
     var tmax = iv[iv.length - 1].t1, ymax = 0;
     iv.forEach(function (i) { names.forEach(function (r) { var x = i.rows[r]; if (x && i.t1 > i.t0) ymax = Math.max(ymax, x.bytes / (i.t1 - i.t0) / 1e9); }); });
     if (!(ymax > 0)) ymax = 1;
-    var W = 1100, H = 240, L = 60, B = 30, T = 10;
+    var W = 1100, H = 240, L = 60, B = 30, T = 10, sel = null;
     var c = h('canvas', { width: W, height: H, cls: 'chart', 'data-chart': 'bandwidth ' + g.input });
-    var sel = null, drag = null;
-    var selBox = h('div');
     function x(t) { return L + (W - L - 10) * t / tmax; }
     function y(v) { return H - B - (H - B - T) * v / ymax; }
     function draw() {
@@ -837,78 +953,52 @@
         g2.stroke();
       });
     }
-    function tOf(e) { var r = c.getBoundingClientRect(); return Math.max(0, Math.min(tmax, ((e.clientX - r.left) * W / r.width - L) / (W - L - 10) * tmax)); }
-    c.addEventListener('mousedown', function (e) { drag = tOf(e); sel = [drag, drag]; draw(); });
-    c.addEventListener('mousemove', function (e) { if (drag !== null) { var t = tOf(e); sel = [Math.min(drag, t), Math.max(drag, t)]; draw(); } });
-    window.addEventListener('mouseup', function () { if (drag !== null) { drag = null; selected(); } });
-    function selected() {
-      selBox.textContent = '';
-      if (!sel || sel[1] - sel[0] <= 0) { sel = null; draw(); return; }
-      var a = at(snaps, sel[0]), b = at(snaps, sel[1]);
-      var before = {};
-      a.rows.forEach(function (r) { before[r.region + '\u0000' + r.thread] = r; });
-      var rows = b.rows.map(function (r) {
-        var p = before[r.region + '\u0000' + r.thread] || { bytes_read: 0, bytes_written: 0, executions: 0, ticks: 0, instructions: 0 };
-        return { region: r.region, thread: r.thread, executions: r.executions - p.executions, read: r.bytes_read - p.bytes_read,
-          written: r.bytes_written - p.bytes_written, seconds: g.tsc_hz > 0 ? (r.ticks - p.ticks) / g.tsc_hz : null, instructions: r.instructions - p.instructions };
-      });
-      var dt = (b.ns - a.ns) / 1e9;
-      if (REGION_FILTER) {
-        REGION_FILTER('input ' + g.input + ', ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s', rows.map(function (r) {
-          return { input: g.input, region: r.region, thread: r.thread, executions: r.executions, seconds: r.seconds || 0,
-            counts: { load_bytes: [r.read, 0, 0, 0], store_bytes: [r.written, 0, 0, 0], instructions: r.instructions },
-            gbytes_per_s: r.seconds > 0 ? (r.read + r.written) / r.seconds / 1e9 : null };
-        }));
-      }
-      add(selBox, h('h3', { text: 'Selection ' + (a.ns / 1e9).toFixed(3) + ' s to ' + (b.ns / 1e9).toFixed(3) + ' s (the snapshots around the range)' }));
-      add(selBox, table({
-        name: 'timeline selection ' + g.input, rows: rows,
-        columns: [txt('region', function (r) { return r.region; }, { cls: 'mono' }), num('thread', function (r) { return r.thread; }),
-          num('executions', function (r) { return r.executions; }), num('bytes read', function (r) { return r.read; }, { heat: true }),
-          num('bytes written', function (r) { return r.written; }, { heat: true }),
-          num('time in region', function (r) { return r.seconds; }, { fmt: function (v) { return isNum(v) ? ns(v * 1e9) : '-'; } }),
-          num('GB/s over the range', function (r) { return dt > 0 ? (r.read + r.written) / dt / 1e9 : null; }, { fmt: function (v) { return fixed(v, 2); } }),
-          num('instructions', function (r) { return r.instructions; })]
-      }));
-      draw();
-    }
+    function shade(s) { sel = s; draw(); }
+    charts.push(shade);
+    brush(c, W, L, tmax, shade, select);
     draw();
-    add(el, h('h3', { text: 'Input ' + input(g.input) + ': GB/s (bytes moved per second) by each region, all threads, ' + snaps.length + ' snapshots' }));
+    add(el, h('h3', { text: 'Input ' + input(g.input) + ': GB/s (bytes moved per second) by each region, all threads, ' + g.snapshots.length + ' snapshots' }));
     add(el, c);
     add(el, h('div', { cls: 'legend' }, names.map(function (r) { return h('span', null, h('span', { cls: 'sw', style: 'background:' + regionColour(r) }), r); })));
-    add(el, note('Drag across the chart to select a range: the table below gives each region\'s and thread\'s counts inside it, and the Regions tab shows that range until cleared.'));
-    add(el, selBox);
   }
   /* Per input: the heap at each snapshot (bytes live then), where the profile records it. */
-  function heapChart(el, g) {
+  function heapChart(el, g, charts, select) {
     var snaps = g.snapshots.filter(function (s) { return s.heap; });
-    if (!snaps.length) return false;
-    var tmax = snaps[snaps.length - 1].ns / 1e9 || 1, ymax = 0, top = snaps[0];
+    if (!snaps.length) return;
+    var tmax = snaps[snaps.length - 1].ns / 1e9 || 1, ymax = 0, top = snaps[0], sel = null;
     snaps.forEach(function (s) { if (s.heap.live_bytes > ymax) { ymax = s.heap.live_bytes; top = s; } });
     var W = 1100, H = 160, L = 70, B = 30, T = 10;
     var c = h('canvas', { width: W, height: H, cls: 'chart', 'data-chart': 'live bytes ' + g.input });
-    var d = c.getContext('2d'), ys = ymax > 0 ? ymax : 1;
+    var ys = ymax > 0 ? ymax : 1;
     function x(t) { return L + (W - L - 10) * t / tmax; }
     function y(v) { return H - B - (H - B - T) * v / ys; }
-    d.fillStyle = '#fff'; d.fillRect(0, 0, W, H);
-    d.strokeStyle = '#d9dde5'; d.fillStyle = '#5d6778'; d.font = '11px sans-serif';
-    for (var k = 0; k <= 2; k++) { var v = ys * k / 2; d.beginPath(); d.moveTo(L, y(v)); d.lineTo(W - 10, y(v)); d.stroke(); d.fillText(bytes(v), 4, y(v) + 4); }
-    for (var k2 = 0; k2 <= 8; k2++) { var t = tmax * k2 / 8; d.fillText(t.toFixed(3) + ' s', x(t) - 14, H - 10); }
-    d.strokeStyle = '#2857b8'; d.lineWidth = 2; d.beginPath();
-    snaps.forEach(function (s, n) { var px = x(s.ns / 1e9), py = y(s.heap.live_bytes); if (n === 0) d.moveTo(px, py); else d.lineTo(px, py); });
-    d.stroke();
+    function draw() {
+      var d = c.getContext('2d');
+      d.clearRect(0, 0, W, H);
+      d.fillStyle = '#fff'; d.fillRect(0, 0, W, H);
+      d.strokeStyle = '#d9dde5'; d.fillStyle = '#5d6778'; d.font = '11px sans-serif'; d.lineWidth = 1;
+      for (var k = 0; k <= 2; k++) { var v = ys * k / 2; d.beginPath(); d.moveTo(L, y(v)); d.lineTo(W - 10, y(v)); d.stroke(); d.fillText(bytes(v), 4, y(v) + 4); }
+      for (var k2 = 0; k2 <= 8; k2++) { var t = tmax * k2 / 8; d.fillText(t.toFixed(3) + ' s', x(t) - 14, H - 10); }
+      if (sel) { d.fillStyle = 'rgba(40,87,184,0.15)'; d.fillRect(x(sel[0]), T, x(sel[1]) - x(sel[0]), H - B - T); }
+      d.strokeStyle = '#2857b8'; d.lineWidth = 2; d.beginPath();
+      snaps.forEach(function (s, n) { var px = x(s.ns / 1e9), py = y(s.heap.live_bytes); if (n === 0) d.moveTo(px, py); else d.lineTo(px, py); });
+      d.stroke();
+    }
+    function shade(s) { sel = s; draw(); }
+    charts.push(shade);
+    brush(c, W, L, tmax, shade, select);
+    draw();
     var last = snaps[snaps.length - 1].heap;
     add(el, h('h3', { text: 'Input ' + input(g.input) + ': heap bytes live at each snapshot' }));
     add(el, c);
     add(el, h('p', { cls: 'heap-summary', text: 'Most live: ' + bytes(ymax) + ' (' + int(ymax) + ' bytes) at ' + (top.ns / 1e9).toFixed(3) + ' s; by the last snapshot ' +
       int(last.allocations) + ' allocations, ' + int(last.frees) + ' frees, ' + bytes(last.bytes_allocated) + ' allocated.' }));
-    return true;
   }
   tab('timeline', 'Timeline', !!(R.regions && R.regions.snapshots && R.regions.snapshots.length), function (el) {
     var s = R.regions && R.regions.snapshots;
-    if (!s || !s.length) { add(el, note('No snapshots: run the program with PROFCC_OPTIONS=roi_interval=100 (milliseconds) to have the regions\' counts over time.')); return; }
+    if (!s || !s.length) { add(el, note('No snapshots: run the program with PROFCC_OPTIONS=roi_interval=100 (milliseconds) to have the heap and the regions\' counts over time.')); return; }
     var heap = false;
-    s.forEach(function (g) { timeline(el, g); heap = heapChart(el, g) || heap; });
+    s.forEach(function (g) { heap = timeline(el, g) || heap; });
     if (!heap) add(el, note('These snapshots do not record the heap (a profile from an older profcc): the Allocator tab has the peak and the exit.'));
   });
 

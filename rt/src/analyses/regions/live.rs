@@ -3,14 +3,18 @@
 //! cumulative counts (`super::snapshot`), keeps them for the profile (at most
 //! `MAX_SNAPSHOTS`: then every other one goes and the interval doubles) and publishes the
 //! latest for `profcc monitor PID` as `/dev/shm/profcc-roi-PID.json`, replaced whole
-//! (written aside, then renamed), removed at the dump. A fork child takes none.
+//! (written aside, then renamed), removed at the dump. A fork child takes none. Each kept
+//! snapshot lists the allocation sites that changed most since they were last listed
+//! (`changed_sites`), the dump's last one all that changed.
 
 use crate::mem::SpinLock;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use profcc_schema::regions::{self as schema, MAX_SNAPSHOTS};
+use profcc_schema::regions::{self as schema, MAX_SNAPSHOTS, MAX_SNAPSHOT_SITES};
 
 struct Kept {
     snapshots: Vec<schema::Snapshot>,
+    /// Per allocation site (by index): its allocations and frees when a snapshot last listed it.
+    listed: Vec<(u64, u64)>,
     /// The sampler stopped (the dump, or a fork child): no more snapshots or publishing.
     stopped: bool,
 }
@@ -18,6 +22,7 @@ struct Kept {
 /// Held while a snapshot is taken and published, and while the dump stops the sampler.
 static KEPT: SpinLock<Kept> = SpinLock::new(Kept {
     snapshots: Vec::new(),
+    listed: Vec::new(),
     stopped: false,
 });
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(0);
@@ -122,24 +127,77 @@ extern "C" fn run(_: *mut libc::c_void) -> *mut libc::c_void {
         if k.stopped {
             return core::ptr::null_mut();
         }
-        let snap = super::snapshot(crate::clock::since_start_ns());
+        let mut snap = super::snapshot(crate::clock::since_start_ns());
         publish(&snap);
+        snap.sites = changed_sites(&mut k.listed, MAX_SNAPSHOT_SITES);
         keep(&mut k, snap);
     }
+}
+
+/// The allocation sites whose allocations or frees changed since they were last listed, at
+/// most `most` of them (those that changed most), with their counts now; `listed` is updated
+/// for those returned.
+fn changed_sites(listed: &mut Vec<(u64, u64)>, most: usize) -> Vec<schema::SiteNow> {
+    let now = crate::alloc::sites_now();
+    if listed.len() < now.len() {
+        listed.resize(now.len(), (0, 0));
+    }
+    let mut changed: Vec<(u64, usize)> = now
+        .iter()
+        .enumerate()
+        .filter(|(i, (stack, c))| *stack != u32::MAX && (c.count, c.frees) != listed[*i])
+        .map(|(i, (_, c))| {
+            let (n, f) = listed[i];
+            (c.count.abs_diff(n) + c.frees.abs_diff(f), i)
+        })
+        .collect();
+    changed.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    changed.truncate(most);
+    let mut out: Vec<schema::SiteNow> = changed
+        .into_iter()
+        .map(|(_, i)| {
+            let (stack, c) = now[i];
+            listed[i] = (c.count, c.frees);
+            schema::SiteNow {
+                stack,
+                allocations: c.count,
+                bytes: c.bytes,
+                frees: c.frees,
+                live_bytes: c.live_bytes.max(0) as u64,
+            }
+        })
+        .collect();
+    out.sort_by_key(|x| x.stack);
+    out
 }
 
 fn keep(k: &mut Kept, snap: schema::Snapshot) {
     k.snapshots.push(snap);
     if k.snapshots.len() >= MAX_SNAPSHOTS {
-        // Every other one, the latest kept; the interval doubles.
-        let mut i = 0;
-        let last = k.snapshots.len() - 1;
-        k.snapshots.retain(|_| {
-            i += 1;
-            (i - 1) % 2 == last % 2
-        });
+        thin(&mut k.snapshots);
         INTERVAL_MS.store(INTERVAL_MS.load(Relaxed) * 2, Relaxed);
     }
+}
+
+/// Drops every other snapshot, the latest kept. A dropped snapshot's sites that the next one
+/// does not list move into it: each site keeps its last listed counts.
+fn thin(snapshots: &mut Vec<schema::Snapshot>) {
+    let last = snapshots.len() - 1;
+    for i in (0..last).filter(|i| i % 2 != last % 2) {
+        let (dropped, next) = snapshots.split_at_mut(i + 1);
+        let next = &mut next[0];
+        for s in core::mem::take(&mut dropped[i].sites) {
+            if !next.sites.iter().any(|x| x.stack == s.stack) {
+                next.sites.push(s);
+            }
+        }
+        next.sites.sort_by_key(|x| x.stack);
+    }
+    let mut i = 0;
+    snapshots.retain(|_| {
+        i += 1;
+        (i - 1) % 2 == last % 2
+    });
 }
 
 fn pid() -> u32 {
@@ -175,7 +233,8 @@ pub fn finish() -> (u64, Vec<schema::Snapshot>) {
     if !k.stopped {
         k.stopped = true;
         let _ = std::fs::remove_file(schema::live_path(pid()));
-        let snap = super::snapshot(crate::clock::since_start_ns());
+        let mut snap = super::snapshot(crate::clock::since_start_ns());
+        snap.sites = changed_sites(&mut k.listed, usize::MAX);
         k.snapshots.push(snap);
     }
     (ms, k.snapshots.clone())
@@ -200,6 +259,8 @@ pub fn fork_child() {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_request_holds_milliseconds_in_range() {
         assert_eq!(super::parse_ms(b"250\n"), Some(250));
@@ -213,5 +274,42 @@ mod tests {
         for bad in [&b"0"[..], b"", b"-5", b"1.5", b"3600001", b"x"] {
             assert_eq!(super::parse_ms(bad), None, "{:?}", bad);
         }
+    }
+
+    fn snap(ns: u64, sites: &[(u32, u64)]) -> schema::Snapshot {
+        schema::Snapshot {
+            ns,
+            sites: sites
+                .iter()
+                .map(|&(stack, allocations)| schema::SiteNow {
+                    stack,
+                    allocations,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn listed(s: &schema::Snapshot) -> Vec<(u32, u64)> {
+        s.sites.iter().map(|x| (x.stack, x.allocations)).collect()
+    }
+
+    /// Thinning keeps every site's last listed counts: a dropped snapshot's sites move into
+    /// the next one, unless it lists them itself (with newer counts).
+    #[test]
+    fn thinning_moves_a_dropped_snapshots_sites_into_the_next() {
+        let mut s = vec![
+            snap(10, &[(7, 1)]),
+            snap(20, &[(9, 5)]),
+            snap(30, &[(7, 3), (9, 6)]),
+            snap(40, &[(9, 8)]),
+            snap(50, &[]),
+        ];
+        thin(&mut s);
+        assert_eq!(s.iter().map(|x| x.ns).collect::<Vec<_>>(), [10, 30, 50]);
+        assert_eq!(listed(&s[0]), [(7, 1)]);
+        assert_eq!(listed(&s[1]), [(7, 3), (9, 6)]);
+        assert_eq!(listed(&s[2]), [(9, 8)]);
     }
 }
