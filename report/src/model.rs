@@ -527,6 +527,12 @@ pub struct NumaObject {
     pub first_touch_pages: u64,
     /// Per thread, the byte range (offsets from the object's start) of the pages it used.
     pub threads: Vec<NumaRange>,
+    /// Its accesses by thread, exact (the profile's `by_thread`), by thread id; and those not
+    /// split by thread (`unsplit`; docs/numa.md, "Objects").
+    #[serde(default)]
+    pub by_thread: Vec<profcc_schema::numa::ThreadAccesses>,
+    #[serde(default)]
+    pub unsplit: u64,
     /// Pages used by two or more threads besides their first toucher, or by their toucher
     /// and one other thread that both kept using them (of those, `kept_pages`).
     pub shared_pages: u64,

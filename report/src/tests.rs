@@ -1143,6 +1143,8 @@ pub(crate) fn sample_report() -> Report {
                         end: 8192,
                         pages: 2,
                     }],
+                    by_thread: Vec::new(),
+                    unsplit: 0,
                     shared_pages: 0,
                     kept_pages: 0,
                     moved_pages: 2,

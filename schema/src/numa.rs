@@ -70,6 +70,16 @@ pub struct NumaObject {
     /// the byte range they span (offsets from the block's or run's start, over all blocks)
     /// and their number.
     pub threads: Vec<ThreadRange>,
+    /// Its accesses by thread, exact (each page's first toucher's and every other thread's;
+    /// the pages' counts that sat in another thread's cache when a block was freed are not
+    /// in them, as in `accesses`), by thread id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_thread: Vec<ThreadAccesses>,
+    /// Of `accesses`, those not split by thread: made by a thread the runtime did not know,
+    /// or by other threads than the first toucher past the runtime's bounds (16 threads per
+    /// page, 2^20 pages with other threads).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unsplit: u64,
     /// Pages two or more threads besides their first toucher accessed, and pages their first
     /// toucher kept using with one other thread (`kept_pages`).
     pub shared_pages: u64,
@@ -110,6 +120,11 @@ pub struct PageCount {
     /// A policy bound it to its node.
     #[serde(default)]
     pub pinned: bool,
+    /// Its accesses by thread, and those not split by thread (as [`NumaObject::by_thread`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_thread: Vec<ThreadAccesses>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unsplit: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -118,6 +133,12 @@ pub struct ObjectTouch {
     pub pc: u64,
     pub thread: Option<u32>,
     pub pages: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct ThreadAccesses {
+    pub thread: u32,
+    pub accesses: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -209,4 +230,8 @@ impl Waits {
     pub fn total(&self) -> u64 {
         self.mutex + self.spin + self.cond + self.barrier + self.sem
     }
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

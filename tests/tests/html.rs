@@ -249,6 +249,49 @@ fn html_report_of_two_merged_runs_in_a_browser() {
         "{objects:?}"
     );
 
+    // An object's row opens to its accesses per thread: `v`'s in input 0, as the model's
+    // NUMA object has them; each worker read its half REPS times (the second's last two
+    // doubles lie on a page with no middle byte in the block).
+    let alloc_line = line_of(&src, "MARK_ALLOC");
+    let v = numa.inputs[0]
+        .objects
+        .iter()
+        .find(|o| {
+            o.allocated_at
+                .as_deref()
+                .is_some_and(|a| a.ends_with(&format!("all.c:{alloc_line}")))
+        })
+        .expect("v's NUMA object");
+    assert_eq!(v.by_thread[1].accesses, 4 * (1 << 17), "{v:?}");
+    let open = format!(
+        "<script>window.addEventListener('load', function () {{
+  var t = document.querySelector('#tab-objects [data-table=\"objects\"] table');
+  [].forEach.call(t.querySelectorAll('tbody tr'), function (r) {{
+    if (r.children[1] && r.children[1].textContent === 'all.c:{alloc_line}') r.firstChild.click();
+  }});
+}});</script></body>"
+    );
+    let opened = s.path("open.html");
+    std::fs::write(&opened, html.replace("</body>", &open)).unwrap();
+    let dom_open = dump_dom(&s, Path::new(&format!("{}#objects", opened.display())));
+    assert_no_script_error(&dom_open);
+    let per_thread = rows(
+        section(&dom_open, "objects"),
+        &format!("data-table=\"accesses of {}, input 0\"", v.object),
+    );
+    let mut want: Vec<(String, String)> = v
+        .by_thread
+        .iter()
+        .map(|t| (t.thread.to_string(), thousands(t.accesses)))
+        .collect();
+    let mut got: Vec<(String, String)> = per_thread
+        .iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+
     // Timeline: a chart per input with snapshots.
     let timeline = section(&dom, "timeline");
     let snapshots = &model.regions.as_ref().unwrap().snapshots;

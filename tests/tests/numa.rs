@@ -148,6 +148,42 @@ fn serial_first_touch_makes_every_worker_access_remote() {
         }
         // 256 array pages, the jobs' page, and whatever else the main thread touched first.
         assert!(numa.pages >= 257, "{opt}: {}", numa.pages);
+        // Accesses by thread, per object: each object's add up to its accesses, and each
+        // thread's over the objects (no block was freed, every page is in one) to all it made.
+        let mut per_thread = std::collections::BTreeMap::<u32, u64>::new();
+        for o in &numa.objects {
+            let by: u64 = o.by_thread.iter().map(|t| t.accesses).sum();
+            assert_eq!((by, o.unsplit), (o.accesses, 0), "{opt}: {o:?}");
+            for t in &o.by_thread {
+                *per_thread.entry(t.thread).or_default() += t.accesses;
+            }
+        }
+        for t in &numa.threads {
+            assert_eq!(
+                per_thread[&t.thread],
+                t.local + t.remote,
+                "{opt}: thread {}",
+                t.thread
+            );
+        }
+        // The array: the first worker read its half, wholly on the array's pages (the
+        // second's last 4 ints share a page with no middle byte in the block), each element
+        // once at -O0; main wrote it.
+        let array = numa
+            .objects
+            .iter()
+            .find(|o| o.pages == 256)
+            .expect("the array");
+        let by: Vec<u32> = array.by_thread.iter().map(|t| t.thread).collect();
+        assert_eq!(by, [0, 1, 2], "{opt}: {array:?}");
+        if opt == "-O0" {
+            assert_eq!(array.by_thread[1].accesses, 1 << 17, "{opt}: {array:?}");
+            assert_eq!(
+                array.by_thread[0].accesses,
+                (1 << 18) - 4,
+                "{opt}: {array:?}"
+            );
+        }
     }
 }
 
@@ -175,6 +211,14 @@ fn the_default_build_has_no_numa_section() {
     s.compile(&profcc(), &["-O2", "-pthread", "sweep.c", "-o", "sweep"]);
     let (_, p) = s.run_profiled("sweep", &[], "summary=0");
     assert!(p.numa.is_none());
+}
+
+/// Every object's accesses split by thread add up to them, none left unsplit.
+fn assert_by_thread_adds_up(n: &profcc_report::model::NumaInput) {
+    for o in &n.objects {
+        let by: u64 = o.by_thread.iter().map(|t| t.accesses).sum();
+        assert_eq!((by, o.unsplit), (o.local + o.remote, 0), "{o:?}");
+    }
 }
 
 /// The exact accesses of thread `id` (the thread table).
@@ -1315,6 +1359,15 @@ fn two_hundred_fifty_six_threads_each_read_a_neighbours_page() {
         (256, 256 * 1024, 256 * 1024, 256),
         "{blocks:?}"
     );
+    // By thread: each worker its 1,024 writes to its own page and 1,024 reads of its
+    // neighbour's, on pages of two threads each.
+    let by: Vec<(u32, u64)> = blocks
+        .by_thread
+        .iter()
+        .map(|t| (t.thread, t.accesses))
+        .collect();
+    assert_eq!(by, (1..=256).map(|t| (t, 2048)).collect::<Vec<_>>());
+    assert_eq!(blocks.unsplit, 0);
 }
 
 const OMP_BARRIERS_C: &str = r#"
@@ -1593,6 +1646,9 @@ fn an_array_all_threads_read_and_write_is_interleaved_not_bound() {
             "{options}: {a:?}"
         );
         assert_eq!(a.local + a.remote, N + N * 4 * 2 + 64, "{options}: {a:?}");
+        // Pages every thread used, split exactly by thread all the same.
+        assert_by_thread_adds_up(n);
+        assert!(a.by_thread.len() > 2, "{options}: {a:?}");
         assert_eq!(a.kind.as_deref(), Some("remote access"), "{options}");
         assert!(a.fix.as_deref().unwrap().contains("interleave"));
         let found = numa_findings(&r);
@@ -1632,6 +1688,7 @@ fn per_iteration_temporaries_are_hoisted_not_bound() {
             .iter()
             .find(|o| o.object.ends_with(&at))
             .unwrap_or_else(|| panic!("{options}: {:#?}", n.objects));
+        assert_by_thread_adds_up(n);
         // 8 blocks of 512 pages, each on pages freed blocks held.
         assert_eq!(
             (tmp.instances, tmp.pages, tmp.reused_pages),

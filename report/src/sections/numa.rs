@@ -394,6 +394,8 @@ fn objects(
             part.shared_pages += pc.shared as u64;
             part.kept_pages += pc.kept as u64;
             part.moved_pages += pc.moved as u64;
+            add_by_thread(&mut part.by_thread, &pc.by_thread);
+            part.unsplit += pc.unsplit;
         }
         if parts.len() == 1 {
             pieces.push(o.clone());
@@ -521,6 +523,8 @@ fn objects(
                         pages: t.pages,
                     })
                     .collect(),
+                by_thread: o.by_thread.clone(),
+                unsplit: o.unsplit,
                 shared_pages: o.shared_pages,
                 kept_pages: o.kept_pages,
                 moved_pages: o.moved_pages,
@@ -550,6 +554,20 @@ fn objects(
     (out, all_inv, found)
 }
 
+/// Add `b`'s accesses by thread to `a`'s (kept in thread order).
+fn add_by_thread(
+    a: &mut Vec<profcc_schema::numa::ThreadAccesses>,
+    b: &[profcc_schema::numa::ThreadAccesses],
+) {
+    for t in b {
+        match a.iter_mut().find(|x| x.thread == t.thread) {
+            Some(x) => x.accesses += t.accesses,
+            None => a.push(t.clone()),
+        }
+    }
+    a.sort_by_key(|x| x.thread);
+}
+
 /// Add object `b` to `a` (blocks of one allocation line, pieces of one global): counts, pages,
 /// first touches by place, each thread's range.
 fn merge_object(a: &mut profcc_schema::numa::NumaObject, b: &profcc_schema::numa::NumaObject) {
@@ -563,6 +581,8 @@ fn merge_object(a: &mut profcc_schema::numa::NumaObject, b: &profcc_schema::numa
     a.kept_pages += b.kept_pages;
     a.moved_pages += b.moved_pages;
     a.reused_pages += b.reused_pages;
+    add_by_thread(&mut a.by_thread, &b.by_thread);
+    a.unsplit += b.unsplit;
     for t in &b.first_touch {
         match a
             .first_touch

@@ -431,6 +431,7 @@ impl ThreadState {
         } else {
             rec.add_balance(-(n as i64));
             note_user(rec, me);
+            others_add(page, me - 1, n);
         }
     }
 
@@ -1088,6 +1089,123 @@ pub extern "C" fn profcc_numa_waited(kind: i32) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Accesses per thread: a page's record counts all its accesses; the threads other than its
+// first toucher that used it have theirs here too (added at each flush), so that an object's
+// accesses split exactly by thread: the toucher's are the page's count less the others'.
+
+/// Page -> (thread id, accesses flushed) of each thread besides the first toucher that used
+/// it, and (`UNSPLIT`, accesses) past `MAX_OTHERS_PER_PAGE` threads. In shards by page.
+type OthersMap = HashMap<u64, PageOthers, core::hash::BuildHasherDefault<PageHash>>;
+
+/// One page's other threads: the first inline (most pages have at most one: no allocation,
+/// one cache line), the rest in `more`.
+#[derive(Default, Clone)]
+struct PageOthers {
+    first: (u32, u64),
+    more: Vec<(u32, u64)>,
+}
+
+impl PageOthers {
+    fn add(&mut self, tid: u32, n: u64) {
+        if self.first.1 == 0 || self.first.0 == tid {
+            self.first = (tid, self.first.1 + n);
+            return;
+        }
+        if let Some(x) = self.more.iter_mut().find(|x| x.0 == tid) {
+            x.1 += n;
+            return;
+        }
+        let who = if self.more.len() + 1 >= MAX_OTHERS_PER_PAGE {
+            UNSPLIT
+        } else {
+            tid
+        };
+        match self.more.iter_mut().find(|x| x.0 == who) {
+            Some(x) => x.1 += n,
+            None => self.more.push((who, n)),
+        }
+    }
+
+    fn list(&self) -> Vec<(u32, u64)> {
+        let mut v = self.more.clone();
+        if self.first.1 > 0 {
+            v.push(self.first);
+        }
+        v
+    }
+}
+
+/// A page number's hash: one multiply (the keys are page numbers, not chosen by anyone; the
+/// default SipHash cost a fifth of the side map's time on a serial first-touch kernel).
+#[derive(Default)]
+struct PageHash(u64);
+impl core::hash::Hasher for PageHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7CC1_B727_220A_95);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26);
+    }
+}
+const OTHER_SHARDS: usize = 64;
+static OTHERS: [SpinLock<Option<OthersMap>>; OTHER_SHARDS] =
+    [const { SpinLock::new(None) }; OTHER_SHARDS];
+/// Pages with an entry in `OTHERS`, and at most how many (then a new page's other threads go
+/// uncounted by thread, and `OTHERS_FULL` says so).
+static OTHER_PAGES: AtomicU64 = AtomicU64::new(0);
+const MAX_OTHER_PAGES: u64 = 1 << 20;
+static OTHERS_FULL: AtomicU32 = AtomicU32::new(0);
+/// Threads listed per page; the accesses of more go to `UNSPLIT`.
+const MAX_OTHERS_PER_PAGE: usize = 16;
+/// An `OTHERS` entry's thread for accesses not split by thread.
+const UNSPLIT: u32 = u32::MAX;
+
+fn others_shard(page: u64) -> &'static SpinLock<Option<OthersMap>> {
+    &OTHERS[(page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % OTHER_SHARDS]
+}
+
+/// Thread `tid` (not the page's first toucher) counted `n` accesses on `page` (a flush).
+fn others_add(page: u64, tid: u32, n: u64) {
+    let _g = crate::threads::RtGuard::enter();
+    let mut m = others_shard(page).lock();
+    let m = m.get_or_insert_with(Default::default);
+    match m.get_mut(&page) {
+        Some(l) => l.add(tid, n),
+        None => {
+            if OTHER_PAGES.fetch_add(1, Relaxed) >= MAX_OTHER_PAGES {
+                OTHER_PAGES.fetch_sub(1, Relaxed);
+                OTHERS_FULL.store(1, Relaxed);
+                return;
+            }
+            m.entry(page).or_default().add(tid, n);
+        }
+    }
+}
+
+/// The other threads' accesses on `page` so far.
+fn others_of(page: u64) -> Vec<(u32, u64)> {
+    let _g = crate::threads::RtGuard::enter();
+    let m = others_shard(page).lock();
+    m.as_ref()
+        .and_then(|m| m.get(&page).map(PageOthers::list))
+        .unwrap_or_default()
+}
+
+/// A freed block took `page`'s counts: the next one starts without other threads.
+fn others_clear(page: u64) {
+    let _g = crate::threads::RtGuard::enter();
+    let mut m = others_shard(page).lock();
+    if m.as_mut().and_then(|m| m.remove(&page)).is_some() {
+        OTHER_PAGES.fetch_sub(1, Relaxed);
+    }
+}
+
 /// What the pages of one object (or of all blocks of one allocation stack) counted.
 #[derive(Default, Clone)]
 struct Credit {
@@ -1113,12 +1231,14 @@ struct Credit {
     /// Each counted page, when `detail` (runs of other memory).
     per_page: Vec<profcc_schema::numa::PageCount>,
     detail: bool,
+    /// Thread id -> its accesses to the pages; and those not split by thread (`UNSPLIT`).
+    by_thread: BTreeMap<u32, u64>,
 }
 
 /// Counts still in other threads' caches, read at the dump: page -> (accesses, remote, id + 1
 /// of the one thread or `SEVERAL`, their part of the page's balance
-/// ([`profcc_abi::PageRecord::balance`])).
-type Pending = HashMap<u64, (u64, u64, u32, i64)>;
+/// ([`profcc_abi::PageRecord::balance`]), each thread's accesses by id).
+type Pending = HashMap<u64, (u64, u64, u32, i64, Vec<(u32, u64)>)>;
 
 impl Credit {
     /// Add the page `page` (at offset `off` of the object) with its record's counts and the
@@ -1132,7 +1252,9 @@ impl Credit {
             rec.balance.load(Relaxed) as i64,
         );
         let toucher = rec.toucher.load(Relaxed);
-        if let Some(&(pn, pr, pa, pk)) = pending.and_then(|m| m.get(&page)) {
+        let mut others = others_of(page);
+        if let Some((pn, pr, pa, pk, by)) = pending.and_then(|m| m.get(&page)) {
+            let pa = *pa;
             n += pn;
             remote += pr;
             balance += pk;
@@ -1142,9 +1264,38 @@ impl Credit {
                 a if a == pa => a,
                 _ => PageRecord::SEVERAL,
             };
+            for &(t, c) in by {
+                if t.saturating_add(1) == toucher {
+                    continue;
+                }
+                match others.iter_mut().find(|x| x.0 == t) {
+                    Some(x) => x.1 += c,
+                    None => others.push((t, c)),
+                }
+            }
         }
         if n == 0 && rec.home() == 0 {
             return;
+        }
+        // By thread: the other threads' as listed; the first toucher's the rest (unless the
+        // list was full when another thread came: then the rest is not split).
+        let listed: u64 = others.iter().map(|x| x.1).sum();
+        let lost = acc != 0 && others.is_empty() && OTHERS_FULL.load(Relaxed) != 0;
+        let rest = n.saturating_sub(listed);
+        let first = if toucher == 0 || lost {
+            UNSPLIT
+        } else {
+            toucher - 1
+        };
+        let mut page_by: Vec<(u32, u64)> = others;
+        match page_by.iter_mut().find(|x| x.0 == first) {
+            Some(x) => x.1 += rest,
+            None => page_by.push((first, rest)),
+        }
+        page_by.retain(|x| x.1 > 0);
+        page_by.sort_unstable();
+        for &(t, c) in &page_by {
+            *self.by_thread.entry(t).or_default() += c;
         }
         self.pages += 1;
         self.accesses += n;
@@ -1186,6 +1337,15 @@ impl Credit {
                 moved: acc != 0 && acc != PageRecord::SEVERAL && !two,
                 kept: two,
                 pinned,
+                by_thread: page_by
+                    .iter()
+                    .filter(|x| x.0 != UNSPLIT)
+                    .map(|&(thread, accesses)| profcc_schema::numa::ThreadAccesses {
+                        thread,
+                        accesses,
+                    })
+                    .collect(),
+                unsplit: page_by.iter().find(|x| x.0 == UNSPLIT).map_or(0, |x| x.1),
             });
         }
         if user != 0 {
@@ -1229,6 +1389,9 @@ impl Credit {
             t.1 = t.1.max(b);
             t.2 += n;
         }
+        for (k, v) in o.by_thread {
+            *self.by_thread.entry(k).or_default() += v;
+        }
         self.shared_pages += o.shared_pages;
         self.kept_pages += o.kept_pages;
         self.moved_pages += o.moved_pages;
@@ -1260,7 +1423,21 @@ fn object_freed(o: &crate::analysis::ObjectInfo) {
         return;
     }
     let st = crate::analysis::current_state(&NUMA) as *const ThreadState;
-    if let Some(s) = unsafe { st.as_ref() } {
+    let st = unsafe { st.as_ref() };
+    // In the door till the end: a signal handler's access meanwhile must not come in and wait
+    // for a lock held here (`OTHERS`). Inside the door already (a handler freeing), the slots
+    // are left alone.
+    let entered = st.is_some_and(|s| s.busy.swap(1, Relaxed) == 0);
+    struct Leave<'a>(Option<&'a ThreadState>, bool);
+    impl Drop for Leave<'_> {
+        fn drop(&mut self) {
+            if let (Some(s), true) = (self.0, self.1) {
+                s.busy.store(0, Relaxed);
+            }
+        }
+    }
+    let _leave = Leave(st, entered);
+    if let (Some(s), true) = (st, entered) {
         s.flush_all();
     }
     let c = Credit::of_object(o.start, o.size, None);
@@ -1273,6 +1450,7 @@ fn object_freed(o: &crate::analysis::ObjectInfo) {
         rec.remote.store(0, Relaxed);
         rec.accessor.store(0, Relaxed);
         rec.balance.store(0, Relaxed);
+        others_clear(page);
         if o.kind == crate::alloc::KIND_MMAP {
             // Unmapped: the kernel frees the page; the next mapping here is touched anew
             // (its home, place and flags go).
@@ -1486,9 +1664,15 @@ impl Analysis for Numa {
         core::mem::forget(RANGES.lock());
         core::mem::forget(PLACES.lock());
         core::mem::forget(FREED.lock());
+        for o in &OTHERS {
+            core::mem::forget(o.lock());
+        }
     }
     fn fork_parent(&self) {
         unsafe {
+            for o in OTHERS.iter().rev() {
+                o.force_unlock();
+            }
             FREED.force_unlock();
             PLACES.force_unlock();
             RANGES.force_unlock();
@@ -1497,6 +1681,9 @@ impl Analysis for Numa {
     }
     fn fork_child(&self) {
         unsafe {
+            for o in OTHERS.iter().rev() {
+                o.force_unlock();
+            }
             FREED.force_unlock();
             PLACES.force_unlock();
             RANGES.force_unlock();
@@ -1567,9 +1754,10 @@ impl Analysis for Numa {
                     let who = tid.saturating_add(1);
                     let rec = record(page);
                     let toucher = rec.toucher.load(Relaxed);
-                    let e = pending.entry(page).or_insert((0, 0, 0, 0));
+                    let e = pending.entry(page).or_insert((0, 0, 0, 0, Vec::new()));
                     e.0 += n;
                     e.1 += remote;
+                    e.4.push((tid, n));
                     if who == toucher {
                         if s.slot_mine[i].load(Relaxed) == MINE_JOINED {
                             e.3 += 2 * n as i64;
@@ -1656,6 +1844,16 @@ impl Analysis for Numa {
                             pages: n,
                         })
                         .collect(),
+                    by_thread: c
+                        .by_thread
+                        .iter()
+                        .filter(|x| *x.0 != UNSPLIT)
+                        .map(|(&thread, &accesses)| profcc_schema::numa::ThreadAccesses {
+                            thread,
+                            accesses,
+                        })
+                        .collect(),
+                    unsplit: c.by_thread.get(&UNSPLIT).copied().unwrap_or(0),
                     shared_pages: c.shared_pages,
                     kept_pages: c.kept_pages,
                     reused_pages: c.reused_pages,

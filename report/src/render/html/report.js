@@ -265,13 +265,13 @@
     var out = [];
     (R.numa ? R.numa.inputs : []).forEach(function (ni) {
       ni.objects.forEach(function (o) {
-        if ((o.allocated_at && base(o.allocated_at) === name) || o.object === 'global ' + name) out.push(o);
+        if ((o.allocated_at && base(o.allocated_at) === name) || o.object === 'global ' + name) { o._input = ni.input; out.push(o); }
       });
     });
     return out;
   }
   tab('objects', 'Objects', R.objects.length > 0, function (el) {
-    add(el, note('One row per heap allocation site, global, stack or region, joining every analysis on the object\'s identity. Click a row\'s first cell for its call stack, cache lines and per-thread pages.'));
+    add(el, note('One row per heap allocation site, global, stack or region, joining every analysis on the object\'s identity. Click a row\'s first cell for its call stack, cache lines, accesses per thread and pages per thread (the NUMA analysis: PROFCC_INSTRUMENT=numa).'));
     if (!R.objects.length) { add(el, note('No objects: no analysis measured any.')); return; }
     var fnOf = function (o) { var s = (SITES_BY_ID[o.name] || [])[0]; var f = s && programFrame(s); return f ? f.function || '' : ''; };
     var modOf = function (o) { var s = (SITES_BY_ID[o.name] || [])[0]; var f = s && programFrame(s); return f && f.module ? base(f.module) : ''; };
@@ -320,7 +320,19 @@
     });
     sharingOf(o.name).forEach(function (f) { out.push(lineCard(f)); });
     numaOf(o.name).forEach(function (n) {
-      out.push(h('h3', { text: 'Pages per thread (NUMA: ' + n.object + ')' }));
+      var of = n.object + (several ? ', input ' + n._input : ''), all = n.local + n.remote;
+      var by = (n.by_thread || []).slice();
+      if (n.unsplit) by.push({ thread: null, accesses: n.unsplit });
+      if (by.length) {
+        out.push(h('h3', { text: 'Accesses per thread (NUMA: ' + of + ')' }));
+        out.push(table({
+          name: 'accesses of ' + of, rows: by, sort: 1,
+          columns: [txt('thread', function (r) { return r.thread === null ? 'not split by thread' : String(r.thread); }),
+            num('accesses', function (r) { return r.accesses; }, { heat: true }),
+            num('share', function (r) { return all ? r.accesses / all : null; }, { fmt: function (v) { return isNum(v) ? (100 * v).toFixed(1) + '%' : '-'; } })]
+        }));
+      }
+      out.push(h('h3', { text: 'Pages per thread (NUMA: ' + of + ')' }));
       out.push(table({
         name: 'pages of ' + n.object, rows: n.threads,
         columns: [num('thread', function (r) { return r.thread; }), num('from byte', function (r) { return r.start; }), num('to byte', function (r) { return r.end; }), num('pages', function (r) { return r.pages; }, { heat: true })]
