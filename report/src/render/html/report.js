@@ -891,7 +891,7 @@
     var selBox = h('div'), charts = [];
     function select(range) {
       selBox.textContent = '';
-      if (!range || range[1] - range[0] <= 0) { charts.forEach(function (c) { c(null); }); return; }
+      if (!range || !(range[1] - range[0] > 0)) { charts.forEach(function (c) { c(null); }); return; }
       charts.forEach(function (c) { c(range); });
       var ia = atIndex(snaps, range[0]), ib = atIndex(snaps, range[1]);
       var a = ia >= 0 ? snaps[ia] : { ns: 0, rows: [] }, b = ib >= 0 ? snaps[ib] : { ns: 0, rows: [] };
