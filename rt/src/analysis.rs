@@ -103,6 +103,8 @@ pub trait Analysis: Sync {
     fn module_registered(&self, _flags: u32) {}
     /// On the creating thread, before the real `pthread_create` of a thread it will know.
     fn thread_coming(&self) {}
+    /// In the creating thread, after the real `pthread_create` failed (no thread came).
+    fn thread_failed(&self) {}
     /// On the thread that starts.
     fn thread_start(&self, _t: &ThreadStart) {}
     /// On the thread that ends (its start routine returned, or `pthread_exit`, or cancelled).
@@ -265,6 +267,13 @@ pub fn constructor() {
 pub fn thread_coming() {
     for a in all() {
         a.thread_coming();
+    }
+}
+
+/// The real `pthread_create` failed, after [`thread_coming`]: no thread came.
+pub fn thread_failed() {
+    for a in all() {
+        a.thread_failed();
     }
 }
 

@@ -249,13 +249,16 @@ pub unsafe extern "C" fn profcc_thread_started(
 #[no_mangle]
 pub unsafe extern "C" fn profcc_thread_failed(rec: *mut libc::c_void) {
     let s = Box::from_raw(rec as *mut Start);
-    let mut r = REG.lock();
-    if r.next == s.id + 1 {
-        r.next -= 1;
-        r.recs.retain(|x| x.id != s.id);
-    } else if let Some(x) = r.recs.iter_mut().find(|x| x.id == s.id) {
-        x.failed = true;
+    {
+        let mut r = REG.lock();
+        if r.next == s.id + 1 {
+            r.next -= 1;
+            r.recs.retain(|x| x.id != s.id);
+        } else if let Some(x) = r.recs.iter_mut().find(|x| x.id == s.id) {
+            x.failed = true;
+        }
     }
+    crate::analysis::thread_failed();
 }
 
 /// In the child after fork (locks released): the calling thread is the only one; the

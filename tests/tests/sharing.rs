@@ -770,6 +770,38 @@ fn main_thread_that_joins_its_workers_in_its_own_frame_is_false_sharing() {
     probs.finish();
 }
 
+/// A `pthread_create` that fails (a 64 TiB stack) leaves the program's one thread alone: its
+/// accesses skip the line shadow again (`__profcc_alone`, rt/csrc/tls.c), as before the call
+/// and as after its one real thread is joined.
+#[test]
+fn a_failed_pthread_create_leaves_the_thread_alone() {
+    let s = Scratch::new();
+    s.write(
+        "fail.c",
+        r#"#include <pthread.h>
+#include <stdio.h>
+extern unsigned long __profcc_alone;
+static void *f(void *a) { return a; }
+int main(void) {
+    unsigned long before = __profcc_alone;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    int rc = pthread_attr_setstacksize(&at, (size_t)1 << 46);
+    pthread_t t;
+    int failed = pthread_create(&t, &at, f, 0) != 0;
+    unsigned long after_failed = __profcc_alone;
+    pthread_create(&t, 0, f, 0);
+    pthread_join(t, 0);
+    printf("%d %d %lu %lu %lu\n", rc, failed, before, after_failed, __profcc_alone);
+    return 0;
+}
+"#,
+    );
+    s.compile(&profcc(), &["-O2", "-pthread", "fail.c", "-o", "fail"]);
+    let (out, _) = s.run_profiled("fail", &[], "summary=0");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0 1 1 1 1\n");
+}
+
 #[test]
 fn stack_counters_are_false_sharing() {
     let b = Built::new("counters_stack.c", &["-pthread"]);

@@ -75,6 +75,17 @@ pub fn thread_coming() {
     set_checks(true);
 }
 
+/// In the creating thread, after the real `pthread_create` failed: alone again if no other
+/// thread runs (as when the last one ends, `thread_exiting`).
+pub fn thread_failed() {
+    if LIVE.load(SeqCst) == 1 {
+        set_checks(false);
+        if LIVE.load(SeqCst) > 1 {
+            set_checks(true);
+        }
+    }
+}
+
 struct ThreadVars {
     me: *mut u64,
     rb: *mut u64,
@@ -576,6 +587,9 @@ impl Analysis for Sharing {
     }
     fn thread_coming(&self) {
         thread_coming();
+    }
+    fn thread_failed(&self) {
+        thread_failed();
     }
     fn thread_start(&self, t: &ThreadStart) {
         // The thread's stack, for naming stack objects in the dump.
