@@ -1136,8 +1136,8 @@ impl PageOthers {
     }
 }
 
-/// A page number's hash: one multiply (the keys are page numbers, not chosen by anyone; the
-/// default SipHash cost a fifth of the side map's time on a serial first-touch kernel).
+/// A page number's hash: one multiply (the keys are page numbers nobody chooses, so the
+/// default SipHash's resistance to chosen keys buys nothing).
 #[derive(Default)]
 struct PageHash(u64);
 impl core::hash::Hasher for PageHash {
