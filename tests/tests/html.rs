@@ -507,6 +507,27 @@ fn a_timeline_range_filters_the_heap_objects_to_what_they_did_in_it() {
     ];
     want.sort();
     assert_eq!(both, want);
+
+    // The flame graph of accesses: the helper's stores under main, through the call they were
+    // inlined at.
+    let pick = "<script>window.addEventListener('load', function () {
+  var s = document.querySelector('#tab-flame select');
+  s.value = 'accesses'; s.dispatchEvent(new Event('change'));
+});</script></body>";
+    let p = s.path("flame.html");
+    std::fs::write(&p, html.replace("</body>", pick)).unwrap();
+    let dom = dump_dom(&s, Path::new(&format!("{}#flame", p.display())));
+    assert_no_script_error(&dom);
+    let flame = text(fragment(
+        section(&dom, "flame"),
+        "data-flame",
+        "</div></div>",
+    ));
+    let through = format!("inlined at phases.c:{}", line_of(&src, "MARK_FILL"));
+    assert!(
+        flame.contains("main") && flame.contains(&through),
+        "{flame}"
+    );
 }
 
 /// Markup and URLs in the program's own strings (a symbol, its command line) show as text,

@@ -268,8 +268,16 @@
       push(tree('allocations'), path, s.count);
       push(tree('live bytes at exit'), path, s.live_bytes_at_exit);
     });
+    /* A site inlined into its function: the call it came through between them. */
     R.access_sites.lines.forEach(function (l) {
-      push(tree('accesses'), [{ name: l.function || '?' }, { name: base(l.file) + ':' + l.line }], l.accesses);
+      var leaf = { name: base(l.file) + ':' + l.line }, rest = l.accesses;
+      (l.sites || []).forEach(function (s) {
+        var path = [{ name: s.function || l.function || '?' }];
+        if (s.inlined_at) path.push({ name: 'inlined at ' + base(s.inlined_at) });
+        push(tree('accesses'), path.concat([leaf]), s.count);
+        rest -= s.count;
+      });
+      if (rest > 0) push(tree('accesses'), [{ name: l.function || '?' }, leaf], rest);
     });
     (R.numa ? R.numa.inputs : []).forEach(function (n) {
       n.sites.forEach(function (s) { push(tree('remote accesses'), [{ name: s.function || '?' }, { name: s.place ? base(s.place) : '?' }], s.remote); });
