@@ -127,18 +127,23 @@ extern "C" fn run(_: *mut libc::c_void) -> *mut libc::c_void {
         if k.stopped {
             return core::ptr::null_mut();
         }
+        // The sites before the heap's totals: a snapshot's sites are never ahead of its heap.
+        let sites = crate::alloc::sites_now();
         let mut snap = super::snapshot(crate::clock::since_start_ns());
         publish(&snap);
-        snap.sites = changed_sites(&mut k.listed, MAX_SNAPSHOT_SITES);
+        snap.sites = changed_sites(&mut k.listed, sites, MAX_SNAPSHOT_SITES);
         keep(&mut k, snap);
     }
 }
 
-/// The allocation sites whose allocations or frees changed since they were last listed, at
-/// most `most` of them (those that changed most), with their counts now; `listed` is updated
-/// for those returned.
-fn changed_sites(listed: &mut Vec<(u64, u64)>, most: usize) -> Vec<schema::SiteNow> {
-    let now = crate::alloc::sites_now();
+/// Of the sites' counts `now`, those whose allocations or frees changed since they were last
+/// listed, at most `most` of them (those that changed most); `listed` is updated for those
+/// returned.
+fn changed_sites(
+    listed: &mut Vec<(u64, u64)>,
+    now: Vec<(u32, crate::alloc::SiteCounts)>,
+    most: usize,
+) -> Vec<schema::SiteNow> {
     if listed.len() < now.len() {
         listed.resize(now.len(), (0, 0));
     }
@@ -233,8 +238,9 @@ pub fn finish() -> (u64, Vec<schema::Snapshot>) {
     if !k.stopped {
         k.stopped = true;
         let _ = std::fs::remove_file(schema::live_path(pid()));
+        let sites = crate::alloc::sites_now();
         let mut snap = super::snapshot(crate::clock::since_start_ns());
-        snap.sites = changed_sites(&mut k.listed, usize::MAX);
+        snap.sites = changed_sites(&mut k.listed, sites, usize::MAX);
         k.snapshots.push(snap);
     }
     (ms, k.snapshots.clone())
