@@ -180,3 +180,12 @@ pub fn assert_self_contained(page: &str) {
         );
     }
 }
+
+/// The text of the flame graph's boxes in `dom`'s Flame graph tab.
+pub fn flame_text(dom: &str) -> String {
+    text(fragment(
+        section(dom, "flame"),
+        "data-flame",
+        "</div></div>",
+    ))
+}

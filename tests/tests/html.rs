@@ -349,11 +349,7 @@ fn html_report_of_two_merged_runs_in_a_browser() {
     assert!(!picked.is_empty() && picked.iter().all(|r| r[0] == "0" && r[1] == "sum"));
 
     // Flame graph: the allocation stacks, main above the call at the ALLOC mark.
-    let flame = text(fragment(
-        section(&dom, "flame"),
-        "data-flame",
-        "</div></div>",
-    ));
+    let flame = flame_text(&dom);
     let alloc_at = format!("malloc at all.c:{}", line_of(&src, "MARK_ALLOC"));
     assert!(
         flame.contains("main") && flame.contains(&alloc_at),
@@ -518,11 +514,7 @@ fn a_timeline_range_filters_the_heap_objects_to_what_they_did_in_it() {
     std::fs::write(&p, html.replace("</body>", pick)).unwrap();
     let dom = dump_dom(&s, Path::new(&format!("{}#flame", p.display())));
     assert_no_script_error(&dom);
-    let flame = text(fragment(
-        section(&dom, "flame"),
-        "data-flame",
-        "</div></div>",
-    ));
+    let flame = flame_text(&dom);
     let through = format!("inlined at phases.c:{}", line_of(&src, "MARK_FILL"));
     assert!(
         flame.contains("main") && flame.contains(&through),

@@ -1252,7 +1252,12 @@ impl Credit {
             rec.balance.load(Relaxed) as i64,
         );
         let toucher = rec.toucher.load(Relaxed);
-        let mut others = others_of(page);
+        // A page no other thread used (its accessor unset) has no side-map entry: no lookup.
+        let mut others = if acc != 0 {
+            others_of(page)
+        } else {
+            Vec::new()
+        };
         if let Some((pn, pr, pa, pk, by)) = pending.and_then(|m| m.get(&page)) {
             let pa = *pa;
             n += pn;
