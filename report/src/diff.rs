@@ -388,7 +388,7 @@ pub fn load_side(
     if !per_run {
         // One merged report: the profiles are read on every core and merged as they come,
         // each reduced at once (memory does not grow with their access sites).
-        let m = crate::merge_files(paths, false)
+        let m = crate::merge_files(paths, false, &opts)
             .map_err(|(i, e)| format!("{}: {e}", paths[i].display()))?;
         let exe = one_program(&m.inputs)?;
         return Ok(Side {
@@ -437,7 +437,7 @@ pub fn load_side(
         }
         let mut reports = Vec::new();
         for job in runs {
-            let m = crate::merge_files(&job, true)
+            let m = crate::merge_files(&job, true, &opts)
                 .map_err(|(i, e)| format!("{}: {e}", job[i].display()))?;
             reports.push(sections::build(&m, &opts));
         }

@@ -280,21 +280,19 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
     }
     // Text and CSV show no per-input values of access sites: not kept (docs/report.md, "Ranks").
     let per_input = a.csv.is_none() && a.format != Format::Text;
-    let merged = match merge_files(&a.profiles, per_input) {
+    let opts = sections::Options {
+        top: if a.format.is_export() { 0 } else { a.top },
+        min_speedup: a.min_speedup,
+        live_probe: if a.no_probe { None } else { a.live_probe },
+    };
+    let merged = match merge_files(&a.profiles, per_input, &opts) {
         Ok(m) => m,
         Err((i, e)) => {
             let _ = writeln!(err, "profcc report: {}: {e}", a.profiles[i].display());
             return 1;
         }
     };
-    let report = sections::build(
-        &merged,
-        &sections::Options {
-            top: if a.format.is_export() { 0 } else { a.top },
-            min_speedup: a.min_speedup,
-            live_probe: if a.no_probe { None } else { a.live_probe },
-        },
-    );
+    let report = sections::build(&merged, &opts);
     if let Some(dir) = &a.csv {
         return match render::csv::write_dir(&report, dir) {
             Ok(_) => 0,
@@ -371,10 +369,12 @@ pub fn run_with(a: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32
 /// profiles per worker are read ahead of the merge, so memory does not grow with the number
 /// of files. The first file (in command-line order) that cannot be read is the error.
 /// Without `per_input`, the access sites' per-input values are not kept
-/// ([`merge::Merged::without_per_input`]).
+/// ([`merge::Merged::without_per_input`]). Each input's NUMA part is built with `opts`, the
+/// options the report will be built with, as it is merged ([`merge::Merged::with_numa_early`]).
 pub fn merge_files(
     paths: &[PathBuf],
     per_input: bool,
+    opts: &sections::Options,
 ) -> Result<merge::Merged, (usize, profcc_schema::ReadError)> {
     use std::collections::BTreeMap;
     use std::sync::{Condvar, Mutex, MutexGuard};
@@ -404,7 +404,8 @@ pub fn merge_files(
         merge::Merged::empty()
     } else {
         merge::Merged::without_per_input()
-    };
+    }
+    .with_numa_early(opts);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {

@@ -163,7 +163,18 @@ pub struct Merged {
     hasher: std::collections::hash_map::RandomState,
     /// Keep each site's per-input values (`count_by_input`, `alloc_by_input`)?
     per_input: bool,
+    /// When set, each input's NUMA part is built with these options as the input is merged,
+    /// and its raw `numa` section and the stacks it names are dropped ([`Merged::add`]).
+    numa_early: Option<crate::sections::Options>,
+    /// Input index -> its NUMA part and findings, built early.
+    numa_parts: HashMap<usize, NumaPart>,
 }
+
+/// One input's part of the NUMA section and its findings.
+pub type NumaPart = (
+    crate::model::NumaInput,
+    Vec<profcc_analysis::findings::Finding>,
+);
 
 impl Merged {
     /// Merge `inputs`, in order (as [`Merged::empty`], [`Merged::add`] each, [`Merged::finish`]).
@@ -197,7 +208,34 @@ impl Merged {
             missing_stacks: 0,
             hasher: Default::default(),
             per_input: true,
+            numa_early: None,
+            numa_parts: HashMap::new(),
         }
+    }
+
+    /// Build each input's NUMA part with `opts` as it is merged (the options the report is
+    /// built with), so that only the part, not the raw section, is held per input.
+    pub fn with_numa_early(mut self, opts: &crate::sections::Options) -> Merged {
+        self.numa_early = Some(opts.clone());
+        self
+    }
+
+    /// Input `i`'s remote accesses (its NUMA threads'), from its NUMA part when that was
+    /// built as it was merged.
+    pub fn remote_accesses(&self, i: usize) -> u64 {
+        match (self.numa_parts.get(&i), &self.inputs[i].profile.numa) {
+            (Some((part, _)), _) => part.remote,
+            (None, Some(n)) => n.threads.iter().map(|t| t.remote).sum(),
+            (None, None) => 0,
+        }
+    }
+
+    /// Input `i`'s NUMA part if it was built as the input was merged. Its options must be
+    /// the report's: a part built with another `top` is a bug.
+    pub fn numa_part(&self, i: usize, opts: &crate::sections::Options) -> Option<&NumaPart> {
+        let part = self.numa_parts.get(&i)?;
+        debug_assert_eq!(self.numa_early.as_ref().map(|o| o.top), Some(opts.top));
+        Some(part)
     }
 
     /// Nothing merged yet, and no per-input values of access and allocation sites will be
@@ -219,6 +257,12 @@ impl Merged {
         self.inputs.push(input);
         self.merge_sites(i);
         self.merge_allocs(i);
+        if let Some(opts) = &self.numa_early {
+            if let Some(part) = crate::sections::numa::build_input(self, i, opts) {
+                self.numa_parts.insert(i, part);
+                self.inputs[i].profile.numa = None;
+            }
+        }
         reduce(&mut self.inputs[i]);
     }
 

@@ -2120,3 +2120,51 @@ fn the_binding_plan_names_only_cpus_the_run_could_use() {
     assert!(!n.plan.is_empty(), "{n:?}");
     assert_plan_names_only_the_runs_cpus(&profile, n, &text, 4);
 }
+
+/// `profcc report` of many rank profiles builds each input's NUMA part as the input is
+/// merged and drops its raw section (memory does not hold every rank's pages and sites,
+/// issue 45): the report is the one built from the raw sections after the merge, in the
+/// default listing and with every row.
+#[test]
+fn numa_parts_built_while_merging_equal_those_built_after() {
+    let s = Scratch::new();
+    sweep_in(&s, "-O2", &[], "summary=0");
+    let mut paths = Vec::new();
+    for rank in ["0", "1"] {
+        let (out, _) = s.run_profiled_env(
+            "sweep",
+            &[],
+            "summary=0:numa=emulate:numa_nodes=2",
+            &[("OMPI_COMM_WORLD_RANK", rank.as_ref())],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        let to = s.path(&format!("prof.{rank}.json"));
+        std::fs::rename(s.path("sweep.profile.json"), &to).unwrap();
+        paths.push(to);
+    }
+    let read = |p: &std::path::PathBuf| {
+        let profile = profcc_schema::read(p).unwrap();
+        profcc_report::merge::Input::new(p.display().to_string(), profile, None)
+    };
+    for top in [10, 0] {
+        let opts = profcc_report::sections::Options {
+            top,
+            live_probe: None,
+            ..Default::default()
+        };
+        let after = profcc_report::merge::Merged::new(paths.iter().map(read).collect());
+        let after = profcc_report::sections::build(&after, &opts);
+        for per_input in [true, false] {
+            let early = profcc_report::merge_files(&paths, per_input, &opts).unwrap();
+            assert!(early.inputs.iter().all(|i| i.profile.numa.is_none()));
+            let early = profcc_report::sections::build(&early, &opts);
+            assert!(early.numa.as_ref().is_some_and(|n| n.inputs.len() == 2));
+            assert_eq!(early.numa, after.numa, "top {top}");
+            assert_eq!(early.findings, after.findings, "top {top}");
+            assert_eq!(early.ranks, after.ranks, "top {top}");
+            if per_input {
+                assert_eq!(early, after, "top {top}");
+            }
+        }
+    }
+}

@@ -35,154 +35,175 @@ pub(crate) fn numa_object(o: &NumaObject) -> Object {
 }
 
 /// The section, and the findings of every input: the run's pattern (whose words are the
-/// input's `advice`), each object's fix, the thread groups' imbalance.
+/// input's `advice`), each object's fix, the thread groups' imbalance. An input's part built
+/// as it was merged ([`Merged::numa_part`]) is taken as built.
 pub fn build(m: &Merged, opts: &Options) -> (Option<Numa>, Vec<Finding>) {
     let mut found: Vec<Finding> = Vec::new();
-    let inputs: Vec<NumaInput> = m
-        .inputs
+    let mut inputs: Vec<NumaInput> = Vec::new();
+    for i in 0..m.inputs.len() {
+        let part = match m.numa_part(i, opts) {
+            Some(built) => Some(built.clone()),
+            None => build_input(m, i, opts),
+        };
+        if let Some((n, f)) = part {
+            inputs.push(n);
+            found.extend(f);
+        }
+    }
+    ((!inputs.is_empty()).then_some(Numa { inputs }), found)
+}
+
+/// Input `i`'s part of the section and its findings (each with `input` set to `i`), from its
+/// profile's `numa` section; None without one.
+pub(crate) fn build_input(
+    m: &Merged,
+    i: usize,
+    opts: &Options,
+) -> Option<(NumaInput, Vec<Finding>)> {
+    let input = &m.inputs[i];
+    let n = input.profile.numa.as_ref()?;
+    let mut found: Vec<Finding> = Vec::new();
+    let threads: Vec<NumaThread> = n
+        .threads
         .iter()
-        .enumerate()
-        .filter_map(|(i, input)| {
-            let n = input.profile.numa.as_ref()?;
-            let threads: Vec<NumaThread> = n
-                .threads
-                .iter()
-                .map(|t| NumaThread {
-                    thread: t.thread,
-                    node: node_of(t.home),
-                    local: t.local,
-                    remote: t.remote,
-                    first_touches: t.first_touches,
-                    by_node: t.by_home.iter().map(|&(h, c)| (node_of(h), c)).collect(),
-                    waits: t.waits,
-                    migrations: t.migrations,
-                    routine: routine(m, i, t.thread),
-                    pinned: t.pinned,
-                })
-                .collect();
-            let mut node_matrix = Vec::new();
-            if (n.model == "emulate" || n.model == "real") && n.nodes > 0 {
-                let k = n.nodes as usize;
-                node_matrix = vec![vec![0u64; k]; k];
-                for t in &threads {
-                    let Some(from) = t.node.filter(|&x| (x as usize) < k) else {
-                        continue;
-                    };
-                    for &(to, c) in &t.by_node {
-                        if let Some(to) = to.filter(|&x| (x as usize) < k) {
-                            node_matrix[from as usize][to as usize] += c;
-                        }
-                    }
-                }
-            }
-            let all: Vec<NumaFirstTouch> = n
-                .first_touch
-                .iter()
-                .map(|f| {
-                    let (place, function) = code_place(m, i, f.pc);
-                    let object = match f.alloc_stack {
-                        Some(id) => {
-                            let stack = m.stack(i, id);
-                            user_frame(&stack).map(|u| match u.place() {
-                                Some(p) => format!("heap block allocated at {p}"),
-                                None => format!("heap block allocated in {}", u.short()),
-                            })
-                        }
-                        None => m.global(i, f.address).map(|g| format!("global {}", g.name)),
-                    };
-                    NumaFirstTouch {
-                        thread: f.thread,
-                        pages: f.pages,
-                        place,
-                        function,
-                        object,
-                    }
-                })
-                .collect();
-            // Rows of one place, thread and object merge (a vectorised loop and its remainder
-            // are two code addresses of one line); most pages first.
-            let mut first_touch: Vec<NumaFirstTouch> = Vec::new();
-            for f in all {
-                match first_touch.iter_mut().find(|g| {
-                    (&g.place, g.thread, &g.function, &g.object)
-                        == (&f.place, f.thread, &f.function, &f.object)
-                }) {
-                    Some(g) => g.pages += f.pages,
-                    None => first_touch.push(f),
-                }
-            }
-            first_touch.sort_by(|a, b| b.pages.cmp(&a.pages));
-            first_touch.truncate(opts.limit(first_touch.len()));
-            let (sites, mut below) = sites(m, i, n, opts);
-            let duration = input.profile.duration_ns;
-            let run = run_finding(
-                n,
-                duration,
-                first_touch.first().and_then(|f| f.place.clone()),
-            );
-            let advice = run.as_ref().map(|f| format!("{}: {}", f.title, f.fix));
-            let (mut objects, remote_invalidations, object_findings) = objects(m, i, n);
-            for o in objects.iter().filter(|o| o.kind.is_none() && o.remote > 0) {
-                below.objects += 1;
-                below.objects_remote += o.remote;
-            }
-            objects.truncate(opts.limit(objects.len()));
-            let groups = groups(&threads);
-            let imbalanced = imbalance_finding(&groups, duration);
-            found.extend(
-                run.into_iter()
-                    .chain(object_findings)
-                    .chain(imbalanced)
-                    .map(|mut f| {
-                        f.input = i;
-                        f
-                    }),
-            );
-            let groups = groups
-                .into_iter()
-                .map(|g| crate::model::NumaGroup {
-                    routine: g.key,
-                    threads: g.threads,
-                    overhead: g.overhead,
-                    recommended: g.recommended,
-                })
-                .collect();
-            let (plan, plan_lines, plan_basis) = plan(n);
-            let migration = migration(
-                &threads,
-                &n.model,
-                n.nodes,
-                threads_can_move(n),
-                !plan.is_empty(),
-            );
-            Some(NumaInput {
-                input: i,
-                model: n.model.clone(),
-                nodes: n.nodes,
-                pages: n.pages,
-                huge_pages: n.huge_pages,
-                local: threads.iter().map(|t| t.local).sum(),
-                remote: threads.iter().map(|t| t.remote).sum(),
-                threads,
-                node_matrix,
-                first_touch,
-                advice,
-                remote_invalidations,
-                objects,
-                groups,
-                plan,
-                plan_lines,
-                plan_basis,
-                migration,
-                unpinned_thread: n.threads.iter().map(|t| t.unpinned_thread).sum(),
-                unpinned_page: n.threads.iter().map(|t| t.unpinned_page).sum(),
-                unpinned_both: n.threads.iter().map(|t| t.unpinned_both).sum(),
-                sites,
-                below,
-            })
+        .map(|t| NumaThread {
+            thread: t.thread,
+            node: node_of(t.home),
+            local: t.local,
+            remote: t.remote,
+            first_touches: t.first_touches,
+            by_node: t.by_home.iter().map(|&(h, c)| (node_of(h), c)).collect(),
+            waits: t.waits,
+            migrations: t.migrations,
+            routine: routine(m, i, t.thread),
+            pinned: t.pinned,
         })
         .collect();
-    ((!inputs.is_empty()).then_some(Numa { inputs }), found)
+    let mut node_matrix = Vec::new();
+    if (n.model == "emulate" || n.model == "real") && n.nodes > 0 {
+        let k = n.nodes as usize;
+        node_matrix = vec![vec![0u64; k]; k];
+        for t in &threads {
+            let Some(from) = t.node.filter(|&x| (x as usize) < k) else {
+                continue;
+            };
+            for &(to, c) in &t.by_node {
+                if let Some(to) = to.filter(|&x| (x as usize) < k) {
+                    node_matrix[from as usize][to as usize] += c;
+                }
+            }
+        }
+    }
+    let all: Vec<NumaFirstTouch> = n
+        .first_touch
+        .iter()
+        .map(|f| {
+            let (place, function) = code_place(m, i, f.pc);
+            let object = match f.alloc_stack {
+                Some(id) => {
+                    let stack = m.stack(i, id);
+                    user_frame(&stack).map(|u| match u.place() {
+                        Some(p) => format!("heap block allocated at {p}"),
+                        None => format!("heap block allocated in {}", u.short()),
+                    })
+                }
+                None => m.global(i, f.address).map(|g| format!("global {}", g.name)),
+            };
+            NumaFirstTouch {
+                thread: f.thread,
+                pages: f.pages,
+                place,
+                function,
+                object,
+            }
+        })
+        .collect();
+    // Rows of one place, thread and object merge (a vectorised loop and its remainder
+    // are two code addresses of one line); most pages first.
+    let mut first_touch: Vec<NumaFirstTouch> = Vec::new();
+    for f in all {
+        match first_touch.iter_mut().find(|g| {
+            (&g.place, g.thread, &g.function, &g.object)
+                == (&f.place, f.thread, &f.function, &f.object)
+        }) {
+            Some(g) => g.pages += f.pages,
+            None => first_touch.push(f),
+        }
+    }
+    first_touch.sort_by(|a, b| b.pages.cmp(&a.pages));
+    first_touch.truncate(opts.limit(first_touch.len()));
+    first_touch.shrink_to_fit(); // held per input until the report is built
+    let (sites, mut below) = sites(m, i, n, opts);
+    let duration = input.profile.duration_ns;
+    let run = run_finding(
+        n,
+        duration,
+        first_touch.first().and_then(|f| f.place.clone()),
+    );
+    let advice = run.as_ref().map(|f| format!("{}: {}", f.title, f.fix));
+    let (mut objects, remote_invalidations, object_findings) = objects(m, i, n);
+    for o in objects.iter().filter(|o| o.kind.is_none() && o.remote > 0) {
+        below.objects += 1;
+        below.objects_remote += o.remote;
+    }
+    objects.truncate(opts.limit(objects.len()));
+    objects.shrink_to_fit(); // held per input until the report is built
+    let groups = groups(&threads);
+    let imbalanced = imbalance_finding(&groups, duration);
+    found.extend(
+        run.into_iter()
+            .chain(object_findings)
+            .chain(imbalanced)
+            .map(|mut f| {
+                f.input = i;
+                f
+            }),
+    );
+    let groups = groups
+        .into_iter()
+        .map(|g| crate::model::NumaGroup {
+            routine: g.key,
+            threads: g.threads,
+            overhead: g.overhead,
+            recommended: g.recommended,
+        })
+        .collect();
+    let (plan, plan_lines, plan_basis) = plan(n);
+    let migration = migration(
+        &threads,
+        &n.model,
+        n.nodes,
+        threads_can_move(n),
+        !plan.is_empty(),
+    );
+    Some((
+        NumaInput {
+            input: i,
+            model: n.model.clone(),
+            nodes: n.nodes,
+            pages: n.pages,
+            huge_pages: n.huge_pages,
+            local: threads.iter().map(|t| t.local).sum(),
+            remote: threads.iter().map(|t| t.remote).sum(),
+            threads,
+            node_matrix,
+            first_touch,
+            advice,
+            remote_invalidations,
+            objects,
+            groups,
+            plan,
+            plan_lines,
+            plan_basis,
+            migration,
+            unpinned_thread: n.threads.iter().map(|t| t.unpinned_thread).sum(),
+            unpinned_page: n.threads.iter().map(|t| t.unpinned_page).sum(),
+            unpinned_both: n.threads.iter().map(|t| t.unpinned_both).sum(),
+            sites,
+            below,
+        },
+        found,
+    ))
 }
 
 /// `file:line` and function of the access just before return address `pc` (the innermost
@@ -247,6 +268,7 @@ fn sites(
         below.places_remote += x.remote;
     }
     out.truncate(opts.limit(out.len()));
+    out.shrink_to_fit(); // held per input until the report is built
     (out, below)
 }
 

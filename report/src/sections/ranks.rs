@@ -29,10 +29,7 @@ pub fn build(m: &Merged, _: &Options) -> Option<Ranks> {
                 allocations: p.totals.allocations,
                 bytes_allocated: p.totals.bytes_allocated,
                 peak_bytes: p.totals.live_bytes_peak,
-                remote_accesses: p
-                    .numa
-                    .as_ref()
-                    .map_or(0, |n| n.threads.iter().map(|t| t.remote).sum()),
+                remote_accesses: m.remote_accesses(i),
                 invalidations: p
                     .sharing
                     .as_ref()

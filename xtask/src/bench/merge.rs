@@ -7,7 +7,8 @@
 //! real application's profile) with counts that differ by rank, and the template's real
 //! allocation stacks, threads, modules and sharing records (so symbolisation and the sharing
 //! analysis run as on a real job). `profcc report` (text) of the first 10, 100 and 1,000 is
-//! timed: wall and CPU seconds, MB of profile read per second, and the peak RSS.
+//! timed: wall and CPU seconds, MB of profile read per second, and the peak RSS. Once for the
+//! default build's profiles and once for the NUMA build's (each rank with a NUMA section).
 
 use super::{measure, median};
 use crate::run as sh;
@@ -52,60 +53,86 @@ const PROFILE_BYTES: usize = 530_000;
 /// Target (issue 45).
 const TARGET_MB_S: f64 = 100.0;
 
+/// The builds whose profiles are merged: (name in the table, `PROFCC_INSTRUMENT`, run-time
+/// options). The NUMA build's profiles carry a NUMA section per rank, which the report turns
+/// into that rank's NUMA part as it merges it.
+const BUILDS: &[(&str, &str, &str)] = &[
+    ("default", "", ""),
+    (
+        "NUMA (`sharing,numa`, `numa=emulate`)",
+        "sharing,numa",
+        "numa=emulate",
+    ),
+];
+
 pub fn run(profcc: &Path, work: &Path, runs: usize, out: &mut String) -> Result<(), String> {
-    let dir = work.join("merge");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let src = dir.join("ranks.c");
-    std::fs::write(&src, PROGRAM).map_err(|e| e.to_string())?;
-    let exe = dir.join("ranks");
-    sh(Command::new(profcc)
-        .args(["-O1", "-g", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe))?;
-    let template = dir.join("template.json");
-    sh(Command::new(&exe).env(
-        "PROFCC_OPTIONS",
-        format!("out={}:summary=0", template.display()),
-    ))?;
-    let max = *RANKS.iter().max().unwrap();
-    let files = synthesize(&template, &dir, max)?;
-    out.push_str(&format!(
-        "| ranks | MB of profile | s | CPU s | MB/s | cores used | peak RSS MiB | target |\n|---|---|---|---|---|---|---|---|\n"
-    ));
-    for &n in RANKS {
-        let paths = &files[..n];
-        let bytes: u64 = paths
-            .iter()
-            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-            .sum();
-        let mb = bytes as f64 / 1e6;
-        let (mut secs, mut cpu, mut rss) = (Vec::new(), Vec::new(), 0i64);
-        for _ in 0..runs {
-            let s = measure(Command::new(profcc).arg("report").args(paths))?;
-            secs.push(s.secs);
-            cpu.push(s.cpu_secs);
-            rss = rss.max(s.max_rss_kib);
+    out.push_str(
+        "| build | ranks | MB of profile | s | CPU s | MB/s | cores used | peak RSS MiB | target |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut sizes = Vec::new();
+    for &(build, instrument, options) in BUILDS {
+        let dir = work.join("merge");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let src = dir.join("ranks.c");
+        std::fs::write(&src, PROGRAM).map_err(|e| e.to_string())?;
+        let exe = dir.join("ranks");
+        let mut cc = Command::new(profcc);
+        if !instrument.is_empty() {
+            cc.env("PROFCC_INSTRUMENT", instrument);
         }
-        let (s, c) = (median(secs), median(cpu));
-        eprintln!(
-            "bench: merge {n} ranks: {mb:.1} MB in {s:.2} s ({:.0} MB/s), peak RSS {:.0} MiB",
-            mb / s,
-            rss as f64 / 1024.0
-        );
-        out.push_str(&format!(
-            "| {n} | {mb:.1} | {s:.2} | {c:.2} | {:.0} | {:.2} | {:.0} | ≥ {TARGET_MB_S:.0} MB/s |\n",
-            mb / s,
-            c / s,
-            rss as f64 / 1024.0
+        sh(cc
+            .args(["-O1", "-g", "-pthread"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe))?;
+        let template = dir.join("template.json");
+        sh(Command::new(&exe)
+            .env(
+                "PROFCC_OPTIONS",
+                format!("out={}:summary=0:{options}", template.display()),
+            )
+            .stdout(std::process::Stdio::null()))?;
+        let max = *RANKS.iter().max().unwrap();
+        let files = synthesize(&template, &dir, max)?;
+        for &n in RANKS {
+            let paths = &files[..n];
+            let bytes: u64 = paths
+                .iter()
+                .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+                .sum();
+            let mb = bytes as f64 / 1e6;
+            let (mut secs, mut cpu, mut rss) = (Vec::new(), Vec::new(), 0i64);
+            for _ in 0..runs {
+                let s = measure(Command::new(profcc).arg("report").args(paths))?;
+                secs.push(s.secs);
+                cpu.push(s.cpu_secs);
+                rss = rss.max(s.max_rss_kib);
+            }
+            let (s, c) = (median(secs), median(cpu));
+            eprintln!(
+                "bench: merge {n} ranks ({build}): {mb:.1} MB in {s:.2} s ({:.0} MB/s), peak RSS {:.0} MiB",
+                mb / s,
+                rss as f64 / 1024.0
+            );
+            out.push_str(&format!(
+                "| {build} | {n} | {mb:.1} | {s:.2} | {c:.2} | {:.0} | {:.2} | {:.0} | ≥ {TARGET_MB_S:.0} MB/s |\n",
+                mb / s,
+                c / s,
+                rss as f64 / 1024.0
+            ));
+        }
+        sizes.push(format!(
+            "{build} {}",
+            std::fs::metadata(&files[0]).map_or(0, |m| m.len())
         ));
+        let _ = std::fs::remove_dir_all(&dir);
     }
     out.push_str(&format!(
-        "\n(`profcc report` of rank profiles of {} bytes each: the template's access sites repeated; medians of {runs} runs)\n\n",
-        std::fs::metadata(&files[0]).map_or(0, |m| m.len())
+        "\n(`profcc report` of rank profiles of about {} bytes each ({}): the template's access sites repeated; medians of {runs} runs)\n\n",
+        PROFILE_BYTES,
+        sizes.join(", ")
     ));
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
