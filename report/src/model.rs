@@ -423,7 +423,7 @@ pub struct Numa {
     pub inputs: Vec<NumaInput>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct NumaInput {
     /// Index of the input file (see `summary.inputs`).
     pub input: usize,

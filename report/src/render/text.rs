@@ -52,22 +52,42 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
 /// Findings the text shows first (JSON and `findings.csv` carry all of them).
 pub const TOP_FINDINGS: usize = 10;
 
-/// The top findings of every analysis, in their one ranking.
+/// The top findings of every analysis, in their one ranking. Of several profiles (ranks), a
+/// finding with one key is listed once, as it is in the profile where it saves the most, with
+/// the profiles that have it; JSON and `findings.csv` keep one finding per profile.
 fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out: &mut String) {
     if v.is_empty() {
         return;
     }
-    let more = if v.len() > TOP_FINDINGS {
-        format!(", the first {TOP_FINDINGS} of {}", v.len())
+    // The ranking puts each key's largest first: that one stands for the key.
+    let mut groups: Vec<(&profcc_analysis::findings::Finding, Vec<usize>)> = Vec::new();
+    let mut of_key: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for f in v {
+        match of_key.get(f.key.as_str()) {
+            Some(&g) if several_inputs => groups[g].1.push(f.input),
+            _ => {
+                of_key.insert(&f.key, groups.len());
+                groups.push((f, vec![f.input]));
+            }
+        }
+    }
+    let mut more = if groups.len() > TOP_FINDINGS {
+        format!(", the first {TOP_FINDINGS} of {}", groups.len())
     } else {
         String::new()
     };
+    if groups.len() < v.len() {
+        more.push_str(&format!(
+            "; a finding several profiles have is listed once, {} in all",
+            v.len()
+        ));
+    }
     out.push_str(&format!(
         "\nTop findings (every analysis, by estimated time saved, then confidence{more}; details in each analysis's section below)\n"
     ));
-    for (n, f) in v.iter().take(TOP_FINDINGS).enumerate() {
+    for (n, (f, inputs)) in groups.iter().take(TOP_FINDINGS).enumerate() {
         let input = if several_inputs {
-            format!("[{}] ", f.input)
+            format!("{} ", input_list(inputs))
         } else {
             String::new()
         };
@@ -84,8 +104,17 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
                     .join(", ")
             )
         };
+        let in_which = if inputs.len() > 1 {
+            format!(
+                " in [{}], the most of the {} profiles with it",
+                f.input,
+                inputs.len()
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            " {:>2}. {input}{}: {}{at}\n    {}\n",
+            " {:>2}. {input}{}: {}{at}\n    {}{in_which}\n",
             n + 1,
             f.analysis.as_str(),
             f.title,
@@ -98,6 +127,21 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
             out.push_str(&format!("    crossed: {}\n", f.threshold));
         }
     }
+}
+
+/// Inputs as `[0]`, `[0, 2, 3]`, or past five `[0, 1, 2, 3, 4 and 95 more]`, sorted.
+fn input_list(inputs: &[usize]) -> String {
+    const SHOWN: usize = 5;
+    let mut v = inputs.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let shown: Vec<String> = v.iter().take(SHOWN).map(|i| i.to_string()).collect();
+    let rest = if v.len() > SHOWN {
+        format!(" and {} more", v.len() - SHOWN)
+    } else {
+        String::new()
+    };
+    format!("[{}{rest}]", shown.join(", "))
 }
 
 /// `jemalloc 5.3.0 (/usr/lib/.../libjemalloc.so.2, symbol mallctl)`.
@@ -709,9 +753,24 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
     }
 }
 
-/// NUMA locality per thread, and the node x node matrix of the `emulate` model.
+/// NUMA sections the text shows of many profiles (ranks): those with the most remote
+/// accesses.
+pub const MAX_NUMA_SECTIONS: usize = 8;
+
+/// NUMA locality per thread, and the node x node matrix of the `emulate` model. Of more than
+/// [`MAX_NUMA_SECTIONS`] profiles, those with the most remote accesses, in input order.
 fn numa(n: &crate::model::Numa, several_inputs: bool, out: &mut String) {
-    for i in &n.inputs {
+    let mut shown: Vec<&crate::model::NumaInput> = n.inputs.iter().collect();
+    if shown.len() > MAX_NUMA_SECTIONS {
+        shown.sort_by_key(|i| (std::cmp::Reverse(i.remote), i.input));
+        shown.truncate(MAX_NUMA_SECTIONS);
+        shown.sort_by_key(|i| i.input);
+        out.push_str(&format!(
+            "\nNUMA locality of {} profiles: the {MAX_NUMA_SECTIONS} with the most remote accesses below; the Ranks table has every profile's remote accesses, the JSON every section\n",
+            n.inputs.len()
+        ));
+    }
+    for i in shown {
         out.push('\n');
         let model = match i.model.as_str() {
             "thread" => "thread: each thread its own node".to_string(),
@@ -1784,5 +1843,98 @@ fn regions(g: &crate::model::Regions, several_inputs: bool, out: &mut String) {
             "  {} PROFCC_ROI_END with no open region of that name in its thread (ignored)\n",
             count(g.unmatched_ends)
         ));
+    }
+}
+
+#[cfg(test)]
+mod top_findings_tests {
+    use super::*;
+    use profcc_analysis::findings::{ranked, Analysis, Confidence, Finding, Impact, Object};
+
+    fn finding(global: &str, input: usize, seconds: f64) -> Finding {
+        let mut f = Finding::new(
+            Analysis::Numa,
+            "remote_access",
+            format!("global `{global}`"),
+            vec![Object::new("global", global)],
+            vec!["a.c:7".into()],
+            vec![],
+            Impact {
+                seconds,
+                bytes: 0,
+                formula: "remote_overhead_share".into(),
+                inputs: vec![],
+                confidence: Confidence::Low,
+            },
+            String::new(),
+        );
+        f.input = input;
+        f
+    }
+
+    /// Of three ranks with the same finding, the text lists it once, as the rank where it
+    /// saves the most, naming the ranks that have it; a finding of one rank stays as it was.
+    #[test]
+    fn a_finding_several_profiles_have_is_listed_once() {
+        let v = ranked(vec![
+            finding("x", 0, 0.001),
+            finding("x", 1, 0.003),
+            finding("x", 2, 0.002),
+            finding("y", 2, 0.0005),
+        ]);
+        let mut out = String::new();
+        findings(&v, true, &mut out);
+        assert!(out.contains("is listed once, 4 in all"), "{out}");
+        assert_eq!(out.matches("global `x`").count(), 1, "{out}");
+        assert!(
+            out.contains(" 1. [0, 1, 2] numa: global `x` at a.c:7\n    fixing it saves about 3.0 ms (remote_overhead_share, low confidence) in [1], the most of the 3 profiles with it\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains(" 2. [2] numa: global `y` at a.c:7\n    fixing it saves about 500.0 µs (remote_overhead_share, low confidence)\n"),
+            "{out}"
+        );
+        // One profile: every finding as it is.
+        let mut one = String::new();
+        findings(&ranked(vec![finding("x", 0, 0.001)]), false, &mut one);
+        assert!(one.contains(" 1. numa: global `x` at a.c:7\n"), "{one}");
+        assert!(!one.contains("listed once"), "{one}");
+        assert_eq!(
+            input_list(&(0..8).rev().collect::<Vec<_>>()),
+            "[0, 1, 2, 3, 4 and 3 more]"
+        );
+    }
+
+    /// Of twelve ranks' NUMA sections the text shows the eight with the most remote accesses,
+    /// in input order; of eight, every one.
+    #[test]
+    fn many_ranks_show_the_numa_sections_with_most_remote_accesses() {
+        let inputs = |n: usize| crate::model::Numa {
+            inputs: (0..n)
+                .map(|i| crate::model::NumaInput {
+                    input: i,
+                    model: "emulate".into(),
+                    nodes: 2,
+                    remote: [5, 90, 7, 80, 1, 70, 60, 50, 2, 40, 30, 3][i],
+                    ..Default::default()
+                })
+                .collect(),
+        };
+        let mut out = String::new();
+        numa(&inputs(12), true, &mut out);
+        assert!(
+            out.contains("NUMA locality of 12 profiles: the 8 with the most remote"),
+            "{out}"
+        );
+        let shown: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("NUMA locality [input "))
+            .map(|l| l.split(']').next().unwrap())
+            .collect();
+        assert_eq!(shown, ["1", "2", "3", "5", "6", "7", "9", "10"]);
+        let mut out = String::new();
+        numa(&inputs(8), true, &mut out);
+        assert_eq!(out.matches("NUMA locality [input ").count(), 8, "{out}");
+        assert!(!out.contains("profiles: the"), "{out}");
     }
 }
