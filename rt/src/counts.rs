@@ -184,6 +184,37 @@ pub unsafe extern "C" fn __profcc_unregister_module(m: *mut ModuleDesc) {
     modules.gone_maps.extend(map);
 }
 
+/// Before the program's `dlclose` (rt/csrc/interpose.c): the modules loaded now, for
+/// [`profcc_modules_after_dlclose`]. Null once the final dump has begun.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_modules_before_dlclose() -> *mut Vec<profcc_schema::Module> {
+    if crate::analysis::final_dump_begun() {
+        return core::ptr::null_mut();
+    }
+    let _g = crate::threads::RtGuard::enter();
+    Box::into_raw(Box::new(loaded_modules()))
+}
+
+/// After it: the modules of `before` that are no longer loaded are kept with where they were
+/// mapped, so that the code addresses recorded in them (an MPI library's components, opened
+/// and closed by `MPI_Init` and `MPI_Finalize`) still name their library in the profile.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_modules_after_dlclose(before: *mut Vec<profcc_schema::Module>) {
+    if before.is_null() {
+        return;
+    }
+    let _g = crate::threads::RtGuard::enter();
+    let before = unsafe { Box::from_raw(before) };
+    let now = loaded_modules();
+    let mut modules = MODULES.lock();
+    for m in *before {
+        let same = |x: &profcc_schema::Module| x.start == m.start && x.path == m.path;
+        if !now.iter().any(same) && !modules.gone_maps.iter().any(same) {
+            modules.gone_maps.push(m);
+        }
+    }
+}
+
 /// The loaded object that contains `p` (by its path, as the profile lists modules).
 fn mapping_of(p: *const u8) -> Option<profcc_schema::Module> {
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
@@ -192,7 +223,24 @@ fn mapping_of(p: *const u8) -> Option<profcc_schema::Module> {
         return None;
     }
     let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    let name = absolute(name.into_owned());
     loaded_modules().into_iter().find(|x| x.path == name)
+}
+
+/// A library the program opened by a relative path (`dlopen("./libx.so")`) as an absolute
+/// one, so that `profcc report` run elsewhere finds it: joined to the working directory (the
+/// one `dlopen` resolved it against, unless the program changed directory since).
+fn absolute(name: String) -> String {
+    if name.is_empty() || name.starts_with('/') {
+        return name;
+    }
+    match std::env::current_dir() {
+        Ok(dir) => {
+            let rest = name.trim_start_matches("./");
+            format!("{}/{rest}", dir.to_string_lossy().trim_end_matches('/'))
+        }
+        Err(_) => name,
+    }
 }
 
 /// The executable's path (the first of the loaded objects).
@@ -214,9 +262,11 @@ pub(crate) fn loaded_modules() -> Vec<profcc_schema::Module> {
         let name = if info.dlpi_name.is_null() {
             String::new()
         } else {
-            core::ffi::CStr::from_ptr(info.dlpi_name)
-                .to_string_lossy()
-                .into_owned()
+            absolute(
+                core::ffi::CStr::from_ptr(info.dlpi_name)
+                    .to_string_lossy()
+                    .into_owned(),
+            )
         };
         let (mut start, mut end) = (u64::MAX, 0u64);
         for i in 0..info.dlpi_phnum as usize {

@@ -52,6 +52,25 @@ fn dlclose_then_exit_keeps_output_and_the_librarys_counts() {
         1000,
         "the unloaded library's stores are in the profile"
     );
+    // The clang-built library, closed before exit, still names its allocation: the runtime
+    // kept where it was mapped when the program closed it (an MPI library's components).
+    let (out, _) = s.run_profiled("profiled", &["./libnative.so"], "summary=0");
+    assert_same_run("dlopen/dlclose of a clang-built library", &native, &out);
+    let r = report(&s.path("profiled.profile.json"), &["--top", "0"]);
+    let site = r
+        .alloc_sites
+        .sites
+        .iter()
+        .find(|a| a.bytes == 4000)
+        .expect("the library's 4000-byte block");
+    let top = &site.stack[0];
+    assert_eq!(top.function.as_deref(), Some("plugin_work"), "{site:?}");
+    assert!(
+        top.module
+            .as_deref()
+            .is_some_and(|m| m.ends_with("libnative.so")),
+        "{site:?}"
+    );
 }
 
 /// VmPeak (kB) that `thread_churn` printed on stderr.

@@ -108,6 +108,21 @@ fn four_ranks_named_by_rank_with_exact_per_rank_counts() {
             n
         );
         accesses.push(p.totals.accesses);
+        // Open MPI's components, dlopen'ed by MPI_Init and closed by MPI_Finalize, are in the
+        // module list: every allocation's innermost frame lies in a listed module.
+        let frames: std::collections::HashMap<u32, &Vec<u64>> =
+            p.stacks.iter().map(|s| (s.id, &s.frames)).collect();
+        for a in &p.alloc_sites {
+            let Some(&pc) = frames.get(&a.stack).and_then(|f| f.first()) else {
+                continue;
+            };
+            assert!(
+                p.modules.iter().any(|m| m.start <= pc && pc < m.end),
+                "rank {r}: {} site at {pc:#x} in no listed module: {:?}",
+                a.kind,
+                p.modules.iter().map(|m| &m.path).collect::<Vec<_>>()
+            );
+        }
     }
     // Beyond the two loops, every rank makes the same few accesses (MPI calls' arguments),
     // rank 0 a few more (its printf).
