@@ -374,10 +374,12 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
             "{name}"
         );
         // Means are real times: never negative (a call timed faster than the empty bracket's
-        // median counts 0: a row of one fast timed call can read 0, as mimalloc's 128 fresh
-        // blocks did once); the loop's rows (thousands of calls, one in about 64 timed:
-        // dozens, so a preemption or two under load moves them little) above zero and below
-        // 2 µs a small block.
+        // median counts 0), and the loop's rows (thousands of calls, one in about 64 timed:
+        // dozens, so a preemption or two under load moves them little) below 2 µs a small
+        // block. Not above zero: mimalloc's malloc and free of 32 bytes take about what the
+        // empty bracket takes (26 ticks on the test VM; its frees measured 0 to 36 ticks
+        // beyond it over 213 timed calls, its mallocs 253), so their rows read 0 in some runs,
+        // most often beside a CPU hog.
         // One call in about 64 is timed at first (alloc_time's default; jittered gaps of
         // 0..=126 calls), one in 128 after 256 timed calls: the loop's 2N calls give 440
         // timed (`timed_calls`), within 15%.
@@ -395,7 +397,7 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
             );
             if row.count >= 1000 {
                 assert!(row.timed >= 1, "{name}: {row:?}");
-                assert!(row.mean_ns > 0.0 && row.mean_ns < 2000.0, "{name}: {row:?}");
+                assert!(row.mean_ns < 2000.0, "{name}: {row:?}");
             }
         }
         assert!(i.total_ns > 0.0);
