@@ -139,7 +139,8 @@ pub(crate) fn report_json(
 }
 
 /// A program's sources (each a path from the root, `SQLITE/FILE` in the sqlite amalgamation's
-/// directory, or `LUA/*`: every library source of Lua's) and the flags they build with
+/// directory, `LUA/*`: every library source of Lua's, or `EXPAT/*`: xmlwf and expat's library,
+/// whose `-I` for `lib/` is among the flags) and the flags they build with
 /// (`-O2 -g -pthread`, the two source directories, their defines).
 pub(crate) fn program_sources(
     root: &Path,
@@ -151,6 +152,20 @@ pub(crate) fn program_sources(
     for s in sources {
         if let Some(f) = s.strip_prefix("SQLITE/") {
             srcs.push(sqlite.join(f));
+        } else if *s == "EXPAT/*" {
+            // xmlwf and the library it parses with (the flags name the configuration).
+            let expat = crate_dir(root, "expat-sys")?.join("expat");
+            for f in [
+                "xmlwf/xmlwf.c",
+                "xmlwf/xmlfile.c",
+                "xmlwf/codepage.c",
+                "xmlwf/unixfilemap.c",
+                "lib/xmlparse.c",
+                "lib/xmlrole.c",
+                "lib/xmltok.c",
+            ] {
+                srcs.push(expat.join(f));
+            }
         } else if *s == "LUA/*" {
             let mut lib: Vec<_> = std::fs::read_dir(&lua)
                 .map_err(|e| format!("{}: {e}", lua.display()))?
@@ -176,6 +191,13 @@ pub(crate) fn program_sources(
     .map(|f| f.to_string())
     .chain(["-I".into(), sqlite.display().to_string()])
     .chain(["-I".into(), lua.display().to_string()])
+    .chain([
+        "-I".into(),
+        crate_dir(root, "expat-sys")?
+            .join("expat/lib")
+            .display()
+            .to_string(),
+    ])
     .collect();
     Ok((srcs, flags))
 }

@@ -31,74 +31,145 @@ const RSS_PLUS_MIB: f64 = 64.0;
 /// 44d9091 TSan's Lua build spun in its stack depot's `Put` on every run).
 const TSAN_LIMIT_S: u32 = 120;
 
-/// (name, sources as `super::program_sources` takes them, C++?, arguments, malloc-heavy?).
-/// gapbs, LULESH and expat's xmlwf of the issue's list are not here: their sources are not
-/// among the crates this repository reaches offline (docs/benchmarks.md).
-const PROGRAMS: &[(&str, &[&str], bool, &[&str], bool)] = &[
-    (
-        "alloc_pairs",
-        &["bench/kernels/alloc_pairs.c"],
-        false,
-        &["2"],
-        true,
-    ),
-    (
-        "alloc_larson",
-        &["bench/kernels/alloc_larson.c"],
-        false,
-        &["2"],
-        true,
-    ),
-    (
-        "alloc_cache_scratch",
-        &["bench/kernels/alloc_cache_scratch.c"],
-        false,
-        &["2"],
-        true,
-    ),
-    (
-        "alloc_cxx_map",
-        &["bench/kernels/alloc_cxx_map.cpp"],
-        true,
-        &["2"],
-        true,
-    ),
-    (
-        "lua_tables",
-        &["tests/fixtures/real/lua_host.c", "LUA/*"],
-        false,
-        &["ROOT/bench/programs/lua_tables.lua"],
-        false,
-    ),
-    (
-        "sqlite_driver",
-        &["tests/fixtures/real/sqlite_driver.c", "SQLITE/sqlite3.c"],
-        false,
-        &["2", "200000"],
-        false,
-    ),
-    (
-        "histogram",
-        &["bench/kernels/fs_histogram.c"],
-        false,
-        &[],
-        false,
-    ),
-    (
+/// One program of the table.
+struct Program {
+    name: &'static str,
+    /// As `super::program_sources` takes them.
+    sources: &'static [&'static str],
+    cxx: bool,
+    /// Flags besides the common ones (`super::program_sources`), for every build.
+    flags: &'static [&'static str],
+    /// `ROOT/` is the repository, `WORK/` the bench's work directory.
+    args: &'static [&'static str],
+    env: &'static [(&'static str, &'static str)],
+    malloc_heavy: bool,
+}
+
+const fn program(name: &'static str, sources: &'static [&'static str]) -> Program {
+    Program {
+        name,
+        sources,
+        cxx: false,
+        flags: &[],
+        args: &[],
+        env: &[],
+        malloc_heavy: false,
+    }
+}
+
+/// The issue's list: the malloc-heavy kernels, then real programs and programs of their shapes.
+/// gapbs and LULESH are not among the crates this repository reaches offline: their shapes
+/// stand in (tests/fixtures/faithful/bfs_graph.cpp, an R-MAT graph's OpenMP BFS as gapbs's
+/// `bfs -g 17 -n 3`; stencil/stencil.cc, a LULESH-like Sedov blast, single-threaded). expat's
+/// `xmlwf` is built from expat-sys's sources on a generated 96 MB document ([`xml_input`]).
+const PROGRAMS: &[Program] = &[
+    Program {
+        args: &["2"],
+        malloc_heavy: true,
+        ..program("alloc_pairs", &["bench/kernels/alloc_pairs.c"])
+    },
+    Program {
+        args: &["2"],
+        malloc_heavy: true,
+        ..program("alloc_larson", &["bench/kernels/alloc_larson.c"])
+    },
+    Program {
+        args: &["2"],
+        malloc_heavy: true,
+        ..program(
+            "alloc_cache_scratch",
+            &["bench/kernels/alloc_cache_scratch.c"],
+        )
+    },
+    Program {
+        cxx: true,
+        args: &["2"],
+        malloc_heavy: true,
+        ..program("alloc_cxx_map", &["bench/kernels/alloc_cxx_map.cpp"])
+    },
+    Program {
+        args: &["ROOT/bench/programs/lua_tables.lua"],
+        ..program("lua_tables", &["tests/fixtures/real/lua_host.c", "LUA/*"])
+    },
+    Program {
+        args: &["2", "200000"],
+        ..program(
+            "sqlite_driver",
+            &["tests/fixtures/real/sqlite_driver.c", "SQLITE/sqlite3.c"],
+        )
+    },
+    Program {
+        args: &["WORK/document.xml"],
+        flags: &["-DHAVE_EXPAT_CONFIG_H", "-IWORK"],
+        ..program("xmlwf", &["EXPAT/*"])
+    },
+    Program {
+        cxx: true,
+        flags: &["-std=c++17", "-fopenmp"],
+        args: &["17", "3"],
+        env: &[("OMP_NUM_THREADS", "2")],
+        ..program(
+            "gapbs_like_bfs (2 threads)",
+            &["tests/fixtures/faithful/bfs_graph.cpp"],
+        )
+    },
+    Program {
+        cxx: true,
+        flags: &["-IWORK"],
+        args: &["60", "200"],
+        ..program(
+            "lulesh_like_stencil",
+            &["tests/fixtures/faithful/stencil/stencil.cc"],
+        )
+    },
+    program("histogram", &["bench/kernels/fs_histogram.c"]),
+    program(
         "linear_regression",
         &["bench/kernels/fs_linear_regression.c"],
-        false,
-        &[],
-        false,
     ),
-    (
-        "kmeans",
-        &["bench/kernels/kmeans_loop.c"],
-        false,
-        &[],
-        false,
-    ),
+    program("kmeans", &["bench/kernels/kmeans_loop.c"]),
 ];
+
+/// expat's configuration for this machine (what its `configure` finds on Debian 12), the
+/// stencil's empty `config.h`, and xmlwf's input: a 96 MB catalogue of 450,000 items with
+/// attributes, a namespace, an internal entity, character references and CDATA, the same
+/// bytes in every run (a fixed linear congruential sequence).
+fn xml_input(work: &Path) -> Result<(), String> {
+    let w = |name: &str, text: &[u8]| {
+        std::fs::write(work.join(name), text).map_err(|e| format!("{name}: {e}"))
+    };
+    w(
+        "expat_config.h",
+        b"#define BYTEORDER 1234\n#define HAVE_MEMMOVE 1\n#define HAVE_MMAP 1\n#define HAVE_FCNTL_H 1\n#define HAVE_UNISTD_H 1\n#define HAVE_STDLIB_H 1\n#define HAVE_STRING_H 1\n#define HAVE_GETPAGESIZE 1\n#define XML_CONTEXT_BYTES 1024\n#define XML_DTD 1\n#define XML_NS 1\n",
+    )?;
+    w("config.h", b"")?;
+    let mut x: u64 = 7;
+    let mut next = |n: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let mut doc = String::from(
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE catalog [<!ENTITY co \"Example &amp; Co\">]>\n<catalog xmlns:x=\"urn:x\">\n",
+    );
+    for i in 0..450_000u64 {
+        let kind = ["a", "b", "c"][next(3) as usize];
+        doc.push_str(&format!(
+            "<item id=\"i{i}\" x:kind=\"{kind}\" price=\"{}.{:02}\"><name>Item &co; {i}</name><tags>",
+            next(100),
+            next(100)
+        ));
+        for t in 0..1 + next(5) {
+            doc.push_str(&format!("<tag n=\"{t}\">t{}</tag>", next(100)));
+        }
+        doc.push_str(
+            "</tags><desc><![CDATA[some <text> here]]> and &#x41;&#66; more</desc></item>\n",
+        );
+    }
+    doc.push_str("</catalog>\n");
+    w("document.xml", doc.as_bytes())
+}
 
 /// The programs' table.
 fn programs(
@@ -113,12 +184,24 @@ fn programs(
         TAIL_MAX * 100.0
     ));
     let (mut log, mut count, mut tsan_log, mut tsan_count) = (0.0f64, 0usize, 0.0f64, 0usize);
-    for (name, sources, cxx, args, malloc_heavy) in PROGRAMS {
-        let (srcs, flags) = super::program_sources(root, sources)?;
-        let args: Vec<String> = args
-            .iter()
-            .map(|a| a.replace("ROOT/", &format!("{}/", root.display())))
-            .collect();
+    xml_input(work)?;
+    let paths = |a: &str| {
+        a.replace("ROOT/", &format!("{}/", root.display()))
+            .replace("WORK", &work.display().to_string())
+    };
+    for Program {
+        name,
+        sources,
+        cxx,
+        flags: extra_flags,
+        args,
+        env,
+        malloc_heavy,
+    } in PROGRAMS
+    {
+        let (srcs, mut flags) = super::program_sources(root, sources)?;
+        flags.extend(extra_flags.iter().map(|f| paths(f)));
+        let args: Vec<String> = args.iter().map(|a| paths(a)).collect();
         let (cc, pcc) = if *cxx {
             ("clang++-22", profcc.with_file_name("profcc++"))
         } else {
@@ -149,6 +232,7 @@ fn programs(
             let s = measure(
                 Command::new(&native)
                     .args(&args)
+                    .envs(env.iter().copied())
                     .stdout(std::process::Stdio::null()),
             )?;
             b.push(s.secs);
@@ -157,6 +241,7 @@ fn programs(
             let s = measure(
                 Command::new(&prof)
                     .args(&args)
+                    .envs(env.iter().copied())
                     .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::null())
                     .env("PROFCC_OPTIONS", format!("out={}", profile.display())),
@@ -173,6 +258,7 @@ fn programs(
                         .arg(TSAN_LIMIT_S.to_string())
                         .arg(exe)
                         .args(&args)
+                        .envs(env.iter().copied())
                         .stdout(std::process::Stdio::null())
                         .stderr(std::process::Stdio::null())
                         .env("TSAN_OPTIONS", "report_bugs=0:exitcode=0"),
