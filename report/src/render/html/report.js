@@ -58,9 +58,25 @@
     });
     add(runs, h('dl', { cls: 'run' }, h('dt', { text: 'report by' }), h('dd', { text: META.generator + ', report format ' + R.format + ' ' + R.version })));
     add(el, h('h2', { text: 'Findings (every analysis, ranked by estimated time saved, then confidence)' }));
+    /* Of several profiles (ranks), one row per key: the profile where it saves the most (the
+       ranking puts it first), with the profiles that have it. */
+    var found = R.findings;
+    if (several) {
+      var byKey = {};
+      found = [];
+      R.findings.forEach(function (f) {
+        var g = byKey[f.key];
+        if (g) { g._inputs.push(f.input); return; }
+        g = Object.assign({}, f, { _inputs: [f.input] });
+        byKey[f.key] = g;
+        found.push(g);
+      });
+      found.forEach(function (g) { g._inputs.sort(function (a, b) { return a - b; }); });
+      if (found.length < R.findings.length) add(el, note('A finding several profiles have is one row, as in the profile where it saves the most: ' + int(found.length) + ' rows for ' + int(R.findings.length) + ' findings.'));
+    }
     if (!R.findings.length) add(el, note('No findings.'));
     else add(el, table({
-      name: 'findings', rows: R.findings.map(function (f, i) { f._rank = i + 1; return f; }),
+      name: 'findings', rows: found.map(function (f, i) { f._rank = i + 1; return f; }),
       columns: [
         num('#', function (f) { return f._rank; }),
         txt('analysis', function (f) { return f.analysis; }),
@@ -77,14 +93,18 @@
         txt('object', function (f) { return f.objects.map(function (o) { return o.name; }).join(', '); }, {
           node: function (v, f) { return f.objects.filter(function (o) { return o.name; }).map(function (o) { return [objLink(o.name), ' ']; }); }
         })
-      ].concat(several ? [num('input', function (f) { return f.input; })] : []),
+      ].concat(several ? [
+        num('input', function (f) { return f.input; }),
+        txt('profiles', function (f) { return inputList(f._inputs); }, { cls: 'mono' })
+      ] : []),
       detail: function (f) {
         return [
-          h('div', { text: 'key: ' + f.key, cls: 'mono' }),
+          h('div', { text: 'key: ' + f.key, cls: 'mono' })
+        ].concat(several && f._inputs.length > 1 ? [h('div', { text: 'in ' + f._inputs.length + ' profiles (' + f._inputs.join(', ') + '); the figures are profile ' + f.input + '\'s, where it saves the most' })] : []).concat([
           h('div', { text: 'places: ' + f.places.join(', ') }),
           h('div', { text: 'evidence: ' + f.evidence.map(function (e) { return e.name + ' = ' + evidence(e); }).join('; ') }),
           h('div', { text: 'impact: ' + f.impact.formula + ' from ' + f.impact.inputs.map(function (e) { return e.name + ' = ' + evidence(e); }).join('; ') })
-        ];
+        ]);
       }
     }));
     add(el, runs);
@@ -94,6 +114,10 @@
       add(el, h('ul', null, n.warnings.concat(n.notes).map(function (x) { return h('li', { text: x }); })));
     }
   });
+  /* Profiles as the text report lists them: `0, 2, 3`, past five `0, 1, 2, 3, 4 and 95 more`. */
+  function inputList(v) {
+    return v.slice(0, 5).join(', ') + (v.length > 5 ? ' and ' + (v.length - 5) + ' more' : '');
+  }
   function evidence(e) {
     var v = e.value;
     if (e.unit === 'bytes' || e.unit === 'B') return bytes(v);
