@@ -401,6 +401,19 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
             }
         }
         assert!(i.total_ns > 0.0);
+        // A mean below the timer's floor reads `< 1` in the text, not 0.0.
+        if i.ops.iter().any(|r| r.timed > 0 && r.mean_ns < 1.0) {
+            let text = sh(Command::new(profcc())
+                .env("XDG_CACHE_HOME", probe_cache_home())
+                .arg("report")
+                .arg(&profile));
+            let text = String::from_utf8_lossy(&text.stdout);
+            assert!(
+                text.lines()
+                    .any(|l| l.contains(" serial ") && l.contains("< 1")),
+                "{name}: {text}"
+            );
+        }
         // Per-site time: the loop's line pays.
         let top = &r.allocator.as_ref().unwrap().top_sites[0];
         let sites = &r.allocator.as_ref().unwrap().top_sites;

@@ -578,10 +578,12 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
                 r.phase,
                 count(r.count),
                 count(r.timed),
-                if r.timed > 0 {
-                    format!("{:.1}", r.mean_ns)
-                } else {
+                if r.timed == 0 {
                     "-".into()
+                } else if r.mean_ns < crate::model::TIMER_FLOOR_NS {
+                    format!("< {}", crate::model::TIMER_FLOOR_NS)
+                } else {
+                    format!("{:.1}", r.mean_ns)
                 },
                 ms(r.total_ns)
             ));

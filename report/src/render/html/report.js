@@ -672,10 +672,11 @@
         columns: [
           txt('op', function (r) { return r.op; }), txt('size', function (r) { return r.size_kind; }), txt('reuse', function (r) { return r.reuse; }), txt('phase', function (r) { return r.phase; }),
           num('calls', function (r) { return r.count; }, { heat: true }), num('timed', function (r) { return r.timed; }),
-          num('mean', function (r) { return r.mean_ns; }, { fmt: function (v) { return ns(v); } }),
+          num('mean', function (r) { return r.mean_ns; }, { fmt: function (v, r) { return !r.timed ? '-' : v < META.timer_floor_ns ? '< ' + META.timer_floor_ns + ' ns' : ns(v); } }),
           num('total', function (r) { return r.total_ns; }, { fmt: function (v) { return ns(v); }, heat: true })
         ]
       }));
+      if (a.ops.some(function (r) { return r.timed && r.mean_ns < META.timer_floor_ns; })) add(el, note('A mean under ' + META.timer_floor_ns + ' ns is below what two TSC reads around the call resolve: the call costs about what the empty bracket costs.'));
       if (a.overhead.length) {
         add(el, h('h3', { text: 'Memory at the peak and at exit (fragmentation)' }));
         add(el, table({
