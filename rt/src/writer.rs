@@ -825,7 +825,6 @@ mod tests {
 #[cfg(test)]
 mod atomic_write_tests {
     use super::write_atomically;
-    use std::io::Write;
 
     /// A profile replaces an existing file whole (a reader sees the old or the new bytes,
     /// never a mix), leaves no temporary behind, and a failed write leaves nothing either.
