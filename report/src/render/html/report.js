@@ -66,7 +66,7 @@
       found = [];
       R.findings.forEach(function (f) {
         var g = byKey[f.key];
-        if (g) { g._inputs.push(f.input); return; }
+        if (g) { if (g._inputs.indexOf(f.input) < 0) g._inputs.push(f.input); return; }
         g = Object.assign({}, f, { _inputs: [f.input] });
         byKey[f.key] = g;
         found.push(g);
