@@ -317,6 +317,7 @@ pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
         "local_space": profcc_schema::regions::LOCAL,
         "max_snapshot_sites": profcc_schema::regions::MAX_SNAPSHOT_SITES,
         "timer_floor_ns": crate::model::TIMER_FLOOR_NS,
+        "listed_inputs": crate::render::text::LISTED_INPUTS,
     });
     let title = match report.summary.inputs.as_slice() {
         [] => "profcc report".to_string(),

@@ -129,9 +129,14 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
     }
 }
 
-/// Inputs as `[0]`, `[0, 2, 3]`, or past five `[0, 1, 2, 3, 4 and 95 more]`, sorted.
+/// Profiles a grouped finding names before "and N more" (the text and the page's Findings
+/// table, which reads it from its META).
+pub const LISTED_INPUTS: usize = 5;
+
+/// Inputs as `[0]`, `[0, 2, 3]`, or past [`LISTED_INPUTS`] `[0, 1, 2, 3, 4 and 95 more]`,
+/// sorted.
 fn input_list(inputs: &[usize]) -> String {
-    const SHOWN: usize = 5;
+    const SHOWN: usize = LISTED_INPUTS;
     let mut v = inputs.to_vec();
     v.sort_unstable();
     v.dedup();

@@ -114,9 +114,11 @@
       add(el, h('ul', null, n.warnings.concat(n.notes).map(function (x) { return h('li', { text: x }); })));
     }
   });
-  /* Profiles as the text report lists them: `0, 2, 3`, past five `0, 1, 2, 3, 4 and 95 more`. */
+  /* Profiles as the text report lists them: `0, 2, 3`, past META.listed_inputs (5)
+     `0, 1, 2, 3, 4 and 95 more`. */
   function inputList(v) {
-    return v.slice(0, 5).join(', ') + (v.length > 5 ? ' and ' + (v.length - 5) + ' more' : '');
+    var n = META.listed_inputs;
+    return v.slice(0, n).join(', ') + (v.length > n ? ' and ' + (v.length - n) + ' more' : '');
   }
   function evidence(e) {
     var v = e.value;
