@@ -720,7 +720,13 @@ fn site_for(kind: u32, fp: *mut libc::c_void) -> Option<u32> {
     let slot = ((first ^ (first >> 7)) as usize) % SITE_CACHE;
     let hit = SITE_CACHE_OF.with(|c| {
         let e = unsafe { &(*c.get())[slot] };
-        (n > 0 && e.n as usize == n && e.kind == kind && e.frames[..n] == *f).then_some(e.site)
+        // Compared frame by frame from the innermost: a different caller differs early, and
+        // a slice compare of a few words would be a call to memcmp.
+        (n > 0
+            && e.n as usize == n
+            && e.kind == kind
+            && e.frames[..n].iter().zip(f).all(|(a, b)| a == b))
+        .then_some(e.site)
     });
     if hit.is_some() {
         return hit;
