@@ -3,14 +3,18 @@
 //! Data structures, all in runtime memory (`mem::map` or the runtime heap), never the
 //! program's malloc:
 //!
-//! - `PRIMARY`: object start -> [`Obj`] (size, site, allocating thread). 64 shards, each a
-//!   spin-locked open-addressing table (linear probing, backward-shift deletion, doubles at
-//!   half load). Every malloc-family object and every `operator new` object is here.
-//! - `BIG`: the containment index for objects larger than [`SMALL_MAX`]. An object of size
+//! - [`OBJECTS`], 256 shards, each a spin lock over two open-addressing tables (linear
+//!   probing, backward-shift deletion, doubles at half load). An object's shard is its 1 MiB
+//!   region's, hashed, plus its 16-byte granule's index modulo 16 ([`shard_of`]): a thread's
+//!   objects keep to a few shards of its own, and neighbouring objects of two threads (one
+//!   line apart, as in the cache-scratch kernel) still take different locks.
+//! - The primary table: object start -> [`Obj`] (size, site, allocating thread). Every
+//!   malloc-family object and every `operator new` object is here.
+//! - The big table: the containment index for objects larger than [`SMALL_MAX`]. An object of size
 //!   class `c` (size in `[2^(c-1), 2^c)`) gets the key `(c, start >> (c-1))`; since objects do
 //!   not overlap and each is at least one block long, no two objects share a key, and an
 //!   object covering address `a` starts in block `(a >> (c-1)) - k` for `k` in 0..3.
-//!   Objects up to `SMALL_MAX` bytes are found by probing `PRIMARY` backwards at 8-byte steps.
+//!   Objects up to `SMALL_MAX` bytes are found by probing the primary tables backwards at 8-byte steps.
 //! - `MMAPS`: mmap'ed regions by start (a `BTreeMap` under one lock: mmap is a system call
 //!   anyway), page granular, split by partial `munmap`.
 //! - Sites: one [`Site`] per (stack id, kind), found through the direct array `SITE_OF`
@@ -26,7 +30,7 @@ use crate::mem::{self, SpinLock};
 mod stats;
 use crate::stack;
 use crate::threads;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 /// The runtime's logarithm (no libm), shared with the regions' call sampling.
 pub(crate) use stats::ln;
 pub use stats::SiteCounts;
@@ -38,9 +42,9 @@ pub use stats::{life_bucket, LIFE_BUCKETS};
 use stats::{mix, Site, Sites, TOTALS};
 use std::collections::BTreeMap;
 
-/// Objects up to this size are found by backward probing; larger ones also go to `BIG`.
+/// Objects up to this size are found by backward probing; larger ones also go to the big tables.
 pub const SMALL_MAX: u64 = 256;
-const SHARDS: usize = 64;
+const SHARDS: usize = 256;
 const MAX_SITES: usize = 1 << 20;
 const KINDS: usize = 16;
 pub(crate) use profcc_schema::allocator::PAGE;
@@ -258,55 +262,28 @@ impl Table {
 static FIRST_CAP: AtomicUsize = AtomicUsize::new(1024);
 const FIRST_CAP_SAMPLED: usize = 64;
 
+/// The map is sharded by the 1 MiB region an object starts in, not by its address alone: a
+/// thread's objects come from its allocator's own arenas or slabs, so its map operations
+/// find their shard's lock and slots in its own cache, where a shard per hashed address sent
+/// both to the other core on most calls of two threads (the larson-like kernel spent 58% of
+/// its time in the map, most of it on the locks' and slots' lines).
+const REGION_SHIFT: u32 = 20;
+
+/// An object's shard: its region's, hashed.
+#[inline]
+fn shard_of(addr: u64) -> usize {
+    ((mix((addr >> REGION_SHIFT) ^ 0x5555) >> 56) as usize + ((addr >> 4) as usize & 15)) % SHARDS
+}
+
+/// A shard's two tables, under one lock: exact starts, and the containment index of the
+/// larger objects that start in the shard's regions.
+struct Tables {
+    primary: Table,
+    big: Table,
+}
+
 #[repr(align(64))]
-struct Shard(SpinLock<Table>);
-
-pub struct ShardedMap {
-    shards: [Shard; SHARDS],
-}
-
-impl Default for ShardedMap {
-    fn default() -> ShardedMap {
-        ShardedMap::new()
-    }
-}
-
-impl ShardedMap {
-    pub const fn new() -> ShardedMap {
-        ShardedMap {
-            shards: [const { Shard(SpinLock::new(Table::new())) }; SHARDS],
-        }
-    }
-    #[inline]
-    fn shard(&self, key: u64) -> &SpinLock<Table> {
-        &self.shards[(mix(key ^ 0x5555) >> 58) as usize].0
-    }
-    #[allow(clippy::result_unit_err)]
-    pub fn insert(&self, o: Obj) -> Result<Option<Obj>, ()> {
-        self.shard(o.addr).lock().insert(o)
-    }
-    pub fn get(&self, key: u64) -> Option<Obj> {
-        self.shard(key).lock().get(key)
-    }
-    pub fn remove(&self, key: u64) -> Option<Obj> {
-        self.shard(key).lock().remove(key)
-    }
-    fn lock_all(&self) {
-        for s in &self.shards {
-            core::mem::forget(s.0.lock());
-        }
-    }
-    unsafe fn unlock_all(&self) {
-        for s in &self.shards {
-            s.0.force_unlock();
-        }
-    }
-    pub fn for_each(&self, mut f: impl FnMut(&Obj)) {
-        for s in &self.shards {
-            s.0.lock().for_each(&mut f);
-        }
-    }
-}
+struct Shard(SpinLock<Tables>);
 
 /// Size class of a size: `c` with `size` in `[2^(c-1), 2^c)`.
 #[inline]
@@ -319,11 +296,39 @@ fn big_key(class: u32, block: u64) -> u64 {
     ((class as u64) << 56) | (block & ((1 << 56) - 1))
 }
 
+/// The shard of the containment entry for the object of class `c` that starts in `block`:
+/// the block's own (a block of up to 1 MiB lies in one region, that of the objects starting
+/// in it; larger ones go by their first byte).
+#[inline]
+fn big_shard(c: u32, block: u64) -> usize {
+    shard_of(block << (c - 1))
+}
+
+/// `o`'s containment entry, if it is large enough to have one: its shard and key.
+#[inline]
+fn big_entry(o: &Obj) -> Option<(usize, u64)> {
+    (o.size > SMALL_MAX).then(|| {
+        let c = class_of(o.size);
+        let b = o.addr >> (c - 1);
+        (big_shard(c, b), big_key(c, b))
+    })
+}
+
+/// A containment entry: its key, and the object's start in `size`.
+fn big_obj(key: u64, start: u64) -> Obj {
+    Obj {
+        addr: key,
+        size: start,
+        ..Obj::default()
+    }
+}
+
 /// The object map: exact-start entries plus the containment index.
 pub struct ObjectMap {
-    primary: ShardedMap,
-    big: ShardedMap,
-    class_pop: [AtomicU64; 65],
+    shards: [Shard; SHARDS],
+    /// Size classes that ever had a containment entry (`containing` probes only those). Set
+    /// once, read after: a flag, not a count, so the allocation path writes no shared line.
+    class_seen: [AtomicBool; 65],
 }
 
 impl Default for ObjectMap {
@@ -335,51 +340,84 @@ impl Default for ObjectMap {
 impl ObjectMap {
     pub const fn new() -> ObjectMap {
         ObjectMap {
-            primary: ShardedMap::new(),
-            big: ShardedMap::new(),
-            class_pop: [const { AtomicU64::new(0) }; 65],
+            shards: [const {
+                Shard(SpinLock::new(Tables {
+                    primary: Table::new(),
+                    big: Table::new(),
+                }))
+            }; SHARDS],
+            class_seen: [const { AtomicBool::new(false) }; 65],
         }
     }
 
-    fn index_big(&self, o: &Obj) {
-        if o.size > SMALL_MAX {
-            let c = class_of(o.size);
-            let _ = self.big.insert(Obj {
-                addr: big_key(c, o.addr >> (c - 1)),
-                size: o.addr,
-                ..Obj::default()
-            });
-            self.class_pop[c as usize].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    fn unindex_big(&self, o: &Obj) {
-        if o.size > SMALL_MAX {
-            let c = class_of(o.size);
-            if self.big.remove(big_key(c, o.addr >> (c - 1))).is_some() {
-                self.class_pop[c as usize].fetch_sub(1, Ordering::Relaxed);
-            }
-        }
+    fn lock(&self, shard: usize) -> crate::mem::SpinGuard<'_, Tables> {
+        self.shards[shard].0.lock()
     }
 
     /// Insert a new object; returns a stale entry at the same address (its free was not seen).
     pub fn insert(&self, o: Obj) -> Option<Obj> {
-        let old = self.primary.insert(o).ok().flatten();
-        if let Some(old) = &old {
-            self.unindex_big(old);
+        let home = shard_of(o.addr);
+        // Containment entries in another shard (objects over 1 MiB), done after the home lock.
+        let mut far: [Option<(usize, u64, Option<u64>)>; 2] = [None, None];
+        let old = {
+            let mut t = self.lock(home);
+            let old = t.primary.insert(o).ok().flatten();
+            if let Some((s, k)) = old.as_ref().and_then(big_entry) {
+                if s == home {
+                    t.big.remove(k);
+                } else {
+                    far[0] = Some((s, k, None));
+                }
+            }
+            if let Some((s, k)) = big_entry(&o) {
+                let seen = &self.class_seen[class_of(o.size) as usize];
+                if !seen.load(Ordering::Relaxed) {
+                    seen.store(true, Ordering::Relaxed);
+                }
+                if s == home {
+                    let _ = t.big.insert(big_obj(k, o.addr));
+                } else {
+                    far[1] = Some((s, k, Some(o.addr)));
+                }
+            }
+            old
+        };
+        for (s, k, start) in far.into_iter().flatten() {
+            let mut t = self.lock(s);
+            match start {
+                Some(a) => {
+                    let _ = t.big.insert(big_obj(k, a));
+                }
+                None => {
+                    t.big.remove(k);
+                }
+            }
         }
-        self.index_big(&o);
         old
     }
 
     pub fn remove(&self, addr: u64) -> Option<Obj> {
-        let o = self.primary.remove(addr)?;
-        self.unindex_big(&o);
+        let home = shard_of(addr);
+        let (o, far) = {
+            let mut t = self.lock(home);
+            let o = t.primary.remove(addr)?;
+            let far = match big_entry(&o) {
+                Some((s, k)) if s == home => {
+                    t.big.remove(k);
+                    None
+                }
+                other => other,
+            };
+            (o, far)
+        };
+        if let Some((s, k)) = far {
+            self.lock(s).big.remove(k);
+        }
         Some(o)
     }
 
     pub fn get(&self, addr: u64) -> Option<Obj> {
-        self.primary.get(addr)
+        self.lock(shard_of(addr)).primary.get(addr)
     }
 
     /// The object that contains `a` (an interior pointer is fine).
@@ -388,7 +426,7 @@ impl ObjectMap {
         if a == 0 {
             return None;
         }
-        if let Some(o) = self.primary.get(a) {
+        if let Some(o) = self.get(a) {
             return Some(o);
         }
         let mut cand = a & !7;
@@ -396,7 +434,7 @@ impl ObjectMap {
             cand = cand.wrapping_sub(8);
         }
         while cand != 0 && a - cand <= SMALL_MAX {
-            if let Some(o) = self.primary.get(cand) {
+            if let Some(o) = self.get(cand) {
                 if contains(&o) {
                     return Some(o);
                 }
@@ -405,13 +443,14 @@ impl ObjectMap {
             cand -= 8;
         }
         for c in (class_of(SMALL_MAX + 1)..=64)
-            .filter(|&c| self.class_pop[c as usize].load(Ordering::Relaxed) > 0)
+            .filter(|&c| self.class_seen[c as usize].load(Ordering::Relaxed))
         {
             let block = a >> (c - 1);
             for k in 0..3u64 {
                 let Some(b) = block.checked_sub(k) else { break };
-                if let Some(e) = self.big.get(big_key(c, b)) {
-                    if let Some(o) = self.primary.get(e.size) {
+                let e = self.lock(big_shard(c, b)).big.get(big_key(c, b));
+                if let Some(e) = e {
+                    if let Some(o) = self.get(e.size) {
                         if contains(&o) {
                             return Some(o);
                         }
@@ -422,8 +461,15 @@ impl ObjectMap {
         None
     }
 
+    /// Every object, shard by shard under its lock.
+    pub fn for_each(&self, mut f: impl FnMut(&Obj)) {
+        for s in &self.shards {
+            s.0.lock().primary.for_each(&mut f);
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.primary.shards.iter().map(|s| s.0.lock().len()).sum()
+        self.shards.iter().map(|s| s.0.lock().primary.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -431,12 +477,14 @@ impl ObjectMap {
     }
 
     pub(crate) fn lock_all(&self) {
-        self.primary.lock_all();
-        self.big.lock_all();
+        for s in &self.shards {
+            core::mem::forget(s.0.lock());
+        }
     }
     pub(crate) unsafe fn unlock_all(&self) {
-        self.primary.unlock_all();
-        self.big.unlock_all();
+        for s in &self.shards {
+            s.0.force_unlock();
+        }
     }
 }
 
@@ -1059,7 +1107,7 @@ pub fn lookup(addr: u64) -> Option<ObjectInfo> {
 pub fn each_live(keep: impl Fn(u64, u64) -> bool, mut f: impl FnMut(ObjectInfo)) {
     let _g = threads::RtGuard::enter();
     let mut objs = Vec::new();
-    OBJECTS.primary.for_each(|o| {
+    OBJECTS.for_each(|o| {
         if keep(o.addr, o.size) {
             objs.push(*o);
         }
