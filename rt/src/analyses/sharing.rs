@@ -799,9 +799,9 @@ fn note_object(r: &Record, o: &crate::analysis::ObjectInfo) {
 /// a longer one has the tracked-line table searched instead (at most `fs_max_lines` records)
 /// and its shadow pages given back whole.
 const FREE_SCAN_LINES: u64 = 4096;
-/// A freed block at most this many lines long whose lines have no record is done word by
+/// A freed block at most this many lines long (4 KiB) whose lines have no record is done word by
 /// word, without the tracked-line table (`object_freed`).
-const FREE_FAST_LINES: u64 = 8;
+const FREE_FAST_LINES: u64 = 64;
 
 /// A heap block is being freed. Tracked lines inside it learn the block, so the report names
 /// its allocation site after it is gone (whatever its size). Then the lines wholly inside it
