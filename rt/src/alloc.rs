@@ -1421,6 +1421,38 @@ mod tests {
         assert_eq!(m.len(), 4);
     }
 
+    /// Containment entries of all the map's tables.
+    fn big_len(m: &ObjectMap) -> usize {
+        m.shards.iter().map(|s| s.0.lock().big.len()).sum()
+    }
+
+    #[test]
+    fn containment_entries_follow_their_objects_across_shards() {
+        let m = ObjectMap::new();
+        // Objects over 1 MiB keep their containment entry in another shard than their start
+        // (the block's first byte decides); small neighbours of one line spread over shards.
+        let (a, b) = (0x7f00_0012_3450u64, 0x7f00_0123_4560u64);
+        assert!(big_entry(&o(a, 3 << 20)).is_some_and(|(s, _)| s != shard_of(a)));
+        assert_ne!(shard_of(0x5000_0010), shard_of(0x5000_0020));
+        m.insert(o(a, 3 << 20));
+        m.insert(o(b, 5000));
+        m.insert(o(0x5000_0010, 16));
+        m.insert(o(0x5000_0020, 16));
+        assert_eq!(big_len(&m), 2);
+        assert_eq!(m.containing(a + (3 << 20) - 1).map(|x| x.addr), Some(a));
+        assert_eq!(m.containing(a + (3 << 20)), None);
+        assert_eq!(m.containing(b + 4999).map(|x| x.addr), Some(b));
+        assert_eq!(m.containing(0x5000_001f).map(|x| x.addr), Some(0x5000_0010));
+        // A stale entry replaced at the same start: its containment entry goes with it.
+        assert_eq!(m.insert(o(a, 300)).map(|x| x.size), Some(3 << 20));
+        assert_eq!(big_len(&m), 2);
+        assert_eq!(m.containing(a + 1000), None);
+        assert_eq!(m.containing(a + 299).map(|x| x.size), Some(300));
+        assert_eq!(m.remove(a).map(|x| x.size), Some(300));
+        assert_eq!(m.remove(b).map(|x| x.size), Some(5000));
+        assert_eq!((big_len(&m), m.len()), (0, 2));
+    }
+
     #[test]
     fn big_index_every_offset() {
         let m = ObjectMap::new();
