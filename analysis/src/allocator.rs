@@ -8,8 +8,11 @@ use crate::findings::{Analysis, Confidence, Evidence, Finding, Impact, Object};
 /// allocator's measured time ...
 pub const ADVISE_SHARE_OF_ALLOCATOR: f64 = 0.20;
 /// ... and at least this share of the threads' CPU time (the run's wall-clock time for a
-/// profile without it).
-pub const ADVISE_SHARE_OF_RUN: f64 = 0.02;
+/// profile without it). The model prices the allocator's calls only; what an allocator does
+/// to the rest of the run (its layout, its caches) moved whole runs by more than 10% the other
+/// way: on the larson-like known answer, mimalloc's calls priced at jemalloc's costs saved 5%
+/// of the CPU time, and jemalloc ran that program 13% slower natively.
+pub const ADVISE_SHARE_OF_RUN: f64 = 0.10;
 /// Advise switching only when the in-use allocator's own reference costs price this run's
 /// operations within this factor of its measured time (either way): otherwise the reference
 /// costs do not describe this run, and neither can they describe the others'.
@@ -308,10 +311,10 @@ mod tests {
 
     #[test]
     fn switching_is_advised_from_both_shares() {
-        // 20% of the allocator's 100 ms and 2% of the threads' 1 s.
-        assert!(switch_advised(20e6, 100e6, 1_000_000_000));
-        assert!(!switch_advised(19.9e6, 100e6, 1_000_000_000));
-        assert!(!switch_advised(20e6, 100e6, 1_001_000_000));
+        // 20% of the allocator's 100 ms and 10% of the threads' 200 ms.
+        assert!(switch_advised(20e6, 100e6, 200_000_000));
+        assert!(!switch_advised(19.9e6, 100e6, 200_000_000));
+        assert!(!switch_advised(20e6, 100e6, 200_100_000));
         let cpu = "the threads' CPU time";
         let f = |self_check| {
             switch_finding(
@@ -320,7 +323,7 @@ mod tests {
                 60e6,
                 100e6,
                 self_check,
-                1_000_000_000,
+                400_000_000,
                 cpu,
                 "LD_PRELOAD",
             )
@@ -336,7 +339,7 @@ mod tests {
             ("allocator_switch", 0.04)
         );
         assert!(
-            f.fix.starts_with("try jemalloc 5.3.0: at its reference costs (scaled by 0.91, this run's measured time over glibc's own) these operations would take 60.0 ms instead of 100.0 ms (4% of the threads' CPU time less)")
+            f.fix.starts_with("try jemalloc 5.3.0: at its reference costs (scaled by 0.91, this run's measured time over glibc's own) these operations would take 60.0 ms instead of 100.0 ms (10% of the threads' CPU time less)")
                 && f.fix.ends_with("; LD_PRELOAD"),
             "{}",
             f.fix
