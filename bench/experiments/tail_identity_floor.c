@@ -1,6 +1,7 @@
-/* A design prototype, not the runtime (issue 46; docs/history/default.md, "The tail-identity
- * floor"): what an allocation path costs that records every small object's identity without a
- * stack walk or an object map, on malloc(40)/free pairs. Built and timed by hand:
+/* A design prototype, not the runtime (issue 46; docs/history/default.md, "The allocation
+ * path at a2d54ae, and the tail-identity floor"): what an allocation path costs that records
+ * every small object's identity without a stack walk or an object map, on malloc(40)/free
+ * pairs. Built and timed by hand:
  *
  *   clang-22 -O2 -fno-omit-frame-pointer -DMODE=0 -DPAIRS=40000000L tail_identity_floor.c -o q0 -lpthread
  *   clang-22 -O2 -fno-omit-frame-pointer -DMODE=1 -DPAIRS=40000000L tail_identity_floor.c -o q1 -lpthread
