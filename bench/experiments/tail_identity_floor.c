@@ -5,7 +5,8 @@
  *
  *   clang-22 -O2 -fno-omit-frame-pointer -DMODE=0 -DPAIRS=40000000L tail_identity_floor.c -o q0 -lpthread
  *   clang-22 -O2 -fno-omit-frame-pointer -DMODE=1 -DPAIRS=40000000L tail_identity_floor.c -o q1 -lpthread
- *   farm-bench -n 5 --vs "./q0 2" -- ./q1 2
+ *   farm-bench -n 5 --vs "./q0 2" -- ./q1 2      (or hyperfine -N --warmup 1 './q0 2' './q1 2';
+ *                                               docs/benchmarks.md, "Paired A/B timings")
  *
  * MODE 0: plain malloc/free behind noinline wrappers (as an interposer forwards). MODE 1, per
  * malloc: a sampling countdown and the thread's totals; the caller's two return addresses
