@@ -59,7 +59,7 @@ const fn program(name: &'static str, sources: &'static [&'static str]) -> Progra
 
 /// The list: the malloc-heavy kernels, then real programs and programs of their shapes.
 /// The kernels run 2-10 times their own default work (a few tenths of a second natively): at
-/// 0.03-0.1 s a kernel's ratio moved by a third between two bench runs of one build.
+/// 0.03-0.2 s a kernel's native median moved by up to 2x between two bench runs an hour apart.
 /// gapbs and LULESH are not among the crates this repository reaches offline: their shapes
 /// stand in (tests/fixtures/faithful/bfs_graph.cpp, an R-MAT graph's OpenMP BFS as gapbs's
 /// `bfs -g 17 -n 3`; stencil/stencil.cc, a LULESH-like Sedov blast, single-threaded). expat's
