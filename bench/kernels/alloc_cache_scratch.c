@@ -1,6 +1,7 @@
 /* Passive false sharing through the allocator (the shape of mimalloc-bench's cache-scratch,
- * after Hoard's, written here): main allocates one small object per thread in a row (they
- * share cache lines) and hands each thread one; the thread frees it, then ROUNDS times
+ * after Hoard's, written here): main allocates one small object per thread in a row (they may
+ * share cache lines: under glibc 2.36 two threads' 8-byte blocks lie at line offsets 32 and 0,
+ * on two lines) and hands each thread one; the thread frees it, then ROUNDS times
  * allocates an object of the same size, writes it REPS times and frees it. An allocator that
  * gives a thread back the block main allocated for it keeps the threads' objects on shared
  * lines. T threads (argv[1], default 2); prints the sum of what was written. */
