@@ -118,11 +118,11 @@ pub fn script_safe_json(json: &str) -> String {
 
 /// The model's data, dropping the lowest-ranked rows of the largest lists until its JSON is
 /// at most `max` bytes. Returns the JSON and what was dropped, one line per list.
-fn fitted(report: &Report, max: usize) -> Result<(String, Vec<String>), String> {
+fn fitted(report: &Report, max: usize) -> Result<(String, Vec<String>, usize), String> {
     let json = |r: &Report| serde_json::to_string(r).map_err(|e| format!("--format html: {e}"));
     let mut text = json(report)?;
     if text.len() <= max {
-        return Ok((text, Vec::new()));
+        return Ok((text, Vec::new(), report.findings.len()));
     }
     let mut r = report.clone();
     let mut dropped: std::collections::BTreeMap<&'static str, usize> = Default::default();
@@ -141,7 +141,7 @@ fn fitted(report: &Report, max: usize) -> Result<(String, Vec<String>), String> 
                 .iter()
                 .map(|(name, n)| format!("{name}: the lowest-ranked {n} rows dropped"))
                 .collect();
-            return Ok((text, notes));
+            return Ok((text, notes, r.findings.len()));
         }
     }
     Err(format!(
@@ -307,9 +307,17 @@ pub fn read_sources(
     Ok((out, notes))
 }
 
+/// The Findings table's rows ([`crate::render::finding_groups`]) of the `kept` findings the
+/// page's data holds (a report cut to fit keeps a prefix of the ranking).
+fn finding_groups(report: &Report, kept: usize) -> Vec<crate::render::FindingGroup> {
+    let mut g = crate::render::finding_groups(&report.findings, report.summary.inputs.len() > 1);
+    g.retain(|g| g.head < kept);
+    g
+}
+
 /// The page.
 pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
-    let (json, dropped) = fitted(report, opts.max_bytes)?;
+    let (json, dropped, kept) = fitted(report, opts.max_bytes)?;
     let meta = serde_json::json!({
         "generator": format!("profcc {}", env!("CARGO_PKG_VERSION")),
         "dropped": dropped,
@@ -317,7 +325,7 @@ pub fn render(report: &Report, opts: &HtmlOptions) -> Result<Vec<u8>, String> {
         "local_space": profcc_schema::regions::LOCAL,
         "max_snapshot_sites": profcc_schema::regions::MAX_SNAPSHOT_SITES,
         "timer_floor_ns": crate::model::TIMER_FLOOR_NS,
-        "listed_inputs": crate::render::text::LISTED_INPUTS,
+        "finding_groups": finding_groups(report, kept),
     });
     let title = match report.summary.inputs.as_slice() {
         [] => "profcc report".to_string(),
@@ -351,8 +359,8 @@ pub fn render_diff(
     max_bytes: usize,
 ) -> Result<Vec<u8>, String> {
     let diff = serde_json::to_string(d).map_err(|e| format!("--format html: {e}"))?;
-    let (b, mut dropped) = fitted(&flame_only(base_side), max_bytes / 2)?;
-    let (n, more) = fitted(&flame_only(new_side), max_bytes / 2)?;
+    let (b, mut dropped, _) = fitted(&flame_only(base_side), max_bytes / 2)?;
+    let (n, more, _) = fitted(&flame_only(new_side), max_bytes / 2)?;
     dropped.extend(more);
     dropped.dedup();
     let title = format!("profcc diff: {}", d.new.exe);

@@ -59,18 +59,7 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
     if v.is_empty() {
         return;
     }
-    // The ranking puts each key's largest first: that one stands for the key.
-    let mut groups: Vec<(&profcc_analysis::findings::Finding, Vec<usize>)> = Vec::new();
-    let mut of_key: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for f in v {
-        match of_key.get(f.key.as_str()) {
-            Some(&g) if several_inputs => groups[g].1.push(f.input),
-            _ => {
-                of_key.insert(&f.key, groups.len());
-                groups.push((f, vec![f.input]));
-            }
-        }
-    }
+    let groups = crate::render::finding_groups(v, several_inputs);
     let mut more = if groups.len() > TOP_FINDINGS {
         format!(", the first {TOP_FINDINGS} of {}", groups.len())
     } else {
@@ -85,9 +74,10 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
     out.push_str(&format!(
         "\nTop findings (every analysis, by estimated time saved, then confidence{more}; details in each analysis's section below)\n"
     ));
-    for (n, (f, inputs)) in groups.iter().take(TOP_FINDINGS).enumerate() {
+    for (n, g) in groups.iter().take(TOP_FINDINGS).enumerate() {
+        let f = &v[g.head];
         let input = if several_inputs {
-            format!("{} ", input_list(inputs))
+            format!("[{}] ", g.label)
         } else {
             String::new()
         };
@@ -104,11 +94,11 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
                     .join(", ")
             )
         };
-        let in_which = if inputs.len() > 1 {
+        let in_which = if g.inputs.len() > 1 {
             format!(
                 " in [{}], the most of the {} profiles with it",
                 f.input,
-                inputs.len()
+                g.inputs.len()
             )
         } else {
             String::new()
@@ -127,26 +117,6 @@ fn findings(v: &[profcc_analysis::findings::Finding], several_inputs: bool, out:
             out.push_str(&format!("    crossed: {}\n", f.threshold));
         }
     }
-}
-
-/// Profiles a grouped finding names before "and N more" (the text and the page's Findings
-/// table, which reads it from its META).
-pub const LISTED_INPUTS: usize = 5;
-
-/// Inputs as `[0]`, `[0, 2, 3]`, or past [`LISTED_INPUTS`] `[0, 1, 2, 3, 4 and 95 more]`,
-/// sorted.
-fn input_list(inputs: &[usize]) -> String {
-    const SHOWN: usize = LISTED_INPUTS;
-    let mut v = inputs.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let shown: Vec<String> = v.iter().take(SHOWN).map(|i| i.to_string()).collect();
-    let rest = if v.len() > SHOWN {
-        format!(" and {} more", v.len() - SHOWN)
-    } else {
-        String::new()
-    };
-    format!("[{}{rest}]", shown.join(", "))
 }
 
 /// `jemalloc 5.3.0 (/usr/lib/.../libjemalloc.so.2, symbol mallctl)`.
@@ -1907,9 +1877,27 @@ mod top_findings_tests {
         assert!(one.contains(" 1. numa: global `x` at a.c:7\n"), "{one}");
         assert!(!one.contains("listed once"), "{one}");
         assert_eq!(
-            input_list(&(0..8).rev().collect::<Vec<_>>()),
-            "[0, 1, 2, 3, 4 and 3 more]"
+            crate::render::input_list(&(0..8).collect::<Vec<_>>()),
+            "0, 1, 2, 3, 4 and 3 more"
         );
+        // Grouped: the profiles sorted and each once, whatever order the ranking met them in.
+        let v = ranked(vec![
+            finding("x", 3, 0.004),
+            finding("x", 1, 0.003),
+            finding("y", 2, 0.002),
+            finding("x", 1, 0.001),
+        ]);
+        let g = crate::render::finding_groups(&v, true);
+        assert_eq!(
+            g.iter()
+                .map(|g| (v[g.head].key.as_str(), g.inputs.clone(), g.label.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                (v[g[0].head].key.as_str(), vec![1, 3], "1, 3"),
+                (v[g[1].head].key.as_str(), vec![2], "2")
+            ]
+        );
+        assert_eq!(crate::render::finding_groups(&v, false).len(), 4);
     }
 
     /// Of twelve ranks' NUMA sections the text shows the eight with the most remote accesses,

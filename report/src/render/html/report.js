@@ -58,22 +58,13 @@
     });
     add(runs, h('dl', { cls: 'run' }, h('dt', { text: 'report by' }), h('dd', { text: META.generator + ', report format ' + R.format + ' ' + R.version })));
     add(el, h('h2', { text: 'Findings (every analysis, ranked by estimated time saved, then confidence)' }));
-    /* Of several profiles (ranks), one row per key: the profile where it saves the most (the
-       ranking puts it first), with the profiles that have it. */
-    var found = R.findings;
-    if (several) {
-      var byKey = {};
-      found = [];
-      R.findings.forEach(function (f) {
-        var g = byKey[f.key];
-        if (g) { if (g._inputs.indexOf(f.input) < 0) g._inputs.push(f.input); return; }
-        g = Object.assign({}, f, { _inputs: [f.input] });
-        byKey[f.key] = g;
-        found.push(g);
-      });
-      found.forEach(function (g) { g._inputs.sort(function (a, b) { return a - b; }); });
-      if (found.length < R.findings.length) add(el, note('A finding several profiles have is one row, as in the profile where it saves the most: ' + int(found.length) + ' rows for ' + int(R.findings.length) + ' findings.'));
-    }
+    /* The rows as the text lists them (render::finding_groups, in META): of several profiles
+       (ranks), one row per key, the profile where it saves the most with the profiles that
+       have it. */
+    var found = META.finding_groups.map(function (g) {
+      return Object.assign({}, R.findings[g.head], { _inputs: g.inputs, _label: g.label });
+    });
+    if (found.length < R.findings.length) add(el, note('A finding several profiles have is one row, as in the profile where it saves the most: ' + int(found.length) + ' rows for ' + int(R.findings.length) + ' findings.'));
     if (!R.findings.length) add(el, note('No findings.'));
     else add(el, table({
       name: 'findings', rows: found.map(function (f, i) { f._rank = i + 1; return f; }),
@@ -95,12 +86,12 @@
         })
       ].concat(several ? [
         num('input', function (f) { return f.input; }),
-        txt('profiles', function (f) { return inputList(f._inputs); }, { cls: 'mono' })
+        txt('profiles', function (f) { return f._label; }, { cls: 'mono' })
       ] : []),
       detail: function (f) {
         return [
           h('div', { text: 'key: ' + f.key, cls: 'mono' })
-        ].concat(several && f._inputs.length > 1 ? [h('div', { text: 'in ' + f._inputs.length + ' profiles (' + f._inputs.join(', ') + '); the figures are profile ' + f.input + '\'s, where it saves the most' })] : []).concat([
+        ].concat(f._inputs.length > 1 ? [h('div', { text: 'in ' + f._inputs.length + ' profiles (' + f._inputs.join(', ') + '); the figures are profile ' + f.input + '\'s, where it saves the most' })] : []).concat([
           h('div', { text: 'places: ' + f.places.join(', ') }),
           h('div', { text: 'evidence: ' + f.evidence.map(function (e) { return e.name + ' = ' + evidence(e); }).join('; ') }),
           h('div', { text: 'impact: ' + f.impact.formula + ' from ' + f.impact.inputs.map(function (e) { return e.name + ' = ' + evidence(e); }).join('; ') })
@@ -114,12 +105,6 @@
       add(el, h('ul', null, n.warnings.concat(n.notes).map(function (x) { return h('li', { text: x }); })));
     }
   });
-  /* Profiles as the text report lists them: `0, 2, 3`, past META.listed_inputs (5)
-     `0, 1, 2, 3, 4 and 95 more`. */
-  function inputList(v) {
-    var n = META.listed_inputs;
-    return v.slice(0, n).join(', ') + (v.length > n ? ' and ' + (v.length - n) + ' more' : '');
-  }
   function evidence(e) {
     var v = e.value;
     if (e.unit === 'bytes' || e.unit === 'B') return bytes(v);
