@@ -799,9 +799,9 @@ fn note_object(r: &Record, o: &crate::analysis::ObjectInfo) {
 /// a longer one has the tracked-line table searched instead (at most `fs_max_lines` records)
 /// and its shadow pages given back whole.
 const FREE_SCAN_LINES: u64 = 4096;
-/// A freed block at most this many lines long (4 KiB) whose lines have no record is done word by
-/// word, without the tracked-line table (`object_freed`).
-const FREE_FAST_LINES: u64 = 64;
+/// A freed block of fewer lines than a shadow page has words cannot free a whole shadow page:
+/// `object_freed` does it in one pass over its words.
+const ONE_PASS_LINES: u64 = (1 << profcc_abi::PAGE_SHIFT) >> profcc_abi::SHADOW_WORD_SHIFT;
 
 /// A heap block is being freed. Tracked lines inside it learn the block, so the report names
 /// its allocation site after it is gone (whatever its size). Then the lines wholly inside it
@@ -809,7 +809,8 @@ const FREE_FAST_LINES: u64 = 64;
 /// accesses of the freed one's threads must not count against it (no invalidation, no
 /// shared byte across two lifetimes). A tracked line keeps its record (the freed block's
 /// history, reported with the block); a new lifetime that contends gets a record of its own.
-/// Lines the block shares with its neighbours keep their state.
+/// Lines the block shares with its neighbours are reset too, unless a live neighbour's record
+/// needs them.
 pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     if !CHECKED_MODULE.load(Relaxed)
         || SHADOW.load(Relaxed) != 1
@@ -820,33 +821,45 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     }
     let first = o.start & !63;
     let end = o.start.saturating_add(o.size).min(APP_LIMIT);
-    // Most frees: a block of a few lines, none of them hot or retired. Such a line ends with
-    // a zero word below too (inside the block or shared with a neighbour alike), so that is
-    // done here, line by line; the first line that may have a record takes the whole way
-    // (the lines zeroed before it are lines the whole way zeroes too).
-    if end - first <= FREE_FAST_LINES * 64 {
-        let mut line = first;
-        loop {
-            let w = word(line);
-            let v = w.load(Relaxed);
-            if v & (ShadowWord::HOT | ShadowWord::RETIRED) != 0 {
-                break;
-            }
-            if v != 0 {
-                w.store(0, Relaxed);
-            }
-            line += 64;
-            if line >= end {
-                return;
-            }
+    // Records the table holds (a word can name one past them when the table was full).
+    let records = || {
+        if TABLE.load(Relaxed) == 0 {
+            0
+        } else {
+            (NEXT.load(Relaxed).min(MAX_LINES.load(Relaxed))) as u64
         }
-    }
-    let n = if TABLE.load(Relaxed) == 0 {
-        0
-    } else {
-        (NEXT.load(Relaxed).min(MAX_LINES.load(Relaxed))) as u64
     };
     let lines = (end - first).div_ceil(64);
+    if lines < ONE_PASS_LINES {
+        // Most frees: every line's word once. A line with a record learns the block; a line
+        // wholly inside the block goes to zero, one it shares with a neighbour (or the
+        // allocator's headers) too, unless it is tracked and bytes outside the block were
+        // accessed (a live neighbour's record stays; a cold neighbour loses at most the one
+        // invalidation its next write would have been).
+        let mut line = first;
+        while line < end {
+            let sh = word(line);
+            let w = ShadowWord(sh.load(Relaxed));
+            if w.0 != 0 {
+                let inside = line >= o.start && line + 64 <= end;
+                let zero = match w.record() {
+                    None => true,
+                    Some(i) if i < records() => {
+                        note_object(record(i), o);
+                        inside || !used_outside(record(i), line, o.start, end)
+                    }
+                    Some(_) => inside,
+                };
+                if zero {
+                    sh.store(0, Relaxed);
+                }
+            }
+            line += 64;
+        }
+        return;
+    }
+    // A longer block: the same, with its inside lines' whole shadow pages given back.
+    let n = records();
     if lines <= FREE_SCAN_LINES || lines <= n {
         let mut line = first;
         while line < end {
@@ -871,10 +884,7 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     if lo < hi {
         clear_shadow(lo, hi);
     }
-    // Lines it shares with its neighbours (or with the allocator's headers): reset too,
-    // unless the line is tracked and bytes outside the block were accessed (a live
-    // neighbour's record stays; a cold neighbour loses at most the one invalidation its
-    // next write would have been).
+    // Lines it shares with its neighbours, as above.
     let last = (end - 1) & !63;
     let edges = [Some(first), (last != first).then_some(last)];
     for line in edges.into_iter().flatten() {
