@@ -262,21 +262,22 @@ impl Table {
 static FIRST_CAP: AtomicUsize = AtomicUsize::new(1024);
 const FIRST_CAP_SAMPLED: usize = 64;
 
-/// The map is sharded by the 1 MiB region an object starts in, not by its address alone: a
-/// thread's objects come from its allocator's own arenas or slabs, so its map operations
-/// find their shard's lock and slots in its own cache, where a shard per hashed address sent
-/// both to the other core on most calls of two threads (the larson-like kernel spent 58% of
-/// its time in the map, most of it on the locks' and slots' lines).
+/// The map is sharded by the 1 MiB region an object starts in (and its granule, below), not
+/// by a hash of its address: a thread's objects come from its allocator's own arenas or slabs,
+/// so its map operations find their shard's lock and slots in its own cache, where a shard per
+/// hashed address sent both to the other core on most calls of two threads (the larson-like
+/// kernel spent 58% of its time in the map, most of it on the locks' and slots' lines).
 const REGION_SHIFT: u32 = 20;
 
-/// An object's shard: its region's, hashed.
+/// An address's shard: its region's, hashed, plus its 16-byte granule modulo 16, so two
+/// threads' neighbouring blocks (main's blocks handed out one per thread) take two locks.
 #[inline]
 fn shard_of(addr: u64) -> usize {
     ((mix((addr >> REGION_SHIFT) ^ 0x5555) >> 56) as usize + ((addr >> 4) as usize & 15)) % SHARDS
 }
 
-/// A shard's two tables, under one lock: exact starts, and the containment index of the
-/// larger objects that start in the shard's regions.
+/// A shard's two tables, under one lock: exact starts, and the containment entries whose
+/// block starts in the shard ([`big_shard`]).
 struct Tables {
     primary: Table,
     big: Table,
@@ -297,8 +298,9 @@ fn big_key(class: u32, block: u64) -> u64 {
 }
 
 /// The shard of the containment entry for the object of class `c` that starts in `block`:
-/// the block's own (a block of up to 1 MiB lies in one region, that of the objects starting
-/// in it; larger ones go by their first byte).
+/// the shard of the block's first byte, all a lookup knows. It is the object's own only when
+/// the object starts at a multiple of 256 bytes in the same region (a page-aligned block's);
+/// other objects over [`SMALL_MAX`] take a second lock for it.
 #[inline]
 fn big_shard(c: u32, block: u64) -> usize {
     shard_of(block << (c - 1))
@@ -357,7 +359,8 @@ impl ObjectMap {
     /// Insert a new object; returns a stale entry at the same address (its free was not seen).
     pub fn insert(&self, o: Obj) -> Option<Obj> {
         let home = shard_of(o.addr);
-        // Containment entries in another shard (objects over 1 MiB), done after the home lock.
+        // Containment entries in another shard than the start's ([`big_shard`]), done after
+        // the home lock.
         let mut far: [Option<(usize, u64, Option<u64>)>; 2] = [None, None];
         let old = {
             let mut t = self.lock(home);
@@ -1429,8 +1432,9 @@ mod tests {
     #[test]
     fn containment_entries_follow_their_objects_across_shards() {
         let m = ObjectMap::new();
-        // Objects over 1 MiB keep their containment entry in another shard than their start
-        // (the block's first byte decides); small neighbours of one line spread over shards.
+        // Objects over SMALL_MAX not 256-byte aligned keep their containment entry in another
+        // shard than their start (the block's first byte decides); small neighbours of one
+        // line spread over shards.
         let (a, b) = (0x7f00_0012_3450u64, 0x7f00_0123_4560u64);
         assert!(big_entry(&o(a, 3 << 20)).is_some_and(|(s, _)| s != shard_of(a)));
         assert_ne!(shard_of(0x5000_0010), shard_of(0x5000_0020));
