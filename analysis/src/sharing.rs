@@ -32,8 +32,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 /// instead and the summary says nothing.
 ///
 /// Why 1.1: the prediction is an upper bound (every invalidation costs `fs_inv_ns`), and the
-/// gains measured by padding were well under it (docs/benchmarks.md, "Predicted speed-up vs
-/// padding": 4.2x for a bound of 9.8x; 1.0x for bounds of 9.9x and 6.8x). A bound under 10%
+/// gains measured by padding were well under it (docs/history/sharing.md, "The reading of the
+/// issue-3 run": 4.2x for a bound of 9.8x; 1.0x for bounds of 9.9x and 6.8x). A bound under 10%
 /// therefore promises a gain too small to tell from the noise of timing one run, and saying
 /// "faster" for it would send users after nothing. The summary used to show gains from 1.01x
 /// and the report from 1.1x; this is now the one value, the report's.

@@ -2,7 +2,7 @@
  * pairs, the loop of issue 12's figures. The block is published through a volatile pointer so
  * the optimiser cannot delete the pair: a thread's own (thread-local), since one pointer written
  * by every thread made the two-thread runs a measurement of that line moving between the cores
- * (docs/benchmarks.md, "Two threads of alloc_pairs"). */
+ * (docs/history/allocation-path.md, "Two threads of alloc_pairs"). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -188,7 +188,7 @@ extern uint64_t profcc_sample_mean; /* 0: every allocation is recorded */
  * allocator analysis's reuse state (`freed_in`). Apart, not interleaved: a filter page
  * nothing was recorded in stays the kernel's shared zero page, so the filter costs a free
  * next to no cache, and the reuse state the analysis writes fills half the lines (a 12 MiB
- * heap's 768 KiB, not 1.5 MiB: under a 1 MiB L2; docs/benchmarks.md, "The reuse part"). */
+ * heap's 768 KiB, not 1.5 MiB: under a 1 MiB L2; docs/history/allocation-path.md, "The reuse part"). */
 extern uint8_t *profcc_granules;
 #define GRANULE_BITS 20
 #define REUSE_AT (1u << GRANULE_BITS)
@@ -554,7 +554,7 @@ static inline int in_dtv(const void *p) {
 
 /* ---- the tail path (sampling) ----
  *
- * Measured on malloc(40)/free pairs (docs/benchmarks.md, "The tail path"): an interposer that
+ * Measured on malloc(40)/free pairs (docs/history/allocation-path.md, "The tail path"): an interposer that
  * does its work before the real call and jumps to it at the end (a tail call) costs 1.03x
  * native; one that does anything after the call returns, even one store, 1.25x. So while
  * sampling runs, a malloc, calloc or free of the program that records nothing does all its
@@ -620,7 +620,7 @@ __attribute__((always_inline)) static inline int tail_under(uintptr_t own, int a
  * back, until that runs out), and the full path no longer arms. A full-path call
  * (`timing_start`) or a change of the block or the cells first moves the countdowns by the
  * calls taken (`tail_sync`).
- * Measured: docs/benchmarks.md, "The ready word". */
+ * Measured: docs/history/allocation-path.md, "The ready word". */
 __attribute__((noinline)) static void tail_arm_slow(void) {
     tail_sync();
     /* Exact recording: never armed. */
