@@ -402,7 +402,8 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
         }
         assert!(i.total_ns > 0.0);
         // A mean below the timer's floor reads `< 1` in the text, not 0.0.
-        if i.ops.iter().any(|r| r.timed > 0 && r.mean_ns < 1.0) {
+        let floor = profcc_report::model::TIMER_FLOOR_NS;
+        if i.ops.iter().any(|r| r.timed > 0 && r.mean_ns < floor) {
             let text = sh(Command::new(profcc())
                 .env("XDG_CACHE_HOME", probe_cache_home())
                 .arg("report")
@@ -410,7 +411,7 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
             let text = String::from_utf8_lossy(&text.stdout);
             assert!(
                 text.lines()
-                    .any(|l| l.contains(" serial ") && l.contains("< 1")),
+                    .any(|l| l.contains(" serial ") && l.contains(&format!("< {floor}"))),
                 "{name}: {text}"
             );
         }
