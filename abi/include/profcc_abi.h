@@ -17,6 +17,15 @@
 #define PROFCC_PAGE_ENTRY_SHIFT 5 /* 32-byte page records */
 #define PROFCC_PAGE_SHADOW 0x200000000000ull /* 1 TiB: one record per page */
 #define PROFCC_PAGE_SHADOW_SIZE 0x10000000000ull
+#define PROFCC_START_SHIFT 4 /* 16-byte granules */
+#define PROFCC_START_SHADOW 0x210000000000ull /* 32 TiB: a start word per granule */
+#define PROFCC_START_SHADOW_SIZE 0x200000000000ull
+
+/* A heap block's start word */
+#define PROFCC_START_SIZE_BITS 12 /* bits 0-11: size */
+#define PROFCC_START_HALF 0x1000ull /* the block starts at the granule's byte 8 */
+#define PROFCC_START_SITE_SHIFT 13 /* the allocation site's index */
+#define PROFCC_START_SITES 0x80000ull /* sites from here have no start word */
 
 /* The line's shadow word */
 #define PROFCC_HOT 0x8000000000000000ull /* tracked line: the rest is its record index */

@@ -60,6 +60,30 @@ const ITEMS: &[Item] = &[
     ),
     hex("PAGE_SHADOW", PAGE_SHADOW, "1 TiB: one record per page"),
     hex("PAGE_SHADOW_SIZE", PAGE_SHADOW_SIZE, ""),
+    int("START_SHIFT", START_SHIFT as u64, "16-byte granules"),
+    hex(
+        "START_SHADOW",
+        START_SHADOW,
+        "32 TiB: a start word per granule",
+    ),
+    hex("START_SHADOW_SIZE", START_SHADOW_SIZE, ""),
+    Section("A heap block's start word"),
+    int("START_SIZE_BITS", START_SIZE_BITS as u64, "bits 0-11: size"),
+    hex(
+        "START_HALF",
+        START_HALF as u64,
+        "the block starts at the granule's byte 8",
+    ),
+    int(
+        "START_SITE_SHIFT",
+        START_SITE_SHIFT as u64,
+        "the allocation site's index",
+    ),
+    hex(
+        "START_SITES",
+        START_SITES as u64,
+        "sites from here have no start word",
+    ),
     Section("The line's shadow word"),
     hex(
         "HOT",

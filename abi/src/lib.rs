@@ -19,11 +19,16 @@
 //!                                                        page of user space, for the NUMA analysis;
 //!                                                        reserved with the line shadow when a
 //!                                                        module is built with numa
-//! 2100 0000 0000 - 8000 0000 0000: ~95 TiB  APP_HIGH     PIE executables (0x55.., 0x56..), mmap,
+//! 2100 0000 0000 - 4100 0000 0000:  32 TiB  START_SHADOW a u32 per 16-byte granule: the identity of an
+//!                                                        unrecorded heap block starting there
+//!                                                        ([`start_word`]); reserved when sampling
+//!                                                        runs beside a module with access checks
+//! 4100 0000 0000 - 8000 0000 0000: ~63 TiB  APP_HIGH     PIE executables (0x55.., 0x56..), mmap,
 //!                                                        shared libraries, stacks (0x7f..)
 //!
-//! line_shadow(a) = 0x1000_0000_0000 + (a >> 6) * 8      line_of_shadow(s) = (s - 0x1000_0000_0000) / 8 * 64
-//! page_shadow(a) = 0x2000_0000_0000 + (a >> 12) * 32    page_of_shadow(s) = (s - 0x2000_0000_0000) / 32 * 4096
+//! line_shadow(a)  = 0x1000_0000_0000 + (a >> 6) * 8     line_of_shadow(s) = (s - 0x1000_0000_0000) / 8 * 64
+//! page_shadow(a)  = 0x2000_0000_0000 + (a >> 12) * 32   page_of_shadow(s) = (s - 0x2000_0000_0000) / 32 * 4096
+//! start_shadow(a) = 0x2100_0000_0000 + (a >> 4) * 4
 //! ```
 //!
 //! Invariants (tests/address_map.rs): the regions tile `[0, 2^47)`; the shadow of every address
@@ -100,6 +105,11 @@ pub const PAGE_ENTRY_SHIFT: u32 = 5;
 pub const PAGE_SHADOW: u64 = 0x2000_0000_0000;
 pub const PAGE_SHADOW_SIZE: u64 = (APP_LIMIT >> PAGE_SHIFT) << PAGE_ENTRY_SHIFT;
 pub const PAGE_SHADOW_END: u64 = PAGE_SHADOW + PAGE_SHADOW_SIZE;
+/// Heap blocks' starts are tracked per `1 << START_SHIFT`-byte granule.
+pub const START_SHIFT: u32 = 4;
+pub const START_SHADOW: u64 = PAGE_SHADOW_END;
+pub const START_SHADOW_SIZE: u64 = (APP_LIMIT >> START_SHIFT) << 2;
+pub const START_SHADOW_END: u64 = START_SHADOW + START_SHADOW_SIZE;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegionKind {
@@ -107,6 +117,7 @@ pub enum RegionKind {
     App,
     LineShadow,
     PageShadow,
+    StartShadow,
 }
 
 /// One region of the address map: `[start, end)`.
@@ -119,7 +130,7 @@ pub struct Region {
 }
 
 /// The whole address map, in address order; the regions tile `[0, APP_LIMIT)`.
-pub const REGIONS: [Region; 4] = [
+pub const REGIONS: [Region; 5] = [
     Region {
         name: "app (low)",
         kind: RegionKind::App,
@@ -139,9 +150,15 @@ pub const REGIONS: [Region; 4] = [
         end: PAGE_SHADOW_END,
     },
     Region {
+        name: "start shadow",
+        kind: RegionKind::StartShadow,
+        start: START_SHADOW,
+        end: START_SHADOW_END,
+    },
+    Region {
         name: "app (high)",
         kind: RegionKind::App,
-        start: PAGE_SHADOW_END,
+        start: START_SHADOW_END,
         end: APP_LIMIT,
     },
 ];
@@ -168,6 +185,42 @@ pub const fn page_shadow(addr: u64) -> u64 {
 #[inline]
 pub const fn page_of_shadow(shadow: u64) -> u64 {
     ((shadow - PAGE_SHADOW) >> PAGE_ENTRY_SHIFT) << PAGE_SHIFT
+}
+
+/// Address of the start word of the 16-byte granule holding `addr` (`addr < APP_LIMIT`).
+#[inline(always)]
+pub const fn start_shadow(addr: u64) -> u64 {
+    START_SHADOW + ((addr >> START_SHIFT) << 2)
+}
+
+// ---- a heap block's start word ----
+
+/// The start word of an unrecorded heap block (one the allocation path did not put in the
+/// object map while sampling runs beside the sharing or NUMA analysis): what names the block
+/// when one of its lines or pages needs it, written by the allocation and cleared by the free.
+///
+/// ```text
+/// bits 13-31 allocation site index | bit 12 block starts at the granule's byte 8 | bits 0-11 size
+/// ```
+/// Only blocks under `1 << START_SIZE_BITS` bytes get one; a word of 0 is none.
+pub const START_SIZE_BITS: u32 = 12;
+pub const START_HALF: u32 = 1 << START_SIZE_BITS;
+pub const START_SITE_SHIFT: u32 = START_SIZE_BITS + 1;
+/// Sites at or past this index cannot be named by a start word.
+pub const START_SITES: u32 = 1 << (32 - START_SITE_SHIFT);
+
+/// The start word of a block of `size` bytes (`< 1 << START_SIZE_BITS`) at `addr` of `site`
+/// (`< START_SITES`).
+#[inline(always)]
+pub const fn start_word(addr: u64, size: u64, site: u32) -> u32 {
+    site << START_SITE_SHIFT | ((addr as u32 & 8) << (START_SIZE_BITS - 3)) | size as u32
+}
+
+/// The block a start word at the granule of `granule_base` describes: (start, size, site).
+#[inline]
+pub const fn start_block(granule_base: u64, w: u32) -> (u64, u64, u32) {
+    let start = granule_base + if w & START_HALF != 0 { 8 } else { 0 };
+    (start, (w & (START_HALF - 1)) as u64, w >> START_SITE_SHIFT)
 }
 
 // ---- the line's shadow word ----

@@ -76,6 +76,12 @@ fn regions_tile_user_space_in_order() {
         (PAGE_SHADOW, PAGE_SHADOW_SIZE)
     );
     assert_eq!(PAGE_SHADOW_SIZE, 1 << 40, "1 TiB");
+    let start = one(RegionKind::StartShadow);
+    assert_eq!(
+        (start.start, start.end - start.start),
+        (START_SHADOW, START_SHADOW_SIZE)
+    );
+    assert_eq!(START_SHADOW_SIZE, 32 << 40, "32 TiB");
 }
 
 #[test]
@@ -115,7 +121,32 @@ fn every_app_address_has_its_shadow_in_the_shadow_regions() {
             );
             assert_eq!(p % 4, 0);
             assert_eq!(page_of_shadow(p), a & !((1 << PAGE_SHIFT) - 1), "{a:#x}");
+
+            let w = start_shadow(a);
+            assert_eq!(
+                region_of(w).map(|r| r.kind),
+                Some(RegionKind::StartShadow),
+                "start shadow of {a:#x} is {w:#x}"
+            );
+            assert_eq!(w % 4, 0);
+            assert_eq!(start_shadow(a & !15), w);
+            if a + 16 < APP_LIMIT {
+                assert_eq!(start_shadow(a + 16), w + 4);
+            }
         }
+    }
+}
+
+#[test]
+fn start_words_give_back_the_block() {
+    for (addr, size, site) in [
+        (0x5555_0000_0010u64, 40u64, 13u32),
+        (0x5555_0000_0018, 0, START_SITES - 1),
+        (0x7f00_0000_0008, (1 << START_SIZE_BITS) - 1, 1 << 18),
+    ] {
+        let w = start_word(addr, size, site);
+        assert_ne!(w, 0);
+        assert_eq!(start_block(addr & !15, w), (addr, size, site), "{addr:#x}");
     }
 }
 
@@ -125,6 +156,8 @@ fn shadow_ranges_cover_exactly_user_space() {
     assert_eq!(line_shadow(APP_LIMIT - 1), LINE_SHADOW_END - 8);
     assert_eq!(page_shadow(0), PAGE_SHADOW);
     assert_eq!(page_shadow(APP_LIMIT - 1), PAGE_SHADOW_END - 32);
+    assert_eq!(start_shadow(0), START_SHADOW);
+    assert_eq!(start_shadow(APP_LIMIT - 1), START_SHADOW_END - 4);
     // Even a stray access to shadow memory would read shadow, never an application page.
     for r in REGIONS.iter().filter(|r| r.kind != RegionKind::App) {
         for a in samples(r.start, r.end) {

@@ -598,10 +598,21 @@ fn account_alloc(site_idx: u32, tid: u32, size: u64, w: u64, totals: bool) -> u6
 /// now by the calling thread; `measured`: its lifetime ends now (not a stale entry whose free
 /// was not seen).
 fn account_release(o: &Obj, size: u64, whole: bool, measured: bool) {
+    if o.tid & IDENT != 0 {
+        return;
+    }
     if let Some(ss) = sites() {
         let (w, totals) = weight_of(o);
         let born = if measured { o.born } else { 0 };
-        stats::release(ss, o.site, size, whole, w, totals, (o.tid & !SAMPLED, born));
+        stats::release(
+            ss,
+            o.site,
+            size,
+            whole,
+            w,
+            totals,
+            (o.tid & !FILTERED, born),
+        );
     }
 }
 
@@ -614,11 +625,18 @@ fn account_release(o: &Obj, size: u64, whole: bool, measured: bool) {
 // counting filter (the address's byte in the filter part of `GRANULES`, counting the recorded
 // objects that start in it; a saturated count stays set) says a recorded object may start there.
 // The sharing and NUMA analyses need every object: when a module built with their checks
-// registers, sampling stops for good (`module_registered`); objects recorded while it ran keep
-// their weight (`SAMPLED` in `Obj::tid`), later ones are exact.
+// registers, the blocks sampling does not record get start words ("Start words" below). Only
+// when the start shadow cannot be reserved does sampling stop for good (`module_registered`);
+// objects recorded while it ran keep their weight (`SAMPLED` in `Obj::tid`), later ones are
+// exact.
 
 /// `Obj::tid`'s bit for an object recorded by sampling (its weight follows from its size).
 const SAMPLED: u32 = 1 << 31;
+/// `Obj::tid`'s bit for an object in the map for its identity only (sampling did not pick it,
+/// start words run and it has no start word: [`record_identity`]): no site figure counts it.
+const IDENT: u32 = 1 << 30;
+/// The bits whose objects the sampling filter counts.
+const FILTERED: u32 = SAMPLED | IDENT;
 /// Mean bytes between recorded allocations; 0: every allocation is recorded.
 #[export_name = "profcc_sample_mean"] // read by interpose.c's sampling fast path
 static SAMPLE_MEAN: AtomicU64 = AtomicU64::new(0);
@@ -686,6 +704,9 @@ pub(crate) fn module_registered(flags: u32) {
     if flags & (FLAG_SHARING | FLAG_NUMA) == 0 || SAMPLE_MEAN.load(Ordering::Acquire) == 0 {
         return;
     }
+    if start_words_begin() {
+        return; // sampling goes on; the blocks it does not record keep their identity
+    }
     // Sampling's tail paths (interpose.c `tail_ready`) do not read the mean; they stop on
     // what they do read. First the filter, saturated (a saturated count stays set), so a
     // free of an object recorded exactly from now on never passes it; then every block's
@@ -702,6 +723,188 @@ pub(crate) fn module_registered(flags: u32) {
     SAMPLE_MEAN.store(0, Ordering::SeqCst);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Start words: the identity of the blocks sampling does not record.
+//
+// The sharing and NUMA analyses need an object's allocation site only when one of its lines
+// becomes contended or one of its pages is first touched; the allocation path need only leave
+// enough to find it then. While sampling runs beside a module with their checks, a block of
+// fewer than 2^START_SIZE_BITS bytes that sampling did not pick gets a start word
+// (`profcc_abi::start_word`: site, size, which half of its 16-byte granule it starts in) in
+// the start shadow, written after the real call by interpose.c's tail path (`start_put`) or
+// by [`record_identity`] on the full path, and cleared by its free, with the block's line
+// words as the sharing analysis's free would (interpose.c `start_clear`; a line with a record
+// sends the free to the full path, where [`start_freed`] tells the analyses). [`lookup`] finds
+// such a block by scanning back from the address over at most [`START_SCAN`] granules. A larger
+// block sampling did not pick goes into the map for its identity alone (`IDENT`).
+// The tail path's site comes from a per-thread cache keyed by the kind and the caller's two
+// return addresses (interpose.c `start_site`): its deeper frames are those of the first stack
+// walked for that key. The allocating thread and the lifetime of a block with a start word are
+// not known; the sites' figures stay sampling's estimates.
+
+/// Bit `START_ON`: start words are written; bit `START_LINES`: a tail-path free clears the
+/// block's line words (a module with the sharing checks registered). Read by interpose.c.
+#[export_name = "profcc_start_words"]
+static START_WORDS: AtomicU32 = AtomicU32::new(0);
+const START_ON: u32 = 1;
+const START_LINES: u32 = 2;
+/// The start shadow: 0 not asked for yet, 1 reserved, 2 refused.
+static START_SHADOW_STATE: AtomicU32 = AtomicU32::new(0);
+/// Granules a lookup scans back: a start word's block is shorter than this many.
+const START_SCAN: u64 = 1 << (profcc_abi::START_SIZE_BITS - profcc_abi::START_SHIFT);
+
+fn start_slot(addr: u64) -> &'static AtomicU32 {
+    unsafe { &*(profcc_abi::start_shadow(addr) as *const AtomicU32) }
+}
+
+/// Start words begin (a module with access checks registered while sampling runs): false
+/// when the start shadow cannot be reserved.
+fn start_words_begin() -> bool {
+    if START_SHADOW_STATE.load(Ordering::Acquire) == 0 {
+        let ok =
+            mem::map_fixed_zero(profcc_abi::START_SHADOW, profcc_abi::START_SHADOW_SIZE).is_ok();
+        START_SHADOW_STATE.store(if ok { 1 } else { 2 }, Ordering::Release);
+    }
+    if START_SHADOW_STATE.load(Ordering::Acquire) != 1 {
+        return false;
+    }
+    let lines = if LINES_KEPT.load(Ordering::SeqCst) {
+        START_LINES
+    } else {
+        0
+    };
+    START_WORDS.fetch_or(START_ON | lines, Ordering::SeqCst);
+    true
+}
+
+/// The sharing analysis keeps line words (set by [`frees_clear_lines`]).
+static LINES_KEPT: AtomicBool = AtomicBool::new(false);
+
+/// The sharing analysis keeps line words (a module with its checks registered and the line
+/// shadow reserved): a tail-path free clears its block's, as the analysis's free would.
+/// `START_WORDS` stays 0 until start words begin, so interpose.c tests it whole.
+pub(crate) fn frees_clear_lines() {
+    LINES_KEPT.store(true, Ordering::SeqCst);
+    if START_WORDS.load(Ordering::SeqCst) & START_ON != 0 {
+        START_WORDS.fetch_or(START_LINES, Ordering::SeqCst);
+    }
+}
+
+/// The site of a tail-path allocation whose key the thread's cache did not hold (interpose.c
+/// `start_site`, guard set): `NO_SITE` when it cannot have a start word.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_start_site(kind: u32, fp: *mut libc::c_void) -> u32 {
+    let _ = threads::current_id();
+    match site_for(kind, fp) {
+        Some(s) if s < profcc_abi::START_SITES => s,
+        _ => NO_SITE,
+    }
+}
+
+/// A full-path allocation sampling did not pick, while start words run: its start word, or
+/// for a larger block an identity entry in the map.
+fn record_identity(p: u64, n: u64, kind: u32, fp: *mut libc::c_void) {
+    let Some(site) = site_for(kind, fp) else {
+        return;
+    };
+    if n < 1 << profcc_abi::START_SIZE_BITS
+        && site < profcc_abi::START_SITES
+        && p < profcc_abi::APP_LIMIT
+    {
+        start_slot(p).store(profcc_abi::start_word(p, n, site), Ordering::Relaxed);
+        return;
+    }
+    let o = Obj {
+        addr: p,
+        size: n,
+        site,
+        tid: threads::current_id() | IDENT,
+        born: 0,
+    };
+    filter_add(o.addr);
+    insert_object(o);
+}
+
+/// Put `o` in the map; an entry it replaces (a block whose free was not seen) goes.
+fn insert_object(o: Obj) {
+    if let Some(stale) = OBJECTS.insert(o) {
+        if stale.tid & FILTERED != 0 {
+            filter_remove(stale.addr);
+        }
+        account_release(&stale, stale.size, true, false);
+    }
+}
+
+/// interpose.c's `on_alloc`: a full-path allocation sampling did not pick.
+#[no_mangle]
+pub unsafe extern "C" fn profcc_start_record(
+    p: *mut libc::c_void,
+    n: usize,
+    kind: u32,
+    fp: *mut libc::c_void,
+) {
+    record_identity(p as u64, n as u64, kind, fp);
+}
+
+/// The block at `p` is being freed and is not in the map: if it has a start word, the word
+/// goes and the analyses that watch frees hear of it (the full path: a tail-path free did
+/// this itself, or found a line with a record and came here).
+fn start_freed(p: u64) {
+    if START_WORDS.load(Ordering::Relaxed) == 0 || p >= profcc_abi::APP_LIMIT {
+        return;
+    }
+    let slot = start_slot(p);
+    let w = slot.load(Ordering::Relaxed);
+    if w == 0 {
+        return;
+    }
+    let (start, size, site) = profcc_abi::start_block(p & !15, w);
+    if start != p {
+        return; // the word is the other half's block
+    }
+    slot.store(0, Ordering::Relaxed);
+    crate::analysis::unseen_object_freed(|| start_info(start, size, site));
+}
+
+/// interpose.c's `take_obj`: a free the sampling filter cleared found a start word at `p`.
+#[no_mangle]
+pub extern "C" fn profcc_start_freed(p: *mut libc::c_void) {
+    start_freed(p as u64);
+}
+
+fn start_info(start: u64, size: u64, site: u32) -> ObjectInfo {
+    let o = Obj {
+        addr: start,
+        size,
+        site,
+        tid: IDENT,
+        born: 0,
+    };
+    info(&o)
+}
+
+/// The block with a start word that holds `addr`, if any.
+fn start_block_containing(addr: u64) -> Option<ObjectInfo> {
+    if START_SHADOW_STATE.load(Ordering::Acquire) != 1 || addr >= profcc_abi::APP_LIMIT {
+        return None;
+    }
+    let g = addr & !15;
+    for k in 0..START_SCAN.min(g / 16 + 1) {
+        let base = g - k * 16;
+        let w = start_slot(base).load(Ordering::Relaxed);
+        if w == 0 {
+            continue;
+        }
+        let (start, size, site) = profcc_abi::start_block(base, w);
+        if start > addr {
+            continue; // the second half of addr's own granule
+        }
+        // Blocks do not overlap: the nearest start below is the only one that can hold addr.
+        return (addr < start + size.max(1)).then(|| start_info(start, size, site));
+    }
+    None
+}
+
 /// What the profile's notes say of sampling.
 pub fn sampling_note() -> Option<String> {
     let n = SAMPLE_ASKED.load(Ordering::Relaxed);
@@ -709,9 +912,14 @@ pub fn sampling_note() -> Option<String> {
         return None;
     }
     Some(if SAMPLE_MEAN.load(Ordering::Relaxed) == 0 {
-        format!("alloc_sample={n} stopped when a module built with access checks registered (they need every object): allocations before it were sampled (their sites' figures are estimates), those after it are exact")
+        format!("alloc_sample={n} stopped when a module built with access checks registered (they need every object) and the start shadow could not be reserved: allocations before it were sampled (their sites' figures are estimates), those after it are exact")
     } else {
-        format!("allocation sites sampled (alloc_sample={n}): one allocation recorded per {n} bytes on average, standing for 1/(1-exp(-size/{n})) allocations; per-site counts, bytes, frees, live bytes and peaks are estimates, the totals of allocations, bytes and frees are exact")
+        let named = if START_WORDS.load(Ordering::Relaxed) & START_ON != 0 {
+            "; the blocks not recorded are named for the sharing and NUMA analyses by their start words (site and size; allocating thread unknown)"
+        } else {
+            ""
+        };
+        format!("allocation sites sampled (alloc_sample={n}): one allocation recorded per {n} bytes on average, standing for 1/(1-exp(-size/{n})) allocations; per-site counts, bytes, frees, live bytes and peaks are estimates, the totals of allocations, bytes and frees are exact{named}")
     })
 }
 
@@ -837,6 +1045,9 @@ pub unsafe extern "C" fn profcc_on_alloc(
         (1, 0)
     } else {
         if !stats::count_call(n as u64, mean) {
+            if START_WORDS.load(Ordering::Relaxed) != 0 {
+                record_identity(p as u64, n as u64, kind, fp);
+            }
             return NO_SITE;
         }
         (stats::weight(n as u64, mean, p as u64), SAMPLED)
@@ -856,12 +1067,7 @@ pub unsafe extern "C" fn profcc_on_alloc(
     if sampled != 0 {
         filter_add(o.addr);
     }
-    if let Some(stale) = OBJECTS.insert(o) {
-        if stale.tid & SAMPLED != 0 {
-            filter_remove(stale.addr);
-        }
-        account_release(&stale, stale.size, true, false);
-    }
+    insert_object(o);
     crate::analysis::object_allocated(|| info(&o));
     site
 }
@@ -885,24 +1091,32 @@ pub unsafe extern "C" fn profcc_take(p: *mut libc::c_void, out: *mut Obj) -> i32
         // While sampling runs every recorded object is in the filter (after it stopped, the
         // exact ones are not: the map is asked).
         if filter_slot(p as u64).is_some_and(|c| c.load(Ordering::Relaxed) == 0) {
+            start_freed(p as u64);
             return 0; // no recorded object starts in this bucket
         }
     }
     match OBJECTS.remove(p as u64) {
         Some(o) => {
-            if o.tid & SAMPLED != 0 {
+            if o.tid & FILTERED != 0 {
                 filter_remove(o.addr);
             }
             *out = o;
             1
         }
-        None => 0,
+        None => {
+            start_freed(p as u64);
+            0
+        }
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
+    if o.tid & IDENT != 0 {
+        crate::analysis::unseen_object_freed(|| info(o));
+        return;
+    }
     crate::analysis::object_freed(|| info(o));
     account_release(o, o.size, true, true);
 }
@@ -910,7 +1124,7 @@ pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
 /// A failed realloc: the old block is still the program's.
 #[no_mangle]
 pub unsafe extern "C" fn profcc_put_back(o: *const Obj) {
-    if (*o).tid & SAMPLED != 0 {
+    if (*o).tid & FILTERED != 0 {
         filter_add((*o).addr);
     }
     OBJECTS.insert(*o);
@@ -1086,7 +1300,11 @@ fn info(o: &Obj) -> ObjectInfo {
         start: o.addr,
         size: o.size,
         stack,
-        tid: o.tid & !SAMPLED,
+        tid: if o.tid & IDENT != 0 {
+            crate::analysis::UNKNOWN_TID
+        } else {
+            o.tid & !SAMPLED
+        },
         kind,
         site: o.site,
     }
@@ -1100,9 +1318,15 @@ pub fn lookup(addr: u64) -> Option<ObjectInfo> {
     if let Some(o) = OBJECTS.containing(addr) {
         return Some(info(&o));
     }
-    let m = MMAPS.lock();
-    let (_, r) = m.range(..=addr).next_back()?;
-    (addr < r.obj.addr + r.obj.size).then(|| info(&r.obj))
+    {
+        let m = MMAPS.lock();
+        if let Some((_, r)) = m.range(..=addr).next_back() {
+            if addr < r.obj.addr + r.obj.size {
+                return Some(info(&r.obj));
+            }
+        }
+    }
+    start_block_containing(addr)
 }
 
 /// Every live heap object and mmap region that `keep(start, size)` selects, given to `f`

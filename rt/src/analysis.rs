@@ -61,13 +61,17 @@ pub struct ObjectInfo {
     pub size: u64,
     /// Stack depot id of the allocation call.
     pub stack: u32,
-    /// Dense id of the allocating thread.
+    /// Dense id of the allocating thread ([`UNKNOWN_TID`]: not known, for a block named by its
+    /// start word or identity entry).
     pub tid: u32,
     /// Index into alloc.rs's `KIND_NAMES`.
     pub kind: u32,
     /// Allocation-site index (stable for the run).
     pub site: u32,
 }
+
+/// [`ObjectInfo::tid`] of a block whose allocating thread is not known.
+pub const UNKNOWN_TID: u32 = u32::MAX;
 
 /// What the dump gives an analysis besides the profile it adds its section to.
 pub struct DumpContext<'a> {
@@ -214,6 +218,13 @@ pub fn object_allocated(o: impl FnOnce() -> ObjectInfo) {
 #[inline]
 pub fn object_freed(o: impl FnOnce() -> ObjectInfo) {
     send(&WANT_FREE, o, |a, o| a.object_free(o));
+}
+
+/// An object whose allocation no analysis was told of (alloc.rs's start words and identity
+/// entries) is being freed: only the analyses that watch frees and not allocations hear of it.
+pub fn unseen_object_freed(o: impl FnOnce() -> ObjectInfo) {
+    let m = AtomicU32::new(WANT_FREE.load(Ordering::Relaxed) & !WANT_ALLOC.load(Ordering::Relaxed));
+    send(&m, o, |a, o| a.object_free(o));
 }
 
 // ---- the core's parts in the lifecycle ----

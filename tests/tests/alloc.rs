@@ -842,11 +842,15 @@ fn site_in<'a>(r: &'a Report, src: &str, file: &str, marker: &str) -> &'a AllocS
         .unwrap_or_else(|| panic!("no site at {marker}: {:#?}", r.alloc_sites))
 }
 
-/// Sampling stops mid-run (a module with access checks is dlopen'ed) while another thread is
-/// on the tail path and only frees: the objects recorded exactly from then on are taken out
+/// A module with access checks is dlopen'ed mid-run while another thread is on the tail path
+/// and only frees. With its start shadow taken by the program (argv[2] = "taken": a page
+/// mapped there first), sampling stops: the objects recorded exactly from then on are taken out
 /// of the object map by its frees (sampling's filter is saturated before the stop: the tail
-/// path does not read the sampling mean), so none is left live at exit.
+/// path does not read the sampling mean), so none is left live at exit. Without, sampling
+/// goes on with start words, and says so.
 const STOP_MAIN_C: &str = r#"#include <dlfcn.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -870,7 +874,10 @@ int main(int argc, char **argv) {
   pthread_t t;
   pthread_create(&t, 0, worker, 0);
   while (!atomic_load(&armed)) ;
-  void *h = dlopen(argv[1], RTLD_NOW); /* a module with sharing checks: sampling stops */
+  if (argc > 2 && !strcmp(argv[2], "taken") &&
+      mmap((void *)0x210000000000ul, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | 0x100000 /* MAP_FIXED_NOREPLACE */, -1, 0) == MAP_FAILED)
+    return 2;
+  void *h = dlopen(argv[1], RTLD_NOW); /* a module with sharing checks */
   if (!h) { printf("dlopen: %s\n", dlerror()); return 1; }
   int (*touch)(int) = (int (*)(int))dlsym(h, "checked_touch");
   for (int n = 0; n < N; n++) {
@@ -912,12 +919,12 @@ fn sampling_stops_for_a_thread_on_the_tail_path() {
         &[("PROFCC_INSTRUMENT", "none")],
     );
     let lib = s.path("libchecked.so").display().to_string();
-    let (out, p) = s.run_profiled("stop", &[&lib], "summary=0:alloc_sample=524288");
+    let (out, p) = s.run_profiled("stop", &[&lib, "taken"], "summary=0:alloc_sample=524288");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "1 ok\n");
     assert!(
-        p.notes
-            .iter()
-            .any(|n| n.contains("alloc_sample=524288 stopped")),
+        p.notes.iter().any(|n| n.contains(
+            "alloc_sample=524288 stopped when a module built with access checks registered (they need every object) and the start shadow could not be reserved"
+        )),
         "{:?}",
         p.notes
     );
@@ -926,6 +933,16 @@ fn sampling_stops_for_a_thread_on_the_tail_path() {
     assert_eq!(
         (after.count, after.frees, after.live_objects_at_exit),
         (1000, 1000, 0)
+    );
+    let (out, p) = s.run_profiled("stop", &[&lib], "summary=0:alloc_sample=524288");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1 ok\n");
+    assert!(
+        p.notes.iter().any(
+            |n| n.contains("allocation sites sampled (alloc_sample=524288)")
+                && n.contains("named for the sharing and NUMA analyses by their start words")
+        ),
+        "{:?}",
+        p.notes
     );
 }
 
@@ -972,21 +989,30 @@ fn sampled_allocation_sites_are_estimated_and_totals_exact() {
     near("small count", small.count, 200000.0, 0.25);
     assert_eq!((small.frees, small.live_objects_at_exit), (small.count, 0));
 
-    // The default build (sharing checks): sampling stops when its module registers, before
-    // main, so the program's sites are exact.
+    // The default build (sharing checks): sampling goes on beside its module (the blocks it
+    // does not record have start words), with the same estimates and exact totals.
     s.compile(&profcc(), &["-O2", "-g", "sampled.c", "-o", "checked"]);
     let (_, p) = s.run_profiled("checked", &[], "summary=0:alloc_sample=65536");
     assert!(
         p.notes
             .iter()
-            .any(|n| n.contains("alloc_sample=65536 stopped")),
+            .any(|n| n.contains("alloc_sample=65536") && n.contains("start words")),
         "{:?}",
         p.notes
     );
-    let r = report(&s.path("checked.profile.json"), &["--top", "0"]);
-    let small = site_in(&r, SAMPLED_C, "sampled.c", "MARK_SMALL");
+    let t = (&p.totals, &exact.totals);
     assert_eq!(
-        (small.count, small.bytes, small.frees),
-        (200000, 200000 * 64, 200000)
+        (t.0.allocations, t.0.bytes_allocated, t.0.frees),
+        (t.1.allocations, t.1.bytes_allocated, t.1.frees),
+        "totals under sampling beside the sharing checks"
     );
+    let r = report(&s.path("checked.profile.json"), &["--top", "0"]);
+    let big = site_in(&r, SAMPLED_C, "sampled.c", "MARK_BIG");
+    assert_eq!(
+        (big.count, big.bytes, big.live_objects_at_exit),
+        (100, 100 << 20, 100)
+    );
+    let small = site_in(&r, SAMPLED_C, "sampled.c", "MARK_SMALL");
+    near("small count beside the checks", small.count, 200000.0, 0.25);
+    assert_eq!((small.frees, small.live_objects_at_exit), (small.count, 0));
 }

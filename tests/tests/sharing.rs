@@ -718,6 +718,63 @@ fn cxx_new_array_counters_are_false_sharing() {
     probs.finish();
 }
 
+/// While sampling runs beside the sharing checks, the blocks it does not record are named by
+/// their start words (rt/src/alloc.rs, "Start words"). With a mean of 4 GB between recorded
+/// allocations nothing is recorded, so every heap object below is named by its start word
+/// alone: calloc, malloc, new[], a block freed before exit (its free found a line with a
+/// record and told the analysis), two allocator-placed blocks of two sites on one line, and a
+/// block from a wrapper in another file (named by the wrapper's caller's line).
+#[test]
+fn heap_objects_sampling_did_not_record_are_named_by_their_start_words() {
+    const NONE_RECORDED: &str = "alloc_sample=4000000000";
+    let heap = Built::new("counters_heap.c", &["-pthread"]);
+    let new = Built::new("counters_new.cpp", &["-pthread"]);
+    let wrapped = built_with_wrappers();
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        for (kind, mark, args) in [
+            ("calloc", "MARK_CALLOC", &["calloc", "3"][..]),
+            ("malloc", "MARK_MALLOC", &["malloc", "2"][..]),
+            ("calloc", "MARK_CALLOC", &["calloc", "2", "free"][..]),
+        ] {
+            let r = heap.run(opt, args, &[], NONE_RECORDED);
+            let obj = Obj::Heap {
+                kind,
+                line: heap.line(mark),
+            };
+            let n = args[1].parse().unwrap();
+            let mut p = counters(&r, obj, n, None, heap.line("MARK_STORE"));
+            if !r.report.alloc_sites.sites.is_empty() {
+                p.push(format!(
+                    "{} allocation sites recorded, expected none",
+                    r.report.alloc_sites.sites.len()
+                ));
+            }
+            probs.run(&r, p);
+        }
+        let r = new.run(opt, &["2"], &[], NONE_RECORDED);
+        let obj = Obj::Heap {
+            kind: "new[]",
+            line: new.line("MARK_NEW"),
+        };
+        let p = counters(&r, obj, 2, None, new.line("MARK_STORE"));
+        probs.run(&r, p);
+        let r = wrapped.run(opt, &["func", "4"], &[], NONE_RECORDED);
+        let obj = Obj::Heap {
+            kind: "calloc",
+            line: wrapped.line("MARK_FUNC"),
+        };
+        let mut p = counters(&r, obj, 4, None, wrapped.line("MARK_STORE"));
+        match wrappers_of_object(&r, &obj) {
+            Ok(w) if w.len() == 1 && w[0].starts_with("mem_calloc (") => {}
+            Ok(w) => p.push(format!("wrappers {w:?}, expected only mem_calloc")),
+            Err(e) => p.push(e),
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
 /// counters_global.c's expected finding: false sharing on `counters`, one element per thread.
 fn global_counters(b: &Built, r: &Run, n: u32) -> Vec<String> {
     counters(

@@ -158,6 +158,9 @@ pub fn check_module(flags: u32) {
     }
     CHECKED_MODULE.store(true, Relaxed);
     reserve();
+    if SHADOW.load(Relaxed) == 1 {
+        crate::alloc::frees_clear_lines();
+    }
     if SHADOW.load(Relaxed) == 2 {
         crate::log::stderr_line(&format!(
             "profcc: cannot reserve {} TiB of address space at {LINE_SHADOW:#x} for the cache-line shadow ({}); lift `ulimit -v`, use vm.overcommit_memory=0 or 1, or rebuild with PROFCC_INSTRUMENT=accesses",
@@ -1561,7 +1564,7 @@ fn object_at(r: &Record, a: u64, line: u64, stacks: &[(u32, u64, u64)]) -> schem
             start: o.start,
             size: o.size,
             alloc_stack: Some(o.stack),
-            alloc_thread: Some(o.tid),
+            alloc_thread: (o.tid != crate::analysis::UNKNOWN_TID).then_some(o.tid),
             alloc_kind: crate::alloc::KIND_NAMES
                 .get(o.kind as usize)
                 .map(|s| s.to_string()),
