@@ -234,7 +234,12 @@ struct key_entry {
     uintptr_t r0, r1;
     uint32_t kind, site;
 };
-__attribute__((tls_model("initial-exec"))) static __thread struct key_entry key_cache[KEY_CACHE];
+/* In a struct: a thread-local array of 16 bytes or more would be 16-aligned (the x86-64 ABI's
+ * rule for arrays), raising the runtime's TLS alignment and moving the program's thread-locals
+ * by 8 bytes (rt/README.md, "Thread-locals and thread stacks"). */
+__attribute__((tls_model("initial-exec"))) static __thread struct {
+    struct key_entry e[KEY_CACHE];
+} key_cache;
 
 __attribute__((noinline)) static uint32_t key_miss(struct key_entry *e, uintptr_t r0, uintptr_t r1,
                                                    uint32_t kind, void *fp) {
@@ -252,7 +257,7 @@ __attribute__((always_inline)) static inline uint32_t start_site(uint32_t kind, 
     uintptr_t r0 = f[1], c = f[0], r1 = 0;
     /* The caller's frame, when its frame pointer looks like one (as the walker checks). */
     if (c > (uintptr_t)f && (c & 7) == 0 && c + 16 <= tls.stack_hi) r1 = ((uintptr_t *)c)[1];
-    struct key_entry *e = &key_cache[((r0 ^ (r1 >> 4)) >> 2) & (KEY_CACHE - 1)];
+    struct key_entry *e = &key_cache.e[((r0 ^ (r1 >> 4)) >> 2) & (KEY_CACHE - 1)];
     if (LIKELY(e->r0 == r0 && e->r1 == r1 && e->kind == kind)) return e->site;
     return key_miss(e, r0, r1, kind, fp);
 }
