@@ -299,7 +299,11 @@ static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
             b->left = left;
             b->allocations += 1;
             b->bytes += n;
-            if (__atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED)) profcc_start_record(p, n, kind, fp);
+            if (__atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED)) {
+                /* (a realloc's new block, most often: Lua's allocator reallocs every block it grows) */
+                if (LIKELY(n < (1u << PROFCC_START_SIZE_BITS))) start_put(p, n, start_site(kind, fp));
+                else profcc_start_record(p, n, kind, fp);
+            }
             return NO_SITE;
         }
     }
@@ -312,7 +316,8 @@ static inline int take_obj(void *p, uint8_t *g, struct profcc_obj *out) {
     if (LIKELY(b != 0) && __atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) {
         if (g && __atomic_load_n(&g[0], __ATOMIC_RELAXED) == 0) {
             b->frees += 1;
-            if (__atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED) && *start_slot(p)) profcc_start_freed(p);
+            uint32_t sw = __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED);
+            if (sw && !start_clear(p, sw)) profcc_start_freed(p); /* a line with a record */
             return 0;
         }
     }
