@@ -1016,3 +1016,29 @@ fn sampled_allocation_sites_are_estimated_and_totals_exact() {
     near("small count beside the checks", small.count, 200000.0, 0.25);
     assert_eq!((small.frees, small.live_objects_at_exit), (small.count, 0));
 }
+
+/// Start words (rt/src/alloc.rs, "Start words"): in the default build with sampling on and
+/// nothing recorded, every live block is found from any of its bytes with its size, kind and
+/// stack, two call lines have two stacks, a moved realloc leaves nothing at its old address,
+/// and a freed block is found nowhere (tests/fixtures/rt/start_words.c says what each check is).
+#[test]
+fn blocks_sampling_did_not_record_are_found_by_their_start_words() {
+    let s = Scratch::new();
+    let src = fixture("rt/start_words.c");
+    s.compile(
+        &profcc(),
+        &["-O1", "-g", src.to_str().unwrap(), "-o", "start_words"],
+    );
+    let (out, p) = s.run_profiled("start_words", &[], "summary=0:alloc_sample=4000000000");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "start words ok\n",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        p.notes.iter().any(|n| n.contains("start words")),
+        "{:?}",
+        p.notes
+    );
+}
