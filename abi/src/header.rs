@@ -84,6 +84,21 @@ const ITEMS: &[Item] = &[
         START_SITES as u64,
         "sites from here have no start word",
     ),
+    Macro(
+        "START_SHADOW_OF(a)",
+        "(PROFCC_START_SHADOW + (((uint64_t)(a) >> PROFCC_START_SHIFT) << 2))",
+        "address of the start word of the granule holding a",
+    ),
+    Macro(
+        "START_WORD(a, n, site)",
+        "((uint32_t)(site) << PROFCC_START_SITE_SHIFT | (uint32_t)(((uint64_t)(a) & 8) << (PROFCC_START_SIZE_BITS - 3)) | (uint32_t)(n))",
+        "the start word of an n-byte block at a of site (start_word)",
+    ),
+    Macro(
+        "START_AT(w, a)",
+        "((((w) & PROFCC_START_HALF) != 0) == (((uint64_t)(a) & 8) != 0))",
+        "whether start word w (nonzero) is the block starting at a (start_block)",
+    ),
     Section("The line's shadow word"),
     hex(
         "HOT",

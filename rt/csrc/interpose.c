@@ -222,9 +222,7 @@ uint32_t profcc_start_site(uint32_t kind, void *fp);
 void profcc_start_record(void *p, size_t n, uint32_t kind, void *fp);
 void profcc_start_freed(void *p);
 
-static inline uint32_t *start_slot(const void *p) {
-    return (uint32_t *)(PROFCC_START_SHADOW + (((uintptr_t)p >> PROFCC_START_SHIFT) << 2));
-}
+static inline uint32_t *start_slot(const void *p) { return (uint32_t *)PROFCC_START_SHADOW_OF(p); }
 
 /* The thread's recent allocation keys: the kind and the caller's two return addresses, to the
  * site the full walk gave the first time (direct-mapped; r0 is never 0, so an empty entry
@@ -265,10 +263,7 @@ __attribute__((always_inline)) static inline uint32_t start_site(uint32_t kind, 
 /* A tail-path block's start word (n < TAIL_MAX: asserted there). */
 static inline void start_put(void *p, size_t n, uint32_t site) {
     if (LIKELY(p != 0) && LIKELY(site != NO_SITE))
-        __atomic_store_n(start_slot(p), site << PROFCC_START_SITE_SHIFT |
-                                            (uint32_t)(((uintptr_t)p & 8) << (PROFCC_START_SIZE_BITS - 3)) |
-                                            (uint32_t)n,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(start_slot(p), PROFCC_START_WORD(p, n, site), __ATOMIC_RELAXED);
 }
 
 /* A tail-path free of p (`on`: profcc_start_words): its start word goes, with its block's line
@@ -277,7 +272,7 @@ static inline void start_put(void *p, size_t n, uint32_t site) {
 static inline int start_clear(void *p, uint32_t on) {
     uint32_t *slot = start_slot(p);
     uint32_t w = __atomic_load_n(slot, __ATOMIC_RELAXED);
-    if (w == 0 || ((w & PROFCC_START_HALF) != 0) != (((uintptr_t)p & 8) != 0)) return 1;
+    if (w == 0 || !PROFCC_START_AT(w, p)) return 1; /* none, or the other half's block */
     if (on & START_LINES) {
         uintptr_t end = (uintptr_t)p + (w & (PROFCC_START_HALF - 1));
         for (uintptr_t line = (uintptr_t)p & ~(uintptr_t)63; line < end; line += 64) {
