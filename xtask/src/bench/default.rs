@@ -251,32 +251,25 @@ fn programs(
             b.push(s.secs);
             brss = brss.max(s.max_rss_kib);
             let _ = std::fs::remove_file(&profile);
-            let s = measure(
-                Command::new(&prof)
-                    .args(&args)
-                    .envs(env.iter().copied())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .env("PROFCC_OPTIONS", format!("out={}", profile.display())),
-            )?;
+            // The profcc build with PROFCC_OPTIONS=out=PROFILE and `more`.
+            let profiled = |more: &str| {
+                measure(
+                    Command::new(&prof)
+                        .args(&args)
+                        .envs(env.iter().copied())
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .env("PROFCC_OPTIONS", format!("out={}{more}", profile.display())),
+                )
+            };
+            let s = profiled("")?;
             p.push(s.secs);
             prss = prss.max(s.max_rss_kib);
             let text = std::fs::read_to_string(&profile).map_err(|e| format!("{name}: {e}"))?;
             let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
             let ran = v["duration_ns"].as_f64().unwrap_or(0.0) / 1e9;
             tails.push(((s.secs - ran) / s.secs).max(0.0));
-            let s = measure(
-                Command::new(&prof)
-                    .args(&args)
-                    .envs(env.iter().copied())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .env(
-                        "PROFCC_OPTIONS",
-                        format!("out={}:{SAMPLED}", profile.display()),
-                    ),
-            )?;
-            sampled.push(s.secs);
+            sampled.push(profiled(&format!(":{SAMPLED}"))?.secs);
             if let (Some(exe), false) = (&tsan, tsan_failed) {
                 match measure(
                     Command::new("timeout")
