@@ -216,8 +216,6 @@ void profcc_sample_set_block(struct sample_head *b) {
  * keeps its identity in the start shadow: a u32 at its 16-byte granule (profcc_abi.h, "A heap
  * block's start word"), written after the allocator's call and cleared by the free. */
 extern uint32_t profcc_start_words; /* START_ON | START_LINES (alloc.rs) */
-/* The thread's owner word (rt/csrc/tls.c; the sharing analysis sets it). */
-extern __thread uint64_t __profcc_me __attribute__((tls_model("initial-exec")));
 #define START_ON 1u
 #define START_LINES 2u
 uint32_t profcc_start_site(uint32_t kind, void *fp);
@@ -268,25 +266,6 @@ static inline void start_put(void *p, size_t n, uint32_t site) {
         __atomic_store_n(start_slot(p), PROFCC_START_WORD(p, n, site), __ATOMIC_RELAXED);
 }
 
-/* The sharing analysis keeps line words (rt/src/alloc.rs `LINES_KEPT`). */
-extern uint8_t profcc_lines_kept;
-/* A new block of n bytes at p, allocated by this thread: the cold words another thread left on
- * its lines start afresh (a free keeps the word of a line whose last writer freed it, its own:
- * rt/src/analyses/sharing.rs `object_freed`), so nothing of an old lifetime counts against
- * this one; the thread's own word stays. Blocks under 512 lines, as the free's rule. */
-static inline void lines_fresh(void *p, size_t n) {
-    if (!__atomic_load_n(&profcc_lines_kept, __ATOMIC_RELAXED) || UNLIKELY(p == 0) ||
-        n >= ((uint64_t)4096 << PROFCC_LINE_SHIFT >> PROFCC_SHADOW_WORD_SHIFT))
-        return;
-    uint64_t me = __profcc_me;
-    for (uintptr_t line = (uintptr_t)p & ~(uintptr_t)63; line < (uintptr_t)p + n; line += 64) {
-        uint64_t *lw = (uint64_t *)PROFCC_LINE_SHADOW_OF(line);
-        uint64_t x = __atomic_load_n(lw, __ATOMIC_RELAXED);
-        if (x && !(x & PROFCC_HOT) && ((x & PROFCC_WRITE_MASK) != me || me == 0))
-            __atomic_store_n(lw, 0, __ATOMIC_RELAXED);
-    }
-}
-
 /* A tail-path free of p (`on`: profcc_start_words): its start word goes, with its block's line
  * words as the sharing analysis's free would clear them; 0 when a line has a record (the
  * full path tells the analysis). */
@@ -295,15 +274,12 @@ static inline int start_clear(void *p, uint32_t on) {
     uint32_t w = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (w == 0 || !PROFCC_START_AT(w, p)) return 1; /* none, or the other half's block */
     if (on & START_LINES) {
-        uint64_t me = __profcc_me;
         uintptr_t end = (uintptr_t)p + (w & (PROFCC_START_HALF - 1));
         for (uintptr_t line = (uintptr_t)p & ~(uintptr_t)63; line < end; line += 64) {
             uint64_t *lw = (uint64_t *)PROFCC_LINE_SHADOW_OF(line);
             uint64_t x = __atomic_load_n(lw, __ATOMIC_RELAXED);
             if (x & PROFCC_HOT) return 0;
-            /* the freeing thread's own line is kept, as the sharing analysis's free does
-             * (rt/src/analyses/sharing.rs `object_freed`) */
-            if (x && ((x & PROFCC_WRITE_MASK) != me || me == 0)) __atomic_store_n(lw, 0, __ATOMIC_RELAXED);
+            if (x) __atomic_store_n(lw, 0, __ATOMIC_RELAXED);
         }
     }
     __atomic_store_n(slot, 0, __ATOMIC_RELAXED);
@@ -311,7 +287,6 @@ static inline int start_clear(void *p, uint32_t on) {
 }
 
 static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
-    lines_fresh(p, n);
     struct sample_head *b = tls.sblock;
     if (LIKELY(b != 0) && b->rng != 0 && __atomic_load_n(&profcc_sample_mean, __ATOMIC_RELAXED)) {
         int64_t left = b->left - (int64_t)n;
@@ -319,8 +294,7 @@ static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
             b->left = left;
             b->allocations += 1;
             b->bytes += n;
-            uint32_t sw = __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED);
-            if (sw) {
+            if (__atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED)) {
                 /* (a realloc's new block, most often: Lua's allocator reallocs every block it grows) */
                 if (LIKELY(n < (1u << PROFCC_START_SIZE_BITS))) start_put(p, n, start_site(kind, fp));
                 else profcc_start_record(p, n, kind, fp);
@@ -809,12 +783,10 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
  * marker still holds: the allocator runs below the interposer's return-address slot). */
 #define TAIL_ALLOC_RETURN(t, kind, n, call)                                                  \
     do {                                                                                     \
-        uint32_t sw_ = __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED);             \
-        if ((t) == TAIL_TAKEN && sw_) {                                                      \
+        if ((t) == TAIL_TAKEN && __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED)) {   \
             uint32_t site_ = start_site((kind), FP());                                      \
             void *p_ = (call);                                                               \
             start_put(p_, (n), site_);                                                       \
-            lines_fresh(p_, (n));                                                            \
             return p_;                                                                       \
         }                                                                                    \
         __attribute__((musttail)) return (call);                                             \

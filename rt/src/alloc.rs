@@ -777,10 +777,7 @@ fn start_words_begin() -> bool {
     true
 }
 
-/// The sharing analysis keeps line words (set by [`frees_clear_lines`]); read by interpose.c's
-/// `on_alloc`, which resets the cold line words another thread left on a new block's lines
-/// (rt/src/analyses/sharing.rs `object_freed`).
-#[export_name = "profcc_lines_kept"]
+/// The sharing analysis keeps line words (set by [`frees_clear_lines`]).
 static LINES_KEPT: AtomicBool = AtomicBool::new(false);
 
 /// The sharing analysis keeps line words (a module with its checks registered and the line

@@ -197,42 +197,6 @@ fn reused_block_carries_no_state_across_lifetimes() {
     assert!(findings.is_empty(), "{findings:#?}");
 }
 
-/// One block reused by 200 threads one after another, each freeing it itself (the last
-/// writer of every line): the next thread's lifetime still starts afresh. The free keeps a
-/// line's word when it is the freeing thread's own (rt/src/analyses/sharing.rs
-/// `object_freed`) and the allocation clears words another thread left (`object_allocated`);
-/// with the first alone, 854 lines were tracked from invalidations between threads that never
-/// ran at once (docs/history/default.md). Also with sampling, where start words do the same
-/// on the tail path.
-#[test]
-fn block_freed_by_its_writer_starts_afresh_for_the_next_thread() {
-    let b = heap_lifetimes();
-    let native = b.s.run_plain("native", &["reuse_own"]);
-    for options in ["summary=0", "summary=0:alloc_sample=65536"] {
-        let (out, _) = b.s.run_profiled("profiled", &["reuse_own"], options);
-        assert_same_run("a block each thread frees itself", &native, &out);
-        let r = report(
-            &b.s.path("profiled.profile.json"),
-            &["--top", "0", "--min-speedup", "0"],
-        );
-        let sharing = r.sharing.expect("a sharing section");
-        let store = line_of(&b.text, "MARK_REUSE_OWN_STORE");
-        let findings: Vec<_> = sharing
-            .findings
-            .iter()
-            .filter(|f| f.places.iter().any(|p| p.line == store))
-            .collect();
-        assert!(findings.is_empty(), "{options}: {findings:#?}");
-        // The block's 64 lines would be tracked (each invalidated by 199 threads); the
-        // program's few other lines may be.
-        assert!(
-            sharing.lines_tracked < 8,
-            "{options}: {} lines tracked",
-            sharing.lines_tracked
-        );
-    }
-}
-
 /// The fork child's profile reports the child's allocations and accesses only (it kept the
 /// parent's allocations but not its accesses): the two profiles merged count each once.
 #[test]

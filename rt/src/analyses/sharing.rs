@@ -813,14 +813,7 @@ const ONE_PASS_LINES: u64 = (1 << profcc_abi::PAGE_SHIFT) >> profcc_abi::SHADOW_
 /// shared byte across two lifetimes). A tracked line keeps its record (the freed block's
 /// history, reported with the block); a new lifetime that contends gets a record of its own.
 /// Lines the block shares with its neighbours are reset too, unless a live neighbour's record
-/// needs them. One exception, for blocks under `ONE_PASS_LINES`: a cold line whose word is
-/// the freeing thread's own owner word (it wrote the line last and no other thread accessed
-/// it since) keeps it, and an allocation by another thread of a block on that line resets it
-/// (interpose.c `lines_fresh`, on every allocation path). So the thread that reuses its own
-/// line finds the word its first write would make, and another thread's block there counts
-/// nothing of the old lifetime. Zeroing the word cost a malloc-write-free loop a cold-door
-/// call and a compare-and-swap on a shadow line shared with its neighbours' every round
-/// (cache-scratch 5.22x -> 2.60x native with `alloc_sample`; docs/history/default.md).
+/// needs them.
 pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     if !CHECKED_MODULE.load(Relaxed)
         || SHADOW.load(Relaxed) != 1
@@ -841,8 +834,6 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     };
     let lines = (end - first).div_ceil(64);
     if lines < ONE_PASS_LINES {
-        // The freeing thread's owner word (0: it has none, keep nothing).
-        let me = unsafe { *tvars().me };
         // Most frees: every line's word once. A line with a record learns the block; a line
         // wholly inside the block goes to zero, one it shares with a neighbour (or the
         // allocator's headers) too, unless it is tracked and bytes outside the block were
@@ -855,11 +846,7 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
             if w.0 != 0 {
                 let inside = line >= o.start && line + 64 <= end;
                 let zero = match w.record() {
-                    // The freeing thread's own line (it wrote last, nobody else accessed the
-                    // line since): kept, which is what its next write would make of a zeroed
-                    // word; another thread's next access counts the invalidation that write
-                    // causes (the doc above).
-                    None => me == 0 || !w.is_fast_write(me),
+                    None => true,
                     Some(i) if i < records() => {
                         note_object(record(i), o);
                         inside || !used_outside(record(i), line, o.start, end)
