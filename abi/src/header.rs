@@ -95,6 +95,11 @@ const ITEMS: &[Item] = &[
         "the start word of an n-byte block at a of site (start_word)",
     ),
     Macro(
+        "START_SIZE(w)",
+        "((w) & (PROFCC_START_HALF - 1))",
+        "the size of start word w's block (start_block)",
+    ),
+    Macro(
         "START_AT(w, a)",
         "((((w) & PROFCC_START_HALF) != 0) == (((uint64_t)(a) & 8) != 0))",
         "whether start word w (nonzero) is the block starting at a (start_block)",

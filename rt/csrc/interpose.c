@@ -274,7 +274,7 @@ static inline int start_clear(void *p, uint32_t on) {
     uint32_t w = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (w == 0 || !PROFCC_START_AT(w, p)) return 1; /* none, or the other half's block */
     if (on & START_LINES) {
-        uintptr_t end = (uintptr_t)p + (w & (PROFCC_START_HALF - 1));
+        uintptr_t end = (uintptr_t)p + PROFCC_START_SIZE(w);
         for (uintptr_t line = (uintptr_t)p & ~(uintptr_t)63; line < end; line += 64) {
             uint64_t *lw = (uint64_t *)PROFCC_LINE_SHADOW_OF(line);
             uint64_t x = __atomic_load_n(lw, __ATOMIC_RELAXED);

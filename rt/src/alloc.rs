@@ -748,8 +748,6 @@ pub(crate) fn module_registered(flags: u32) {
 static START_WORDS: AtomicU32 = AtomicU32::new(0);
 const START_ON: u32 = 1;
 const START_LINES: u32 = 2;
-/// The start shadow: 0 not asked for yet, 1 reserved, 2 refused.
-static START_SHADOW_STATE: AtomicU32 = AtomicU32::new(0);
 /// Granules a lookup scans back: a start word's block is shorter than this many.
 const START_SCAN: u64 = 1 << (profcc_abi::START_SIZE_BITS - profcc_abi::START_SHIFT);
 
@@ -757,15 +755,14 @@ fn start_slot(addr: u64) -> &'static AtomicU32 {
     unsafe { &*(profcc_abi::start_shadow(addr) as *const AtomicU32) }
 }
 
-/// Start words begin (a module with access checks registered while sampling runs): false
-/// when the start shadow cannot be reserved.
+/// Start words begin (a module with access checks registered while sampling runs), the start
+/// shadow reserved by the first call: false when it cannot be (sampling then stops, so no
+/// later registration asks again). `START_ON` is set only once the shadow is there.
 fn start_words_begin() -> bool {
-    if START_SHADOW_STATE.load(Ordering::Acquire) == 0 {
-        let ok =
-            mem::map_fixed_zero(profcc_abi::START_SHADOW, profcc_abi::START_SHADOW_SIZE).is_ok();
-        START_SHADOW_STATE.store(if ok { 1 } else { 2 }, Ordering::Release);
+    if START_WORDS.load(Ordering::Acquire) & START_ON != 0 {
+        return true;
     }
-    if START_SHADOW_STATE.load(Ordering::Acquire) != 1 {
+    if mem::map_fixed_zero(profcc_abi::START_SHADOW, profcc_abi::START_SHADOW_SIZE).is_err() {
         return false;
     }
     let lines = if LINES_KEPT.load(Ordering::SeqCst) {
@@ -885,7 +882,7 @@ fn start_info(start: u64, size: u64, site: u32) -> ObjectInfo {
 
 /// The block with a start word that holds `addr`, if any.
 fn start_block_containing(addr: u64) -> Option<ObjectInfo> {
-    if START_SHADOW_STATE.load(Ordering::Acquire) != 1 || addr >= profcc_abi::APP_LIMIT {
+    if START_WORDS.load(Ordering::Acquire) & START_ON == 0 || addr >= profcc_abi::APP_LIMIT {
         return None;
     }
     let g = addr & !15;

@@ -193,8 +193,7 @@ pub fn all() -> Registry {
     }
 }
 
-fn send(mask: &AtomicU32, o: impl FnOnce() -> ObjectInfo, f: impl Fn(&dyn Analysis, &ObjectInfo)) {
-    let mut m = mask.load(Ordering::Relaxed);
+fn send(mut m: u32, o: impl FnOnce() -> ObjectInfo, f: impl Fn(&dyn Analysis, &ObjectInfo)) {
     if m == 0 {
         return;
     }
@@ -211,20 +210,24 @@ fn send(mask: &AtomicU32, o: impl FnOnce() -> ObjectInfo, f: impl Fn(&dyn Analys
 /// An object was allocated: `o` builds its description, only if some analysis asked.
 #[inline]
 pub fn object_allocated(o: impl FnOnce() -> ObjectInfo) {
-    send(&WANT_ALLOC, o, |a, o| a.object_alloc(o));
+    send(WANT_ALLOC.load(Ordering::Relaxed), o, |a, o| {
+        a.object_alloc(o)
+    });
 }
 
 /// An object is being freed: `o` builds its description, only if some analysis asked.
 #[inline]
 pub fn object_freed(o: impl FnOnce() -> ObjectInfo) {
-    send(&WANT_FREE, o, |a, o| a.object_free(o));
+    send(WANT_FREE.load(Ordering::Relaxed), o, |a, o| {
+        a.object_free(o)
+    });
 }
 
 /// An object whose allocation no analysis was told of (alloc.rs's start words and identity
 /// entries) is being freed: only the analyses that watch frees and not allocations hear of it.
 pub fn unseen_object_freed(o: impl FnOnce() -> ObjectInfo) {
-    let m = AtomicU32::new(WANT_FREE.load(Ordering::Relaxed) & !WANT_ALLOC.load(Ordering::Relaxed));
-    send(&m, o, |a, o| a.object_free(o));
+    let m = WANT_FREE.load(Ordering::Relaxed) & !WANT_ALLOC.load(Ordering::Relaxed);
+    send(m, o, |a, o| a.object_free(o));
 }
 
 // ---- the core's parts in the lifecycle ----
