@@ -40,9 +40,9 @@ uint64_t __profcc_fn_wmask(void) { return __profcc_wmask; }
  * counter base in a register for its checks.
  *
  * Variants that shorten the call (abi::names::CHECKERS; the code at each access is most of
- * an instrumented object's size): `_c` counts the group first (`++*slot`: the access leads
- * its group, so the caller has no increment of its own), and a read that stands for itself
- * alone (info = its size) calls the entry point of its size, which has no info argument.
+ * an instrumented object's size): a read that stands for itself alone (info = its size)
+ * calls the entry point of its size, which has no info argument. Straight-line code calls
+ * them through a gate ("The gates", below) and counts its groups in place.
  *
  * A read leaves unless the line is hot or this thread has not read it since its last write;
  * on a hot line, one access in fs_sample per thread goes on (the countdown reaches zero). */
@@ -115,10 +115,6 @@ static inline __attribute__((always_inline)) int write_s_due(const void *p, uint
   return sharing_on() && write_s_due_on(p, site);
 }
 
-static inline __attribute__((always_inline)) void count(uint64_t site) {
-  slot_of(site)[PROFCC_COUNT_SLOT] += 1;
-}
-
 CHECKER void __profcc_check_read(const void *p, uint64_t site, uint64_t info) {
   if (read_due(p))
     __profcc_door(p, site, info);
@@ -131,29 +127,9 @@ CHECKER void __profcc_check_write_s(const void *p, uint64_t site, uint64_t info)
   if (write_s_due(p, site))
     __profcc_door(p, site, info);
 }
-CHECKER void __profcc_check_read_c(const void *p, uint64_t site, uint64_t info) {
-  count(site);
-  if (read_due(p))
-    __profcc_door(p, site, info);
-}
-CHECKER void __profcc_check_write_c(const void *p, uint64_t site, uint64_t info) {
-  count(site);
-  if (write_due(p))
-    __profcc_door(p, site, info);
-}
-CHECKER void __profcc_check_write_s_c(const void *p, uint64_t site, uint64_t info) {
-  count(site);
-  if (write_s_due(p, site))
-    __profcc_door(p, site, info);
-}
 #define SIZED_READ(n)                                                                             \
   DOOR void __profcc_door_read##n(const void *p, uint64_t site) { __profcc_door(p, site, n); }    \
   CHECKER void __profcc_check_read##n(const void *p, uint64_t site) {                             \
-    if (read_due(p))                                                                              \
-      __profcc_door_read##n(p, site);                                                             \
-  }                                                                                               \
-  CHECKER void __profcc_check_read##n##_c(const void *p, uint64_t site) {                         \
-    count(site);                                                                                  \
     if (read_due(p))                                                                              \
       __profcc_door_read##n(p, site);                                                             \
   }
@@ -186,17 +162,7 @@ static inline __attribute__((always_inline)) uint64_t packed_extras(uint64_t x) 
     if (write_due(p))                                                                             \
       __profcc_door_write##n(p, x);                                                               \
   }                                                                                               \
-  CHECKER void __profcc_check_write##n##_c(const void *p, uint64_t x) {                           \
-    count(packed_leader(x));                                                                      \
-    if (write_due(p))                                                                             \
-      __profcc_door_write##n(p, x);                                                               \
-  }                                                                                               \
   CHECKER void __profcc_check_write##n##_s(const void *p, uint64_t x) {                           \
-    if (write_s_due(p, packed_leader(x)))                                                         \
-      __profcc_door_write##n(p, x);                                                               \
-  }                                                                                               \
-  CHECKER void __profcc_check_write##n##_s_c(const void *p, uint64_t x) {                         \
-    count(packed_leader(x));                                                                      \
     if (write_s_due(p, packed_leader(x)))                                                         \
       __profcc_door_write##n(p, x);                                                               \
   }
@@ -212,7 +178,7 @@ SIZED_WRITE(16)
  * the call saves the others' call and site immediate. `x`: the first member's site | the
  * members' fields from PROFCC_MERGED_SHIFT, each write | log2(size) << 1, | the first
  * member's distance from its group leader. `_s`: the first writing member is the group's
- * sampling write; `_c`: the checker counts the group (the first member is its first check). */
+ * sampling write. */
 #define MF PROFCC_MERGED_FIELD_BITS
 static inline __attribute__((always_inline)) uint64_t first_site(uint64_t x) {
   return x & (((uint64_t)1 << PROFCC_MERGED_SHIFT) - 1);
@@ -272,32 +238,26 @@ DOORS4(3)
     if (__builtin_expect(due, 0))                                                                 \
       door(__VA_ARGS__);                                                                          \
   } while (0)
-#define M2(name, count_first, S)                                                                  \
+#define M2(name, S)                                                                  \
   CHECKER void name(const void *a, const void *b, uint64_t x) {                                   \
     const void *q[] = {a, b};                                                                     \
-    if (count_first)                                                                              \
-      count(first_site(x) - leader_distance(x, 2));                                             \
     if (!sharing_on())                                                                            \
       return;                                                                                     \
     MEMBER(0, 2, S, __profcc_door_m2_0, a, b, x);                                                 \
     MEMBER(1, 2, S, __profcc_door_m2_1, a, b, x);                                                 \
   }
-#define M3(name, count_first, S)                                                                  \
+#define M3(name, S)                                                                  \
   CHECKER void name(const void *a, const void *b, const void *c, uint64_t x) {                    \
     const void *q[] = {a, b, c};                                                                  \
-    if (count_first)                                                                              \
-      count(first_site(x) - leader_distance(x, 3));                                             \
     if (!sharing_on())                                                                            \
       return;                                                                                     \
     MEMBER(0, 3, S, __profcc_door_m3_0, a, b, c, x);                                              \
     MEMBER(1, 3, S, __profcc_door_m3_1, a, b, c, x);                                              \
     MEMBER(2, 3, S, __profcc_door_m3_2, a, b, c, x);                                              \
   }
-#define M4(name, count_first, S)                                                                  \
+#define M4(name, S)                                                                  \
   CHECKER void name(const void *a, const void *b, const void *c, const void *d, uint64_t x) {     \
     const void *q[] = {a, b, c, d};                                                               \
-    if (count_first)                                                                              \
-      count(first_site(x) - leader_distance(x, 4));                                             \
     if (!sharing_on())                                                                            \
       return;                                                                                     \
     MEMBER(0, 4, S, __profcc_door_m4_0, a, b, c, d, x);                                           \
@@ -305,31 +265,19 @@ DOORS4(3)
     MEMBER(2, 4, S, __profcc_door_m4_2, a, b, c, d, x);                                           \
     MEMBER(3, 4, S, __profcc_door_m4_3, a, b, c, d, x);                                           \
   }
-/* abi::names::CHECK_MERGED: _s<j>: member j is the group's sampling write; _c: counting. */
-M2(__profcc_check_m2, 0, -1)
-M2(__profcc_check_m2_c, 1, -1)
-M2(__profcc_check_m2_s0, 0, 0)
-M2(__profcc_check_m2_s0_c, 1, 0)
-M2(__profcc_check_m2_s1, 0, 1)
-M2(__profcc_check_m2_s1_c, 1, 1)
-M3(__profcc_check_m3, 0, -1)
-M3(__profcc_check_m3_c, 1, -1)
-M3(__profcc_check_m3_s0, 0, 0)
-M3(__profcc_check_m3_s0_c, 1, 0)
-M3(__profcc_check_m3_s1, 0, 1)
-M3(__profcc_check_m3_s1_c, 1, 1)
-M3(__profcc_check_m3_s2, 0, 2)
-M3(__profcc_check_m3_s2_c, 1, 2)
-M4(__profcc_check_m4, 0, -1)
-M4(__profcc_check_m4_c, 1, -1)
-M4(__profcc_check_m4_s0, 0, 0)
-M4(__profcc_check_m4_s0_c, 1, 0)
-M4(__profcc_check_m4_s1, 0, 1)
-M4(__profcc_check_m4_s1_c, 1, 1)
-M4(__profcc_check_m4_s2, 0, 2)
-M4(__profcc_check_m4_s2_c, 1, 2)
-M4(__profcc_check_m4_s3, 0, 3)
-M4(__profcc_check_m4_s3_c, 1, 3)
+/* abi::names::CHECK_MERGED: _s<j>: member j is the group's sampling write. */
+M2(__profcc_check_m2, -1)
+M2(__profcc_check_m2_s0, 0)
+M2(__profcc_check_m2_s1, 1)
+M3(__profcc_check_m3, -1)
+M3(__profcc_check_m3_s0, 0)
+M3(__profcc_check_m3_s1, 1)
+M3(__profcc_check_m3_s2, 2)
+M4(__profcc_check_m4, -1)
+M4(__profcc_check_m4_s0, 0)
+M4(__profcc_check_m4_s1, 1)
+M4(__profcc_check_m4_s2, 2)
+M4(__profcc_check_m4_s3, 3)
 
 /* The inlined hooks (accesses in loops): one load of the shadow word, one compare; the cold
  * side is one call of the access's checker, which decides again. `site`: a read's own
@@ -472,6 +420,41 @@ void __profcc_write_s_k(uint64_t x, uint64_t n, const void *p, uint64_t me, uint
     else if (sample || !hot_skip(w))
       check(p, x);
   }
+}
+
+/* The gates: a straight-line access's checker called only while more than one thread runs
+ * (`alone`, __profcc_alone as the pass loaded it: once per stretch of a block with no call
+ * between, since only a call of this thread's can start a second thread); the pass counts
+ * the group in place instead of in the checker, so a lone thread pays an increment and a
+ * branch per access, not a call. Inlined with the checker a constant argument: the call is
+ * direct. */
+typedef __attribute__((preserve_most)) void (*checker_3)(const void *p, uint64_t site, uint64_t info);
+typedef __attribute__((preserve_most)) void (*checker_m2)(const void *, const void *, uint64_t);
+typedef __attribute__((preserve_most)) void (*checker_m3)(const void *, const void *, const void *,
+                                                          uint64_t);
+typedef __attribute__((preserve_most)) void (*checker_m4)(const void *, const void *, const void *,
+                                                          const void *, uint64_t);
+void __profcc_gate_k(const void *p, uint64_t x, checker_k check, uint64_t alone) {
+  if (alone == 0)
+    check(p, x);
+}
+void __profcc_gate(const void *p, uint64_t site, uint64_t info, checker_3 check, uint64_t alone) {
+  if (alone == 0)
+    check(p, site, info);
+}
+void __profcc_gate_m2(const void *a, const void *b, uint64_t x, checker_m2 check, uint64_t alone) {
+  if (alone == 0)
+    check(a, b, x);
+}
+void __profcc_gate_m3(const void *a, const void *b, const void *c, uint64_t x, checker_m3 check,
+                      uint64_t alone) {
+  if (alone == 0)
+    check(a, b, c, x);
+}
+void __profcc_gate_m4(const void *a, const void *b, const void *c, const void *d, uint64_t x,
+                      checker_m4 check, uint64_t alone) {
+  if (alone == 0)
+    check(a, b, c, d, x);
 }
 
 /* A fixed-size access longer than a line, or of run-time length (memory intrinsics): every

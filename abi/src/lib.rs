@@ -795,7 +795,13 @@ pub mod names {
     /// accesses to the same address it covers.
     pub const NUMA: &str = "__profcc_numa";
     pub const NUMA_N: &str = "__profcc_numa_n";
-    pub const HOOKS: [&str; 16] = [
+    /// A straight-line access's checker (the last argument) called only while more than one
+    /// thread runs, by the checker's signature: (address, x), (address, site, info), and the
+    /// merged checkers' two to four addresses and x.
+    pub const GATE_K: &str = "__profcc_gate_k";
+    pub const GATE: &str = "__profcc_gate";
+    pub const GATE_MERGED: [&str; 3] = ["__profcc_gate_m2", "__profcc_gate_m3", "__profcc_gate_m4"];
+    pub const HOOKS: [&str; 21] = [
         FN_COUNTERS,
         FN_ME,
         FN_RB,
@@ -812,6 +818,11 @@ pub mod names {
         RANGE_N,
         NUMA,
         NUMA_N,
+        GATE_K,
+        GATE,
+        GATE_MERGED[0],
+        GATE_MERGED[1],
+        GATE_MERGED[2],
     ];
     /// Checkers (hooks/sharing.c): the whole check of one access, linked into each module as
     /// internal, never-inlined `preserve_most` functions. Accesses outside loops call them
@@ -819,98 +830,40 @@ pub mod names {
     pub const CHECK_READ: &str = "__profcc_check_read";
     pub const CHECK_WRITE: &str = "__profcc_check_write";
     pub const CHECK_WRITE_SAMPLE: &str = "__profcc_check_write_s";
-    /// The same, counting the group first (`++*slot`): the access leads its group.
-    pub const CHECK_READ_COUNT: &str = "__profcc_check_read_c";
-    pub const CHECK_WRITE_COUNT: &str = "__profcc_check_write_c";
-    pub const CHECK_WRITE_SAMPLE_COUNT: &str = "__profcc_check_write_s_c";
-    /// A read whose info is its size alone, without the info argument: `(size, checker,
-    /// counting checker)`.
-    pub const CHECK_READ_SIZED: [(u64, &str, &str); 5] = [
-        (1, "__profcc_check_read1", "__profcc_check_read1_c"),
-        (2, "__profcc_check_read2", "__profcc_check_read2_c"),
-        (4, "__profcc_check_read4", "__profcc_check_read4_c"),
-        (8, "__profcc_check_read8", "__profcc_check_read8_c"),
-        (16, "__profcc_check_read16", "__profcc_check_read16_c"),
+    /// A read whose info is its size alone, without the info argument: `(size, checker)`.
+    pub const CHECK_READ_SIZED: [(u64, &str); 5] = [
+        (1, "__profcc_check_read1"),
+        (2, "__profcc_check_read2"),
+        (4, "__profcc_check_read4"),
+        (8, "__profcc_check_read8"),
+        (16, "__profcc_check_read16"),
     ];
     /// A plain write whose info is its size and its distance from its group leader alone:
     /// one argument after the address, [`super::packed_write_site`]. `(size, [checker,
-    /// counting, sampling, sampling and counting])`.
-    pub const CHECK_WRITE_SIZED: [(u64, [&str; 4]); 5] = [
-        (
-            1,
-            [
-                "__profcc_check_write1",
-                "__profcc_check_write1_c",
-                "__profcc_check_write1_s",
-                "__profcc_check_write1_s_c",
-            ],
-        ),
-        (
-            2,
-            [
-                "__profcc_check_write2",
-                "__profcc_check_write2_c",
-                "__profcc_check_write2_s",
-                "__profcc_check_write2_s_c",
-            ],
-        ),
-        (
-            4,
-            [
-                "__profcc_check_write4",
-                "__profcc_check_write4_c",
-                "__profcc_check_write4_s",
-                "__profcc_check_write4_s_c",
-            ],
-        ),
-        (
-            8,
-            [
-                "__profcc_check_write8",
-                "__profcc_check_write8_c",
-                "__profcc_check_write8_s",
-                "__profcc_check_write8_s_c",
-            ],
-        ),
-        (
-            16,
-            [
-                "__profcc_check_write16",
-                "__profcc_check_write16_c",
-                "__profcc_check_write16_s",
-                "__profcc_check_write16_s_c",
-            ],
-        ),
+    /// sampling checker])`.
+    pub const CHECK_WRITE_SIZED: [(u64, [&str; 2]); 5] = [
+        (1, ["__profcc_check_write1", "__profcc_check_write1_s"]),
+        (2, ["__profcc_check_write2", "__profcc_check_write2_s"]),
+        (4, ["__profcc_check_write4", "__profcc_check_write4_s"]),
+        (8, ["__profcc_check_write8", "__profcc_check_write8_s"]),
+        (16, ["__profcc_check_write16", "__profcc_check_write16_s"]),
     ];
     /// Two to four plain accesses of one epoch checked by one call (addresses, then
-    /// [`super::merged_checker_arg`]): `(members, sampling member or -1, counting,
-    /// checker)`; counting: the first member leads its group; the sampling member is its
-    /// group's sampling write.
-    pub const CHECK_MERGED: [(usize, i32, bool, &str); 24] = [
-        (2, -1, false, "__profcc_check_m2"),
-        (2, -1, true, "__profcc_check_m2_c"),
-        (2, 0, false, "__profcc_check_m2_s0"),
-        (2, 0, true, "__profcc_check_m2_s0_c"),
-        (2, 1, false, "__profcc_check_m2_s1"),
-        (2, 1, true, "__profcc_check_m2_s1_c"),
-        (3, -1, false, "__profcc_check_m3"),
-        (3, -1, true, "__profcc_check_m3_c"),
-        (3, 0, false, "__profcc_check_m3_s0"),
-        (3, 0, true, "__profcc_check_m3_s0_c"),
-        (3, 1, false, "__profcc_check_m3_s1"),
-        (3, 1, true, "__profcc_check_m3_s1_c"),
-        (3, 2, false, "__profcc_check_m3_s2"),
-        (3, 2, true, "__profcc_check_m3_s2_c"),
-        (4, -1, false, "__profcc_check_m4"),
-        (4, -1, true, "__profcc_check_m4_c"),
-        (4, 0, false, "__profcc_check_m4_s0"),
-        (4, 0, true, "__profcc_check_m4_s0_c"),
-        (4, 1, false, "__profcc_check_m4_s1"),
-        (4, 1, true, "__profcc_check_m4_s1_c"),
-        (4, 2, false, "__profcc_check_m4_s2"),
-        (4, 2, true, "__profcc_check_m4_s2_c"),
-        (4, 3, false, "__profcc_check_m4_s3"),
-        (4, 3, true, "__profcc_check_m4_s3_c"),
+    /// [`super::merged_checker_arg`]): `(members, sampling member or -1, checker)`; the
+    /// sampling member is its group's sampling write.
+    pub const CHECK_MERGED: [(usize, i32, &str); 12] = [
+        (2, -1, "__profcc_check_m2"),
+        (2, 0, "__profcc_check_m2_s0"),
+        (2, 1, "__profcc_check_m2_s1"),
+        (3, -1, "__profcc_check_m3"),
+        (3, 0, "__profcc_check_m3_s0"),
+        (3, 1, "__profcc_check_m3_s1"),
+        (3, 2, "__profcc_check_m3_s2"),
+        (4, -1, "__profcc_check_m4"),
+        (4, 0, "__profcc_check_m4_s0"),
+        (4, 1, "__profcc_check_m4_s1"),
+        (4, 2, "__profcc_check_m4_s2"),
+        (4, 3, "__profcc_check_m4_s3"),
     ];
     /// The checkers' slow sides (hooks/sharing.c), linked like them (internal, never
     /// inlined, preserve_most) and deleted when unused, in this order: the sized checkers'
@@ -941,41 +894,28 @@ pub mod names {
     /// it covers.
     pub const NUMA_CHECK: &str = "__profcc_numa_check";
     pub const NUMA_CHECK_N: &str = "__profcc_numa_check_n";
-    pub const CHECKERS: [&str; 62] = {
-        let mut all = [""; 62];
-        let generic = [
-            CHECK_READ,
-            CHECK_WRITE,
-            CHECK_WRITE_SAMPLE,
-            CHECK_READ_COUNT,
-            CHECK_WRITE_COUNT,
-            CHECK_WRITE_SAMPLE_COUNT,
-        ];
-        let mut n = 0;
-        while n < generic.len() {
-            all[n] = generic[n];
-            n += 1;
-        }
+    pub const CHECKERS: [&str; 32] = {
+        let mut all = [""; 32];
+        all[0] = CHECK_READ;
+        all[1] = CHECK_WRITE;
+        all[2] = CHECK_WRITE_SAMPLE;
+        let mut n = 3;
         let mut i = 0;
         while i < CHECK_READ_SIZED.len() {
             all[n] = CHECK_READ_SIZED[i].1;
-            all[n + 1] = CHECK_READ_SIZED[i].2;
-            n += 2;
+            n += 1;
             i += 1;
         }
         let mut i = 0;
         while i < CHECK_WRITE_SIZED.len() {
-            let mut k = 0;
-            while k < 4 {
-                all[n] = CHECK_WRITE_SIZED[i].1[k];
-                n += 1;
-                k += 1;
-            }
+            all[n] = CHECK_WRITE_SIZED[i].1[0];
+            all[n + 1] = CHECK_WRITE_SIZED[i].1[1];
+            n += 2;
             i += 1;
         }
         let mut i = 0;
         while i < CHECK_MERGED.len() {
-            all[n] = CHECK_MERGED[i].3;
+            all[n] = CHECK_MERGED[i].2;
             n += 1;
             i += 1;
         }

@@ -34,12 +34,11 @@ struct Rewriter {
     merge_of: Vec<Option<usize>>,
     /// The accesses' addresses (a merged call passes its members').
     ptrs: Vec<LLVMValueRef>,
-    /// The access whose checker counts its group ([`checker_counts`]), and the group
-    /// leaders whose group is counted so.
-    counts_group: Vec<bool>,
-    counted_in_checker: Vec<bool>,
     /// Each single-block loop's iteration count, once built ([`Rewriter::loop_trip`]).
     trips: HashMap<LLVMBasicBlockRef, Option<Trip>>,
+    /// The last load of `__profcc_alone` a gate used: a later gate in its block with no call
+    /// of the program's in between uses it too ([`Self::alone_now`]).
+    alone_last: Option<LLVMValueRef>,
 }
 
 /// A single-block loop's iteration count in registers ([`Rewriter::loop_trip`]).
@@ -56,54 +55,12 @@ struct Trip {
     only_exit: bool,
 }
 
-/// Which out-of-line check counts its group (the `_c` checkers), so that the group's first
-/// access has no increment of its own: the group's first check, when its checker names the
-/// group leader's counter (a write's, a merged call's, a read that leads its group) and it is
-/// not in a short loop, whose checks are inlined (there the checker's two loads and saved
-/// register would cost more than an increment; in a large loop, e.g. an interpreter's
-/// dispatch loop, the checks are calls anyway, and the increment's counter base is one more
-/// value live, often spilled, across the loop). Every check of the group comes at or after
-/// it, so a write's door and the sampling write read the group's current count; the group's
-/// accesses execute equally often, so the count stays exact. Returns the counting checks and
-/// the leaders counted by one.
-fn checker_counts(
-    acc: &[Access],
-    merges: &[Merge],
-    merge_of: &[Option<usize>],
-) -> (Vec<bool>, Vec<bool>) {
-    let mut counts = vec![false; acc.len()];
-    let mut counted = vec![false; acc.len()];
-    let mut seen = vec![false; acc.len()];
-    for (i, a) in acc.iter().enumerate() {
-        if !a.check || !matches!(a.size, Size::Const(_)) || seen[a.leader] {
-            continue;
-        }
-        // The group's first check.
-        seen[a.leader] = true;
-        let merged = merge_of[i].map(|m| &merges[m]);
-        let names_leader = match merged {
-            Some(m) => m.members[0] == i,
-            None => a.kind != AccessKind::Read || a.leader == i,
-        };
-        if names_leader
-            && !(a.loop_blocks > 0 && a.loop_blocks <= crate::select::INLINE_LOOP_BLOCKS)
-            && matches!(a.size, Size::Const(n) if n <= LINE_SIZE)
-        {
-            counts[i] = true;
-            counted[a.leader] = true;
-        }
-    }
-    (counts, counted)
-}
-
 /// Plain accesses of one epoch checked by one call of a merged checker, before the first of
 /// them (abi::merged_checker_arg).
 struct Merge {
     members: Vec<usize>,
     /// The merged checker's last argument.
     arg: u64,
-    /// The checker counts the group ([`checker_counts`]).
-    counting: bool,
     /// The member that is its group's sampling write (its first checked write).
     sampling: Option<usize>,
 }
@@ -149,7 +106,6 @@ fn merge_of(acc: &[Access], members: &[usize]) -> Option<Merge> {
     Some(Merge {
         members: members.to_vec(),
         arg,
-        counting: false, // set by `checker_counts`
         sampling,
     })
 }
@@ -256,6 +212,25 @@ fn merge_plan(acc: &[Access]) -> (Vec<Merge>, Vec<Option<usize>>) {
     (merges, merge_of_access)
 }
 
+/// Is `to` reached from `from` (earlier in one block) without a call that could start a
+/// thread: anything but the runtime's hooks and checkers and LLVM's intrinsics?
+unsafe fn no_call_between(from: LLVMValueRef, to: LLVMValueRef) -> bool {
+    let mut i = LLVMGetNextInstruction(from);
+    while !i.is_null() && i != to {
+        if !LLVMIsACallInst(i).is_null() {
+            let callee = LLVMGetCalledValue(i);
+            let mut len = 0;
+            let name = LLVMGetValueName2(callee, &mut len);
+            let name = std::slice::from_raw_parts(name as *const u8, len);
+            if !(name.starts_with(b"__profcc_") || name.starts_with(b"llvm.")) {
+                return false;
+            }
+        }
+        i = LLVMGetNextInstruction(i);
+    }
+    i == to
+}
+
 impl Rewriter {
     fn hook(&self, name: &str) -> LLVMValueRef {
         let i = crate::abi::names::HOOKS
@@ -284,6 +259,51 @@ impl Rewriter {
         // The checkers' preserve_most convention.
         LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(f));
         call
+    }
+
+    /// A straight-line access's checker call, through its gate (hooks/sharing.c, "The
+    /// gates"): the checker is called only while more than one thread runs, so a lone
+    /// thread pays a branch per check, not a call (the Lua interpreter 0.84 s -> 0.46 s with
+    /// `alloc_sample=65536`, native 0.22 s). Its group counts in place, never in the checker.
+    unsafe fn check_call(&mut self, checker: &str, args: &[LLVMValueRef]) {
+        use crate::abi::names::{GATE, GATE_K, GATE_MERGED};
+        let empty = c"";
+        let i64t = LLVMInt64TypeInContext(self.ctx);
+        let gate = match args.len() {
+            2 => GATE_K,
+            3 if LLVMTypeOf(args[1]) == i64t => GATE,
+            n => GATE_MERGED[n - 3],
+        };
+        let mut with = args.to_vec();
+        with.push(self.hook(checker));
+        with.push(self.alone_now());
+        self.call(gate, &mut with, empty);
+    }
+
+    /// `__profcc_alone` at the builder's position: a relaxed load, or the block's last one
+    /// when no call but the runtime's hooks and LLVM's intrinsics lies between (a second
+    /// thread starts only in a call of this thread's; a stale "not alone" calls the checker,
+    /// which reads the word again).
+    unsafe fn alone_now(&mut self) -> LLVMValueRef {
+        let i64t = LLVMInt64TypeInContext(self.ctx);
+        let block = LLVMGetInsertBlock(self.b);
+        let module = LLVMGetGlobalParent(LLVMGetBasicBlockParent(block));
+        let g = LLVMGetNamedGlobal(module, c"__profcc_alone".as_ptr());
+        assert!(!g.is_null(), "the hooks declare __profcc_alone");
+        let fresh = LLVMBuildLoad2(self.b, i64t, g, c"profcc.alone".as_ptr());
+        LLVMSetOrdering(
+            fresh,
+            llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+        );
+        LLVMSetAlignment(fresh, 8);
+        if let Some(prev) = self.alone_last {
+            if LLVMGetInstructionParent(prev) == block && no_call_between(prev, fresh) {
+                LLVMInstructionEraseFromParent(fresh);
+                return prev;
+            }
+        }
+        self.alone_last = Some(fresh);
+        fresh
     }
 
     /// A prologue value of `func`, built at its entry on first use.
@@ -613,11 +633,6 @@ impl Rewriter {
         };
         info |= ((local - slot_site) as u64) << INFO_SITE_SHIFT;
         let empty = c"";
-        // The group's first check may count the group in its checker (the `_c` checkers,
-        // [`checker_counts`]): then its first access has no increment. The group's other
-        // accesses are in the same block, so none of them is inlined and needs the count in
-        // a register.
-        let count_in_checker = self.counts_group[local];
         // The group's count, once, at its first access (run-time lengths count on their own).
         if let Size::Dyn(len) = a.size {
             let c = self.entry_value(a.func, 0);
@@ -633,12 +648,7 @@ impl Rewriter {
             }
             return;
         }
-        if count_in_checker {
-            stats.bump("counter-in-checker", 1);
-        }
-        if a.leader == local && self.counted_in_checker[local] {
-            self.group_count = None;
-        } else if a.leader == local {
+        if a.leader == local {
             let hoisted = if hoist {
                 self.hoist_loop_count(a, local)
             } else {
@@ -676,14 +686,14 @@ impl Rewriter {
             let sampling = m.sampling.map_or(-1, |j| j as i32);
             let checker = crate::abi::names::CHECK_MERGED
                 .iter()
-                .find(|x| (x.0, x.1, x.2) == (m.members.len(), sampling, m.counting))
+                .find(|x| (x.0, x.1) == (m.members.len(), sampling))
                 .expect("two to four members")
-                .3;
+                .2;
             let mut args: Vec<LLVMValueRef> = m.members.iter().map(|&i| self.ptrs[i]).collect();
             args.push(LLVMConstInt(i64t, m.arg, 0));
             stats.bump("check-merged-call", 1);
             stats.bump("check-merged", m.members.len() as u64);
-            self.call(checker, &mut args, empty);
+            self.check_call(checker, &args);
             return;
         }
         if n <= LINE_SIZE {
@@ -714,23 +724,19 @@ impl Rewriter {
             if !inline {
                 // The checker finds the site's counter itself: no counter base at the call.
                 let slot = LLVMConstInt(i64t, slot_site as u64, 0);
-                if let Some(&(_, plain, counting)) = sized {
-                    let checker = if count_in_checker { counting } else { plain };
-                    self.call(checker, &mut [a.ptr, slot], empty);
+                if let Some(&(_, plain)) = sized {
+                    self.check_call(plain, &[a.ptr, slot]);
                 } else if let Some(((_, names), x)) = packed {
-                    let checker = names[count_in_checker as usize + 2 * a.samples as usize];
+                    let checker = names[a.samples as usize];
                     let x = LLVMConstInt(i64t, x, 0);
-                    self.call(checker, &mut [a.ptr, x], empty);
+                    self.check_call(checker, &[a.ptr, x]);
                 } else {
-                    let checker = match (a.kind.writes(), a.samples, count_in_checker) {
-                        (false, _, false) => CHECK_READ,
-                        (false, _, true) => CHECK_READ_COUNT,
-                        (true, false, false) => CHECK_WRITE,
-                        (true, false, true) => CHECK_WRITE_COUNT,
-                        (true, true, false) => CHECK_WRITE_SAMPLE,
-                        (true, true, true) => CHECK_WRITE_SAMPLE_COUNT,
+                    let checker = match (a.kind.writes(), a.samples) {
+                        (false, _) => CHECK_READ,
+                        (true, false) => CHECK_WRITE,
+                        (true, true) => CHECK_WRITE_SAMPLE,
                     };
-                    self.call(checker, &mut [a.ptr, slot, infov], empty);
+                    self.check_call(checker, &[a.ptr, slot, infov]);
                 }
                 return;
             }
@@ -742,7 +748,7 @@ impl Rewriter {
             };
             if let (true, Some(((_, names), x))) = (a.kind.writes(), packed) {
                 let x = LLVMConstInt(i64t, x, 0);
-                let checker = self.hook(names[2 * a.samples as usize]);
+                let checker = self.hook(names[a.samples as usize]);
                 if a.samples {
                     let mut args = [x, count(), a.ptr, me.unwrap(), wmask.unwrap(), checker];
                     self.call(WRITE_SAMPLE_PACKED, &mut args, empty);
@@ -756,7 +762,7 @@ impl Rewriter {
             } else if a.kind.writes() {
                 let mut args = [leaderv, a.ptr, infov, me.unwrap()];
                 self.call(WRITE, &mut args, empty);
-            } else if let Some(&(_, plain, _)) = sized {
+            } else if let Some(&(_, plain)) = sized {
                 let checker = self.hook(plain);
                 let mut args = [localv, a.ptr, rb.unwrap(), checker];
                 self.call(READ_SIZED, &mut args, empty);
@@ -797,17 +803,12 @@ pub unsafe fn rewrite(
         merges: Vec::new(),
         merge_of: vec![None; sel.accesses.len()],
         ptrs: sel.accesses.iter().map(|a| a.ptr).collect(),
-        counts_group: vec![false; sel.accesses.len()],
-        counted_in_checker: vec![false; sel.accesses.len()],
         trips: HashMap::new(),
+        alone_last: None,
     };
     let acc = &sel.accesses;
     if sharing {
         (r.merges, r.merge_of) = merge_plan(acc);
-        (r.counts_group, r.counted_in_checker) = checker_counts(acc, &r.merges, &r.merge_of);
-        for m in &mut r.merges {
-            m.counting = r.counts_group[m.members[0]];
-        }
     }
     for (local, a) in acc.iter().enumerate() {
         // A group's count stays in a register in a single-block loop, unless the group has

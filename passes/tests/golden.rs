@@ -97,33 +97,49 @@ fn run_with(
     (ir, stats)
 }
 
+/// The group counters' increments made in place (`%profcc.n`, `%profcc.n1`, ...).
+fn increments(ir: &str) -> usize {
+    ir.lines()
+        .filter(|l| l.starts_with("  %profcc.n") && l.contains(" = add i64 %"))
+        .count()
+}
+
 #[test]
 fn load_store() {
     let (ir, s) = run("load_store");
     assert_eq!(s.get("instrumented-read"), 1);
     assert_eq!(s.get("instrumented-write"), 1);
-    // One counter increment for the block (both accesses run equally often), made by the
-    // first access's checker; per access one load of the line's shadow word (16 TiB +
-    // addr/8) and one rarely taken branch to the cold door; nothing is stored to the shadow
-    // inline.
+    // One counter increment for the block (both accesses run equally often), in place;
+    // per access one load of the line's shadow word (16 TiB + addr/8) and one rarely taken
+    // branch to the cold door, in the checkers; nothing is stored to the shadow inline.
     assert_eq!(s.get("counter-shared-in-block"), 1);
-    assert_eq!(s.get("counter-in-checker"), 1);
-    assert!(!ir.contains("%profcc.n"), "no increment in @f: {ir}");
+    assert_eq!(increments(&ir), 1, "{ir}");
+    // The gates: @f loads __profcc_alone once (the fence between the accesses is an
+    // intrinsic, which starts no thread) and calls each checker only when it is zero.
+    let f = &ir[ir.find("define void @f").unwrap()..];
+    let f = &f[..f.find("\n}").unwrap()];
+    assert_eq!(
+        f.matches("load atomic i64, ptr @__profcc_alone monotonic")
+            .count(),
+        1,
+        "{ir}"
+    );
+    assert_eq!(f.matches("icmp eq i64 %profcc.alone, 0").count(), 2, "{ir}");
     let base = profcc_abi::LINE_SHADOW.to_string();
     assert_eq!(ir.matches(base.as_str()).count(), 2, "{ir}");
-    // Straight-line code: one call per access of a shared checker (address, site, info =
-    // size | write << 8 | distance from the block's counting site << 24; a read or a plain
-    // write that is its size alone calls its size's checker without info), preserve_most so the caller
-    // spills nothing around it; the checkers (internal, never inlined) hold the shadow loads
-    // and the one call each of the cold door. The load leads the block: its checker counts.
+    // Straight-line code: one gated call per access of a shared checker (address, site,
+    // info = size | write << 8 | distance from the block's counting site << 24; a read or a
+    // plain write that is its size alone calls its size's checker without info),
+    // preserve_most so the caller spills nothing around it; the checkers (internal, never
+    // inlined) hold the shadow loads and the one call each of the cold door.
     assert_eq!(
-        ir.matches("call preserve_mostcc void @__profcc_check_read4_c(ptr %p, ")
+        ir.matches("call preserve_mostcc void @__profcc_check_read4(ptr noundef %p, ")
             .count(),
         1,
         "{ir}"
     );
     assert_eq!(
-        ir.matches("call preserve_mostcc void @__profcc_check_write8_s(ptr %q, ")
+        ir.matches("call preserve_mostcc void @__profcc_check_write8_s(ptr noundef %q, ")
             .count(),
         1,
         "{ir}"
@@ -142,24 +158,20 @@ fn load_store() {
         "{ir}"
     );
     // The calls name the site (the load's own, the store's group leader: site 0) by its
-    // module-local index; the checker finds its counter, so @f keeps no counter base. The
-    // store is a plain 8-byte write: one immediate packs its leader (0) and its distance
+    // module-local index; the checker finds its counter (a write's door reads the group's
+    // count there). The store is a plain 8-byte write: one immediate packs its leader (0) and its distance
     // from it (1 << 20), and its checker rebuilds the info (8 | write | 1 << 24 = 16777480:
     // 264 and the distance shifted to bit 24, the extra reads and writes, 3 bits each from
     // bits 26 and 29, to bits 12 and 18).
     assert!(
-        ir.contains("@__profcc_check_read4_c(ptr %p, i64 0)")
-            && ir.contains("@__profcc_check_write8_s(ptr %q, i64 1048576)")
+        ir.contains("@__profcc_check_read4(ptr noundef %p, i64 noundef 0)")
+            && ir.contains("@__profcc_check_write8_s(ptr noundef %q, i64 noundef 1048576)")
             && ir.contains("i64 noundef 4)")
             && ir.contains("%4 = shl i64 %1, 4\n  %5 = and i64 %4, 1056964608")
             && ir.contains("%12 = or disjoint i64 %11, 264"),
         "{ir}"
     );
-    let f = &ir[ir.find("define void @f").unwrap()..];
-    assert!(
-        !f[..f.find("\n}").unwrap()].contains("@__profcc_counts"),
-        "{ir}"
-    );
+    assert_eq!(f.matches("@__profcc_counts)").count(), 1, "{ir}");
     // The store's site record points at the load's counter (leader 0).
     assert_eq!(
         shapes(&ir),
@@ -185,37 +197,49 @@ fn merged() {
     // from its leader (0): 6 << 20 | 4 << 23 | 1 << 26. Member 2 samples, the first counts.
     assert!(
         ir.contains(
-            "call preserve_mostcc void @__profcc_check_m3_s2_c(ptr %p, ptr %q, ptr %r, i64 106954752)"
+            "call preserve_mostcc void @__profcc_check_m3_s2(ptr noundef %p, ptr noundef %q, ptr noundef %r, i64 noundef 106954752)"
         ),
         "{ir}"
     );
     // @g: site 3 alone, then sites 4 and 5: 4 | 6 << 20 | 2 << 23.
     assert!(
-        ir.contains("call preserve_mostcc void @__profcc_check_read8_c(ptr %p, i64 3)"),
+        ir.contains(
+            "call preserve_mostcc void @__profcc_check_read8(ptr noundef %p, i64 noundef 3)"
+        ),
         "{ir}"
     );
     assert!(
-        ir.contains("call preserve_mostcc void @__profcc_check_m2_c(ptr %q, ptr %p, i64 23068676)"),
+        ir.contains("call preserve_mostcc void @__profcc_check_m2(ptr noundef %q, ptr noundef %p, i64 noundef 23068676)"),
         "{ir}"
     );
     // @h: sites 6 and 7 (6 | 6 << 20 | 4 << 23) before the first load, the GEP moved up;
     // site 8 alone (its address is loaded by site 6's access).
     assert!(
         ir.contains(
-            "%f = getelementptr i8, ptr %s, i64 8\n  call preserve_mostcc void @__profcc_check_m2_c(ptr %s, ptr %f, i64 39845894)\n  %a = load ptr, ptr %s"
+            "call preserve_mostcc void @__profcc_check_m2(ptr noundef %s, ptr noundef %f, i64 noundef 39845894) #7\n  br label %__profcc_gate_m2.exit\n\n__profcc_gate_m2.exit:                            ; preds = %0, %10\n  %a = load ptr, ptr %s"
         ),
         "{ir}"
     );
     assert!(
-        ir.contains("call preserve_mostcc void @__profcc_check_read4(ptr %g, i64 8)"),
+        ir.contains(
+            "call preserve_mostcc void @__profcc_check_read4(ptr noundef %g, i64 noundef 8)"
+        ),
         "{ir}"
     );
     assert_eq!(s.get("check-merged-call"), 3);
     assert_eq!(s.get("check-merged"), 7);
     // Every check still counts as one: 9 accesses, 9 checks.
     assert_eq!(s.get("check-out-of-line"), 9);
-    // No increment left in the functions: both groups count in their checkers.
-    assert!(!ir.contains("%profcc.n"), "{ir}");
+    // Each group counts in place, once: @f's, @g's two and @h's.
+    assert_eq!(increments(&ir), 4, "{ir}");
+    // @g's call of @ext between its two checks: the second gate loads __profcc_alone again.
+    assert_eq!(
+        ir.lines()
+            .filter(|l| l.starts_with("  %profcc.alone") && l.contains("load atomic"))
+            .count(),
+        1 + 2 + 1,
+        "{ir}"
+    );
     // Each member's door: the member's own site and info (a read's size; a write's size,
     // write bit and distance from its leader).
     assert!(
@@ -324,7 +348,7 @@ fn rmw() {
     assert_eq!(s.get("check-covered-same-address"), 2 + 2);
     assert!(
         ir.contains(
-            "call preserve_mostcc void @__profcc_check_write8_s_c(ptr %sum, i64 605028360)"
+            "call preserve_mostcc void @__profcc_check_write8_s(ptr noundef %sum, i64 noundef 605028360)"
         ),
         "@unrolled: one check, 1 extra read and 1 extra write: {ir}"
     );
@@ -338,15 +362,16 @@ fn rmw() {
     // of each group counts its group in its checker (@rmw's group leads with the covered
     // load: its store's checker names the leader, site 0, and counts it).
     assert!(
-        ir.contains("call preserve_mostcc void @__profcc_check_write8_s_c(ptr %p, i64 605028352)"),
+        ir.contains("call preserve_mostcc void @__profcc_check_write8_s(ptr noundef %p, i64 noundef 605028352)"),
         "{ir}"
     );
     assert!(
-        ir.contains("call preserve_mostcc void @__profcc_check_read8(ptr %q, i64 3)"),
+        ir.contains(
+            "call preserve_mostcc void @__profcc_check_read8(ptr noundef %q, i64 noundef 3)"
+        ),
         "{ir}"
     );
-    assert_eq!(s.get("counter-in-checker"), 3 + 1, "{ir}");
-    assert_eq!(ir.matches("%profcc.n = add").count(), 0, "{ir}");
+    assert_eq!(increments(&ir), 3 + 1, "{ir}");
     assert_eq!(
         ir.matches("call preserve_mostcc void @__profcc_check_")
             .count(),
