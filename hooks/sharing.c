@@ -70,15 +70,16 @@ DOOR void __profcc_door(const void *p, uint64_t site, uint64_t info) {
  * pthread_create, set when one thread is left; rt/src/analyses/sharing.rs): only then does a
  * check read a line's shadow. With one thread nothing is shared (nor counted), and those
  * shadow loads, 8 bytes per line the program touches and often a cache miss of their own,
- * were most of a single-threaded program's checking cost. The word is loaded at every check,
- * never kept: a frame that creates the second thread checks its next access. A merged check
- * loads it once for its members (the Lua interpreter 0.90x and xmlwf 0.91x wall against a
- * load per member, farm-bench -n 8). */
+ * were most of a single-threaded program's checking cost. A checker's callers read the word,
+ * never the checker: straight-line code's gates (the pass loads it once per stretch of a
+ * block with no call of the program's: a frame that creates the second thread checks its next
+ * access) and the inlined loop hooks' cold side. A stale "more than one" (the other threads
+ * ended since) costs a whole check, nothing else. */
 static inline __attribute__((always_inline)) int sharing_on(void) {
   return __atomic_load_n(&__profcc_alone, __ATOMIC_RELAXED) == 0;
 }
 
-static inline __attribute__((always_inline)) int read_due_on(const void *p) {
+static inline __attribute__((always_inline)) int read_due(const void *p) {
   uint64_t w = *shadow_of(p);
   uint64_t rb = __profcc_rb;
   return __builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0) &&
@@ -88,7 +89,7 @@ static inline __attribute__((always_inline)) int read_due_on(const void *p) {
 /* A write leaves when this thread is the line's last writer and nobody read it since (the
  * shadow word equals the thread's owner word, counters masked out). Nothing is stored to the
  * shadow here. */
-static inline __attribute__((always_inline)) int write_due_on(const void *p) {
+static inline __attribute__((always_inline)) int write_due(const void *p) {
   uint64_t w = *shadow_of(p);
   return __builtin_expect((w & PROFCC_WRITE_MASK) != __profcc_me, 0) &&
          (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
@@ -96,23 +97,11 @@ static inline __attribute__((always_inline)) int write_due_on(const void *p) {
 
 /* The write that takes its group's write-volume sample: also goes on when the group's count
  * hits the thread's sample mask. */
-static inline __attribute__((always_inline)) int write_s_due_on(const void *p, uint64_t site) {
+static inline __attribute__((always_inline)) int write_s_due(const void *p, uint64_t site) {
   uint64_t w = *shadow_of(p);
   int sample = (slot_of(site)[PROFCC_COUNT_SLOT] & __profcc_wmask) == 0;
   return __builtin_expect(((w & PROFCC_WRITE_MASK) != __profcc_me) | sample, 0) &&
          (sample || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
-}
-
-/* The same, first asking whether sharing is on (one check: a merged check asks once, for
- * all its members, which are in one epoch: no call between them can start a thread). */
-static inline __attribute__((always_inline)) int read_due(const void *p) {
-  return sharing_on() && read_due_on(p);
-}
-static inline __attribute__((always_inline)) int write_due(const void *p) {
-  return sharing_on() && write_due_on(p);
-}
-static inline __attribute__((always_inline)) int write_s_due(const void *p, uint64_t site) {
-  return sharing_on() && write_s_due_on(p, site);
 }
 
 CHECKER void __profcc_check_read(const void *p, uint64_t site, uint64_t info) {
@@ -232,25 +221,21 @@ DOORS4(3)
 #define MEMBER(i, k, S, door, ...)                                                                \
   do {                                                                                            \
     uint64_t f = field(x, i);                                                                     \
-    int due = (f & 1) ? (i == S ? write_s_due_on(q[i], first_site(x) - leader_distance(x, k))     \
-                                : write_due_on(q[i]))                                             \
-                      : read_due_on(q[i]);                                                        \
+    int due = (f & 1) ? (i == S ? write_s_due(q[i], first_site(x) - leader_distance(x, k))     \
+                                : write_due(q[i]))                                             \
+                      : read_due(q[i]);                                                        \
     if (__builtin_expect(due, 0))                                                                 \
       door(__VA_ARGS__);                                                                          \
   } while (0)
 #define M2(name, S)                                                                  \
   CHECKER void name(const void *a, const void *b, uint64_t x) {                                   \
     const void *q[] = {a, b};                                                                     \
-    if (!sharing_on())                                                                            \
-      return;                                                                                     \
     MEMBER(0, 2, S, __profcc_door_m2_0, a, b, x);                                                 \
     MEMBER(1, 2, S, __profcc_door_m2_1, a, b, x);                                                 \
   }
 #define M3(name, S)                                                                  \
   CHECKER void name(const void *a, const void *b, const void *c, uint64_t x) {                    \
     const void *q[] = {a, b, c};                                                                  \
-    if (!sharing_on())                                                                            \
-      return;                                                                                     \
     MEMBER(0, 3, S, __profcc_door_m3_0, a, b, c, x);                                              \
     MEMBER(1, 3, S, __profcc_door_m3_1, a, b, c, x);                                              \
     MEMBER(2, 3, S, __profcc_door_m3_2, a, b, c, x);                                              \
@@ -258,8 +243,6 @@ DOORS4(3)
 #define M4(name, S)                                                                  \
   CHECKER void name(const void *a, const void *b, const void *c, const void *d, uint64_t x) {     \
     const void *q[] = {a, b, c, d};                                                               \
-    if (!sharing_on())                                                                            \
-      return;                                                                                     \
     MEMBER(0, 4, S, __profcc_door_m4_0, a, b, c, d, x);                                           \
     MEMBER(1, 4, S, __profcc_door_m4_1, a, b, c, d, x);                                           \
     MEMBER(2, 4, S, __profcc_door_m4_2, a, b, c, d, x);                                           \

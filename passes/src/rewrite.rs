@@ -282,8 +282,8 @@ impl Rewriter {
 
     /// `__profcc_alone` at the builder's position: a relaxed load, or the block's last one
     /// when no call but the runtime's hooks and LLVM's intrinsics lies between (a second
-    /// thread starts only in a call of this thread's; a stale "not alone" calls the checker,
-    /// which reads the word again).
+    /// thread starts only in a call of this thread's; a stale "not alone", the other threads
+    /// ended since, costs a whole check).
     unsafe fn alone_now(&mut self) -> LLVMValueRef {
         let i64t = LLVMInt64TypeInContext(self.ctx);
         let block = LLVMGetInsertBlock(self.b);

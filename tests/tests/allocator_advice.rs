@@ -185,18 +185,15 @@ fn switching_advice_points_the_way_the_native_runs_do() {
         // record (CI's log could not say why tcmalloc's priced its run at 4.59x; here
         // jemalloc's `malloc 16 reused parallel` was 16.3, 2.6 and 1.3 ns in three
         // measurements seconds apart).
+        let cache = profcc_allocator_probe::costs_file(Some(probe_cache_home().as_os_str()), None)
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .unwrap_or_default();
+        let cached = profcc_allocator_probe::costs_in(&cache);
         for (k, (name, _)) in allocs.iter().enumerate() {
             if describes[k] || !asserted {
                 continue;
             }
-            let cache =
-                profcc_allocator_probe::costs_file(Some(probe_cache_home().as_os_str()), None)
-                    .and_then(|f| std::fs::read_to_string(f).ok())
-                    .unwrap_or_default();
-            for c in profcc_allocator_probe::costs_in(&cache)
-                .iter()
-                .filter(|c| &c.allocator == name)
-            {
+            for c in cached.iter().filter(|c| &c.allocator == name) {
                 let rows: Vec<String> = c
                     .bench
                     .iter()
