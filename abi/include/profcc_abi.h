@@ -29,6 +29,7 @@
 #define PROFCC_START_SHADOW_OF(a) (PROFCC_START_SHADOW + (((uint64_t)(a) >> PROFCC_START_SHIFT) << 2)) /* address of the start word of the granule holding a */
 #define PROFCC_START_WORD(a, n, site) ((uint32_t)(site) << PROFCC_START_SITE_SHIFT | (uint32_t)(((uint64_t)(a) & 8) << (PROFCC_START_SIZE_BITS - 3)) | (uint32_t)(n)) /* the start word of an n-byte block at a of site (start_word) */
 #define PROFCC_START_SIZE(w) ((w) & (PROFCC_START_HALF - 1)) /* the size of start word w's block (start_block) */
+#define PROFCC_START_SITE(w) ((uint32_t)(w) >> PROFCC_START_SITE_SHIFT) /* the allocation site of start word w's block (start_block) */
 #define PROFCC_START_AT(w, a) ((((w) & PROFCC_START_HALF) != 0) == (((uint64_t)(a) & 8) != 0)) /* whether start word w (nonzero) is the block starting at a (start_block) */
 
 /* The line's shadow word */

@@ -100,6 +100,11 @@ const ITEMS: &[Item] = &[
         "the size of start word w's block (start_block)",
     ),
     Macro(
+        "START_SITE(w)",
+        "((uint32_t)(w) >> PROFCC_START_SITE_SHIFT)",
+        "the allocation site of start word w's block (start_block)",
+    ),
+    Macro(
         "START_AT(w, a)",
         "((((w) & PROFCC_START_HALF) != 0) == (((uint64_t)(a) & 8) != 0))",
         "whether start word w (nonzero) is the block starting at a (start_block)",

@@ -215,12 +215,14 @@ void profcc_sample_set_block(struct sample_head *b) {
  * While sampling runs beside a module with access checks, a block sampling does not record
  * keeps its identity in the start shadow: a u32 at its 16-byte granule (profcc_abi.h, "A heap
  * block's start word"), written after the allocator's call and cleared by the free. */
-extern uint32_t profcc_start_words; /* START_ON | START_LINES (alloc.rs) */
+extern uint32_t profcc_start_words; /* START_ON | START_LINES | START_COUNTS (alloc.rs) */
 #define START_ON 1u
 #define START_LINES 2u
+#define START_COUNTS 4u
 uint32_t profcc_start_site(uint32_t kind, void *fp);
 void profcc_start_record(void *p, size_t n, uint32_t kind, void *fp);
 void profcc_start_freed(void *p);
+void profcc_count_slot(uint32_t site, uint32_t alloc);
 
 static inline uint32_t *start_slot(const void *p) { return (uint32_t *)PROFCC_START_SHADOW_OF(p); }
 
@@ -260,10 +262,33 @@ __attribute__((always_inline)) static inline uint32_t start_site(uint32_t kind, 
     return key_miss(e, r0, r1, kind, fp);
 }
 
-/* A tail-path block's start word (n < TAIL_MAX: asserted there). */
-static inline void start_put(void *p, size_t n, uint32_t site) {
-    if (LIKELY(p != 0) && LIKELY(site != NO_SITE))
+/* The thread's count slot of `site` (rt/src/alloc/stats.rs, "Counts of unpicked blocks"):
+ * right after its block's head, direct-mapped by site; a slot holding another site is handed
+ * over in the runtime (guard set). `alloc`: an allocation asks. */
+#define COUNT_CACHE 64
+static inline struct count_entry *count_slot(uint32_t site, uint32_t alloc) {
+    struct count_entry *c = (struct count_entry *)(tls.sblock + 1) + (site & (COUNT_CACHE - 1));
+    if (UNLIKELY(c->site_plus1 != site + 1)) {
+        uint32_t saved = tls.in_rt;
+        tls.in_rt = 1;
+        profcc_count_slot(site, alloc);
+        tls.in_rt = saved;
+    }
+    return c;
+}
+
+/* A block's start word (n < 1 << PROFCC_START_SIZE_BITS), counted in its site's figures
+ * when `sw` (profcc_start_words) says so. */
+static inline void start_put(void *p, size_t n, uint32_t site, uint32_t sw) {
+    if (LIKELY(p != 0) && LIKELY(site != NO_SITE)) {
         __atomic_store_n(start_slot(p), PROFCC_START_WORD(p, n, site), __ATOMIC_RELAXED);
+        if (sw & START_COUNTS) {
+            struct count_entry *c = count_slot(site, 1);
+            c->allocs += 1;
+            c->bytes += n;
+            if (n > c->max_size) c->max_size = (uint32_t)n;
+        }
+    }
 }
 
 /* A tail-path free of p (`on`: profcc_start_words): its start word goes, with its block's line
@@ -283,6 +308,11 @@ static inline int start_clear(void *p, uint32_t on) {
         }
     }
     __atomic_store_n(slot, 0, __ATOMIC_RELAXED);
+    if (on & START_COUNTS) {
+        struct count_entry *c = count_slot(PROFCC_START_SITE(w), 0);
+        c->frees += 1;
+        c->freed += PROFCC_START_SIZE(w);
+    }
     return 1;
 }
 
@@ -294,9 +324,10 @@ static inline uint32_t on_alloc(void *p, size_t n, uint32_t kind, void *fp) {
             b->left = left;
             b->allocations += 1;
             b->bytes += n;
-            if (__atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED)) {
+            uint32_t sw = __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED);
+            if (sw) {
                 /* (a realloc's new block, most often: Lua's allocator reallocs every block it grows) */
-                if (LIKELY(n < (1u << PROFCC_START_SIZE_BITS))) start_put(p, n, start_site(kind, fp));
+                if (LIKELY(n < (1u << PROFCC_START_SIZE_BITS))) start_put(p, n, start_site(kind, fp), sw);
                 else profcc_start_record(p, n, kind, fp);
             }
             return NO_SITE;
@@ -783,10 +814,11 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
  * marker still holds: the allocator runs below the interposer's return-address slot). */
 #define TAIL_ALLOC_RETURN(t, kind, n, call)                                                  \
     do {                                                                                     \
-        if ((t) == TAIL_TAKEN && __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED)) {   \
+        uint32_t sw_ = __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED);               \
+        if ((t) == TAIL_TAKEN && sw_) {                                                      \
             uint32_t site_ = start_site((kind), FP());                                      \
             void *p_ = (call);                                                               \
-            start_put(p_, (n), site_);                                                       \
+            start_put(p_, (n), site_, sw_);                                                  \
             return p_;                                                                       \
         }                                                                                    \
         __attribute__((musttail)) return (call);                                             \

@@ -101,6 +101,9 @@ macro_rules! c_struct_rust {
     (sample_head) => {
         stats::SampleHead
     };
+    (count_entry) => {
+        stats::CountEntry
+    };
 }
 include!("alloc/c_structs.rs");
 
@@ -598,7 +601,7 @@ fn account_alloc(site_idx: u32, tid: u32, size: u64, w: u64, totals: bool) -> u6
 /// now by the calling thread; `measured`: its lifetime ends now (not a stale entry whose free
 /// was not seen).
 fn account_release(o: &Obj, size: u64, whole: bool, measured: bool) {
-    if o.tid & IDENT != 0 {
+    if o.tid & IDENT != 0 && !exact_counts() {
         return;
     }
     if let Some(ss) = sites() {
@@ -692,6 +695,8 @@ pub(crate) fn init_sampling() {
     if !sampling_can_start() {
         return;
     }
+    // Before the first sampled call: every block sampling does not pick is counted.
+    start_words_begin(START_COUNTS);
     FIRST_CAP.store(FIRST_CAP_SAMPLED, Ordering::Relaxed);
     SAMPLE_ASKED.store(n, Ordering::Relaxed);
     SAMPLE_MEAN.store(n, Ordering::Release);
@@ -704,7 +709,7 @@ pub(crate) fn module_registered(flags: u32) {
     if flags & (FLAG_SHARING | FLAG_NUMA) == 0 || SAMPLE_MEAN.load(Ordering::Acquire) == 0 {
         return;
     }
-    if start_words_begin() {
+    if start_words_begin(0) {
         return; // sampling goes on; the blocks it does not record keep their identity
     }
     // Sampling's tail paths (interpose.c `tail_ready`) do not read the mean; they stop on
@@ -743,11 +748,43 @@ pub(crate) fn module_registered(flags: u32) {
 // not known; the sites' figures stay sampling's estimates.
 
 /// Bit `START_ON`: start words are written; bit `START_LINES`: a tail-path free clears the
-/// block's line words (a module with the sharing checks registered). Read by interpose.c.
+/// block's line words (a module with the sharing checks registered); bit `START_COUNTS`: the
+/// blocks with a start word are counted in their sites' figures ([`exact_counts`]). Read by
+/// interpose.c.
 #[export_name = "profcc_start_words"]
 static START_WORDS: AtomicU32 = AtomicU32::new(0);
 const START_ON: u32 = 1;
 const START_LINES: u32 = 2;
+const START_COUNTS: u32 = 4;
+
+/// Whether sampling counts every allocation and free in its site's figures (start words began
+/// with sampling, so every block it does not pick has its site in a start word or, for a
+/// larger one, an identity entry in the map): the sites' counts, bytes, frees, live bytes and
+/// peaks are then what exact recording gives, and a picked object weighs 1. Without it (the
+/// start shadow refused at first) the sites' figures are sampling's weighted estimates.
+#[inline]
+fn exact_counts() -> bool {
+    START_WORDS.load(Ordering::Relaxed) & START_COUNTS != 0
+}
+
+/// An allocation sampling did not pick, counted in its site's figures (no lifetime: its
+/// clock is not kept).
+fn count_unpicked(site: u32, size: u64) {
+    // (interpose.c's tail path counts its own in the thread's count slots)
+    if let Some(ss) = sites() {
+        stats::alloc_one(ss, site, size);
+    }
+}
+
+/// interpose.c's `count_slot` (guard set, `START_COUNTS` set): the calling thread's count
+/// slot for `site` holds another site; `alloc`: an allocation asks (stats.rs, "Counts of
+/// unpicked blocks").
+#[no_mangle]
+pub extern "C" fn profcc_count_slot(site: u32, alloc: u32) {
+    if let Some(ss) = sites() {
+        stats::count_slot_taken(ss, site, alloc != 0);
+    }
+}
 /// Granules a lookup scans back: a start word's block is shorter than this many.
 const START_SCAN: u64 = 1 << (profcc_abi::START_SIZE_BITS - profcc_abi::START_SHIFT);
 
@@ -755,10 +792,11 @@ fn start_slot(addr: u64) -> &'static AtomicU32 {
     unsafe { &*(profcc_abi::start_shadow(addr) as *const AtomicU32) }
 }
 
-/// Start words begin (a module with access checks registered while sampling runs), the start
-/// shadow reserved by the first call: false when it cannot be (sampling then stops, so no
-/// later registration asks again). `START_ON` is set only once the shadow is there.
-fn start_words_begin() -> bool {
+/// Start words begin (sampling starts, with `counts` = `START_COUNTS`; or a module with
+/// access checks registered while sampling runs without them), the start shadow reserved by
+/// the first call: false when it cannot be (sampling then stops at the registration, so no
+/// later one asks again). `START_ON` is set only once the shadow is there.
+fn start_words_begin(counts: u32) -> bool {
     if START_WORDS.load(Ordering::Acquire) & START_ON != 0 {
         return true;
     }
@@ -770,7 +808,7 @@ fn start_words_begin() -> bool {
     } else {
         0
     };
-    START_WORDS.fetch_or(START_ON | lines, Ordering::SeqCst);
+    START_WORDS.fetch_or(START_ON | lines | counts, Ordering::SeqCst);
     true
 }
 
@@ -809,14 +847,24 @@ fn record_identity(p: u64, n: u64, kind: u32, fp: *mut libc::c_void) {
         && p < profcc_abi::APP_LIMIT
     {
         start_slot(p).store(profcc_abi::start_word(p, n, site), Ordering::Relaxed);
+        if exact_counts() {
+            count_unpicked(site, n);
+        }
         return;
     }
+    let tid = threads::current_id();
+    // Counted (and its lifetime measured: it is in the map) when sampling counts every block.
+    let born = if exact_counts() {
+        account_alloc(site, tid, n, 1, false)
+    } else {
+        0
+    };
     let o = Obj {
         addr: p,
         size: n,
         site,
-        tid: threads::current_id() | IDENT,
-        born: 0,
+        tid: tid | IDENT,
+        born,
     };
     filter_add(o.addr);
     insert_object(o);
@@ -860,6 +908,11 @@ fn start_freed(p: u64) {
         return; // the word is the other half's block
     }
     slot.store(0, Ordering::Relaxed);
+    if exact_counts() {
+        if let Some(ss) = sites() {
+            stats::free_one(ss, site, size);
+        }
+    }
     crate::analysis::unseen_object_freed(|| start_info(start, size, site));
 }
 
@@ -916,7 +969,11 @@ pub fn sampling_note() -> Option<String> {
         } else {
             ""
         };
-        format!("allocation sites sampled (alloc_sample={n}): one allocation recorded per {n} bytes on average, standing for 1/(1-exp(-size/{n})) allocations; per-site counts, bytes, frees, live bytes and peaks are estimates, the totals of allocations, bytes and frees are exact{named}")
+        if exact_counts() {
+            format!("allocation sites sampled (alloc_sample={n}): one allocation recorded per {n} bytes on average, with its allocating thread and lifetime; every allocation and free is counted in its site's figures: counts, bytes, frees, live bytes and the totals are exact, peaks are taken when a thread's counts move (at each recorded allocation) and can be low by what the thread allocated since, lifetimes are the recorded blocks'{named}")
+        } else {
+            format!("allocation sites sampled (alloc_sample={n}): one allocation recorded per {n} bytes on average, standing for 1/(1-exp(-size/{n})) allocations; per-site counts, bytes, frees, live bytes and peaks are estimates, the totals of allocations, bytes and frees are exact{named}")
+        }
     })
 }
 
@@ -951,7 +1008,7 @@ extern "C" fn filter_remove(addr: u64) {
 /// The weight of a recorded object, and whether its free is counted in the totals here (not
 /// while sampling runs: `profcc_take` counted it).
 fn weight_of(o: &Obj) -> (u64, bool) {
-    let w = if o.tid & SAMPLED != 0 {
+    let w = if o.tid & SAMPLED != 0 && !exact_counts() {
         stats::weight(o.size, SAMPLE_ASKED.load(Ordering::Relaxed), o.addr)
     } else {
         1
@@ -1047,7 +1104,15 @@ pub unsafe extern "C" fn profcc_on_alloc(
             }
             return NO_SITE;
         }
-        (stats::weight(n as u64, mean, p as u64), SAMPLED)
+        let w = if exact_counts() {
+            if let Some(ss) = sites() {
+                stats::move_all_counts(ss); // (the peaks: stats.rs, "Counts of unpicked blocks")
+            }
+            1
+        } else {
+            stats::weight(n as u64, mean, p as u64)
+        };
+        (w, SAMPLED)
     };
     let tid = threads::current_id();
     let Some(site) = site_for(kind, fp) else {
@@ -1112,6 +1177,7 @@ pub unsafe extern "C" fn profcc_account_free(o: *const Obj) {
     let o = &*o;
     if o.tid & IDENT != 0 {
         crate::analysis::unseen_object_freed(|| info(o));
+        account_release(o, o.size, true, true); // counted when sampling counts every block
         return;
     }
     crate::analysis::object_freed(|| info(o));
@@ -1577,6 +1643,7 @@ mod tests {
         let sizes = [
             ("profcc_obj", core::mem::size_of::<Obj>()),
             ("sample_head", core::mem::size_of::<stats::SampleHead>()),
+            ("count_entry", core::mem::size_of::<stats::CountEntry>()),
         ];
         assert_eq!(C_OFFSETS.len(), sizes.len());
         for (name, size) in sizes {

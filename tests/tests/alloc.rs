@@ -804,23 +804,43 @@ fn statistics_of_threads_add_up_exactly() {
     );
 }
 
-/// `alloc_sample`: the totals of calls, bytes and frees are exact (the same as an exact run's),
-/// a site of requests far above the mean is exact (each is recorded with weight 1), a site of
-/// small requests is estimated within the sampling error, and a sampled site whose blocks were
-/// all freed has as many estimated frees as allocations. Then with the sharing checks built
-/// in, sampling stops at the module's registration, and says so.
+/// `alloc_sample`: every allocation and free is counted in its site's figures, so each site's
+/// count, bytes, frees, largest block, live bytes and live objects at exit and threads are an
+/// exact run's, and so are the totals of calls, bytes and frees; a peak is never above the
+/// exact run's nor below the live bytes at exit. Sites of small blocks on the tail path
+/// (MARK_SMALL, MARK_WORKER), blocks handed to another thread to free (MARK_HANDED), blocks of
+/// 4 KiB and more that take identity entries (MARK_MID, MARK_BIG, most of MARK_REALLOC's),
+/// reallocs, in a build without access checks and in the default build.
 const SAMPLED_C: &str = r#"
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 static void *volatile sink;
 static void *kept_big[100];
 static void *kept_mid[20000];
+static void *handed[50000];
+static void *worker(void *a) {
+  for (int i = 0; i < 50000; i++) handed[i] = calloc(1, 24 + i % 200);   // MARK_HANDED
+  for (int i = 0; i < 100000; i++) {
+    void *p = malloc(16 + i % 900);                                       // MARK_WORKER
+    sink = p;
+    free(p);
+  }
+  return a;
+}
 int main(void) {
+  pthread_t t;
+  pthread_create(&t, 0, worker, 0);
   for (int i = 0; i < 200000; i++) {
     void *p = malloc(64);                                        // MARK_SMALL
     sink = p;
     free(p);
   }
+  pthread_join(t, 0);
+  for (int i = 0; i < 50000; i += 2) free(handed[i]);
+  char *r = 0;
+  for (int i = 1; i < 2000; i++) r = realloc(r, i * 5);          // MARK_REALLOC
+  free(r);
   for (int i = 0; i < 20000; i++) kept_mid[i] = malloc(4096);     // MARK_MID
   for (int i = 0; i < 100; i++) kept_big[i] = malloc(1 << 20);    // MARK_BIG
   sink = kept_mid[7];
@@ -843,8 +863,9 @@ fn site_in<'a>(r: &'a Report, src: &str, file: &str, marker: &str) -> &'a AllocS
 }
 
 /// A module with access checks is dlopen'ed mid-run while another thread is on the tail path
-/// and only frees. With its start shadow taken by the program (argv[2] = "taken": a page
-/// mapped there first), sampling stops: the objects recorded exactly from then on are taken out
+/// and only frees. With its start shadow taken before the runtime starts (a preloaded
+/// library's constructor maps a page there: sampling then runs without start words and its
+/// sites' figures are estimates), sampling stops: the objects recorded exactly from then on are taken out
 /// of the object map by its frees (sampling's filter is saturated before the stop: the tail
 /// path does not read the sampling mean), so none is left live at exit. Without, sampling
 /// goes on with start words, and says so.
@@ -874,9 +895,6 @@ int main(int argc, char **argv) {
   pthread_t t;
   pthread_create(&t, 0, worker, 0);
   while (!atomic_load(&armed)) ;
-  if (argc > 2 && !strcmp(argv[2], "taken") &&
-      mmap((void *)0x210000000000ul, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | 0x100000 /* MAP_FIXED_NOREPLACE */, -1, 0) == MAP_FAILED)
-    return 2;
   void *h = dlopen(argv[1], RTLD_NOW); /* a module with sharing checks */
   if (!h) { printf("dlopen: %s\n", dlerror()); return 1; }
   int (*touch)(int) = (int (*)(int))dlsym(h, "checked_touch");
@@ -889,6 +907,11 @@ int main(int argc, char **argv) {
   pthread_join(t, 0);
   printf("%d ok\n", touch(1));
   return 0;
+}
+"#;
+const STOP_TAKEN_C: &str = r#"#include <sys/mman.h>
+__attribute__((constructor)) static void take(void) {
+  mmap((void *)0x210000000000ul, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | 0x100000 /* MAP_FIXED_NOREPLACE */, -1, 0);
 }
 "#;
 const STOP_LIB_C: &str = r#"
@@ -918,8 +941,19 @@ fn sampling_stops_for_a_thread_on_the_tail_path() {
         &["-O2", "-g", "-pthread", "stop.c", "-o", "stop", "-ldl"],
         &[("PROFCC_INSTRUMENT", "none")],
     );
+    s.write("taken.c", STOP_TAKEN_C);
+    s.compile(
+        std::path::Path::new("clang-22"),
+        &["-O2", "-shared", "-fPIC", "taken.c", "-o", "libtaken.so"],
+    );
     let lib = s.path("libchecked.so").display().to_string();
-    let (out, p) = s.run_profiled("stop", &[&lib, "taken"], "summary=0:alloc_sample=524288");
+    let taken = s.path("libtaken.so");
+    let (out, p) = s.run_profiled_env(
+        "stop",
+        &[&lib],
+        "summary=0:alloc_sample=524288",
+        &[("LD_PRELOAD", taken.as_os_str())],
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "1 ok\n");
     assert!(
         p.notes.iter().any(|n| n.contains(
@@ -947,74 +981,79 @@ fn sampling_stops_for_a_thread_on_the_tail_path() {
 }
 
 #[test]
-fn sampled_allocation_sites_are_estimated_and_totals_exact() {
+fn sampled_allocation_sites_are_counted_exactly() {
     let s = Scratch::new();
     s.write("sampled.c", SAMPLED_C);
     s.compile_env(
         &profcc(),
-        &["-O2", "-g", "sampled.c", "-o", "sampled"],
+        &["-O2", "-g", "-pthread", "sampled.c", "-o", "sampled"],
         &[("PROFCC_INSTRUMENT", "none")],
     );
-    let (out, exact) = s.run_profiled("sampled", &[], "summary=0");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
-    let (out, p) = s.run_profiled("sampled", &[], "summary=0:alloc_sample=65536");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
-    let t = (&p.totals, &exact.totals);
-    assert_eq!(
-        (t.0.allocations, t.0.bytes_allocated, t.0.frees),
-        (t.1.allocations, t.1.bytes_allocated, t.1.frees),
-        "totals under sampling"
+    // The default build (sharing checks) too: the blocks sampling does not record are counted
+    // the same way beside its module.
+    s.compile(
+        &profcc(),
+        &["-O2", "-g", "-pthread", "sampled.c", "-o", "checked"],
     );
-    assert!(
-        p.notes.iter().any(|n| n.contains("alloc_sample=65536")),
-        "{:?}",
-        p.notes
-    );
-    let r = report(&s.path("sampled.profile.json"), &["--top", "0"]);
-    let big = site_in(&r, SAMPLED_C, "sampled.c", "MARK_BIG");
-    assert_eq!(
-        (big.count, big.bytes, big.live_objects_at_exit),
-        (100, 100 << 20, 100)
-    );
-    let near = |what: &str, got: u64, want: f64, tol: f64| {
-        assert!(
-            (got as f64 - want).abs() <= want * tol,
-            "{what}: estimated {got}, true {want}"
-        );
+    let markers = [
+        "MARK_SMALL",
+        "MARK_WORKER",
+        "MARK_HANDED",
+        "MARK_REALLOC",
+        "MARK_MID",
+        "MARK_BIG",
+    ];
+    let figures = |a: &AllocSite| {
+        (
+            a.kind.clone(),
+            a.count,
+            a.bytes,
+            a.frees,
+            a.max_size,
+            a.live_bytes_at_exit,
+            a.live_objects_at_exit,
+            a.threads,
+        )
     };
-    let mid = site_in(&r, SAMPLED_C, "sampled.c", "MARK_MID");
-    near("mid bytes", mid.bytes, 20000.0 * 4096.0, 0.15);
-    near("mid live", mid.live_bytes_at_exit, 20000.0 * 4096.0, 0.15);
-    let small = site_in(&r, SAMPLED_C, "sampled.c", "MARK_SMALL");
-    near("small count", small.count, 200000.0, 0.25);
-    assert_eq!((small.frees, small.live_objects_at_exit), (small.count, 0));
-
-    // The default build (sharing checks): sampling goes on beside its module (the blocks it
-    // does not record have start words), with the same estimates and exact totals.
-    s.compile(&profcc(), &["-O2", "-g", "sampled.c", "-o", "checked"]);
-    let (_, p) = s.run_profiled("checked", &[], "summary=0:alloc_sample=65536");
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n.contains("alloc_sample=65536") && n.contains("start words")),
-        "{:?}",
-        p.notes
-    );
-    let t = (&p.totals, &exact.totals);
-    assert_eq!(
-        (t.0.allocations, t.0.bytes_allocated, t.0.frees),
-        (t.1.allocations, t.1.bytes_allocated, t.1.frees),
-        "totals under sampling beside the sharing checks"
-    );
-    let r = report(&s.path("checked.profile.json"), &["--top", "0"]);
-    let big = site_in(&r, SAMPLED_C, "sampled.c", "MARK_BIG");
-    assert_eq!(
-        (big.count, big.bytes, big.live_objects_at_exit),
-        (100, 100 << 20, 100)
-    );
-    let small = site_in(&r, SAMPLED_C, "sampled.c", "MARK_SMALL");
-    near("small count beside the checks", small.count, 200000.0, 0.25);
-    assert_eq!((small.frees, small.live_objects_at_exit), (small.count, 0));
+    for exe in ["sampled", "checked"] {
+        let (out, exact) = s.run_profiled(exe, &[], "summary=0");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+        let want = report(&s.path(&format!("{exe}.profile.json")), &["--top", "0"]);
+        let (out, p) = s.run_profiled(exe, &[], "summary=0:alloc_sample=65536");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+        let t = (&p.totals, &exact.totals);
+        assert_eq!(
+            (t.0.allocations, t.0.bytes_allocated, t.0.frees),
+            (t.1.allocations, t.1.bytes_allocated, t.1.frees),
+            "{exe}: totals under sampling"
+        );
+        assert!(
+            p.notes.iter().any(|n| n.contains("alloc_sample=65536")
+                && n.contains("counts, bytes, frees, live bytes and the totals are exact")),
+            "{exe}: {:?}",
+            p.notes
+        );
+        let got = report(&s.path(&format!("{exe}.profile.json")), &["--top", "0"]);
+        for m in markers {
+            let (g, w) = (
+                site_in(&got, SAMPLED_C, "sampled.c", m),
+                site_in(&want, SAMPLED_C, "sampled.c", m),
+            );
+            assert_eq!(figures(g), figures(w), "{exe}: {m} sampled, then exact");
+            assert!(
+                g.live_bytes_peak <= w.live_bytes_peak && g.live_bytes_peak >= g.live_bytes_at_exit,
+                "{exe}: {m}: peak {} sampled, {} exact",
+                g.live_bytes_peak,
+                w.live_bytes_peak
+            );
+        }
+        // The handed blocks: half freed by main, half live at exit.
+        let handed = site_in(&got, SAMPLED_C, "sampled.c", "MARK_HANDED");
+        assert_eq!(
+            (handed.count, handed.frees, handed.threads),
+            (50000, 25000, 1)
+        );
+    }
 }
 
 /// Start words (rt/src/alloc.rs, "Start words"): in the default build with sampling on and

@@ -23,6 +23,19 @@ profcc_c_structs! {
         frees: u64,
         bytes: u64,
     }
+    /// A thread's counts of one site's blocks that sampling did not pick, not yet in its
+    /// statistics block's entries (rt/src/alloc/stats.rs, "Counts of unpicked blocks"):
+    /// interpose.c counts a block with a start word here when it allocates or frees it.
+    count_entry: CountEntry {
+        /// Site index + 1; 0: unused.
+        site_plus1: u32,
+        /// The largest block counted.
+        max_size: u32,
+        allocs: u64,
+        bytes: u64,
+        frees: u64,
+        freed: u64,
+    }
     /// One live object (an entry of the object map; `profcc_take` hands one to interpose.c,
     /// which gives it back with `profcc_account_free` or `profcc_put_back`).
     profcc_obj: Obj {

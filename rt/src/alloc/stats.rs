@@ -265,6 +265,9 @@ pub(super) fn mix(k: u64) -> u64 {
 
 /// Sites a thread keeps deltas for at once (direct-mapped by site index).
 pub(crate) const ENTRIES: usize = 256;
+/// Sites a thread counts unpicked blocks of at once (interpose.c's `COUNT_CACHE`, checked by a
+/// unit test).
+pub(crate) const COUNT_CACHE: usize = 64;
 /// A live-bytes delta larger than this (either sign) is flushed at once: the bound on how far
 /// another thread's view of live bytes, and so a peak, can lag.
 pub const LIVE_FLUSH: i64 = 1 << 20;
@@ -297,16 +300,25 @@ macro_rules! profcc_c_structs {
 /// `sample_head` expanded as Rust's [`SampleHead`], the head of [`Block`]; the other structs
 /// are expanded elsewhere.
 macro_rules! c_struct_sample_head {
-    (sample_head [$($sdoc:literal)*] $rname:ident { $([$($doc:literal)*] $name:ident: $ty:tt,)* }) => {
+    ($cname:ident [$($sdoc:literal)*] $rname:ident { $([$($doc:literal)*] $name:ident: $ty:tt,)* }) => {
+        c_struct_relaxed! { $cname [$($sdoc)*] $rname { $([$($doc)*] $name: $ty,)* } }
+    };
+}
+/// `sample_head` and `count_entry` expanded with relaxed atomics.
+macro_rules! c_struct_relaxed {
+    (profcc_obj $($other:tt)*) => {};
+    ($cname:ident [$($sdoc:literal)*] $rname:ident { $([$($doc:literal)*] $name:ident: $ty:tt,)* }) => {
         $(#[doc = $sdoc])*
         #[repr(C)]
         pub(crate) struct $rname {
             $($(#[doc = $doc])* pub(crate) $name: relaxed_atomic!($ty),)*
         }
     };
-    ($($other:tt)*) => {};
 }
 macro_rules! relaxed_atomic {
+    (u32) => {
+        AtomicU32
+    };
     (u64) => {
         AtomicU64
     };
@@ -320,6 +332,9 @@ include!("c_structs.rs");
 pub(crate) struct Block {
     /// C's `struct sample_head` (interpose.c's sampling fast path counts there).
     head: SampleHead,
+    /// Right after the head (interpose.c finds them there): the counts of unpicked blocks,
+    /// direct-mapped by site.
+    counts: [CountEntry; COUNT_CACHE],
     lock: SpinLock<()>,
     live: AtomicI64,
     /// The thread's allocation calls counted before `head.allocations` was last zeroed (a
@@ -486,25 +501,28 @@ fn note_peak(peak: &AtomicU64, live: i64) {
     }
 }
 
-/// A live-bytes delta past [`LIVE_FLUSH`] (either sign) moves into its shared counter, under
-/// the block's lock (so [`pending`] never sees it twice).
-#[inline]
-fn bound_live(b: &Block, delta: &AtomicI64, shared: &AtomicU64) {
-    if delta.load(Relaxed).abs() > LIVE_FLUSH {
+/// Add `d` to the block's live-bytes delta `delta` of the shared counter `shared`; a delta
+/// past [`LIVE_FLUSH`] (either sign) moves into `shared`, under the block's lock (so
+/// [`pending`] never sees it twice). Returns the delta left.
+#[inline(always)]
+fn live_add(b: &Block, delta: &AtomicI64, shared: &AtomicU64, d: i64) -> i64 {
+    let v = delta.load(Relaxed).wrapping_add(d);
+    if v.abs() > LIVE_FLUSH {
         let _g = b.lock.lock();
-        shared.fetch_add(delta.swap(0, Relaxed) as u64, Relaxed);
+        shared.fetch_add(v as u64, Relaxed);
+        delta.store(0, Relaxed);
+        return 0;
     }
+    delta.store(v, Relaxed);
+    v
 }
 
-/// After an allocation: bound the delta, then compare shared + delta (the live bytes as this
-/// thread sees them) with the peak.
-#[inline]
-fn grew(b: &Block, delta: &AtomicI64, shared: &AtomicU64, peak: &AtomicU64) {
-    bound_live(b, delta, shared);
-    note_peak(
-        peak,
-        (shared.load(Relaxed) as i64).wrapping_add(delta.load(Relaxed)),
-    );
+/// After an allocation: add `d` to the delta, then compare shared + delta (the live bytes as
+/// this thread sees them) with the peak.
+#[inline(always)]
+fn grew(b: &Block, delta: &AtomicI64, shared: &AtomicU64, peak: &AtomicU64, d: i64) {
+    let v = live_add(b, delta, shared, d);
+    note_peak(peak, (shared.load(Relaxed) as i64).wrapping_add(v));
 }
 
 /// An object of `size` bytes was allocated at `site` by thread `tid`, standing for `w`
@@ -529,15 +547,120 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: 
         e.max_size.store(size, Relaxed);
     }
     add_i(&e.live_objects, w as i64);
-    add_i(&e.live_bytes, ws as i64);
-    grew(b, &e.live_bytes, &s.live_bytes, &s.live_peak);
+    grew(b, &e.live_bytes, &s.live_bytes, &s.live_peak, ws as i64);
     if totals {
         add_u(&b.head.allocations, 1);
         add_u(&b.head.bytes, size);
     }
-    add_i(&b.live, ws as i64);
-    grew(b, &b.live, &TOTALS.live, &TOTALS.peak);
+    grew(b, &b.live, &TOTALS.live, &TOTALS.peak, ws as i64);
     b.clock()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counts of unpicked blocks.
+//
+// While sampling counts every block (alloc.rs `exact_counts`), the blocks it does not pick are
+// counted by interpose.c in the thread's `counts` ([`CountEntry`], direct-mapped by site): a
+// few plain adds, no call. An entry moves into the thread's [`Entry`] of its site when another
+// site takes its slot, at each allocation sampling picks (so at least once per `alloc_sample`
+// bytes the thread allocates on average), and at the thread's exit; [`pending`] reads what has
+// not moved. The move, under the block's lock, nets the entry's allocations and frees: the
+// live bytes (and so the peaks) are compared at each move, not at each call, so a peak can be
+// low by what the thread allocated since its last move; counts, bytes, frees and live bytes
+// are exact.
+
+/// Move `c`'s counts into the block's entry of its site and zero them (the owner).
+fn move_counts(ss: &Sites, b: &Block, c: &CountEntry) {
+    let Some(site) = c.site_plus1.load(Relaxed).checked_sub(1) else {
+        return;
+    };
+    if c.allocs.load(Relaxed) == 0 && c.frees.load(Relaxed) == 0 {
+        return;
+    }
+    let e = b.entry(ss, site);
+    let net = {
+        let _g = b.lock.lock();
+        let take = |a: &AtomicU64| a.swap(0, Relaxed);
+        let (allocs, bytes, frees, freed) = (
+            take(&c.allocs),
+            take(&c.bytes),
+            take(&c.frees),
+            take(&c.freed),
+        );
+        let max = c.max_size.swap(0, Relaxed) as u64;
+        add_u(&e.count, allocs);
+        add_u(&e.bytes, bytes);
+        add_u(&e.frees, frees);
+        if e.max_size.load(Relaxed) < max {
+            e.max_size.store(max, Relaxed);
+        }
+        add_i(&e.live_objects, allocs.wrapping_sub(frees) as i64);
+        bytes.wrapping_sub(freed) as i64
+    };
+    let s = ss.site(site);
+    grew(b, &e.live_bytes, &s.live_bytes, &s.live_peak, net);
+    grew(b, &b.live, &TOTALS.live, &TOTALS.peak, net);
+}
+
+/// The calling thread's counts of unpicked blocks move into its entries (a picked allocation).
+pub(super) fn move_all_counts(ss: &Sites) {
+    if let Some(b) = mine() {
+        for c in &b.counts {
+            move_counts(ss, b, c);
+        }
+    }
+}
+
+/// interpose.c's `count_slot`: the calling thread's slot for `site` holds another site (or
+/// none); its counts move and it becomes `site`'s. `alloc`: the thread allocates at `site`.
+pub(super) fn count_slot_taken(ss: &Sites, site: u32, alloc: bool) {
+    let Some(b) = mine() else {
+        return;
+    };
+    let c = &b.counts[site as usize % COUNT_CACHE];
+    move_counts(ss, b, c);
+    let _g = b.lock.lock();
+    c.site_plus1.store(site + 1, Relaxed);
+    drop(_g);
+    if alloc {
+        note_thread(site, ss.site(site), b.tid.load(Relaxed));
+    }
+}
+
+/// [`alloc`] of one unpicked block counted straight into the thread's entry (the full path's
+/// start words and identity entries), its call counted in the totals already, no lifetime.
+pub(super) fn alloc_one(ss: &Sites, site: u32, size: u64) {
+    let Some(b) = mine() else {
+        shared_alloc(ss, site, threads::current_id(), size, 1, false);
+        return;
+    };
+    let s = ss.site(site);
+    let e = b.entry(ss, site);
+    if e.count.load(Relaxed) == 0 {
+        note_thread(site, s, b.tid.load(Relaxed));
+    }
+    add_u(&e.count, 1);
+    add_u(&e.bytes, size);
+    if e.max_size.load(Relaxed) < size {
+        e.max_size.store(size, Relaxed);
+    }
+    add_i(&e.live_objects, 1);
+    grew(b, &e.live_bytes, &s.live_bytes, &s.live_peak, size as i64);
+    grew(b, &b.live, &TOTALS.live, &TOTALS.peak, size as i64);
+}
+
+/// [`release`] of one whole unpicked block freed by the calling thread ([`alloc_one`]'s).
+pub(super) fn free_one(ss: &Sites, site: u32, size: u64) {
+    let Some(b) = mine() else {
+        shared_release(ss, site, size, true, 1, false, false);
+        return;
+    };
+    let e = b.entry(ss, site);
+    add_u(&e.frees, 1);
+    add_i(&e.live_objects, -1);
+    let d = (size as i64).wrapping_neg();
+    live_add(b, &e.live_bytes, &ss.site(site).live_bytes, d);
+    live_add(b, &b.live, &TOTALS.live, d);
 }
 
 /// The lifetime of a block freed now by `b`'s thread, which thread `owner` allocated at
@@ -563,12 +686,11 @@ pub(super) fn release(
     (owner, born): (u32, u64),
 ) {
     let Some(b) = mine() else {
-        shared_release(ss, site, size, whole, w, totals);
+        shared_release(ss, site, size, whole, w, totals, true);
         return;
     };
     let e = b.entry(ss, site);
     let ws = w.wrapping_mul(size);
-    add_i(&e.live_bytes, (ws as i64).wrapping_neg());
     if whole {
         add_u(&e.frees, w);
         add_i(&e.live_objects, -(w as i64));
@@ -582,9 +704,9 @@ pub(super) fn release(
         };
         e.life.note(lifetime(b, owner, born), w, add_u, max);
     }
-    bound_live(b, &e.live_bytes, &ss.site(site).live_bytes);
-    add_i(&b.live, (ws as i64).wrapping_neg());
-    bound_live(b, &b.live, &TOTALS.live);
+    let d = (ws as i64).wrapping_neg();
+    live_add(b, &e.live_bytes, &ss.site(site).live_bytes, d);
+    live_add(b, &b.live, &TOTALS.live, d);
 }
 
 /// A mapping of `site` grew (`d` > 0) or shrank in place: the shared counters directly (a
@@ -640,12 +762,13 @@ fn shared_alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: bool
     note_peak(&TOTALS.peak, live as i64);
 }
 
-/// [`release`] for a thread without a block.
-fn shared_release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, totals: bool) {
+/// [`release`] for a thread without a block (`life`: note the free in the lifetimes, as not
+/// measured).
+fn shared_release(ss: &Sites, site: u32, size: u64, whole: bool, w: u64, totals: bool, life: bool) {
     let ws = w.wrapping_mul(size) as i64;
     let (frees, objects) = if whole { (w, -(w as i64)) } else { (0, 0) };
     apply_site(ss.site(site), 0, 0, frees, -ws, objects);
-    if whole {
+    if whole && life {
         // A thread past its exit has no clock: not measured.
         let add = |a: &AtomicU64, d: u64| {
             a.fetch_add(d, Relaxed);
@@ -792,8 +915,16 @@ pub(crate) fn thread_exit(ss: Option<&Sites>) {
         return;
     }
     let b = unsafe { &*(p as *const Block) };
+    if let Some(ss) = ss {
+        for c in &b.counts {
+            move_counts(ss, b, c);
+        }
+    }
     {
         let _g = b.lock.lock();
+        for c in &b.counts {
+            c.site_plus1.store(0, Relaxed);
+        }
         if let Some(ss) = ss {
             for e in &b.entries {
                 flush_entry(ss, e);
@@ -842,6 +973,21 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
             d.live_objects += e.live_objects.load(Relaxed);
             d.cycles += e.cycles.load(Relaxed);
             d.life.add(&e.life);
+        }
+        for c in &b.counts {
+            let Some(i) = c.site_plus1.load(Relaxed).checked_sub(1) else {
+                continue;
+            };
+            let (allocs, bytes) = (c.allocs.load(Relaxed), c.bytes.load(Relaxed));
+            let (frees, freed) = (c.frees.load(Relaxed), c.freed.load(Relaxed));
+            let d = sites.entry(i).or_default();
+            d.count += allocs;
+            d.bytes += bytes;
+            d.frees += frees;
+            d.max_size = d.max_size.max(c.max_size.load(Relaxed) as u64);
+            d.live_bytes += bytes.wrapping_sub(freed) as i64;
+            d.live_objects += allocs.wrapping_sub(frees) as i64;
+            tot.live_bytes += bytes.wrapping_sub(freed) as i64;
         }
         add_block_totals(b, &mut tot);
     }
@@ -937,6 +1083,22 @@ pub(super) fn after_fork_child(ss: Option<&Sites>) {
             e.live_bytes.store(0, Relaxed);
             e.live_objects.store(0, Relaxed);
         }
+        for c in &b.counts {
+            let net = c
+                .bytes
+                .swap(0, Relaxed)
+                .wrapping_sub(c.freed.swap(0, Relaxed));
+            let objects = c
+                .allocs
+                .swap(0, Relaxed)
+                .wrapping_sub(c.frees.swap(0, Relaxed));
+            if let (Some(ss), Some(i)) = (ss, c.site_plus1.load(Relaxed).checked_sub(1)) {
+                apply_site(ss.site(i), 0, 0, 0, net as i64, objects as i64);
+                TOTALS.live.fetch_add(net, Relaxed);
+            }
+            c.site_plus1.store(0, Relaxed);
+            c.max_size.store(0, Relaxed);
+        }
         TOTALS.live.fetch_add(b.live.load(Relaxed) as u64, Relaxed);
         zero_allocations(b);
         for a in [&b.head.frees, &b.head.bytes] {
@@ -975,6 +1137,14 @@ mod tests {
     #[test]
     fn sample_head_is_blocks_head() {
         assert_eq!(core::mem::offset_of!(super::Block, head), 0);
+        // interpose.c's `count_slot`: the counts right after the head, as many as it says.
+        assert_eq!(
+            core::mem::offset_of!(super::Block, counts),
+            core::mem::size_of::<super::SampleHead>()
+        );
+        let c = include_str!("../../csrc/interpose.c");
+        let line = format!("#define COUNT_CACHE {}\n", super::COUNT_CACHE);
+        assert!(c.contains(&line), "interpose.c lacks {line:?}");
     }
 
     #[test]
