@@ -814,8 +814,8 @@ __attribute__((always_inline)) static inline int tail_free(uint32_t op, void *p,
  * marker still holds: the allocator runs below the interposer's return-address slot). */
 #define TAIL_ALLOC_RETURN(t, kind, n, call)                                                  \
     do {                                                                                     \
-        uint32_t sw_ = __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED);               \
-        if ((t) == TAIL_TAKEN && sw_) {                                                      \
+        uint32_t sw_;                                                                        \
+        if ((t) == TAIL_TAKEN && (sw_ = __atomic_load_n(&profcc_start_words, __ATOMIC_RELAXED))) { \
             uint32_t site_ = start_site((kind), FP());                                      \
             void *p_ = (call);                                                               \
             start_put(p_, (n), site_, sw_);                                                  \

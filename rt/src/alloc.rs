@@ -767,15 +767,6 @@ fn exact_counts() -> bool {
     START_WORDS.load(Ordering::Relaxed) & START_COUNTS != 0
 }
 
-/// An allocation sampling did not pick, counted in its site's figures (no lifetime: its
-/// clock is not kept).
-fn count_unpicked(site: u32, size: u64) {
-    // (interpose.c's tail path counts its own in the thread's count slots)
-    if let Some(ss) = sites() {
-        stats::alloc_one(ss, site, size);
-    }
-}
-
 /// interpose.c's `count_slot` (guard set, `START_COUNTS` set): the calling thread's count
 /// slot for `site` holds another site; `alloc`: an allocation asks (stats.rs, "Counts of
 /// unpicked blocks").
@@ -847,8 +838,8 @@ fn record_identity(p: u64, n: u64, kind: u32, fp: *mut libc::c_void) {
         && p < profcc_abi::APP_LIMIT
     {
         start_slot(p).store(profcc_abi::start_word(p, n, site), Ordering::Relaxed);
-        if exact_counts() {
-            count_unpicked(site, n);
+        if let Some(ss) = sites().filter(|_| exact_counts()) {
+            stats::count_unpicked_alloc(ss, site, n);
         }
         return;
     }
@@ -908,10 +899,8 @@ fn start_freed(p: u64) {
         return; // the word is the other half's block
     }
     slot.store(0, Ordering::Relaxed);
-    if exact_counts() {
-        if let Some(ss) = sites() {
-            stats::free_one(ss, site, size);
-        }
+    if let Some(ss) = sites().filter(|_| exact_counts()) {
+        stats::count_unpicked_free(ss, site, size);
     }
     crate::analysis::unseen_object_freed(|| start_info(start, size, site));
 }

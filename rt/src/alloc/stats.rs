@@ -288,23 +288,17 @@ struct Entry {
     life: Life,
 }
 
-/// The definition's expansion here (see c_structs.rs): [`SampleHead`], which is C's
-/// `struct sample_head`, its fields relaxed atomics (alloc.rs expands `Obj`).
+/// The definition's expansion here (see c_structs.rs): [`SampleHead`] (C's `struct
+/// sample_head`, the head of [`Block`]) and [`CountEntry`] (C's `struct count_entry`), their
+/// fields relaxed atomics (alloc.rs expands `Obj`).
 macro_rules! profcc_c_structs {
     ($($(#[doc = $sdoc:literal])* $cname:ident: $rname:ident {
         $($(#[doc = $doc:literal])* $name:ident: $ty:tt,)*
     })*) => {
-        $(c_struct_sample_head! { $cname [$($sdoc)*] $rname { $([$($doc)*] $name: $ty,)* } })*
+        $(c_struct_relaxed! { $cname [$($sdoc)*] $rname { $([$($doc)*] $name: $ty,)* } })*
     };
 }
-/// `sample_head` expanded as Rust's [`SampleHead`], the head of [`Block`]; the other structs
-/// are expanded elsewhere.
-macro_rules! c_struct_sample_head {
-    ($cname:ident [$($sdoc:literal)*] $rname:ident { $([$($doc:literal)*] $name:ident: $ty:tt,)* }) => {
-        c_struct_relaxed! { $cname [$($sdoc)*] $rname { $([$($doc)*] $name: $ty,)* } }
-    };
-}
-/// `sample_head` and `count_entry` expanded with relaxed atomics.
+/// One struct of the definition with relaxed atomics (`profcc_obj` is alloc.rs's).
 macro_rules! c_struct_relaxed {
     (profcc_obj $($other:tt)*) => {};
     ($cname:ident [$($sdoc:literal)*] $rname:ident { $([$($doc:literal)*] $name:ident: $ty:tt,)* }) => {
@@ -559,9 +553,11 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: 
 // ---------------------------------------------------------------------------------------------
 // Counts of unpicked blocks.
 //
-// While sampling counts every block (alloc.rs `exact_counts`), the blocks it does not pick are
-// counted by interpose.c in the thread's `counts` ([`CountEntry`], direct-mapped by site): a
-// few plain adds, no call. An entry moves into the thread's [`Entry`] of its site when another
+// While sampling counts every block (alloc.rs `exact_counts`), the blocks it does not pick
+// and that have start words are counted in the thread's `counts` ([`CountEntry`],
+// direct-mapped by site): by interpose.c on the tail path, a few plain adds and no call, and by
+// [`count_unpicked_alloc`] and [`count_unpicked_free`] on the full path. (Larger unpicked blocks
+// are in the object map and count as its objects do.) An entry moves into the thread's [`Entry`] of its site when another
 // site takes its slot, at each allocation sampling picks (so at least once per `alloc_sample`
 // bytes the thread allocates on average), and at the thread's exit; [`pending`] reads what has
 // not moved. The move, under the block's lock, nets the entry's allocations and frees: the
@@ -611,56 +607,55 @@ pub(super) fn move_all_counts(ss: &Sites) {
     }
 }
 
-/// interpose.c's `count_slot`: the calling thread's slot for `site` holds another site (or
-/// none); its counts move and it becomes `site`'s. `alloc`: the thread allocates at `site`.
-pub(super) fn count_slot_taken(ss: &Sites, site: u32, alloc: bool) {
-    let Some(b) = mine() else {
-        return;
-    };
+/// The calling thread's count slot of `site`, taken from the site there (its counts moved)
+/// if needed: interpose.c's `count_slot`, and the full path's unpicked blocks (`alloc`: the
+/// thread allocates at `site`).
+fn count_slot<'a>(ss: &Sites, b: &'a Block, site: u32, alloc: bool) -> &'a CountEntry {
     let c = &b.counts[site as usize % COUNT_CACHE];
-    move_counts(ss, b, c);
-    let _g = b.lock.lock();
-    c.site_plus1.store(site + 1, Relaxed);
-    drop(_g);
-    if alloc {
-        note_thread(site, ss.site(site), b.tid.load(Relaxed));
+    if c.site_plus1.load(Relaxed) != site + 1 {
+        move_counts(ss, b, c);
+        let _g = b.lock.lock();
+        c.site_plus1.store(site + 1, Relaxed);
+        drop(_g);
+        if alloc {
+            note_thread(site, ss.site(site), b.tid.load(Relaxed));
+        }
+    }
+    c
+}
+
+/// interpose.c's `count_slot`: the calling thread's slot for `site` holds another site (or
+/// none).
+pub(super) fn count_slot_taken(ss: &Sites, site: u32, alloc: bool) {
+    if let Some(b) = mine() {
+        count_slot(ss, b, site, alloc);
     }
 }
 
-/// [`alloc`] of one unpicked block counted straight into the thread's entry (the full path's
-/// start words and identity entries), its call counted in the totals already, no lifetime.
-pub(super) fn alloc_one(ss: &Sites, site: u32, size: u64) {
+/// An unpicked block of the full path (a start word's), counted as interpose.c counts the
+/// tail path's; its call is in the totals already.
+pub(super) fn count_unpicked_alloc(ss: &Sites, site: u32, size: u64) {
     let Some(b) = mine() else {
         shared_alloc(ss, site, threads::current_id(), size, 1, false);
         return;
     };
-    let s = ss.site(site);
-    let e = b.entry(ss, site);
-    if e.count.load(Relaxed) == 0 {
-        note_thread(site, s, b.tid.load(Relaxed));
+    let c = count_slot(ss, b, site, true);
+    add_u(&c.allocs, 1);
+    add_u(&c.bytes, size);
+    if (c.max_size.load(Relaxed) as u64) < size {
+        c.max_size.store(size as u32, Relaxed); // (below 1 << START_SIZE_BITS)
     }
-    add_u(&e.count, 1);
-    add_u(&e.bytes, size);
-    if e.max_size.load(Relaxed) < size {
-        e.max_size.store(size, Relaxed);
-    }
-    add_i(&e.live_objects, 1);
-    grew(b, &e.live_bytes, &s.live_bytes, &s.live_peak, size as i64);
-    grew(b, &b.live, &TOTALS.live, &TOTALS.peak, size as i64);
 }
 
-/// [`release`] of one whole unpicked block freed by the calling thread ([`alloc_one`]'s).
-pub(super) fn free_one(ss: &Sites, site: u32, size: u64) {
+/// The free of a start word's block on the full path ([`count_unpicked_alloc`]'s).
+pub(super) fn count_unpicked_free(ss: &Sites, site: u32, size: u64) {
     let Some(b) = mine() else {
         shared_release(ss, site, size, true, 1, false, false);
         return;
     };
-    let e = b.entry(ss, site);
-    add_u(&e.frees, 1);
-    add_i(&e.live_objects, -1);
-    let d = (size as i64).wrapping_neg();
-    live_add(b, &e.live_bytes, &ss.site(site).live_bytes, d);
-    live_add(b, &b.live, &TOTALS.live, d);
+    let c = count_slot(ss, b, site, false);
+    add_u(&c.frees, 1);
+    add_u(&c.freed, size);
 }
 
 /// The lifetime of a block freed now by `b`'s thread, which thread `owner` allocated at
