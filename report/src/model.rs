@@ -91,6 +91,14 @@ pub struct InputInfo {
     pub options: std::collections::BTreeMap<String, String>,
 }
 
+impl InputInfo {
+    /// Whether the run sampled its allocations (`alloc_sample` not 0, the default): its
+    /// peaks and lifetimes are estimates (docs/report.md, "Sampling").
+    pub fn alloc_sampled(&self) -> bool {
+        self.options.get("alloc_sample").is_some_and(|v| v != "0")
+    }
+}
+
 /// An allocator, as the runtime identified it (docs/allocators.md).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Allocator {

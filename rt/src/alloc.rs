@@ -1427,6 +1427,7 @@ pub fn heap_now() -> profcc_schema::regions::HeapNow {
     let _g = threads::RtGuard::enter();
     let tp = stats::pending_totals();
     let live = (TOTALS.live.load(Ordering::Relaxed) as i64).wrapping_add(tp.live_bytes);
+    stats::seen_live(live);
     profcc_schema::regions::HeapNow {
         allocations: TOTALS.allocations.load(Ordering::Relaxed) + tp.count,
         frees: TOTALS.frees.load(Ordering::Relaxed) + tp.frees,

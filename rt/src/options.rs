@@ -289,7 +289,7 @@ macro_rules! options {
 options! {
     alloc_events: AutoUint = Auto::Auto, 0..=4294967295, "allocator", "with the allocator analysis on: count events (instructions, cache misses, dTLB misses and page faults where the machine gives hardware counters, page faults alone otherwise) on one allocator operation in N per thread, read with perf_event_open around the real call (two read system calls per sampled call; docs/allocators.md); 0: none; auto: 100 with exact recording, none with alloc_sample, where the calls would cost several times the sampled path itself";
     alloc_ops: AutoBool = Auto::Auto, 0..=1, "allocator", "the allocator analysis: count every malloc-family and new/delete call and time a sample of them in the program's allocator (alloc_time), by operation, request size, address reuse and phase, with the allocator's own mmap/munmap/mremap and mutex calls inside them (docs/allocators.md); off: no counts and no `allocator_ops` section; auto: on with alloc_sample, where its overhead target holds, off with exact recording, where it would about double the core's cost on malloc-heavy programs (docs/allocators.md, \"Cost\")";
-    alloc_sample: u32 = 0, 0..=4294967295, "core", "record one allocation per this many bytes on average in the object map (geometric sampling), or 0 = every allocation. The blocks not recorded keep their allocation site in a start word and are counted in their site's figures: counts, bytes, frees, live bytes and totals stay exact, peaks and lifetimes become estimates (docs/report.md, \"Sampling\"); when the start shadow cannot be reserved the sites' figures are estimates and sampling stops at a module built with access checks";
+    alloc_sample: u32 = 65536, 0..=4294967295, "core", "record one allocation per this many bytes on average in the object map (geometric sampling), or 0 = every allocation (exact peaks and lifetimes, every object's allocating thread, the allocator analysis's memory split; 1.5-3x the cost on malloc-heavy programs). The blocks not recorded keep their allocation site in a start word and are counted in their site's figures: counts, bytes, frees, live bytes and totals stay exact, peaks and lifetimes become estimates (docs/report.md, \"Sampling\"); when the start shadow cannot be reserved the sites' figures are estimates and sampling stops at a module built with access checks";
     alloc_time: u32 = 64, 1..=4294967295, "allocator", "with the allocator analysis on: read the allocator's time (two TSC reads around the real call) on one program operation in about N per thread (jittered gaps), the gap doubling after every 256 timed calls of the thread up to 16 x N, and on every request of 4096 bytes or more; 1: every call. Counts stay exact; a kind's mean time is its timed calls' mean, each weighted by the calls it stands for (docs/allocators.md)";
     alloc_wrappers: Text = Text::new(""), 0..=0, "core", "more allocation wrappers, comma-separated function names (`xmalloc,pool_get`): a heap object is named by the first frame of its allocation stack outside them and the wrappers the compiler recognised (a C++ name as the report prints it, e.g. `make_block(unsigned long)`)";
     allocator: Text = Text::new(""), 0..=0, "allocator", "an allocator description (`profcc detect-allocator -o FILE`) for the program's allocator: its size-kind boundaries split the analysis's size buckets and the report uses it instead of the shipped description it would pick; for an allocator profcc ships none for";
@@ -582,13 +582,16 @@ mod tests {
             let o = parse(spec).options;
             (o.alloc_ops(), o.alloc_events())
         };
-        assert_eq!(on(""), (false, ALLOC_EVENTS_EXACT));
+        // The default samples (alloc_sample=65536).
+        assert_eq!(on(""), (true, 0));
+        assert_eq!(on("alloc_sample=0"), (false, ALLOC_EVENTS_EXACT));
         assert_eq!(on("alloc_sample=65536"), (true, 0));
         assert_eq!(on("alloc_sample=65536:alloc_ops=0"), (false, 0));
-        assert_eq!(on("alloc_ops=1"), (true, ALLOC_EVENTS_EXACT));
+        assert_eq!(on("alloc_sample=0:alloc_ops=1"), (true, ALLOC_EVENTS_EXACT));
+        assert_eq!(on("alloc_ops=1"), (true, 0));
         assert_eq!(on("alloc_sample=1:alloc_events=100"), (true, 100));
         assert_eq!(
-            on("alloc_ops=auto:alloc_events=auto"),
+            on("alloc_sample=0:alloc_ops=auto:alloc_events=auto"),
             (false, ALLOC_EVENTS_EXACT)
         );
         let o = parse("alloc_sample=65536").options.resolved();

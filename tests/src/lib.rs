@@ -581,7 +581,8 @@ pub fn profile_lifetimes_fixture(s: &Scratch) -> PathBuf {
             "-pthread",
         ],
     );
-    let (out, _) = s.run_profiled("life", &[], "summary=0");
+    // Every block's lifetime: exact recording (sampling keeps the recorded blocks' alone).
+    let (out, _) = s.run_profiled("life", &[], "summary=0:alloc_sample=0");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     s.path("life.profile.json")
 }

@@ -428,7 +428,11 @@ fn allocations_during_resolution_come_from_the_pool() {
     for (name, soname) in ALLOCATORS {
         cases.push((name, format!("{shim_lib} {}", lib_path(soname))));
     }
-    let runs = [("profiled", ""), ("profiled_none", ":alloc_sample=65536")];
+    let runs = [
+        ("profiled", ":alloc_sample=0"),
+        ("profiled", ""),
+        ("profiled_none", ":alloc_sample=65536"),
+    ];
     for ((allocator, preload), (exe, extra)) in
         cases.iter().flat_map(|c| runs.iter().map(move |r| (c, r)))
     {
@@ -505,7 +509,7 @@ fn prefixed_static_jemalloc() {
     );
     const N: u64 = 100;
     for (exe, options) in [
-        ("profiled", "summary=0:alloc_ops=1"),
+        ("profiled", "summary=0:alloc_sample=0:alloc_ops=1"),
         ("sampled", "summary=0:alloc_sample=65536"),
     ] {
         let (profiled, _) = s.run_profiled(exe, &[], options);
@@ -712,7 +716,8 @@ fn statistics_of_threads_add_up_exactly() {
         &profcc(),
         &["-O2", "-g", "-pthread", "cross.c", "-o", "cross"],
     );
-    let (out, p) = s.run_profiled("cross", &[], "summary=0");
+    // Exact recording: the peaks too.
+    let (out, p) = s.run_profiled("cross", &[], "summary=0:alloc_sample=0");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2\n");
     let r = report(&s.path("cross.profile.json"), &["--top", "0"]);
     let at = |marker: &str| {
@@ -1016,11 +1021,29 @@ fn sampled_allocation_sites_are_counted_exactly() {
         )
     };
     for exe in ["sampled", "checked"] {
-        let (out, exact) = s.run_profiled(exe, &[], "summary=0");
+        let (out, exact) = s.run_profiled(exe, &[], "summary=0:alloc_sample=0");
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
         let want = report(&s.path(&format!("{exe}.profile.json")), &["--top", "0"]);
-        let (out, p) = s.run_profiled(exe, &[], "summary=0:alloc_sample=65536");
+        let text = |exe: &str| {
+            let o = sh(Command::new(profcc())
+                .arg("report")
+                .arg(s.path(&format!("{exe}.profile.json"))));
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        const ESTIMATES: &str =
+            "(alloc_sample: peaks and lifetimes are estimates, counts and bytes exact)";
+        assert!(!text(exe).contains(ESTIMATES), "{exe}: exact");
+        // The default: sampling at 65536.
+        let (out, p) = s.run_profiled(exe, &[], "summary=0");
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+        let t = text(exe);
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("  allocations ") && l.ends_with(ESTIMATES))
+                && t.lines()
+                    .any(|l| l.starts_with("Top allocation sites") && l.ends_with(ESTIMATES)),
+            "{exe}: {t}"
+        );
         let t = (&p.totals, &exact.totals);
         assert_eq!(
             (t.0.allocations, t.0.bytes_allocated, t.0.frees),

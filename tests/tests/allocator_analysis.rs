@@ -200,7 +200,7 @@ fn built() -> &'static Scratch {
             &["-O2", "-g", "kat.c", "-o", "kat_numa", "-lpthread"],
             &[("PROFCC_INSTRUMENT", "numa")],
         );
-        // Without access checks: sampling (`alloc_sample`) runs only in such a build.
+        // Without access checks: no start words' line clearing beside sampling.
         s.compile_env(
             &profcc(),
             &["-O2", "-g", "kat.c", "-o", "kat_none", "-lpthread"],
@@ -247,7 +247,10 @@ fn run_bin(
     cmd.envs(env.iter().copied());
     cmd.arg(mode).env(
         "PROFCC_OPTIONS",
-        format!("out={}:summary=0:alloc_ops=1{options}", profile.display()),
+        format!(
+            "out={}:summary=0:alloc_sample=0:alloc_ops=1{options}",
+            profile.display()
+        ),
     );
     if let Some(p) = preload {
         cmd.env("LD_PRELOAD", p);
@@ -891,24 +894,19 @@ fn text_and_csv_carry_the_allocator_section() {
         text.contains("    utilisation: live objects fill 80.0% of the 81,92"),
         "{text}"
     );
-    // Sampling records some objects only: utilisation and induced sharing are not measured,
-    // and the report says so.
+    // Sampling records some objects only: the memory split, utilisation and induced sharing
+    // are not measured, and the report says so.
     let (r, profile) = run_env("xthread", "glibc-sampled", None, &[], ":alloc_sample=65536");
     assert!(allocator_input(&r).induced_sharing.is_none());
     let out = sh(Command::new(profcc()).arg("report").arg(&profile));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("  utilisation and allocator-induced sharing: not measured (alloc_sample"),
+        text.contains(
+            "  memory split, utilisation and allocator-induced sharing: not measured (alloc_sample"
+        ),
         "{text}"
     );
-    assert!(!allocator_input(&r).overhead.is_empty());
-    for o in &allocator_input(&r).overhead {
-        assert_eq!(
-            (o.lines, o.line_utilisation, o.page_utilisation),
-            (None, None, None),
-            "{o:?}"
-        );
-    }
+    assert!(allocator_input(&r).overhead.is_empty());
 }
 
 /// The known-answer program's counts are the ones the tests expect.
@@ -1126,7 +1124,10 @@ int main() {
     );
     for (name, preload, _) in installed_allocators() {
         let mut totals = Vec::new();
-        for (path, opts) in [("sampled", ":alloc_sample=65536"), ("exact", "")] {
+        for (path, opts) in [
+            ("sampled", ":alloc_sample=65536"),
+            ("exact", ":alloc_sample=0"),
+        ] {
             let profile = s.path(&format!("kat_new-{name}-{path}.json"));
             let mut cmd = Command::new(s.path("kat_new"));
             cmd.env(
@@ -1197,21 +1198,27 @@ int main() {
     }
 }
 
-/// On by default only on the sampled path (`alloc_ops=auto`): an exact run has no section;
-/// a sampled run (a build without access checks, where sampling runs) counts every call of
-/// the loop, with no events (`alloc_events=auto` is none there), and the profile records the
-/// values in force.
+/// On by default only on the sampled path (`alloc_ops=auto`), which is the default: an exact
+/// run (`alloc_sample=0`) has no section; a sampled run, with access checks or without,
+/// counts every call of the loop, with no events (`alloc_events=auto` is none there), and the
+/// profile records the values in force.
 #[test]
 fn on_by_default_only_on_the_sampled_path() {
     let s = built();
-    let (_, p) = s.run_profiled("kat", &["reuse"], "summary=0");
+    let (_, p) = s.run_profiled("kat", &["reuse"], "summary=0:alloc_sample=0");
     assert!(p.allocator_ops.is_none());
     assert_eq!(p.options.get("alloc_ops").map(String::as_str), Some("0"));
     assert_eq!(
         p.options.get("alloc_events").map(String::as_str),
         Some("100")
     );
-    let (_, p) = s.run_profiled("kat_none", &["reuse"], "summary=0:alloc_sample=65536");
+    let (_, p) = s.run_profiled("kat", &["reuse"], "summary=0");
+    assert!(p.allocator_ops.is_some(), "the default build's default run");
+    assert_eq!(
+        p.options.get("alloc_sample").map(String::as_str),
+        Some("65536")
+    );
+    let (_, p) = s.run_profiled("kat_none", &["reuse"], "summary=0");
     let ops = p
         .allocator_ops
         .as_ref()

@@ -22,7 +22,8 @@ fn html_report_of_two_merged_runs_in_a_browser() {
         &["-O2", "-g", "-pthread", "all.c", "-o", "all"],
         &[("PROFCC_INSTRUMENT", "sharing,numa")],
     );
-    let options = "summary=0:numa=emulate:numa_nodes=2:alloc_ops=1:roi_interval=5";
+    // Exact recording (`alloc_sample=0`): the allocator tab's memory split and utilisation.
+    let options = "summary=0:numa=emulate:numa_nodes=2:alloc_sample=0:alloc_ops=1:roi_interval=5";
     let mut profiles = Vec::new();
     for run in ["one", "two"] {
         let (out, _) = s.run_profiled("all", &[], options);

@@ -31,7 +31,8 @@ pub fn render(r: &Report, opts: &TextOptions) -> String {
     }
     findings(&r.findings, several_inputs, &mut out);
     access_sites(&r.access_sites, &mut out);
-    alloc_sites(&r.alloc_sites, opts.stack_depth, &mut out);
+    let sampled = r.summary.inputs.iter().any(|i| i.alloc_sampled());
+    alloc_sites(&r.alloc_sites, opts.stack_depth, sampled, &mut out);
     if let Some(s) = &r.sharing {
         sharing(s, several_inputs, &mut out);
     }
@@ -212,11 +213,16 @@ fn summary(s: &Summary, not_counted: bool, out: &mut String) {
         ));
     }
     out.push_str(&format!(
-        "  allocations {} ({}), frees {}, peak live {}\n",
+        "  allocations {} ({}), frees {}, peak live {}{}\n",
         fmt::count(t.allocations),
         fmt::bytes(t.bytes_allocated),
         fmt::count(t.frees),
         fmt::bytes(t.live_bytes_peak),
+        if s.inputs.iter().any(|i| i.alloc_sampled()) {
+            SAMPLED_ESTIMATES
+        } else {
+            ""
+        },
     ));
     let several = s.inputs.len() > 1;
     for (n, i) in s.inputs.iter().enumerate() {
@@ -324,16 +330,22 @@ fn place(file: &str, line: u32) -> String {
     }
 }
 
-fn alloc_sites(a: &AllocSites, stack_depth: usize, out: &mut String) {
+/// What the text adds to peaks under allocation sampling (`InputInfo::alloc_sampled`).
+const SAMPLED_ESTIMATES: &str =
+    " (alloc_sample: peaks and lifetimes are estimates, counts and bytes exact)";
+
+/// `sampled`: some input sampled its allocations.
+fn alloc_sites(a: &AllocSites, stack_depth: usize, sampled: bool, out: &mut String) {
     out.push('\n');
     if a.sites.is_empty() {
         out.push_str("Allocation sites: none recorded\n");
         return;
     }
     out.push_str(&format!(
-        "Top allocation sites by bytes allocated ({} of {})\n",
+        "Top allocation sites by bytes allocated ({} of {}){}\n",
         a.sites.len(),
-        a.sites_total
+        a.sites_total,
+        if sampled { SAMPLED_ESTIMATES } else { "" }
     ));
     for s in &a.sites {
         // Lifetimes: the mean in the thread's allocations and the temporary blocks.
@@ -712,7 +724,7 @@ fn allocator_analysis(a: &crate::model::AllocatorAnalysis, several_inputs: bool,
         match &i.induced_sharing {
             Some(s) => induced_sharing(s, out),
             None => out.push_str(
-                "  utilisation and allocator-induced sharing: not measured (alloc_sample records only some objects, and their neighbours are unknown; run without it to measure them)\n",
+                "  memory split, utilisation and allocator-induced sharing: not measured (alloc_sample records only some objects, and their neighbours are unknown; run with alloc_sample=0 to measure them)\n",
             ),
         }
     }

@@ -495,6 +495,13 @@ fn note_peak(peak: &AtomicU64, live: i64) {
     }
 }
 
+/// The process's live bytes as a reader summed them (every block's deltas and count slots:
+/// a region snapshot), compared with the peak, which is otherwise compared as each thread
+/// sees the live bytes (so a snapshot never shows more live bytes than the peak).
+pub(super) fn seen_live(live: i64) {
+    note_peak(&TOTALS.peak, live);
+}
+
 /// Add `d` to the block's live-bytes delta `delta` of the shared counter `shared`; a delta
 /// past [`LIVE_FLUSH`] (either sign) moves into `shared`, under the block's lock (so
 /// [`pending`] never sees it twice). Returns the delta left.
@@ -974,15 +981,14 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
                 continue;
             };
             let (allocs, bytes) = (c.allocs.load(Relaxed), c.bytes.load(Relaxed));
-            let (frees, freed) = (c.frees.load(Relaxed), c.freed.load(Relaxed));
+            let frees = c.frees.load(Relaxed);
             let d = sites.entry(i).or_default();
             d.count += allocs;
             d.bytes += bytes;
             d.frees += frees;
             d.max_size = d.max_size.max(c.max_size.load(Relaxed) as u64);
-            d.live_bytes += bytes.wrapping_sub(freed) as i64;
+            d.live_bytes += slot_live_bytes(c);
             d.live_objects += allocs.wrapping_sub(frees) as i64;
-            tot.live_bytes += bytes.wrapping_sub(freed) as i64;
         }
         add_block_totals(b, &mut tot);
     }
@@ -990,12 +996,20 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
 }
 
 /// A block's deltas of the totals, added to `tot` (allocations in `count`, live bytes in
-/// `live_bytes`).
+/// `live_bytes`, its count slots' included).
 fn add_block_totals(b: &Block, tot: &mut Pending) {
     tot.count += b.head.allocations.load(Relaxed);
     tot.frees += b.head.frees.load(Relaxed);
     tot.bytes += b.head.bytes.load(Relaxed);
     tot.live_bytes += b.live.load(Relaxed);
+    for c in &b.counts {
+        tot.live_bytes += slot_live_bytes(c);
+    }
+}
+
+/// The live bytes a count slot holds (its unpicked blocks' allocated bytes less those freed).
+fn slot_live_bytes(c: &CountEntry) -> i64 {
+    c.bytes.load(Relaxed).wrapping_sub(c.freed.load(Relaxed)) as i64
 }
 
 /// Every site's allocations, bytes, frees and live bytes now, the shared counters plus every
@@ -1031,6 +1045,22 @@ pub(super) fn sites_now(ss: &Sites, out: &mut [SiteCounts]) {
             o.bytes += e.bytes.load(Relaxed);
             o.frees += e.frees.load(Relaxed);
             o.live_bytes = o.live_bytes.wrapping_add(e.live_bytes.load(Relaxed));
+        }
+        // Its count slots (the unpicked blocks under sampling): they move into the entries
+        // under the lock held here, so nothing is counted twice.
+        for c in &b.counts {
+            let Some(o) = c
+                .site_plus1
+                .load(Relaxed)
+                .checked_sub(1)
+                .and_then(|i| out.get_mut(i as usize))
+            else {
+                continue;
+            };
+            o.count += c.allocs.load(Relaxed);
+            o.bytes += c.bytes.load(Relaxed);
+            o.frees += c.frees.load(Relaxed);
+            o.live_bytes = o.live_bytes.wrapping_add(slot_live_bytes(c));
         }
     }
     drop(held);

@@ -907,7 +907,9 @@ impl Analysis for AllocatorAnalysis {
             channels,
             first_calls,
             description: DESCRIPTION.lock().clone(),
-            overhead: Some(profcc_schema::allocator::Overhead {
+            // The memory split needs every object: under `alloc_sample` the recorded blocks'
+            // frees and the unrecorded ones' reuse never meet (the blowup counter only grows).
+            overhead: lines::tracking().then(|| profcc_schema::allocator::Overhead {
                 peak: PEAK.lock().clone(),
                 exit: usage(),
                 step: OVERHEAD_STEP as u64,

@@ -65,15 +65,16 @@ const ALLOCATORS: &[(&str, &str)] = &[
 ];
 /// The builds: `PROFCC_INSTRUMENT` values.
 const MODES: [&str; 2] = ["sharing", "none"];
-/// The profiled runs, in table order: (build in `MODES`, extra run-time options). The last
+/// The profiled runs, in table order: (build in `MODES`, extra run-time options); the first
+/// two record every allocation (`alloc_sample=0`; the default samples at 65536). The last
 /// two are the allocator analysis on the exact path (`alloc_ops=1`) and on the sampled path
 /// (by default there), with event sampling off (`alloc_events=0`, the default on the sampled
 /// path): the target is for that setting.
 const RUNS: [(usize, &str); 5] = [
-    (0, ""),
-    (1, ""),
+    (0, ":alloc_sample=0"),
+    (1, ":alloc_sample=0"),
     (1, ":alloc_sample=524288:alloc_ops=0"),
-    (1, ":alloc_ops=1:alloc_events=0"),
+    (1, ":alloc_sample=0:alloc_ops=1:alloc_events=0"),
     (1, ":alloc_sample=524288"),
 ];
 

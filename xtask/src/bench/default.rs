@@ -9,8 +9,8 @@
 //!   `PROGRAM_MAX`); for each the exit tail, the share of the wall time after the runtime's
 //!   clock stopped (`duration_ns`: the dump and what follows it; target at most `TAIL_MAX`),
 //!   and peak RSS against `RSS_FACTOR` x native + `RSS_PLUS_MIB`.
-//!   Beside it, the same binary with `SAMPLED` (allocation sites sampled, start words for the
-//!   sharing and NUMA analyses), in the same rounds.
+//!   Beside it, the same binary with `EXACT` (every allocation recorded with its stack, as
+//!   the default was before allocation sampling became it), in the same rounds.
 //! - Thread churn: bench/kernels/thread_churn.c, 10,000, 100,000 and 160,000 threads created
 //!   and joined one after another. Target: at most `CHURN_TARGET` at every count (no growth
 //!   with the number of threads ever started).
@@ -32,9 +32,9 @@ const RSS_PLUS_MIB: f64 = 64.0;
 /// leaves its program's TSan columns saying so: the anchor must not stop the bench (at
 /// 44d9091 TSan's Lua build spun in its stack depot's `Put` on every run).
 const TSAN_LIMIT_S: u32 = 120;
-/// The same build with allocation sites sampled (`alloc_sample`, the blocks it does not record
-/// named by start words: docs/report.md, "Sampling"), in the same rounds.
-const SAMPLED: &str = "alloc_sample=65536";
+/// The same build with every allocation recorded (the default samples them: docs/report.md,
+/// "Sampling"), in the same rounds.
+const EXACT: &str = "alloc_sample=0";
 
 /// One program of the table.
 struct Program {
@@ -191,11 +191,11 @@ fn programs(
     out: &mut String,
 ) -> Result<(), String> {
     out.push_str(&format!(
-        "Default build, programs (malloc-heavy: each ≤ {MALLOC_TARGET}x; the others: geomean ≤ {PROGRAM_GEOMEAN}x, none above {PROGRAM_MAX}x; exit tail ≤ {:.0}%; peak RSS ≤ {RSS_FACTOR}x native + {RSS_PLUS_MIB} MiB); `{SAMPLED}`: the same binary with that option\n\n| program | native s | profcc s | ratio | {SAMPLED} ratio | TSan s | TSan ratio | exit tail | native RSS MiB | profcc RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "Default build, programs (malloc-heavy: each ≤ {MALLOC_TARGET}x; the others: geomean ≤ {PROGRAM_GEOMEAN}x, none above {PROGRAM_MAX}x; exit tail ≤ {:.0}%; peak RSS ≤ {RSS_FACTOR}x native + {RSS_PLUS_MIB} MiB); `{EXACT}`: the same binary with that option\n\n| program | native s | profcc s | ratio | {EXACT} ratio | TSan s | TSan ratio | exit tail | native RSS MiB | profcc RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|\n",
         TAIL_MAX * 100.0
     ));
     let (mut log, mut count, mut tsan_log, mut tsan_count) = (0.0f64, 0usize, 0.0f64, 0usize);
-    let mut sampled_log = 0.0f64;
+    let mut exact_log = 0.0f64;
     xml_input(work)?;
     let paths = |a: &str| {
         a.replace("ROOT/", &format!("{}/", root.display()))
@@ -238,7 +238,7 @@ fn programs(
             .map(|_| tsan);
         let profile = work.join(format!("{name}.profile.json"));
         let (mut b, mut p, mut t, mut tails) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut sampled = Vec::new();
+        let mut exact = Vec::new();
         let (mut brss, mut prss) = (0i64, 0i64);
         let mut tsan_failed = false;
         for _ in 0..runs {
@@ -269,7 +269,7 @@ fn programs(
             let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
             let ran = v["duration_ns"].as_f64().unwrap_or(0.0) / 1e9;
             tails.push(((s.secs - ran) / s.secs).max(0.0));
-            sampled.push(profiled(&format!(":{SAMPLED}"))?.secs);
+            exact.push(profiled(&format!(":{EXACT}"))?.secs);
             if let (Some(exe), false) = (&tsan, tsan_failed) {
                 match measure(
                     Command::new("timeout")
@@ -288,7 +288,7 @@ fn programs(
         }
         let (b, p, tail) = (median(b), median(p), median(tails));
         let ratio = p / b;
-        let sampled_ratio = median(sampled) / b;
+        let exact_ratio = median(exact) / b;
         let target = if *malloc_heavy {
             MALLOC_TARGET
         } else {
@@ -296,7 +296,7 @@ fn programs(
         };
         if !malloc_heavy {
             log += ratio.ln();
-            sampled_log += sampled_ratio.ln();
+            exact_log += exact_ratio.ln();
             count += 1;
         }
         let (tsan_s, tsan_ratio) = if tsan_failed {
@@ -313,7 +313,7 @@ fn programs(
         };
         let rss_over = prss as f64 / 1024.0 > RSS_FACTOR * brss as f64 / 1024.0 + RSS_PLUS_MIB;
         out.push_str(&format!(
-            "| {name} | {b:.2} | {p:.2} | {ratio:.2}x{} | {sampled_ratio:.2}x | {tsan_s} | {tsan_ratio} | {:.1}%{} | {:.1} | {:.1}{} |\n",
+            "| {name} | {b:.2} | {p:.2} | {ratio:.2}x{} | {exact_ratio:.2}x | {tsan_s} | {tsan_ratio} | {:.1}%{} | {:.1} | {:.1}{} |\n",
             if ratio > target { " (over)" } else { "" },
             tail * 100.0,
             if tail > TAIL_MAX { " (over)" } else { "" },
@@ -325,8 +325,8 @@ fn programs(
     if count > 0 {
         let g = (log / count as f64).exp();
         out.push_str(&format!(
-            "\nReal programs and their shapes: geomean {g:.2}x (target ≤ {PROGRAM_GEOMEAN}x), with `{SAMPLED}` {:.2}x; ThreadSanitizer {:.2}x over the {tsan_count} it builds.\n\n",
-            (sampled_log / count as f64).exp(),
+            "\nReal programs and their shapes: geomean {g:.2}x (target ≤ {PROGRAM_GEOMEAN}x), with `{EXACT}` {:.2}x; ThreadSanitizer {:.2}x over the {tsan_count} it builds.\n\n",
+            (exact_log / count as f64).exp(),
             (tsan_log / tsan_count.max(1) as f64).exp()
         ));
     }
