@@ -1031,7 +1031,7 @@ fn sampled_allocation_sites_are_counted_exactly() {
             String::from_utf8_lossy(&o.stdout).into_owned()
         };
         const ESTIMATES: &str =
-            "(alloc_sample: peaks and lifetimes are estimates, counts and bytes exact)";
+            "alloc_sample: peaks and lifetimes are estimates, counts and bytes exact)";
         assert!(!text(exe).contains(ESTIMATES), "{exe}: exact");
         // The default: sampling at 65536.
         let (out, p) = s.run_profiled(exe, &[], "summary=0");

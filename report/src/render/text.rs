@@ -219,9 +219,9 @@ fn summary(s: &Summary, not_counted: bool, out: &mut String) {
         fmt::count(t.frees),
         fmt::bytes(t.live_bytes_peak),
         if s.inputs.iter().any(|i| i.alloc_sampled()) {
-            SAMPLED_ESTIMATES
+            format!(" ({SAMPLED_ESTIMATES})")
         } else {
-            ""
+            String::new()
         },
     ));
     let several = s.inputs.len() > 1;
@@ -332,7 +332,7 @@ fn place(file: &str, line: u32) -> String {
 
 /// What the text adds to peaks under allocation sampling (`InputInfo::alloc_sampled`).
 const SAMPLED_ESTIMATES: &str =
-    " (alloc_sample: peaks and lifetimes are estimates, counts and bytes exact)";
+    "alloc_sample: peaks and lifetimes are estimates, counts and bytes exact";
 
 /// `sampled`: some input sampled its allocations.
 fn alloc_sites(a: &AllocSites, stack_depth: usize, sampled: bool, out: &mut String) {
@@ -342,10 +342,14 @@ fn alloc_sites(a: &AllocSites, stack_depth: usize, sampled: bool, out: &mut Stri
         return;
     }
     out.push_str(&format!(
-        "Top allocation sites by bytes allocated ({} of {}){}\n",
+        "Top allocation sites by bytes allocated ({} of {}{})\n",
         a.sites.len(),
         a.sites_total,
-        if sampled { SAMPLED_ESTIMATES } else { "" }
+        if sampled {
+            format!("; {SAMPLED_ESTIMATES}")
+        } else {
+            String::new()
+        }
     ));
     for s in &a.sites {
         // Lifetimes: the mean in the thread's allocations and the temporary blocks.
