@@ -976,19 +976,14 @@ pub(super) fn pending() -> (HashMap<u32, Pending>, Pending) {
             d.cycles += e.cycles.load(Relaxed);
             d.life.add(&e.life);
         }
-        for c in &b.counts {
-            let Some(i) = c.site_plus1.load(Relaxed).checked_sub(1) else {
-                continue;
-            };
-            let (allocs, bytes) = (c.allocs.load(Relaxed), c.bytes.load(Relaxed));
-            let frees = c.frees.load(Relaxed);
+        for (i, c) in b.counts.iter().filter_map(slot_counts) {
             let d = sites.entry(i).or_default();
-            d.count += allocs;
-            d.bytes += bytes;
-            d.frees += frees;
-            d.max_size = d.max_size.max(c.max_size.load(Relaxed) as u64);
-            d.live_bytes += slot_live_bytes(c);
-            d.live_objects += allocs.wrapping_sub(frees) as i64;
+            d.count += c.allocs;
+            d.bytes += c.bytes;
+            d.frees += c.frees;
+            d.max_size = d.max_size.max(c.max_size);
+            d.live_bytes += c.live_bytes();
+            d.live_objects += c.live_objects();
         }
         add_block_totals(b, &mut tot);
     }
@@ -1002,14 +997,44 @@ fn add_block_totals(b: &Block, tot: &mut Pending) {
     tot.frees += b.head.frees.load(Relaxed);
     tot.bytes += b.head.bytes.load(Relaxed);
     tot.live_bytes += b.live.load(Relaxed);
-    for c in &b.counts {
-        tot.live_bytes += slot_live_bytes(c);
+    for (_, c) in b.counts.iter().filter_map(slot_counts) {
+        tot.live_bytes += c.live_bytes();
     }
 }
 
-/// The live bytes a count slot holds (its unpicked blocks' allocated bytes less those freed).
-fn slot_live_bytes(c: &CountEntry) -> i64 {
-    c.bytes.load(Relaxed).wrapping_sub(c.freed.load(Relaxed)) as i64
+/// What a count slot holds and has not moved into its block's entries.
+#[derive(Clone, Copy)]
+struct SlotCounts {
+    allocs: u64,
+    bytes: u64,
+    frees: u64,
+    freed: u64,
+    max_size: u64,
+}
+
+impl SlotCounts {
+    fn live_bytes(&self) -> i64 {
+        self.bytes.wrapping_sub(self.freed) as i64
+    }
+    fn live_objects(&self) -> i64 {
+        self.allocs.wrapping_sub(self.frees) as i64
+    }
+}
+
+/// A count slot's site and counts (None: unused). The one reader of a slot's fields besides
+/// [`move_counts`], which takes them.
+fn slot_counts(c: &CountEntry) -> Option<(u32, SlotCounts)> {
+    let site = c.site_plus1.load(Relaxed).checked_sub(1)?;
+    Some((
+        site,
+        SlotCounts {
+            allocs: c.allocs.load(Relaxed),
+            bytes: c.bytes.load(Relaxed),
+            frees: c.frees.load(Relaxed),
+            freed: c.freed.load(Relaxed),
+            max_size: c.max_size.load(Relaxed) as u64,
+        },
+    ))
 }
 
 /// Every site's allocations, bytes, frees and live bytes now, the shared counters plus every
@@ -1048,19 +1073,14 @@ pub(super) fn sites_now(ss: &Sites, out: &mut [SiteCounts]) {
         }
         // Its count slots (the unpicked blocks under sampling): they move into the entries
         // under the lock held here, so nothing is counted twice.
-        for c in &b.counts {
-            let Some(o) = c
-                .site_plus1
-                .load(Relaxed)
-                .checked_sub(1)
-                .and_then(|i| out.get_mut(i as usize))
-            else {
+        for (i, c) in b.counts.iter().filter_map(slot_counts) {
+            let Some(o) = out.get_mut(i as usize) else {
                 continue;
             };
-            o.count += c.allocs.load(Relaxed);
-            o.bytes += c.bytes.load(Relaxed);
-            o.frees += c.frees.load(Relaxed);
-            o.live_bytes = o.live_bytes.wrapping_add(slot_live_bytes(c));
+            o.count += c.allocs;
+            o.bytes += c.bytes;
+            o.frees += c.frees;
+            o.live_bytes = o.live_bytes.wrapping_add(c.live_bytes());
         }
     }
     drop(held);
@@ -1109,17 +1129,12 @@ pub(super) fn after_fork_child(ss: Option<&Sites>) {
             e.live_objects.store(0, Relaxed);
         }
         for c in &b.counts {
-            let net = c
-                .bytes
-                .swap(0, Relaxed)
-                .wrapping_sub(c.freed.swap(0, Relaxed));
-            let objects = c
-                .allocs
-                .swap(0, Relaxed)
-                .wrapping_sub(c.frees.swap(0, Relaxed));
-            if let (Some(ss), Some(i)) = (ss, c.site_plus1.load(Relaxed).checked_sub(1)) {
-                apply_site(ss.site(i), 0, 0, 0, net as i64, objects as i64);
-                TOTALS.live.fetch_add(net, Relaxed);
+            if let (Some(ss), Some((i, n))) = (ss, slot_counts(c)) {
+                apply_site(ss.site(i), 0, 0, 0, n.live_bytes(), n.live_objects());
+                TOTALS.live.fetch_add(n.live_bytes() as u64, Relaxed);
+            }
+            for a in [&c.allocs, &c.bytes, &c.frees, &c.freed] {
+                a.store(0, Relaxed);
             }
             c.site_plus1.store(0, Relaxed);
             c.max_size.store(0, Relaxed);

@@ -45,7 +45,9 @@
 
 use crate::analysis::{Analysis, DumpContext};
 use crate::mem::SpinLock;
-use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed,
+};
 use std::cell::Cell;
 
 use profcc_schema::allocator::{
@@ -362,16 +364,19 @@ pub extern "C" fn profcc_alloc_op(
     let (p, n) = (p as u64, n as u64);
     let b = cell / RP % BUCKETS;
     let recorded = site != crate::alloc::NO_SITE;
-    if op == OP_FREE || op == OP_DELETE {
-        if recorded {
-            released(c, own, n, b);
-        }
-    } else if p != 0 {
-        if op == OP_REALLOC && old_n != NO_SIZE {
-            released(c, own, old_n as u64, bucket(old_n as u64));
-        }
-        if recorded {
-            acquired(c, own, p, n, b);
+    // The memory split (usable, requested, blowup, peaks): every object's, or none.
+    if EVERY_OBJECT.load(Relaxed) {
+        if op == OP_FREE || op == OP_DELETE {
+            if recorded {
+                released(c, own, n, b);
+            }
+        } else if p != 0 {
+            if op == OP_REALLOC && old_n != NO_SIZE {
+                released(c, own, old_n as u64, bucket(old_n as u64));
+            }
+            if recorded {
+                acquired(c, own, p, n, b);
+            }
         }
     }
     // The thread's first operation is its allocator's set-up: not counted with the others.
@@ -471,6 +476,10 @@ static LIVE_REQUESTED: AtomicI64 = AtomicI64::new(0);
 static NEXT_SNAPSHOT: AtomicI64 = AtomicI64::new(OVERHEAD_STEP);
 static PEAK: SpinLock<Option<profcc_schema::allocator::Usage>> = SpinLock::new(None);
 static RSS_AT_START: AtomicU64 = AtomicU64::new(0);
+/// Every object is recorded (sampling could not start): the memory split, lines and pages
+/// are measured. Under `alloc_sample` a recorded block's free is seldom followed by a recorded
+/// allocation that reuses it, so the split's blowup counter would only grow.
+static EVERY_OBJECT: AtomicBool = AtomicBool::new(false);
 
 extern "C" {
     /// The program's allocator's `malloc_usable_size` (interpose.c).
@@ -697,6 +706,7 @@ impl Analysis for AllocatorAnalysis {
         // with two threads: alloc_larson, 2 threads, jemalloc, 2.7x native with it). Kept
         // when sampling cannot start (its table refused): every object is recorded then.
         if !crate::alloc::sampling_can_start() {
+            EVERY_OBJECT.store(true, Relaxed);
             lines::init();
             pages::init();
         }
@@ -907,13 +917,13 @@ impl Analysis for AllocatorAnalysis {
             channels,
             first_calls,
             description: DESCRIPTION.lock().clone(),
-            // The memory split needs every object: under `alloc_sample` the recorded blocks'
-            // frees and the unrecorded ones' reuse never meet (the blowup counter only grows).
-            overhead: lines::tracking().then(|| profcc_schema::allocator::Overhead {
-                peak: PEAK.lock().clone(),
-                exit: usage(),
-                step: OVERHEAD_STEP as u64,
-            }),
+            overhead: EVERY_OBJECT
+                .load(Relaxed)
+                .then(|| profcc_schema::allocator::Overhead {
+                    peak: PEAK.lock().clone(),
+                    exit: usage(),
+                    step: OVERHEAD_STEP as u64,
+                }),
             events: events_section(&blocks),
             induced_sharing: lines::tracking().then(induced_sharing),
             locks,
