@@ -20,13 +20,14 @@
 #define PROFCC_START_SHIFT 4 /* 16-byte granules */
 #define PROFCC_START_SHADOW 0x210000000000ull /* 32 TiB: a start word per granule */
 #define PROFCC_START_SHADOW_SIZE 0x200000000000ull
+#define PROFCC_START_SPREAD 256 /* granules whose start words are spread over 16 shadow lines */
 
 /* A heap block's start word */
 #define PROFCC_START_SIZE_BITS 12 /* bits 0-11: size */
 #define PROFCC_START_HALF 0x1000ull /* the block starts at the granule's byte 8 */
 #define PROFCC_START_SITE_SHIFT 13 /* the allocation site's index */
 #define PROFCC_START_SITES 0x80000ull /* sites from here have no start word */
-#define PROFCC_START_SHADOW_OF(a) (PROFCC_START_SHADOW + (((uint64_t)(a) >> PROFCC_START_SHIFT) << 2)) /* address of the start word of the granule holding a */
+#define PROFCC_START_SHADOW_OF(a) (PROFCC_START_SHADOW + (((((uint64_t)(a) >> PROFCC_START_SHIFT) & ~(uint64_t)(PROFCC_START_SPREAD - 1)) | ((((uint64_t)(a) >> PROFCC_START_SHIFT) & 0xf) << 4) | (((uint64_t)(a) >> (PROFCC_START_SHIFT + 4)) & 0xf)) << 2)) /* address of the start word of the granule holding a (start_shadow: spread over 16 shadow lines per 256 granules) */
 #define PROFCC_START_WORD(a, n, site) ((uint32_t)(site) << PROFCC_START_SITE_SHIFT | (uint32_t)(((uint64_t)(a) & 8) << (PROFCC_START_SIZE_BITS - 3)) | (uint32_t)(n)) /* the start word of an n-byte block at a of site (start_word) */
 #define PROFCC_START_SIZE(w) ((w) & (PROFCC_START_HALF - 1)) /* the size of start word w's block (start_block) */
 #define PROFCC_START_SITE(w) ((uint32_t)(w) >> PROFCC_START_SITE_SHIFT) /* the allocation site of start word w's block (start_block) */
@@ -37,6 +38,7 @@
 #define PROFCC_RETIRED 0x4000000000000000ull
 #define PROFCC_FIELD_SHIFT 48
 #define PROFCC_FIELD 0x3fffull
+#define PROFCC_FREED 0x3ffeull /* a retired line's field: its owner freed the block on it (ShadowWord::freed) */
 #define PROFCC_READERS 0xffffffff0000ull /* reader mask */
 #define PROFCC_OWNER 0xffffull /* last writer's id+1 */
 #define PROFCC_WRITE_MASK 0x8000ffffffffffffull /* a write leaves at once when (word & WRITE_MASK) == owner word */

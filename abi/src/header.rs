@@ -67,6 +67,11 @@ const ITEMS: &[Item] = &[
         "32 TiB: a start word per granule",
     ),
     hex("START_SHADOW_SIZE", START_SHADOW_SIZE, ""),
+    int(
+        "START_SPREAD",
+        START_SPREAD,
+        "granules whose start words are spread over 16 shadow lines",
+    ),
     Section("A heap block's start word"),
     int("START_SIZE_BITS", START_SIZE_BITS as u64, "bits 0-11: size"),
     hex(
@@ -86,8 +91,8 @@ const ITEMS: &[Item] = &[
     ),
     Macro(
         "START_SHADOW_OF(a)",
-        "(PROFCC_START_SHADOW + (((uint64_t)(a) >> PROFCC_START_SHIFT) << 2))",
-        "address of the start word of the granule holding a",
+        "(PROFCC_START_SHADOW + (((((uint64_t)(a) >> PROFCC_START_SHIFT) & ~(uint64_t)(PROFCC_START_SPREAD - 1)) | ((((uint64_t)(a) >> PROFCC_START_SHIFT) & 0xf) << 4) | (((uint64_t)(a) >> (PROFCC_START_SHIFT + 4)) & 0xf)) << 2))",
+        "address of the start word of the granule holding a (start_shadow: spread over 16 shadow lines per 256 granules)",
     ),
     Macro(
         "START_WORD(a, n, site)",
@@ -118,6 +123,11 @@ const ITEMS: &[Item] = &[
     hex("RETIRED", ShadowWord::RETIRED, ""),
     int("FIELD_SHIFT", ShadowWord::FIELD_SHIFT as u64, ""),
     hex("FIELD", ShadowWord::FIELD, ""),
+    hex(
+        "FREED",
+        ShadowWord::FREED,
+        "a retired line's field: its owner freed the block on it (ShadowWord::freed)",
+    ),
     hex("READERS", ShadowWord::READERS, "reader mask"),
     hex("OWNER", ShadowWord::OWNER, "last writer's id+1"),
     hex(

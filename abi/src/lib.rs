@@ -28,7 +28,7 @@
 //!
 //! line_shadow(a)  = 0x1000_0000_0000 + (a >> 6) * 8     line_of_shadow(s) = (s - 0x1000_0000_0000) / 8 * 64
 //! page_shadow(a)  = 0x2000_0000_0000 + (a >> 12) * 32   page_of_shadow(s) = (s - 0x2000_0000_0000) / 32 * 4096
-//! start_shadow(a) = 0x2100_0000_0000 + (a >> 4) * 4
+//! start_shadow(a) = 0x2100_0000_0000 + spread(a >> 4) * 4  (spread: [`start_shadow`])
 //! ```
 //!
 //! Invariants (tests/address_map.rs): the regions tile `[0, 2^47)`; the shadow of every address
@@ -187,10 +187,21 @@ pub const fn page_of_shadow(shadow: u64) -> u64 {
     ((shadow - PAGE_SHADOW) >> PAGE_ENTRY_SHIFT) << PAGE_SHIFT
 }
 
+/// Start words are spread over their shadow lines: within each `START_SPREAD`-granule group
+/// (4 KiB of user space, 1 KiB of shadow), the granule's low 4 bits pick the shadow line and
+/// the next 4 bits the word in it, so neighbouring granules' words lie on different shadow
+/// lines and the 16 words of one shadow line are 256 user bytes apart. Two threads'
+/// neighbouring small blocks (an allocator handing out a row of them, cache-scratch's shape)
+/// then write their start words without passing a shadow line between their cores; with
+/// words in address order, a 64-byte shadow line covered 256 user bytes.
+pub const START_SPREAD: u64 = 256;
+
 /// Address of the start word of the 16-byte granule holding `addr` (`addr < APP_LIMIT`).
 #[inline(always)]
 pub const fn start_shadow(addr: u64) -> u64 {
-    START_SHADOW + ((addr >> START_SHIFT) << 2)
+    let g = addr >> START_SHIFT;
+    let spread = (g & !(START_SPREAD - 1)) | ((g & 0xf) << 4) | ((g >> 4) & 0xf);
+    START_SHADOW + (spread << 2)
 }
 
 // ---- a heap block's start word ----
@@ -240,6 +251,9 @@ impl ShadowWord {
     pub const FIELD: u64 = 0x3fff;
     /// A retired line's field when the table had no room for its record.
     pub const NO_RECORD: u64 = 0x3fff;
+    /// A retired line's field when its owner freed the heap block on it ([`ShadowWord::freed`]).
+    /// Record indices stay below it (`fs_max_lines` at most this).
+    pub const FREED: u64 = Self::NO_RECORD - 1;
     /// In a cold line's field: invalidations in bits 0-7, volume samples above.
     pub const INVALIDATIONS_MAX: u64 = 0xff;
     pub const VOLUME_SHIFT: u32 = 8;
@@ -284,6 +298,22 @@ impl ShadowWord {
     #[inline]
     pub const fn retired(me: u64, index: u64) -> ShadowWord {
         ShadowWord(me | (Self::RETIRED | (index << Self::FIELD_SHIFT)))
+    }
+
+    /// The word a free leaves on a line whose last writer, `me`, frees the block on it and
+    /// nobody accessed since: its owner's writes stay fast (a thread reusing its own block
+    /// keeps its fast path and never passes the word's shadow line to another core), and the
+    /// sharing analysis treats it as a line nobody accessed (no owner, no counters) for any
+    /// other thread, so nothing of the old lifetime counts against the next.
+    #[inline]
+    pub const fn freed(me: u64) -> ShadowWord {
+        Self::retired(me, Self::FREED)
+    }
+
+    /// A word left by [`ShadowWord::freed`] (readers may have come since).
+    #[inline]
+    pub const fn is_freed(self) -> bool {
+        self.is_retired() && !self.is_hot() && self.field() == Self::FREED
     }
 
     #[inline]
@@ -338,7 +368,7 @@ impl ShadowWord {
     pub const fn record(self) -> Option<u64> {
         if self.is_hot() {
             Some(self.hot_index())
-        } else if self.is_retired() && self.field() != Self::NO_RECORD {
+        } else if self.is_retired() && self.field() < Self::FREED {
             Some(self.field())
         } else {
             None

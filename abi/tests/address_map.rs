@@ -130,10 +130,78 @@ fn every_app_address_has_its_shadow_in_the_shadow_regions() {
             );
             assert_eq!(w % 4, 0);
             assert_eq!(start_shadow(a & !15), w);
-            if a + 16 < APP_LIMIT {
-                assert_eq!(start_shadow(a + 16), w + 4);
+            // Spread: the group's 4 KiB of user space has its own 1 KiB of shadow, and the
+            // next granule's word is on the next shadow line of it.
+            let group = a & !(START_SPREAD * 16 - 1);
+            let base = START_SHADOW + (group >> START_SHIFT) * 4;
+            assert!(base <= w && w < base + START_SPREAD * 4, "{a:#x}");
+            if (a & 0xf0) != 0xf0 && a + 16 < APP_LIMIT {
+                assert_eq!(start_shadow(a + 16), w + 64, "{a:#x}");
             }
         }
+    }
+}
+
+/// Every granule of a spread group has a word of its own, and the 16 granules of 256 user
+/// bytes (two threads' neighbouring small blocks) have words on 16 different shadow lines.
+#[test]
+fn start_words_of_neighbouring_granules_are_on_different_shadow_lines() {
+    let group = 0x5555_5555_0000u64;
+    let mut seen = std::collections::HashSet::new();
+    for g in 0..START_SPREAD {
+        assert!(seen.insert(start_shadow(group + g * 16)), "granule {g}");
+    }
+    for first in [group, group + 0x540] {
+        let lines: std::collections::HashSet<u64> =
+            (0..16).map(|g| start_shadow(first + g * 16) / 64).collect();
+        assert_eq!(lines.len(), 16, "{first:#x}");
+    }
+}
+
+/// profcc_abi.h's `PROFCC_START_SHADOW_OF` is `start_shadow`: the C runtime writes the words
+/// the Rust runtime reads. Compiled with the machine's C compiler, at the samples above.
+#[test]
+fn the_c_header_spreads_start_words_as_rust_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let src = dir.join("start.c");
+    let addrs: Vec<u64> = REGIONS
+        .iter()
+        .filter(|r| r.kind == RegionKind::App)
+        .flat_map(|r| samples(r.start, r.end))
+        .collect();
+    let list: Vec<String> = addrs.iter().map(|a| format!("{a:#x}ull")).collect();
+    std::fs::write(
+        &src,
+        format!(
+            "#include <stdio.h>\n#include <stdint.h>\n#include \"profcc_abi.h\"\n\
+             static const uint64_t a[] = {{{}}};\n\
+             int main(void) {{ for (unsigned i = 0; i < sizeof a / sizeof a[0]; i++) \
+             printf(\"%llx\\n\", (unsigned long long)PROFCC_START_SHADOW_OF(a[i])); return 0; }}\n",
+            list.join(",")
+        ),
+    )
+    .unwrap();
+    let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let exe = dir.join("start");
+    let st = std::process::Command::new("cc")
+        .arg("-I")
+        .arg(&include)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("cc (Debian's build-essential, which cargo xtask test installs)");
+    assert!(st.success());
+    let out = std::process::Command::new(&exe).output().unwrap();
+    let got: Vec<u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| u64::from_str_radix(l, 16).unwrap())
+        .collect();
+    assert_eq!(got.len(), addrs.len());
+    for (a, g) in addrs.iter().zip(got) {
+        assert_eq!(g, start_shadow(*a), "PROFCC_START_SHADOW_OF({a:#x})");
     }
 }
 
@@ -272,6 +340,15 @@ fn shadow_word_accessors_read_back_what_was_built() {
     assert!(r.is_retired() && !r.is_hot());
     assert_eq!((r.field(), r.record(), r.owner()), (123, Some(123), 5));
     assert_eq!(W::retired(me, W::NO_RECORD).record(), None);
+    // A freed word: its owner reads and writes it on the fast path, nobody else does, and it
+    // names no record; the highest record index is below it.
+    let f = W::freed(me);
+    assert!(f.is_freed() && !c.is_freed() && !r.is_freed() && !W::hot(W::FREED).is_freed());
+    assert!(f.is_fast_write(me) && f.is_fast_read(ShadowWord(me).readers()));
+    let other = W::thread(5).0;
+    assert!(!f.is_fast_write(other) && !f.is_fast_read(ShadowWord(other).readers()));
+    assert_eq!((f.record(), f.owner()), (None, 5));
+    assert_eq!(W::retired(me, W::FREED - 1).record(), Some(W::FREED - 1));
     let h = W::hot(4242);
     assert!(h.is_hot());
     assert_eq!((h.hot_index(), h.record()), (4242, Some(4242)));

@@ -216,6 +216,8 @@ void profcc_sample_set_block(struct sample_head *b) {
  * keeps its identity in the start shadow: a u32 at its 16-byte granule (profcc_abi.h, "A heap
  * block's start word"), written after the allocator's call and cleared by the free. */
 extern uint32_t profcc_start_words; /* START_ON | START_LINES | START_COUNTS (alloc.rs) */
+/* The thread's owner word (rt/csrc/tls.c; the sharing analysis sets it). */
+extern __thread uint64_t __profcc_me __attribute__((tls_model("initial-exec")));
 #define START_ON 1u
 #define START_LINES 2u
 #define START_COUNTS 4u
@@ -294,7 +296,7 @@ static inline void start_put(void *p, size_t n, uint32_t site, uint32_t sw) {
 /* A tail-path free of p (`on`: profcc_start_words): its start word goes, with its block's line
  * words as the sharing analysis's free would clear them; 0 when a line has a record (the
  * full path tells the analysis). */
-static inline int start_clear(void *p, uint32_t on) {
+__attribute__((always_inline)) static inline int start_clear(void *p, uint32_t on) {
     uint32_t *slot = start_slot(p);
     uint32_t w = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (w == 0 || !PROFCC_START_AT(w, p)) return 1; /* none, or the other half's block */
@@ -303,8 +305,15 @@ static inline int start_clear(void *p, uint32_t on) {
         for (uintptr_t line = (uintptr_t)p & ~(uintptr_t)63; line < end; line += 64) {
             uint64_t *lw = (uint64_t *)PROFCC_LINE_SHADOW_OF(line);
             uint64_t x = __atomic_load_n(lw, __ATOMIC_RELAXED);
+            if (x == 0) continue;
             if (x & PROFCC_HOT) return 0;
-            if (x) __atomic_store_n(lw, 0, __ATOMIC_RELAXED);
+            /* the freeing thread's own line keeps its owner as a freed word, as the sharing
+             * analysis's free does (rt/src/analyses/sharing.rs `object_freed`) */
+            uint64_t me = __profcc_me;
+            uint64_t keep = me && (x & PROFCC_WRITE_MASK) == me
+                                ? me | PROFCC_RETIRED | PROFCC_FREED << PROFCC_FIELD_SHIFT
+                                : 0;
+            if (x != keep) __atomic_store_n(lw, keep, __ATOMIC_RELAXED);
         }
     }
     __atomic_store_n(slot, 0, __ATOMIC_RELAXED);

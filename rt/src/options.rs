@@ -622,7 +622,7 @@ mod tests {
     #[test]
     fn max_lines_range_fits_the_shadow_word_field() {
         let f = FLAGS.iter().find(|f| f.name == "fs_max_lines").unwrap();
-        assert_eq!(f.range, Some((0, profcc_abi::ShadowWord::NO_RECORD - 1)));
+        assert_eq!(f.range, Some((0, profcc_abi::ShadowWord::FREED)));
     }
 
     /// The profile's sharing settings default to the same values when an older profile lacks

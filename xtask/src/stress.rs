@@ -24,6 +24,8 @@ const SUITES: &[(&str, &[&str])] = &[
         &[
             "freed_large_block_keeps_its_heap_site",
             "reused_block_carries_no_state_across_lifetimes",
+            "block_freed_by_its_writer_starts_afresh_for_the_next_thread",
+            "own_reused_neighbouring_blocks_open_no_watch_records",
         ],
     ),
 ];

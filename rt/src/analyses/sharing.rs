@@ -813,7 +813,14 @@ const ONE_PASS_LINES: u64 = (1 << profcc_abi::PAGE_SHIFT) >> profcc_abi::SHADOW_
 /// shared byte across two lifetimes). A tracked line keeps its record (the freed block's
 /// history, reported with the block); a new lifetime that contends gets a record of its own.
 /// Lines the block shares with its neighbours are reset too, unless a live neighbour's record
-/// needs them.
+/// needs them. One exception, for blocks under `ONE_PASS_LINES`: a cold line whose word is
+/// the freeing thread's own owner word (it wrote the line last and no other thread accessed
+/// it since) gets a freed word (`ShadowWord::freed`, as interpose.c's tail-path free does):
+/// the thread that reuses its own line keeps writing it on the fast path, and [`slow`] takes
+/// the word as a line nobody accessed for any other thread. Zeroing the word cost a
+/// malloc-write-free loop a cold-door call and a compare-and-swap on a shadow line shared
+/// with its neighbours' every round (docs/history/default.md, "Keeping the freeing thread's
+/// own line word").
 pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     if !CHECKED_MODULE.load(Relaxed)
         || SHADOW.load(Relaxed) != 1
@@ -834,6 +841,8 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
     };
     let lines = (end - first).div_ceil(64);
     if lines < ONE_PASS_LINES {
+        // The freeing thread's owner word (0: it has none, keep nothing).
+        let me = unsafe { *tvars().me };
         // Most frees: every line's word once. A line with a record learns the block; a line
         // wholly inside the block goes to zero, one it shares with a neighbour (or the
         // allocator's headers) too, unless it is tracked and bytes outside the block were
@@ -845,7 +854,14 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
             let w = ShadowWord(sh.load(Relaxed));
             if w.0 != 0 {
                 let inside = line >= o.start && line + 64 <= end;
-                let zero = match w.record() {
+                // The freeing thread's own line (it wrote last, nobody else accessed the line
+                // since) keeps its owner in a freed word (the doc above).
+                let keep = if me != 0 && w.record().is_none() && w.is_fast_write(me) {
+                    ShadowWord::freed(me).0
+                } else {
+                    0
+                };
+                let reset = match w.record() {
                     None => true,
                     Some(i) if i < records() => {
                         note_object(record(i), o);
@@ -853,8 +869,8 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
                     }
                     Some(_) => inside,
                 };
-                if zero {
-                    sh.store(0, Relaxed);
+                if reset && w.0 != keep {
+                    sh.store(keep, Relaxed);
                 }
             }
             line += 64;
@@ -1086,7 +1102,17 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
     let sampled = info & INFO_SAMPLED != 0; // set for writes only (hooks/sharing_door.c)
     let multi = multi();
     for _ in 0..8 {
-        let w = ShadowWord(sh.load(Relaxed));
+        let cur = sh.load(Relaxed);
+        // A freed word stands for a line nobody accessed since the free but the other
+        // threads that read it after (`object_freed`). Its owner's writes are fast, so the
+        // first other thread's write after the owner's reuse counts no invalidation: at most
+        // one lost per lifetime. The owner's own slow-path accesses end it too.
+        let w = ShadowWord(cur);
+        let w = if w.is_freed() {
+            ShadowWord(w.readers() & !ShadowWord::reader_bit(w.owner()))
+        } else {
+            w
+        };
         if w.is_hot() {
             let r = record(w.hot_index());
             if sampled && multi {
@@ -1103,7 +1129,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
         if !write {
             // First read of the line by this thread since its last write.
             if sh
-                .compare_exchange_weak(w.0, w.0 | rb, Relaxed, Relaxed)
+                .compare_exchange_weak(cur, cur | rb, Relaxed, Relaxed)
                 .is_ok()
             {
                 return;
@@ -1154,7 +1180,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
             let r = record(i);
             r.budget.store(0, Relaxed);
             new = ShadowWord::hot(i).0;
-            if sh.compare_exchange(w.0, new, Relaxed, Relaxed).is_ok() {
+            if sh.compare_exchange(cur, new, Relaxed, Relaxed).is_ok() {
                 // The table starts with this write.
                 r.table.store((t << 1) | 1, Relaxed);
                 record_bytes(r, addr, info, slot);
@@ -1162,7 +1188,7 @@ unsafe fn slow(addr: u64, info: u64, me: u64, slot: *mut u64, due: bool, timed: 
             }
             continue;
         }
-        if sh.compare_exchange_weak(w.0, new, Relaxed, Relaxed).is_ok() {
+        if sh.compare_exchange_weak(cur, new, Relaxed, Relaxed).is_ok() {
             return;
         }
     }
