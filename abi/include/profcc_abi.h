@@ -27,7 +27,7 @@
 #define PROFCC_START_HALF 0x1000ull /* the block starts at the granule's byte 8 */
 #define PROFCC_START_SITE_SHIFT 13 /* the allocation site's index */
 #define PROFCC_START_SITES 0x80000ull /* sites from here have no start word */
-#define PROFCC_START_SHADOW_OF(a) (PROFCC_START_SHADOW + (((((uint64_t)(a) >> PROFCC_START_SHIFT) & ~(uint64_t)(PROFCC_START_SPREAD - 1)) | ((((uint64_t)(a) >> PROFCC_START_SHIFT) & 0xf) << 4) | (((uint64_t)(a) >> (PROFCC_START_SHIFT + 4)) & 0xf)) << 2)) /* address of the start word of the granule holding a (start_shadow: spread over 16 shadow lines per 256 granules) */
+#define PROFCC_START_SHADOW_OF(a) (PROFCC_START_SHADOW + (((((uint64_t)(a) >> PROFCC_START_SHIFT) & ~(uint64_t)(PROFCC_START_SPREAD - 1)) | (uint8_t)((uint8_t)((uint64_t)(a) >> PROFCC_START_SHIFT) << 4 | (uint8_t)((uint64_t)(a) >> PROFCC_START_SHIFT) >> 4)) << 2)) /* address of the start word of the granule holding a (start_shadow: spread over 16 shadow lines per 256 granules) */
 #define PROFCC_START_WORD(a, n, site) ((uint32_t)(site) << PROFCC_START_SITE_SHIFT | (uint32_t)(((uint64_t)(a) & 8) << (PROFCC_START_SIZE_BITS - 3)) | (uint32_t)(n)) /* the start word of an n-byte block at a of site (start_word) */
 #define PROFCC_START_SIZE(w) ((w) & (PROFCC_START_HALF - 1)) /* the size of start word w's block (start_block) */
 #define PROFCC_START_SITE(w) ((uint32_t)(w) >> PROFCC_START_SITE_SHIFT) /* the allocation site of start word w's block (start_block) */

@@ -91,7 +91,7 @@ const ITEMS: &[Item] = &[
     ),
     Macro(
         "START_SHADOW_OF(a)",
-        "(PROFCC_START_SHADOW + (((((uint64_t)(a) >> PROFCC_START_SHIFT) & ~(uint64_t)(PROFCC_START_SPREAD - 1)) | ((((uint64_t)(a) >> PROFCC_START_SHIFT) & 0xf) << 4) | (((uint64_t)(a) >> (PROFCC_START_SHIFT + 4)) & 0xf)) << 2))",
+        "(PROFCC_START_SHADOW + (((((uint64_t)(a) >> PROFCC_START_SHIFT) & ~(uint64_t)(PROFCC_START_SPREAD - 1)) | (uint8_t)((uint8_t)((uint64_t)(a) >> PROFCC_START_SHIFT) << 4 | (uint8_t)((uint64_t)(a) >> PROFCC_START_SHIFT) >> 4)) << 2))",
         "address of the start word of the granule holding a (start_shadow: spread over 16 shadow lines per 256 granules)",
     ),
     Macro(

@@ -189,7 +189,7 @@ pub const fn page_of_shadow(shadow: u64) -> u64 {
 
 /// Start words are spread over their shadow lines: within each `START_SPREAD`-granule group
 /// (4 KiB of user space, 1 KiB of shadow), the granule's low 4 bits pick the shadow line and
-/// the next 4 bits the word in it, so neighbouring granules' words lie on different shadow
+/// the next 4 bits the word in it (the granule number's low byte rotated by 4), so neighbouring granules' words lie on different shadow
 /// lines and the 16 words of one shadow line are 256 user bytes apart. Two threads'
 /// neighbouring small blocks (an allocator handing out a row of them, cache-scratch's shape)
 /// then write their start words without passing a shadow line between their cores; with
@@ -200,7 +200,8 @@ pub const START_SPREAD: u64 = 256;
 #[inline(always)]
 pub const fn start_shadow(addr: u64) -> u64 {
     let g = addr >> START_SHIFT;
-    let spread = (g & !(START_SPREAD - 1)) | ((g & 0xf) << 4) | ((g >> 4) & 0xf);
+    // The low byte's two nibbles swapped: one `rol` of a byte register.
+    let spread = (g & !(START_SPREAD - 1)) | (g as u8).rotate_left(4) as u64;
     START_SHADOW + (spread << 2)
 }
 
