@@ -16,6 +16,7 @@
 #include "profcc_hooks.h"
 
 void profcc_line_slow(const void *p, uint64_t info, uint64_t *slot, int due);
+void profcc_range_lines(const void *p, uint64_t len, uint64_t info, uint64_t *slot);
 
 /* rt/csrc/tls.c refers to it: an executable always takes this object from the runtime
  * archive, even when an instrumented library on the link line already defines the door (its
@@ -41,4 +42,25 @@ __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
   }
 #endif
   profcc_line_slow(p, info | ((uint64_t)sampled << PROFCC_INFO_SAMPLED_SHIFT), slot, due);
+}
+
+/* The range hooks' door (a fixed-size access longer than a line, a memory intrinsic): the
+ * runtime (`profcc_range_lines`) takes the lines whose check would not leave at once, so
+ * a range none of whose lines needs anything stops here, before the runtime's per-call work
+ * (its thread's words, read through a call): most memcpys copy a line or two the thread
+ * owns already (the sqlite driver's records). A range samples no write volume; addresses
+ * past the user space go on, and the runtime drops them. */
+void __profcc_range_slow(const void *p, uint64_t len, uint64_t info, uint64_t *slot) {
+  uint64_t a = (uint64_t)p, end = a + len;
+  if (end >= a && !(end >> PROFCC_APP_BITS) && (info & PROFCC_INFO_WRITE ? __profcc_me : 1)) {
+    uint64_t want = (info & PROFCC_INFO_WRITE) ? __profcc_me : __profcc_rb;
+    uint64_t mask = (info & PROFCC_INFO_WRITE) ? PROFCC_WRITE_MASK : (PROFCC_HOT | want);
+    uint64_t line = a >> PROFCC_LINE_SHIFT << PROFCC_LINE_SHIFT;
+    for (; line < end; line += (uint64_t)1 << PROFCC_LINE_SHIFT)
+      if ((*(volatile uint64_t *)PROFCC_LINE_SHADOW_OF(line) & mask) != want)
+        break;
+    if (line >= end)
+      return;
+  }
+  profcc_range_lines(p, len, info, slot);
 }

@@ -1084,6 +1084,43 @@ fn check_true_sharing(run: &Run, name: &str, n: u32, place: u32) -> Vec<String> 
     p
 }
 
+/// Copies by `memcpy` with a run-time length into two threads' halves of one line: false
+/// sharing on the global, at the copy, with at most one invalidation per copy. The range
+/// hooks' runtime analysed every access to a tracked line and counted it `fs_sample` (64)
+/// times, as if it were one sampled access of 64: about 30 invalidations per copy.
+#[test]
+fn copies_into_neighbouring_halves_are_false_sharing_counted_once() {
+    let b = Built::new("range_copies.c", &["-pthread"]);
+    let copies = 2 * 512 * 1024;
+    let mut probs = Problems::default();
+    for opt in OPTS {
+        let r = b.run(opt, &[], &[], "");
+        let mut p = Vec::new();
+        let all = r.findings();
+        match all.first() {
+            Some(f) if all.len() == 1 => {
+                if f.kind != Kind::FalseSharing {
+                    p.push(format!("kind {:?}, expected false sharing", f.kind));
+                }
+                if f.objects.len() != 1 || !Obj::Global("buf").matches(&f.objects[0], &r.file) {
+                    p.push("objects should be exactly the global `buf`".into());
+                }
+                if f.invalidations > copies {
+                    p.push(format!(
+                        "{} invalidations from {copies} copies",
+                        f.invalidations
+                    ));
+                }
+                let copy = b.line("MARK_COPY");
+                check_places(&mut p, f, &r.file, &[(copy, true)], &[copy]);
+            }
+            _ => p.push(format!("{} findings, expected exactly one", all.len())),
+        }
+        probs.run(&r, p);
+    }
+    probs.finish();
+}
+
 #[test]
 fn atomic_counter_is_true_sharing() {
     let b = Built::new("true_sharing.c", &["-pthread"]);

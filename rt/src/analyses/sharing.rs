@@ -1050,10 +1050,12 @@ pub unsafe extern "C" fn profcc_line_slow(p: *const u8, info: u64, slot: *mut u6
     slow(addr, info, me, slot, due != 0, timed);
 }
 
-/// Every line of [p, p+len) through the same checks as the inlined hooks.
+/// Every line of [p, p+len) through the same checks as the inlined hooks: the range hooks'
+/// door (`__profcc_range_slow`, hooks/sharing_door.c) calls it when one of them needs more
+/// than the check.
 #[no_mangle]
 #[cold]
-pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, slot: *mut u64) {
+pub unsafe extern "C" fn profcc_range_lines(p: *const u8, len: u64, info: u64, slot: *mut u64) {
     let start = p as u64;
     let end = start.saturating_add(len).min(APP_LIMIT);
     if start >= end || SHADOW.load(Relaxed) != 1 {
@@ -1076,7 +1078,11 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
         } else {
             w.is_fast_read(rb)
         };
-        if !fast {
+        // A tracked line's access is analysed when the thread's countdown runs out, as the
+        // inlined hooks' are: its counts are scaled by `fs_sample`, so a range that went on
+        // every time counted each of its accesses `fs_sample` times.
+        let due = !fast && (!w.is_hot() || hot_due(v.countdown));
+        if due {
             slow(
                 a,
                 (info & !INFO_SIZE_MASK) | n.min(INFO_SIZE_MASK),
@@ -1087,6 +1093,18 @@ pub unsafe extern "C" fn __profcc_range_slow(p: *const u8, len: u64, info: u64, 
             );
         }
         a = next;
+    }
+}
+
+/// One access of the calling thread to a tracked line: whether it is the sampled one (its
+/// countdown ran out: re-armed here), as `--__profcc_hot_cd == 0` in the hooks.
+unsafe fn hot_due(countdown: *mut u64) -> bool {
+    *countdown = (*countdown).wrapping_sub(1);
+    if *countdown == 0 {
+        *countdown = next_period();
+        true
+    } else {
+        false
     }
 }
 
