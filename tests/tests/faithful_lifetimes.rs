@@ -233,6 +233,41 @@ fn block_freed_by_its_writer_starts_afresh_for_the_next_thread() {
     }
 }
 
+/// A block its owner freed and took back (its lines hold the owner's freed word), then
+/// written by two threads at once: the freed word stands for a line nobody accessed for the
+/// first of them, and the sharing after it is found, on the heap block at its allocation
+/// line. Exact and default.
+#[test]
+fn freed_word_does_not_hide_the_next_lifetimes_sharing() {
+    let b = heap_lifetimes();
+    let native = b.s.run_plain("native", &["reuse_then_share"]);
+    for options in ["summary=0:alloc_sample=0", "summary=0"] {
+        let (out, _) = b.s.run_profiled("profiled", &["reuse_then_share"], options);
+        assert_same_run("a reused block shared by two threads", &native, &out);
+        let r = report(
+            &b.s.path("profiled.profile.json"),
+            &["--top", "0", "--min-speedup", "0"],
+        );
+        let store = line_of(&b.text, "MARK_SHARED_STORE");
+        let site = format!("heap_lifetimes.c:{}", line_of(&b.text, "MARK_SHARED_ALLOC"));
+        let sharing = r.sharing.expect("a sharing section");
+        let found: Vec<_> = sharing
+            .findings
+            .iter()
+            .filter(|f| f.places.iter().any(|p| p.line == store))
+            .collect();
+        assert_eq!(found.len(), 1, "{options}: {:#?}", sharing.findings);
+        let f = found[0];
+        assert_eq!(f.kind, Kind::FalseSharing, "{options}");
+        assert!(
+            f.objects.iter().any(|o| o.kind == ObjectKind::Heap
+                && o.alloc_site.as_deref().is_some_and(|a| a.ends_with(&site))),
+            "{options}: {:#?}",
+            f.objects
+        );
+    }
+}
+
 /// Two threads each reuse their own 8-byte block on neighbouring lines (the bench's
 /// cache-scratch kernel: main allocates the blocks in a row, glibc hands each thread its
 /// block back every round), so each free leaves the thread's freed word. Its counters still

@@ -26,6 +26,7 @@ const SUITES: &[(&str, &[&str])] = &[
             "reused_block_carries_no_state_across_lifetimes",
             "block_freed_by_its_writer_starts_afresh_for_the_next_thread",
             "own_reused_neighbouring_blocks_open_no_watch_records",
+            "freed_word_does_not_hide_the_next_lifetimes_sharing",
         ],
     ),
 ];
