@@ -52,7 +52,8 @@ __attribute__((preserve_most)) void __profcc_slow(const void *p, uint64_t *slot,
  * past the user space go on, and the runtime drops them. */
 void __profcc_range_slow(const void *p, uint64_t len, uint64_t info, uint64_t *slot) {
   uint64_t a = (uint64_t)p, end = a + len;
-  if (end >= a && !(end >> PROFCC_APP_BITS) && (info & PROFCC_INFO_WRITE ? __profcc_me : 1)) {
+  /* (A thread the runtime has not seen, owner word 0, gets nothing from either side.) */
+  if (end >= a && !(end >> PROFCC_APP_BITS)) {
     uint64_t want = (info & PROFCC_INFO_WRITE) ? __profcc_me : __profcc_rb;
     uint64_t mask = (info & PROFCC_INFO_WRITE) ? PROFCC_WRITE_MASK : (PROFCC_HOT | want);
     uint64_t line = a >> PROFCC_LINE_SHIFT << PROFCC_LINE_SHIFT;

@@ -39,6 +39,7 @@
 #define PROFCC_FIELD_SHIFT 48
 #define PROFCC_FIELD 0x3fffull
 #define PROFCC_FREED 0x3ffeull /* a retired line's field: its owner freed the block on it (ShadowWord::freed) */
+#define PROFCC_FREED_WORD(me) ((uint64_t)(me) | PROFCC_RETIRED | PROFCC_FREED << PROFCC_FIELD_SHIFT) /* the word a free leaves on a line its owner word me wrote last (ShadowWord::freed) */
 #define PROFCC_READERS 0xffffffff0000ull /* reader mask */
 #define PROFCC_OWNER 0xffffull /* last writer's id+1 */
 #define PROFCC_WRITE_MASK 0x8000ffffffffffffull /* a write leaves at once when (word & WRITE_MASK) == owner word */

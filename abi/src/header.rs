@@ -128,6 +128,11 @@ const ITEMS: &[Item] = &[
         ShadowWord::FREED,
         "a retired line's field: its owner freed the block on it (ShadowWord::freed)",
     ),
+    Macro(
+        "FREED_WORD(me)",
+        "((uint64_t)(me) | PROFCC_RETIRED | PROFCC_FREED << PROFCC_FIELD_SHIFT)",
+        "the word a free leaves on a line its owner word me wrote last (ShadowWord::freed)",
+    ),
     hex("READERS", ShadowWord::READERS, "reader mask"),
     hex("OWNER", ShadowWord::OWNER, "last writer's id+1"),
     hex(

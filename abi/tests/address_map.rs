@@ -158,10 +158,11 @@ fn start_words_of_neighbouring_granules_are_on_different_shadow_lines() {
     }
 }
 
-/// profcc_abi.h's `PROFCC_START_SHADOW_OF` is `start_shadow`: the C runtime writes the words
-/// the Rust runtime reads. Compiled with the machine's C compiler, at the samples above.
+/// profcc_abi.h's `PROFCC_START_SHADOW_OF` is `start_shadow` and its `PROFCC_FREED_WORD` is
+/// `ShadowWord::freed`: the C runtime writes the words the Rust runtime reads. Compiled with
+/// the machine's C compiler, at the samples above.
 #[test]
-fn the_c_header_spreads_start_words_as_rust_does() {
+fn the_c_header_writes_start_and_freed_words_as_rust_does() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let src = dir.join("start.c");
@@ -171,14 +172,27 @@ fn the_c_header_spreads_start_words_as_rust_does() {
         .flat_map(|r| samples(r.start, r.end))
         .collect();
     let list: Vec<String> = addrs.iter().map(|a| format!("{a:#x}ull")).collect();
+    // Owner words of threads 0, 1, 63, 64 and the last id before the wrap.
+    let owners: Vec<u64> = [0u32, 1, 63, 64, 65533]
+        .iter()
+        .map(|&id| ShadowWord::thread(id).0)
+        .collect();
     std::fs::write(
         &src,
         format!(
             "#include <stdio.h>\n#include <stdint.h>\n#include \"profcc_abi.h\"\n\
              static const uint64_t a[] = {{{}}};\n\
+             static const uint64_t me[] = {{{}}};\n\
              int main(void) {{ for (unsigned i = 0; i < sizeof a / sizeof a[0]; i++) \
-             printf(\"%llx\\n\", (unsigned long long)PROFCC_START_SHADOW_OF(a[i])); return 0; }}\n",
-            list.join(",")
+             printf(\"%llx\\n\", (unsigned long long)PROFCC_START_SHADOW_OF(a[i])); \
+             for (unsigned i = 0; i < sizeof me / sizeof me[0]; i++) \
+             printf(\"%llx\\n\", (unsigned long long)PROFCC_FREED_WORD(me[i])); return 0; }}\n",
+            list.join(","),
+            owners
+                .iter()
+                .map(|w| format!("{w:#x}ull"))
+                .collect::<Vec<_>>()
+                .join(",")
         ),
     )
     .unwrap();
@@ -199,9 +213,12 @@ fn the_c_header_spreads_start_words_as_rust_does() {
         .lines()
         .map(|l| u64::from_str_radix(l, 16).unwrap())
         .collect();
-    assert_eq!(got.len(), addrs.len());
-    for (a, g) in addrs.iter().zip(got) {
-        assert_eq!(g, start_shadow(*a), "PROFCC_START_SHADOW_OF({a:#x})");
+    assert_eq!(got.len(), addrs.len() + owners.len());
+    for (a, g) in addrs.iter().zip(&got) {
+        assert_eq!(*g, start_shadow(*a), "PROFCC_START_SHADOW_OF({a:#x})");
+    }
+    for (me, g) in owners.iter().zip(&got[addrs.len()..]) {
+        assert_eq!(*g, ShadowWord::freed(*me).0, "PROFCC_FREED_WORD({me:#x})");
     }
 }
 

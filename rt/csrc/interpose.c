@@ -310,9 +310,7 @@ __attribute__((always_inline)) static inline int start_clear(void *p, uint32_t o
             /* the freeing thread's own line keeps its owner as a freed word, as the sharing
              * analysis's free does (rt/src/analyses/sharing.rs `object_freed`) */
             uint64_t me = __profcc_me;
-            uint64_t keep = me && (x & PROFCC_WRITE_MASK) == me
-                                ? me | PROFCC_RETIRED | PROFCC_FREED << PROFCC_FIELD_SHIFT
-                                : 0;
+            uint64_t keep = me && (x & PROFCC_WRITE_MASK) == me ? PROFCC_FREED_WORD(me) : 0;
             if (x != keep) __atomic_store_n(lw, keep, __ATOMIC_RELAXED);
         }
     }

@@ -854,23 +854,19 @@ pub fn object_freed(o: &crate::analysis::ObjectInfo) {
             let w = ShadowWord(sh.load(Relaxed));
             if w.0 != 0 {
                 let inside = line >= o.start && line + 64 <= end;
-                // The freeing thread's own line (it wrote last, nobody else accessed the line
-                // since) keeps its owner in a freed word (the doc above).
-                let keep = if me != 0 && w.record().is_none() && w.is_fast_write(me) {
-                    ShadowWord::freed(me).0
-                } else {
-                    0
-                };
-                let reset = match w.record() {
-                    None => true,
+                // What the word becomes, if it changes: zero, or the freeing thread's freed
+                // word on its own line (it wrote last, nobody else accessed it since).
+                let to = match w.record() {
+                    None if me != 0 && w.is_fast_write(me) => Some(ShadowWord::freed(me).0),
+                    None => Some(0),
                     Some(i) if i < records() => {
                         note_object(record(i), o);
-                        inside || !used_outside(record(i), line, o.start, end)
+                        (inside || !used_outside(record(i), line, o.start, end)).then_some(0)
                     }
-                    Some(_) => inside,
+                    Some(_) => inside.then_some(0),
                 };
-                if reset && w.0 != keep {
-                    sh.store(keep, Relaxed);
+                if let Some(to) = to.filter(|&to| to != w.0) {
+                    sh.store(to, Relaxed);
                 }
             }
             line += 64;
