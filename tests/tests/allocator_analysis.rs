@@ -418,28 +418,27 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
                 "{name}: {text}"
             );
         }
-        // Per-site time: the loop's line pays for its calls, and leads unless the warm-up
-        // malloc(4000) was timed. That one is not the thread's first call when something
-        // allocated before main, and the jittered countdown then times it in about one run
-        // in 64: tcmalloc's fresh 4000-byte span took 386 us once beside a CPU hog, against
-        // 1.3 us for the loop's 20,000 calls at the timer's floor. True either way; the loop
-        // then comes second.
+        // Per-site time: the loop's line pays for its calls, and leads unless a single call
+        // was timed slow: the warm-up malloc(4000) (not the thread's first call when
+        // something allocated before main, so the jittered countdown times it in about one
+        // run in 64) or a single allocation made before main. Beside a CPU hog, tcmalloc's
+        // fresh 4000-byte span took 386 us and one allocation ld.so made under oneTBB 281 us,
+        // against
+        // 1.3-10 us for the loop's 20,000 calls near the timer's floor: true answers. Those
+        // single calls then come first and the loop after them.
         let sites = &r.allocator.as_ref().unwrap().top_sites;
-        let at = |needle: &str| {
+        let lp = {
+            let needle = "void *p = malloc(32); sink = p;";
             let line = KAT_C.lines().position(|l| l.contains(needle)).unwrap() + 1;
             format!("kat.c:{line}")
         };
-        let (warm_up, lp) = (
-            at("sink = malloc(4000);"),
-            at("void *p = malloc(32); sink = p;"),
-        );
         let i_loop = sites
             .iter()
             .position(|s| s.site.contains(&lp))
             .unwrap_or_else(|| panic!("{name}: no {lp} in {sites:?}"));
         assert!(sites[i_loop].count >= N - 1, "{name}: {sites:?}");
         assert!(
-            i_loop == 0 || (i_loop == 1 && sites[0].site.contains(&warm_up) && sites[0].count == 1),
+            i_loop <= 2 && sites[..i_loop].iter().all(|s| s.count == 1),
             "{name}: {sites:?}"
         );
     }
