@@ -423,9 +423,8 @@ fn short_lived_small_blocks_are_counted_and_reused_under_each_allocator() {
         // something allocated before main, so the jittered countdown times it in about one
         // run in 64) or a single allocation made before main. Beside a CPU hog, tcmalloc's
         // fresh 4000-byte span took 386 us and one allocation ld.so made under oneTBB 281 us,
-        // against
-        // 1.3-10 us for the loop's 20,000 calls near the timer's floor: true answers. Those
-        // single calls then come first and the loop after them.
+        // against 1.3-10 us for the loop's 20,000 calls near the timer's floor: true answers.
+        // Those single calls then come first and the loop after them.
         let sites = &r.allocator.as_ref().unwrap().top_sites;
         let lp = {
             let needle = "void *p = malloc(32); sink = p;";
