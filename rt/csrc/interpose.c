@@ -268,6 +268,24 @@ __attribute__((always_inline)) static inline uint32_t start_site(uint32_t kind, 
  * right after its block's head, direct-mapped by site; a slot holding another site is handed
  * over in the runtime (guard set). `alloc`: an allocation asks. */
 #define COUNT_CACHE 64
+/* rt/src/alloc/stats.rs `LIVE_FLUSH` (checked by its unit test): a count slot whose net bytes
+ * pass it, either sign, moves into the thread's statistics at once (`count_net`). */
+#define LIVE_FLUSH 65536
+void profcc_count_move(uint32_t site);
+__attribute__((noinline, cold, preserve_most)) static void count_move(uint32_t site) {
+    uint32_t saved = tls.in_rt;
+    tls.in_rt = 1;
+    profcc_count_move(site);
+    tls.in_rt = saved;
+}
+/* After a free's count: a slot that freed LIVE_FLUSH bytes more than it allocated moves now.
+ * Without it a thread that frees what others allocate (a consumer) and allocates nothing
+ * sampling picks would keep its frees until it exits, and the peak every other thread
+ * compares would be high by all of them. (A slot's allocations move at the thread's picked
+ * allocations: a peak may be low by what the thread allocated since, as documented.) */
+static inline void count_net(struct count_entry *c, uint32_t site) {
+    if (UNLIKELY((int64_t)(c->freed - c->bytes) > LIVE_FLUSH)) count_move(site);
+}
 static inline struct count_entry *count_slot(uint32_t site, uint32_t alloc) {
     struct count_entry *c = (struct count_entry *)(tls.sblock + 1) + (site & (COUNT_CACHE - 1));
     if (UNLIKELY(c->site_plus1 != site + 1)) {
@@ -319,6 +337,7 @@ __attribute__((always_inline)) static inline int start_clear(void *p, uint32_t o
         struct count_entry *c = count_slot(PROFCC_START_SITE(w), 0);
         c->frees += 1;
         c->freed += PROFCC_START_SIZE(w);
+        count_net(c, PROFCC_START_SITE(w));
     }
     return 1;
 }

@@ -776,6 +776,14 @@ pub extern "C" fn profcc_count_slot(site: u32, alloc: u32) {
         stats::count_slot_taken(ss, site, alloc != 0);
     }
 }
+/// interpose.c's `count_net` (guard set): the calling thread's count slot of `site` holds
+/// net bytes past `LIVE_FLUSH` (either sign) and moves now (stats.rs `count_move`).
+#[no_mangle]
+pub extern "C" fn profcc_count_move(site: u32) {
+    if let Some(ss) = sites() {
+        stats::count_move(ss, site);
+    }
+}
 /// Granules a lookup scans back: a start word's block is shorter than this many.
 const START_SCAN: u64 = 1 << (profcc_abi::START_SIZE_BITS - profcc_abi::START_SHIFT);
 
