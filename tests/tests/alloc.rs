@@ -1154,8 +1154,9 @@ fn live_flush() -> u64 {
 /// cross-thread frees, cache-scratch, the C++ map of strings and vectors) and a producer and
 /// consumer, two threads each, in the default build: sampling's figures per allocation site
 /// (count, bytes, frees, largest block, live bytes and objects at exit, threads) are an exact
-/// run's (`alloc_sample=0`), and its peaks keep their stated bounds: high by at most another
-/// thread's unflushed frees (`LIVE_FLUSH`), never below the live bytes at exit. The
+/// run's (`alloc_sample=0`), and its peaks keep their stated bounds: never above the exact
+/// run's with one worker, and with a consumer at most `LIVE_FLUSH` (its unflushed frees) above
+/// what was live. The
 /// producer's site once read a 19,969,000-byte peak under sampling (the consumer's frees
 /// stayed in its count slot until it exited) and 1,049,000 exact, for 1,000 live at most.
 #[test]
@@ -1204,17 +1205,17 @@ fn malloc_heavy_kernels_count_exactly_under_sampling() {
             a.threads,
         )
     };
+    let run = |exe: &str, args: &[&str], options: &str| {
+        let (out, _) = s.run_profiled(exe, args, options);
+        assert!(out.status.success(), "{exe} {args:?} {options}: {out:?}");
+        report(&s.path(&format!("{exe}.profile.json")), &["--top", "0"])
+    };
     for exe in built {
         let args: &[&str] = if exe == "handoff" { &[] } else { &["2"] };
-        let mut runs = vec![];
-        for options in ["summary=0:alloc_sample=0", "summary=0"] {
-            let (out, _) = s.run_profiled(exe, args, options);
-            assert!(out.status.success(), "{exe} {options}: {out:?}");
-            runs.push(report(
-                &s.path(&format!("{exe}.profile.json")),
-                &["--top", "0"],
-            ));
-        }
+        let runs = [
+            run(exe, args, "summary=0:alloc_sample=0"),
+            run(exe, args, "summary=0"),
+        ];
         let (exact, sampled) = (&runs[0], &runs[1]);
         assert!(
             exact.alloc_sites.sites.len() >= 2,
@@ -1241,17 +1242,33 @@ fn malloc_heavy_kernels_count_exactly_under_sampling() {
                 "{exe}: {:?}, sampled then exact",
                 key(w)
             );
-            // Peaks: two runs of a two-thread kernel differ in how the threads interleave
-            // (larson's exact peak moved by 12,000 bytes between runs), so the sampled peak is
-            // held to the bound beside the exact run's, with one more LIVE_FLUSH for that.
-            assert!(
-                g.live_bytes_peak >= g.live_bytes_at_exit
-                    && g.live_bytes_peak <= w.live_bytes_peak + 2 * flush,
-                "{exe}: {:?}: peak {} sampled, {} exact",
-                key(w),
-                g.live_bytes_peak,
-                w.live_bytes_peak
+        }
+        // Peaks, where two runs can be compared: one worker thread (with two, how the
+        // threads interleave moves the true peak: cxx_map's map site read 425,592 bytes exact
+        // and 653,688 sampled beside a CPU hog, each true for its run). There a peak is
+        // compared at each move of the thread's counts, so it is never above the exact run's
+        // and never below the live bytes at exit.
+        if exe != "handoff" {
+            let (exact, sampled) = (
+                run(exe, &["1"], "summary=0:alloc_sample=0"),
+                run(exe, &["1"], "summary=0"),
             );
+            for w in &exact.alloc_sites.sites {
+                let g = sampled
+                    .alloc_sites
+                    .sites
+                    .iter()
+                    .find(|g| key(g) == key(w))
+                    .unwrap_or_else(|| panic!("{exe} 1: no {:?} sampled", key(w)));
+                assert!(
+                    g.live_bytes_peak >= g.live_bytes_at_exit
+                        && g.live_bytes_peak <= w.live_bytes_peak,
+                    "{exe} 1: {:?}: peak {} sampled, {} exact",
+                    key(w),
+                    g.live_bytes_peak,
+                    w.live_bytes_peak
+                );
+            }
         }
         if exe == "handoff" {
             // At most one block live: the peak is high by at most the consumer's unflushed

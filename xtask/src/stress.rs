@@ -29,6 +29,11 @@ const SUITES: &[(&str, &[&str])] = &[
             "freed_word_does_not_hide_the_next_lifetimes_sharing",
         ],
     ),
+    // The sampled path's per-site counts and peak bounds on the malloc-heavy kernels.
+    (
+        "alloc",
+        &["malloc_heavy_kernels_count_exactly_under_sampling"],
+    ),
 ];
 
 /// Runs of each test when `--stress` has no count.
