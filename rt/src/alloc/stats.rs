@@ -576,8 +576,8 @@ pub(super) fn alloc(ss: &Sites, site: u32, tid: u32, size: u64, w: u64, totals: 
 // not moved, and once the slot has freed [`LIVE_FLUSH`] bytes more than it allocated. The
 // move, under the block's lock, nets the entry's allocations and frees: the live bytes (and
 // so the peaks) are compared at each move, not at each call, so a peak can be low by what the
-// thread allocated since its last move, and high by at most `LIVE_FLUSH` of its frees; counts,
-// bytes, frees and live bytes are exact.
+// thread allocated since its last move, and high by at most 2 x `LIVE_FLUSH` of its frees (the
+// slot's and the entry's delta); counts, bytes, frees and live bytes are exact.
 
 /// Move `c`'s counts into the block's entry of its site and zero them (the owner).
 fn move_counts(ss: &Sites, b: &Block, c: &CountEntry) {
