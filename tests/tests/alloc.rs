@@ -854,6 +854,35 @@ int main(void) {
 }
 "#;
 
+/// A site by its allocating frame: the function, file and line of its first frame.
+fn site_key(a: &AllocSite) -> (Option<String>, Option<String>, Option<u32>) {
+    let f = &a.stack[0];
+    (f.function.clone(), f.file.clone(), f.line)
+}
+
+/// `w`'s site in another run's report `r`.
+fn same_site<'a>(r: &'a Report, w: &AllocSite, exe: &str) -> &'a AllocSite {
+    r.alloc_sites
+        .sites
+        .iter()
+        .find(|g| site_key(g) == site_key(w))
+        .unwrap_or_else(|| panic!("{exe}: no {:?} in {:#?}", site_key(w), r.alloc_sites))
+}
+
+/// The figures of an allocation site that sampling keeps exact (docs/report.md, "Sampling").
+fn exact_figures(a: &AllocSite) -> (String, u64, u64, u64, u64, u64, u64, u32) {
+    (
+        a.kind.clone(),
+        a.count,
+        a.bytes,
+        a.frees,
+        a.max_size,
+        a.live_bytes_at_exit,
+        a.live_objects_at_exit,
+        a.threads,
+    )
+}
+
 fn site_in<'a>(r: &'a Report, src: &str, file: &str, marker: &str) -> &'a AllocSite {
     let line = line_of(src, marker);
     r.alloc_sites
@@ -1008,18 +1037,6 @@ fn sampled_allocation_sites_are_counted_exactly() {
         "MARK_MID",
         "MARK_BIG",
     ];
-    let figures = |a: &AllocSite| {
-        (
-            a.kind.clone(),
-            a.count,
-            a.bytes,
-            a.frees,
-            a.max_size,
-            a.live_bytes_at_exit,
-            a.live_objects_at_exit,
-            a.threads,
-        )
-    };
     for exe in ["sampled", "checked"] {
         let (out, exact) = s.run_profiled(exe, &[], "summary=0:alloc_sample=0");
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
@@ -1062,7 +1079,11 @@ fn sampled_allocation_sites_are_counted_exactly() {
                 site_in(&got, SAMPLED_C, "sampled.c", m),
                 site_in(&want, SAMPLED_C, "sampled.c", m),
             );
-            assert_eq!(figures(g), figures(w), "{exe}: {m} sampled, then exact");
+            assert_eq!(
+                exact_figures(g),
+                exact_figures(w),
+                "{exe}: {m} sampled, then exact"
+            );
             assert!(
                 g.live_bytes_peak <= w.live_bytes_peak && g.live_bytes_peak >= g.live_bytes_at_exit,
                 "{exe}: {m}: peak {} sampled, {} exact",
@@ -1188,23 +1209,6 @@ fn malloc_heavy_kernels_count_exactly_under_sampling() {
     );
     built.push("handoff");
     let flush = live_flush();
-    // A site by its allocating frame (the function, file and line of its first frame).
-    let key = |a: &AllocSite| {
-        let f = &a.stack[0];
-        (f.function.clone(), f.file.clone(), f.line)
-    };
-    let figures = |a: &AllocSite| {
-        (
-            a.kind.clone(),
-            a.count,
-            a.bytes,
-            a.frees,
-            a.max_size,
-            a.live_bytes_at_exit,
-            a.live_objects_at_exit,
-            a.threads,
-        )
-    };
     let run = |exe: &str, args: &[&str], options: &str| {
         let (out, _) = s.run_profiled(exe, args, options);
         assert!(out.status.success(), "{exe} {args:?} {options}: {out:?}");
@@ -1230,17 +1234,12 @@ fn malloc_heavy_kernels_count_exactly_under_sampling() {
             sampled.alloc_sites
         );
         for w in &exact.alloc_sites.sites {
-            let g = sampled
-                .alloc_sites
-                .sites
-                .iter()
-                .find(|g| key(g) == key(w))
-                .unwrap_or_else(|| panic!("{exe}: no {:?} sampled", key(w)));
+            let g = same_site(sampled, w, exe);
             assert_eq!(
-                figures(g),
-                figures(w),
+                exact_figures(g),
+                exact_figures(w),
                 "{exe}: {:?}, sampled then exact",
-                key(w)
+                site_key(w)
             );
         }
         // Peaks, where two runs can be compared: one worker thread (with two, how the
@@ -1254,17 +1253,12 @@ fn malloc_heavy_kernels_count_exactly_under_sampling() {
                 run(exe, &["1"], "summary=0"),
             );
             for w in &exact.alloc_sites.sites {
-                let g = sampled
-                    .alloc_sites
-                    .sites
-                    .iter()
-                    .find(|g| key(g) == key(w))
-                    .unwrap_or_else(|| panic!("{exe} 1: no {:?} sampled", key(w)));
+                let g = same_site(&sampled, w, exe);
                 assert!(
                     g.live_bytes_peak >= g.live_bytes_at_exit
                         && g.live_bytes_peak <= w.live_bytes_peak,
                     "{exe} 1: {:?}: peak {} sampled, {} exact",
-                    key(w),
+                    site_key(w),
                     g.live_bytes_peak,
                     w.live_bytes_peak
                 );
