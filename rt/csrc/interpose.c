@@ -268,8 +268,9 @@ __attribute__((always_inline)) static inline uint32_t start_site(uint32_t kind, 
  * right after its block's head, direct-mapped by site; a slot holding another site is handed
  * over in the runtime (guard set). `alloc`: an allocation asks. */
 #define COUNT_CACHE 64
-/* rt/src/alloc/stats.rs `LIVE_FLUSH` (checked by its unit test): a count slot whose net bytes
- * pass it, either sign, moves into the thread's statistics at once (`count_net`). */
+/* rt/src/alloc/stats.rs `LIVE_FLUSH` (checked by its unit test): a count slot that has freed
+ * this many bytes more than it allocated moves into the thread's statistics at once
+ * (`count_net`; stats.rs `freed_past_flush` on the full path). */
 #define LIVE_FLUSH 65536
 void profcc_count_move(uint32_t site);
 __attribute__((noinline, cold, preserve_most)) static void count_move(uint32_t site) {

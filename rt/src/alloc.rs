@@ -776,8 +776,8 @@ pub extern "C" fn profcc_count_slot(site: u32, alloc: u32) {
         stats::count_slot_taken(ss, site, alloc != 0);
     }
 }
-/// interpose.c's `count_net` (guard set): the calling thread's count slot of `site` holds
-/// net bytes past `LIVE_FLUSH` (either sign) and moves now (stats.rs `count_move`).
+/// interpose.c's `count_net` (guard set): the calling thread's count slot of `site` has freed
+/// `LIVE_FLUSH` bytes more than it allocated and moves now (stats.rs `count_move`).
 #[no_mangle]
 pub extern "C" fn profcc_count_move(site: u32) {
     if let Some(ss) = sites() {

@@ -5,7 +5,7 @@
 //! the profile must say what happened. Fixtures: tests/fixtures/faithful/lifetimes/.
 
 use profcc_analysis::sharing::Kind;
-use profcc_report::model::ObjectKind;
+use profcc_report::model::{Finding, ObjectKind, Sharing};
 use profcc_schema::AccessKind::*;
 use profcc_tests::*;
 use std::process::Command;
@@ -121,6 +121,35 @@ struct Built {
     text: String,
 }
 
+impl Built {
+    /// heap_lifetimes.c's `mode` profiled with `options`: its stdout and exit code are the
+    /// native build's (`what` says what the mode does), and its report.
+    fn profiled(&self, mode: &str, options: &str, what: &str) -> profcc_report::Report {
+        let native = self.s.run_plain("native", &[mode]);
+        let (out, _) = self.s.run_profiled("profiled", &[mode], options);
+        assert_same_run(what, &native, &out);
+        report(
+            &self.s.path("profiled.profile.json"),
+            &["--top", "0", "--min-speedup", "0"],
+        )
+    }
+}
+
+/// The sharing findings with a place at `line`.
+fn findings_at(s: &Sharing, line: u32) -> Vec<&Finding> {
+    s.findings
+        .iter()
+        .filter(|f| f.places.iter().any(|p| p.line == line))
+        .collect()
+}
+
+/// Whether the finding names the heap block allocated at `site` (`file:line`).
+fn names_heap_block(f: &Finding, site: &str) -> bool {
+    f.objects.iter().any(|o| {
+        o.kind == ObjectKind::Heap && o.alloc_site.as_deref().is_some_and(|a| a.ends_with(site))
+    })
+}
+
 fn heap_lifetimes() -> Built {
     let s = Scratch::new();
     let text = source(&s, "heap_lifetimes.c");
@@ -141,25 +170,16 @@ fn heap_lifetimes() -> Built {
 #[test]
 fn freed_large_block_keeps_its_heap_site() {
     let b = heap_lifetimes();
-    let native = b.s.run_plain("native", &["big"]);
-    let (out, _) = b.s.run_profiled("profiled", &["big"], "summary=0");
-    assert_same_run("false sharing in a freed 1 MiB block", &native, &out);
-    let r = report(
-        &b.s.path("profiled.profile.json"),
-        &["--top", "0", "--min-speedup", "0"],
-    );
+    let r = b.profiled("big", "summary=0", "false sharing in a freed 1 MiB block");
     let sharing = r.sharing.expect("a sharing section");
     let site = format!("heap_lifetimes.c:{}", line_of(&b.text, "MARK_BIG_ALLOC"));
-    let store = line_of(&b.text, "MARK_BIG_STORE");
-    let f = sharing
-        .findings
-        .iter()
-        .find(|f| f.places.iter().any(|p| p.line == store))
+    let found = findings_at(&sharing, line_of(&b.text, "MARK_BIG_STORE"));
+    let f = found
+        .first()
         .unwrap_or_else(|| panic!("no finding at the store: {:#?}", sharing.findings));
     assert_eq!(f.kind, Kind::FalseSharing, "{f:#?}");
     assert!(
-        f.objects.iter().any(|o| o.kind == ObjectKind::Heap
-            && o.alloc_site.as_deref().is_some_and(|a| a.ends_with(&site))),
+        names_heap_block(f, &site),
         "the object is the heap block from {site}: {:#?}",
         f.objects
     );
@@ -171,25 +191,17 @@ fn freed_large_block_keeps_its_heap_site() {
 #[test]
 fn reused_block_carries_no_state_across_lifetimes() {
     let b = heap_lifetimes();
-    let native = b.s.run_plain("native", &["reuse"]);
-    let (out, _) = b.s.run_profiled("profiled", &["reuse"], "summary=0");
-    assert_same_run(
+    let r = b.profiled(
+        "reuse",
+        "summary=0",
         "a block reused by threads that never overlap",
-        &native,
-        &out,
-    );
-    let r = report(
-        &b.s.path("profiled.profile.json"),
-        &["--top", "0", "--min-speedup", "0"],
     );
     let store = line_of(&b.text, "MARK_REUSE_STORE");
-    let findings: Vec<_> = r
+    let findings = r
         .sharing
-        .map(|s| s.findings)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|f| f.places.iter().any(|p| p.line == store))
-        .collect();
+        .as_ref()
+        .map(|s| findings_at(s, store))
+        .unwrap_or_default();
     assert!(
         findings.iter().all(|f| f.kind != Kind::TrueSharing),
         "threads that never overlapped reported as true sharing: {findings:#?}"
@@ -207,21 +219,10 @@ fn reused_block_carries_no_state_across_lifetimes() {
 #[test]
 fn block_freed_by_its_writer_starts_afresh_for_the_next_thread() {
     let b = heap_lifetimes();
-    let native = b.s.run_plain("native", &["reuse_own"]);
     for options in ["summary=0:alloc_sample=0", "summary=0"] {
-        let (out, _) = b.s.run_profiled("profiled", &["reuse_own"], options);
-        assert_same_run("a block each thread frees itself", &native, &out);
-        let r = report(
-            &b.s.path("profiled.profile.json"),
-            &["--top", "0", "--min-speedup", "0"],
-        );
+        let r = b.profiled("reuse_own", options, "a block each thread frees itself");
         let sharing = r.sharing.expect("a sharing section");
-        let store = line_of(&b.text, "MARK_REUSE_OWN_STORE");
-        let findings: Vec<_> = sharing
-            .findings
-            .iter()
-            .filter(|f| f.places.iter().any(|p| p.line == store))
-            .collect();
+        let findings = findings_at(&sharing, line_of(&b.text, "MARK_REUSE_OWN_STORE"));
         assert!(findings.is_empty(), "{options}: {findings:#?}");
         // The block's 64 lines would be tracked (each invalidated by 199 threads); the
         // program's few other lines may be.
@@ -240,31 +241,19 @@ fn block_freed_by_its_writer_starts_afresh_for_the_next_thread() {
 #[test]
 fn freed_word_does_not_hide_the_next_lifetimes_sharing() {
     let b = heap_lifetimes();
-    let native = b.s.run_plain("native", &["reuse_then_share"]);
     for options in ["summary=0:alloc_sample=0", "summary=0"] {
-        let (out, _) = b.s.run_profiled("profiled", &["reuse_then_share"], options);
-        assert_same_run("a reused block shared by two threads", &native, &out);
-        let r = report(
-            &b.s.path("profiled.profile.json"),
-            &["--top", "0", "--min-speedup", "0"],
+        let r = b.profiled(
+            "reuse_then_share",
+            options,
+            "a reused block shared by two threads",
         );
-        let store = line_of(&b.text, "MARK_SHARED_STORE");
         let site = format!("heap_lifetimes.c:{}", line_of(&b.text, "MARK_SHARED_ALLOC"));
         let sharing = r.sharing.expect("a sharing section");
-        let found: Vec<_> = sharing
-            .findings
-            .iter()
-            .filter(|f| f.places.iter().any(|p| p.line == store))
-            .collect();
+        let found = findings_at(&sharing, line_of(&b.text, "MARK_SHARED_STORE"));
         assert_eq!(found.len(), 1, "{options}: {:#?}", sharing.findings);
         let f = found[0];
         assert_eq!(f.kind, Kind::FalseSharing, "{options}");
-        assert!(
-            f.objects.iter().any(|o| o.kind == ObjectKind::Heap
-                && o.alloc_site.as_deref().is_some_and(|a| a.ends_with(&site))),
-            "{options}: {:#?}",
-            f.objects
-        );
+        assert!(names_heap_block(f, &site), "{options}: {:#?}", f.objects);
     }
 }
 

@@ -269,13 +269,14 @@ pub(crate) const ENTRIES: usize = 256;
 /// Sites a thread counts unpicked blocks of at once (interpose.c's `COUNT_CACHE`, checked by a
 /// unit test).
 pub(crate) const COUNT_CACHE: usize = 64;
-/// A live-bytes delta larger than this (either sign) is flushed at once, and a count slot's
-/// net bytes (interpose.c's copy `LIVE_FLUSH`, checked by a unit test) move at once: the
-/// bound on how far another thread's view of live bytes, and so a peak, can be off. Low by a
-/// thread's allocations not flushed yet, high by a thread's frees not flushed yet (a consumer
-/// freeing what a producer allocates). 1 MiB until 2026-11-30: a producer and a consumer
-/// passing one 1000-byte block at a time read a peak of 1,049,000 bytes exact, 19,969,000 under
-/// sampling (whose count slots had no bound), for 2,000 (`producer_consumer_peak_is_bounded`).
+/// A live-bytes delta larger than this (either sign) is flushed at once, and a count slot
+/// that has freed this many bytes more than it allocated moves at once (interpose.c's copy
+/// `LIVE_FLUSH`, checked by a unit test): the bound on how far another thread's view of live
+/// bytes, and so a peak, can be off. Low by a thread's allocations not flushed yet, high by a
+/// thread's frees not flushed yet (a consumer freeing what a producer allocates). 1 MiB until
+/// 2026-11-30: a producer and a consumer passing one 1000-byte block at a time read a peak of
+/// 1,049,000 bytes exact, 19,969,000 under sampling (whose count slots had no bound), for
+/// 1,000 (`malloc_heavy_kernels_count_exactly_under_sampling`).
 pub const LIVE_FLUSH: i64 = 1 << 16;
 
 #[repr(C, align(64))]
@@ -659,7 +660,6 @@ pub(super) fn count_unpicked_alloc(ss: &Sites, site: u32, size: u64) {
     if (c.max_size.load(Relaxed) as u64) < size {
         c.max_size.store(size as u32, Relaxed); // (below 1 << START_SIZE_BITS)
     }
-    move_if_drifted(ss, b, c);
 }
 
 /// The free of a start word's block on the full path ([`count_unpicked_alloc`]'s).
@@ -671,21 +671,22 @@ pub(super) fn count_unpicked_free(ss: &Sites, site: u32, size: u64) {
     let c = count_slot(ss, b, site, false);
     add_u(&c.frees, 1);
     add_u(&c.freed, size);
-    move_if_drifted(ss, b, c);
-}
-
-/// A count slot whose net bytes passed [`LIVE_FLUSH`] (either sign) moves now, as interpose.c's
-/// `count_net` has the tail path's move ([`count_move`]): a thread that frees what others
-/// allocate, and allocates nothing sampling picks, would otherwise hold its frees until it
-/// exits, and every other thread's view of the live bytes, and the peak, would be high by them.
-fn move_if_drifted(ss: &Sites, b: &Block, c: &CountEntry) {
-    let net = c.bytes.load(Relaxed).wrapping_sub(c.freed.load(Relaxed)) as i64;
-    if net.abs() > LIVE_FLUSH {
+    if freed_past_flush(c) {
         move_counts(ss, b, c);
     }
 }
 
-/// interpose.c's `count_net`: the calling thread's slot of `site` passed [`LIVE_FLUSH`].
+/// A count slot that has freed [`LIVE_FLUSH`] bytes more than it allocated moves now (here on
+/// the full path, by interpose.c's `count_net` on the tail path, which spells the same
+/// compare): a thread that frees what others allocate, and allocates nothing sampling picks,
+/// would otherwise hold its frees until it exits, and every other thread's view of the live
+/// bytes, and the peak, would be high by them.
+fn freed_past_flush(c: &CountEntry) -> bool {
+    (c.freed.load(Relaxed).wrapping_sub(c.bytes.load(Relaxed)) as i64) > LIVE_FLUSH
+}
+
+/// interpose.c's `count_net`: the calling thread's slot of `site` has freed [`LIVE_FLUSH`]
+/// bytes more than it allocated.
 pub(super) fn count_move(ss: &Sites, site: u32) {
     if let Some(b) = mine() {
         let c = &b.counts[site as usize % COUNT_CACHE];
