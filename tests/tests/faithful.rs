@@ -313,7 +313,7 @@ fn cases() -> Vec<Case> {
         zlib_case(),
         // Programs of the same shape as the real projects issue 9 names.
         Case {
-            name: "gapbs-like-bfs-openmp",
+            name: "gapbs-like-bfs-pr-openmp",
             build: Build::Compile {
                 sources: vec!["bfs_graph.cpp".into()],
                 flags: vec!["-O2".into(), "-std=c++17".into(), "-fopenmp".into()],
@@ -323,6 +323,7 @@ fn cases() -> Vec<Case> {
             runs: vec![
                 env("bfs", &["14", "4"], "OMP_NUM_THREADS", "2"),
                 env("bfs", &["12", "3"], "OMP_NUM_THREADS", "4"),
+                env("bfs", &["14", "2", "pr"], "OMP_NUM_THREADS", "2"),
             ],
             files: vec![],
         },

@@ -66,9 +66,10 @@ const fn program(name: &'static str, sources: &'static [&'static str]) -> Progra
 /// The kernels run 2-10 times their own default work (a few tenths of a second natively): at
 /// 0.03-0.2 s a kernel's native median moved by up to 2x between two bench runs an hour apart.
 /// gapbs and LULESH are not among the crates this repository reaches offline: their shapes
-/// stand in (tests/fixtures/faithful/bfs_graph.cpp, an R-MAT graph's OpenMP BFS as gapbs's
-/// `bfs -g 17 -n 3`; stencil/stencil.cc, a LULESH-like Sedov blast, single-threaded). expat's
-/// `xmlwf` is built from expat-sys's sources on a generated 96 MB document ([`xml_input`]).
+/// stand in (tests/fixtures/faithful/bfs_graph.cpp, an R-MAT graph's OpenMP BFS and pull
+/// PageRank as gapbs's `bfs -g 17 -n 3` and `pr -g 17 -n 3`; stencil/stencil.cc, a LULESH-like
+/// Sedov blast, single-threaded). expat's `xmlwf` is built from expat-sys's sources on a
+/// generated 96 MB document ([`xml_input`]).
 const PROGRAMS: &[Program] = &[
     Program {
         args: &["2"],
@@ -121,6 +122,16 @@ const PROGRAMS: &[Program] = &[
         env: &[("OMP_NUM_THREADS", "2")],
         ..program(
             "gapbs_like_bfs (2 threads)",
+            &["tests/fixtures/faithful/bfs_graph.cpp"],
+        )
+    },
+    Program {
+        cxx: true,
+        flags: &["-std=c++17", "-fopenmp"],
+        args: &["17", "3", "pr"],
+        env: &[("OMP_NUM_THREADS", "2")],
+        ..program(
+            "gapbs_like_pr (2 threads)",
             &["tests/fixtures/faithful/bfs_graph.cpp"],
         )
     },
