@@ -79,29 +79,53 @@ static inline __attribute__((always_inline)) int sharing_on(void) {
   return __atomic_load_n(&__profcc_alone, __ATOMIC_RELAXED) == 0;
 }
 
+/* The checkers' shadow word: its address made in one register (the shadow's base is one bit
+ * above any user address shifted; no second register for a 64-bit base), and the tests
+ * below spelled so that no 64-bit constant needs a register either: preserve_most saves
+ * every register a checker's fast path uses, on every call. */
+_Static_assert((PROFCC_LINE_SHADOW & (PROFCC_LINE_SHADOW - 1)) == 0, "the shadow's base is one bit");
+_Static_assert(((PROFCC_APP_LIMIT - 1) >> (PROFCC_LINE_SHIFT - PROFCC_SHADOW_WORD_SHIFT)) < PROFCC_LINE_SHADOW,
+               "every user address's shadow offset is below the base's bit");
+static inline __attribute__((always_inline)) uint64_t checker_word(const void *p) {
+  uint64_t a = (uint64_t)p;
+#if defined(__x86_64__)
+  /* In asm: as C the compiler turns the bit into an add of the base from a second register. */
+  _Static_assert(PROFCC_LINE_SHIFT - PROFCC_SHADOW_WORD_SHIFT == 3 && PROFCC_LINE_SHADOW == 1ull << 44,
+                 "the asm's shift and bit");
+  __asm__("shrq $3, %0\n\tandq $-8, %0\n\tbtsq $44, %0" : "+r"(a) : : "cc");
+#else
+  a = ((a >> (PROFCC_LINE_SHIFT - PROFCC_SHADOW_WORD_SHIFT)) & ~(uint64_t)7) | PROFCC_LINE_SHADOW;
+#endif
+  return *(const uint64_t *)a;
+}
 static inline __attribute__((always_inline)) int read_due(const void *p) {
-  uint64_t w = *shadow_of(p);
+  uint64_t w = checker_word(p);
+  if (__builtin_expect((int64_t)w < 0, 0))
+    return --__profcc_hot_cd == 0;
   uint64_t rb = __profcc_rb;
-  return __builtin_expect((w & (PROFCC_HOT | rb)) != rb, 0) &&
-         (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
+  __asm__("" : "+r"(w)); /* keep the sign test apart: merged, it needs HOT | rb in a register */
+  return __builtin_expect((w & rb) != rb, 0);
 }
 
 /* A write leaves when this thread is the line's last writer and nobody read it since (the
  * shadow word equals the thread's owner word, counters masked out). Nothing is stored to the
  * shadow here. */
+_Static_assert(PROFCC_WRITE_MASK == (PROFCC_HOT | 0xffffffffffffull),
+               "WRITE_MASK is the sign bit and the low 48 bits (write_due's shift)");
 static inline __attribute__((always_inline)) int write_due(const void *p) {
-  uint64_t w = *shadow_of(p);
-  return __builtin_expect((w & PROFCC_WRITE_MASK) != __profcc_me, 0) &&
-         (!(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
+  uint64_t w = checker_word(p);
+  if (__builtin_expect((int64_t)w < 0, 0))
+    return --__profcc_hot_cd == 0;
+  /* w & WRITE_MASK == me for a word without HOT: the low 48 bits equal (me has no others) */
+  return __builtin_expect((w << 16) != (__profcc_me << 16), 0);
 }
 
 /* The write that takes its group's write-volume sample: also goes on when the group's count
  * hits the thread's sample mask. */
 static inline __attribute__((always_inline)) int write_s_due(const void *p, uint64_t site) {
-  uint64_t w = *shadow_of(p);
-  int sample = (slot_of(site)[PROFCC_COUNT_SLOT] & __profcc_wmask) == 0;
-  return __builtin_expect(((w & PROFCC_WRITE_MASK) != __profcc_me) | sample, 0) &&
-         (sample || !(w & PROFCC_HOT) || --__profcc_hot_cd == 0);
+  if (__builtin_expect((slot_of(site)[PROFCC_COUNT_SLOT] & __profcc_wmask) == 0, 0))
+    return 1;
+  return write_due(p);
 }
 
 CHECKER void __profcc_check_read(const void *p, uint64_t site, uint64_t info) {
