@@ -89,20 +89,36 @@ _Static_assert(((PROFCC_APP_LIMIT - 1) >> (PROFCC_LINE_SHIFT - PROFCC_SHADOW_WOR
 static inline __attribute__((always_inline)) uint64_t checker_word(const void *p) {
   uint64_t a = (uint64_t)p;
 #if defined(__x86_64__)
-  /* In asm: as C the compiler turns the bit into an add of the base from a second register. */
-  _Static_assert(PROFCC_LINE_SHIFT - PROFCC_SHADOW_WORD_SHIFT == 3 && PROFCC_LINE_SHADOW == 1ull << 44,
-                 "the asm's shift and bit");
-  __asm__("shrq $3, %0\n\tandq $-8, %0\n\tbtsq $44, %0" : "+r"(a) : : "cc");
+  /* In asm: as C the compiler turns the bit into an add of the base from a second register.
+   * The mask keeps the word 8-aligned: the shift is the line's bits less the word's. */
+  _Static_assert(PROFCC_SHADOW_WORD_SHIFT == 3, "the asm's mask: 8-byte words");
+  __asm__("shrq %1, %0\n\tandq $-8, %0\n\tbtsq %2, %0"
+          : "+r"(a)
+          : "i"(PROFCC_LINE_SHIFT - PROFCC_SHADOW_WORD_SHIFT), "i"(__builtin_ctzll(PROFCC_LINE_SHADOW))
+          : "cc");
 #else
   a = ((a >> (PROFCC_LINE_SHIFT - PROFCC_SHADOW_WORD_SHIFT)) & ~(uint64_t)7) | PROFCC_LINE_SHADOW;
 #endif
   return *(const uint64_t *)a;
 }
+/* The thread's read bit and owner word, loaded where they are tested: as plain TLS reads the
+ * compiler keeps their addresses (or values) live across a merged checker's members, one
+ * more saved register each. */
+#if defined(__x86_64__)
+#define CHECKER_TLS(name)                                                                         \
+  ({                                                                                              \
+    uint64_t v_;                                                                                  \
+    __asm__ volatile("movq " #name "@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(v_));     \
+    v_;                                                                                           \
+  })
+#else
+#define CHECKER_TLS(name) (name)
+#endif
 static inline __attribute__((always_inline)) int read_due(const void *p) {
   uint64_t w = checker_word(p);
   if (__builtin_expect((int64_t)w < 0, 0))
     return --__profcc_hot_cd == 0;
-  uint64_t rb = __profcc_rb;
+  uint64_t rb = CHECKER_TLS(__profcc_rb);
   __asm__("" : "+r"(w)); /* keep the sign test apart: merged, it needs HOT | rb in a register */
   return __builtin_expect((w & rb) != rb, 0);
 }
@@ -116,8 +132,16 @@ static inline __attribute__((always_inline)) int write_due(const void *p) {
   uint64_t w = checker_word(p);
   if (__builtin_expect((int64_t)w < 0, 0))
     return --__profcc_hot_cd == 0;
-  /* w & WRITE_MASK == me for a word without HOT: the low 48 bits equal (me has no others) */
-  return __builtin_expect((w << 16) != (__profcc_me << 16), 0);
+  /* w & WRITE_MASK == me for a word without HOT: the low 48 bits equal (me has no others);
+   * the shift in asm, or the compiler holds a 48-bit mask in a register */
+  uint64_t d = w ^ CHECKER_TLS(__profcc_me);
+#if defined(__x86_64__)
+  int differ;
+  __asm__("shlq $16, %0" : "+r"(d), "=@ccnz"(differ));
+  return __builtin_expect(differ, 0);
+#else
+  return __builtin_expect((d << 16) != 0, 0);
+#endif
 }
 
 /* The write that takes its group's write-volume sample: also goes on when the group's count
