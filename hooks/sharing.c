@@ -147,7 +147,11 @@ static inline __attribute__((always_inline)) int write_due(const void *p) {
 /* The write that takes its group's write-volume sample: also goes on when the group's count
  * hits the thread's sample mask. */
 static inline __attribute__((always_inline)) int write_s_due(const void *p, uint64_t site) {
-  if (__builtin_expect((slot_of(site)[PROFCC_COUNT_SLOT] & __profcc_wmask) == 0, 0))
+  /* slot_of's counter, with the thread's words loaded where used (CHECKER_TLS) */
+  const uint64_t *counts = (const uint64_t *)CHECKER_TLS(__profcc_counts);
+  uint64_t n = counts[PROFCC_COUNTER_STRIDE * (uint64_t)(__profcc_site_base + (uint32_t)site) +
+                      PROFCC_COUNT_SLOT];
+  if (__builtin_expect((n & CHECKER_TLS(__profcc_wmask)) == 0, 0))
     return 1;
   return write_due(p);
 }
