@@ -51,8 +51,23 @@ uint64_t __profcc_fn_wmask(void) { return __profcc_wmask; }
 /* The module's first global site id (passes/src/metadata.rs defines it in each module). */
 extern uint32_t __profcc_site_base;
 
+/* A thread word the checkers test (read bit, owner word, counter array, sample mask), loaded
+ * where it is used: as a plain TLS read the compiler keeps its address (or value) live across
+ * a merged checker's members, one more saved register each. */
+#if defined(__x86_64__)
+#define CHECKER_TLS(name)                                                                         \
+  ({                                                                                              \
+    uint64_t v_;                                                                                  \
+    __asm__ volatile("movq " #name "@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(v_));     \
+    v_;                                                                                           \
+  })
+#else
+#define CHECKER_TLS(name) ((uint64_t)(name))
+#endif
+
 static inline __attribute__((always_inline)) uint64_t *slot_of(uint64_t site) {
-  return __profcc_counts + PROFCC_COUNTER_STRIDE * (uint64_t)(__profcc_site_base + (uint32_t)site);
+  uint64_t *counts = (uint64_t *)CHECKER_TLS(__profcc_counts);
+  return counts + PROFCC_COUNTER_STRIDE * (uint64_t)(__profcc_site_base + (uint32_t)site);
 }
 
 /* The checkers' way to the door, off their fast path: a checker's fast path touches only
@@ -101,25 +116,11 @@ static inline __attribute__((always_inline)) uint64_t checker_word(const void *p
 #endif
   return *(const uint64_t *)a;
 }
-/* The thread's read bit and owner word, loaded where they are tested: as plain TLS reads the
- * compiler keeps their addresses (or values) live across a merged checker's members, one
- * more saved register each. */
-#if defined(__x86_64__)
-#define CHECKER_TLS(name)                                                                         \
-  ({                                                                                              \
-    uint64_t v_;                                                                                  \
-    __asm__ volatile("movq " #name "@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(v_));     \
-    v_;                                                                                           \
-  })
-#else
-#define CHECKER_TLS(name) (name)
-#endif
 static inline __attribute__((always_inline)) int read_due(const void *p) {
   uint64_t w = checker_word(p);
   if (__builtin_expect((int64_t)w < 0, 0))
     return --__profcc_hot_cd == 0;
   uint64_t rb = CHECKER_TLS(__profcc_rb);
-  __asm__("" : "+r"(w)); /* keep the sign test apart: merged, it needs HOT | rb in a register */
   return __builtin_expect((w & rb) != rb, 0);
 }
 
@@ -147,11 +148,7 @@ static inline __attribute__((always_inline)) int write_due(const void *p) {
 /* The write that takes its group's write-volume sample: also goes on when the group's count
  * hits the thread's sample mask. */
 static inline __attribute__((always_inline)) int write_s_due(const void *p, uint64_t site) {
-  /* slot_of's counter, with the thread's words loaded where used (CHECKER_TLS) */
-  const uint64_t *counts = (const uint64_t *)CHECKER_TLS(__profcc_counts);
-  uint64_t n = counts[PROFCC_COUNTER_STRIDE * (uint64_t)(__profcc_site_base + (uint32_t)site) +
-                      PROFCC_COUNT_SLOT];
-  if (__builtin_expect((n & CHECKER_TLS(__profcc_wmask)) == 0, 0))
+  if (__builtin_expect((slot_of(site)[PROFCC_COUNT_SLOT] & CHECKER_TLS(__profcc_wmask)) == 0, 0))
     return 1;
   return write_due(p);
 }

@@ -622,11 +622,17 @@ pub(super) fn move_all_counts(ss: &Sites) {
     }
 }
 
+/// `b`'s count slot for `site` (direct-mapped, as interpose.c's `count_slot`), whichever site
+/// holds it now.
+fn slot_for(b: &Block, site: u32) -> &CountEntry {
+    &b.counts[site as usize % COUNT_CACHE]
+}
+
 /// The calling thread's count slot of `site`, taken from the site there (its counts moved)
 /// if needed: interpose.c's `count_slot`, and the full path's unpicked blocks (`alloc`: the
 /// thread allocates at `site`).
 fn count_slot<'a>(ss: &Sites, b: &'a Block, site: u32, alloc: bool) -> &'a CountEntry {
-    let c = &b.counts[site as usize % COUNT_CACHE];
+    let c = slot_for(b, site);
     if c.site_plus1.load(Relaxed) != site + 1 {
         move_counts(ss, b, c);
         let _g = b.lock.lock();
@@ -689,7 +695,7 @@ fn freed_past_flush(c: &CountEntry) -> bool {
 /// bytes more than it allocated.
 pub(super) fn count_move(ss: &Sites, site: u32) {
     if let Some(b) = mine() {
-        let c = &b.counts[site as usize % COUNT_CACHE];
+        let c = slot_for(b, site);
         if c.site_plus1.load(Relaxed) == site + 1 {
             move_counts(ss, b, c);
         }
